@@ -1,0 +1,37 @@
+"""What every attention kernel receives: heads, an optional bias, mask and rotation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from torch import Tensor, nn
+
+Rotation = Callable[[Tensor], Tensor]
+
+
+class AttentionKernel(nn.Module):
+    """``forward(q, k, v, scale, bias, key_padding_mask, rotate, dropout_p) -> [B, h, L, d]``.
+
+    ``q, k, v``: ``[B, h, L, d]``. ``bias``: an additive, already-scaled float score bias
+    ``[B or 1, h, L or 1, L]`` or None. ``key_padding_mask``: bool ``[B, L]``, True at real
+    tokens, or None (packed batches). ``rotate``: the scheme's query/key rotation, or None;
+    the kernel decides where it applies. Options are keyword-only ``__init__`` arguments.
+    """
+
+    #: Whether the kernel materialises the score matrix and so can add a float bias to it.
+    supports_score_bias: ClassVar[bool] = False
+
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        *,
+        scale: float,
+        bias: Tensor | None = None,
+        key_padding_mask: Tensor | None = None,
+        rotate: Rotation | None = None,
+        dropout_p: float = 0.0,
+    ) -> Tensor:
+        raise NotImplementedError

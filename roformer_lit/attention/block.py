@@ -1,0 +1,60 @@
+"""Multi-head self-attention: fused QKV projection, the scheme's hooks, a kernel, output.
+
+    q, k, v = split(x W_qkv + b_qkv);  out = kernel(q, k, v, scale, bias, mask, rotate) W_o + b_o
+
+The block is the same for every scheme: it asks the layer's position hooks for a score
+bias and a rotation and hands both to the kernel.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Literal
+
+from torch import Tensor, nn
+
+from roformer_lit.attention.base import AttentionKernel
+from roformer_lit.positions.base import LayerPosition, default_scale
+
+_SLOT = {"query": 0, "key": 1, "value": 2}
+
+
+class SelfAttention(nn.Module):
+    """Self-attention over ``[B, L, H]`` with ``num_heads`` heads."""
+
+    def __init__(
+        self, hidden_size: int, num_heads: int, kernel: AttentionKernel, attention_dropout: float
+    ) -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_size = hidden_size // num_heads
+        self.hidden_size = hidden_size
+        self.qkv = nn.Linear(hidden_size, 3 * hidden_size)
+        self.out = nn.Linear(hidden_size, hidden_size)
+        self.kernel = kernel
+        self.attention_dropout = attention_dropout
+
+    def project(self, x: Tensor, which: Literal["query", "key", "value"]) -> Tensor:
+        """One projection of ``x[N, H]`` split into heads: ``[h, N, d]`` (for relative tables)."""
+        rows = slice(_SLOT[which] * self.hidden_size, (_SLOT[which] + 1) * self.hidden_size)
+        projected = nn.functional.linear(x, self.qkv.weight[rows], self.qkv.bias[rows])
+        return projected.unflatten(-1, (self.num_heads, self.head_size)).transpose(0, 1)
+
+    def forward(
+        self, x: Tensor, ctx: Any, key_padding_mask: Tensor | None, position: LayerPosition
+    ) -> Tensor:
+        batch, length, _ = x.shape
+        qkv = self.qkv(x).view(batch, length, 3, self.num_heads, self.head_size)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each [B, h, L, d]
+        score = position.score(q, k, ctx, self)
+        out = self.kernel(
+            q,
+            k,
+            v,
+            scale=default_scale(self.head_size) if score is None else score.scale,
+            bias=None if score is None else score.bias,
+            key_padding_mask=key_padding_mask,
+            rotate=partial(position.rotate, ctx=ctx) if position.rotates else None,
+            dropout_p=self.attention_dropout if self.training else 0.0,
+        )
+        return self.out(out.transpose(1, 2).reshape(batch, length, self.hidden_size))

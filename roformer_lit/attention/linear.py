@@ -1,0 +1,51 @@
+"""Linear attention (Katharopoulos et al. 2020) with ``phi(x) = elu(x) + 1``; O(L d^2).
+
+    out_i = sum_j (R_i phi(q_i)) . (R_j phi(k_j)) v_j  /  sum_j phi(q_i) . phi(k_j)
+
+``R`` is the scheme's rotation, if any (RoFormer eq. 19): applied after the feature map
+and in the numerator only, so the denominator stays positive. Without a rotation this is
+plain linear attention. Padded keys get ``phi(k_j) = 0``. The score scale is unused.
+"""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor
+
+from roformer_lit.attention.base import AttentionKernel, Rotation
+from roformer_lit.errors import ConfigError
+
+
+class LinearAttention(AttentionKernel):
+    """Kernelised attention; cannot take a score bias (it never forms the score matrix)."""
+
+    supports_score_bias = False
+
+    def __init__(self, *, eps: float = 1e-6) -> None:
+        super().__init__()
+        if eps <= 0:
+            raise ConfigError(f"linear attention eps must be > 0, got {eps}")
+        self.eps = eps
+
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        *,
+        scale: float,
+        bias: Tensor | None = None,
+        key_padding_mask: Tensor | None = None,
+        rotate: Rotation | None = None,
+        dropout_p: float = 0.0,
+    ) -> Tensor:
+        if bias is not None:
+            raise ValueError("linear attention cannot add a score bias")
+        phi_q, phi_k = F.elu(q) + 1, F.elu(k) + 1
+        if key_padding_mask is not None:
+            phi_k = phi_k * key_padding_mask[:, None, :, None].to(phi_k.dtype)
+        denominator = phi_q @ phi_k.sum(dim=-2, keepdim=True).transpose(-1, -2)  # [B, h, L, 1]
+        if rotate is not None:
+            phi_q, phi_k = rotate(phi_q), rotate(phi_k)
+        numerator = phi_q @ (phi_k.transpose(-1, -2) @ v)  # [B, h, L, d]
+        return numerator / (denominator + self.eps)

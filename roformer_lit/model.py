@@ -1,0 +1,175 @@
+"""The encoder and its MLM head: one network for every position scheme and kernel.
+
+x = LN(E[ids] (+ absolute positions));  x = Block_l(x) for l < num_layers
+post-LN block (BERT): x = LN(x + Attn(x));  x = LN(x + FFN(x))
+pre-LN block:         x = x + Attn(LN(x));  x = x + FFN(LN(x));  final LN
+FFN(x) = W_2 gelu(W_1 x);  head(x) = LN(gelu(W x)) E^T + b  (decoder tied to E)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.attention.block import SelfAttention
+from roformer_lit.errors import ConfigError
+from roformer_lit.positions import POSITION_SCHEMES, EncoderShape, LayerPosition
+from roformer_lit.registry import check_options, lookup
+
+
+def _check_positive(**values: int) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _check_probability(**values: float) -> None:
+    for name, value in values.items():
+        if not 0.0 <= value < 1.0:
+            raise ConfigError(f"{name} must be in [0, 1), got {value!r}")
+
+
+class EncoderLayer(nn.Module):
+    """One transformer block, post-LN (BERT) or pre-LN."""
+
+    def __init__(
+        self,
+        attention: SelfAttention,
+        hidden_size: int,
+        intermediate_size: int,
+        dropout: float,
+        layer_norm_eps: float,
+        pre_norm: bool,
+    ) -> None:
+        super().__init__()
+        self.attention = attention
+        self.attention_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.ffn_in = nn.Linear(hidden_size, intermediate_size)
+        self.ffn_out = nn.Linear(intermediate_size, hidden_size)
+        self.ffn_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.dropout = nn.Dropout(dropout)
+        self.pre_norm = pre_norm
+
+    def ffn(self, x: Tensor) -> Tensor:
+        return self.ffn_out(nn.functional.gelu(self.ffn_in(x)))
+
+    def forward(
+        self, x: Tensor, ctx: Any, key_padding_mask: Tensor | None, position: LayerPosition
+    ) -> Tensor:
+        if self.pre_norm:
+            attended = self.attention(self.attention_norm(x), ctx, key_padding_mask, position)
+            x = x + self.dropout(attended)
+            return x + self.dropout(self.ffn(self.ffn_norm(x)))
+        x = self.attention_norm(
+            x + self.dropout(self.attention(x, ctx, key_padding_mask, position))
+        )
+        return self.ffn_norm(x + self.dropout(self.ffn(x)))
+
+
+class Encoder(nn.Module):
+    """Token embeddings, a position scheme and ``num_layers`` blocks sharing one kernel."""
+
+    def __init__(
+        self,
+        *,
+        position: str,
+        attention: str,
+        vocab_size: int,
+        hidden_size: int,
+        num_layers: int,
+        num_heads: int,
+        intermediate_size: int,
+        max_positions: int,
+        dropout: float,
+        attention_dropout: float,
+        layer_norm_eps: float,
+        pre_norm: bool,
+        position_kwargs: Mapping[str, Any] | None,
+        attention_kwargs: Mapping[str, Any] | None,
+    ) -> None:
+        super().__init__()
+        _check_positive(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            intermediate_size=intermediate_size,
+            max_positions=max_positions,
+        )
+        _check_probability(dropout=dropout, attention_dropout=attention_dropout)
+        if hidden_size % num_heads:
+            raise ConfigError(
+                f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}; valid "
+                f"num_heads for it: {[h for h in range(1, hidden_size + 1) if hidden_size % h == 0]}"
+            )
+        scheme_cls = lookup(POSITION_SCHEMES, position, "position")
+        kernel_cls = lookup(ATTENTION_KERNELS, attention, "attention")
+        position_options = check_options(scheme_cls, position_kwargs, "position", position)
+        kernel_options = check_options(kernel_cls, attention_kwargs, "attention", attention)
+        if scheme_cls.needs_score_bias and not kernel_cls.supports_score_bias:
+            valid = sorted(n for n, k in ATTENTION_KERNELS.items() if k.supports_score_bias)
+            raise ConfigError(
+                f"position {position!r} adds a score bias, which attention {attention!r} cannot "
+                f"take; valid attention kernels for {position!r}: {', '.join(valid)}"
+            )
+        shape = EncoderShape(hidden_size, num_heads, num_layers, max_positions, layer_norm_eps)
+        self.position = scheme_cls(shape, **position_options)
+        self.word_embeddings = nn.Embedding(vocab_size, hidden_size)
+        self.embedding_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(
+            EncoderLayer(
+                SelfAttention(
+                    hidden_size, num_heads, kernel_cls(**kernel_options), attention_dropout
+                ),
+                hidden_size,
+                intermediate_size,
+                dropout,
+                layer_norm_eps,
+                pre_norm,
+            )
+            for _ in range(num_layers)
+        )
+        self.final_norm = (
+            nn.LayerNorm(hidden_size, eps=layer_norm_eps) if pre_norm else nn.Identity()
+        )
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+        """Hidden states ``[B, L, H]``; ``attention_mask`` is True (or 1) at real tokens."""
+        x = self.position.embed(self.word_embeddings(input_ids))
+        x = self.dropout(self.embedding_norm(x))
+        key_padding_mask = None if attention_mask is None else attention_mask.bool()
+        ctx = self.position.prepare(input_ids.shape[1], x.device, x.dtype)
+        for index, layer in enumerate(self.layers):
+            x = layer(x, ctx, key_padding_mask, self.position.layer(index))
+        return self.final_norm(x)
+
+
+class MLMHead(nn.Module):
+    """``LN(gelu(W x)) E^T + b`` with the decoder tied to the word embeddings ``E``."""
+
+    def __init__(self, vocab_size: int, hidden_size: int, layer_norm_eps: float) -> None:
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, hidden_size)
+        self.norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.bias = nn.Parameter(torch.zeros(vocab_size))
+
+    def forward(self, hidden: Tensor, word_embeddings: Tensor) -> Tensor:
+        """Logits ``[..., V]`` of hidden states ``[..., H]``; ``word_embeddings`` is ``E``."""
+        x = self.norm(nn.functional.gelu(self.dense(hidden)))
+        return nn.functional.linear(x, word_embeddings, self.bias)
+
+
+def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
+    """BERT initialisation: normal(0, std) weights, zero biases, unit LayerNorms."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, std=std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)

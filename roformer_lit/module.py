@@ -1,0 +1,252 @@
+"""``MaskedLM``: the LightningModule every experiment trains.
+
+    loss = mean over {i : labels_i != -100} of  -log softmax(head(h_i))[labels_i]
+
+The output head runs only at labelled positions. AdamW with linear warmup then linear
+decay (to ``min_lr_ratio * learning_rate``), stepped per optimiser step. Logged scalars:
+``train/loss``, ``val/loss``, ``val/acc`` (micro masked-token accuracy), ``val/ppl``,
+``perf/tokens_per_s``, ``perf/peak_mem_mb``.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torchmetrics import MeanMetric, MetricCollection
+from torchmetrics.classification import MulticlassAccuracy
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.model import Encoder, MLMHead, init_bert_weights
+
+IGNORE_INDEX = -100
+
+
+def _peak_memory_mb(device: torch.device) -> float:
+    """Peak accelerator memory allocated, or the process's peak RSS on CPU, in MiB."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class MaskedLM(L.LightningModule):
+    """An encoder MLM with a registered position scheme and attention kernel.
+
+    Args:
+        position: a key of ``POSITION_SCHEMES`` (nope, learned, sinusoidal, xl, deberta, rope).
+        attention: a key of ``ATTENTION_KERNELS`` (softmax, linear).
+        vocab_size: tokenizer vocabulary size (linked from the data module by the CLI).
+        hidden_size, num_layers, num_heads, intermediate_size: encoder dimensions.
+        max_positions: size of position tables (a hard limit only for ``learned``).
+        dropout: hidden dropout; ``attention_dropout`` defaults to it.
+        layer_norm_eps: LayerNorm epsilon everywhere.
+        pre_norm: pre-LN blocks instead of BERT's post-LN.
+        position_kwargs, attention_kwargs: options of the scheme / kernel.
+        learning_rate, weight_decay, betas, warmup_steps, min_lr_ratio: AdamW and schedule;
+            the decay runs to ``trainer.max_steps`` (or the trainer's estimate).
+        init_std: standard deviation of the normal initialisation.
+        compile: wrap the encoder in ``torch.compile``.
+    """
+
+    def __init__(
+        self,
+        position: str = "rope",
+        attention: str = "softmax",
+        vocab_size: int = 8192,
+        hidden_size: int = 256,
+        num_layers: int = 4,
+        num_heads: int = 4,
+        intermediate_size: int = 1024,
+        max_positions: int = 512,
+        dropout: float = 0.1,
+        attention_dropout: float | None = None,
+        layer_norm_eps: float = 1e-12,
+        pre_norm: bool = False,
+        position_kwargs: dict[str, Any] | None = None,
+        attention_kwargs: dict[str, Any] | None = None,
+        learning_rate: float = 5e-4,
+        weight_decay: float = 0.01,
+        betas: tuple[float, float] = (0.9, 0.98),
+        warmup_steps: int = 100,
+        min_lr_ratio: float = 0.0,
+        init_std: float = 0.02,
+        compile: bool = False,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.encoder = Encoder(
+            position=position,
+            attention=attention,
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            intermediate_size=intermediate_size,
+            max_positions=max_positions,
+            dropout=dropout,
+            attention_dropout=dropout if attention_dropout is None else attention_dropout,
+            layer_norm_eps=layer_norm_eps,
+            pre_norm=pre_norm,
+            position_kwargs=position_kwargs,
+            attention_kwargs=attention_kwargs,
+        )
+        self.head = MLMHead(vocab_size, hidden_size, layer_norm_eps)
+        if learning_rate <= 0 or warmup_steps < 0 or not 0 <= min_lr_ratio <= 1:
+            raise ConfigError(
+                f"need learning_rate > 0, warmup_steps >= 0, 0 <= min_lr_ratio <= 1; got "
+                f"{learning_rate}, {warmup_steps}, {min_lr_ratio}"
+            )
+        self.apply(lambda m: init_bert_weights(m, init_std))
+        self._encode = torch.compile(self.encoder) if compile else self.encoder
+        self.val_metrics = self._stage_metrics(vocab_size)
+        self.test_metrics = self._stage_metrics(vocab_size)
+        self.train_loss = MeanMetric()
+        self._last_batch_end: float | None = None
+
+    @staticmethod
+    def _stage_metrics(vocab_size: int) -> MetricCollection:
+        return MetricCollection(
+            {
+                "loss": MeanMetric(),
+                "acc": MulticlassAccuracy(vocab_size, average="micro", ignore_index=IGNORE_INDEX),
+            }
+        )
+
+    @property
+    def max_length(self) -> int | None:
+        """The longest input the position scheme accepts (None: unbounded)."""
+        return self.encoder.position.max_length
+
+    # -- the public model API -------------------------------------------------------------
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+        """MLM logits ``[B, L, V]``; ``attention_mask`` is 1/True at real tokens."""
+        hidden = self._encode(input_ids, attention_mask)
+        return self.head(hidden, self.encoder.word_embeddings.weight)
+
+    def masked_logits(
+        self, input_ids: Tensor, labels: Tensor, attention_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Logits ``[N, V]`` and targets ``[N]`` at the N labelled positions only."""
+        hidden = self._encode(input_ids, attention_mask)
+        selected = labels != IGNORE_INDEX
+        logits = self.head(hidden[selected], self.encoder.word_embeddings.weight)
+        return logits, labels[selected]
+
+    def mlm_loss(
+        self, input_ids: Tensor, labels: Tensor, attention_mask: Tensor | None = None
+    ) -> Tensor:
+        """Mean cross-entropy over positions whose label is not -100 (0 if there are none)."""
+        logits, targets = self.masked_logits(input_ids, labels, attention_mask)
+        if targets.numel() == 0:
+            return logits.sum() * 0.0
+        return F.cross_entropy(logits.float(), targets)
+
+    # -- training -------------------------------------------------------------------------
+
+    def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
+        loss = self.mlm_loss(batch["input_ids"], batch["labels"], batch.get("attention_mask"))
+        self.log("train/loss", loss, prog_bar=True)
+        return loss
+
+    def on_train_batch_end(self, outputs: Any, batch: Mapping[str, Tensor], batch_idx: int) -> None:
+        now = time.perf_counter()
+        if self._last_batch_end is not None:
+            tokens = batch["input_ids"].numel() * self.trainer.world_size
+            self.log("perf/tokens_per_s", tokens / max(now - self._last_batch_end, 1e-9))
+            self.log("perf/peak_mem_mb", _peak_memory_mb(self.device))
+        self._last_batch_end = now
+
+    def on_train_epoch_start(self) -> None:
+        self._last_batch_end = None
+
+    def _evaluate(self, batch: Mapping[str, Tensor], metrics: MetricCollection, stage: str) -> None:
+        logits, targets = self.masked_logits(
+            batch["input_ids"], batch["labels"], batch.get("attention_mask")
+        )
+        if targets.numel() == 0:
+            return
+        loss = F.cross_entropy(logits.float(), targets)
+        metrics["loss"].update(loss, weight=targets.numel())
+        metrics["acc"].update(logits, targets)
+
+    def _log_stage(self, metrics: MetricCollection, stage: str) -> None:
+        if metrics["loss"].update_count == 0:
+            return
+        loss = metrics["loss"].compute()
+        self.log_dict(
+            {
+                f"{stage}/loss": loss,
+                f"{stage}/acc": metrics["acc"].compute(),
+                f"{stage}/ppl": torch.exp(loss.clamp(max=50.0)),
+            },
+            prog_bar=stage == "val",
+            sync_dist=True,
+        )
+        metrics.reset()
+
+    def validation_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
+        self._evaluate(batch, self.val_metrics, "val")
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_stage(self.val_metrics, "val")
+
+    def test_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
+        self._evaluate(batch, self.test_metrics, "test")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_stage(self.test_metrics, "test")
+
+    def predict_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
+        """The most likely token at each position ``[B, L]``."""
+        return self(batch["input_ids"], batch.get("attention_mask")).argmax(-1)
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        hp = self.hparams
+        decay, no_decay = [], []
+        for name, param in self.named_parameters():
+            if param.requires_grad:
+                (no_decay if param.ndim < 2 or "embeddings" in name else decay).append(param)
+        optimizer = torch.optim.AdamW(
+            [
+                {"params": decay, "weight_decay": hp.weight_decay},
+                {"params": no_decay, "weight_decay": 0.0},
+            ],
+            lr=hp.learning_rate,
+            betas=tuple(hp.betas),
+        )
+        total = self._total_steps()
+        warmup = min(hp.warmup_steps, max(total - 1, 0))
+
+        def schedule(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / (warmup + 1)
+            progress = min((step - warmup) / max(total - warmup, 1), 1.0)
+            return hp.min_lr_ratio + (1.0 - hp.min_lr_ratio) * (1.0 - progress)
+
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
+        }
+
+    def _total_steps(self) -> int:
+        trainer = self._trainer
+        if trainer is None:
+            return 1
+        if trainer.max_steps and trainer.max_steps > 0:
+            return trainer.max_steps
+        estimate = trainer.estimated_stepping_batches
+        return int(estimate) if math.isfinite(estimate) else 100_000
+
+
+def count_parameters(module: nn.Module) -> int:
+    """Distinct trainable parameters (tied weights counted once)."""
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)

@@ -1,0 +1,108 @@
+"""The seam between a position scheme and the encoder.
+
+A scheme acts at up to four points (see ARCHITECTURE.md):
+
+- ``embed(x)``: once, on the token embeddings ``x[B, L, H]`` (absolute schemes);
+- ``prepare(length, device, dtype)``: once per forward, a context shared by all layers
+  (cos/sin table, relative index, normalised relative table);
+- per layer, through the module returned by ``layer(index)``:
+  ``rotate(x, ctx)`` on projected queries and keys (the kernel decides where), and
+  ``score(q, k, ctx, attn)`` returning an additive score bias and the score scale.
+
+The encoder calls these hooks and never branches on a scheme's name.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from roformer_lit.attention.block import SelfAttention
+
+
+@dataclass(frozen=True)
+class EncoderShape:
+    """The encoder dimensions a scheme may need to build itself."""
+
+    hidden_size: int
+    num_heads: int
+    num_layers: int
+    max_positions: int
+    layer_norm_eps: float = 1e-12
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_heads
+
+
+@dataclass
+class ScoreBias:
+    """``softmax(q k^T * scale + bias)``: an additive, already-scaled bias and the scale."""
+
+    bias: Tensor  # [B or 1, h, L or 1, L]
+    scale: float
+
+
+class LayerPosition(nn.Module):
+    """Per-layer hooks of a scheme. The default does nothing."""
+
+    rotates: ClassVar[bool] = False
+
+    def rotate(self, x: Tensor, ctx: Any) -> Tensor:
+        """Rotate projected queries or keys ``x[B, h, L, d]``; identity by default."""
+        return x
+
+    def score(self, q: Tensor, k: Tensor, ctx: Any, attn: SelfAttention) -> ScoreBias | None:
+        """An additive score bias for this layer, or None (plain ``q.k / sqrt(d)``)."""
+        return None
+
+
+class PositionScheme(nn.Module):
+    """Base class of every position scheme: all hooks are the identity.
+
+    Subclasses take ``shape`` positionally and their own options as keyword-only
+    arguments; those keyword-only arguments are exactly the valid ``position_kwargs``.
+    """
+
+    #: True if the scheme adds a float bias to the full ``[L, L]`` score matrix, which
+    #: only kernels with ``supports_score_bias`` can take.
+    needs_score_bias: ClassVar[bool] = False
+
+    def __init__(self, shape: EncoderShape) -> None:
+        super().__init__()
+        self.shape = shape
+        self._no_op_layer = LayerPosition()
+
+    @property
+    def max_length(self) -> int | None:
+        """The longest sequence the scheme can encode, or None if unbounded."""
+        return None
+
+    def embed(self, x: Tensor) -> Tensor:
+        """Add absolute position information to token embeddings ``x[B, L, H]``."""
+        return x
+
+    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> Any:
+        """The per-forward context handed to every layer's hooks."""
+        return None
+
+    def layer(self, index: int) -> LayerPosition:
+        """The per-layer hook module for encoder layer ``index``."""
+        return self._no_op_layer
+
+
+def sinusoid_angles(positions: Tensor, dim: int, base: float = 10000.0) -> Tensor:
+    """``angles[p, t] = positions[p] * base^(-2t/dim)`` for ``t < dim/2``, in float32."""
+    inv_freq = base ** (
+        -torch.arange(0, dim, 2, dtype=torch.float64, device=positions.device) / dim
+    )
+    return (positions.to(torch.float64)[:, None] * inv_freq[None, :]).to(torch.float32)
+
+
+def default_scale(head_size: int) -> float:
+    return 1.0 / math.sqrt(head_size)

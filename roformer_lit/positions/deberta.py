@@ -1,0 +1,119 @@
+"""DeBERTa disentangled attention (He et al. 2021), v2/v3 layout as in HF ``DebertaV2``.
+
+    A_ij = [q_i . k_j  +  q_i . Kr[delta(i,j)]  +  k_j . Qr[delta(i,j)]] / sqrt(d (1 + n))
+
+``n`` is the number of position terms switched on (c2p, p2c; 2 gives ``sqrt(3d)``).
+``delta(i, j) = clamp(bucket(i - j) + S, 0, 2S - 1)`` with log buckets: distances with
+``|i-j| <= S/2`` stay exact, longer ones are compressed logarithmically up to
+``max_relative_positions``. ``P[2S, H]`` is one relative table shared by all layers and
+layer-normed once per forward; ``Kr = key_proj(P)`` and ``Qr = query_proj(P)`` use each
+layer's own projections (``share_att_key``). The p2c term is indexed with ``delta(i, j)``
+as in HF and Microsoft's code (the paper writes ``delta(j, i)``).
+
+Each term is one ``[B, h, L, 2S]`` product gathered with the ``[L, L]`` index; no
+``[L, L, d]`` tensor is built. The bias needs the full score matrix: softmax only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor, nn
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.positions.base import EncoderShape, LayerPosition, PositionScheme, ScoreBias
+
+if TYPE_CHECKING:
+    from roformer_lit.attention.block import SelfAttention
+
+
+def log_bucket(relative: Tensor, buckets: int, max_position: int) -> Tensor:
+    """DeBERTa's log-bucketed relative distance (HF ``make_log_bucket_position``)."""
+    sign = torch.sign(relative)
+    mid = buckets // 2
+    near = (relative < mid) & (relative > -mid)
+    abs_pos = torch.where(near, torch.full_like(relative, mid - 1), relative.abs())
+    # float32 throughout, as HF computes it, so bucket boundaries match exactly
+    log_ratio = torch.log(torch.tensor((max_position - 1) / mid))
+    log_pos = torch.ceil(torch.log(abs_pos / mid) / log_ratio * (mid - 1)) + mid
+    return torch.where(abs_pos <= mid, relative.to(log_pos.dtype), log_pos * sign).long()
+
+
+def deberta_index(length: int, buckets: int, max_position: int, device: torch.device) -> Tensor:
+    """``delta[i, j] = clamp(bucket(i - j) + S, 0, 2S - 1)``, shape ``[L, L]``."""
+    pos = torch.arange(length, device=device)
+    bucketed = log_bucket(pos[:, None] - pos[None, :], buckets, max_position)
+    return (bucketed + buckets).clamp(0, 2 * buckets - 1)
+
+
+class DebertaLayer(LayerPosition):
+    """c2p and p2c terms of one layer, through that layer's own q/k projections."""
+
+    def __init__(self, shape: EncoderShape, c2p: bool, p2c: bool) -> None:
+        super().__init__()
+        self.c2p, self.p2c = c2p, p2c
+        self.scale = 1.0 / math.sqrt(shape.head_size * (1 + int(c2p) + int(p2c)))
+
+    def score(
+        self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor], attn: SelfAttention
+    ) -> ScoreBias:
+        table, index = ctx  # [2S, H] layer-normed, [L, L]
+        length = q.shape[-2]
+        index = index.expand(*q.shape[:2], length, length)
+        bias = q.new_zeros(())
+        if self.c2p:
+            key_table = attn.project(table, "key")  # [h, 2S, d]
+            bias = bias + (q @ key_table.transpose(-1, -2)).gather(-1, index)
+        if self.p2c:
+            query_table = attn.project(table, "query")
+            by_key = k @ query_table.transpose(-1, -2)  # [B, h, L(j), 2S]
+            bias = bias + by_key.gather(-1, index.transpose(-1, -2)).transpose(-1, -2)
+        return ScoreBias(bias=bias * self.scale, scale=self.scale)
+
+
+class DebertaPosition(PositionScheme):
+    """Disentangled relative attention; ``c2p`` / ``p2c`` switch each term for ablations."""
+
+    needs_score_bias = True
+
+    def __init__(
+        self,
+        shape: EncoderShape,
+        *,
+        position_buckets: int = 256,
+        max_relative_positions: int | None = None,
+        c2p: bool = True,
+        p2c: bool = True,
+    ) -> None:
+        super().__init__(shape)
+        if not (c2p or p2c):
+            raise ConfigError(
+                "deberta with c2p=false and p2c=false has no position term; use position=nope"
+            )
+        if position_buckets < 2 or position_buckets % 2:
+            raise ConfigError(
+                f"deberta position_buckets must be an even number >= 2, got {position_buckets}"
+            )
+        self.position_buckets = position_buckets
+        self.max_relative_positions = max_relative_positions or shape.max_positions
+        if self.max_relative_positions <= position_buckets // 2:
+            raise ConfigError(
+                f"deberta max_relative_positions ({self.max_relative_positions}) must exceed "
+                f"position_buckets / 2 ({position_buckets // 2})"
+            )
+        self.c2p, self.p2c = c2p, p2c
+        self.rel_embeddings = nn.Embedding(2 * position_buckets, shape.hidden_size)
+        self.rel_norm = nn.LayerNorm(shape.hidden_size, eps=shape.layer_norm_eps)
+        self._layer = DebertaLayer(shape, c2p, p2c)
+
+    def prepare(
+        self, length: int, device: torch.device, dtype: torch.dtype
+    ) -> tuple[Tensor, Tensor]:
+        table = self.rel_norm(self.rel_embeddings.weight).to(dtype)
+        index = deberta_index(length, self.position_buckets, self.max_relative_positions, device)
+        return table, index
+
+    def layer(self, index: int) -> LayerPosition:
+        return self._layer

@@ -1,0 +1,40 @@
+"""Fixed sinusoidal absolute positions (Vaswani et al. 2017), interleaved.
+
+``PE[pos, 2t] = sin(pos / 10000^(2t/H))``, ``PE[pos, 2t+1] = cos(pos / 10000^(2t/H))``;
+``x_pos += PE[pos]``. Extends to any length.
+"""
+
+import torch
+from torch import Tensor
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.positions.base import EncoderShape, PositionScheme, sinusoid_angles
+
+
+def sinusoidal_table(length: int, dim: int, base: float = 10000.0) -> Tensor:
+    """The interleaved table ``PE[length, dim]`` in float32."""
+    angles = sinusoid_angles(torch.arange(length), dim, base)
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)
+
+
+class SinusoidalPosition(PositionScheme):
+    """Adds the fixed interleaved sin/cos table, cached and grown on demand."""
+
+    def __init__(self, shape: EncoderShape, *, base: float = 10000.0) -> None:
+        super().__init__(shape)
+        if shape.hidden_size % 2:
+            raise ConfigError(
+                f"sinusoidal positions need an even hidden_size, got {shape.hidden_size}"
+            )
+        self.base = base
+        self.register_buffer(
+            "table",
+            sinusoidal_table(shape.max_positions, shape.hidden_size, base),
+            persistent=False,
+        )
+
+    def embed(self, x: Tensor) -> Tensor:
+        length = x.shape[1]
+        if length > self.table.shape[0]:
+            self.table = sinusoidal_table(length, self.shape.hidden_size, self.base).to(x.device)
+        return x + self.table[:length].to(x.dtype)

@@ -1,0 +1,85 @@
+"""Transformer-XL relative attention (Dai et al. 2019), made bidirectional for an encoder.
+
+    A_ij = [(q_i + u) . k_j  +  (q_i + v) . (W_r R_{i-j})] / sqrt(d)
+
+``R_p = [sin(p * inv_freq), cos(p * inv_freq)]`` (concatenated halves) is a fixed sinusoid of
+the relative distance ``p = i - j`` over all ``2L - 1`` distances ``-(L-1) .. L-1``; ``W_r``
+is a learned projection, ``u`` and ``v`` learned per-head biases (per layer, or shared by
+all layers). The position term is computed as one ``[B, h, L, 2L-1]`` product
+``(q + v) @ (W_r R)^T`` and gathered into ``[L, L]`` with the index ``i - j + L - 1``; no
+``[L, L, d]`` tensor is built. The bias needs the full score matrix: softmax only.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.positions.base import (
+    EncoderShape,
+    LayerPosition,
+    PositionScheme,
+    ScoreBias,
+    default_scale,
+    sinusoid_angles,
+)
+
+
+def relative_sinusoid(length: int, dim: int) -> Tensor:
+    """``R[p + L - 1] = [sin(p f), cos(p f)]`` for ``p = -(L-1) .. L-1``: ``[2L-1, dim]``."""
+    distances = torch.arange(-(length - 1), length)
+    angles = sinusoid_angles(distances, dim)
+    return torch.cat([angles.sin(), angles.cos()], dim=-1)
+
+
+def relative_index(length: int, device: torch.device) -> Tensor:
+    """``index[i, j] = i - j + L - 1``: row of distance ``i - j`` in ``relative_sinusoid``."""
+    pos = torch.arange(length, device=device)
+    return pos[:, None] - pos[None, :] + (length - 1)
+
+
+class XLLayer(LayerPosition):
+    """``u``, ``v`` and ``W_r`` of one layer (or of all layers, when shared)."""
+
+    def __init__(self, shape: EncoderShape) -> None:
+        super().__init__()
+        self.num_heads, self.head_size = shape.num_heads, shape.head_size
+        self.r_proj = nn.Linear(shape.hidden_size, shape.hidden_size, bias=False)
+        self.u = nn.Parameter(torch.zeros(shape.num_heads, 1, shape.head_size))
+        self.v = nn.Parameter(torch.zeros(shape.num_heads, 1, shape.head_size))
+        nn.init.normal_(self.u, std=0.02)
+        nn.init.normal_(self.v, std=0.02)
+
+    def score(self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor], attn: nn.Module) -> ScoreBias:
+        rel, index = ctx  # [2L-1, H], [L, L]
+        scale = default_scale(self.head_size)
+        length = q.shape[-2]
+        r = self.r_proj(rel).unflatten(-1, (self.num_heads, self.head_size)).transpose(0, 1)
+        content_bias = (k @ self.u.transpose(-1, -2)).transpose(-1, -2)  # u . k_j: [B, h, 1, L]
+        by_distance = (q + self.v) @ r.transpose(-1, -2)  # [B, h, L, 2L-1]
+        position = by_distance.gather(-1, index.expand(*q.shape[:2], length, length))
+        return ScoreBias(bias=(content_bias + position) * scale, scale=scale)
+
+
+class TransformerXLPosition(PositionScheme):
+    """Bidirectional Transformer-XL relative attention; ``per_layer`` picks u/v/W_r sharing."""
+
+    needs_score_bias = True
+
+    def __init__(self, shape: EncoderShape, *, per_layer: bool = True) -> None:
+        super().__init__(shape)
+        if shape.hidden_size % 2:
+            raise ConfigError(f"xl needs an even hidden_size, got {shape.hidden_size}")
+        self.per_layer = per_layer
+        count = shape.num_layers if per_layer else 1
+        self.layers = nn.ModuleList(XLLayer(shape) for _ in range(count))
+
+    def prepare(
+        self, length: int, device: torch.device, dtype: torch.dtype
+    ) -> tuple[Tensor, Tensor]:
+        rel = relative_sinusoid(length, self.shape.hidden_size).to(device=device, dtype=dtype)
+        return rel, relative_index(length, device)
+
+    def layer(self, index: int) -> LayerPosition:
+        return self.layers[index if self.per_layer else 0]
