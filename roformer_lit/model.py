@@ -102,9 +102,10 @@ class Encoder(nn.Module):
         )
         _check_probability(dropout=dropout, attention_dropout=attention_dropout)
         if hidden_size % num_heads:
+            divisors = [h for h in range(1, hidden_size + 1) if hidden_size % h == 0]
             raise ConfigError(
-                f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}; valid "
-                f"num_heads for it: {[h for h in range(1, hidden_size + 1) if hidden_size % h == 0]}"
+                f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}; "
+                f"valid num_heads for it: {divisors}"
             )
         scheme_cls = lookup(POSITION_SCHEMES, position, "position")
         kernel_cls = lookup(ATTENTION_KERNELS, attention, "attention")
