@@ -1,0 +1,163 @@
+"""WordPiece tokenizer: trained once on the training text and cached on disk, or loaded from a file.
+
+The cache key is a SHA-256 over the corpus content, the requested vocab size and the
+tokenizer settings, so a different corpus, vocab size or setting trains a new tokenizer.
+Cache directory: the ``cache_dir`` argument, else ``$ROFORMER_LIT_CACHE/tokenizers``,
+else ``~/.cache/roformer_lit/tokenizers``. Files are written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+from roformer_lit.errors import ConfigError
+
+#: Special tokens, in id order: ``[PAD]`` is 0 for a trained tokenizer.
+SPECIAL_TOKENS: tuple[str, ...] = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+#: Tokens a loaded tokenizer.json must define.
+REQUIRED_TOKENS: tuple[str, ...] = ("[PAD]", "[SEP]", "[MASK]")
+#: Everything that changes the trained tokenizer besides corpus and vocab size.
+TOKENIZER_SETTINGS: dict[str, object] = {
+    "format": 1,
+    "model": "wordpiece",
+    "normalizer": "bert(lowercase=True, clean_text=True, chinese_chars=True, strip_accents=None)",
+    "pre_tokenizer": "bert",
+    "special_tokens": list(SPECIAL_TOKENS),
+    "min_frequency": 2,
+    "continuing_subword_prefix": "##",
+    "limit_alphabet": 1000,
+}
+ENV_CACHE = "ROFORMER_LIT_CACHE"
+
+
+@dataclass(frozen=True)
+class SpecialTokens:
+    """Ids of the special tokens of a tokenizer (``None`` when absent)."""
+
+    pad: int
+    sep: int
+    mask: int
+    cls: int | None
+    unk: int | None
+
+    @property
+    def all_ids(self) -> tuple[int, ...]:
+        """Every special id present (never masked or used as a random replacement)."""
+        return tuple(
+            i for i in (self.pad, self.unk, self.cls, self.sep, self.mask) if i is not None
+        )
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Tokenizer, source: str = "tokenizer") -> SpecialTokens:
+        """Look the special tokens up; raise ConfigError if a required one is missing."""
+        ids = {t: tokenizer.token_to_id(t) for t in SPECIAL_TOKENS}
+        missing = [t for t in REQUIRED_TOKENS if ids[t] is None]
+        if missing:
+            raise ConfigError(
+                f"{source} lacks required special token(s) {', '.join(missing)} "
+                f"(needs {', '.join(REQUIRED_TOKENS)})"
+            )
+        return cls(
+            pad=ids["[PAD]"],
+            sep=ids["[SEP]"],
+            mask=ids["[MASK]"],
+            cls=ids["[CLS]"],
+            unk=ids["[UNK]"],
+        )
+
+
+def default_cache_dir() -> Path:
+    """``$ROFORMER_LIT_CACHE/tokenizers`` if set, else ``~/.cache/roformer_lit/tokenizers``."""
+    env = os.environ.get(ENV_CACHE)
+    base = Path(env).expanduser() if env else Path.home() / ".cache" / "roformer_lit"
+    return base / "tokenizers"
+
+
+def cache_key(documents: Iterable[str], vocab_size: int) -> str:
+    """Hex SHA-256 of (settings, vocab size, every document)."""
+    h = hashlib.sha256()
+    h.update(json.dumps({"vocab_size": vocab_size, **TOKENIZER_SETTINGS}, sort_keys=True).encode())
+    for doc in documents:
+        h.update(doc.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def train_tokenizer(documents: Sequence[str], vocab_size: int) -> Tokenizer:
+    """Train a BERT-style lowercase WordPiece tokenizer on ``documents``."""
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="##"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size,
+        min_frequency=int(TOKENIZER_SETTINGS["min_frequency"]),  # type: ignore[call-overload]
+        special_tokens=list(SPECIAL_TOKENS),
+        limit_alphabet=int(TOKENIZER_SETTINGS["limit_alphabet"]),  # type: ignore[call-overload]
+        continuing_subword_prefix="##",
+        show_progress=False,
+    )
+    tok.train_from_iterator(iter(documents), trainer=trainer, length=len(documents))
+    return tok
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_or_train_tokenizer(
+    documents: Sequence[str], vocab_size: int, cache_dir: str | Path | None = None
+) -> tuple[Tokenizer, Path]:
+    """Return the cached tokenizer for (documents, vocab_size, settings), training it if needed.
+
+    Returns:
+        (tokenizer, path of its cached ``tokenizer.json``).
+    """
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    path = root / f"wordpiece-v{vocab_size}-{cache_key(documents, vocab_size)[:20]}.json"
+    if path.is_file():
+        try:
+            return Tokenizer.from_file(str(path)), path
+        except Exception:  # corrupt cache entry: retrain and overwrite
+            pass
+    tok = train_tokenizer(documents, vocab_size)
+    try:
+        _atomic_write_text(path, tok.to_str())
+    except OSError as e:
+        raise ConfigError(f"cannot write tokenizer cache {path}: {e}") from None
+    return tok, path
+
+
+def load_tokenizer_file(path: str | Path) -> Tokenizer:
+    """Load a ``tokenizer.json`` (HF tokenizers format); it must define [PAD], [SEP], [MASK].
+
+    Padding and truncation settings of the file are switched off (blocks are packed here).
+    """
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ConfigError(f"tokenizer file not found: {p}")
+    try:
+        tok = Tokenizer.from_file(str(p))
+    except Exception as e:
+        msg = " ".join(str(e).split())
+        raise ConfigError(f"cannot load tokenizer file {p}: {msg}") from None
+    SpecialTokens.from_tokenizer(tok, source=f"tokenizer file {p}")
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
