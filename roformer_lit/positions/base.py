@@ -72,6 +72,9 @@ class PositionScheme(nn.Module):
     #: True if the scheme adds a float bias to the full ``[L, L]`` score matrix, which
     #: only kernels with ``supports_score_bias`` can take.
     needs_score_bias: ClassVar[bool] = False
+    #: True if outputs depend only on differences of positions (a shift of every position
+    #: changes nothing). The test-suite checks this claim both ways for every scheme.
+    translation_invariant: ClassVar[bool] = True
 
     def __init__(self, shape: EncoderShape) -> None:
         super().__init__()

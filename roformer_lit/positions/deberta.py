@@ -97,11 +97,13 @@ class DebertaPosition(PositionScheme):
                 f"deberta position_buckets must be an even number >= 2, got {position_buckets}"
             )
         self.position_buckets = position_buckets
-        self.max_relative_positions = max_relative_positions or shape.max_positions
-        if self.max_relative_positions <= position_buckets // 2:
+        # HF's default is max_position_embeddings; never let it fall inside the exact range
+        default_max = max(shape.max_positions, position_buckets)
+        self.max_relative_positions = max_relative_positions or default_max
+        if self.max_relative_positions <= position_buckets // 2 + 1:
             raise ConfigError(
                 f"deberta max_relative_positions ({self.max_relative_positions}) must exceed "
-                f"position_buckets / 2 ({position_buckets // 2})"
+                f"position_buckets / 2 + 1 ({position_buckets // 2 + 1})"
             )
         self.c2p, self.p2c = c2p, p2c
         self.rel_embeddings = nn.Embedding(2 * position_buckets, shape.hidden_size)

@@ -9,6 +9,8 @@ from roformer_lit.positions.base import EncoderShape, PositionScheme
 class LearnedPosition(PositionScheme):
     """A trainable table; it cannot encode positions past ``max_positions``."""
 
+    translation_invariant = False
+
     def __init__(self, shape: EncoderShape) -> None:
         super().__init__(shape)
         self.table = nn.Embedding(shape.max_positions, shape.hidden_size)

@@ -20,6 +20,8 @@ def sinusoidal_table(length: int, dim: int, base: float = 10000.0) -> Tensor:
 class SinusoidalPosition(PositionScheme):
     """Adds the fixed interleaved sin/cos table, cached and grown on demand."""
 
+    translation_invariant = False
+
     def __init__(self, shape: EncoderShape, *, base: float = 10000.0) -> None:
         super().__init__(shape)
         if shape.hidden_size % 2:

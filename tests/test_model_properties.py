@@ -1,0 +1,153 @@
+"""Properties every registered scheme x kernel pair must have, parametrised over the registries."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from model_factory import INVALID_PAIRS, PAD, SHAPES, VALID_PAIRS, random_ids, small_model
+
+from roformer_lit import POSITION_SCHEMES, MaskedLM
+
+
+def test_registries_hold_the_documented_schemes_and_kernels():
+    from roformer_lit import ATTENTION_KERNELS
+
+    assert {"nope", "learned", "sinusoidal", "xl", "deberta", "rope"} <= set(POSITION_SCHEMES)
+    assert {"softmax", "linear"} <= set(ATTENTION_KERNELS)
+    # the declared invariances are the ones the math gives
+    invariant = {n for n, c in POSITION_SCHEMES.items() if c.translation_invariant}
+    assert {"nope", "xl", "deberta", "rope"} <= invariant
+    assert not {"learned", "sinusoidal"} & invariant
+
+
+@pytest.mark.parametrize("hidden_size,num_heads", SHAPES[:2])
+@pytest.mark.parametrize("position,attention", VALID_PAIRS)
+def test_prepended_padding(position, attention, hidden_size, num_heads):
+    """Relative schemes ignore a shift of all positions; absolute ones do not."""
+    model = small_model(position, attention, hidden_size, num_heads)
+    ids = random_ids(2, 11)
+    n_pad = 5
+    padded = torch.cat([torch.full((2, n_pad), PAD), ids], dim=1)
+    mask = torch.ones_like(padded, dtype=torch.bool)
+    mask[:, :n_pad] = False
+    with torch.no_grad():
+        plain = model(ids, torch.ones_like(ids))
+        shifted = model(padded, mask)[:, n_pad:]
+    if POSITION_SCHEMES[position].translation_invariant:
+        torch.testing.assert_close(shifted, plain, atol=1e-4, rtol=1e-4)
+    else:
+        assert (shifted - plain).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("position,attention", VALID_PAIRS)
+def test_padding_is_masked_out(position, attention):
+    """Whatever sits in padded slots does not change the real tokens' logits."""
+    model = small_model(position, attention)
+    ids = random_ids(2, 13)
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[:, 9:] = False
+    other = ids.clone()
+    other[:, 9:] = random_ids(2, 4, seed=7)
+    with torch.no_grad():
+        a = model(ids, mask)[:, :9]
+        b = model(other, mask.int())[:, :9]  # an integer 0/1 mask means the same
+    torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("attention", ["softmax", "linear"])
+def test_nope_is_permutation_equivariant(attention):
+    model = small_model("nope", attention)
+    ids = random_ids(2, 17)
+    perm = torch.randperm(17, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids[:, perm]), model(ids)[:, perm], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("position,attention", VALID_PAIRS)
+def test_runs_past_max_positions_except_bounded_schemes(position, attention):
+    model = small_model(position, attention, max_positions=16)
+    ids = random_ids(1, 40)
+    if model.max_length is not None and 40 > model.max_length:
+        with pytest.raises(ValueError, match="max_positions"):
+            model(ids)
+    else:
+        assert torch.isfinite(model(ids)).all()
+    assert (model.max_length is None) == (position != "learned")
+
+
+@pytest.mark.parametrize("position,attention", VALID_PAIRS)
+def test_mlm_loss_equals_cross_entropy_of_full_logits(position, attention):
+    model = small_model(position, attention)
+    ids = random_ids(3, 12)
+    labels = torch.full_like(ids, -100)
+    labels[0, 2], labels[1, 5], labels[2, 0], labels[2, 11] = 4, 9, 1, 50
+    with torch.no_grad():
+        expected = F.cross_entropy(model(ids).flatten(0, 1), labels.flatten(), ignore_index=-100)
+        torch.testing.assert_close(model.mlm_loss(ids, labels), expected, atol=1e-5, rtol=1e-5)
+        assert model.mlm_loss(ids, torch.full_like(ids, -100)).item() == 0.0
+
+
+@pytest.mark.parametrize("position,attention", VALID_PAIRS)
+def test_gradients_reach_every_parameter(position, attention):
+    model = small_model(position, attention).train()
+    ids = random_ids(2, 10)
+    labels = ids.clone()
+    model.mlm_loss(ids, labels).backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.any()]
+    assert missing == []
+
+
+@pytest.mark.parametrize("hidden_size,num_heads", SHAPES)
+@pytest.mark.parametrize("position,attention", VALID_PAIRS)
+def test_shapes(position, attention, hidden_size, num_heads):
+    if position == "rope" and (hidden_size // num_heads) % 2:
+        pytest.skip("odd head size: rope refuses it (tested in test_bad_input)")
+    model = small_model(position, attention, hidden_size, num_heads, num_layers=1)
+    out = model(random_ids(2, 7))
+    assert out.shape == (2, 7, 97)
+
+
+@pytest.mark.parametrize("position,attention", INVALID_PAIRS)
+def test_incompatible_pairs_are_refused_naming_valid_kernels(position, attention):
+    with pytest.raises(ValueError, match="valid attention kernels.*softmax"):
+        small_model(position, attention)
+
+
+@pytest.mark.parametrize(
+    "kwargs,pattern",
+    [
+        ({"position": "alibi"}, r"unknown position 'alibi'; valid choices: deberta, learned, nope"),
+        ({"attention": "flash"}, r"unknown attention 'flash'; valid choices: linear, softmax"),
+        ({"position_kwargs": {"bsae": 10}}, r"'bsae'.*valid keys: base"),
+        ({"position": "nope", "position_kwargs": {"base": 10}}, r"'base'.*valid keys: none"),
+        ({"attention_kwargs": {"eps": 1e-6}}, r"'eps'.*for attention 'softmax'"),
+        (
+            {"hidden_size": 50, "num_heads": 3},
+            r"not divisible by num_heads 3.*\[1, 2, 5, 10, 25, 50\]",
+        ),
+        ({"hidden_size": 30, "num_heads": 2}, r"rope needs an even head size.*15"),
+        ({"hidden_size": 0}, r"hidden_size must be a positive integer"),
+        ({"num_layers": -1}, r"num_layers must be a positive integer"),
+        ({"dropout": 1.5}, r"dropout must be in \[0, 1\)"),
+        (
+            {"position": "deberta", "position_kwargs": {"c2p": False, "p2c": False}},
+            "use position=nope",
+        ),
+        ({"position": "xl", "attention": "linear"}, r"valid attention kernels for 'xl': softmax"),
+        ({"position": "deberta", "attention": "linear"}, r"valid attention kernels.*softmax"),
+    ],
+)
+def test_bad_input(kwargs, pattern):
+    args = dict(
+        position="rope",
+        attention="softmax",
+        vocab_size=50,
+        hidden_size=32,
+        num_layers=1,
+        num_heads=2,
+        intermediate_size=32,
+    )
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=pattern):
+        MaskedLM(**args)
