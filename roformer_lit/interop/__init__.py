@@ -1,0 +1,17 @@
+"""Hugging Face interop: export a ``MaskedLM`` as an HF ``*ForMaskedLM``, import one back.
+
+| our position | HF class                 | notes                                            |
+|--------------|--------------------------|--------------------------------------------------|
+| rope         | ``RoFormerForMaskedLM``  | base 10000 only; token-type row 0 zeroed         |
+| deberta      | ``DebertaV2ForMaskedLM`` | v3 layout (shared keys, layer-normed rel table)  |
+| learned      | ``BertForMaskedLM``      | token-type row 0 zeroed (folded into P on import) |
+
+The name mapping lives in ``roformer_lit.interop.mapping`` (one table per architecture,
+shared by both directions). ``transformers`` is optional: ``pip install roformer-lit[hf]``.
+"""
+
+from roformer_lit.interop.export import export_hf, to_hf_model
+from roformer_lit.interop.load import import_hf
+from roformer_lit.interop.mapping import ARCHITECTURES
+
+__all__ = ["ARCHITECTURES", "export_hf", "import_hf", "to_hf_model"]

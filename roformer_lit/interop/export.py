@@ -1,0 +1,158 @@
+"""``export_hf``: write a ``MaskedLM`` as a Hugging Face ``*ForMaskedLM`` directory.
+
+The directory loads with ``AutoModelForMaskedLM.from_pretrained`` and gives the same logits
+in eval mode. Validation happens before anything touches the disk, and the files are
+written to a fresh sibling directory that is then renamed into place, so an existing
+non-empty directory is never written into (not even by a concurrent writer).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.interop._hf import require_transformers
+from roformer_lit.interop.mapping import HFArchitecture, architecture_for, links
+
+if TYPE_CHECKING:
+    from roformer_lit.module import MaskedLM
+
+HF_ROPE_BASE = 10000.0  # HF RoFormer hardcodes it (RoFormerSinusoidalPositionalEmbedding)
+
+
+def _check_exportable(model: MaskedLM) -> HFArchitecture:
+    hp = model.hparams
+    arch = architecture_for(hp.position)
+    if hp.attention != "softmax":
+        raise ConfigError(
+            f"cannot export attention={hp.attention!r}: Hugging Face {arch.model_class} "
+            "computes softmax attention only; export needs attention='softmax'"
+        )
+    if hp.pre_norm:
+        raise ConfigError(
+            f"cannot export pre_norm=True: Hugging Face {arch.model_class} has post-LN (BERT) "
+            "blocks only; export needs pre_norm=False"
+        )
+    scheme = model.encoder.position
+    if arch.position == "rope" and float(scheme.base) != HF_ROPE_BASE:
+        raise ConfigError(
+            f"cannot export rope base={scheme.base:g}: Hugging Face RoFormer hardcodes base "
+            f"{HF_ROPE_BASE:g}"
+        )
+    return arch
+
+
+def _check_out_dir(out_dir: Path) -> None:
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        what = "a non-empty directory" if out_dir.is_dir() else "an existing file"
+        raise ConfigError(
+            f"refusing to export into {str(out_dir)!r}: it is {what}; pick a new or empty "
+            "directory (existing files are never overwritten)"
+        )
+
+
+def hf_config_kwargs(model: MaskedLM, arch: HFArchitecture) -> dict[str, Any]:
+    """The HF config of ``model``: dimensions, dropouts, epsilon, scheme options."""
+    hp = model.hparams
+    attention_dropout = hp.dropout if hp.attention_dropout is None else hp.attention_dropout
+    kwargs: dict[str, Any] = {
+        "vocab_size": hp.vocab_size,
+        "hidden_size": hp.hidden_size,
+        "num_hidden_layers": hp.num_layers,
+        "num_attention_heads": hp.num_heads,
+        "intermediate_size": hp.intermediate_size,
+        "hidden_act": "gelu",  # exact (erf) GELU, as torch.nn.functional.gelu
+        "hidden_dropout_prob": hp.dropout,
+        "attention_probs_dropout_prob": attention_dropout,
+        "max_position_embeddings": hp.max_positions,
+        "layer_norm_eps": hp.layer_norm_eps,
+        "initializer_range": hp.init_std,
+        "pad_token_id": None,  # the model does not know the tokenizer's pad id
+        "tie_word_embeddings": True,
+    }
+    scheme = model.encoder.position
+    if arch.position == "rope":
+        kwargs.update(embedding_size=hp.hidden_size, rotary_value=False, type_vocab_size=1)
+    elif arch.position == "learned":
+        kwargs.update(type_vocab_size=1)
+    elif arch.position == "deberta":
+        kwargs.update(
+            relative_attention=True,
+            position_buckets=scheme.position_buckets,
+            max_relative_positions=scheme.max_relative_positions,
+            norm_rel_ebd="layer_norm",
+            share_att_key=True,
+            pos_att_type=[t for t, on in (("p2c", scheme.p2c), ("c2p", scheme.c2p)) if on],
+            position_biased_input=False,
+            type_vocab_size=0,
+            legacy=True,
+        )
+    return kwargs
+
+
+def to_hf_model(model: MaskedLM) -> Any:
+    """An in-memory HF ``*ForMaskedLM`` (float32, CPU, eval mode) equal to ``model``."""
+    transformers = require_transformers()
+    arch = _check_exportable(model)
+    hp = model.hparams
+    config = getattr(transformers, arch.config_class)(**hf_config_kwargs(model, arch))
+    hf = getattr(transformers, arch.model_class)(config)
+    ours = dict(model.named_parameters())
+    table = links(arch, hp.num_layers)
+    unmapped = sorted(set(ours) - {link.ours for link in table})
+    if unmapped:
+        raise ConfigError(
+            f"cannot export: parameters with no {arch.model_class} counterpart: "
+            f"{', '.join(unmapped)}"
+        )
+    state = hf.state_dict()
+    width = hp.hidden_size
+    for link in table:
+        tensor = ours[link.ours].detach()
+        if link.slot is not None:
+            tensor = tensor[link.slot * width : (link.slot + 1) * width]
+        if link.theirs not in state or state[link.theirs].shape != tensor.shape:
+            raise RuntimeError(f"interop mapping error: {link.ours} -> {link.theirs}")
+        state[link.theirs] = tensor.to(device="cpu", dtype=torch.float32).clone()
+    for name in arch.derived:
+        if name.endswith("token_type_embeddings.weight"):
+            # HF always adds token-type row 0; our model has no token types
+            state[f"{arch.prefix}.{name}"] = torch.zeros_like(state[f"{arch.prefix}.{name}"])
+    hf.load_state_dict(state)
+    return hf.eval()
+
+
+def export_hf(model: MaskedLM, out_dir: str | os.PathLike[str]) -> str:
+    """Write ``model`` as an HF MLM directory (``config.json`` + weights); returns its path.
+
+    ``rope`` -> ``RoFormerForMaskedLM``, ``deberta`` -> ``DebertaV2ForMaskedLM`` (v3
+    layout, legacy head), ``learned`` -> ``BertForMaskedLM``. Raises ConfigError for a
+    scheme, kernel or option HF cannot represent, and for an ``out_dir`` that is an
+    existing file or non-empty directory.
+    """
+    out = Path(out_dir)
+    _check_out_dir(out)
+    hf = to_hf_model(model)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.parent / f".{out.name}.export-{uuid.uuid4().hex[:12]}"
+    staging.mkdir()
+    try:
+        hf.save_pretrained(staging)
+        try:
+            # rename onto a missing or empty directory; fails if out_dir has files by now
+            os.rename(staging, out)
+        except OSError as err:
+            raise ConfigError(
+                f"refusing to export into {str(out)!r}: it is no longer a new or empty "
+                f"directory ({err.strerror})"
+            ) from err
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return str(out)
