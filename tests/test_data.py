@@ -408,9 +408,20 @@ def test_bundled_corpus_is_english_prose(bundled_docs: list[str]) -> None:
     assert sum(c.isascii() for c in text) / len(text) > 0.99
 
 
-def test_default_datamodule_on_bundled_corpus(tmp_path: Path) -> None:
-    dm = MLMDataModule(cache_dir=str(tmp_path), max_train_blocks=100, max_val_blocks=20)
+def test_default_datamodule_on_bundled_corpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_training(*args: object) -> None:
+        raise AssertionError("the default tokenizer must come from the bundled file")
+
+    monkeypatch.setattr(tokmod, "train_tokenizer", no_training)
+    dm = MLMDataModule(cache_dir=str(tmp_path / "a"), max_train_blocks=100, max_val_blocks=20)
     assert 1000 < dm.tokenizer_vocab_size <= 8192
+    assert dm.pad_token_id == 0
+    # a second fresh cache gives the very same vocabulary (reproducible across machines)
+    dm2 = MLMDataModule(cache_dir=str(tmp_path / "b"))
+    assert dm2.tokenizer.get_vocab() == dm.tokenizer.get_vocab()
+    assert dm.tokenizer_path is not None and dm.tokenizer_path.parent == tmp_path / "a"
     dm.setup("fit")
     assert len(dm.train_dataset) == 100 and len(dm.val_dataset) == 20  # type: ignore[arg-type]
     train_docs, val_docs = dm.documents()

@@ -27,7 +27,11 @@ Usage (as root on a Debian bookworm machine, or with the .deb already downloaded
     dpkg-deb -x python3.11-doc_*.deb /tmp/pydoc
     python -m roformer_lit.data.build_corpus \\
         /tmp/pydoc/usr/share/doc/python3.11/html/_sources \\
-        roformer_lit/data/corpus/python_docs.txt.xz
+        roformer_lit/data/corpus/python_docs.txt.xz --tokenizer
+
+``--tokenizer`` also trains the default WordPiece tokenizer (vocab 8192, on the default
+training split) and stores it as ``corpus/wordpiece-v8192-<key>.json.xz``, because HF
+tokenizers' WordPiece training is not deterministic across processes.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ import re
 from pathlib import Path
 
 SECTIONS: tuple[str, ...] = ("tutorial", "faq", "howto", "whatsnew")
+DEFAULT_VOCAB_SIZE = 8192  # MLMDataModule defaults, for the bundled pre-trained tokenizer
+DEFAULT_VAL_FRACTION = 0.05
 
 # Directives whose indented body is English prose: keep the body, drop the directive line.
 KEEP_BODY = {
@@ -217,6 +223,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("sources", type=Path, help="the html/_sources directory")
     parser.add_argument("out", type=Path, help="output .txt.xz file")
     parser.add_argument("--list-files", action="store_true", help="print the files used")
+    parser.add_argument(
+        "--tokenizer",
+        action="store_true",
+        help="also (re)train the default tokenizer next to OUT (needs OUT in the package dir)",
+    )
     args = parser.parse_args(argv)
     paragraphs, used = build(args.sources)
     data = ("\n".join(paragraphs) + "\n").encode("utf-8")
@@ -229,6 +240,28 @@ def main(argv: list[str] | None = None) -> None:
     )
     if args.list_files:
         print("\n".join(used))
+    if args.tokenizer:
+        print(f"default tokenizer -> {bundle_default_tokenizer(args.out.parent)}")
+
+
+def bundle_default_tokenizer(corpus_dir: Path) -> Path:
+    """Train the default tokenizer on the bundled corpus and store it xz-compressed.
+
+    Training in HF ``tokenizers`` is not deterministic across processes, so shipping the
+    tokenizer makes the default configuration reproducible on every machine. The file is
+    named like a cache entry (see ``roformer_lit.data.tokenizer.cache_file_name``) and is
+    found by ``load_or_train_tokenizer`` on a cache miss.
+    """
+    from roformer_lit.data.corpus import load_default_corpus, split_train_val
+    from roformer_lit.data.tokenizer import cache_file_name, train_tokenizer
+
+    train_docs, _ = split_train_val(load_default_corpus(), DEFAULT_VAL_FRACTION)
+    out = corpus_dir / f"{cache_file_name(train_docs, DEFAULT_VOCAB_SIZE)}.xz"
+    for old in corpus_dir.glob("wordpiece-*.json.xz"):
+        old.unlink()
+    tok = train_tokenizer(train_docs, DEFAULT_VOCAB_SIZE)
+    out.write_bytes(lzma.compress(tok.to_str().encode("utf-8"), preset=9 | lzma.PRESET_EXTREME))
+    return out
 
 
 if __name__ == "__main__":

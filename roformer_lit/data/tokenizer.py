@@ -4,16 +4,26 @@ The cache key is a SHA-256 over the corpus content, the requested vocab size and
 tokenizer settings, so a different corpus, vocab size or setting trains a new tokenizer.
 Cache directory: the ``cache_dir`` argument, else ``$ROFORMER_LIT_CACHE/tokenizers``,
 else ``~/.cache/roformer_lit/tokenizers``. Files are written atomically.
+
+HF ``tokenizers`` WordPiece training is not deterministic across processes (hash-map
+iteration order breaks merge ties differently; huggingface/tokenizers#1794), so two
+machines with empty caches can train slightly different vocabularies. For the bundled
+corpus at default settings (``vocab_size=8192``, ``val_fraction=0.05``) a pre-trained
+tokenizer ships in ``corpus/`` (looked up by cache file name), which makes the default
+configuration reproducible everywhere. For other corpora, pass the cached file
+(``MLMDataModule.tokenizer_path``) as ``tokenizer_file`` to pin the vocabulary.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import lzma
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
@@ -91,6 +101,11 @@ def cache_key(documents: Iterable[str], vocab_size: int) -> str:
     return h.hexdigest()
 
 
+def cache_file_name(documents: Iterable[str], vocab_size: int) -> str:
+    """File name of the cached tokenizer for (documents, vocab_size, settings)."""
+    return f"wordpiece-v{vocab_size}-{cache_key(documents, vocab_size)[:20]}.json"
+
+
 def train_tokenizer(documents: Sequence[str], vocab_size: int) -> Tokenizer:
     """Train a BERT-style lowercase WordPiece tokenizer on ``documents``."""
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="##"))
@@ -130,15 +145,22 @@ def load_or_train_tokenizer(
         (tokenizer, path of its cached ``tokenizer.json``).
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    path = root / f"wordpiece-v{vocab_size}-{cache_key(documents, vocab_size)[:20]}.json"
+    name = cache_file_name(documents, vocab_size)
+    path = root / name
     if path.is_file():
         try:
             return Tokenizer.from_file(str(path)), path
         except Exception:  # corrupt cache entry: retrain and overwrite
             pass
-    tok = train_tokenizer(documents, vocab_size)
+    bundled = resources.files("roformer_lit.data") / "corpus" / f"{name}.xz"
+    if bundled.is_file():  # pre-trained for the bundled corpus at default settings
+        text = lzma.decompress(bundled.read_bytes()).decode("utf-8")
+        tok = Tokenizer.from_str(text)
+    else:
+        tok = train_tokenizer(documents, vocab_size)
+        text = tok.to_str()
     try:
-        _atomic_write_text(path, tok.to_str())
+        _atomic_write_text(path, text)
     except OSError as e:
         raise ConfigError(f"cannot write tokenizer cache {path}: {e}") from None
     return tok, path
