@@ -130,6 +130,7 @@ def _atomic_write_text(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a cache should be readable like any file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
