@@ -107,7 +107,7 @@ class MaskedLM(L.LightningModule):
         self._encode = torch.compile(self.encoder) if compile else self.encoder
         self.val_metrics = self._stage_metrics(vocab_size)
         self.test_metrics = self._stage_metrics(vocab_size)
-        self.train_loss = MeanMetric()
+        self.best_val_loss = math.inf
         self._last_batch_end: float | None = None
 
     @staticmethod
@@ -181,16 +181,22 @@ class MaskedLM(L.LightningModule):
         if metrics["loss"].update_count == 0:
             return
         loss = metrics["loss"].compute()
-        self.log_dict(
-            {
-                f"{stage}/loss": loss,
-                f"{stage}/acc": metrics["acc"].compute(),
-                f"{stage}/ppl": torch.exp(loss.clamp(max=50.0)),
-            },
-            prog_bar=stage == "val",
-            sync_dist=True,
-        )
+        values = {
+            f"{stage}/loss": loss,
+            f"{stage}/acc": metrics["acc"].compute(),
+            f"{stage}/ppl": torch.exp(loss.clamp(max=50.0)),
+        }
+        if stage == "val" and not self.trainer.sanity_checking:
+            self.best_val_loss = min(self.best_val_loss, float(loss))
+            values["val/best_loss"] = torch.tensor(self.best_val_loss)
+        self.log_dict(values, prog_bar=stage == "val", sync_dist=True)
         metrics.reset()
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["best_val_loss"] = self.best_val_loss
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.best_val_loss = checkpoint.get("best_val_loss", math.inf)
 
     def validation_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
         self._evaluate(batch, self.val_metrics, "val")

@@ -1,0 +1,67 @@
+"""TensorBoard logging for comparable runs: ``runs/<experiment>/<version>/``.
+
+Hyperparameters are written once at start with the metric tags the HPARAMS tab should
+show; TensorBoard fills each with the last value logged under that tag, so every run's
+final metrics sit beside its hyperparameters without placeholder points in the curves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lightning.pytorch.loggers import TensorBoardLogger
+from lightning.pytorch.utilities import rank_zero_only
+
+#: Tags shown in TensorBoard's HPARAMS tab (their last logged value).
+HPARAM_METRICS = (
+    "val/loss",
+    "val/acc",
+    "val/ppl",
+    "val/best_loss",
+    "train/loss",
+    "perf/tokens_per_s",
+    "perf/peak_mem_mb",
+)
+
+
+def unique_version(root: str | Path, experiment: str, stem: str) -> str:
+    """``stem`` if ``root/experiment/stem`` is free, else ``stem-2``, ``stem-3``, ..."""
+    base = Path(root) / experiment
+    version, n = stem, 1
+    while (base / version).exists():
+        n += 1
+        version = f"{stem}-{n}"
+    return version
+
+
+class RunLogger(TensorBoardLogger):
+    """A TensorBoardLogger that writes hparams with declared metric tags, never placeholders."""
+
+    def __init__(
+        self,
+        save_dir: str = "runs",
+        name: str = "default",
+        version: str | int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("default_hp_metric", False)
+        super().__init__(save_dir=save_dir, name=name, version=version, **kwargs)
+
+    @rank_zero_only
+    def log_hyperparams(
+        self, params: Any, metrics: dict[str, Any] | None = None, step: int | None = None
+    ) -> None:
+        if metrics is not None:
+            super().log_hyperparams(params, metrics, step)
+            return
+        from lightning.fabric.loggers.tensorboard import _convert_params, _flatten_dict
+        from torch.utils.tensorboard.summary import hparams
+
+        params = _convert_params(params)
+        self.hparams.update(params)
+        flat = self._sanitize_params(_flatten_dict(params))
+        exp, ssi, sei = hparams(flat, {tag: 0.0 for tag in HPARAM_METRICS})
+        writer = self.experiment._get_file_writer()
+        for summary in (exp, ssi, sei):
+            writer.add_summary(summary, step)

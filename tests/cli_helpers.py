@@ -1,0 +1,48 @@
+"""Running the CLI in-process with tiny settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "configs"
+
+#: Overrides that make any config a few-second CPU run on the bundled corpus.
+TINY = [
+    "--model.hidden_size",
+    "32",
+    "--model.num_layers",
+    "1",
+    "--model.num_heads",
+    "2",
+    "--model.intermediate_size",
+    "64",
+    "--model.warmup_steps",
+    "2",
+    "--data.max_length",
+    "32",
+    "--data.batch_size",
+    "8",
+    "--data.max_train_blocks",
+    "128",
+    "--data.max_val_blocks",
+    "16",
+    "--trainer.enable_progress_bar",
+    "false",
+    "--trainer.enable_model_summary",
+    "false",
+]
+
+
+def fit_args(config: str = "rope.yaml", steps: int = 30, *extra: str) -> list[str]:
+    return [
+        "fit",
+        "--config",
+        str(CONFIGS / config),
+        *TINY,
+        "--trainer.max_steps",
+        str(steps),
+        "--trainer.val_check_interval",
+        str(max(steps // 2, 1)),
+        *extra,
+    ]

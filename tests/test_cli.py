@@ -1,0 +1,204 @@
+"""End to end through the CLI, in-process, on CPU with tiny settings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from cli_helpers import CONFIGS, REPO, TINY, fit_args
+
+from roformer_lit.cli import main
+from roformer_lit.events import read_run
+
+SCALARS = ["train/loss", "val/loss", "val/acc", "val/ppl", "perf/tokens_per_s", "perf/peak_mem_mb"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One short fit; later tests read its run directory."""
+    workdir = tmp_path_factory.mktemp("fit")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(workdir)
+        assert main(fit_args("rope.yaml", 40, "--model.learning_rate", "3e-3")) == 0
+    return workdir, workdir / "runs" / "mlm" / "rope-softmax-seed0"
+
+
+def test_fit_writes_scalars_checkpoints_and_config(trained):
+    _, run = trained
+    assert (run / "config.yaml").is_file()
+    assert (run / "checkpoints" / "last.ckpt").is_file()
+    assert (run / "checkpoints" / "best.ckpt").is_file()
+    events = read_run(run)
+    for tag in SCALARS:
+        assert events.scalars.get(tag), f"missing scalar {tag}"
+    losses = [s.value for s in events.scalars["train/loss"]]
+    assert sum(losses[-2:]) / 2 < sum(losses[:2]) / 2 - 0.1, losses
+    assert events.has_hparams
+    ckpt = torch.load(run / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+    assert ckpt["global_step"] == 40
+    assert ckpt["hyper_parameters"]["position"] == "rope"
+    # the vocabulary size came from the data, not from any config
+    assert ckpt["hyper_parameters"]["vocab_size"] == ckpt["state_dict"]["head.bias"].numel()
+
+
+def test_second_run_gets_its_own_directory(trained):
+    workdir, first = trained
+    before = {p: p.stat().st_mtime_ns for p in first.rglob("*")}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(workdir)
+        assert main(fit_args("rope.yaml", 2)) == 0
+    assert (workdir / "runs" / "mlm" / "rope-softmax-seed0-2" / "config.yaml").is_file()
+    assert {p: p.stat().st_mtime_ns for p in first.rglob("*")} == before
+
+
+def test_validate_from_checkpoint(trained, monkeypatch):
+    workdir, run = trained
+    monkeypatch.chdir(workdir)
+    ckpt = run / "checkpoints" / "last.ckpt"
+    args = ["validate", "--config", str(CONFIGS / "rope.yaml"), *TINY, "--ckpt_path", str(ckpt)]
+    assert main(args) == 0
+    runs = sorted((workdir / "runs" / "mlm").glob("rope-softmax-seed0-validate*"))
+    assert runs and read_run(runs[-1]).last("val/loss") is not None
+
+
+def test_export_from_checkpoint(trained, tmp_path):
+    pytest.importorskip("transformers")
+    from transformers import AutoModelForMaskedLM
+
+    _, run = trained
+    out = tmp_path / "hf"
+    assert (
+        main(["export", "--ckpt_path", str(run / "checkpoints" / "last.ckpt"), "--out", str(out)])
+        == 0
+    )
+    hf = AutoModelForMaskedLM.from_pretrained(out).eval()
+    assert type(hf).__name__ == "RoFormerForMaskedLM"
+
+
+@pytest.mark.parametrize("config", sorted(p.name for p in CONFIGS.glob("*.yaml")))
+def test_every_config_completes_two_steps(config, tmp_path, monkeypatch):
+    """Each config as written (its model size included), for two optimiser steps."""
+    monkeypatch.chdir(tmp_path)
+    args = [
+        "fit",
+        "--config",
+        str(CONFIGS / config),
+        "--data.max_train_blocks",
+        "64",
+        "--data.max_val_blocks",
+        "8",
+        "--data.batch_size",
+        "4",
+        "--trainer.max_steps",
+        "2",
+        "--trainer.val_check_interval",
+        "2",
+        "--trainer.enable_progress_bar",
+        "false",
+    ]
+    assert main(args) == 0
+    (run,) = (tmp_path / "runs").glob("*/*")
+    assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 2
+
+
+def test_base_overlay_switches_to_bert_base(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(
+            [
+                "fit",
+                "--config",
+                str(CONFIGS / "rope.yaml"),
+                "--config",
+                str(CONFIGS / "size" / "base.yaml"),
+                "--print_config",
+            ]
+        )
+    assert exit_info.value.code == 0
+    printed = capsys.readouterr().out
+    for line in [
+        "hidden_size: 768",
+        "num_layers: 12",
+        "num_heads: 12",
+        "max_length: 512",
+        "precision: bf16-mixed",
+        "position: rope",
+    ]:
+        assert line in printed
+
+
+def _write(path: Path, data: bytes) -> str:
+    path.write_bytes(data)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "unknown_scheme",
+        "unknown_key",
+        "missing_file",
+        "empty_file",
+        "non_utf8",
+        "jsonl_field",
+        "learned_too_long",
+        "odd_rope_heads",
+        "xl_linear",
+    ],
+)
+def test_bad_input_one_line_no_traceback(case, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    empty = _write(tmp_path / "e.txt", b"")
+    binary = _write(tmp_path / "b.txt", b"ok\n\xff\xfe bad")
+    jsonl = _write(tmp_path / "j.jsonl", b'{"text": "a b"}\n{"body": "c"}\n')
+    extra, expected = {
+        "unknown_scheme": (
+            ["--model.position", "alibi"],
+            "valid choices: deberta, learned, nope, rope",
+        ),
+        "unknown_key": (["--model.hiden_size", "8"], "hiden_size"),
+        "missing_file": (["--data.train_files", "[nowhere.txt]"], "nowhere.txt"),
+        "empty_file": (["--data.train_files", f"[{empty}]"], "e.txt"),
+        "non_utf8": (["--data.train_files", f"[{binary}]"], "b.txt"),
+        "jsonl_field": (["--data.train_files", f"[{jsonl}]"], ":2"),
+        "learned_too_long": (
+            ["--model.position", "learned", "--model.max_positions", "16"],
+            "max_length=32",
+        ),
+        "odd_rope_heads": (["--model.hidden_size", "30"], "even head size"),
+        "xl_linear": (
+            ["--model.position", "xl", "--model.attention", "linear"],
+            "valid attention kernels for 'xl': softmax",
+        ),
+    }[case]
+    assert main(fit_args("rope.yaml", 2, *extra)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) >= 1 and err[-1].startswith("error: ") and expected in err[-1]
+    assert not any("Traceback" in line for line in err)
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*.ckpt"))
+
+
+def test_command_line_user_error_exits_2_with_one_line(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "roformer_lit",
+            "fit",
+            "--config",
+            str(CONFIGS / "rope.yaml"),
+            "--model.position",
+            "alibi",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: unknown position 'alibi'")
+    assert not (tmp_path / "runs").exists()
+    assert REPO.is_dir()
