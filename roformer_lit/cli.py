@@ -9,13 +9,16 @@ User mistakes end with one ``error:`` line and exit code 2, never a traceback.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from jsonargparse import ArgumentParser
+from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
-from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError
@@ -50,24 +53,104 @@ class RoformerCLI(LightningCLI):
         )
 
     def before_instantiate_classes(self) -> None:
-        """Give the run a readable version that does not exist yet."""
+        """Pick the run directory: resume into a checkpoint's own run, or a new readable one."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         logger = config.trainer.logger
         if not _is_run_logger(logger):
             return
         args = logger.init_args
+        root, name = args.get("save_dir") or "runs", args.get("name") or "default"
+        ckpt = config.get("ckpt_path") if self.subcommand == "fit" else None
         if args.get("version") is None:
-            seed = config.seed_everything
-            stem = f"{config.model.position}-{config.model.attention}-seed{seed}"
+            own_run = run_dir_of(ckpt) if ckpt else None
+            if own_run is not None:  # a restart continues the run it came from
+                args.save_dir, args.name, args.version = (
+                    str(own_run.parent.parent),
+                    own_run.parent.name,
+                    own_run.name,
+                )
+                return
+            stem = f"{config.model.position}-{config.model.attention}-seed{config.seed_everything}"
             if self.subcommand != "fit":
                 stem = f"{stem}-{self.subcommand}"
-            args.version = unique_version(
-                args.get("save_dir", "runs"), args.get("name", "default"), stem
+            args.version = unique_version(root, name, stem)
+            return
+        run_dir = Path(root) / name / str(args.version)
+        resuming = ckpt is not None and _is_inside(Path(ckpt), run_dir)
+        if run_dir.is_dir() and any(run_dir.iterdir()) and not resuming:
+            raise ConfigError(
+                f"run directory {run_dir} already exists; resume it with --ckpt_path "
+                f"{run_dir / 'checkpoints' / 'last.ckpt'} or choose another "
+                "--trainer.logger.init_args.version"
             )
 
     def instantiate_classes(self) -> None:
         super().instantiate_classes()
         _check_lengths(self.model, self.datamodule)
+
+
+class RunConfigSaver(SaveConfigCallback):
+    """Saves ``config.yaml`` beside the events; a resumed run keeps the original and, if its
+    config differs, writes the new one as ``config-resumed-<k>.yaml``."""
+
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        log_dir = trainer.log_dir
+        if self.already_saved or log_dir is None or not trainer.is_global_zero:
+            return super().setup(trainer, pl_module, stage)
+        existing = Path(log_dir) / self.config_filename
+        if existing.is_file():
+            text = self.parser.dump(self.config, skip_none=False)
+            if existing.read_text(encoding="utf-8") != text:
+                k = 1
+                while (Path(log_dir) / f"config-resumed-{k}.yaml").exists():
+                    k += 1
+                (Path(log_dir) / f"config-resumed-{k}.yaml").write_text(text, encoding="utf-8")
+            self.already_saved = True
+            return None
+        return super().setup(trainer, pl_module, stage)
+
+
+class _ParseOnly(RoformerCLI):
+    """Parses and validates a configuration without building anything."""
+
+    def before_instantiate_classes(self) -> None:
+        pass
+
+    def instantiate_classes(self) -> None:
+        pass
+
+
+def validate_config(args: Sequence[str]) -> Any:
+    """Parse ``fit`` arguments (``--config`` files and ``--key value`` overrides) without
+    instantiating anything; returns the namespace or raises ConfigError with one line."""
+    try:
+        cli = _ParseOnly(
+            MaskedLM,
+            MLMDataModule,
+            args=list(args),
+            run=False,
+            seed_everything_default=0,
+            parser_kwargs={"exit_on_error": False},
+            auto_configure_optimizers=False,
+        )
+    except Exception as exc:
+        if _is_argument_error(exc):
+            raise ConfigError(_one_line(exc)) from exc
+        raise
+    return cli.config
+
+
+def run_dir_of(ckpt_path: str | Path) -> Path | None:
+    """The run directory a checkpoint at ``<run>/checkpoints/x.ckpt`` belongs to, if any."""
+    ckpt = Path(ckpt_path)
+    run = ckpt.parent.parent
+    if ckpt.parent.name == "checkpoints" and (run / "config.yaml").is_file():
+        return run
+    return None
+
+
+def _is_inside(path: Path, directory: Path) -> bool:
+    return path.resolve().is_relative_to(directory.resolve())
 
 
 def _is_run_logger(logger: Any) -> bool:
@@ -95,6 +178,7 @@ def lightning_main(args: Sequence[str] | None) -> None:
         MLMDataModule,
         args=None if args is None else list(args),
         seed_everything_default=0,
+        save_config_callback=RunConfigSaver,
         save_config_kwargs={"overwrite": False},
         parser_kwargs={"exit_on_error": False},
         auto_configure_optimizers=False,
@@ -103,8 +187,6 @@ def lightning_main(args: Sequence[str] | None) -> None:
 
 def export_main(args: Sequence[str]) -> None:
     """``export --ckpt_path X --out DIR``: a checkpoint as a Hugging Face MLM directory."""
-    from pathlib import Path
-
     from roformer_lit import export_hf
 
     parser = ArgumentParser(prog="python -m roformer_lit export", exit_on_error=False)
@@ -129,7 +211,20 @@ def load_checkpoint(path: Any) -> MaskedLM:
 
 
 #: Extra subcommands beside LightningCLI's: name -> function of the remaining arguments.
-EXTRA_COMMANDS: dict[str, Callable[[Sequence[str]], Any]] = {"export": export_main}
+#: Extra subcommands beside LightningCLI's: name -> "module:function" taking the remaining
+#: arguments and returning an exit code (or None for 0). Imported only when called.
+EXTRA_COMMANDS: dict[str, str] = {
+    "export": "roformer_lit.cli:export_main",
+    "sweep": "roformer_lit.sweep:main",
+    "compare": "roformer_lit.compare:main",
+    "bench": "roformer_lit.benchmarks.models:main",
+    "bench-data": "roformer_lit.benchmarks.data_pipeline:run",
+}
+
+
+def _extra_command(name: str) -> Callable[[Sequence[str]], Any]:
+    module_name, function = EXTRA_COMMANDS[name].split(":")
+    return getattr(importlib.import_module(module_name), function)
 
 
 def main(args: Sequence[str] | None = None) -> int:
@@ -137,7 +232,7 @@ def main(args: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if args is None else args)
     try:
         if argv and argv[0] in EXTRA_COMMANDS:
-            result = EXTRA_COMMANDS[argv[0]](argv[1:])
+            result = _extra_command(argv[0])(argv[1:])
             return result if isinstance(result, int) else 0
         lightning_main(argv if args is not None else None)
     except ConfigError as exc:

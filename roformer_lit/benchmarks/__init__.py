@@ -1,0 +1,1 @@
+"""Benchmarks: measured, printed as markdown tables naming the machine; never asserted."""

@@ -1,0 +1,84 @@
+"""Is the data pipeline ever the bottleneck? ``python -m roformer_lit bench-data``.
+
+Trains the default-size model on the bundled corpus two ways, alternating in rounds of
+``--steps`` optimiser steps: (a) batches drawn from ``MLMDataModule.train_dataloader()``
+(reading, masking and collation included), (b) the same number of batches prebuilt in
+memory. Each round pair gives a ratio ``tokens/s(a) / tokens/s(b)``; the figure is the
+median of those paired ratios, so machine noise cancels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Iterator, Sequence
+
+import torch
+
+from roformer_lit.benchmarks.machine import describe_machine
+from roformer_lit.data.datamodule import MLMDataModule
+from roformer_lit.module import MaskedLM
+
+
+def _train_steps(model: MaskedLM, optimizer: torch.optim.Optimizer, batches: Iterator) -> float:
+    """Seconds for one optimiser step per batch drawn from ``batches``."""
+    start = time.perf_counter()
+    for batch in batches:
+        loss = model.mlm_loss(batch["input_ids"], batch["labels"])
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return time.perf_counter() - start
+
+
+def run(args: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m roformer_lit bench-data", description=__doc__)
+    parser.add_argument("--position", default="rope")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--num-workers", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=5, help="optimiser steps per round")
+    parser.add_argument("--rounds", type=int, default=6)
+    ns = parser.parse_args(args)
+
+    data = MLMDataModule(
+        batch_size=ns.batch_size, max_length=ns.max_length, num_workers=ns.num_workers
+    )
+    data.setup()
+    model = MaskedLM(position=ns.position, vocab_size=data.tokenizer_vocab_size).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    loader_iter = iter(data.train_dataloader())
+
+    def from_loader() -> Iterator:
+        nonlocal loader_iter
+        for _ in range(ns.steps):
+            try:
+                yield next(loader_iter)
+            except StopIteration:
+                loader_iter = iter(data.train_dataloader())
+                yield next(loader_iter)
+
+    prebuilt = [next(iter(data.train_dataloader()))] * ns.steps  # one batch, reused
+    _train_steps(model, optimizer, iter(prebuilt[:2]))  # warm-up
+    tokens = ns.steps * ns.batch_size * ns.max_length
+    ratios, real_rates, prebuilt_rates = [], [], []
+    for _ in range(ns.rounds):
+        real = tokens / _train_steps(model, optimizer, from_loader())
+        built = tokens / _train_steps(model, optimizer, iter(prebuilt))
+        real_rates.append(real)
+        prebuilt_rates.append(built)
+        ratios.append(real / built)
+    print(f"Data pipeline benchmark on {describe_machine()}")
+    print(
+        f"model: {ns.position}, default size; batch {ns.batch_size} x {ns.max_length} tokens; "
+        f"{ns.rounds} alternating rounds of {ns.steps} steps; num_workers={ns.num_workers}\n"
+    )
+    print("| batches from | tokens/s (median) |")
+    print("|---|---|")
+    print(f"| MLMDataModule loader | {statistics.median(real_rates):,.0f} |")
+    print(f"| prebuilt in memory | {statistics.median(prebuilt_rates):,.0f} |")
+    print(
+        f"\nmedian paired ratio loader / prebuilt: {statistics.median(ratios):.3f} "
+        f"(min {min(ratios):.3f}, max {max(ratios):.3f})"
+    )

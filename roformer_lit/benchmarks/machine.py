@@ -1,0 +1,31 @@
+"""A one-line description of the machine a benchmark ran on."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import torch
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def describe_machine(device: torch.device | None = None) -> str:
+    """E.g. ``CPU: Intel Xeon ... (2 cores, 2 torch threads), torch 2.13.0``."""
+    if device is not None and device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        return f"GPU: {name}, CUDA {torch.version.cuda}, torch {torch.__version__}"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (
+        f"CPU: {cpu_model()} ({cores} cores, {torch.get_num_threads()} torch threads), "
+        f"torch {torch.__version__}"
+    )
