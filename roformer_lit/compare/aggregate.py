@@ -1,0 +1,88 @@
+"""Mean and spread over seeds: ``aggregate(runs) -> list[VariantRow]``.
+
+For every metric, ``mean`` is over the runs of the variant that logged it and ``std`` is
+the sample standard deviation (``ddof=1``) over those runs; with a single run ``std`` is
+None (the table then shows the mean alone and the CSV leaves the std cell empty). Rows are
+sorted by mean final ``val/loss``, variants without one last.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from roformer_lit.compare.runs import RunSummary
+
+#: Metric attribute of RunSummary -> column heading, in table order.
+METRICS: dict[str, str] = {
+    "final_val_loss": "final val/loss",
+    "best_val_loss": "best val/loss",
+    "val_acc": "val/acc",
+    "val_ppl": "val/ppl",
+    "steps": "steps",
+    "tokens_per_s": "tokens/s",
+    "peak_mem_mb": "peak mem (MB)",
+    "wall_time_s": "wall time (s)",
+}
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean and sample std over ``n`` runs; ``std`` is None when ``n < 2``."""
+
+    mean: float | None
+    std: float | None
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float | None]) -> Stat:
+        finite = [float(v) for v in values if v is not None and math.isfinite(v)]
+        if not finite:
+            return cls(None, None, 0)
+        std = statistics.stdev(finite) if len(finite) > 1 else None
+        return cls(statistics.fmean(finite), std, len(finite))
+
+
+@dataclass
+class VariantRow:
+    """One variant: its runs (one per seed) and a :class:`Stat` per metric of METRICS."""
+
+    variant: str
+    runs: list[RunSummary]
+    stats: dict[str, Stat]
+
+    @property
+    def n(self) -> int:
+        return len(self.runs)
+
+    @property
+    def seeds(self) -> list[int | None]:
+        return [r.seed for r in self.runs]
+
+    @property
+    def position(self) -> str:
+        return self.runs[0].position
+
+    @property
+    def attention(self) -> str:
+        return self.runs[0].attention
+
+
+def aggregate(runs: Sequence[RunSummary]) -> list[VariantRow]:
+    """Group ``runs`` by ``variant`` and summarise each group, best final val/loss first."""
+    groups: dict[str, list[RunSummary]] = {}
+    for run in runs:
+        groups.setdefault(run.variant, []).append(run)
+    rows = []
+    for variant, members in groups.items():
+        members = sorted(members, key=lambda r: (r.seed is None, r.seed or 0, str(r.path)))
+        stats = {m: Stat.of([getattr(r, m) for r in members]) for m in METRICS}
+        rows.append(VariantRow(variant, members, stats))
+    return sorted(rows, key=_sort_key)
+
+
+def _sort_key(row: VariantRow) -> tuple[bool, float, str]:
+    mean = row.stats["final_val_loss"].mean
+    return (mean is None, mean if mean is not None else 0.0, row.variant)

@@ -1,0 +1,121 @@
+"""The comparison as text: a markdown table and CSV files."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from roformer_lit.compare.aggregate import METRICS, Stat, VariantRow
+from roformer_lit.compare.runs import RunSummary
+from roformer_lit.compare.variants import differing_keys, flatten
+
+#: Decimal places per metric in the markdown table (the CSV keeps full precision).
+DECIMALS = {
+    "final_val_loss": 4,
+    "best_val_loss": 4,
+    "val_acc": 4,
+    "val_ppl": 2,
+    "steps": 0,
+    "tokens_per_s": 0,
+    "peak_mem_mb": 0,
+    "wall_time_s": 1,
+}
+COLUMNS = ["variant", "seeds", *METRICS.values()]
+
+
+def format_stat(stat: Stat, decimals: int) -> str:
+    """``mean ± std``; the mean alone with one run; ``–`` if no run logged it."""
+    if stat.mean is None:
+        return "–"
+    if stat.std is None:
+        return f"{stat.mean:.{decimals}f}"
+    return f"{stat.mean:.{decimals}f} ± {stat.std:.{decimals}f}"
+
+
+def format_seeds(row: VariantRow) -> str:
+    seeds = ", ".join("?" if s is None else str(s) for s in row.seeds)
+    return f"{row.n} ({seeds})"
+
+
+def to_markdown(rows: Sequence[VariantRow]) -> str:
+    """One line per variant; columns :data:`COLUMNS`, values ``mean ± std`` over seeds."""
+    lines = [_md_line(COLUMNS), _md_line(["---"] + ["---:"] * (len(COLUMNS) - 1))]
+    for row in rows:
+        cells = [row.variant, format_seeds(row)]
+        cells += [format_stat(row.stats[m], DECIMALS[m]) for m in METRICS]
+        lines.append(_md_line(cells))
+    return "\n".join(lines)
+
+
+def evaluation_markdown(runs: Sequence[RunSummary]) -> str:
+    """Evaluation-only runs (validate/test), one line each: where, val/loss, val/acc."""
+    lines = [_md_line(["evaluation run", "val/loss", "val/acc", "val/ppl"])]
+    lines.append(_md_line(["---", "---:", "---:", "---:"]))
+    for run in runs:
+        values = [run.final_val_loss, run.val_acc, run.val_ppl]
+        lines.append(_md_line([str(run.path), *("–" if v is None else f"{v:.4f}" for v in values)]))
+    return "\n".join(lines)
+
+
+def _hparam_columns(rows: Sequence[VariantRow]) -> list[str]:
+    return differing_keys([r.runs[0].hparams for r in rows]) if rows else []
+
+
+def csv_columns(rows: Sequence[VariantRow]) -> list[str]:
+    """``variant, n_seeds, seeds, position, attention``, the hyperparameters that differ
+    between variants, then ``<metric>_mean, <metric>_std`` for every metric of METRICS."""
+    metric_columns = [f"{m}_{part}" for m in METRICS for part in ("mean", "std")]
+    return ["variant", "n_seeds", "seeds", "position", "attention"] + (
+        _hparam_columns(rows) + metric_columns
+    )
+
+
+def to_csv(rows: Sequence[VariantRow]) -> str:
+    """One CSV line per variant: mean and std of every metric as separate columns, the
+    variant's hyperparameters that differ between variants as their own columns."""
+    columns, hparam_columns = csv_columns(rows), _hparam_columns(rows)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        flat = flatten(row.runs[0].hparams)
+        record: dict[str, object] = {
+            "variant": row.variant,
+            "n_seeds": row.n,
+            "seeds": " ".join("" if s is None else str(s) for s in row.seeds),
+            "position": row.position,
+            "attention": row.attention,
+        }
+        record.update({k: flat.get(k, "") for k in hparam_columns})
+        for metric in METRICS:
+            stat = row.stats[metric]
+            record[f"{metric}_mean"] = "" if stat.mean is None else repr(stat.mean)
+            record[f"{metric}_std"] = "" if stat.std is None else repr(stat.std)
+        writer.writerow(record)
+    return buffer.getvalue()
+
+
+def runs_csv(runs: Sequence[RunSummary]) -> str:
+    """One CSV line per run (variant, seed, path and every metric), for one's own statistics."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["variant", "seed", "path", *METRICS])
+    for run in runs:
+        values = [getattr(run, m) for m in METRICS]
+        writer.writerow(
+            [run.variant, "" if run.seed is None else run.seed, str(run.path)]
+            + ["" if v is None else repr(v) for v in values]
+        )
+    return buffer.getvalue()
+
+
+def write_text(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    return path
+
+
+def _md_line(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
