@@ -1,0 +1,226 @@
+"""``compare``: tables, CSV and plots from real tiny runs, checked against the raw events."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+
+import matplotlib.image
+import pytest
+from cli_helpers import CONFIGS, TINY
+
+from roformer_lit.cli import main
+from roformer_lit.compare import (
+    COLUMNS,
+    RunSummary,
+    aggregate,
+    assign_variants,
+    collect_runs,
+    csv_columns,
+    to_markdown,
+    val_loss_figure,
+    variant_labels,
+)
+from roformer_lit.events import read_run
+
+SCHEMES = ("nope", "rope")
+SEEDS = (1, 2)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """2 schemes x 2 seeds of 6 steps each, plus one validate-only run beside them."""
+    workdir = tmp_path_factory.mktemp("sweep")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(workdir)
+        for scheme in SCHEMES:
+            for seed in SEEDS:
+                args = [
+                    "fit",
+                    "--config",
+                    str(CONFIGS / "rope.yaml"),
+                    *TINY,
+                    "--trainer.max_steps",
+                    "6",
+                    "--trainer.val_check_interval",
+                    "3",
+                    "--trainer.log_every_n_steps",
+                    "2",
+                    "--model.learning_rate",
+                    "3e-3",
+                    "--model.position",
+                    scheme,
+                    "--seed_everything",
+                    str(seed),
+                ]
+                assert main(args) == 0
+        ckpt = workdir / "runs" / "mlm" / "rope-softmax-seed1" / "checkpoints" / "last.ckpt"
+        validate = ["validate", "--config", str(CONFIGS / "rope.yaml"), *TINY]
+        validate += ["--seed_everything", "1", "--ckpt_path", str(ckpt)]
+        assert main(validate) == 0
+    return workdir / "runs"
+
+
+def _table_rows(text: str) -> dict[str, list[str]]:
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header == COLUMNS
+    rows = {}
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0].endswith("-validate"):  # the evaluation-only table
+            continue
+        rows[cells[0]] = cells
+    return rows
+
+
+def test_compare_prints_one_row_per_variant(sweep, capsys):
+    assert main(["compare", str(sweep)]) == 0
+    out = capsys.readouterr().out
+    training_table = out.split("\n\n")[0]
+    rows = _table_rows(training_table)
+    assert set(rows) == {"nope-softmax", "rope-softmax"}
+    for cells in rows.values():
+        assert cells[1].startswith("2 (1, 2)")
+        assert len(cells) == len(COLUMNS)
+        for cell in cells[2:]:
+            assert "nan" not in cell.lower() and cell != "–", cells
+            assert "±" in cell
+    # sorted by mean final val/loss
+    means = [float(rows[v][2].split("±")[0]) for v in rows]
+    assert means == sorted(means)
+    # the validate run is reported apart, never as a seed of a variant
+    assert "rope-softmax-seed1-validate" in out.split("\n\n")[1]
+
+
+def test_mean_and_std_match_the_raw_events(sweep):
+    rows = {row.variant: row for row in aggregate(collect_runs(sweep))}
+    row = rows["rope-softmax"]
+    assert row.n == 2 and row.seeds == [1, 2]
+    events = [read_run(sweep / "mlm" / f"rope-softmax-seed{s}") for s in SEEDS]
+    final = [e.scalars["val/loss"][-1].value for e in events]
+    best = [min(s.value for s in e.scalars["val/loss"]) for e in events]
+    acc = [e.scalars["val/acc"][-1].value for e in events]
+    ppl = [e.scalars["val/ppl"][-1].value for e in events]
+    tokens = [statistics.median(s.value for s in e.scalars["perf/tokens_per_s"]) for e in events]
+    memory = [max(s.value for s in e.scalars["perf/peak_mem_mb"]) for e in events]
+    every = [[s for series in e.scalars.values() for s in series] for e in events]
+    steps = [max(s.step for s in points) + 1 for points in every]
+    wall = [max(s.wall_time for s in p) - min(s.wall_time for s in p) for p in every]
+    expected = {
+        "final_val_loss": final,
+        "best_val_loss": best,
+        "val_acc": acc,
+        "val_ppl": ppl,
+        "tokens_per_s": tokens,
+        "peak_mem_mb": memory,
+        "steps": steps,
+        "wall_time_s": wall,
+    }
+    assert steps == [6, 6]
+    for metric, values in expected.items():
+        stat = row.stats[metric]
+        assert stat.n == 2
+        assert stat.mean == pytest.approx(statistics.fmean(values), rel=1e-9), metric
+        assert stat.std == pytest.approx(statistics.stdev(values), rel=1e-9, abs=1e-12), metric
+    series = row.runs[0].val_loss_series
+    assert [(s, v) for s, _, v in series] == [
+        (p.step, p.value) for p in events[0].scalars["val/loss"]
+    ]
+
+
+def test_out_writes_csv_and_plots(sweep, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["compare", str(sweep), "--out", str(out)]) == 0
+    with open(out / "compare.csv", newline="") as f:
+        records = list(csv.DictReader(f))
+    rows = aggregate(collect_runs(sweep))
+    assert [r["variant"] for r in records] == [row.variant for row in rows]
+    assert list(records[0]) == csv_columns(rows)
+    for name in ("final_val_loss", "val_acc", "tokens_per_s", "wall_time_s"):
+        assert f"{name}_mean" in records[0] and f"{name}_std" in records[0]
+    for record, row in zip(records, rows, strict=True):
+        assert record["n_seeds"] == "2"
+        assert float(record["final_val_loss_mean"]) == row.stats["final_val_loss"].mean
+        assert float(record["final_val_loss_std"]) == row.stats["final_val_loss"].std
+    assert (out / "compare.md").read_text().strip() == to_markdown(rows)
+    for name in ("val_loss_vs_step.png", "val_loss_vs_time.png"):
+        image = matplotlib.image.imread(out / name)
+        assert image.shape[0] > 100 and image.shape[1] > 100
+
+
+@pytest.mark.parametrize("axis", ["step", "time"])
+def test_figure_lines_are_the_variants(sweep, axis):
+    rows = aggregate(collect_runs(sweep))
+    fig = val_loss_figure(rows, axis)
+    ax = fig.axes[0]
+    _, labels = ax.get_legend_handles_labels()
+    assert labels == [row.variant for row in rows]
+    assert ax.get_xlabel() == (
+        "training step" if axis == "step" else "wall time since run start (s)"
+    )
+    assert "val/loss" in ax.get_ylabel()
+    assert ax.get_title()
+
+
+def _summary(position: str, seed: int, **hparams) -> RunSummary:
+    hp = {"position": position, "attention": "softmax", "hidden_size": 32, "seed": 0, **hparams}
+    return RunSummary(
+        path=f"runs/{position}-{seed}",
+        position=position,
+        attention="softmax",
+        seed=seed,
+        hparams=hp,
+        final_val_loss=float(seed),
+    )
+
+
+def test_deberta_term_ablation_gives_two_variants():
+    runs = assign_variants(
+        [
+            _summary("deberta", 0, position_kwargs={"c2p": True, "p2c": False}),
+            _summary("deberta", 1, position_kwargs={"c2p": True, "p2c": False}),
+            _summary("deberta", 0, position_kwargs={"c2p": False, "p2c": True}),
+            _summary("rope", 0, position_kwargs={}),
+        ]
+    )
+    rows = aggregate(runs)
+    assert sorted(row.variant for row in rows) == [
+        "deberta-softmax c2p=false p2c=true",
+        "deberta-softmax c2p=true p2c=false",
+        "rope-softmax",
+    ]
+    assert {row.variant: row.n for row in rows}["deberta-softmax c2p=true p2c=false"] == 2
+
+
+def test_variants_split_on_other_hyperparameters_but_never_on_seeds():
+    labels = variant_labels(
+        [
+            {"position": "rope", "attention": "softmax", "max_length": 128, "seed": 0},
+            {"position": "rope", "attention": "softmax", "max_length": 512, "seed": 3},
+            {"position": "rope", "attention": "softmax", "max_length": 512, "seed": 4},
+        ]
+    )
+    assert labels == [
+        "rope-softmax max_length=128",
+        "rope-softmax max_length=512",
+        "rope-softmax max_length=512",
+    ]
+
+
+def test_single_seed_shows_mean_without_std():
+    rows = aggregate(assign_variants([_summary("rope", 7)]))
+    assert rows[0].stats["final_val_loss"].std is None
+    line = to_markdown(rows).splitlines()[-1]
+    assert "| 7.0000 |" in line and "±" not in line
+
+
+@pytest.mark.parametrize("make", ["missing", "empty"])
+def test_compare_without_runs_is_a_one_line_error(tmp_path, capsys, make):
+    target = tmp_path / "nothing"
+    if make == "empty":
+        (target / "sub").mkdir(parents=True)
+    assert main(["compare", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "\n" not in err
+    assert str(target) in err
