@@ -109,12 +109,18 @@ class DebertaPosition(PositionScheme):
         self.rel_embeddings = nn.Embedding(2 * position_buckets, shape.hidden_size)
         self.rel_norm = nn.LayerNorm(shape.hidden_size, eps=shape.layer_norm_eps)
         self._layer = DebertaLayer(shape, c2p, p2c)
+        self._index: Tensor | None = None  # [L, L] bucket index of the last length seen
 
     def prepare(
         self, length: int, device: torch.device, dtype: torch.dtype
     ) -> tuple[Tensor, Tensor]:
         table = self.rel_norm(self.rel_embeddings.weight).to(dtype)
-        index = deberta_index(length, self.position_buckets, self.max_relative_positions, device)
+        index = self._index
+        if index is None or index.shape[0] != length or index.device != device:
+            index = deberta_index(
+                length, self.position_buckets, self.max_relative_positions, device
+            )
+            self._index = index
         return table, index
 
     def layer(self, index: int) -> LayerPosition:

@@ -74,12 +74,16 @@ class TransformerXLPosition(PositionScheme):
         self.per_layer = per_layer
         count = shape.num_layers if per_layer else 1
         self.layers = nn.ModuleList(XLLayer(shape) for _ in range(count))
+        self._cache: tuple[Tensor, Tensor] | None = None  # (R, index) of the last length seen
 
     def prepare(
         self, length: int, device: torch.device, dtype: torch.dtype
     ) -> tuple[Tensor, Tensor]:
-        rel = relative_sinusoid(length, self.shape.hidden_size).to(device=device, dtype=dtype)
-        return rel, relative_index(length, device)
+        cached = self._cache
+        if cached is None or cached[1].shape[0] != length or cached[0].device != device:
+            rel = relative_sinusoid(length, self.shape.hidden_size).to(device)
+            cached = self._cache = (rel, relative_index(length, device))
+        return cached[0].to(dtype), cached[1]
 
     def layer(self, index: int) -> LayerPosition:
         return self.layers[index if self.per_layer else 0]

@@ -1,0 +1,308 @@
+"""``python -m roformer_lit bench``: training-step speed and memory per scheme x kernel.
+
+For each sequence length, every registered (scheme, kernel) pair runs one training step
+(``mlm_loss`` with 15 % of positions labelled, backward, AdamW) in turn, round after round,
+so machine noise hits all of them alike; figures are medians over rounds, and ratios are
+medians of per-round ratios. ``--vs-hf`` adds the Hugging Face reference models, built
+with the same weights through ``roformer_lit.interop``, alternating step by step with ours.
+The model-FLOPs rate is compared with what plain ``torch.matmul`` reaches on the same
+matrix shapes in the same run (the practical GEMM ceiling of the machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.benchmarks.flops import gemm_shapes, training_step_flops
+from roformer_lit.benchmarks.machine import describe_machine
+from roformer_lit.benchmarks.memory import peak_step_memory_mb
+from roformer_lit.module import MaskedLM
+from roformer_lit.positions import POSITION_SCHEMES
+
+#: Our scheme -> the HF model the README compares it with (all share our block layout).
+HF_REFERENCES = {
+    "rope": "RoFormerForMaskedLM",
+    "deberta": "DebertaV2ForMaskedLM",
+    "learned": "BertForMaskedLM",
+}
+
+
+@dataclass
+class Shape:
+    batch: int
+    length: int
+    hidden: int
+    layers: int
+    heads: int
+    intermediate: int
+    vocab: int
+
+    def model_kwargs(self) -> dict:
+        return dict(
+            vocab_size=self.vocab,
+            hidden_size=self.hidden,
+            num_layers=self.layers,
+            num_heads=self.heads,
+            intermediate_size=self.intermediate,
+            max_positions=max(512, self.length),
+            attention_dropout=0.0,
+        )
+
+
+@dataclass
+class Timings:
+    step: list[float] = field(default_factory=list)  # forward + backward + optimiser
+    fwd_bwd: list[float] = field(default_factory=list)
+
+
+def make_batch(
+    shape: Shape, device: torch.device, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, shape.vocab, (shape.batch, shape.length), generator=gen)
+    chosen = torch.rand(shape.batch, shape.length, generator=gen) < 0.15
+    return ids.to(device), torch.where(chosen, ids, -100).to(device)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class Runner:
+    """One model, its optimiser and a function computing its loss on the benchmark batch."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        loss: Callable[[], torch.Tensor],
+        device: torch.device,
+        autocast: bool,
+    ):
+        self.model, self.loss, self.device, self.autocast = model, loss, device, autocast
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        self.timings = Timings()
+
+    def step(self, record: bool = True) -> None:
+        _sync(self.device)
+        start = time.perf_counter()
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+            loss = self.loss()
+        loss.backward()
+        _sync(self.device)
+        middle = time.perf_counter()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        _sync(self.device)
+        if record:
+            self.timings.fwd_bwd.append(middle - start)
+            self.timings.step.append(time.perf_counter() - start)
+
+
+def ours(
+    position: str, attention: str, shape: Shape, device: torch.device, autocast: bool, compile: bool
+) -> Runner:
+    torch.manual_seed(0)
+    model = MaskedLM(
+        position=position, attention=attention, compile=compile, **shape.model_kwargs()
+    )
+    model.to(device).train()
+    ids, labels = make_batch(shape, device)
+    return Runner(model, lambda: model.mlm_loss(ids, labels), device, autocast)
+
+
+def hf_reference(our: MaskedLM, shape: Shape, device: torch.device, autocast: bool) -> Runner:
+    from roformer_lit.interop.export import to_hf_model
+
+    hf = to_hf_model(our)
+    if type(hf).__name__ == "BertForMaskedLM" and hasattr(hf, "set_attn_implementation"):
+        hf.set_attn_implementation("sdpa")
+    hf.to(device).train()
+    ids, labels = make_batch(shape, device)
+    return Runner(hf, lambda: hf(input_ids=ids, labels=labels).loss, device, autocast)
+
+
+def matmul_ceiling(
+    model: MaskedLM, shape: Shape, device: torch.device, dtype: torch.dtype, repeats: int = 3
+) -> float:
+    """FLOP/s of plain torch.matmul over the model's forward and backward GEMM shapes."""
+    masked = int(0.15 * shape.batch * shape.length)
+    problems = []
+    for m, k, n in gemm_shapes(model, shape.batch, shape.length, masked):
+        problems += [(m, k, n), (m, n, k), (k, m, n)]  # forward, grad input, grad weight
+    tensors = [
+        (
+            torch.randn(m, k, device=device, dtype=dtype),
+            torch.randn(k, n, device=device, dtype=dtype),
+        )
+        for m, k, n in problems
+    ]
+    flops = sum(2 * m * k * n for m, k, n in problems)
+    rates = []
+    for _ in range(repeats + 1):
+        _sync(device)
+        start = time.perf_counter()
+        for a, b in tensors:
+            torch.matmul(a, b)
+        _sync(device)
+        rates.append(flops / (time.perf_counter() - start))
+    return statistics.median(rates[1:])
+
+
+def valid_pairs(schemes: Sequence[str], kernels: Sequence[str]) -> list[tuple[str, str]]:
+    return [
+        (p, k)
+        for p in schemes
+        for k in kernels
+        if not (
+            POSITION_SCHEMES[p].needs_score_bias and not ATTENTION_KERNELS[k].supports_score_bias
+        )
+    ]
+
+
+def _median_ratio(numerators: list[float], denominators: list[float]) -> float:
+    return statistics.median(a / b for a, b in zip(numerators, denominators, strict=True))
+
+
+def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> list[str]:
+    shape = Shape(ns.batch, length, ns.hidden, ns.layers, ns.heads, ns.intermediate, ns.vocab)
+    autocast = device.type == "cuda" and ns.bf16
+    pairs = valid_pairs(ns.schemes, ns.kernels)
+    runners = {pair: ours(*pair, shape, device, autocast, ns.compile) for pair in pairs}
+    hf = {}
+    if ns.vs_hf:
+        for (p, k), runner in runners.items():
+            if p in HF_REFERENCES and k == "softmax":
+                hf[p] = hf_reference(runner.model, shape, device, autocast)
+    for runner in [*runners.values(), *hf.values()]:
+        for _ in range(ns.warmup):
+            runner.step(record=False)
+    for _ in range(ns.rounds):  # alternate: every runner once per round
+        for (p, k), runner in runners.items():
+            runner.step()
+            if k == "softmax" and p in hf:
+                hf[p].step()
+    tokens = shape.batch * shape.length
+    masked = int(0.15 * tokens)
+    baseline = runners.get(("nope", "softmax"))
+    lines = []
+    for (p, k), runner in runners.items():
+        t = runner.timings
+        step_ms = statistics.median(t.step) * 1e3
+        fwd_bwd_ms = statistics.median(t.fwd_bwd) * 1e3
+        vs_nope = _median_ratio(t.step, baseline.timings.step) if baseline else float("nan")
+        flop_rate = training_step_flops(
+            runner.model, shape.batch, length, masked
+        ) / statistics.median(t.fwd_bwd)
+        memory = peak_step_memory_mb(p, k, shape, device) if ns.memory else float("nan")
+        lines.append(
+            (
+                p,
+                k,
+                length,
+                tokens / statistics.median(t.step),
+                step_ms,
+                fwd_bwd_ms,
+                vs_nope,
+                flop_rate,
+                memory,
+            )
+        )
+    table = [
+        f"| {p} | {k} | {length} | {tps:,.0f} | {step:.1f} | {fb:.1f} | {vs:.3f} | {fr / 1e9:.1f} | {mem:,.0f} |"
+        for p, k, length, tps, step, fb, vs, fr, mem in lines
+    ]
+    hf_rows = []
+    for p, runner in hf.items():
+        ratio = _median_ratio(runner.timings.step, runners[(p, "softmax")].timings.step)
+        ours_tps = tokens / statistics.median(runners[(p, "softmax")].timings.step)
+        hf_tps = tokens / statistics.median(runner.timings.step)
+        memory = (
+            peak_step_memory_mb(p, "softmax", shape, device, hf=True) if ns.memory else float("nan")
+        )
+        ours_memory = next(line[8] for line in lines if line[0] == p and line[1] == "softmax")
+        hf_rows.append(
+            f"| {p} | {HF_REFERENCES[p]} | {length} | {ours_tps:,.0f} | {hf_tps:,.0f} | {ratio:.2f}x | {ours_memory:,.0f} | {memory:,.0f} |"
+        )
+    ceiling = ""
+    if ns.mfu and baseline is not None:
+        dtype = torch.bfloat16 if autocast else torch.float32
+        rate = matmul_ceiling(baseline.model, shape, device, dtype)
+        ceiling = f"| {length} | {rate / 1e9:.1f} |" + "".join(
+            f" {p}/{k}: {line[7] / rate:.0%} |"
+            for line in lines
+            for p, k in [line[:2]]
+            if k == "softmax" and p in ("nope", "rope")
+        )
+    return [table, hf_rows, ceiling]
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m roformer_lit bench", description=__doc__)
+    parser.add_argument(
+        "--schemes", nargs="+", default=list(POSITION_SCHEMES), choices=list(POSITION_SCHEMES)
+    )
+    parser.add_argument(
+        "--kernels", nargs="+", default=list(ATTENTION_KERNELS), choices=list(ATTENTION_KERNELS)
+    )
+    parser.add_argument("--lengths", nargs="+", type=int, default=[128, 512, 2048])
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--intermediate", type=int, default=1024)
+    parser.add_argument("--vocab", type=int, default=8192)
+    parser.add_argument("--rounds", type=int, default=5, help="timed steps per model (alternating)")
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--vs-hf", action="store_true", help="also time the HF reference models")
+    parser.add_argument(
+        "--memory",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="measure peak memory (one subprocess per model on CPU)",
+    )
+    parser.add_argument("--mfu", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument(
+        "--bf16", action=argparse.BooleanOptionalAction, default=True, help="bf16 autocast on GPU"
+    )
+    parser.add_argument("--compile", action="store_true", help="torch.compile our encoders")
+    ns = parser.parse_args(args)
+    device = torch.device(ns.device)
+    print(f"## roformer-lit bench on {describe_machine(device)}\n")
+    print(
+        f"hidden {ns.hidden}, {ns.layers} layers, {ns.heads} heads, FFN {ns.intermediate}, vocab {ns.vocab}, batch {ns.batch}; "
+        f"{ns.rounds} alternating rounds after {ns.warmup} warm-up; attention dropout 0 on every side; "
+        f"{'bf16 autocast' if device.type == 'cuda' and ns.bf16 else 'float32'}{', torch.compile' if ns.compile else ''}\n"
+    )
+    results = [bench_length(ns, length, device) for length in ns.lengths]
+    print(
+        "| scheme | kernel | L | tokens/s | step ms | fwd+bwd ms | step / nope | model GFLOP/s | peak MB |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for table, _, _ in results:
+        print("\n".join(table))
+    if ns.vs_hf:
+        print(
+            "\n| scheme | HF reference | L | ours tokens/s | HF tokens/s | speed-up (median paired) | ours peak MB | HF peak MB |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for _, hf_rows, _ in results:
+            print("\n".join(hf_rows))
+    if ns.mfu:
+        print("\n| L | matmul GFLOP/s (same shapes) | model FLOP rate / matmul rate |")
+        print("|---|---|---|")
+        for _, _, ceiling in results:
+            if ceiling:
+                print(ceiling)
+    print(
+        "\npeak MB: memory above the model and batch during one forward+backward, measured in a fresh process (CPU: peak RSS) or with the CUDA allocator."
+    )
+    return 0
