@@ -1,0 +1,274 @@
+"""``python -m roformer_lit sweep``: run an ablation grid, one ``fit`` process per combination.
+
+Usage::
+
+    python -m roformer_lit sweep --config configs/sweeps/positions.yaml [--dry-run]
+        [--root runs] [--devices 0,1,2,3 | --jobs N]
+        [--launcher local|slurm] [--slurm.partition P --slurm.time 24:00:00
+         --slurm.gpus_per_node 1 ... --wait]
+
+Sweep file (YAML; exactly these top-level keys)::
+
+    name: positions              # experiment: runs go to <root>/<name>/<version>/
+    base: configs/rope.yaml      # the config every run starts from (see below)
+    grid:                        # dotted key -> list of values; every combination runs
+      model.position: [nope, rope]
+      seed_everything: [0, 1, 2]
+    overrides:                   # optional: dotted key -> value, applied to every run
+      trainer.max_steps: 600
+    command: fit                 # optional, the only one supported
+    slurm: {partition: gpu}      # optional: defaults for --slurm.* options
+
+``base``: an absolute path, or a relative one tried first from the current directory (kept
+as written, e.g. ``configs/rope.yaml`` from the repo root), then from the sweep file's own
+directory. Values that are mappings or lists are passed to the CLI as JSON.
+
+Each combination runs ``python -m roformer_lit fit --config BASE --<override> V ...
+--<grid key> V ... --trainer.logger.init_args.save_dir ROOT --trainer.logger.init_args.name
+NAME --trainer.logger.init_args.version VERSION``. Run names (versions) are made from the
+grid values in grid order, joined with ``-``: strings as they are (``xl``), numbers after
+their key (``seed1``, ``max_length256``), booleans as ``key=value``, mappings as their entries
+joined with ``+`` (``{c2p: true, p2c: false}`` -> ``c2p+no-p2c``, ``{}`` -> ``default``);
+e.g. ``xl-softmax-seed1``. If that is ambiguous, names become ``position=xl,seed=1``.
+
+Every combination is checked by the CLI's parser before anything runs or is created.
+Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0) are skipped;
+interrupted runs resume from their ``last.ckpt``; a partial run without a checkpoint is moved
+aside to ``<version>.failed-<k>``. A failed run does not stop the others; the sweep ends with
+a summary table and exit code 1 if any run failed. See :mod:`roformer_lit.sweep.runner` for
+the files under ``<root>/<name>/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from roformer_lit.errors import ConfigError
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one line, exit 2 through the CLI
+        raise ConfigError(f"sweep: {message}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from roformer_lit.sweep.slurm import OPTIONS
+
+    p = _Parser(
+        prog="python -m roformer_lit sweep",
+        description="Run every combination of a sweep file's grid as its own fit process.",
+    )
+    p.add_argument("--config", required=True, help="the sweep file (YAML)")
+    p.add_argument("--root", default="runs", help="save_dir of every run (default: runs)")
+    p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    p.add_argument(
+        "--devices",
+        default=None,
+        help="comma-separated GPU ids: one run per listed id at once, each with "
+        "CUDA_VISIBLE_DEVICES=<id> and --trainer.accelerator gpu --trainer.devices 1",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="without --devices: runs at once on the current device (default 1)",
+    )
+    p.add_argument("--launcher", choices=("local", "slurm"), default="local")
+    p.add_argument(
+        "--wait", action="store_true", help="slurm: wait for the array and print the summary"
+    )
+    for key, (kind, _) in OPTIONS.items():
+        p.add_argument(
+            f"--slurm.{key}",
+            dest=f"slurm_{key}",
+            action="append" if kind is list else "store",
+            default=None,
+            help=f"slurm executor option {key} (overrides the sweep file's slurm.{key})",
+        )
+    return p
+
+
+def main(args: Sequence[str]) -> int:
+    from roformer_lit.sweep import runner, slurm
+    from roformer_lit.sweep.spec import load_sweep, shell_line
+
+    ns = _parser().parse_args(list(args))
+    if ns.devices is not None and ns.launcher == "slurm":
+        raise ConfigError("sweep: --devices is for the local launcher; SLURM assigns GPUs")
+    if ns.devices is not None and ns.jobs is not None:
+        raise ConfigError("sweep: use --devices or --jobs, not both")
+    if ns.jobs is not None and ns.jobs < 1:
+        raise ConfigError(f"sweep: --jobs must be >= 1, got {ns.jobs}")
+    devices: list[str | None] = [None] * (ns.jobs or 1)
+    if ns.devices is not None:
+        devices = [d.strip() for d in ns.devices.split(",")]
+        if not all(d.isdigit() for d in devices):
+            raise ConfigError(f"sweep: --devices must be GPU ids like 0,1,2, got {ns.devices!r}")
+    root = ns.root
+    if not root or not str(root).strip():
+        raise ConfigError("sweep: --root must not be empty")
+
+    sweep = load_sweep(ns.config, root)
+    slurm_options: dict[str, Any] = {}
+    if ns.launcher == "slurm" or sweep.slurm:
+        cli_slurm = {
+            key: getattr(ns, f"slurm_{key}")
+            for key in slurm.OPTIONS
+            if getattr(ns, f"slurm_{key}") is not None
+        }
+        slurm_options = {
+            **slurm.check_options(sweep.slurm, f"{sweep.path}: slurm"),
+            **slurm.check_options(cli_slurm, "sweep: --slurm"),
+        }
+
+    cwd = os.getcwd()
+    sweep_dir = (Path(cwd) / root / sweep.name).resolve()
+    tasks = [
+        runner.RunTask(
+            version=run.version,
+            argv=sweep.command_line(run, root),
+            run_dir=str(sweep_dir / run.version),
+            sweep_dir=str(sweep_dir),
+            cwd=cwd,
+            raise_on_failure=ns.launcher == "slurm" and slurm_options.get("cluster") != "debug",
+        )
+        for run in sweep.runs
+    ]
+    actions = {t.version: t.action() for t in tasks}
+    todo = [t for t in tasks if actions[t.version] != "skip"]
+    skipped = [t for t in tasks if actions[t.version] == "skip"]
+
+    if ns.dry_run:
+        for task in todo:
+            extra = list(runner.GPU_ARGS) if ns.devices is not None else []
+            print(shell_line([*task.command(actions[task.version]), *extra]))
+        note = f"{len(todo)} of {len(tasks)} runs to go, {len(skipped)} finished (skipped)"
+        if ns.devices is not None:
+            note += f"; each with CUDA_VISIBLE_DEVICES set to one of {','.join(devices)}"  # type: ignore[arg-type]
+        print(f"# {sweep.name}: {note}", file=sys.stderr)
+        return 0
+
+    meta = {"name": sweep.name, "base": sweep.base, "sweep_file": str(sweep.path), "root": root}
+    print(
+        f"sweep {sweep.name}: {len(tasks)} runs in {sweep_dir} "
+        f"({len(skipped)} finished, {len(todo)} to run)",
+        flush=True,
+    )
+    for task in skipped:
+        print(f"skipped {task.version} (finished)", flush=True)
+
+    if ns.launcher == "slurm":
+        return _slurm(sweep, tasks, todo, skipped, slurm_options, sweep_dir, meta, ns.wait)
+
+    rows: dict[str, dict[str, Any]] = {}
+    for task in skipped:
+        done = runner.read_json(task.marker) or {}
+        rows[task.version] = {
+            "version": task.version,
+            "status": "skipped",
+            "exit_code": done.get("exit_code", 0),
+            "wall_time_s": done.get("wall_time_s"),
+            "note": "finished earlier",
+        }
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    runner.write_status(sweep_dir, meta, tasks)
+    local = runner.LocalRunner(todo, devices)
+
+    def on_result(record: dict[str, Any]) -> None:
+        runner.write_status(sweep_dir, meta, tasks)
+
+    completed = local.run(on_result)
+    runner.write_status(sweep_dir, meta, tasks)
+    for task in todo:
+        record = local.results.get(task.version, {"status": "not started"})
+        rows[task.version] = {**record, "note": _note(record)}
+    return _finish([rows[t.version] for t in tasks], sweep_dir, interrupted=not completed)
+
+
+def _note(record: dict[str, Any]) -> str:
+    action = record.get("action")
+    note = {"resume": "resumed", "restart": "restarted (partial run moved aside)"}.get(
+        action or "", ""
+    )
+    if record.get("status") == "failed":
+        tail = record.get("stderr_tail") or [record.get("note", "")]
+        note = "; ".join(x for x in (note, tail[-1] if tail else "") if x)
+    return note[:120]
+
+
+def _finish(rows: list[dict[str, Any]], sweep_dir: Path, interrupted: bool = False) -> int:
+    from roformer_lit.sweep.runner import summary_table
+
+    print()
+    print(summary_table(rows))
+    failed = [r for r in rows if r.get("status") not in ("finished", "skipped")]
+    print()
+    if interrupted:
+        print(f"interrupted; run the same command again to continue ({sweep_dir})")
+        return 130
+    if failed:
+        print(
+            f"{len(failed)} of {len(rows)} runs failed: {', '.join(str(r['version']) for r in failed)}"
+        )
+        print(f"logs: {sweep_dir / 'sweep_logs'}; run the same command again to retry them")
+        return 1
+    print(f"all {len(rows)} runs finished; status: {sweep_dir / 'sweep_status.json'}")
+    return 0
+
+
+def _slurm(
+    sweep: Any,
+    tasks: list[Any],
+    todo: list[Any],
+    skipped: list[Any],
+    options: dict[str, Any],
+    sweep_dir: Path,
+    meta: dict[str, Any],
+    wait: bool,
+) -> int:
+    from roformer_lit.sweep import runner, slurm
+
+    folder = sweep_dir / "sweep_logs" / "slurm" / "%j"
+    executor = slurm.make_executor(folder, options, sweep.name)
+    if not todo:
+        return _finish(
+            [
+                {"version": t.version, "status": "skipped", "note": "finished earlier"}
+                for t in tasks
+            ],
+            sweep_dir,
+        )
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    jobs = slurm.submit(executor, todo)
+    for task, job in zip(todo, jobs, strict=True):
+        previous = runner.read_json(task.record_path()) or {}
+        runner.write_json(
+            task.record_path(),
+            {**previous, "version": task.version, "status": "submitted", "job_id": job.job_id},
+        )
+    runner.write_status(sweep_dir, {**meta, "launcher": "slurm"}, tasks)
+    print(f"submitted {len(jobs)} array tasks to {executor.cluster}:")
+    for task, job in zip(todo, jobs, strict=True):
+        print(f"  {job.job_id}  {task.version}")
+    if not wait:
+        print(
+            f"logs: {sweep_dir / 'sweep_logs'}; when the array is done, run the same command "
+            "again (without --wait: skips finished runs, resubmits the others)"
+        )
+        return 0
+    rows = {t.version: {"version": t.version, "status": "skipped"} for t in skipped}
+    for task, job in zip(todo, jobs, strict=True):
+        try:
+            record = job.result()
+        except Exception:  # the task raised because its run failed: read its record
+            record = runner.read_json(task.record_path()) or {"status": "failed"}
+        rows[task.version] = {**record, "version": task.version, "note": _note(record)}
+    runner.write_status(sweep_dir, {**meta, "launcher": "slurm"}, tasks)
+    return _finish([rows[t.version] for t in tasks], sweep_dir)

@@ -1,0 +1,324 @@
+"""Sweep files: loading, validation, grid expansion, run (version) names and fit commands."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import re
+import shlex
+import sys
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roformer_lit.errors import ConfigError
+
+#: Top-level keys of a sweep file (``name``, ``base``, ``grid`` are required).
+VALID_KEYS = ("name", "base", "grid", "overrides", "command", "slurm")
+REQUIRED_KEYS = ("name", "base", "grid")
+#: Keys the sweep sets itself: a grid or an override may not set them.
+OWNED_KEYS = (
+    "config",
+    "ckpt_path",
+    "print_config",
+    "trainer.logger",
+    "trainer.logger.class_path",
+    "trainer.logger.init_args",
+    "trainer.logger.init_args.save_dir",
+    "trainer.logger.init_args.name",
+    "trainer.logger.init_args.version",
+)
+#: Names inside ``<root>/<name>/`` that belong to the sweep, never to a run.
+LOGS_DIR = "sweep_logs"
+STATUS_FILE = "sweep_status.json"
+#: Short labels of grid keys in run names (otherwise the key's last component).
+KEY_ALIASES = {"seed_everything": "seed"}
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=,-]*")
+DOTTED_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
+MAX_VERSION_LENGTH = 120
+
+
+@dataclass(frozen=True)
+class Run:
+    """One grid combination: its run (version) name and its ``key -> value`` settings."""
+
+    version: str
+    values: tuple[tuple[str, Any], ...]
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={_render(v)}" for k, v in self.values)
+
+
+@dataclass
+class Sweep:
+    path: Path
+    name: str
+    base: str
+    grid: dict[str, list[Any]]
+    overrides: dict[str, Any]
+    command: str = "fit"
+    slurm: dict[str, Any] = field(default_factory=dict)
+    runs: list[Run] = field(default_factory=list)
+
+    def fit_args(self, run: Run, root: str) -> list[str]:
+        """The arguments after ``python -m roformer_lit``: ``fit --config BASE --k v ...``."""
+        args = [self.command, "--config", self.base]
+        for key, value in [*self.overrides.items(), *run.values]:
+            args += [f"--{key}", cli_value(value)]
+        args += [
+            "--trainer.logger.init_args.save_dir",
+            root,
+            "--trainer.logger.init_args.name",
+            self.name,
+            "--trainer.logger.init_args.version",
+            run.version,
+        ]
+        return args
+
+    def command_line(self, run: Run, root: str) -> list[str]:
+        return [sys.executable, "-m", "roformer_lit", *self.fit_args(run, root)]
+
+
+def cli_value(value: Any) -> str:
+    """A grid/override value as one command-line argument (dicts and lists as JSON)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def shell_line(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+    prefix = [f"{k}={shlex.quote(v)}" for k, v in (env or {}).items()]
+    return " ".join([*prefix, *(shlex.quote(a) for a in argv)])
+
+
+def load_sweep(path: str | Path, root: str = "runs", validate: bool = True) -> Sweep:
+    """Read and check a sweep file; every combination is parsed by ``validate_config``."""
+    path = Path(path)
+    where = str(path)
+    if not path.is_file():
+        raise ConfigError(f"sweep file not found: {path}")
+    raw = _read_yaml(path)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: a sweep file must be a mapping of {', '.join(VALID_KEYS)}")
+    unknown = [str(k) for k in raw if k not in VALID_KEYS]
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(VALID_KEYS)}"
+        )
+    for key in REQUIRED_KEYS:
+        if raw.get(key) is None:
+            raise ConfigError(f"{where}: missing required key {key!r}")
+
+    name = raw["name"]
+    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name) or name in (".", ".."):
+        raise ConfigError(
+            f"{where}: name {name!r} is not a safe directory name "
+            "(letters, digits, '.', '_', '-'; no '/' or spaces)"
+        )
+    base = _resolve_base(raw["base"], path)
+    grid = _check_grid(raw["grid"], where)
+    overrides = raw.get("overrides") or {}
+    if not isinstance(overrides, dict):
+        raise ConfigError(f"{where}: overrides must map dotted config keys to values")
+    for key in overrides:
+        _check_key(key, "overrides", where)
+    both = [k for k in grid if k in overrides]
+    if both:
+        raise ConfigError(f"{where}: key {both[0]!r} is in both grid and overrides; keep one")
+    command = raw.get("command", "fit")
+    if command != "fit":
+        raise ConfigError(f"{where}: command {command!r} is not supported; only 'fit'")
+    slurm = raw.get("slurm") or {}
+    if not isinstance(slurm, dict):
+        raise ConfigError(f"{where}: slurm must be a mapping of executor options")
+
+    sweep = Sweep(path, name, base, grid, dict(overrides), command, dict(slurm))
+    sweep.runs = expand(grid)
+    if validate:
+        validate_sweep(sweep, root)
+    return sweep
+
+
+def _read_yaml(path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(f"{path}: not valid YAML: {problem}{at}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a text file: {exc}") from exc
+
+
+def _resolve_base(base: Any, sweep_path: Path) -> str:
+    """Absolute paths as they are; relative ones against the current directory first (kept as
+    written), then against the sweep file's directory (made absolute)."""
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError(f"{sweep_path}: base must be the path of an experiment config")
+    candidate = Path(base)
+    if candidate.is_absolute():
+        if candidate.is_file():
+            return base
+    elif candidate.is_file():
+        return base
+    else:
+        beside = sweep_path.parent / candidate
+        if beside.is_file():
+            return str(beside.resolve())
+    raise ConfigError(
+        f"{sweep_path}: base config not found: {base} (relative paths are tried from the "
+        f"current directory, then from {sweep_path.parent})"
+    )
+
+
+def _check_key(key: Any, section: str, where: str) -> None:
+    if not isinstance(key, str) or not DOTTED_KEY.fullmatch(key):
+        raise ConfigError(f"{where}: {section} key {key!r} is not a dotted config key")
+    if key in OWNED_KEYS:
+        raise ConfigError(
+            f"{where}: {section} key {key!r} is set by the sweep itself "
+            "(use the sweep's name and --root)"
+        )
+
+
+def _check_grid(grid: Any, where: str) -> dict[str, list[Any]]:
+    if not isinstance(grid, dict) or not grid:
+        raise ConfigError(f"{where}: grid must map dotted config keys to lists of values")
+    for key, values in grid.items():
+        _check_key(key, "grid", where)
+        if not isinstance(values, list) or not values:
+            raise ConfigError(
+                f"{where}: grid key {key!r} must map to a non-empty list of values, got {values!r}"
+            )
+        seen = set()
+        for value in values:
+            canon = json.dumps(value, sort_keys=True, default=str)
+            if canon in seen:
+                raise ConfigError(f"{where}: grid key {key!r} lists {value!r} twice")
+            seen.add(canon)
+    return {k: list(v) for k, v in grid.items()}
+
+
+def expand(grid: Mapping[str, list[Any]]) -> list[Run]:
+    """Every combination, in grid order (the last key varies fastest), with unique names."""
+    keys = list(grid)
+    combos = [tuple(zip(keys, values, strict=True)) for values in itertools.product(*grid.values())]
+    return [Run(v, combo) for v, combo in zip(version_names(combos), combos, strict=True)]
+
+
+def version_names(combos: Sequence[tuple[tuple[str, Any], ...]]) -> list[str]:
+    """Run names from grid values, joined with ``-``.
+
+    Strings as themselves (``xl``), numbers after their key's short name (``seed1``,
+    ``max_length256``), booleans/null as ``key=value``, dicts as their entries joined with
+    ``+`` (``true`` -> ``k``, ``false`` -> ``no-k``, else ``k=v``; ``{}`` -> ``default``),
+    lists as items joined with ``+``. If two combinations get the same name, every name
+    becomes ``key=value`` pairs joined with ``,``; a name still not unique (or longer than
+    120 characters) gets a short hash of its values.
+    """
+    names = [_safe("-".join(_label(k, v) for k, v in combo)) for combo in combos]
+    if len(set(names)) < len(names):
+        keys = [k for k, _ in combos[0]] if combos else []
+        shorts = [_short(k) for k in keys]
+        labels = shorts if len(set(shorts)) == len(shorts) else keys
+        names = [
+            _safe(
+                ",".join(f"{lab}={_render(v)}" for lab, (_, v) in zip(labels, combo, strict=True))
+            )
+            for combo in combos
+        ]
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    out = []
+    for name, combo in zip(names, combos, strict=True):
+        reserved = name in (LOGS_DIR, STATUS_FILE) or re.search(r"\.failed-\d+$", name)
+        if counts[name] > 1 or reserved or len(name) > MAX_VERSION_LENGTH:
+            digest = hashlib.sha1(
+                json.dumps(combo, sort_keys=True, default=str).encode()
+            ).hexdigest()[:8]
+            name = f"{name[: MAX_VERSION_LENGTH - 9]}-{digest}"
+        out.append(name)
+    return out
+
+
+def _short(key: str) -> str:
+    return KEY_ALIASES.get(key, key.rsplit(".", 1)[-1])
+
+
+def _render(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        if not value:
+            return "default"
+        parts = []
+        for k, v in value.items():
+            if v is True:
+                parts.append(str(k))
+            elif v is False:
+                parts.append(f"no-{k}")
+            else:
+                parts.append(f"{k}={_render(v)}")
+        return "+".join(parts)
+    if isinstance(value, (list, tuple)):
+        return "+".join(_render(v) for v in value) or "empty"
+    return str(value) if str(value) else "empty"
+
+
+def _label(key: str, value: Any) -> str:
+    if isinstance(value, (str, dict, list)):
+        return _render(value)
+    if isinstance(value, bool) or value is None:
+        return f"{_short(key)}={_render(value)}"
+    return f"{_short(key)}{_render(value)}"
+
+
+def _safe(name: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9._+=,-]+", "_", name).lstrip(".-_")
+    return name or "run"
+
+
+@contextmanager
+def _quiet_seed() -> Iterator[None]:
+    """``validate_config`` seeds (``Seed set to N``) and warns about ``args`` when run from the
+    command line; keep both out of the sweep's output."""
+    logger = logging.getLogger("lightning.fabric.utilities.seed")
+    old = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
+            yield
+    finally:
+        logger.setLevel(old)
+
+
+def validate_sweep(sweep: Sweep, root: str) -> None:
+    """Parse the overrides alone, then every combination, without building anything."""
+    from roformer_lit.cli import validate_config
+
+    where = str(sweep.path)
+    with _quiet_seed():
+        try:
+            base_args = [sweep.command, "--config", sweep.base]
+            for key, value in sweep.overrides.items():
+                base_args += [f"--{key}", cli_value(value)]
+            validate_config(base_args[1:])
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: base {sweep.base} with the overrides: {exc}") from exc
+        for run in sweep.runs:
+            try:
+                validate_config(sweep.fit_args(run, root)[1:])
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: run {run.version} ({run.describe()}): {exc}") from exc
