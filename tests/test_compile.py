@@ -1,0 +1,42 @@
+"""torch.compile: every registered pair traces as one graph and computes what eager does."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from model_factory import VALID_PAIRS, random_ids, small_model
+
+
+@pytest.mark.parametrize("with_mask", [False, True])
+@pytest.mark.parametrize("position,attention", VALID_PAIRS)
+def test_no_graph_breaks_and_same_outputs(position, attention, with_mask):
+    model = small_model(position, attention)
+    ids = random_ids(2, 12)
+    mask = None
+    if with_mask:
+        mask = torch.ones_like(ids, dtype=torch.bool)
+        mask[1, 8:] = False
+    torch._dynamo.reset()
+    explanation = torch._dynamo.explain(model.encoder)(ids, mask)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    assert explanation.graph_count == 1
+    compiled = torch.compile(model.encoder, backend="aot_eager")
+    with torch.no_grad():
+        torch.testing.assert_close(
+            compiled(ids, mask), model.encoder(ids, mask), atol=1e-5, rtol=1e-5
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("position", ["rope", "deberta"])
+def test_inductor_compiled_model_trains_like_eager(position):
+    """The real backend (slow on CPU: it compiles C++)."""
+    eager = small_model(position)
+    compiled = small_model(position, compile=True)
+    ids = random_ids(2, 16)
+    labels = torch.where(
+        torch.rand(2, 16, generator=torch.Generator().manual_seed(0)) < 0.3, ids, -100
+    )
+    torch.testing.assert_close(
+        compiled.mlm_loss(ids, labels), eager.mlm_loss(ids, labels), atol=1e-4, rtol=1e-4
+    )
