@@ -9,6 +9,7 @@ elapsed wall time (since each run's first scalar) of those seeds.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Literal
 
 from matplotlib import colormaps
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from roformer_lit.compare.aggregate import VariantRow
 
@@ -72,6 +74,8 @@ def val_loss_figure(rows: Sequence[VariantRow], x: Axis = "step") -> Figure:
     values = [v for c in curves for v in c.low + c.high if v > 0]
     if values and max(values) / min(values) > 10:
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(_plain_number))  # 1, not 10^0
+        ax.yaxis.set_minor_formatter(FuncFormatter(_minor_label))
     ax.set_xlabel("training step" if x == "step" else f"wall time since run start ({unit})")
     ax.set_ylabel("val/loss (masked-LM cross-entropy, nats)")
     seeds = sorted({row.n for row in rows})
@@ -109,3 +113,15 @@ def _time_unit(curves: Sequence[Curve]) -> tuple[float, str]:
     if longest >= 5 * 60:
         return 60.0, "min"
     return 1.0, "s"
+
+
+def _plain_number(value: float, _: int | None = None) -> str:
+    return f"{value:g}"
+
+
+def _minor_label(value: float, _: int | None = None) -> str:
+    """Label log-axis minor ticks at 2, 3, 4 and 6 times a power of ten only."""
+    if value <= 0:
+        return ""
+    leading = round(value / 10 ** math.floor(math.log10(value)))
+    return f"{value:g}" if leading in (2, 3, 4, 6) else ""
