@@ -1,0 +1,471 @@
+"""``python -m roformer_lit sweep``: grid expansion, validation, real tiny fits as subprocesses,
+skip/resume/retry, dry runs, GPU slots and the SLURM job array."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from roformer_lit.cli import main
+from roformer_lit.sweep import runner, slurm
+from roformer_lit.sweep.spec import expand, version_names
+from tests.cli_helpers import CONFIGS
+
+VERSION = "--trainer.logger.init_args.version"
+
+#: The TINY settings as sweep overrides: every run is a few-second CPU fit.
+TINY_OVERRIDES = {
+    "model.hidden_size": 32,
+    "model.num_layers": 1,
+    "model.num_heads": 2,
+    "model.intermediate_size": 64,
+    "model.warmup_steps": 2,
+    "data.max_length": 32,
+    "data.batch_size": 8,
+    "data.max_train_blocks": 64,
+    "data.max_val_blocks": 8,
+    "trainer.enable_progress_bar": False,
+    "trainer.enable_model_summary": False,
+    "trainer.max_steps": 2,
+}
+GRID4 = {"model.position": ["nope", "rope"], "model.attention": ["softmax", "linear"]}
+NAMES4 = ["nope-softmax", "nope-linear", "rope-softmax", "rope-linear"]
+
+
+def write_sweep(path: Path, grid=None, name: str = "tiny", **overrides) -> Path:
+    data = {
+        "name": name,
+        "base": str(CONFIGS / "rope.yaml"),
+        "grid": grid or GRID4,
+        "overrides": {**TINY_OVERRIDES, **overrides},
+    }
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def arg(argv, flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+class Launches:
+    """Stands in for ``runner.launch``: records every argv; runs the real ``fit`` when
+    ``real``, else fakes one (writes ``last.ckpt``) and returns ``code``."""
+
+    def __init__(self, real: bool = False, code: int = 0) -> None:
+        self.real, self.code, self.argv, self.env = real, code, [], []
+        self.real_launch = runner.launch
+
+    def __call__(self, argv, *, cwd, env, stdout, stderr, started=None):
+        self.argv.append(list(argv))
+        self.env.append(dict(env))
+        if self.real:
+            return self.real_launch(
+                argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr, started=started
+            )
+        run = Path(cwd) / arg(argv, "--trainer.logger.init_args.save_dir")
+        run = run / arg(argv, "--trainer.logger.init_args.name") / arg(argv, VERSION)
+        (run / "checkpoints").mkdir(parents=True, exist_ok=True)
+        (run / "checkpoints" / "last.ckpt").write_bytes(b"fake")
+        return self.code
+
+    def versions(self) -> list[str]:
+        return [arg(a, VERSION) for a in self.argv]
+
+
+def no_launch(*args, **kwargs):
+    raise AssertionError("no fit process may start")
+
+
+@pytest.fixture(scope="module")
+def grid4(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, Launches]:
+    """The 4-run sweep (nope/rope x softmax/linear), run once for real in its own directory."""
+    work = tmp_path_factory.mktemp("grid4")
+    write_sweep(work / "sweep.yaml")
+    launches = Launches(real=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        mp.setattr(runner, "launch", launches)
+        code = main(["sweep", "--config", "sweep.yaml"])
+    return work, code, launches
+
+
+# --- end to end with real fits ------------------------------------------------------------
+
+
+def test_grid_runs_every_combination_then_skips_them(grid4, monkeypatch, capsys):
+    work, code, launches = grid4
+    assert code == 0
+    assert sorted(launches.versions()) == sorted(NAMES4)
+    assert all(a[:3] == [sys.executable, "-m", "roformer_lit"] for a in launches.argv)
+    # children inherit the environment (the session's private tokenizer cache)
+    assert all(e["ROFORMER_LIT_CACHE"] == os.environ["ROFORMER_LIT_CACHE"] for e in launches.env)
+    sweep_dir = work / "runs" / "tiny"
+    status = runner.read_json(sweep_dir / "sweep_status.json")
+    assert set(status["runs"]) == set(NAMES4)
+    for version in NAMES4:
+        assert (sweep_dir / version / "checkpoints" / "last.ckpt").is_file()
+        assert (sweep_dir / version / "config.yaml").is_file()
+        assert (sweep_dir / version / "sweep_done.json").is_file()
+        assert status["runs"][version]["status"] == "finished"
+        assert status["runs"][version]["exit_code"] == 0
+        assert (sweep_dir / "sweep_logs" / f"{version}.err").stat().st_size > 0
+    config = yaml.safe_load((sweep_dir / "rope-linear" / "config.yaml").read_text())
+    assert (config["model"]["position"], config["model"]["attention"]) == ("rope", "linear")
+    assert config["model"]["hidden_size"] == 32
+
+    # a second invocation trains nothing
+    copy = work.parent / "grid4-again"
+    shutil.copytree(work, copy)
+    monkeypatch.chdir(copy)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    capsys.readouterr()
+    assert main(["sweep", "--config", "sweep.yaml"]) == 0
+    out = capsys.readouterr().out
+    for version in NAMES4:
+        assert f"skipped {version} (finished)" in out
+    assert "all 4 runs finished" in out
+
+
+def test_resume_an_interrupted_run_from_its_last_checkpoint(grid4, tmp_path, monkeypatch):
+    work, code, _ = grid4
+    assert code == 0
+    shutil.copytree(work, tmp_path, dirs_exist_ok=True)
+    run = tmp_path / "runs" / "tiny" / "rope-linear"
+    ckpt = run / "checkpoints" / "last.ckpt"
+    assert torch.load(ckpt, map_location="cpu", weights_only=False)["global_step"] == 2
+    (run / "sweep_done.json").unlink()  # as if killed after its last checkpoint
+    write_sweep(tmp_path / "sweep.yaml", **{"trainer.max_steps": 4})
+    monkeypatch.chdir(tmp_path)
+    launches = Launches(real=True)
+    monkeypatch.setattr(runner, "launch", launches)
+    assert main(["sweep", "--config", "sweep.yaml"]) == 0
+    assert launches.versions() == ["rope-linear"]
+    assert arg(launches.argv[0], "--ckpt_path") == "runs/tiny/rope-linear/checkpoints/last.ckpt"
+    assert torch.load(ckpt, map_location="cpu", weights_only=False)["global_step"] == 4
+    assert (run / "sweep_done.json").is_file()
+    assert not list(run.parent.glob("*.failed-*"))
+    record = runner.read_json(tmp_path / "runs" / "tiny" / "sweep_logs" / "rope-linear.json")
+    assert (record["status"], record["action"], record["attempts"]) == ("finished", "resume", 2)
+
+
+def test_a_failing_run_does_not_stop_the_others_and_is_retried_alone(tmp_path, monkeypatch, capsys):
+    # rope base must be > 1: parses fine, fails when the child builds the model (exit 2)
+    grid = {"model.position": ["rope"], "model.position_kwargs": [{}, {"base": 0.5}]}
+    write_sweep(tmp_path / "sweep.yaml", grid=grid, name="fails")
+    monkeypatch.chdir(tmp_path)
+    launches = Launches(real=True)
+    monkeypatch.setattr(runner, "launch", launches)
+    assert main(["sweep", "--config", "sweep.yaml"]) == 1
+    assert launches.versions() == ["rope-default", "rope-base=0.5"]
+    out = capsys.readouterr().out
+    table = out[out.index("version") :]
+    assert "rope-default" in table and "finished" in table
+    failed_row = next(line for line in table.splitlines() if line.startswith("rope-base=0.5"))
+    assert "failed" in failed_row and " 2 " in failed_row and "rope base must be > 1" in failed_row
+    assert "1 of 2 runs failed: rope-base=0.5" in out
+    sweep_dir = tmp_path / "runs" / "fails"
+    assert (sweep_dir / "rope-default" / "sweep_done.json").is_file()
+    status = runner.read_json(sweep_dir / "sweep_status.json")["runs"]
+    assert status["rope-default"]["status"] == "finished"
+    assert (status["rope-base=0.5"]["status"], status["rope-base=0.5"]["exit_code"]) == (
+        "failed",
+        2,
+    )
+    assert any("rope base must be > 1" in line for line in status["rope-base=0.5"]["stderr_tail"])
+    assert "rope base must be > 1" in (sweep_dir / "sweep_logs" / "rope-base=0.5.err").read_text()
+
+    # the retry launches only the failed run (faked here: it fails again)
+    retry = Launches(code=3)
+    monkeypatch.setattr(runner, "launch", retry)
+    assert main(["sweep", "--config", "sweep.yaml"]) == 1
+    assert retry.versions() == ["rope-base=0.5"]
+    record = runner.read_json(sweep_dir / "sweep_logs" / "rope-base=0.5.json")
+    assert (record["attempts"], record["exit_code"]) == (2, 3)
+
+
+# --- without real fits ---------------------------------------------------------------------
+
+
+def test_dry_run_prints_the_commands_and_creates_nothing(tmp_path, monkeypatch, capsys):
+    write_sweep(tmp_path / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    assert main(["sweep", "--config", "sweep.yaml", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4
+    commands = [shlex.split(line) for line in lines]
+    assert [arg(c, VERSION) for c in commands] == NAMES4
+    for command in commands:
+        assert command[:4] == [sys.executable, "-m", "roformer_lit", "fit"]
+        assert arg(command, "--config") == str(CONFIGS / "rope.yaml")
+        assert arg(command, "--trainer.logger.init_args.name") == "tiny"
+        assert arg(command, "--trainer.logger.init_args.save_dir") == "runs"
+        assert arg(command, "--trainer.max_steps") == "2"
+        assert "--ckpt_path" not in command
+    assert (arg(commands[3], "--model.position"), arg(commands[3], "--model.attention")) == (
+        "rope",
+        "linear",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.yaml"]
+
+    assert main(["sweep", "--config", "sweep.yaml", "--dry-run", "--devices", "0,1"]) == 0
+    for line in capsys.readouterr().out.strip().splitlines():
+        assert line.endswith("--trainer.accelerator gpu --trainer.devices 1")
+
+
+def test_devices_run_one_process_per_gpu_at_a_time(tmp_path, monkeypatch):
+    write_sweep(tmp_path / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    active, peak, seen = [0], [0], []
+    lock = threading.Lock()
+    fake = Launches()
+
+    def slow(argv, **kw):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+            seen.append(kw["env"]["CUDA_VISIBLE_DEVICES"])
+        time.sleep(0.2)
+        code = fake(argv, **kw)
+        with lock:
+            active[0] -= 1
+        return code
+
+    monkeypatch.setattr(runner, "launch", slow)
+    assert main(["sweep", "--config", "sweep.yaml", "--devices", "0,1"]) == 0
+    assert peak[0] == 2
+    assert sorted(seen) == ["0", "0", "1", "1"]
+    assert sorted(fake.versions()) == sorted(NAMES4)
+    for argv in fake.argv:
+        assert argv[-4:] == ["--trainer.accelerator", "gpu", "--trainer.devices", "1"]
+
+
+def test_partial_run_without_checkpoint_is_moved_aside_and_restarted(tmp_path, monkeypatch):
+    write_sweep(tmp_path / "sweep.yaml", grid={"model.position": ["nope"]})
+    partial = tmp_path / "runs" / "tiny" / "nope"
+    partial.mkdir(parents=True)
+    (partial / "events.out.tfevents.partial").write_text("x")
+    monkeypatch.chdir(tmp_path)
+    fake = Launches()
+    monkeypatch.setattr(runner, "launch", fake)
+    assert main(["sweep", "--config", "sweep.yaml"]) == 0
+    assert fake.versions() == ["nope"]
+    assert "--ckpt_path" not in fake.argv[0]
+    aside = tmp_path / "runs" / "tiny" / "nope.failed-1"
+    assert (aside / "events.out.tfevents.partial").read_text() == "x"
+    assert (partial / "sweep_done.json").is_file()
+    record = runner.read_json(tmp_path / "runs" / "tiny" / "sweep_logs" / "nope.json")
+    assert record["action"] == "restart" and record["moved_aside"] == str(aside)
+
+
+def test_exit_0_without_a_checkpoint_is_not_finished(tmp_path, monkeypatch):
+    write_sweep(tmp_path / "sweep.yaml", grid={"model.position": ["nope"]})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", lambda argv, **kw: 0)
+    assert main(["sweep", "--config", "sweep.yaml"]) == 1
+    assert not (tmp_path / "runs" / "tiny" / "nope" / "sweep_done.json").exists()
+
+
+BAD = {
+    "unknown top-level key": (
+        {"name": "x", "base": "BASE", "grid": {"model.position": ["nope"]}, "grids": {}},
+        "unknown key 'grids'; valid keys: name, base, grid, overrides",
+    ),
+    "grid value not a list": (
+        {"name": "x", "base": "BASE", "grid": {"model.position": "nope"}},
+        "grid key 'model.position' must map to a non-empty list",
+    ),
+    "empty grid list": (
+        {"name": "x", "base": "BASE", "grid": {"model.position": []}},
+        "grid key 'model.position' must map to a non-empty list",
+    ),
+    "missing base": (
+        {"name": "x", "grid": {"model.position": ["nope"]}},
+        "missing required key 'base'",
+    ),
+    "missing grid": ({"name": "x", "base": "BASE"}, "missing required key 'grid'"),
+    "base not found": (
+        {"name": "x", "base": "configs/nothing.yaml", "grid": {"model.position": ["nope"]}},
+        "base config not found: configs/nothing.yaml",
+    ),
+    "unknown grid key": (
+        {
+            "name": "x",
+            "base": "BASE",
+            "grid": {"model.position": ["nope"], "model.no_such_key": [1]},
+        },
+        "model.no_such_key",
+    ),
+    "wrong value type": (
+        {"name": "x", "base": "BASE", "grid": {"data.max_length": ["long"]}},
+        "data.max_length",
+    ),
+    "unsafe name": (
+        {"name": "../up", "base": "BASE", "grid": {"model.position": ["nope"]}},
+        "name '../up' is not a safe directory name",
+    ),
+    "owned key": (
+        {"name": "x", "base": "BASE", "grid": {"trainer.logger.init_args.version": ["a"]}},
+        "is set by the sweep itself",
+    ),
+    "invalid yaml": ("name: x\ngrid: {model.position: [nope\n", "not valid YAML"),
+    "not a mapping": ("- name\n- base\n", "a sweep file must be a mapping"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_sweep_files_are_refused_before_anything_runs(case, tmp_path, monkeypatch, capsys):
+    content, message = BAD[case]
+    if isinstance(content, dict):
+        if content.get("base") == "BASE":
+            content["base"] = str(CONFIGS / "rope.yaml")
+        content = yaml.safe_dump(content)
+    (tmp_path / "sweep.yaml").write_text(content, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    assert main(["sweep", "--config", "sweep.yaml"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert message in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.yaml"]
+
+
+def test_base_relative_to_the_sweep_file(tmp_path, monkeypatch, capsys):
+    sweeps = tmp_path / "configs" / "sweeps"
+    sweeps.mkdir(parents=True)
+    shutil.copy(CONFIGS / "rope.yaml", tmp_path / "configs" / "rope.yaml")
+    data = {"name": "rel", "base": "../rope.yaml", "grid": {"model.position": ["nope"]}}
+    (sweeps / "rel.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--config", "configs/sweeps/rel.yaml", "--dry-run"]) == 0
+    command = shlex.split(capsys.readouterr().out.strip())
+    assert arg(command, "--config") == str((tmp_path / "configs" / "rope.yaml").resolve())
+
+
+@pytest.mark.parametrize("path", sorted((CONFIGS / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_sweep_files_are_valid(path, monkeypatch, capsys):
+    monkeypatch.chdir(CONFIGS.parent)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    assert main(["sweep", "--config", str(path.relative_to(CONFIGS.parent)), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    expected = {"positions": 18, "kernels": 8, "deberta_terms": 3, "lengths": 30}[path.stem]
+    assert len(lines) == expected
+
+
+# --- run names ----------------------------------------------------------------------------
+
+
+def test_version_names_are_readable_and_unique():
+    runs = expand(
+        {
+            "model.position": ["xl", "deberta"],
+            "model.position_kwargs": [{}, {"c2p": True, "p2c": False}],
+            "seed_everything": [0, 1],
+            "model.pre_norm": [True],
+        }
+    )
+    names = [r.version for r in runs]
+    assert names[0] == "xl-default-seed0-pre_norm=true"
+    assert "deberta-c2p+no-p2c-seed1-pre_norm=true" in names
+    assert len(set(names)) == len(names) == 8
+    # the same string under two keys is ambiguous: key=value pairs instead
+    clash = version_names([(("a.x", "v"), ("b.y", "w")), (("a.x", "w"), ("b.y", "v"))])
+    assert clash == ["v-w", "w-v"]
+    clash = version_names([(("a.x", "v w"), ("b.y", "z")), (("a.x", "v_w"), ("b.y", "z"))])
+    assert clash[0] != clash[1] and all(c.startswith("x=v_w,y=z") for c in clash)
+
+
+def test_slurm_time_formats():
+    assert [slurm.minutes(t) for t in ("90", "1:30", "2:00:00", "1-12", "1-00:00:01")] == [
+        90,
+        2,
+        120,
+        2160,
+        1441,
+    ]
+
+
+# --- SLURM --------------------------------------------------------------------------------
+
+
+def test_slurm_without_submitit_says_how_to_install(tmp_path, monkeypatch, capsys):
+    write_sweep(tmp_path / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "submitit", None)
+    assert main(["sweep", "--config", "sweep.yaml", "--launcher", "slurm"]) == 2
+    assert "pip install submitit" in capsys.readouterr().err
+
+
+def test_slurm_debug_array_runs_the_local_commands(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("submitit")
+    write_sweep(tmp_path / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--config", "sweep.yaml", "--dry-run"]) == 0
+    local = [shlex.split(line) for line in capsys.readouterr().out.strip().splitlines()]
+    fake = Launches()
+    monkeypatch.setattr(runner, "launch", fake)
+    argv = ["sweep", "--config", "sweep.yaml", "--launcher", "slurm", "--slurm.cluster", "debug"]
+    assert main([*argv, "--wait"]) == 0
+    assert fake.argv == local
+    out = capsys.readouterr().out
+    assert "submitted 4 array tasks to debug" in out and "all 4 runs finished" in out
+    for version in NAMES4:
+        assert (tmp_path / "runs" / "tiny" / version / "sweep_done.json").is_file()
+    # finished runs are not submitted again
+    monkeypatch.setattr(runner, "launch", no_launch)
+    assert main(argv) == 0
+
+
+def test_slurm_job_array_script_and_tasks(tmp_path, monkeypatch, capsys):
+    submitit = pytest.importorskip("submitit")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    copy = tmp_path / "submitted.sh"
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text(f'#!/bin/sh\ncp "$1" {copy}\necho "Submitted batch job 4242"\n')
+    sbatch.chmod(0o755)
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")  # submitit checks srun exists
+    (bin_dir / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    write_sweep(tmp_path / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--config", "sweep.yaml", "--dry-run"]) == 0
+    local = [shlex.split(line) for line in capsys.readouterr().out.strip().splitlines()]
+    monkeypatch.setattr(runner, "launch", no_launch)
+    args = ["--slurm.cluster", "slurm", "--slurm.partition", "gpu", "--slurm.time", "2:00:00"]
+    args += ["--slurm.gpus_per_node", "2", "--slurm.setup", "module load cuda"]
+    assert main(["sweep", "--config", "sweep.yaml", "--launcher", "slurm", *args]) == 0
+    out = capsys.readouterr().out
+    assert "submitted 4 array tasks to slurm" in out and "4242_3  rope-linear" in out
+    script = copy.read_text()
+    for line in (
+        "#SBATCH --array=0-3%4",
+        "#SBATCH --partition=gpu",
+        "#SBATCH --time=120",
+        "#SBATCH --gpus-per-node=2",
+        "#SBATCH --job-name=sweep-tiny",
+        "module load cuda",
+    ):
+        assert line in script
+    tasks = {}
+    for pkl in (tmp_path / "runs" / "tiny" / "sweep_logs" / "slurm").rglob("*_submitted.pkl"):
+        delayed = submitit.helpers.DelayedSubmission.load(pkl)
+        tasks[pkl.name.split("_")[1]] = delayed.function
+    assert sorted(tasks) == ["0", "1", "2", "3"]
+    assert [tasks[str(i)].argv for i in range(4)] == local
+    assert all(t.raise_on_failure and hasattr(t, "checkpoint") for t in tasks.values())
+    status = runner.read_json(tmp_path / "runs" / "tiny" / "sweep_status.json")["runs"]
+    assert status["nope-linear"] == {
+        "version": "nope-linear",
+        "status": "submitted",
+        "job_id": "4242_1",
+    }
