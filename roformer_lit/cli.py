@@ -20,6 +20,7 @@ from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 
+from roformer_lit.callbacks import LastCheckpointAtEnd
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
@@ -47,7 +48,8 @@ class RoformerCLI(LightningCLI):
                 "checkpoint.auto_insert_metric_name": False,
                 "trainer.logger": {"class_path": RUN_LOGGER, "init_args": {"save_dir": "runs"}},
                 "trainer.callbacks": [
-                    {"class_path": f"{LearningRateMonitor.__module__}.LearningRateMonitor"}
+                    {"class_path": f"{LearningRateMonitor.__module__}.LearningRateMonitor"},
+                    {"class_path": f"{LastCheckpointAtEnd.__module__}.LastCheckpointAtEnd"},
                 ],
             }
         )
@@ -65,7 +67,7 @@ class RoformerCLI(LightningCLI):
             own_run = run_dir_of(ckpt) if ckpt else None
             if own_run is not None:  # a restart continues the run it came from
                 args.save_dir, args.name, args.version = (
-                    str(own_run.parent.parent),
+                    _relative_if_inside_cwd(own_run.parent.parent),
                     own_run.parent.name,
                     own_run.name,
                 )
@@ -149,6 +151,12 @@ def run_dir_of(ckpt_path: str | Path) -> Path | None:
     return None
 
 
+def _relative_if_inside_cwd(path: Path) -> str:
+    cwd = Path.cwd().resolve()
+    resolved = path.resolve()
+    return str(resolved.relative_to(cwd)) if resolved.is_relative_to(cwd) else str(resolved)
+
+
 def _is_inside(path: Path, directory: Path) -> bool:
     return path.resolve().is_relative_to(directory.resolve())
 
@@ -219,6 +227,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "compare": "roformer_lit.compare:main",
     "bench": "roformer_lit.benchmarks.models:main",
     "bench-data": "roformer_lit.benchmarks.data_pipeline:run",
+    "extrapolate": "roformer_lit.extrapolate:main",
 }
 
 

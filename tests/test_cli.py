@@ -202,3 +202,82 @@ def test_command_line_user_error_exits_2_with_one_line(tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith("error: unknown position 'alibi'")
     assert not (tmp_path / "runs").exists()
     assert REPO.is_dir()
+
+
+def test_length_extrapolation_table_and_validate_at_longer_length(
+    trained, tmp_path, monkeypatch, capsys
+):
+    workdir, rope_run = trained
+    monkeypatch.chdir(workdir)
+    learned = fit_args("learned.yaml", 2, "--model.max_positions", "64")
+    assert main(learned) == 0
+    learned_ckpt = workdir / "runs" / "mlm" / "learned-softmax-seed0" / "checkpoints" / "last.ckpt"
+    rope_ckpt = rope_run / "checkpoints" / "last.ckpt"
+    capsys.readouterr()
+    args = [
+        "extrapolate",
+        str(rope_ckpt),
+        str(learned_ckpt),
+        "--lengths",
+        "32",
+        "128",
+        "--tokens",
+        "2048",
+    ]
+    assert main(args) == 0
+    rows = {line.split("|")[2].strip(): line for line in capsys.readouterr().out.splitlines()[2:]}
+    rope_cells = [c.strip() for c in rows["rope"].split("|")[4:6]]
+    assert all(float(c) > 0 for c in rope_cells)  # rope runs past its training length
+    learned_cells = [c.strip() for c in rows["learned"].split("|")[4:6]]
+    assert float(learned_cells[0]) > 0 and learned_cells[1].startswith("refused (max_positions=64)")
+    # the same through LightningCLI's validate: rope evaluates at 128, learned is refused
+    validate = ["validate", "--config", str(CONFIGS / "rope.yaml"), *TINY]
+    assert main([*validate, "--ckpt_path", str(rope_ckpt), "--data.max_length", "128"]) == 0
+    capsys.readouterr()
+    code = main(
+        [
+            *validate,
+            "--model.position",
+            "learned",
+            "--model.max_positions",
+            "64",
+            "--ckpt_path",
+            str(learned_ckpt),
+            "--data.max_length",
+            "128",
+        ]
+    )
+    assert code == 2
+    assert "exceeds the 'learned' position table" in capsys.readouterr().err
+
+
+def test_restart_from_last_ckpt_continues_in_its_own_run_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    every_step = ["--trainer.log_every_n_steps", "1", "--trainer.val_check_interval", "2"]
+    assert main(fit_args("nope.yaml", 3, *every_step)) == 0
+    run = tmp_path / "runs" / "mlm" / "nope-softmax-seed0"
+    # the last step (3) is not a validation step: last.ckpt must still hold it
+    assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 3
+    config_before = (run / "config.yaml").read_text()
+    resume = ["--ckpt_path", str(run / "checkpoints" / "last.ckpt")]
+    assert main(fit_args("nope.yaml", 5, *every_step, *resume)) == 0
+    assert sorted(p.name for p in (tmp_path / "runs" / "mlm").iterdir()) == ["nope-softmax-seed0"]
+    ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)
+    assert ckpt["global_step"] == 5
+    assert (run / "config.yaml").read_text() == config_before
+    assert (run / "config-resumed-1.yaml").is_file()  # the restart's config differs (max_steps)
+    steps = [s.step for s in read_run(run).scalars["train/loss"]]
+    assert steps == sorted(steps) and max(steps) >= 4
+
+
+def test_explicit_existing_version_is_refused_without_touching_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    version = ["--trainer.logger.init_args.version", "mine"]
+    assert main(fit_args("nope.yaml", 2, *version)) == 0
+    run = tmp_path / "runs" / "mlm" / "mine"
+    before = {p: p.stat().st_mtime_ns for p in run.rglob("*")}
+    capsys.readouterr()
+    assert main(fit_args("nope.yaml", 2, *version)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: run directory runs/mlm/mine already exists")
+    assert {p: p.stat().st_mtime_ns for p in run.rglob("*")} == before
