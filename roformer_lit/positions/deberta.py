@@ -62,15 +62,17 @@ class DebertaLayer(LayerPosition):
         table, index = ctx  # [2S, H] layer-normed, [L, L]
         length = q.shape[-2]
         index = index.expand(*q.shape[:2], length, length)
-        bias = q.new_zeros(())
+        # the scale goes on the small [B, h, L, d] operands, never on an [L, L] tensor
+        bias = None
         if self.c2p:
             key_table = attn.project(table, "key")  # [h, 2S, d]
-            bias = bias + (q @ key_table.transpose(-1, -2)).gather(-1, index)
+            bias = ((q * self.scale) @ key_table.transpose(-1, -2)).gather(-1, index)
         if self.p2c:
             query_table = attn.project(table, "query")
-            by_key = k @ query_table.transpose(-1, -2)  # [B, h, L(j), 2S]
-            bias = bias + by_key.gather(-1, index.transpose(-1, -2)).transpose(-1, -2)
-        return ScoreBias(bias=bias * self.scale, scale=self.scale)
+            by_key = (k * self.scale) @ query_table.transpose(-1, -2)  # [B, h, L(j), 2S]
+            p2c = by_key.gather(-1, index.transpose(-1, -2)).transpose(-1, -2)
+            bias = p2c if bias is None else bias + p2c
+        return ScoreBias(bias=bias, scale=self.scale)
 
 
 class DebertaPosition(PositionScheme):

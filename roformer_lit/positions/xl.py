@@ -56,10 +56,11 @@ class XLLayer(LayerPosition):
         scale = default_scale(self.head_size)
         length = q.shape[-2]
         r = self.r_proj(rel).unflatten(-1, (self.num_heads, self.head_size)).transpose(0, 1)
-        content_bias = (k @ self.u.transpose(-1, -2)).transpose(-1, -2)  # u . k_j: [B, h, 1, L]
-        by_distance = (q + self.v) @ r.transpose(-1, -2)  # [B, h, L, 2L-1]
+        # the scale goes on the small operands, never on an [L, L] tensor
+        content_bias = (k @ (self.u * scale).transpose(-1, -2)).transpose(-1, -2)  # [B, h, 1, L]
+        by_distance = ((q + self.v) * scale) @ r.transpose(-1, -2)  # [B, h, L, 2L-1]
         position = by_distance.gather(-1, index.expand(*q.shape[:2], length, length))
-        return ScoreBias(bias=(content_bias + position) * scale, scale=scale)
+        return ScoreBias(bias=position + content_bias, scale=scale)
 
 
 class TransformerXLPosition(PositionScheme):
