@@ -4,7 +4,20 @@
 ``--data.*``, ``--trainer.*`` key, ``--config``, ``--print_config``); ``vocab_size`` is
 linked from the data module to the model. Runs are logged under
 ``runs/<experiment>/<position>-<attention>-seed<N>[-k]/`` and never overwrite each other.
-User mistakes end with one ``error:`` line and exit code 2, never a traceback.
+
+Exit codes (each non-zero one comes with one line on stderr, never a traceback):
+
+* 0 -- done;
+* 2 (``EXIT_USER_ERROR``) -- a user mistake: bad config or flag, unreadable corpus, a
+  checkpoint that is missing, truncated, not a checkpoint, or from another model;
+* 3 (``EXIT_DIVERGED``) -- the training loss or a gradient became NaN/inf; the line names
+  the step and the last good checkpoint (nothing newer was written);
+* 75 (``EXIT_PREEMPTED``, ``EX_TEMPFAIL``) -- stopped by SIGTERM or SIGUSR1 after saving
+  ``last.ckpt``; rerun with ``--ckpt_path`` that file to continue exactly where it stopped.
+
+Fault tolerance: every checkpoint is written atomically (:mod:`roformer_lit.checkpoint_io`)
+and holds the data position and the random generators, so a run killed at any point and
+restarted with ``--ckpt_path <run>/checkpoints/last.ckpt`` continues as if uninterrupted.
 """
 
 from __future__ import annotations
@@ -19,15 +32,35 @@ from jsonargparse import ArgumentParser
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
+from lightning.pytorch.plugins.io import TorchCheckpointIO
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-from roformer_lit.callbacks import LastCheckpointAtEnd
+from roformer_lit.callbacks import LastCheckpointAtEnd, LastGoodCheckpoint, Preemption
+from roformer_lit.checkpoint_io import AtomicCheckpointIO
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError
-from roformer_lit.module import MaskedLM
+from roformer_lit.module import MaskedLM, TrainingDiverged
 from roformer_lit.run_logger import RunLogger, unique_version
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
 RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"
+
+EXIT_USER_ERROR = 2
+EXIT_DIVERGED = 3
+EXIT_PREEMPTED = 75  # EX_TEMPFAIL: try again (with --ckpt_path)
+
+#: ``--ckpt_path`` values Lightning resolves itself (not file paths).
+_SPECIAL_CKPT_PATHS = ("last", "best", "hpc")
+#: Hyperparameters that must match between a checkpoint and the model it is loaded into.
+_ARCHITECTURE_KEYS = (
+    "position",
+    "attention",
+    "hidden_size",
+    "num_layers",
+    "num_heads",
+    "intermediate_size",
+    "pre_norm",
+)
 
 
 class RoformerCLI(LightningCLI):
@@ -55,8 +88,10 @@ class RoformerCLI(LightningCLI):
         )
 
     def before_instantiate_classes(self) -> None:
-        """Pick the run directory: resume into a checkpoint's own run, or a new readable one."""
+        """Check ``--ckpt_path`` (readable, a checkpoint of this architecture) and pick the
+        run directory: resume into a checkpoint's own run, or a new readable one."""
         config = self.config[self.subcommand] if self.subcommand else self.config
+        self._checkpoint = _inspect_checkpoint(config.get("ckpt_path"), config.model)
         logger = config.trainer.logger
         if not _is_run_logger(logger):
             return
@@ -89,6 +124,94 @@ class RoformerCLI(LightningCLI):
     def instantiate_classes(self) -> None:
         super().instantiate_classes()
         _check_lengths(self.model, self.datamodule)
+        checkpoint, self._checkpoint = getattr(self, "_checkpoint", None), None
+        if checkpoint is not None:
+            _check_checkpoint_fits(*checkpoint, self.model)
+
+    def instantiate_trainer(self, **kwargs: Any) -> Trainer:
+        """The trainer, plus preemption handling, divergence reporting and atomic saves."""
+        trainer = super().instantiate_trainer(**kwargs)
+        for callback_class in (Preemption, LastGoodCheckpoint):
+            if not any(isinstance(c, callback_class) for c in trainer.callbacks):
+                trainer.callbacks.append(callback_class())
+        if type(trainer.strategy.checkpoint_io) is TorchCheckpointIO:
+            trainer.strategy.checkpoint_io = AtomicCheckpointIO()
+        return trainer
+
+
+def _inspect_checkpoint(ckpt_path: Any, model_config: Any) -> tuple[str, dict[str, Any]] | None:
+    """Read ``--ckpt_path`` (memory-mapped) and refuse, with one line, a missing or unreadable
+    file, a file that is not a roformer_lit checkpoint, or one of another architecture than
+    ``model_config``. Returns (path, checkpoint) for the checks after instantiation."""
+    if ckpt_path is None or str(ckpt_path) in _SPECIAL_CKPT_PATHS:
+        return None
+    path = str(ckpt_path)
+    if "://" in path:  # remote: left to Lightning
+        return None
+    if not Path(path).is_file():
+        raise ConfigError(f"checkpoint not found: {path}")
+    checkpoint = read_checkpoint(path)
+    hparams = checkpoint.get("hyper_parameters") or {}
+    for key in _ARCHITECTURE_KEYS:
+        if key in hparams and model_config.get(key) is not None:
+            saved, wanted = hparams[key], model_config.get(key)
+            if saved != wanted:
+                raise ConfigError(
+                    f"checkpoint {path} was trained with {key}={saved!r}, this run has "
+                    f"model.{key}={wanted!r}; use the checkpoint run's config (its config.yaml)"
+                )
+    return path, checkpoint
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The checkpoint at ``path`` (tensors memory-mapped, loaded the way Lightning will, with
+    ``weights_only``), or a ConfigError naming the file and what is wrong with it."""
+    import pickle
+    import zipfile
+
+    import torch
+
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except (RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, EOFError, ValueError) as exc:
+        detail = _one_line(exc).split(". ")[0][:160]
+        raise ConfigError(
+            f"cannot read checkpoint {path}: truncated or not a PyTorch checkpoint ({detail})"
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from exc
+    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
+        raise ConfigError(f"{path} is not a roformer_lit checkpoint (it has no state_dict)")
+    return checkpoint
+
+
+def _check_checkpoint_fits(path: str, checkpoint: dict[str, Any], model: MaskedLM) -> None:
+    """Refuse, with one line, a checkpoint whose vocabulary or weights do not fit ``model``
+    (what Lightning's restore would otherwise report as a raw PyTorch error)."""
+    saved_vocab = (checkpoint.get("hyper_parameters") or {}).get("vocab_size")
+    vocab = model.hparams.vocab_size
+    if saved_vocab is not None and saved_vocab != vocab:
+        raise ConfigError(
+            f"checkpoint {path} has vocab_size={saved_vocab}, this run's tokenizer has "
+            f"{vocab}; use the tokenizer of the checkpoint's run (data.vocab_size, "
+            "data.tokenizer_file, data.train_files)"
+        )
+    theirs = checkpoint["state_dict"]
+    ours = model.state_dict()
+    for name, tensor in ours.items():
+        if name in theirs and tuple(theirs[name].shape) != tuple(tensor.shape):
+            raise ConfigError(
+                f"checkpoint {path} does not fit this model: {name} has shape "
+                f"{tuple(theirs[name].shape)} there and {tuple(tensor.shape)} here"
+            )
+    if getattr(model, "strict_loading", True):
+        missing = sorted(set(ours) - set(theirs))
+        unexpected = sorted(set(theirs) - set(ours))
+        if missing or unexpected:
+            what = f"missing {', '.join(missing[:3])}" if missing else ""
+            if unexpected:
+                what += ("; " if what else "") + f"unexpected {', '.join(unexpected[:3])}"
+            raise ConfigError(f"checkpoint {path} does not fit this model: {what}")
 
 
 class RunConfigSaver(SaveConfigCallback):
@@ -237,20 +360,37 @@ def _extra_command(name: str) -> Callable[[Sequence[str]], Any]:
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 2 user error)."""
+    """Run the CLI; returns the exit code (0 ok, 2 user error, 3 diverged, 75 preempted;
+    see the module docstring)."""
     argv = list(sys.argv[1:] if args is None else args)
     try:
         if argv and argv[0] in EXTRA_COMMANDS:
             result = _extra_command(argv[0])(argv[1:])
             return result if isinstance(result, int) else 0
         lightning_main(argv if args is not None else None)
+    except SIGTERMException as exc:
+        info = getattr(exc, "preemption", None)
+        if info is None:
+            print("stopped by SIGTERM before training started; nothing saved", file=sys.stderr)
+        else:
+            print(
+                f"preempted by {info['signal']} at step {info['step']}: saved "
+                f"{info['checkpoint']}; continue with --ckpt_path {info['checkpoint']}",
+                file=sys.stderr,
+            )
+        return EXIT_PREEMPTED
+    except TrainingDiverged as exc:
+        last = getattr(exc, "last_checkpoint", None)
+        where = f"; last checkpoint: {last[0]} (step {last[1]})" if last else ""
+        print(f"error: {exc}{where}", file=sys.stderr)
+        return EXIT_DIVERGED
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USER_ERROR
     except Exception as exc:
         if _is_argument_error(exc):
             print(f"error: {_one_line(exc)}", file=sys.stderr)
-            return 2
+            return EXIT_USER_ERROR
         raise
     return 0
 

@@ -5,12 +5,21 @@
 The output head runs only at labelled positions. AdamW with linear warmup then linear
 decay (to ``min_lr_ratio * learning_rate``), stepped per optimiser step. Logged scalars:
 ``train/loss``, ``val/loss``, ``val/acc`` (micro masked-token accuracy), ``val/ppl``,
-``perf/tokens_per_s``, ``perf/peak_mem_mb``.
+``perf/tokens_per_s``, ``perf/peak_mem_mb`` (and ``train/skipped_batches`` with
+``skip_nonfinite``).
+
+Fault tolerance: a non-finite training loss or gradient stops the run with
+:class:`TrainingDiverged` naming the step, before the optimiser touches the weights (so no
+later checkpoint holds NaN weights), unless ``skip_nonfinite`` is set, in which case the
+batch is skipped (no optimiser step) and counted. Checkpoints carry the random number
+generators' states (torch CPU and CUDA, Python, NumPy), restored just before the first
+training batch after a resume, so dropout continues exactly where it stopped.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import resource
 import time
 from collections.abc import Mapping
@@ -27,6 +36,48 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
 
 IGNORE_INDEX = -100
+
+
+class TrainingDiverged(RuntimeError):
+    """The training loss or a gradient became NaN/inf; the run stopped before the update."""
+
+    def __init__(self, message: str, step: int) -> None:
+        super().__init__(message)
+        self.step = step
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy comes with tensorboard
+        return None
+    return numpy
+
+
+def collect_rng_states() -> dict[str, Any]:
+    """The global generators' states: torch CPU (and CUDA if initialised), Python, NumPy."""
+    states: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
+    if (np := _numpy()) is not None:  # as plain types and a tensor: loads with weights_only
+        name, keys, pos, has_gauss, gauss = np.random.get_state()
+        states["numpy"] = [name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss]
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states["torch.cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def restore_rng_states(states: Mapping[str, Any]) -> None:
+    """Inverse of :func:`collect_rng_states` (keys that are missing are left alone)."""
+    if "torch" in states:
+        torch.set_rng_state(torch.as_tensor(states["torch"]).cpu())
+    if "python" in states:
+        version, internal, gauss = states["python"]
+        random.setstate((version, tuple(internal), gauss))
+    if "numpy" in states and (np := _numpy()) is not None:
+        name, keys, pos, has_gauss, gauss = states["numpy"]
+        np.random.set_state((name, np.asarray(keys).astype(np.uint32), pos, has_gauss, gauss))
+    cuda = states.get("torch.cuda")
+    if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all([torch.as_tensor(s).cpu() for s in cuda])
 
 
 def _peak_memory_mb(device: torch.device) -> float:
@@ -53,6 +104,9 @@ class MaskedLM(L.LightningModule):
             the decay runs to ``trainer.max_steps`` (or the trainer's estimate).
         init_std: standard deviation of the normal initialisation.
         compile: wrap the encoder in ``torch.compile``.
+        skip_nonfinite: skip (no optimiser step) a batch whose loss or gradient is NaN/inf
+            and count it in ``train/skipped_batches``, instead of stopping the run with
+            :class:`TrainingDiverged`.
     """
 
     def __init__(
@@ -78,6 +132,7 @@ class MaskedLM(L.LightningModule):
         min_lr_ratio: float = 0.0,
         init_std: float = 0.02,
         compile: bool = False,
+        skip_nonfinite: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -108,7 +163,9 @@ class MaskedLM(L.LightningModule):
         self.val_metrics = self._stage_metrics(vocab_size)
         self.test_metrics = self._stage_metrics(vocab_size)
         self.best_val_loss = math.inf
+        self.skipped_batches = 0
         self._last_batch_end: float | None = None
+        self._rng_to_restore: Mapping[str, Any] | None = None
 
     @staticmethod
     def _stage_metrics(vocab_size: int) -> MetricCollection:
@@ -151,10 +208,45 @@ class MaskedLM(L.LightningModule):
 
     # -- training -------------------------------------------------------------------------
 
-    def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        if self._rng_to_restore is not None:  # the first batch after a resume
+            if self._trainer is not None and self.trainer.ckpt_path is not None:
+                restore_rng_states(self._rng_to_restore)
+            self._rng_to_restore = None
+
+    def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor | None:
         loss = self.mlm_loss(batch["input_ids"], batch["labels"], batch.get("attention_mask"))
+        finite = bool(torch.isfinite(loss))
+        if not finite:
+            self._nonfinite(f"train/loss is {float(loss)}")
+        if self.hparams.get("skip_nonfinite", False):
+            self.log("train/skipped_batches", float(self.skipped_batches))
+        if not finite:
+            return None  # skipped: no backward, no optimiser step
         self.log("train/loss", loss, prog_bar=True)
         return loss
+
+    def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        grads = [p.grad for p in self.parameters() if p.grad is not None]
+        if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
+            return
+        self._nonfinite("a gradient is not finite")
+        for group in optimizer.param_groups:  # skipped: AdamW leaves params without grads
+            for param in group["params"]:
+                param.grad = None
+
+    def _nonfinite(self, what: str) -> None:
+        """Count and skip the batch (``skip_nonfinite``) or stop the run."""
+        step = self.trainer.global_step + 1 if self._trainer is not None else 0
+        if self.hparams.get("skip_nonfinite", False):
+            self.skipped_batches += 1
+            return
+        raise TrainingDiverged(
+            f"training diverged at step {step}: {what}; the weights of step {step - 1} are "
+            "kept (no update was made); lower model.learning_rate, or set "
+            "model.skip_nonfinite true to skip such batches",
+            step=step,
+        )
 
     def on_train_batch_end(self, outputs: Any, batch: Mapping[str, Tensor], batch_idx: int) -> None:
         now = time.perf_counter()
@@ -194,9 +286,15 @@ class MaskedLM(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["best_val_loss"] = self.best_val_loss
+        checkpoint["skipped_batches"] = self.skipped_batches
+        checkpoint["rng_states"] = collect_rng_states()
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.best_val_loss = checkpoint.get("best_val_loss", math.inf)
+        self.skipped_batches = int(checkpoint.get("skipped_batches", 0))
+        # Restored at the first training batch, not now: creating the trainer's loaders and
+        # loops between here and there must not shift the generators.
+        self._rng_to_restore = checkpoint.get("rng_states")
 
     def validation_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
         self._evaluate(batch, self.val_metrics, "val")

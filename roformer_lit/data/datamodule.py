@@ -20,7 +20,7 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
 from roformer_lit.data.corpus import load_default_corpus, read_documents, split_train_val
-from roformer_lit.data.dataset import EpochSampler, MLMBlockDataset
+from roformer_lit.data.dataset import EpochSampler, MLMBlockDataset, ResumableDataLoader
 from roformer_lit.data.packing import encode_stream, pack_blocks
 from roformer_lit.data.tokenizer import SpecialTokens, load_or_train_tokenizer, load_tokenizer_file
 from roformer_lit.errors import ConfigError
@@ -198,17 +198,24 @@ class MLMDataModule(L.LightningDataModule):
         sampler = EpochSampler(
             len(dataset), shuffle=shuffle, seed=self.seed, epoch=self._current_epoch()
         )
-        return DataLoader(
+        # The training loader is resumable mid-epoch (its position goes into checkpoints).
+        # Every loader has its own generator: otherwise each new DataLoader iterator draws
+        # its worker base seed from torch's global RNG, which dropout uses, so the dropout
+        # masks of a resumed run would depend on how many iterators were created before.
+        loader_class = ResumableDataLoader if shuffle else DataLoader
+        return loader_class(
             dataset,
             batch_size=self.batch_size,
             sampler=sampler,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             pin_memory=torch.cuda.is_available(),
+            generator=torch.Generator().manual_seed(self.seed),
         )
 
     def train_dataloader(self) -> DataLoader:
-        """Shuffled (order seeded by (seed, epoch)); masking fresh per epoch."""
+        """Shuffled (order seeded by (seed, epoch)); masking fresh per epoch; resumable
+        mid-epoch (:class:`~roformer_lit.data.dataset.ResumableDataLoader`)."""
         return self._loader(self.train_dataset, shuffle=True)
 
     def val_dataloader(self) -> DataLoader:

@@ -10,14 +10,22 @@ Masking of sample ``i``:
 The epoch reaches the dataset through the index: :class:`EpochSampler` yields
 ``(epoch, index)`` pairs, so it works unchanged in DataLoader worker processes.
 Lightning calls ``sampler.set_epoch(epoch)`` at the start of every training epoch.
+
+:class:`ResumableDataLoader` makes the position inside an epoch part of the checkpoint:
+Lightning saves its ``state_dict()`` (the epoch and the number of batches handed out) and,
+on a restart, calls ``load_state_dict()``, after which the next pass over that epoch skips
+the batches already trained on (by index, without loading them). Since the order and the
+masking are pure functions of ``(seed, epoch, index)``, a resumed run sees exactly the
+batches the uninterrupted run would have seen.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import torch
-from torch.utils.data import Dataset, Sampler
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from roformer_lit.data.masking import mask_tokens, sample_seed
 
@@ -100,3 +108,74 @@ class EpochSampler(Sampler[tuple[int, int]]):
             order = range(self.num_samples)
         for i in order:
             yield (epoch, i)
+
+
+class _SkipFirst:
+    """An index (batch) sampler whose next pass starts ``loader._skip`` batches in."""
+
+    def __init__(self, base: Iterable[Any], loader: ResumableDataLoader) -> None:
+        self.base = base
+        self.loader = loader
+
+    def __len__(self) -> int:
+        return len(self.base)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[Any]:
+        iterator = iter(self.base)
+        for _ in range(self.loader._skip):
+            if next(iterator, None) is None:
+                return
+        yield from iterator
+
+
+class ResumableDataLoader(DataLoader):
+    """A ``DataLoader`` whose position inside the epoch is saved in Lightning checkpoints.
+
+    ``state_dict()`` is ``{"epoch": e, "batches": n}``: the sampler's epoch of the current
+    pass and the number of batches handed out in it. After ``load_state_dict()``, the next
+    pass skips the first ``n`` batches if its epoch is ``e`` (a restart inside that epoch);
+    a pass over another epoch (the saved one had ended) starts at its beginning. Skipped
+    batches are skipped by index, so nothing is loaded or masked for them, and under DDP the
+    count is per rank (the batch sampler already yields this rank's share).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._skip = 0
+        self._pass_epoch: int | None = None
+        self._yielded = 0
+        self._resume: tuple[int | None, int] | None = None
+
+    @property
+    def _index_sampler(self) -> Any:
+        return _SkipFirst(super()._index_sampler, self)
+
+    def _sampler_epoch(self) -> int | None:
+        epoch = getattr(self.sampler, "epoch", None)
+        return int(epoch) if epoch is not None else None
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        # A generator: runs at the first next(), after Lightning's set_epoch for this epoch.
+        epoch = self._sampler_epoch()
+        skip = 0
+        if self._resume is not None:
+            saved_epoch, batches = self._resume
+            self._resume = None
+            if saved_epoch == epoch and 0 < batches < len(self):
+                skip = batches
+        self._skip, self._pass_epoch, self._yielded = skip, epoch, skip
+        for batch in super().__iter__():
+            self._yielded += 1
+            yield batch
+
+    def state_dict(self) -> dict[str, Any]:
+        """The epoch of the current pass and the batches handed out in it."""
+        return {"epoch": self._pass_epoch, "batches": self._yielded}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Resume the saved epoch after its first ``batches`` batches on the next pass."""
+        epoch = state_dict.get("epoch")
+        batches = int(state_dict.get("batches", 0))
+        self._resume = (None if epoch is None else int(epoch), batches)
+        if epoch is not None and hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(int(epoch))
