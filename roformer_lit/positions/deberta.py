@@ -60,19 +60,25 @@ class DebertaLayer(LayerPosition):
         self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor], attn: SelfAttention
     ) -> ScoreBias:
         table, index = ctx  # [2S, H] layer-normed, [L, L]
-        length = q.shape[-2]
-        index = index.expand(*q.shape[:2], length, length)
-        # the scale goes on the small [B, h, L, d] operands, never on an [L, L] tensor
+        batch, heads, length, head_size = q.shape
+        index = index.expand(heads, batch, length, length)
+        # Heads-major [h, B*L, d] operands: plain bmm against the [h, 2S, d] tables (no
+        # broadcast, so no reduction over the batch in backward); the scale goes on these
+        # small operands, never on an [L, L] tensor.
         bias = None
         if self.c2p:
             key_table = attn.project(table, "key")  # [h, 2S, d]
-            bias = ((q * self.scale) @ key_table.transpose(-1, -2)).gather(-1, index)
+            queries = (q.transpose(0, 1) * self.scale).reshape(heads, batch * length, head_size)
+            by_query = torch.bmm(queries, key_table.transpose(1, 2))  # [h, B*L, 2S]
+            bias = by_query.view(heads, batch, length, -1).gather(-1, index)
         if self.p2c:
             query_table = attn.project(table, "query")
-            by_key = (k * self.scale) @ query_table.transpose(-1, -2)  # [B, h, L(j), 2S]
-            p2c = by_key.gather(-1, index.transpose(-1, -2)).transpose(-1, -2)
+            keys = (k.transpose(0, 1) * self.scale).reshape(heads, batch * length, head_size)
+            by_key = torch.bmm(query_table, keys.transpose(1, 2))  # [h, 2S, B*L]
+            by_key = by_key.view(heads, -1, batch, length).transpose(1, 2)  # [h, B, 2S, L(j)]
+            p2c = by_key.gather(-2, index)  # [i, j] = k_j . Qr[delta(i, j)]
             bias = p2c if bias is None else bias + p2c
-        return ScoreBias(bias=bias, scale=self.scale)
+        return ScoreBias(bias=bias.transpose(0, 1), scale=self.scale)
 
 
 class DebertaPosition(PositionScheme):
