@@ -241,7 +241,8 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> l
             for p, k in [line[:2]]
             if k == "softmax" and p in ("nope", "rope")
         )
-    return [table, hf_rows, ceiling]
+    steps = {(p, k): statistics.median(r.timings.step) for (p, k), r in runners.items()}
+    return [table, hf_rows, ceiling, steps]
 
 
 def main(args: Sequence[str] | None = None) -> int:
@@ -287,21 +288,30 @@ def main(args: Sequence[str] | None = None) -> int:
         "| scheme | kernel | L | tokens/s | step ms | fwd+bwd ms | step / nope | model GFLOP/s | peak MB |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    for table, _, _ in results:
+    for table, *_ in results:
         print("\n".join(table))
     if ns.vs_hf:
         print(
             "\n| scheme | HF reference | L | ours tokens/s | HF tokens/s | speed-up (median paired) | ours peak MB | HF peak MB |"
         )
         print("|---|---|---|---|---|---|---|---|")
-        for _, hf_rows, _ in results:
+        for _, hf_rows, *_ in results:
             print("\n".join(hf_rows))
     if ns.mfu:
         print("\n| L | matmul GFLOP/s (same shapes) | model FLOP rate / matmul rate |")
         print("|---|---|---|")
-        for _, _, ceiling in results:
+        for _, _, ceiling, _ in results:
             if ceiling:
                 print(ceiling)
+    if len(ns.lengths) > 1:
+        short, long = min(ns.lengths), max(ns.lengths)
+        first, last = results[ns.lengths.index(short)][3], results[ns.lengths.index(long)][3]
+        print(
+            f"\n| scheme | kernel | step time L={long} / L={short} ({long // short}x the tokens) |"
+        )
+        print("|---|---|---|")
+        for pair in first:
+            print(f"| {pair[0]} | {pair[1]} | {last[pair] / first[pair]:.2f} |")
     print(
         "\npeak MB: memory above the model and batch during one forward+backward, measured in a fresh process (CPU: peak RSS) or with the CUDA allocator."
     )
