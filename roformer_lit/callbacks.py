@@ -8,6 +8,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.trainer.states import TrainerFn
@@ -29,7 +30,7 @@ class LastCheckpointAtEnd(Callback):
                     / f"{callback.CHECKPOINT_NAME_LAST}{callback.FILE_EXTENSION}"
                 )
                 if callback._last_global_step_saved != trainer.global_step or not last.exists():
-                    trainer.save_checkpoint(last)
+                    trainer.save_checkpoint(last, weights_only=False)
                     callback.last_model_path = str(last)
 
 
@@ -46,24 +47,32 @@ def last_checkpoint_path(trainer: Trainer) -> Path:
 
 
 class Preemption(Callback):
-    """SIGTERM or SIGUSR1 ends a ``fit`` cleanly: the current step (and a validation that is
-    under way) finishes, ``last.ckpt`` is written, and the run stops.
+    """SIGTERM or SIGUSR1 ends a ``fit`` cleanly: the current step (and its validation, if
+    one is due) finishes, ``last.ckpt`` is written, and the run stops.
 
-    Builds on Lightning's own handling: Lightning's SIGTERM handler (which stops the loops
-    with ``SIGTERMException`` and forwards the signal to DDP workers) stays in place; this
-    callback (1) defers it while validation runs, so the checkpoint never captures a
-    half-finished validation, (2) outside SLURM auto-requeue makes SIGUSR1 mean the same as
-    SIGTERM (under SLURM, Lightning's SIGUSR1 handler saves ``hpc_ckpt_<k>.ckpt`` and
-    requeues the job, as before), and (3) saves ``last.ckpt`` when the stop arrives. The
-    exception carries ``preemption = {"signal", "step", "checkpoint"}`` for the CLI, which
-    prints one line and exits with ``EXIT_PREEMPTED``.
+    Builds on Lightning's own handling, whose SIGTERM handler stays in place (it stops the
+    loops with ``SIGTERMException`` and forwards the signal to DDP workers); this callback
+
+    1. holds the signal until the current step ends -- after its validation when one is due
+       (Lightning alone would abort that validation half-way) -- and then passes it on to
+       Lightning's handler;
+    2. outside SLURM auto-requeue makes SIGUSR1 mean the same as SIGTERM (under SLURM,
+       Lightning's SIGUSR1 handler keeps saving ``hpc_ckpt_<k>.ckpt`` and requeueing the job);
+    3. saves ``last.ckpt`` at that point: at the end of the validation, or when Lightning
+       stops the loop after a step without one. These are the two states Lightning itself
+       checkpoints and restores (``ModelCheckpoint`` at validation end, ``last`` after a
+       step), so a resumed run continues exactly.
+
+    The exception carries ``preemption = {"signal", "step", "checkpoint"}`` for the CLI,
+    which prints one line and exits with ``EXIT_PREEMPTED``.
     """
 
     def __init__(self) -> None:
         self.signal_name: str | None = None
         self._trainer: Trainer | None = None
         self._forward: Any = None
-        self._deferred: Any = None
+        self._pending = False
+        self._saved: tuple[int, str] | None = None
 
     # -- signal handling ------------------------------------------------------------------
     def _install(self, trainer: Trainer) -> None:
@@ -76,7 +85,6 @@ class Preemption(Callback):
             return
         self._trainer = trainer
         self._forward = current if callable(current) else None
-        self._deferred = None
         signal.signal(signal.SIGTERM, self._handle)
         if signal.getsignal(signal.SIGUSR1) in (signal.SIG_DFL, None):
             signal.signal(signal.SIGUSR1, self._handle)
@@ -84,35 +92,37 @@ class Preemption(Callback):
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.signal_name = signal.Signals(signum).name
-        trainer = self._trainer
-        if trainer is not None and (trainer.validating or trainer.sanity_checking):
-            self._deferred = frame or True  # released when validation ends
-            return
-        self._stop(frame)
+        self._pending = True  # acted on at the end of the current step
 
-    def _stop(self, frame: FrameType | None) -> None:
-        if self._forward is not None:  # Lightning's handler: sets trainer.received_sigterm
-            self._forward(signal.SIGTERM, frame)
+    def _stop(self) -> None:
+        """Pass the signal on to Lightning: the loop raises SIGTERMException after the step."""
+        self._pending = False
+        if self._forward is not None:
+            self._forward(signal.SIGTERM, None)
         elif self._trainer is not None:
             self._trainer._signal_connector.received_sigterm = True
 
-    def _release(self) -> None:
-        if self._deferred is not None:
-            frame = self._deferred if isinstance(self._deferred, FrameType) else None
-            self._deferred = None
-            self._stop(frame)
+    def _save(self, trainer: Trainer) -> None:
+        path = last_checkpoint_path(trainer)
+        trainer.save_checkpoint(path, weights_only=False)
+        self._saved = (trainer.global_step, str(path))
 
     def on_sanity_check_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._install(trainer)
 
-    def on_sanity_check_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        self._release()
-
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._install(trainer)
 
+    def on_train_batch_end(
+        self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        if self._pending and not _validation_follows(trainer):
+            self._stop()  # saved in on_exception, after the step
+
     def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        self._release()
+        if self._pending and not trainer.sanity_checking and trainer.state.fn == TrainerFn.FITTING:
+            self._save(trainer)
+            self._stop()
 
     # -- the stop -------------------------------------------------------------------------
     def on_exception(
@@ -122,13 +132,34 @@ class Preemption(Callback):
             return
         if trainer.state.fn != TrainerFn.FITTING or trainer.sanity_checking:
             return
-        path = last_checkpoint_path(trainer)
-        trainer.save_checkpoint(path)
-        exception.preemption = {  # type: ignore[attr-defined]
-            "signal": self.signal_name or "SIGTERM",
-            "step": trainer.global_step,
-            "checkpoint": str(path),
-        }
+        if self._saved is None or self._saved[0] != trainer.global_step:
+            if trainer.validating:  # stopped inside a validation: keep the last checkpoint
+                path = last_checkpoint_path(trainer)
+                self._saved = (_step_of(path), str(path)) if path.is_file() else None
+            else:
+                self._save(trainer)
+        if self._saved is not None:
+            exception.preemption = {  # type: ignore[attr-defined]
+                "signal": self.signal_name or "SIGTERM",
+                "step": self._saved[0],
+                "checkpoint": self._saved[1],
+            }
+
+
+def _validation_follows(trainer: Trainer) -> bool:
+    """Whether Lightning will validate after the current training batch."""
+    loop = trainer.fit_loop.epoch_loop
+    try:
+        return bool(loop._should_check_val_fx(trainer.fit_loop._data_fetcher))
+    except Exception:  # a Lightning without these internals: stop after the batch
+        return False
+
+
+def _step_of(path: Path) -> int | None:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"]
+    except Exception:
+        return None
 
 
 class LastGoodCheckpoint(Callback):
@@ -142,10 +173,7 @@ class LastGoodCheckpoint(Callback):
 
         if not isinstance(exception, TrainingDiverged):
             return
-        for callback in trainer.checkpoint_callbacks:
-            if isinstance(callback, ModelCheckpoint) and callback.last_model_path:
-                exception.last_checkpoint = (  # type: ignore[attr-defined]
-                    callback.last_model_path,
-                    callback._last_global_step_saved,
-                )
-                return
+        path = last_checkpoint_path(trainer)
+        step = _step_of(path) if path.is_file() else None
+        if step is not None:  # unreadable: say nothing rather than something wrong
+            exception.last_checkpoint = (str(path), step)  # type: ignore[attr-defined]

@@ -371,7 +371,7 @@ def main(args: Sequence[str] | None = None) -> int:
     except SIGTERMException as exc:
         info = getattr(exc, "preemption", None)
         if info is None:
-            print("stopped by SIGTERM before training started; nothing saved", file=sys.stderr)
+            print("stopped by a signal; no checkpoint was saved", file=sys.stderr)
         else:
             print(
                 f"preempted by {info['signal']} at step {info['step']}: saved "
@@ -381,7 +381,11 @@ def main(args: Sequence[str] | None = None) -> int:
         return EXIT_PREEMPTED
     except TrainingDiverged as exc:
         last = getattr(exc, "last_checkpoint", None)
-        where = f"; last checkpoint: {last[0]} (step {last[1]})" if last else ""
+        where = (
+            f"; last checkpoint: {last[0]} (step {last[1]})"
+            if last
+            else "; no checkpoint was written before it"
+        )
         print(f"error: {exc}{where}", file=sys.stderr)
         return EXIT_DIVERGED
     except ConfigError as exc:

@@ -36,6 +36,8 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
 
 IGNORE_INDEX = -100
+#: With ``skip_nonfinite``, this many non-finite batches in a row still stop the run.
+MAX_CONSECUTIVE_SKIPS = 20
 
 
 class TrainingDiverged(RuntimeError):
@@ -106,7 +108,8 @@ class MaskedLM(L.LightningModule):
         compile: wrap the encoder in ``torch.compile``.
         skip_nonfinite: skip (no optimiser step) a batch whose loss or gradient is NaN/inf
             and count it in ``train/skipped_batches``, instead of stopping the run with
-            :class:`TrainingDiverged`.
+            :class:`TrainingDiverged` (which still stops it after ``MAX_CONSECUTIVE_SKIPS``
+            such batches in a row).
     """
 
     def __init__(
@@ -164,6 +167,7 @@ class MaskedLM(L.LightningModule):
         self.test_metrics = self._stage_metrics(vocab_size)
         self.best_val_loss = math.inf
         self.skipped_batches = 0
+        self._consecutive_skips = 0
         self._last_batch_end: float | None = None
         self._rng_to_restore: Mapping[str, Any] | None = None
 
@@ -216,9 +220,11 @@ class MaskedLM(L.LightningModule):
 
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor | None:
         loss = self.mlm_loss(batch["input_ids"], batch["labels"], batch.get("attention_mask"))
-        finite = bool(torch.isfinite(loss))
-        if not finite:
-            self._nonfinite(f"train/loss is {float(loss)}")
+        finite = bool(torch.isfinite(loss.detach()))
+        if finite:
+            self._consecutive_skips = 0
+        else:
+            self._nonfinite(f"train/loss is {loss.detach().item()}")
         if self.hparams.get("skip_nonfinite", False):
             self.log("train/skipped_batches", float(self.skipped_batches))
         if not finite:
@@ -240,7 +246,10 @@ class MaskedLM(L.LightningModule):
         step = self.trainer.global_step + 1 if self._trainer is not None else 0
         if self.hparams.get("skip_nonfinite", False):
             self.skipped_batches += 1
-            return
+            self._consecutive_skips += 1
+            if self._consecutive_skips <= MAX_CONSECUTIVE_SKIPS:
+                return
+            what = f"{what} ({self._consecutive_skips} batches in a row were skipped)"
         raise TrainingDiverged(
             f"training diverged at step {step}: {what}; the weights of step {step - 1} are "
             "kept (no update was made); lower model.learning_rate, or set "

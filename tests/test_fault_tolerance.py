@@ -1,0 +1,340 @@
+"""Fault tolerance end to end: SIGKILL + resume == uninterrupted, SIGTERM/SIGUSR1 save and
+exit 75, atomic checkpoint writes, non-finite loss stops (exit 3) or skips, sweeps."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from cli_helpers import fit_args
+from lightning.pytorch import Callback
+
+from roformer_lit.checkpoint_io import AtomicCheckpointIO, atomic_torch_save
+from roformer_lit.cli import EXIT_DIVERGED, EXIT_PREEMPTED, main
+from roformer_lit.data.dataset import EpochSampler, ResumableDataLoader
+from roformer_lit.events import read_run
+from roformer_lit.module import MaskedLM
+
+STEPS = 40
+#: 16 batches per epoch (128 blocks / 8): a run of 40 steps crosses two epoch boundaries.
+ARGS = fit_args(
+    "rope.yaml",
+    STEPS,
+    "--trainer.val_check_interval",
+    "10",
+    "--trainer.log_every_n_steps",
+    "1",
+    "--checkpoint.every_n_train_steps",
+    "3",
+)
+RUN = Path("runs") / "mlm" / "rope-softmax-seed0"
+LAST = RUN / "checkpoints" / "last.ckpt"
+
+
+def ckpt_step(path: Path) -> int:
+    return torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"]
+
+
+def series(run_dir: Path, tag: str) -> dict[int, float]:
+    """step -> value (a resumed run's later events win)."""
+    values: dict[int, float] = {}
+    for scalar in read_run(run_dir).scalars.get(tag, []):
+        values[scalar.step] = scalar.value
+    return values
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("uninterrupted")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        assert main(ARGS) == 0
+    return work / RUN
+
+
+def assert_same_run(resumed: Path, reference: Path, after_step: int) -> None:
+    ref_val, got_val = series(reference, "val/loss"), series(resumed, "val/loss")
+    assert sorted(got_val) == sorted(ref_val)
+    for step, value in ref_val.items():
+        assert math.isclose(got_val[step], value, abs_tol=1e-5), (step, got_val[step], value)
+    ref_train, got_train = series(reference, "train/loss"), series(resumed, "train/loss")
+    later = [s for s in ref_train if s >= after_step]
+    assert later and all(s in got_train for s in later)
+    assert [got_train[s] for s in later] == pytest.approx([ref_train[s] for s in later], abs=1e-6)
+    assert ckpt_step(resumed / "checkpoints" / "last.ckpt") == STEPS
+
+
+def start_fit(work: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "roformer_lit", *ARGS, *extra],
+        cwd=work,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_checkpoint(proc: subprocess.Popen, path: Path, step: int, timeout: float = 240) -> int:
+    """Poll until ``path`` holds a step >= ``step``; returns that step."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        assert proc.poll() is None, f"fit ended before step {step}: {proc.stderr.read()[-2000:]}"
+        if path.is_file():
+            try:
+                reached = ckpt_step(path)
+            except Exception:  # noqa: BLE001 - an atomic writer never exposes a partial file
+                raise AssertionError(f"unreadable {path} while the run was writing") from None
+            if reached >= step:
+                return reached
+        time.sleep(0.02)
+    proc.kill()
+    raise AssertionError(f"no checkpoint at step {step} after {timeout}s")
+
+
+# --- 1. exact resume after SIGKILL ------------------------------------------------------
+
+
+def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(uninterrupted, tmp_path, monkeypatch):
+    proc = start_fit(tmp_path)
+    killed_at = wait_for_checkpoint(proc, tmp_path / LAST, 18)  # inside the second epoch
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    assert killed_at < STEPS
+    assert not list((tmp_path / RUN / "checkpoints").glob("last.ckpt.*"))
+    monkeypatch.chdir(tmp_path)
+    assert main([*ARGS, "--ckpt_path", str(LAST)]) == 0
+    assert_same_run(tmp_path / RUN, uninterrupted, after_step=killed_at)
+
+
+class Pairs(torch.utils.data.Dataset):
+    """Item ``(epoch, i)`` -> i."""
+
+    def __len__(self) -> int:
+        return 20
+
+    def __getitem__(self, key):
+        return key[1]
+
+
+def test_resumable_loader_skips_the_batches_already_seen():
+    data = Pairs()
+    sampler = EpochSampler(len(data), shuffle=True, seed=3)
+    full = ResumableDataLoader(data, batch_size=4, sampler=sampler)
+    sampler.set_epoch(1)
+    reference = [b.tolist() for b in full]
+    it = iter(full)
+    next(it), next(it)
+    state = full.state_dict()
+    assert state == {"epoch": 1, "batches": 2}
+    fresh = ResumableDataLoader(data, batch_size=4, sampler=EpochSampler(20, shuffle=True, seed=3))
+    fresh.load_state_dict(state)
+    assert [b.tolist() for b in fresh] == reference[2:]
+    assert fresh.state_dict() == {"epoch": 1, "batches": 5}
+    # the next pass (a new epoch) starts at its beginning
+    fresh.sampler.set_epoch(2)
+    assert len([b for b in fresh]) == 5
+
+
+# --- 2. preemption ------------------------------------------------------------------------
+
+
+class SignalAt(Callback):
+    """Sends ``sig`` to this process during train step ``step`` or inside the validation
+    after step ``in_validation_at``."""
+
+    def __init__(self, sig: int, step: int | None = None, in_validation_at: int | None = None):
+        self.sig, self.step, self.in_validation_at = sig, step, in_validation_at
+        self.sent = False
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if not self.sent and trainer.global_step + 1 == self.step:
+            self.sent = True
+            os.kill(os.getpid(), self.sig)
+
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
+        if (
+            not self.sent
+            and not trainer.sanity_checking
+            and trainer.global_step == (self.in_validation_at)
+        ):
+            self.sent = True
+            os.kill(os.getpid(), self.sig)
+
+
+@pytest.mark.parametrize(
+    ("sig", "where", "stopped_at"),
+    [
+        (signal.SIGTERM, {"step": 7}, 7),
+        # during the training part of a step with a validation: it runs, then the run stops
+        (signal.SIGTERM, {"step": 10}, 10),
+        # during a validation: the validation finishes first, then the run stops
+        (signal.SIGUSR1, {"in_validation_at": 20}, 20),
+    ],
+    ids=["sigterm-mid-epoch", "sigterm-before-validation", "sigusr1-during-validation"],
+)
+def test_signal_saves_last_ckpt_exits_75_and_resumes_exactly(
+    sig, where, stopped_at, uninterrupted, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    import roformer_lit.cli as cli
+
+    original = cli.RoformerCLI.instantiate_trainer
+
+    def with_signal(self, **kwargs):
+        trainer = original(self, **kwargs)
+        trainer.callbacks.append(SignalAt(sig, **where))
+        return trainer
+
+    monkeypatch.setattr(cli.RoformerCLI, "instantiate_trainer", with_signal)
+    assert main(ARGS) == EXIT_PREEMPTED
+    err = capsys.readouterr().err.strip().splitlines()
+    name = signal.Signals(sig).name
+    assert err[-1] == (
+        f"preempted by {name} at step {stopped_at}: saved {LAST}; continue with --ckpt_path {LAST}"
+    )
+    assert ckpt_step(tmp_path / LAST) == stopped_at
+    if stopped_at % 10 == 0:  # that validation finished and was logged (steps are 0-based)
+        assert stopped_at - 1 in series(tmp_path / RUN, "val/loss")
+    assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL  # handlers restored
+    monkeypatch.setattr(cli.RoformerCLI, "instantiate_trainer", original)
+    assert main([*ARGS, "--ckpt_path", str(LAST)]) == 0
+    assert_same_run(tmp_path / RUN, uninterrupted, after_step=0)
+
+
+def test_sigterm_to_a_real_process_exits_75_with_one_line(tmp_path):
+    proc = start_fit(tmp_path)
+    wait_for_checkpoint(proc, tmp_path / LAST, 12)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == EXIT_PREEMPTED, err[-2000:]
+    assert "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("preempted by SIGTERM at step ") and str(LAST) in line
+    step = int(line.split("at step ")[1].split(":")[0])
+    assert ckpt_step(tmp_path / LAST) == step
+    MaskedLM.load_from_checkpoint(tmp_path / LAST, map_location="cpu")
+
+
+# --- atomic writes ------------------------------------------------------------------------
+
+
+def test_a_crash_during_a_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
+    path = tmp_path / "checkpoints" / "last.ckpt"
+    io = AtomicCheckpointIO()
+    io.save_checkpoint({"global_step": 1, "w": torch.ones(1000)}, path)
+    before = path.read_bytes()
+    real_save = torch.save
+
+    def crash(obj, f, *args, **kwargs):
+        f.write(b"PK\x03\x04 partial")
+        raise OSError("disk full (simulated)")
+
+    monkeypatch.setattr(torch, "save", crash)
+    with pytest.raises(OSError, match="simulated"):
+        io.save_checkpoint({"global_step": 2, "w": torch.zeros(1000)}, path)
+    monkeypatch.setattr(torch, "save", real_save)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["last.ckpt"]
+    assert torch.load(path, weights_only=True)["global_step"] == 1
+    # a temporary file of a killed writer (dead pid) is cleaned up by the next save
+    stale = path.parent / ".last.ckpt.tmp-999999999"
+    stale.write_bytes(b"partial")
+    atomic_torch_save({"global_step": 3}, path)
+    assert not stale.exists() and torch.load(path, weights_only=True)["global_step"] == 3
+
+
+def test_the_cli_installs_the_atomic_checkpoint_io(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    import roformer_lit.cli as cli
+
+    seen = []
+    original = cli.RoformerCLI.instantiate_trainer
+
+    def record(self, **kwargs):
+        trainer = original(self, **kwargs)
+        seen.append(type(trainer.strategy.checkpoint_io))
+        return trainer
+
+    monkeypatch.setattr(cli.RoformerCLI, "instantiate_trainer", record)
+    assert main(fit_args("nope.yaml", 1)) == 0
+    assert seen == [AtomicCheckpointIO]
+
+
+# --- 3. non-finite loss -------------------------------------------------------------------
+
+
+def test_divergence_in_a_real_process_exits_3_naming_the_step(tmp_path):
+    # lr 1e6: deterministic NaN loss at step 3 (before any checkpoint)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "roformer_lit",
+            *fit_args("rope.yaml", 8, "--model.learning_rate", "1e6"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == EXIT_DIVERGED
+    assert "Traceback" not in proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: training diverged at step 3: train/loss is nan")
+    assert not list(tmp_path.rglob("*.ckpt"))
+
+
+def poison_loss_at(monkeypatch, step: int) -> None:
+    """The training loss of optimiser step ``step`` (1-based) is NaN, once per process."""
+    real = MaskedLM.mlm_loss
+    done = []
+
+    def mlm_loss(self, *args, **kwargs):
+        loss = real(self, *args, **kwargs)
+        if self.training and not done and self.trainer.global_step + 1 == step:
+            done.append(step)
+            return loss * float("nan")
+        return loss
+
+    monkeypatch.setattr(MaskedLM, "mlm_loss", mlm_loss)
+
+
+def test_nonfinite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    poison_loss_at(monkeypatch, 14)
+    assert main(ARGS) == EXIT_DIVERGED
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("error: training diverged at step 14: train/loss is nan")
+    assert line.endswith(f"last checkpoint: {LAST} (step 12)")
+    ckpt = torch.load(tmp_path / LAST, map_location="cpu", weights_only=True)
+    assert ckpt["global_step"] == 12
+    assert all(torch.isfinite(t).all() for t in ckpt["state_dict"].values())
+
+
+def test_skip_nonfinite_skips_the_batch_and_counts_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    poison_loss_at(monkeypatch, 5)
+    assert (
+        main(
+            [
+                *fit_args("rope.yaml", 8),
+                "--model.skip_nonfinite",
+                "true",
+                "--trainer.log_every_n_steps",
+                "1",
+            ]
+        )
+        == 0
+    )
+    ckpt = torch.load(tmp_path / LAST, map_location="cpu", weights_only=True)
+    assert ckpt["global_step"] == 8 and ckpt["skipped_batches"] == 1
+    assert all(torch.isfinite(t).all() for t in ckpt["state_dict"].values())
+    skipped = series(tmp_path / RUN, "train/skipped_batches")
+    assert max(skipped.values()) == 1.0 and min(skipped.values()) == 0.0
