@@ -87,11 +87,36 @@ class RoformerCLI(LightningCLI):
             }
         )
 
+    def _parse_ckpt_path(self) -> None:
+        """Check ``--ckpt_path`` before anything is built: it must be a readable checkpoint
+        whose architecture does not contradict the configured model (one ``error:`` line,
+        not a PyTorch traceback). Lightning then fills the model section from the
+        checkpoint's hyperparameters; here only the keys the user left at their defaults
+        are filled, so an explicit ``--model.*`` choice is never silently replaced."""
+        self._checkpoint = None
+        subcommand = self.config.get("subcommand")
+        if not subcommand:
+            return
+        config = self.config[subcommand]
+        defaults = self._subcommand_parsers[subcommand].get_defaults().get("model")
+        self._checkpoint = _inspect_checkpoint(config.get("ckpt_path"), config.model, defaults)
+        if self._checkpoint is None:
+            return
+        hparams = self._checkpoint[1].get("hyper_parameters") or {}
+        fill = {
+            key: value
+            for key, value in hparams.items()
+            if key in config.model
+            and key != "vocab_size"  # linked from the data module, checked after instantiation
+            and defaults is not None
+            and config.model.get(key) == defaults.get(key)
+        }
+        if fill:
+            self.config = self.parser.parse_object({subcommand: {"model": fill}}, self.config)
+
     def before_instantiate_classes(self) -> None:
-        """Check ``--ckpt_path`` (readable, a checkpoint of this architecture) and pick the
-        run directory: resume into a checkpoint's own run, or a new readable one."""
+        """Pick the run directory: resume into a checkpoint's own run, or a new readable one."""
         config = self.config[self.subcommand] if self.subcommand else self.config
-        self._checkpoint = _inspect_checkpoint(config.get("ckpt_path"), config.model)
         logger = config.trainer.logger
         if not _is_run_logger(logger):
             return
@@ -139,10 +164,13 @@ class RoformerCLI(LightningCLI):
         return trainer
 
 
-def _inspect_checkpoint(ckpt_path: Any, model_config: Any) -> tuple[str, dict[str, Any]] | None:
+def _inspect_checkpoint(
+    ckpt_path: Any, model_config: Any, defaults: Any = None
+) -> tuple[str, dict[str, Any]] | None:
     """Read ``--ckpt_path`` (memory-mapped) and refuse, with one line, a missing or unreadable
     file, a file that is not a roformer_lit checkpoint, or one of another architecture than
-    ``model_config``. Returns (path, checkpoint) for the checks after instantiation."""
+    ``model_config`` (keys still at their ``defaults`` are taken from the checkpoint
+    instead). Returns (path, checkpoint) for the checks after instantiation."""
     if ckpt_path is None or str(ckpt_path) in _SPECIAL_CKPT_PATHS:
         return None
     path = str(ckpt_path)
@@ -155,6 +183,8 @@ def _inspect_checkpoint(ckpt_path: Any, model_config: Any) -> tuple[str, dict[st
     for key in _ARCHITECTURE_KEYS:
         if key in hparams and model_config.get(key) is not None:
             saved, wanted = hparams[key], model_config.get(key)
+            if defaults is not None and wanted == defaults.get(key):
+                continue  # not chosen by the user: the checkpoint's value is used
             if saved != wanted:
                 raise ConfigError(
                     f"checkpoint {path} was trained with {key}={saved!r}, this run has "
@@ -171,6 +201,11 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
 
     import torch
 
+    if not zipfile.is_zipfile(path):
+        raise ConfigError(
+            f"cannot read checkpoint {path}: not a PyTorch checkpoint (truncated, or another "
+            "kind of file)"
+        )
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except (RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, EOFError, ValueError) as exc:
@@ -392,7 +427,9 @@ def main(args: Sequence[str] | None = None) -> int:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except Exception as exc:
-        if _is_argument_error(exc):
+        from lightning.fabric.utilities.exceptions import MisconfigurationException
+
+        if _is_argument_error(exc) or isinstance(exc, MisconfigurationException):
             print(f"error: {_one_line(exc)}", file=sys.stderr)
             return EXIT_USER_ERROR
         raise
