@@ -233,6 +233,8 @@ class MaskedLM(L.LightningModule):
         return loss
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        if getattr(self.trainer.precision_plugin, "scaler", None) is not None:
+            return  # fp16 loss scaling: the GradScaler skips overflowing steps itself
         grads = [p.grad for p in self.parameters() if p.grad is not None]
         if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
             return

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import fit_args
+from cli_helpers import CONFIGS, TINY, fit_args
 from lightning.pytorch import Callback
 
 from roformer_lit.checkpoint_io import AtomicCheckpointIO, atomic_torch_save
@@ -35,6 +35,7 @@ ARGS = fit_args(
     "3",
 )
 RUN = Path("runs") / "mlm" / "rope-softmax-seed0"
+VERSION = "--trainer.logger.init_args.version"
 LAST = RUN / "checkpoints" / "last.ckpt"
 
 
@@ -338,3 +339,73 @@ def test_skip_nonfinite_skips_the_batch_and_counts_it(tmp_path, monkeypatch):
     assert all(torch.isfinite(t).all() for t in ckpt["state_dict"].values())
     skipped = series(tmp_path / RUN, "train/skipped_batches")
     assert max(skipped.values()) == 1.0 and min(skipped.values()) == 0.0
+
+
+# --- 5. sweeps under failure --------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_sweep_reports_a_nan_crash_and_a_killed_run_and_retries_only_them(
+    tmp_path, monkeypatch, capsys
+):
+    import yaml
+
+    from roformer_lit.sweep import runner
+
+    overrides = dict(zip(TINY[::2], TINY[1::2], strict=True))
+    overrides = {k.removeprefix("--"): yaml.safe_load(v) for k, v in overrides.items()}
+    overrides.update({"trainer.max_steps": 6, "trainer.val_check_interval": 2})
+    sweep = {
+        "name": "faults",
+        "base": str(CONFIGS / "rope.yaml"),
+        "grid": {"model.learning_rate": [1e-3, 1e6, 2e-3]},
+        "overrides": overrides,
+    }
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep, sort_keys=False))
+    monkeypatch.chdir(tmp_path)
+    real_launch = runner.launch
+    launched: list[list[str]] = []
+
+    def arg(argv, flag):
+        return argv[argv.index(flag) + 1]
+
+    def launch(argv, *, cwd, env, stdout, stderr, started=None):
+        launched.append(list(argv))
+        if len(launched) != 3:
+            return real_launch(argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr)
+        # the third run is killed once it has a checkpoint
+        proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), stdout=stdout, stderr=stderr)
+        run = Path(cwd) / arg(argv, "--trainer.logger.init_args.save_dir")
+        ckpt = run / arg(argv, "--trainer.logger.init_args.name") / arg(argv, VERSION)
+        ckpt = ckpt / "checkpoints" / "last.ckpt"
+        end = time.monotonic() + 240
+        while proc.poll() is None and not ckpt.is_file() and time.monotonic() < end:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        return proc.wait()
+
+    monkeypatch.setattr(runner, "launch", launch)
+    assert main(["sweep", "--config", "sweep.yaml"]) == 1
+    out = capsys.readouterr().out
+    ok, nan, killed = (arg(a, VERSION) for a in launched)
+    rows = {line.split()[0]: line for line in out[out.index("version") :].splitlines()[1:] if line}
+    assert "finished" in rows[ok]
+    assert "failed" in rows[nan] and f" {EXIT_DIVERGED} " in rows[nan]
+    assert "training diverged at step" in rows[nan]
+    assert "failed" in rows[killed] and " -9 " in rows[killed]
+    assert (
+        f"2 of 3 runs failed: {nan}, {killed}" in out
+        or f"2 of 3 runs failed: {killed}, {nan}" in out
+    )
+
+    # the re-run retries only the two failed runs; the killed one resumes and finishes
+    launched.clear()
+    monkeypatch.setattr(
+        runner, "launch", lambda argv, **kw: launched.append(argv) or real_launch(argv, **kw)
+    )
+    assert main(["sweep", "--config", "sweep.yaml"]) == 1  # the NaN run fails again
+    assert sorted(arg(a, VERSION) for a in launched) == sorted([nan, killed])
+    status = runner.read_json(tmp_path / "runs" / "faults" / "sweep_status.json")["runs"]
+    assert status[ok]["status"] == status[killed]["status"] == "finished"
+    assert (status[nan]["status"], status[nan]["exit_code"]) == ("failed", EXIT_DIVERGED)
+    assert ckpt_step(tmp_path / "runs" / "faults" / killed / "checkpoints" / "last.ckpt") == 6
