@@ -155,7 +155,13 @@ def test_bad_input_is_refused_with_one_line(case, work, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize(
-    "case", ["ckpt_truncated", "ckpt_other_scheme", "corpus_binary", "unknown_subcommand"]
+    "case",
+    [
+        "ckpt_truncated",
+        "ckpt_other_scheme",
+        pytest.param("corpus_binary", marks=pytest.mark.slow),
+        pytest.param("unknown_subcommand", marks=pytest.mark.slow),
+    ],
 )
 def test_in_a_real_process_no_traceback_reaches_the_terminal(case, work):
     argv, expected = CASES[case]
