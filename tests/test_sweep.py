@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from cli_helpers import CONFIGS
 
 from roformer_lit.cli import main
 from roformer_lit.sweep import runner, slurm
 from roformer_lit.sweep.spec import expand, version_names
-from tests.cli_helpers import CONFIGS
 
 VERSION = "--trainer.logger.init_args.version"
 
@@ -357,7 +357,14 @@ def test_shipped_sweep_files_are_valid(path, monkeypatch, capsys):
     monkeypatch.setattr(runner, "launch", no_launch)
     assert main(["sweep", "--config", str(path.relative_to(CONFIGS.parent)), "--dry-run"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    expected = {"positions": 18, "kernels": 8, "deberta_terms": 3, "lengths": 30}[path.stem]
+    expected = {
+        "positions": 18,
+        "positions_quick": 6,
+        "kernels": 8,
+        "deberta_terms": 3,
+        "lengths": 30,
+    }
+    expected = expected[path.stem]
     assert len(lines) == expected
 
 
