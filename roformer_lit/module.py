@@ -163,6 +163,7 @@ class MaskedLM(L.LightningModule):
             )
         self.apply(lambda m: init_bert_weights(m, init_std))
         self._encode = torch.compile(self.encoder) if compile else self.encoder
+        self.train_acc = MulticlassAccuracy(vocab_size, average="micro")
         self.val_metrics = self._stage_metrics(vocab_size)
         self.test_metrics = self._stage_metrics(vocab_size)
         self.best_val_loss = math.inf
@@ -205,10 +206,7 @@ class MaskedLM(L.LightningModule):
         self, input_ids: Tensor, labels: Tensor, attention_mask: Tensor | None = None
     ) -> Tensor:
         """Mean cross-entropy over positions whose label is not -100 (0 if there are none)."""
-        logits, targets = self.masked_logits(input_ids, labels, attention_mask)
-        if targets.numel() == 0:
-            return logits.sum() * 0.0
-        return F.cross_entropy(logits.float(), targets)
+        return _cross_entropy(*self.masked_logits(input_ids, labels, attention_mask))
 
     # -- training -------------------------------------------------------------------------
 
@@ -219,7 +217,10 @@ class MaskedLM(L.LightningModule):
             self._rng_to_restore = None
 
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor | None:
-        loss = self.mlm_loss(batch["input_ids"], batch["labels"], batch.get("attention_mask"))
+        logits, targets = self.masked_logits(
+            batch["input_ids"], batch["labels"], batch.get("attention_mask")
+        )
+        loss = _cross_entropy(logits, targets)
         finite = bool(torch.isfinite(loss.detach()))
         if finite:
             self._consecutive_skips = 0
@@ -230,6 +231,9 @@ class MaskedLM(L.LightningModule):
         if not finite:
             return None  # skipped: no backward, no optimiser step
         self.log("train/loss", loss, prog_bar=True)
+        if targets.numel():
+            self.train_acc(logits.detach(), targets)
+            self.log("train/acc", self.train_acc, on_step=True, on_epoch=False)
         return loss
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
@@ -360,6 +364,13 @@ class MaskedLM(L.LightningModule):
             return trainer.max_steps
         estimate = trainer.estimated_stepping_batches
         return int(estimate) if math.isfinite(estimate) else 100_000
+
+
+def _cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
+    """Mean cross-entropy in float32; 0 (still differentiable) when nothing is labelled."""
+    if targets.numel() == 0:
+        return logits.sum() * 0.0
+    return F.cross_entropy(logits.float(), targets)
 
 
 def count_parameters(module: nn.Module) -> int:

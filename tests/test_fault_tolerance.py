@@ -293,18 +293,18 @@ def test_divergence_in_a_real_process_exits_3_naming_the_step(tmp_path):
 
 
 def poison_loss_at(monkeypatch, step: int) -> None:
-    """The training loss of optimiser step ``step`` (1-based) is NaN, once per process."""
-    real = MaskedLM.mlm_loss
+    """The training logits (so the loss) of optimiser step ``step`` (1-based) are NaN, once."""
+    real = MaskedLM.masked_logits
     done = []
 
-    def mlm_loss(self, *args, **kwargs):
-        loss = real(self, *args, **kwargs)
+    def masked_logits(self, *args, **kwargs):
+        logits, targets = real(self, *args, **kwargs)
         if self.training and not done and self.trainer.global_step + 1 == step:
             done.append(step)
-            return loss * float("nan")
-        return loss
+            return logits * float("nan"), targets
+        return logits, targets
 
-    monkeypatch.setattr(MaskedLM, "mlm_loss", mlm_loss)
+    monkeypatch.setattr(MaskedLM, "masked_logits", masked_logits)
 
 
 def test_nonfinite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, capsys):
