@@ -13,7 +13,15 @@ from cli_helpers import CONFIGS, REPO, TINY, fit_args
 from roformer_lit.cli import main
 from roformer_lit.events import read_run
 
-SCALARS = ["train/loss", "train/acc", "val/loss", "val/acc", "val/ppl", "perf/tokens_per_s", "perf/peak_mem_mb"]
+SCALARS = [
+    "train/loss",
+    "train/acc",
+    "val/loss",
+    "val/acc",
+    "val/ppl",
+    "perf/tokens_per_s",
+    "perf/peak_mem_mb",
+]
 
 
 @pytest.fixture(scope="module")
