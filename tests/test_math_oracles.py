@@ -245,3 +245,23 @@ def test_deberta_score_equals_formula(c2p, p2c):
                     s = s + k[0, hi, j] @ Qr[delta, hi]
                 expected[0, hi, i, j] = s / math.sqrt(d * (1 + n_terms))
     torch.testing.assert_close(full, expected)
+
+
+@pytest.mark.parametrize("scale_embeddings", [True, False])
+def test_sinusoidal_embed_is_vaswani(scale_embeddings):
+    """x_pos = sqrt(H) E[token] + PE[pos] (Vaswani et al.), or E + PE when switched off."""
+    from roformer_lit.positions import POSITION_SCHEMES, EncoderShape
+
+    hidden = 12
+    scheme = POSITION_SCHEMES["sinusoidal"](
+        EncoderShape(hidden, 2, 1, 8), scale_embeddings=scale_embeddings
+    )
+    x = torch.randn(2, 20, hidden)  # longer than max_positions: the table grows
+    factor = math.sqrt(hidden) if scale_embeddings else 1.0
+    expected = torch.zeros_like(x)
+    for pos in range(20):
+        for t in range(hidden // 2):
+            angle = pos / 10000 ** (2 * t / hidden)
+            expected[:, pos, 2 * t] = factor * x[:, pos, 2 * t] + math.sin(angle)
+            expected[:, pos, 2 * t + 1] = factor * x[:, pos, 2 * t + 1] + math.cos(angle)
+    torch.testing.assert_close(scheme.embed(x), expected, **ROPE_TOL)

@@ -1,8 +1,13 @@
 """Fixed sinusoidal absolute positions (Vaswani et al. 2017), interleaved.
 
 ``PE[pos, 2t] = sin(pos / 10000^(2t/H))``, ``PE[pos, 2t+1] = cos(pos / 10000^(2t/H))``;
-``x_pos += PE[pos]``. Extends to any length.
+``x_pos = sqrt(H) * E[token] + PE[pos]`` (Vaswani et al. scale the embeddings by
+``sqrt(d_model)``; without it a unit-amplitude table swamps BERT-initialised embeddings,
+std 0.02, before the embedding LayerNorm). ``scale_embeddings=False`` gives
+``E[token] + PE[pos]``. Extends to any length.
 """
+
+import math
 
 import torch
 from torch import Tensor
@@ -22,13 +27,16 @@ class SinusoidalPosition(PositionScheme):
 
     translation_invariant = False
 
-    def __init__(self, shape: EncoderShape, *, base: float = 10000.0) -> None:
+    def __init__(
+        self, shape: EncoderShape, *, base: float = 10000.0, scale_embeddings: bool = True
+    ) -> None:
         super().__init__(shape)
         if shape.hidden_size % 2:
             raise ConfigError(
                 f"sinusoidal positions need an even hidden_size, got {shape.hidden_size}"
             )
         self.base = base
+        self.embedding_scale = math.sqrt(shape.hidden_size) if scale_embeddings else 1.0
         self.register_buffer(
             "table",
             sinusoidal_table(shape.max_positions, shape.hidden_size, base),
@@ -39,4 +47,4 @@ class SinusoidalPosition(PositionScheme):
         length = x.shape[1]
         if length > self.table.shape[0]:
             self.table = sinusoidal_table(length, self.shape.hidden_size, self.base).to(x.device)
-        return x + self.table[:length].to(x.dtype)
+        return x * self.embedding_scale + self.table[:length].to(x.dtype)
