@@ -167,12 +167,14 @@ def xl_score_oracle(q, k, u, v_bias, w_r, length, hidden):
     return scores
 
 
+@pytest.mark.parametrize("block_rows", [256, 4])
 @pytest.mark.parametrize("per_layer", [True, False])
-def test_xl_score_equals_formula(per_layer):
+def test_xl_score_equals_formula(per_layer, block_rows, monkeypatch):
+    monkeypatch.setattr("roformer_lit.positions.xl.BLOCK_ROWS", block_rows)
     model = small_model("xl", hidden_size=24, num_heads=3, position_kwargs={"per_layer": per_layer})
     model.double()
     scheme = model.encoder.position
-    length = 6
+    length = 10  # with 4-row blocks: two full blocks and a partial one
     ctx = scheme.prepare(length, torch.device("cpu"), torch.float64)
     q, k, _ = heads(b=2, h=3, length=length, d=8)
     layer = scheme.layer(1)
@@ -265,3 +267,21 @@ def test_sinusoidal_embed_is_vaswani(scale_embeddings):
             expected[:, pos, 2 * t] = factor * x[:, pos, 2 * t] + math.sin(angle)
             expected[:, pos, 2 * t + 1] = factor * x[:, pos, 2 * t + 1] + math.cos(angle)
     torch.testing.assert_close(scheme.embed(x), expected, **ROPE_TOL)
+
+
+def test_xl_blocked_position_term_equals_one_block_in_float32(monkeypatch):
+    """The optimised (blocked) path against the unblocked one, whole model, float32."""
+    torch.set_default_dtype(torch.float32)
+    model = small_model("xl", hidden_size=24, num_heads=3)
+    ids = torch.randint(1, 97, (2, 37), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, 30:] = False
+    with torch.no_grad():
+        monkeypatch.setattr("roformer_lit.positions.xl.BLOCK_ROWS", 256)
+        model.encoder.position._cache = None
+        one_block = model(ids, mask)
+        monkeypatch.setattr("roformer_lit.positions.xl.BLOCK_ROWS", 8)
+        model.encoder.position._cache = None
+        blocked = model(ids, mask)
+    assert model.encoder.position._cache[1].shape[0] == 8  # the blocked path really ran
+    torch.testing.assert_close(blocked, one_block, atol=1e-5, rtol=1e-5)

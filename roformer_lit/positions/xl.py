@@ -5,9 +5,13 @@
 ``R_p = [sin(p * inv_freq), cos(p * inv_freq)]`` (concatenated halves) is a fixed sinusoid of
 the relative distance ``p = i - j`` over all ``2L - 1`` distances ``-(L-1) .. L-1``; ``W_r``
 is a learned projection, ``u`` and ``v`` learned per-head biases (per layer, or shared by
-all layers). The position term is computed as one ``[B, h, L, 2L-1]`` product
-``(q + v) @ (W_r R)^T`` and gathered into ``[L, L]`` with the index ``i - j + L - 1``; no
-``[L, L, d]`` tensor is built. The bias needs the full score matrix: softmax only.
+all layers). The position term is computed in blocks of ``n`` query rows: rows
+``[i0, i0 + n)`` meet only the distances ``i0 - (L-1) .. i0 + n - 1``, so each block is one
+``[B, h, n, n + L - 1]`` product ``(q + v) @ (W_r R)^T`` gathered into ``[n, L]`` with the
+block-local index ``r - j + L - 1`` (the same for every block). Compared with one
+``[B, h, L, 2L - 1]`` product this does ``(L + n) / 2L`` of the work and keeps the
+transient ``n / L`` the size; no ``[L, L, d]`` tensor is built. The bias needs the full
+score matrix: softmax only.
 """
 
 from __future__ import annotations
@@ -33,10 +37,19 @@ def relative_sinusoid(length: int, dim: int) -> Tensor:
     return torch.cat([angles.sin(), angles.cos()], dim=-1)
 
 
-def relative_index(length: int, device: torch.device) -> Tensor:
-    """``index[i, j] = i - j + L - 1``: row of distance ``i - j`` in ``relative_sinusoid``."""
-    pos = torch.arange(length, device=device)
-    return pos[:, None] - pos[None, :] + (length - 1)
+#: Query rows per block of the position term.
+BLOCK_ROWS = 256
+
+
+def relative_index(rows: int, length: int, device: torch.device) -> Tensor:
+    """``index[r, j] = r - j + L - 1`` (``r < rows``): for query ``i = i0 + r`` of a block
+    starting at ``i0``, the column of distance ``i - j`` among the block's distances
+    ``i0 - (L-1) ..``, i.e. rows ``i0 .. i0 + rows + L - 2`` of ``relative_sinusoid``."""
+    return (
+        torch.arange(rows, device=device)[:, None]
+        - torch.arange(length, device=device)[None, :]
+        + (length - 1)
+    )
 
 
 class XLLayer(LayerPosition):
@@ -52,15 +65,22 @@ class XLLayer(LayerPosition):
         nn.init.normal_(self.v, std=0.02)
 
     def score(self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor], attn: nn.Module) -> ScoreBias:
-        rel, index = ctx  # [2L-1, H], [L, L]
+        rel, index = ctx  # [2L-1, H], [min(L, BLOCK_ROWS), L]
         scale = default_scale(self.head_size)
-        length = q.shape[-2]
+        batch, heads, length, _ = q.shape
         r = self.r_proj(rel).unflatten(-1, (self.num_heads, self.head_size)).transpose(0, 1)
         # the scale goes on the small operands, never on an [L, L] tensor
         content_bias = (k @ (self.u * scale).transpose(-1, -2)).transpose(-1, -2)  # [B, h, 1, L]
-        by_distance = ((q + self.v) * scale) @ r.transpose(-1, -2)  # [B, h, L, 2L-1]
-        position = by_distance.gather(-1, index.expand(*q.shape[:2], length, length))
-        return ScoreBias(bias=position + content_bias, scale=scale)
+        queries = (q + self.v) * scale
+        blocks = []
+        for start in range(0, length, index.shape[0]):
+            rows = min(index.shape[0], length - start)
+            distances = r[:, start : start + rows + length - 1]  # [h, rows + L - 1, d]
+            by_distance = queries[:, :, start : start + rows] @ distances.transpose(-1, -2)
+            local = index[:rows].expand(batch, heads, rows, length)
+            blocks.append(by_distance.gather(-1, local) + content_bias)
+        bias = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=-2)
+        return ScoreBias(bias=bias, scale=scale)
 
 
 class TransformerXLPosition(PositionScheme):
@@ -83,7 +103,8 @@ class TransformerXLPosition(PositionScheme):
         cached = self._cache
         if cached is None or cached[1].shape[0] != length or cached[0].device != device:
             rel = relative_sinusoid(length, self.shape.hidden_size).to(device)
-            cached = self._cache = (rel, relative_index(length, device))
+            index = relative_index(min(length, BLOCK_ROWS), length, device)
+            cached = self._cache = (rel, index)
         return cached[0].to(dtype), cached[1]
 
     def layer(self, index: int) -> LayerPosition:
