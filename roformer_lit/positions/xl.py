@@ -5,13 +5,16 @@
 ``R_p = [sin(p * inv_freq), cos(p * inv_freq)]`` (concatenated halves) is a fixed sinusoid of
 the relative distance ``p = i - j`` over all ``2L - 1`` distances ``-(L-1) .. L-1``; ``W_r``
 is a learned projection, ``u`` and ``v`` learned per-head biases (per layer, or shared by
-all layers). The position term is computed in blocks of ``n`` query rows: rows
-``[i0, i0 + n)`` meet only the distances ``i0 - (L-1) .. i0 + n - 1``, so each block is one
-``[B, h, n, n + L - 1]`` product ``(q + v) @ (W_r R)^T`` gathered into ``[n, L]`` with the
-block-local index ``r - j + L - 1`` (the same for every block). Compared with one
-``[B, h, L, 2L - 1]`` product this does ``(L + n) / 2L`` of the work and keeps the
-transient ``n / L`` the size; no ``[L, L, d]`` tensor is built. The bias needs the full
-score matrix: softmax only.
+all layers). The bias needs the full score matrix: softmax only.
+
+The position term is computed in blocks of ``n`` query rows. Rows ``[i0, i0 + n)`` meet only
+the ``n + L - 1`` distances ``i0 + n - 1`` down to ``i0 - (L-1)``: one
+``[B, h, n, n + L - 1]`` product ``(q + v) @ (W_r R)^T`` per block, then the relative shift
+(Transformer-XL's trick, both directions): with the distances in descending order, entry
+``(r, j)`` sits at column ``n - 1 - r + j``, a strided view of the product. Against one
+``[B, h, L, 2L - 1]`` product and a gather, this does ``(L + n) / 2L`` of the work, keeps
+the transient ``n / L`` the size, and saves nothing large for backward (a view keeps only
+its geometry; a gather would keep its whole input). No ``[L, L, d]`` tensor is built.
 """
 
 from __future__ import annotations
@@ -29,26 +32,26 @@ from roformer_lit.positions.base import (
     sinusoid_angles,
 )
 
-
-def relative_sinusoid(length: int, dim: int) -> Tensor:
-    """``R[p + L - 1] = [sin(p f), cos(p f)]`` for ``p = -(L-1) .. L-1``: ``[2L-1, dim]``."""
-    distances = torch.arange(-(length - 1), length)
-    angles = sinusoid_angles(distances, dim)
-    return torch.cat([angles.sin(), angles.cos()], dim=-1)
-
-
 #: Query rows per block of the position term.
 BLOCK_ROWS = 256
 
 
-def relative_index(rows: int, length: int, device: torch.device) -> Tensor:
-    """``index[r, j] = r - j + L - 1`` (``r < rows``): for query ``i = i0 + r`` of a block
-    starting at ``i0``, the column of distance ``i - j`` among the block's distances
-    ``i0 - (L-1) ..``, i.e. rows ``i0 .. i0 + rows + L - 2`` of ``relative_sinusoid``."""
-    return (
-        torch.arange(rows, device=device)[:, None]
-        - torch.arange(length, device=device)[None, :]
-        + (length - 1)
+def relative_sinusoid(length: int, dim: int) -> Tensor:
+    """``R[k] = [sin(p f), cos(p f)]`` for ``p = L - 1 - k``, i.e. the distances in
+    descending order ``L-1 .. -(L-1)``: ``[2L-1, dim]``."""
+    distances = torch.arange(length - 1, -length, -1)
+    angles = sinusoid_angles(distances, dim)
+    return torch.cat([angles.sin(), angles.cos()], dim=-1)
+
+
+def shift_relative(by_distance: Tensor, length: int) -> Tensor:
+    """``out[..., r, j] = by_distance[..., r, n - 1 - r + j]`` for a contiguous
+    ``[B, h, n, n + L - 1]`` product whose columns run over descending distances: the
+    entry of query ``r`` and key ``j`` as a strided view, no copy."""
+    batch, heads, rows, width = by_distance.shape
+    by_distance = by_distance.contiguous()  # a fresh matmul output: already, at offset 0
+    return by_distance.as_strided(
+        (batch, heads, rows, length), (heads * rows * width, rows * width, width - 1, 1), rows - 1
     )
 
 
@@ -64,22 +67,25 @@ class XLLayer(LayerPosition):
         nn.init.normal_(self.u, std=0.02)
         nn.init.normal_(self.v, std=0.02)
 
-    def score(self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor], attn: nn.Module) -> ScoreBias:
-        rel, index = ctx  # [2L-1, H], [min(L, BLOCK_ROWS), L]
+    def score(self, q: Tensor, k: Tensor, ctx: Tensor, attn: nn.Module) -> ScoreBias:
+        rel = ctx  # [2L-1, H], distances L-1 .. -(L-1)
         scale = default_scale(self.head_size)
         batch, heads, length, _ = q.shape
         r = self.r_proj(rel).unflatten(-1, (self.num_heads, self.head_size)).transpose(0, 1)
         # the scale goes on the small operands, never on an [L, L] tensor
         content_bias = (k @ (self.u * scale).transpose(-1, -2)).transpose(-1, -2)  # [B, h, 1, L]
         queries = (q + self.v) * scale
-        blocks = []
-        for start in range(0, length, index.shape[0]):
-            rows = min(index.shape[0], length - start)
-            distances = r[:, start : start + rows + length - 1]  # [h, rows + L - 1, d]
+        bias = None if length <= BLOCK_ROWS else q.new_empty(batch, heads, length, length)
+        for start in range(0, length, BLOCK_ROWS):
+            rows = min(BLOCK_ROWS, length - start)
+            # distances start + rows - 1 down to start - (L - 1)
+            distances = r[:, length - rows - start : 2 * length - 1 - start]
             by_distance = queries[:, :, start : start + rows] @ distances.transpose(-1, -2)
-            local = index[:rows].expand(batch, heads, rows, length)
-            blocks.append(by_distance.gather(-1, local) + content_bias)
-        bias = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=-2)
+            block = shift_relative(by_distance, length) + content_bias
+            if bias is None:
+                bias = block
+            else:  # written in place: never all blocks and their concatenation at once
+                bias[:, :, start : start + rows] = block
         return ScoreBias(bias=bias, scale=scale)
 
 
@@ -95,17 +101,13 @@ class TransformerXLPosition(PositionScheme):
         self.per_layer = per_layer
         count = shape.num_layers if per_layer else 1
         self.layers = nn.ModuleList(XLLayer(shape) for _ in range(count))
-        self._cache: tuple[Tensor, Tensor] | None = None  # (R, index) of the last length seen
+        self._table: Tensor | None = None  # the relative sinusoid of the last length seen
 
-    def prepare(
-        self, length: int, device: torch.device, dtype: torch.dtype
-    ) -> tuple[Tensor, Tensor]:
-        cached = self._cache
-        if cached is None or cached[1].shape[0] != length or cached[0].device != device:
-            rel = relative_sinusoid(length, self.shape.hidden_size).to(device)
-            index = relative_index(min(length, BLOCK_ROWS), length, device)
-            cached = self._cache = (rel, index)
-        return cached[0].to(dtype), cached[1]
+    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> Tensor:
+        table = self._table
+        if table is None or table.shape[0] != 2 * length - 1 or table.device != device:
+            table = self._table = relative_sinusoid(length, self.shape.hidden_size).to(device)
+        return table.to(dtype)
 
     def layer(self, index: int) -> LayerPosition:
         return self.layers[index if self.per_layer else 0]
