@@ -2,7 +2,8 @@
 
 For each sequence length, every registered (scheme, kernel) pair runs one training step
 (``mlm_loss`` with 15 % of positions labelled, backward, AdamW) in turn, round after round,
-so machine noise hits all of them alike; figures are medians over rounds, and ratios are
+in reversed order every other round (ABBA), so machine noise and position in the round hit
+all of them alike; figures are medians over rounds, and ratios are
 medians of per-round ratios. ``--vs-hf`` adds the Hugging Face reference models, built
 with the same weights through ``roformer_lit.interop``, alternating step by step with ours.
 The model-FLOPs rate is compared with what plain ``torch.matmul`` reaches on the same
@@ -184,11 +185,14 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> l
     for runner in [*runners.values(), *hf.values()]:
         for _ in range(ns.warmup):
             runner.step(record=False)
-    for _ in range(ns.rounds):  # alternate: every runner once per round
-        for (p, k), runner in runners.items():
-            runner.step()
-            if k == "softmax" and p in hf:
-                hf[p].step()
+    for round_index in range(ns.rounds):  # every runner once per round, order reversed
+        order = list(runners.items())  # every other round, so no one always goes first
+        if round_index % 2:
+            order.reverse()
+        for (p, k), runner in order:
+            pair = [runner, hf[p]] if k == "softmax" and p in hf else [runner]
+            for side in pair if round_index % 2 == 0 else reversed(pair):
+                side.step()
     tokens = shape.batch * shape.length
     masked = int(0.15 * tokens)
     baseline = runners.get(("nope", "softmax"))
