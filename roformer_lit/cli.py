@@ -398,6 +398,8 @@ def main(args: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 2 user error, 3 diverged, 75 preempted;
     see the module docstring)."""
     argv = list(sys.argv[1:] if args is None else args)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(f"more commands: {', '.join(EXTRA_COMMANDS)} (each takes --help)\n")
     try:
         if argv and argv[0] in EXTRA_COMMANDS:
             result = _extra_command(argv[0])(argv[1:])
