@@ -36,6 +36,7 @@ TINY_OVERRIDES = {
     "trainer.enable_progress_bar": False,
     "trainer.enable_model_summary": False,
     "trainer.max_steps": 2,
+    "trainer.val_check_interval": 2,
 }
 GRID4 = {"model.position": ["nope", "rope"], "model.attention": ["softmax", "linear"]}
 NAMES4 = ["nope-softmax", "nope-linear", "rope-softmax", "rope-linear"]
@@ -133,6 +134,23 @@ def test_grid_runs_every_combination_then_skips_them(grid4, monkeypatch, capsys)
     for version in NAMES4:
         assert f"skipped {version} (finished)" in out
     assert "all 4 runs finished" in out
+
+
+def test_compare_tables_and_plots_the_four_run_sweep(grid4, tmp_path, capsys):
+    work, code, _ = grid4
+    assert code == 0
+    capsys.readouterr()
+    assert main(["compare", str(work / "runs" / "tiny"), "--out", str(tmp_path)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    variants = {row.split("|")[1].strip(): row for row in rows[2:]}
+    assert set(variants) == {"nope-softmax", "nope-linear", "rope-softmax", "rope-linear"}
+    for row in variants.values():
+        final_loss = float(row.split("|")[3].strip())
+        assert 0 < final_loss < 20
+    for name in ("val_loss_vs_step.png", "val_loss_vs_time.png"):
+        assert (tmp_path / name).stat().st_size > 1000
+    csv_rows = (tmp_path / "compare.csv").read_text().strip().splitlines()
+    assert len(csv_rows) == 1 + 4
 
 
 def test_resume_an_interrupted_run_from_its_last_checkpoint(grid4, tmp_path, monkeypatch):
