@@ -346,7 +346,7 @@ def lightning_main(args: Sequence[str] | None) -> None:
         seed_everything_default=0,
         save_config_callback=RunConfigSaver,
         save_config_kwargs={"overwrite": False},
-        parser_kwargs={"exit_on_error": False},
+        parser_kwargs={"exit_on_error": False, "prog": "python -m roformer_lit"},
         auto_configure_optimizers=False,
     )
 
