@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from model_factory import VALID_PAIRS
 
@@ -39,3 +41,44 @@ def test_bench_prints_every_registered_pair_and_the_hf_references(capsys):
     for reference in ("RoFormerForMaskedLM", "DebertaV2ForMaskedLM", "BertForMaskedLM"):
         assert reference in out
     assert "matmul GFLOP/s" in out and "step time L=32 / L=16" in out
+
+
+def test_bench_reports_mfu_sdpa_backends_and_compile_speedup(capsys):
+    assert (
+        main(
+            [
+                "bench",
+                "--lengths",
+                "16",
+                "--schemes",
+                "rope",
+                "xl",
+                "--kernels",
+                "softmax",
+                "--compile-speedup",
+                "--peak-tflops",
+                "0.5",
+                *TINY_BENCH,
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "MFU (of 0.5 TFLOP/s)" in out
+    assert "| rope | softmax | 16 | flash (CPU) | flash (CPU) |" in out
+    assert "| xl | softmax | 16 |" in out and "compiled step ms" in out
+    speedups = re.findall(
+        r"^\| (\w+) \| softmax \| 16 \| [\d.]+ \| [\d.]+ \| ([\d.]+)x \|", out, re.M
+    )
+    assert [scheme for scheme, _ in speedups] == ["rope", "xl"], out
+    assert all(float(ratio) > 0 for _, ratio in speedups)
+
+
+def test_bench_bert_base_preset_sets_the_bert_base_shape(capsys):
+    args = ["bench", "--bert-base", "--lengths", "8", "--schemes", "nope", "--kernels", "softmax"]
+    assert (
+        main([*args, "--batch", "1", "--rounds", "1", "--warmup", "0", "--no-memory", "--no-mfu"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "hidden 768, 12 layers, 12 heads, FFN 3072, vocab 30522" in out

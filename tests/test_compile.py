@@ -40,3 +40,16 @@ def test_inductor_compiled_model_trains_like_eager(position):
     torch.testing.assert_close(
         compiled.mlm_loss(ids, labels), eager.mlm_loss(ids, labels), atol=1e-4, rtol=1e-4
     )
+
+
+@pytest.mark.parametrize("position,attention", VALID_PAIRS)
+def test_training_steps_after_the_first_do_not_recompile(position, attention):
+    """Caches a scheme fills on its first call must not invalidate the compiled graph."""
+    model = small_model(position, attention).train()
+    ids = random_ids(2, 12)
+    torch._dynamo.reset()
+    compiled = torch.compile(model.encoder, backend="aot_eager")
+    compiled(ids, None).sum().backward()
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for _ in range(2):
+            compiled(ids, None).sum().backward()

@@ -42,3 +42,23 @@ def test_flash_backend_is_usable_without_a_score_bias(position):
         loss = model.mlm_loss(ids, ids.clone())
         loss.backward()
     assert torch.isfinite(loss)
+
+
+@pytest.mark.parametrize(
+    "position", [p for p, c in POSITION_SCHEMES.items() if not c.needs_score_bias]
+)
+def test_profiler_shows_a_flash_kernel_for_bf16_training_without_a_score_bias(position):
+    """Left to choose, SDPA must pick a flash-attention kernel (FlashAttention-2 or cuDNN's)."""
+    from roformer_lit.benchmarks.sdpa_backends import backends_taken
+
+    model = small_model(position, "softmax", hidden_size=256, num_heads=4).cuda().train()
+    ids = random_ids(4, 256).cuda()
+    labels = torch.where(torch.rand(4, 256, device="cuda") < 0.15, ids, -100)
+
+    def loss():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return model.mlm_loss(ids, labels)
+
+    forward, backward = backends_taken(loss)
+    assert forward and forward <= {"flash", "cuDNN"}, forward
+    assert backward and backward <= {"flash", "cuDNN"}, backward

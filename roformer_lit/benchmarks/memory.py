@@ -28,32 +28,40 @@ def _reset_peak_rss() -> None:
         f.write("5")
 
 
-def _measure(position: str, attention: str, shape: Any, device_name: str, hf: bool) -> float:
+def _measure(
+    position: str, attention: str, shape: Any, device_name: str, hf: bool, autocast: bool
+) -> float:
     from roformer_lit.benchmarks.models import hf_reference, ours
 
     device = torch.device(device_name)
     torch.set_num_threads(max(torch.get_num_threads(), 1))
-    runner = ours(position, attention, shape, device, autocast=False, compile=False)
+    runner = ours(position, attention, shape, device, autocast=autocast, compile=False)
     if hf:
-        runner = hf_reference(runner.model, shape, device, autocast=False)
+        runner = hf_reference(runner.model, shape, device, autocast=autocast)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         before = torch.cuda.memory_allocated(device)
         torch.cuda.reset_peak_memory_stats(device)
-        runner.loss().backward()
+        runner.forward_loss().backward()
         torch.cuda.synchronize(device)
         return (torch.cuda.max_memory_allocated(device) - before) / 2**20
     _reset_peak_rss()
     before = _status_mb("VmRSS")
-    runner.loss().backward()
+    runner.forward_loss().backward()
     return _status_mb("VmHWM") - before
 
 
 def peak_step_memory_mb(
-    position: str, attention: str, shape: Any, device: torch.device, hf: bool = False
+    position: str,
+    attention: str,
+    shape: Any,
+    device: torch.device,
+    hf: bool = False,
+    autocast: bool = False,
 ) -> float:
-    """Peak MiB of one forward + backward of (position, attention) [or its HF reference]."""
+    """Peak MiB of one forward + backward of (position, attention) [or its HF reference],
+    under bf16 autocast when ``autocast`` is set (as the timed steps were)."""
     if device.type == "cuda":
-        return _measure(position, attention, shape, str(device), hf)
+        return _measure(position, attention, shape, str(device), hf, autocast)
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(_measure, (position, attention, shape, "cpu", hf))
+        return pool.apply(_measure, (position, attention, shape, "cpu", hf, autocast))

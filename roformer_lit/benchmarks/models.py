@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 import torch
 
 from roformer_lit.attention import ATTENTION_KERNELS
-from roformer_lit.benchmarks.flops import gemm_shapes, training_step_flops
+from roformer_lit.benchmarks.flops import gemm_shapes, nominal_peak_flops, training_step_flops
 from roformer_lit.benchmarks.machine import describe_machine
 from roformer_lit.benchmarks.memory import peak_step_memory_mb
+from roformer_lit.benchmarks.sdpa_backends import backends_taken, describe
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
 
@@ -91,12 +92,15 @@ class Runner:
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
         self.timings = Timings()
 
+    def forward_loss(self) -> torch.Tensor:
+        """The loss, under bf16 autocast when the benchmark asks for it."""
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+            return self.loss()
+
     def step(self, record: bool = True) -> None:
         _sync(self.device)
         start = time.perf_counter()
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-            loss = self.loss()
-        loss.backward()
+        self.forward_loss().backward()
         _sync(self.device)
         middle = time.perf_counter()
         self.optimizer.step()
@@ -172,7 +176,12 @@ def _median_ratio(numerators: list[float], denominators: list[float]) -> float:
     return statistics.median(a / b for a, b in zip(numerators, denominators, strict=True))
 
 
-def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> list[str]:
+def _sides(runners: dict, hf: dict, compiled: dict, pair: tuple[str, str]) -> list[Runner]:
+    """The runners timed back to back for one pair: ours, then its HF / compiled twins."""
+    return [runners[pair], *[side[pair] for side in (hf, compiled) if pair in side]]
+
+
+def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> list:
     shape = Shape(ns.batch, length, ns.hidden, ns.layers, ns.heads, ns.intermediate, ns.vocab)
     autocast = device.type == "cuda" and ns.bf16
     pairs = valid_pairs(ns.schemes, ns.kernels)
@@ -181,75 +190,95 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> l
     if ns.vs_hf:
         for (p, k), runner in runners.items():
             if p in HF_REFERENCES and k == "softmax":
-                hf[p] = hf_reference(runner.model, shape, device, autocast)
-    for runner in [*runners.values(), *hf.values()]:
+                hf[(p, k)] = hf_reference(runner.model, shape, device, autocast)
+    compiled = {}
+    compile_seconds = {}
+    if ns.compile_speedup:
+        for pair in pairs:  # same seed, so the same initial weights as the eager model
+            compiled[pair] = ours(*pair, shape, device, autocast, compile=True)
+            start = time.perf_counter()
+            compiled[pair].step(record=False)  # the first step compiles
+            compile_seconds[pair] = time.perf_counter() - start
+    for runner in [*runners.values(), *hf.values(), *compiled.values()]:
         for _ in range(ns.warmup):
             runner.step(record=False)
     for round_index in range(ns.rounds):  # every runner once per round, order reversed
-        order = list(runners.items())  # every other round, so no one always goes first
+        order = list(pairs)  # every other round, so no one always goes first
         if round_index % 2:
             order.reverse()
-        for (p, k), runner in order:
-            pair = [runner, hf[p]] if k == "softmax" and p in hf else [runner]
-            for side in pair if round_index % 2 == 0 else reversed(pair):
+        for pair in order:
+            sides = _sides(runners, hf, compiled, pair)
+            for side in sides if round_index % 2 == 0 else reversed(sides):
                 side.step()
     tokens = shape.batch * shape.length
     masked = int(0.15 * tokens)
     baseline = runners.get(("nope", "softmax"))
-    lines = []
+    peak = nominal_peak_flops(device, ns.peak_tflops)
+    rows, flop_rates, memory = [], {}, {}
     for (p, k), runner in runners.items():
         t = runner.timings
-        step_ms = statistics.median(t.step) * 1e3
-        fwd_bwd_ms = statistics.median(t.fwd_bwd) * 1e3
+        step = statistics.median(t.step)
         vs_nope = _median_ratio(t.step, baseline.timings.step) if baseline else float("nan")
-        flop_rate = training_step_flops(
-            runner.model, shape.batch, length, masked
-        ) / statistics.median(t.fwd_bwd)
-        memory = peak_step_memory_mb(p, k, shape, device) if ns.memory else float("nan")
-        lines.append(
-            (
-                p,
-                k,
-                length,
-                tokens / statistics.median(t.step),
-                step_ms,
-                fwd_bwd_ms,
-                vs_nope,
-                flop_rate,
-                memory,
-            )
+        flops = training_step_flops(runner.model, shape.batch, length, masked)
+        flop_rates[(p, k)] = flops / statistics.median(t.fwd_bwd)
+        memory[(p, k)] = (
+            peak_step_memory_mb(p, k, shape, device, autocast=autocast)
+            if ns.memory
+            else float("nan")
         )
-    table = [
-        f"| {p} | {k} | {length} | {tps:,.0f} | {step:.1f} | {fb:.1f} | {vs:.3f} | {fr / 1e9:.1f} | {mem:,.0f} |"
-        for p, k, length, tps, step, fb, vs, fr, mem in lines
-    ]
+        mfu = f" {flops / step / peak:.1%} |" if peak else ""
+        rows.append(
+            f"| {p} | {k} | {length} | {tokens / step:,.0f} | {step * 1e3:.1f} "
+            f"| {statistics.median(t.fwd_bwd) * 1e3:.1f} | {vs_nope:.3f} "
+            f"| {flop_rates[(p, k)] / 1e9:.1f} |{mfu} {memory[(p, k)]:,.0f} |"
+        )
     hf_rows = []
-    for p, runner in hf.items():
-        ratio = _median_ratio(runner.timings.step, runners[(p, "softmax")].timings.step)
-        ours_tps = tokens / statistics.median(runners[(p, "softmax")].timings.step)
+    for (p, k), runner in hf.items():
+        ratio = _median_ratio(runner.timings.step, runners[(p, k)].timings.step)
+        ours_tps = tokens / statistics.median(runners[(p, k)].timings.step)
         hf_tps = tokens / statistics.median(runner.timings.step)
-        memory = (
-            peak_step_memory_mb(p, "softmax", shape, device, hf=True) if ns.memory else float("nan")
+        hf_memory = (
+            peak_step_memory_mb(p, k, shape, device, hf=True, autocast=autocast)
+            if ns.memory
+            else float("nan")
         )
-        ours_memory = next(line[8] for line in lines if line[0] == p and line[1] == "softmax")
         hf_rows.append(
-            f"| {p} | {HF_REFERENCES[p]} | {length} | {ours_tps:,.0f} | {hf_tps:,.0f} | {ratio:.2f}x | {ours_memory:,.0f} | {memory:,.0f} |"
+            f"| {p} | {HF_REFERENCES[p]} | {length} | {ours_tps:,.0f} | {hf_tps:,.0f} "
+            f"| {ratio:.2f}x | {memory[(p, k)]:,.0f} | {hf_memory:,.0f} |"
         )
+    compile_rows = [
+        f"| {p} | {k} | {length} | {statistics.median(runners[(p, k)].timings.step) * 1e3:.1f} "
+        f"| {statistics.median(runner.timings.step) * 1e3:.1f} "
+        f"| {_median_ratio(runners[(p, k)].timings.step, runner.timings.step):.2f}x "
+        f"| {compile_seconds[(p, k)]:.0f} |"
+        for (p, k), runner in compiled.items()
+    ]
     ceiling = ""
     if ns.mfu and baseline is not None:
         dtype = torch.bfloat16 if autocast else torch.float32
         rate = matmul_ceiling(baseline.model, shape, device, dtype)
         ceiling = f"| {length} | {rate / 1e9:.1f} |" + "".join(
-            f" {p}/{k}: {line[7] / rate:.0%} |"
-            for line in lines
-            for p, k in [line[:2]]
+            f" {p}/{k}: {flop_rates[(p, k)] / rate:.0%} |"
+            for p, k in pairs
             if k == "softmax" and p in ("nope", "rope")
         )
-    steps = {(p, k): statistics.median(r.timings.step) for (p, k), r in runners.items()}
-    return [table, hf_rows, ceiling, steps]
+    backend_rows = []
+    if ns.backends:
+        for (p, k), runner in runners.items():
+            forward, backward = backends_taken(runner.forward_loss)
+            runner.optimizer.zero_grad(set_to_none=True)
+            backend_rows.append(
+                f"| {p} | {k} | {length} | {describe(forward)} | {describe(backward)} |"
+            )
+    steps = {pair: statistics.median(r.timings.step) for pair, r in runners.items()}
+    return [rows, hf_rows, ceiling, steps, compile_rows, backend_rows]
 
 
-def main(args: Sequence[str] | None = None) -> int:
+#: ``--bert-base``: the shape of BERT-base (and of the issue's GPU MFU target).
+BERT_BASE = dict(hidden=768, layers=12, heads=12, intermediate=3072, vocab=30522)
+
+
+def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m roformer_lit bench", description=__doc__)
     parser.add_argument(
         "--schemes", nargs="+", default=list(POSITION_SCHEMES), choices=list(POSITION_SCHEMES)
@@ -264,6 +293,12 @@ def main(args: Sequence[str] | None = None) -> int:
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--intermediate", type=int, default=1024)
     parser.add_argument("--vocab", type=int, default=8192)
+    parser.add_argument(
+        "--bert-base",
+        action="store_true",
+        help="BERT-base shape (hidden 768, 12 layers, 12 heads, FFN 3072, vocab 30522); "
+        "overrides the shape flags above, not --batch",
+    )
     parser.add_argument("--rounds", type=int, default=5, help="timed steps per model (alternating)")
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--vs-hf", action="store_true", help="also time the HF reference models")
@@ -274,26 +309,55 @@ def main(args: Sequence[str] | None = None) -> int:
         help="measure peak memory (one subprocess per model on CPU)",
     )
     parser.add_argument("--mfu", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--backends",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="report the SDPA backend each pair takes (read off torch.profiler)",
+    )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument(
         "--bf16", action=argparse.BooleanOptionalAction, default=True, help="bf16 autocast on GPU"
     )
+    parser.add_argument(
+        "--peak-tflops",
+        type=float,
+        default=None,
+        help="the device's peak TFLOP/s for the MFU column (default: the nominal dense bf16 "
+        "peak of known GPUs; none on CPU)",
+    )
     parser.add_argument("--compile", action="store_true", help="torch.compile our encoders")
+    parser.add_argument(
+        "--compile-speedup",
+        action="store_true",
+        help="also time a torch.compile'd twin of every pair, alternating with eager",
+    )
     ns = parser.parse_args(args)
+    if ns.bert_base:
+        for key, value in BERT_BASE.items():
+            setattr(ns, key, value)
+    return ns
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    ns = parse_args(args)
     device = torch.device(ns.device)
+    autocast = device.type == "cuda" and ns.bf16
     print(f"## roformer-lit bench on {describe_machine(device)}\n")
     print(
         f"hidden {ns.hidden}, {ns.layers} layers, {ns.heads} heads, FFN {ns.intermediate}, vocab {ns.vocab}, batch {ns.batch}; "
         f"{ns.rounds} alternating rounds after {ns.warmup} warm-up; attention dropout 0 on every side; "
-        f"{'bf16 autocast' if device.type == 'cuda' and ns.bf16 else 'float32'}{', torch.compile' if ns.compile else ''}\n"
+        f"{'bf16 autocast' if autocast else 'float32'}{', torch.compile' if ns.compile else ''}\n"
     )
     results = [bench_length(ns, length, device) for length in ns.lengths]
+    peak = nominal_peak_flops(device, ns.peak_tflops)
+    mfu_header = f" MFU (of {peak / 1e12:g} TFLOP/s) |" if peak else ""
     print(
-        "| scheme | kernel | L | tokens/s | step ms | fwd+bwd ms | step / nope | model GFLOP/s | peak MB |"
+        f"| scheme | kernel | L | tokens/s | step ms | fwd+bwd ms | step / nope | model GFLOP/s |{mfu_header} peak MB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for table, *_ in results:
-        print("\n".join(table))
+    print("|---|---|---|---|---|---|---|---|" + ("---|" if peak else "") + "---|")
+    for rows, *_ in results:
+        print("\n".join(rows))
     if ns.vs_hf:
         print(
             "\n| scheme | HF reference | L | ours tokens/s | HF tokens/s | speed-up (median paired) | ours peak MB | HF peak MB |"
@@ -304,9 +368,21 @@ def main(args: Sequence[str] | None = None) -> int:
     if ns.mfu:
         print("\n| L | matmul GFLOP/s (same shapes) | model FLOP rate / matmul rate |")
         print("|---|---|---|")
-        for _, _, ceiling, _ in results:
+        for _, _, ceiling, *_ in results:
             if ceiling:
                 print(ceiling)
+    if ns.compile_speedup:
+        print(
+            "\n| scheme | kernel | L | eager step ms | compiled step ms | speed-up (median paired) | compile s |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        for result in results:
+            print("\n".join(result[4]))
+    if ns.backends:
+        print("\n| scheme | kernel | L | SDPA backend, forward | SDPA backend, backward |")
+        print("|---|---|---|---|---|")
+        for result in results:
+            print("\n".join(result[5]))
     if len(ns.lengths) > 1:
         short, long = min(ns.lengths), max(ns.lengths)
         first, last = results[ns.lengths.index(short)][3], results[ns.lengths.index(long)][3]
@@ -319,4 +395,8 @@ def main(args: Sequence[str] | None = None) -> int:
     print(
         "\npeak MB: memory above the model and batch during one forward+backward, measured in a fresh process (CPU: peak RSS) or with the CUDA allocator."
     )
+    if peak:
+        print(
+            "MFU: model FLOPs of the whole training step (forward, backward, optimiser) per second, over the device's peak."
+        )
     return 0

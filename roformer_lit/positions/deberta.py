@@ -123,6 +123,10 @@ class DebertaPosition(PositionScheme):
         self, length: int, device: torch.device, dtype: torch.dtype
     ) -> tuple[Tensor, Tensor]:
         table = self.rel_norm(self.rel_embeddings.weight).to(dtype)
+        if torch.compiler.is_compiling():  # traced once into the graph (a cache would recompile)
+            return table, deberta_index(
+                length, self.position_buckets, self.max_relative_positions, device
+            )
         index = self._index
         if index is None or index.shape[0] != length or index.device != device:
             index = deberta_index(

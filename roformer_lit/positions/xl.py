@@ -104,6 +104,8 @@ class TransformerXLPosition(PositionScheme):
         self._table: Tensor | None = None  # the relative sinusoid of the last length seen
 
     def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> Tensor:
+        if torch.compiler.is_compiling():  # traced once into the graph (a cache would recompile)
+            return relative_sinusoid(length, self.shape.hidden_size).to(device, dtype)
         table = self._table
         if table is None or table.shape[0] != 2 * length - 1 or table.device != device:
             table = self._table = relative_sinusoid(length, self.shape.hidden_size).to(device)
