@@ -340,6 +340,7 @@ class MaskedLM(L.LightningModule):
             ],
             lr=hp.learning_rate,
             betas=tuple(hp.betas),
+            fused=all(param.is_cuda for param in decay + no_decay) or None,  # one kernel on GPU
         )
         total = self._total_steps()
         warmup = min(hp.warmup_steps, max(total - 1, 0))

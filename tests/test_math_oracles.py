@@ -45,8 +45,8 @@ def rope_by_matrix(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
 
 
 def rope(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    cos, sin = rope_tables(x.shape[-2], x.shape[-1], base)
-    return apply_rope(x, cos.to(x.dtype), sin.to(x.dtype))
+    cos, signed_sin = rope_tables(x.shape[-2], x.shape[-1], base)
+    return apply_rope(x, cos.to(x.dtype), signed_sin.to(x.dtype))
 
 
 @pytest.mark.parametrize("d,base", [(8, 10000.0), (16, 10000.0), (6, 500.0)])
