@@ -254,20 +254,24 @@ class RunConfigSaver(SaveConfigCallback):
     config differs, writes the new one as ``config-resumed-<k>.yaml``."""
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
-        log_dir = trainer.log_dir
-        if self.already_saved or log_dir is None or not trainer.is_global_zero:
+        if self.already_saved:
+            return None
+        log_dir = trainer.log_dir  # a collective under DDP: every rank takes the same path
+        if log_dir is None:
             return super().setup(trainer, pl_module, stage)
         existing = Path(log_dir) / self.config_filename
-        if existing.is_file():
+        resumed = trainer.strategy.broadcast(trainer.is_global_zero and existing.is_file())
+        if not resumed:
+            return super().setup(trainer, pl_module, stage)
+        if trainer.is_global_zero:
             text = self.parser.dump(self.config, skip_none=False)
             if existing.read_text(encoding="utf-8") != text:
                 k = 1
                 while (Path(log_dir) / f"config-resumed-{k}.yaml").exists():
                     k += 1
                 (Path(log_dir) / f"config-resumed-{k}.yaml").write_text(text, encoding="utf-8")
-            self.already_saved = True
-            return None
-        return super().setup(trainer, pl_module, stage)
+        self.already_saved = True
+        return None
 
 
 class _ParseOnly(RoformerCLI):

@@ -221,11 +221,19 @@ class MaskedLM(L.LightningModule):
             batch["input_ids"], batch["labels"], batch.get("attention_mask")
         )
         loss = _cross_entropy(logits, targets)
-        finite = bool(torch.isfinite(loss.detach()))
+        finite_here = bool(torch.isfinite(loss.detach()))
+        # Under DDP every rank must skip or stop together (a rank that returned None while
+        # the others ran backward would hang the gradient all-reduce).
+        finite = self._all_ranks_agree(finite_here)
         if finite:
             self._consecutive_skips = 0
         else:
-            self._nonfinite(f"train/loss is {loss.detach().item()}")
+            if finite_here:
+                what = "train/loss is not finite on another rank"
+            else:
+                what = f"train/loss is {loss.detach().item()}"
+                what += f" on rank {self.global_rank}" if self._world_size() > 1 else ""
+            self._nonfinite(what)
         if self.hparams.get("skip_nonfinite", False):
             self.log("train/skipped_batches", float(self.skipped_batches))
         if not finite:
@@ -299,17 +307,37 @@ class MaskedLM(L.LightningModule):
         self.log_dict(values, prog_bar=stage == "val", sync_dist=True)
         metrics.reset()
 
+    def _world_size(self) -> int:
+        return self.trainer.world_size if self._trainer is not None else 1
+
+    def _all_ranks_agree(self, decision: bool) -> bool:
+        """True iff ``decision`` is True on every rank (itself on one device)."""
+        if self._world_size() == 1:
+            return decision
+        return bool(self.trainer.strategy.reduce_boolean_decision(decision, all=True))
+
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["best_val_loss"] = self.best_val_loss
         checkpoint["skipped_batches"] = self.skipped_batches
         checkpoint["rng_states"] = collect_rng_states()
+        if self._world_size() > 1:  # every rank's generators, not only rank 0's
+            # Lightning builds the checkpoint on every rank (and meets them all at a
+            # barrier after writing it), so this collective cannot be left waiting.
+            per_rank: list[Any] = [None] * self._world_size()
+            torch.distributed.all_gather_object(per_rank, checkpoint["rng_states"])
+            checkpoint["rng_states_per_rank"] = per_rank
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.best_val_loss = checkpoint.get("best_val_loss", math.inf)
         self.skipped_batches = int(checkpoint.get("skipped_batches", 0))
         # Restored at the first training batch, not now: creating the trainer's loaders and
-        # loops between here and there must not shift the generators.
-        self._rng_to_restore = checkpoint.get("rng_states")
+        # loops between here and there must not shift the generators. Each rank takes its
+        # own states when the world size is unchanged, else rank 0's.
+        per_rank = checkpoint.get("rng_states_per_rank")
+        if per_rank is not None and len(per_rank) == self._world_size():
+            self._rng_to_restore = per_rank[self.global_rank]
+        else:
+            self._rng_to_restore = checkpoint.get("rng_states")
 
     def validation_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
         self._evaluate(batch, self.val_metrics, "val")
