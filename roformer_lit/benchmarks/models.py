@@ -178,12 +178,24 @@ def _median_ratio(numerators: list[float], denominators: list[float]) -> float:
     return statistics.median(a / b for a, b in zip(numerators, denominators, strict=True))
 
 
+@dataclass
+class LengthResult:
+    """The markdown rows one sequence length contributes to each of bench's tables."""
+
+    rows: list[str]
+    hf_rows: list[str]
+    ceiling: str
+    steps: dict[tuple[str, str], float]  # median step seconds per pair
+    compile_rows: list[str]
+    backend_rows: list[str]
+
+
 def _sides(runners: dict, hf: dict, compiled: dict, pair: tuple[str, str]) -> list[Runner]:
     """The runners timed back to back for one pair: ours, then its HF / compiled twins."""
     return [runners[pair], *[side[pair] for side in (hf, compiled) if pair in side]]
 
 
-def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> list:
+def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> LengthResult:
     shape = Shape(ns.batch, length, ns.hidden, ns.layers, ns.heads, ns.intermediate, ns.vocab)
     autocast = device.type == "cuda" and ns.bf16
     pairs = valid_pairs(ns.schemes, ns.kernels)
@@ -273,7 +285,7 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> l
                 f"| {p} | {k} | {length} | {describe(forward)} | {describe(backward)} |"
             )
     steps = {pair: statistics.median(r.timings.step) for pair, r in runners.items()}
-    return [rows, hf_rows, ceiling, steps, compile_rows, backend_rows]
+    return LengthResult(rows, hf_rows, ceiling, steps, compile_rows, backend_rows)
 
 
 #: ``--bert-base``: the shape of BERT-base (and of the issue's GPU MFU target).
@@ -363,36 +375,37 @@ def main(args: Sequence[str] | None = None) -> int:
         f"| scheme | kernel | L | tokens/s | step ms | fwd+bwd ms | step / nope | model GFLOP/s |{mfu_header} peak MB |"
     )
     print("|---|---|---|---|---|---|---|---|" + ("---|" if peak else "") + "---|")
-    for rows, *_ in results:
-        print("\n".join(rows))
+    for result in results:
+        print("\n".join(result.rows))
     if ns.vs_hf:
         print(
             "\n| scheme | HF reference | L | ours tokens/s | HF tokens/s | speed-up (median paired) | ours peak MB | HF peak MB |"
         )
         print("|---|---|---|---|---|---|---|---|")
-        for _, hf_rows, *_ in results:
-            print("\n".join(hf_rows))
+        for result in results:
+            print("\n".join(result.hf_rows))
     if ns.mfu:
         print("\n| L | matmul GFLOP/s (same shapes) | model FLOP rate / matmul rate |")
         print("|---|---|---|")
-        for _, _, ceiling, *_ in results:
-            if ceiling:
-                print(ceiling)
+        for result in results:
+            if result.ceiling:
+                print(result.ceiling)
     if ns.compile_speedup:
         print(
             "\n| scheme | kernel | L | eager step ms | compiled step ms | speed-up (median paired) | compile s |"
         )
         print("|---|---|---|---|---|---|---|")
         for result in results:
-            print("\n".join(result[4]))
+            print("\n".join(result.compile_rows))
     if ns.backends:
         print("\n| scheme | kernel | L | SDPA backend, forward | SDPA backend, backward |")
         print("|---|---|---|---|---|")
         for result in results:
-            print("\n".join(result[5]))
+            print("\n".join(result.backend_rows))
     if len(ns.lengths) > 1:
         short, long = min(ns.lengths), max(ns.lengths)
-        first, last = results[ns.lengths.index(short)][3], results[ns.lengths.index(long)][3]
+        first = results[ns.lengths.index(short)].steps
+        last = results[ns.lengths.index(long)].steps
         print(
             f"\n| scheme | kernel | step time L={long} / L={short} ({long // short}x the tokens) |"
         )
