@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -353,6 +353,14 @@ def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
     return ns
 
 
+def _print_table(columns: Sequence[str], rows: Iterable[str]) -> None:
+    """A markdown table after a blank line: header, separator, the given rows."""
+    print("\n| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print(row)
+
+
 def main(args: Sequence[str] | None = None) -> int:
     ns = parse_args(args)
     device = torch.device(ns.device)
@@ -361,7 +369,7 @@ def main(args: Sequence[str] | None = None) -> int:
     print(
         f"hidden {ns.hidden}, {ns.layers} layers, {ns.heads} heads, FFN {ns.intermediate}, vocab {ns.vocab}, batch {ns.batch}; "
         f"{ns.rounds} alternating rounds after {ns.warmup} warm-up; attention dropout 0 on every side; "
-        f"{'bf16 autocast' if autocast else 'float32'}{', torch.compile' if ns.compile else ''}\n"
+        f"{'bf16 autocast' if autocast else 'float32'}{', torch.compile' if ns.compile else ''}"
     )
     if ns.compile or ns.compile_speedup:
         # Every pair compiles the same ``Encoder.forward`` with different guards; past
@@ -370,48 +378,39 @@ def main(args: Sequence[str] | None = None) -> int:
         torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 2 * pairs)
     results = [bench_length(ns, length, device) for length in ns.lengths]
     peak = nominal_peak_flops(device, ns.peak_tflops)
-    mfu_header = f" MFU (of {peak / 1e12:g} TFLOP/s) |" if peak else ""
-    print(
-        f"| scheme | kernel | L | tokens/s | step ms | fwd+bwd ms | step / nope | model GFLOP/s |{mfu_header} peak MB |"
-    )
-    print("|---|---|---|---|---|---|---|---|" + ("---|" if peak else "") + "---|")
-    for result in results:
-        print("\n".join(result.rows))
+    columns = ["scheme", "kernel", "L", "tokens/s", "step ms", "fwd+bwd ms", "step / nope"]
+    columns += ["model GFLOP/s", *([f"MFU (of {peak / 1e12:g} TFLOP/s)"] if peak else [])]
+    _print_table([*columns, "peak MB"], (row for r in results for row in r.rows))
     if ns.vs_hf:
-        print(
-            "\n| scheme | HF reference | L | ours tokens/s | HF tokens/s | speed-up (median paired) | ours peak MB | HF peak MB |"
+        _print_table(
+            ["scheme", "HF reference", "L", "ours tokens/s", "HF tokens/s"]
+            + ["speed-up (median paired)", "ours peak MB", "HF peak MB"],
+            (row for r in results for row in r.hf_rows),
         )
-        print("|---|---|---|---|---|---|---|---|")
-        for result in results:
-            print("\n".join(result.hf_rows))
     if ns.mfu:
-        print("\n| L | matmul GFLOP/s (same shapes) | model FLOP rate / matmul rate |")
-        print("|---|---|---|")
-        for result in results:
-            if result.ceiling:
-                print(result.ceiling)
-    if ns.compile_speedup:
-        print(
-            "\n| scheme | kernel | L | eager step ms | compiled step ms | speed-up (median paired) | compile s |"
+        _print_table(
+            ["L", "matmul GFLOP/s (same shapes)", "model FLOP rate / matmul rate"],
+            (r.ceiling for r in results if r.ceiling),
         )
-        print("|---|---|---|---|---|---|---|")
-        for result in results:
-            print("\n".join(result.compile_rows))
+    if ns.compile_speedup:
+        _print_table(
+            ["scheme", "kernel", "L", "eager step ms", "compiled step ms"]
+            + ["speed-up (median paired)", "compile s"],
+            (row for r in results for row in r.compile_rows),
+        )
     if ns.backends:
-        print("\n| scheme | kernel | L | SDPA backend, forward | SDPA backend, backward |")
-        print("|---|---|---|---|---|")
-        for result in results:
-            print("\n".join(result.backend_rows))
+        _print_table(
+            ["scheme", "kernel", "L", "SDPA backend, forward", "SDPA backend, backward"],
+            (row for r in results for row in r.backend_rows),
+        )
     if len(ns.lengths) > 1:
         short, long = min(ns.lengths), max(ns.lengths)
         first = results[ns.lengths.index(short)].steps
         last = results[ns.lengths.index(long)].steps
-        print(
-            f"\n| scheme | kernel | step time L={long} / L={short} ({long // short}x the tokens) |"
+        _print_table(
+            ["scheme", "kernel", f"step time L={long} / L={short} ({long // short}x the tokens)"],
+            (f"| {p} | {k} | {last[(p, k)] / first[(p, k)]:.2f} |" for p, k in first),
         )
-        print("|---|---|---|")
-        for pair in first:
-            print(f"| {pair[0]} | {pair[1]} | {last[pair] / first[pair]:.2f} |")
     print(
         "\npeak MB: memory above the model and batch during one forward+backward, measured in a fresh process (CPU: peak RSS) or with the CUDA allocator."
     )

@@ -34,8 +34,7 @@ def backends_taken(step: Callable[[], torch.Tensor]) -> tuple[set[str], set[str]
     linear kernel). The math path has no backward op of its own (autograd runs through
     its softmax and matmuls), so a math forward is reported for the backward as well.
     """
-    activities = [ProfilerActivity.CPU]
-    with profile(activities=activities) as prof:
+    with profile(activities=[ProfilerActivity.CPU]) as prof:  # ATen ops, on any device
         step().backward()
     names = {event.key for event in prof.key_averages()}
     forward = {backend for op, backend in SDPA_BACKEND_OPS.items() if op in names}
