@@ -58,15 +58,22 @@ class EncoderLayer(nn.Module):
         return self.ffn_out(nn.functional.gelu(self.ffn_in(x)))
 
     def forward(
-        self, x: Tensor, ctx: Any, key_padding_mask: Tensor | None, position: LayerPosition
+        self,
+        x: Tensor,
+        ctx: Any,
+        key_padding_mask: Tensor | None,
+        position: LayerPosition,
+        rows: Tensor | None = None,
     ) -> Tensor:
+        """``[B, L, H]``; given ``rows`` (``[B, L]`` bool), everything after the attention
+        runs at those rows only (all are row-wise) and the result is ``[N, H]``."""
+        residual = x if rows is None else x[rows]
         if self.pre_norm:
-            attended = self.attention(self.attention_norm(x), ctx, key_padding_mask, position)
-            x = x + self.dropout(attended)
+            attended = self.attention(self.attention_norm(x), ctx, key_padding_mask, position, rows)
+            x = residual + self.dropout(attended)
             return x + self.dropout(self.ffn(self.ffn_norm(x)))
-        x = self.attention_norm(
-            x + self.dropout(self.attention(x, ctx, key_padding_mask, position))
-        )
+        attended = self.attention(x, ctx, key_padding_mask, position, rows)
+        x = self.attention_norm(residual + self.dropout(attended))
         return self.ffn_norm(x + self.dropout(self.ffn(x)))
 
 
@@ -139,14 +146,23 @@ class Encoder(nn.Module):
             nn.LayerNorm(hidden_size, eps=layer_norm_eps) if pre_norm else nn.Identity()
         )
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
-        """Hidden states ``[B, L, H]``; ``attention_mask`` is True (or 1) at real tokens."""
+    def forward(
+        self, input_ids: Tensor, attention_mask: Tensor | None = None, rows: Tensor | None = None
+    ) -> Tensor:
+        """Hidden states ``[B, L, H]``; ``attention_mask`` is True (or 1) at real tokens.
+
+        Given ``rows`` (``[B, L]`` bool), the result is ``forward(...)[rows]``, ``[N, H]``,
+        and the last layer does only the work those rows need: its attention still reads
+        every key and value, but the output projection, FFN and norms run at ``N`` rows.
+        """
         x = self.position.embed(self.word_embeddings(input_ids))
         x = self.dropout(self.embedding_norm(x))
         key_padding_mask = None if attention_mask is None else attention_mask.bool()
         ctx = self.position.prepare(input_ids.shape[1], x.device, x.dtype)
+        last = len(self.layers) - 1
         for index, layer in enumerate(self.layers):
-            x = layer(x, ctx, key_padding_mask, self.position.layer(index))
+            layer_rows = rows if index == last else None
+            x = layer(x, ctx, key_padding_mask, self.position.layer(index), layer_rows)
         return self.final_norm(x)
 
 

@@ -162,7 +162,7 @@ class MaskedLM(L.LightningModule):
                 f"{learning_rate}, {warmup_steps}, {min_lr_ratio}"
             )
         self.apply(lambda m: init_bert_weights(m, init_std))
-        self._encode = torch.compile(self.encoder) if compile else self.encoder
+        self._compiled = torch.compile(self.encoder) if compile else None
         self.train_acc = MulticlassAccuracy(vocab_size, average="micro")
         self.val_metrics = self._stage_metrics(vocab_size)
         self.test_metrics = self._stage_metrics(vocab_size)
@@ -190,16 +190,25 @@ class MaskedLM(L.LightningModule):
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
         """MLM logits ``[B, L, V]``; ``attention_mask`` is 1/True at real tokens."""
-        hidden = self._encode(input_ids, attention_mask)
+        encode = self.encoder if self._compiled is None else self._compiled
+        hidden = encode(input_ids, attention_mask)
         return self.head(hidden, self.encoder.word_embeddings.weight)
 
     def masked_logits(
         self, input_ids: Tensor, labels: Tensor, attention_mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        """Logits ``[N, V]`` and targets ``[N]`` at the N labelled positions only."""
-        hidden = self._encode(input_ids, attention_mask)
+        """Logits ``[N, V]`` and targets ``[N]`` at the N labelled positions only.
+
+        In eager mode the last layer's row-wise work (output projection, FFN, norms) runs
+        at those N positions only; a compiled encoder keeps static shapes (no graph break
+        on the data-dependent N) and the positions are selected after it.
+        """
         selected = labels != IGNORE_INDEX
-        logits = self.head(hidden[selected], self.encoder.word_embeddings.weight)
+        if self._compiled is None:
+            hidden = self.encoder(input_ids, attention_mask, rows=selected)
+        else:
+            hidden = self._compiled(input_ids, attention_mask)[selected]
+        logits = self.head(hidden, self.encoder.word_embeddings.weight)
         return logits, labels[selected]
 
     def mlm_loss(

@@ -82,3 +82,27 @@ def test_bench_bert_base_preset_sets_the_bert_base_shape(capsys):
     )
     out = capsys.readouterr().out
     assert "hidden 768, 12 layers, 12 heads, FFN 3072, vocab 30522" in out
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_flop_formula_counts_the_weight_products_an_mlm_step_runs(pre_norm):
+    """``gemm_shapes`` against torch's own FLOP counter on a real forward + backward: the
+    last layer's output projection and FFN run at the labelled rows only, so a formula
+    that counted them at every token (or a model that ran them there) would disagree."""
+    import torch
+    from model_factory import random_ids, small_model
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from roformer_lit.benchmarks.flops import gemm_shapes
+
+    model = small_model("nope", "softmax", num_layers=3, pre_norm=pre_norm).train()
+    batch, length = 3, 20
+    ids = random_ids(batch, length)
+    labels = torch.where(torch.arange(length) % 4 == 1, ids, -100)
+    masked = int((labels != -100).sum())
+    with FlopCounterMode(display=False) as counter:
+        model.mlm_loss(ids, labels).backward()
+    counted = counter.get_flop_counts()["Global"]
+    weight_products = sum(n for op, n in counted.items() if str(op) in ("aten.mm", "aten.addmm"))
+    formula = 3 * sum(2 * m * k * n for m, k, n in gemm_shapes(model, batch, length, masked))
+    assert weight_products == formula

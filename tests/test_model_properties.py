@@ -88,6 +88,34 @@ def test_mlm_loss_equals_cross_entropy_of_full_logits(position, attention):
         assert model.mlm_loss(ids, torch.full_like(ids, -100)).item() == 0.0
 
 
+@pytest.mark.parametrize("pre_norm", [False, True])
+@pytest.mark.parametrize("position,attention", VALID_PAIRS)
+def test_mlm_loss_on_labelled_rows_matches_the_full_forward(position, attention, pre_norm):
+    """mlm_loss runs the last layer's row-wise work at labelled positions only; the loss
+    and every gradient equal those of the full forward's logits (padding included)."""
+    model = small_model(position, attention, pre_norm=pre_norm)
+    ids = random_ids(3, 14)
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, 9:] = False
+    labels = torch.where(
+        torch.rand(ids.shape, generator=torch.Generator().manual_seed(3)) < 0.3, ids, -100
+    )
+    labels[~mask] = -100
+
+    def gradients(loss: torch.Tensor) -> list[torch.Tensor]:
+        model.zero_grad(set_to_none=True)
+        loss.backward()
+        return [p.grad.clone() for p in model.parameters()]
+
+    full_logits = model(ids, mask).flatten(0, 1)
+    expected_loss = F.cross_entropy(full_logits, labels.flatten(), ignore_index=-100)
+    expected = gradients(expected_loss)
+    loss = model.mlm_loss(ids, labels, mask)
+    torch.testing.assert_close(loss, expected_loss, atol=1e-5, rtol=1e-5)
+    for got, want in zip(gradients(loss), expected, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
 @pytest.mark.parametrize("position,attention", VALID_PAIRS)
 def test_gradients_reach_every_parameter(position, attention):
     model = small_model(position, attention).train()

@@ -3,7 +3,8 @@
     q, k, v = split(x W_qkv + b_qkv);  out = kernel(q, k, v, scale, bias, mask, rotate) W_o + b_o
 
 The block is the same for every scheme: it asks the layer's position hooks for a score
-bias and a rotation and hands both to the kernel.
+bias and a rotation and hands both to the kernel. Given ``rows`` (``[B, L]`` bool), the
+output projection runs at those rows only and the result is ``[N, H]``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,12 @@ class SelfAttention(nn.Module):
         return projected.unflatten(-1, (self.num_heads, self.head_size)).transpose(0, 1)
 
     def forward(
-        self, x: Tensor, ctx: Any, key_padding_mask: Tensor | None, position: LayerPosition
+        self,
+        x: Tensor,
+        ctx: Any,
+        key_padding_mask: Tensor | None,
+        position: LayerPosition,
+        rows: Tensor | None = None,
     ) -> Tensor:
         batch, length, _ = x.shape
         qkv = self.qkv(x).view(batch, length, 3, self.num_heads, self.head_size)
@@ -57,4 +63,7 @@ class SelfAttention(nn.Module):
             rotate=partial(position.rotate, ctx=ctx) if position.rotates else None,
             dropout_p=self.attention_dropout if self.training else 0.0,
         )
-        return self.out(out.transpose(1, 2).reshape(batch, length, self.hidden_size))
+        out = out.transpose(1, 2)  # [B, L, h, d]
+        if rows is not None:
+            return self.out(out[rows].flatten(1))
+        return self.out(out.reshape(batch, length, self.hidden_size))

@@ -1,8 +1,9 @@
 """Model FLOPs of one MLM training step (forward + backward = 3x forward), by matrix product.
 
 Per layer and token: QKV ``2*H*3H``, output ``2*H*H``, FFN ``2*2*H*I``; attention
-``2*2*L*H`` (scores and weighted sum; linear attention: ``2*2*d*H``); the MLM head runs at
-the ``M`` masked tokens only: ``2*H*H + 2*H*V``. Element-wise work is not counted.
+``2*2*L*H`` (scores and weighted sum; linear attention: ``2*2*d*H``). The last layer's
+output projection and FFN and the MLM head (``2*H*H + 2*H*V``) run at the ``M`` masked
+tokens only, as ``MaskedLM.mlm_loss`` does. Element-wise work is not counted.
 """
 
 from __future__ import annotations
@@ -35,8 +36,11 @@ def gemm_shapes(
     hp = model.hparams
     tokens = batch * length
     h, i, v = hp.hidden_size, hp.intermediate_size, hp.vocab_size
-    per_layer = [(tokens, h, 3 * h), (tokens, h, h), (tokens, h, i), (tokens, i, h)]
-    return per_layer * hp.num_layers + [(masked, h, h), (masked, h, v)]
+    def layer(rows: int) -> list[tuple[int, int, int]]:
+        return [(tokens, h, 3 * h), (rows, h, h), (rows, h, i), (rows, i, h)]
+
+    head = [(masked, h, h), (masked, h, v)]
+    return layer(tokens) * (hp.num_layers - 1) + layer(masked) + head
 
 
 def training_step_flops(model: MaskedLM, batch: int, length: int, masked: int) -> float:
