@@ -13,6 +13,7 @@ matrix shapes in the same run (the practical GEMM ceiling of the machine).
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -174,6 +175,11 @@ def valid_pairs(schemes: Sequence[str], kernels: Sequence[str]) -> list[tuple[st
     ]
 
 
+def _cell(value: float, spec: str) -> str:
+    """``value`` formatted with ``spec``, or an en dash where it was not measured (NaN)."""
+    return "\u2013" if math.isnan(value) else format(value, spec)
+
+
 def _median_ratio(numerators: list[float], denominators: list[float]) -> float:
     return statistics.median(a / b for a, b in zip(numerators, denominators, strict=True))
 
@@ -243,8 +249,8 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
         mfu = f" {flops / step / peak:.1%} |" if peak else ""
         rows.append(
             f"| {p} | {k} | {length} | {tokens / step:,.0f} | {step * 1e3:.1f} "
-            f"| {statistics.median(t.fwd_bwd) * 1e3:.1f} | {vs_nope:.3f} "
-            f"| {flop_rates[(p, k)] / 1e9:.1f} |{mfu} {memory[(p, k)]:,.0f} |"
+            f"| {statistics.median(t.fwd_bwd) * 1e3:.1f} | {_cell(vs_nope, '.3f')} "
+            f"| {flop_rates[(p, k)] / 1e9:.1f} |{mfu} {_cell(memory[(p, k)], ',.0f')} |"
         )
     hf_rows = []
     for (p, k), runner in hf.items():
@@ -258,7 +264,7 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
         )
         hf_rows.append(
             f"| {p} | {HF_REFERENCES[p]} | {length} | {ours_tps:,.0f} | {hf_tps:,.0f} "
-            f"| {ratio:.2f}x | {memory[(p, k)]:,.0f} | {hf_memory:,.0f} |"
+            f"| {ratio:.2f}x | {_cell(memory[(p, k)], ',.0f')} | {_cell(hf_memory, ',.0f')} |"
         )
     compile_rows = [
         f"| {p} | {k} | {length} | {statistics.median(runners[(p, k)].timings.step) * 1e3:.1f} "
