@@ -10,10 +10,8 @@ layer-normed once per forward; ``Kr = key_proj(P)`` and ``Qr = query_proj(P)`` u
 layer's own projections (``share_att_key``). The p2c term is indexed with ``delta(i, j)``
 as in HF and Microsoft's code (the paper writes ``delta(j, i)``).
 
-Each term is one ``[B, h, L, 2S]`` product gathered along its last dimension with an
-``[L, L]`` index: c2p by query rows with ``delta``, p2c by key rows with ``delta^T``
-(then read transposed, as HF does); no ``[L, L, d]`` tensor is built. The bias needs the
-full score matrix: softmax only.
+Each term is one ``[B, h, L, 2S]`` product gathered with the ``[L, L]`` index; no
+``[L, L, d]`` tensor is built. The bias needs the full score matrix: softmax only.
 """
 
 from __future__ import annotations
@@ -59,33 +57,28 @@ class DebertaLayer(LayerPosition):
         self.scale = 1.0 / math.sqrt(shape.head_size * (1 + int(c2p) + int(p2c)))
 
     def score(
-        self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor, Tensor], attn: SelfAttention
+        self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor], attn: SelfAttention
     ) -> ScoreBias:
-        table, index, index_t = ctx  # [2S, H] layer-normed, [L, L] and its transpose
+        table, index = ctx  # [2S, H] layer-normed, [L, L]
         batch, heads, length, head_size = q.shape
+        index = index.expand(heads, batch, length, length)
         # Heads-major [h, B*L, d] operands: plain bmm against the [h, 2S, d] tables (no
         # broadcast, so no reduction over the batch in backward); the scale goes on these
-        # small operands, never on an [L, L] tensor. Both gathers run along the last,
-        # contiguous dimension: their backward (a scatter-add) is then twice as fast as
-        # along rows, and no strided copy is needed to get back to the product's layout.
-        terms = []
-        if self.c2p:  # [i, j] = q_i . Kr[delta(i, j)]: row i of the [B*L(i), 2S] product
-            terms.append(self._gathered(q, attn.project(table, "key"), index).transpose(0, 1))
-        if self.p2c:  # [j, i] = k_j . Qr[delta(i, j)]: row j of the [B*L(j), 2S] product
-            p2c_t = self._gathered(k, attn.project(table, "query"), index_t)
-            terms.append(p2c_t.transpose(0, 1).transpose(-1, -2))
-        bias = terms[0]
-        if len(terms) == 2:  # in place: a gather's backward never reads its output
-            bias = bias.add_(terms[1])
-        return ScoreBias(bias=bias, scale=self.scale)
-
-    def _gathered(self, x: Tensor, rel_table: Tensor, index: Tensor) -> Tensor:
-        """``out[h, b, r, c] = scale * x[b, h, r] . rel_table[h, index[r, c]]``, ``[h, B, L, L]``."""
-        batch, heads, length, head_size = x.shape
-        rows = (x.transpose(0, 1) * self.scale).reshape(heads, batch * length, head_size)
-        by_bucket = torch.bmm(rows, rel_table.transpose(1, 2))  # [h, B*L, 2S]
-        expanded = index.expand(heads, batch, length, length)
-        return by_bucket.view(heads, batch, length, -1).gather(-1, expanded)
+        # small operands, never on an [L, L] tensor.
+        bias = None
+        if self.c2p:
+            key_table = attn.project(table, "key")  # [h, 2S, d]
+            queries = (q.transpose(0, 1) * self.scale).reshape(heads, batch * length, head_size)
+            by_query = torch.bmm(queries, key_table.transpose(1, 2))  # [h, B*L, 2S]
+            bias = by_query.view(heads, batch, length, -1).gather(-1, index)
+        if self.p2c:
+            query_table = attn.project(table, "query")
+            keys = (k.transpose(0, 1) * self.scale).reshape(heads, batch * length, head_size)
+            by_key = torch.bmm(query_table, keys.transpose(1, 2))  # [h, 2S, B*L]
+            by_key = by_key.view(heads, -1, batch, length).transpose(1, 2)  # [h, B, 2S, L(j)]
+            p2c = by_key.gather(-2, index)  # [i, j] = k_j . Qr[delta(i, j)]
+            bias = p2c if bias is None else bias + p2c
+        return ScoreBias(bias=bias.transpose(0, 1), scale=self.scale)
 
 
 class DebertaPosition(PositionScheme):
@@ -124,24 +117,23 @@ class DebertaPosition(PositionScheme):
         self.rel_embeddings = nn.Embedding(2 * position_buckets, shape.hidden_size)
         self.rel_norm = nn.LayerNorm(shape.hidden_size, eps=shape.layer_norm_eps)
         self._layer = DebertaLayer(shape, c2p, p2c)
-        # [L, L] bucket index of the last length seen, and its transpose
-        self._index: tuple[Tensor, Tensor] | None = None
+        self._index: Tensor | None = None  # [L, L] bucket index of the last length seen
 
     def prepare(
         self, length: int, device: torch.device, dtype: torch.dtype
-    ) -> tuple[Tensor, Tensor, Tensor]:
+    ) -> tuple[Tensor, Tensor]:
         table = self.rel_norm(self.rel_embeddings.weight).to(dtype)
         if torch.compiler.is_compiling():  # traced once into the graph (a cache would recompile)
-            return table, *self._indices(length, device)
-        cached = self._index
-        if cached is None or cached[0].shape[0] != length or cached[0].device != device:
-            cached = self._index = self._indices(length, device)
-        return table, *cached
-
-    def _indices(self, length: int, device: torch.device) -> tuple[Tensor, Tensor]:
-        """The ``[L, L]`` bucket index and its transpose, both contiguous."""
-        index = deberta_index(length, self.position_buckets, self.max_relative_positions, device)
-        return index, index.t().contiguous()
+            return table, deberta_index(
+                length, self.position_buckets, self.max_relative_positions, device
+            )
+        index = self._index
+        if index is None or index.shape[0] != length or index.device != device:
+            index = deberta_index(
+                length, self.position_buckets, self.max_relative_positions, device
+            )
+            self._index = index
+        return table, index
 
     def layer(self, index: int) -> LayerPosition:
         return self._layer
