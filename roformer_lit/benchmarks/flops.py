@@ -36,6 +36,7 @@ def gemm_shapes(
     hp = model.hparams
     tokens = batch * length
     h, i, v = hp.hidden_size, hp.intermediate_size, hp.vocab_size
+
     def layer(rows: int) -> list[tuple[int, int, int]]:
         return [(tokens, h, 3 * h), (rows, h, h), (rows, h, i), (rows, i, h)]
 
