@@ -162,7 +162,7 @@ class MaskedLM(L.LightningModule):
                 f"{learning_rate}, {warmup_steps}, {min_lr_ratio}"
             )
         self.apply(lambda m: init_bert_weights(m, init_std))
-        self._compiled = torch.compile(self.encoder) if compile else None
+        self._encode = torch.compile(self.encoder) if compile else self.encoder
         self.train_acc = MulticlassAccuracy(vocab_size, average="micro")
         self.val_metrics = self._stage_metrics(vocab_size)
         self.test_metrics = self._stage_metrics(vocab_size)
@@ -190,8 +190,7 @@ class MaskedLM(L.LightningModule):
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
         """MLM logits ``[B, L, V]``; ``attention_mask`` is 1/True at real tokens."""
-        encode = self.encoder if self._compiled is None else self._compiled
-        hidden = encode(input_ids, attention_mask)
+        hidden = self._encode(input_ids, attention_mask)
         return self.head(hidden, self.encoder.word_embeddings.weight)
 
     def masked_logits(
@@ -204,10 +203,10 @@ class MaskedLM(L.LightningModule):
         on the data-dependent N) and the positions are selected after it.
         """
         selected = labels != IGNORE_INDEX
-        if self._compiled is None:
+        if self._encode is self.encoder:
             hidden = self.encoder(input_ids, attention_mask, rows=selected)
         else:
-            hidden = self._compiled(input_ids, attention_mask)[selected]
+            hidden = self._encode(input_ids, attention_mask)[selected]
         logits = self.head(hidden, self.encoder.word_embeddings.weight)
         return logits, labels[selected]
 

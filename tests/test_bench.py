@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from model_factory import VALID_PAIRS
+import torch
+from model_factory import VALID_PAIRS, random_ids, small_model
+from torch.utils.flop_counter import FlopCounterMode
 
+from roformer_lit.benchmarks.flops import gemm_shapes
 from roformer_lit.cli import main
 
 TINY_BENCH = [
@@ -90,12 +93,6 @@ def test_flop_formula_counts_the_weight_products_an_mlm_step_runs(pre_norm):
     """``gemm_shapes`` against torch's own FLOP counter on a real forward + backward: the
     last layer's output projection and FFN run at the labelled rows only, so a formula
     that counted them at every token (or a model that ran them there) would disagree."""
-    import torch
-    from model_factory import random_ids, small_model
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from roformer_lit.benchmarks.flops import gemm_shapes
-
     model = small_model("nope", "softmax", num_layers=3, pre_norm=pre_norm).train()
     batch, length = 3, 20
     ids = random_ids(batch, length)
