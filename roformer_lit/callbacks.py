@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from pathlib import Path
 from types import FrameType
@@ -19,7 +20,9 @@ class LastCheckpointAtEnd(Callback):
     """Write ``last.ckpt`` when training ends, so it always holds the final step.
 
     ``ModelCheckpoint`` saves at validation; a run whose last step is not a validation step
-    would otherwise leave ``last.ckpt`` behind the model it trained.
+    would otherwise leave ``last.ckpt`` behind the model it trained. Saved even when a
+    validation at the last step already wrote it, because Lightning takes that checkpoint
+    inside the step, before its loop has counted the step.
     """
 
     def on_train_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
@@ -29,9 +32,35 @@ class LastCheckpointAtEnd(Callback):
                     Path(callback.dirpath)
                     / f"{callback.CHECKPOINT_NAME_LAST}{callback.FILE_EXTENSION}"
                 )
-                if callback._last_global_step_saved != trainer.global_step or not last.exists():
-                    trainer.save_checkpoint(last, weights_only=False)
-                    callback.last_model_path = str(last)
+                # Always, even if a validation at this step saved it: that save happened
+                # inside the step (before the loop counted it), so resuming from it would
+                # log the next step under the previous one's number.
+                trainer.save_checkpoint(last, weights_only=False)
+                callback.last_model_path = str(last)
+
+
+class RunCheckpoint(ModelCheckpoint):
+    """``ModelCheckpoint`` whose ``last.ckpt`` follows every validation.
+
+    Lightning's own refreshes ``last.ckpt`` only when it also saved a top-k checkpoint at
+    that step, i.e. when ``val/loss`` improved; a run killed after a stretch of
+    non-improving validations then restarts from the best step and loses everything since.
+    Here ``last.ckpt`` is written at every validation (and every epoch end that saves).
+    """
+
+    def _refresh_last(self, trainer: Trainer) -> None:
+        if self.save_last and not self._should_skip_saving_checkpoint(trainer):
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+
+    def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        super().on_validation_end(trainer, pl_module)
+        if not self._should_save_on_train_epoch_end(trainer):
+            self._refresh_last(trainer)
+
+    def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        super().on_train_epoch_end(trainer, pl_module)
+        if self._should_save_on_train_epoch_end(trainer):
+            self._refresh_last(trainer)
 
 
 def last_checkpoint_path(trainer: Trainer) -> Path:
@@ -57,7 +86,8 @@ class Preemption(Callback):
        (Lightning alone would abort that validation half-way) -- and then passes it on to
        Lightning's handler;
     2. outside SLURM auto-requeue makes SIGUSR1 mean the same as SIGTERM (under SLURM,
-       Lightning's SIGUSR1 handler keeps saving ``hpc_ckpt_<k>.ckpt`` and requeueing the job);
+       Lightning's SIGUSR1 handler keeps saving ``hpc_ckpt_<k>.ckpt`` and requeueing the job),
+       and so does a first Ctrl-C (SIGINT; a second one stops at once, saving nothing);
     3. saves ``last.ckpt`` at that point: at the end of the validation, or when Lightning
        stops the loop after a step without one. These are the two states Lightning itself
        checkpoints and restores (``ModelCheckpoint`` at validation end, ``last`` after a
@@ -88,9 +118,19 @@ class Preemption(Callback):
         signal.signal(signal.SIGTERM, self._handle)
         if signal.getsignal(signal.SIGUSR1) in (signal.SIG_DFL, None):
             signal.signal(signal.SIGUSR1, self._handle)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, self._handle)  # Ctrl-C: save and stop, like SIGTERM
         # Lightning's teardown restores the handlers that were there before the run.
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGINT:
+            if self._pending and self.signal_name == "SIGINT":
+                raise KeyboardInterrupt  # a second Ctrl-C: stop now, without saving
+            print(
+                "\nCtrl-C: finishing this step and saving last.ckpt (press again to stop now)",
+                file=sys.stderr,
+                flush=True,
+            )
         self.signal_name = signal.Signals(signum).name
         self._pending = True  # acted on at the end of the current step
 

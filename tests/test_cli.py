@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -67,9 +69,12 @@ def test_validate_from_checkpoint(trained, monkeypatch):
     monkeypatch.chdir(workdir)
     ckpt = run / "checkpoints" / "last.ckpt"
     args = ["validate", "--config", str(CONFIGS / "rope.yaml"), *TINY, "--ckpt_path", str(ckpt)]
+    before = sorted((workdir / "runs" / "mlm").iterdir())
     assert main(args) == 0
-    runs = sorted((workdir / "runs" / "mlm").glob("rope-softmax-seed0-validate*"))
-    assert runs and read_run(runs[-1]).last("val/loss") is not None
+    assert sorted((workdir / "runs" / "mlm").iterdir()) == before  # no run of its own
+    record = json.loads((run / "evaluations.jsonl").read_text().splitlines()[-1])
+    assert record["command"] == "validate" and record["checkpoint"] == str(ckpt)
+    assert math.isfinite(record["metrics"]["val/loss"])
 
 
 def test_export_from_checkpoint(trained, tmp_path):
@@ -108,7 +113,7 @@ def test_every_config_completes_two_steps(config, tmp_path, monkeypatch):
         "false",
     ]
     assert main(args) == 0
-    (run,) = (tmp_path / "runs").glob("*/*")
+    (run,) = (p for p in (tmp_path / "runs").glob("*/*") if p.is_dir())
     assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 2
 
 
@@ -269,7 +274,8 @@ def test_restart_from_last_ckpt_continues_in_its_own_run_directory(tmp_path, mon
     config_before = (run / "config.yaml").read_text()
     resume = ["--ckpt_path", str(run / "checkpoints" / "last.ckpt")]
     assert main(fit_args("nope.yaml", 5, *every_step, *resume)) == 0
-    assert sorted(p.name for p in (tmp_path / "runs" / "mlm").iterdir()) == ["nope-softmax-seed0"]
+    runs = sorted(p.name for p in (tmp_path / "runs" / "mlm").iterdir() if p.is_dir())
+    assert runs == ["nope-softmax-seed0"]
     ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)
     assert ckpt["global_step"] == 5
     assert (run / "config.yaml").read_text() == config_before

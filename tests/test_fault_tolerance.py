@@ -206,6 +206,10 @@ def test_signal_saves_last_ckpt_exits_75_and_resumes_exactly(
     assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL  # handlers restored
     monkeypatch.setattr(cli.RoformerCLI, "instantiate_trainer", original)
     assert main([*ARGS, "--ckpt_path", str(LAST)]) == 0
+    assert sorted(p.name for p in (tmp_path / RUN / "checkpoints").iterdir()) == [
+        "best.ckpt",
+        "last.ckpt",
+    ]  # a resumed run overwrites its own files, never adds last-v1.ckpt
     assert_same_run(tmp_path / RUN, uninterrupted, after_step=0)
 
 

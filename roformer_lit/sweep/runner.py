@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roformer_lit.run_dir import holder as run_dir_lock_holder
 from roformer_lit.sweep.spec import LOGS_DIR, STATUS_FILE, shell_line
 
 MARKER = "sweep_done.json"
@@ -142,6 +143,38 @@ def move_aside(run_dir: Path) -> Path | None:
     return target
 
 
+def _die_with_parent(parent: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking the kernel to send the child SIGTERM when its parent dies
+    (``prctl(PR_SET_PDEATHSIG)``), so a SIGKILLed sweep never leaves a ``fit`` running
+    unsupervised: the fit saves ``last.ckpt`` and exits 75, and the next sweep resumes it.
+    None where ``prctl`` does not exist (not Linux)."""
+    if _LIBC is None:
+        return None
+
+    def preexec() -> None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
+def _load_libc() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:  # pragma: no cover
+        return None
+
+
+_PR_SET_PDEATHSIG = 1
+#: Loaded once in the parent: the child between fork and exec only calls into it.
+_LIBC = _load_libc()
+
+
 def launch(
     argv: Sequence[str],
     *,
@@ -151,8 +184,16 @@ def launch(
     stderr: Any,
     started: Callable[[subprocess.Popen], None] | None = None,
 ) -> int:
-    """Start one ``fit`` process, wait for it, return its exit code (tests replace this)."""
-    proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), stdout=stdout, stderr=stderr)
+    """Start one ``fit`` process, wait for it, return its exit code (tests replace this).
+    On Linux the child gets SIGTERM when this process dies (:func:`_die_with_parent`)."""
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdout=stdout,
+        stderr=stderr,
+        preexec_fn=_die_with_parent(os.getpid()),
+    )
     if started is not None:
         started(proc)
     return proc.wait()
@@ -173,6 +214,15 @@ def execute(
     if action == "skip":
         done = read_json(task.marker) or {}
         return {**previous, **done, "version": task.version, "status": "finished", "skipped": True}
+    writer = run_dir_lock_holder(task.run_dir)
+    if writer is not None:  # another fit writes this run now: leave it alone
+        return {
+            **previous,
+            "version": task.version,
+            "status": "failed",
+            "exit_code": None,
+            "note": f"run is being written by another process (pid {writer}); not started",
+        }
     moved = None
     if action == "restart":
         moved = move_aside(Path(task.run_dir))

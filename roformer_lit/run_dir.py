@@ -1,0 +1,207 @@
+"""The one place that names, creates and guards run directories ``<root>/<experiment>/<version>/``.
+
+* **Names** (experiment and version) are single path components: no ``/``, no ``..``, no
+  NUL, not empty, at most 255 bytes -- so a run can never land outside its runs root.
+* **Creation is atomic**: a new run claims its directory with ``os.mkdir`` (which fails if
+  it exists), trying ``stem``, ``stem-2``, ``stem-3``, ...; two runs started at the same
+  instant with the same name therefore get two directories, never one shared one.
+* **One writer per run**: the writing process holds an exclusive ``flock`` on
+  ``<experiment>/.<version>.lock``, beside the run so the run itself is never touched, for
+  its lifetime (released by the kernel when it exits, even on SIGKILL),
+  so a second ``fit`` on the same run (a resumed run started twice, a sweep run twice) is
+  refused with one line instead of interleaving two writers.
+* **Nothing half-made is left behind**: a run directory created by this process and still
+  holding no checkpoint is removed when the process fails before training produced one
+  (:func:`discard_if_unused`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+
+from roformer_lit.errors import ConfigError
+
+
+def lock_path(run: str | Path) -> Path:
+    """The lock file of ``run``: a hidden file beside it, ``.<version>.lock``."""
+    run = Path(run)
+    return run.parent / f".{run.name}.lock"
+
+
+_MAX_COMPONENT_BYTES = 255
+
+#: Open lock files of this process (kept open: closing one releases its lock).
+_held_locks: dict[Path, int] = {}
+#: Run directories this process created (candidates for :func:`discard_if_unused`).
+_created: set[Path] = set()
+#: Runs-root and experiment directories this process created (removed again if left empty).
+_created_parents: set[Path] = set()
+
+
+def check_name(value: object, what: str) -> str:
+    """``value`` as a directory name that stays inside its parent, or a ConfigError."""
+    name = str(value)
+    bad = (
+        not name
+        or name in (".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\x00" in name
+        or len(name.encode("utf-8", "surrogateescape")) > _MAX_COMPONENT_BYTES
+        or name != name.strip()
+    )
+    if bad:
+        raise ConfigError(
+            f"{what}={value!r} is not a valid run name: it must be one directory name (no '/', "
+            f"'..', leading or trailing spaces; at most {_MAX_COMPONENT_BYTES} bytes)"
+        )
+    return name
+
+
+def _make_parent(directory: Path) -> None:
+    """``mkdir -p directory``, remembering which levels this process created."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ConfigError(
+            f"cannot create runs directory {directory}: a file is in the way"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot create runs directory {directory}: {exc.strerror}") from None
+    if not directory.is_dir():
+        raise ConfigError(f"cannot create runs directory {directory}: a file is in the way")
+    _created_parents.update(d.resolve() for d in missing)
+
+
+def claim_new(root: str | Path, experiment: str, stem: str) -> str:
+    """Create and lock a fresh run directory ``root/experiment/<stem>[-k]``; its version."""
+    parent = Path(root) / check_name(experiment, "trainer.logger.init_args.name")
+    check_name(stem, "trainer.logger.init_args.version")
+    _make_parent(parent)
+    version, n = stem, 1
+    while True:
+        try:
+            os.mkdir(parent / version)
+        except FileExistsError:
+            n += 1
+            version = f"{stem}-{n}"
+            continue
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot create run directory {parent / version}: {exc.strerror}"
+            ) from None
+        run = parent / version
+        _created.add(run.resolve())
+        lock(run)
+        return version
+
+
+def claim_named(root: str | Path, experiment: str, version: str, resuming: bool) -> None:
+    """Claim the run directory the user named: create it (refusing one that already holds a
+    run, unless ``resuming`` it) and lock it."""
+    parent = Path(root) / check_name(experiment, "trainer.logger.init_args.name")
+    run = parent / check_name(version, "trainer.logger.init_args.version")
+    _make_parent(parent)
+    try:
+        os.mkdir(run)
+        _created.add(run.resolve())
+    except FileExistsError:
+        if not run.is_dir():
+            raise ConfigError(f"cannot use run directory {run}: a file is in the way") from None
+        if not resuming and any(run.iterdir()):
+            raise ConfigError(
+                f"run directory {run} already exists; resume it with --ckpt_path "
+                f"{run / 'checkpoints' / 'last.ckpt'} or choose another "
+                "--trainer.logger.init_args.version"
+            ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot create run directory {run}: {exc.strerror}") from None
+    lock(run)
+
+
+def lock(run: str | Path, what: str = "run") -> None:
+    """Take this process's exclusive lock on ``run`` (a ConfigError if another holds it);
+    ``what`` names the thing in that message (a run, a sweep)."""
+    import fcntl
+
+    run = Path(run).resolve()
+    if run in _held_locks:
+        return
+    try:
+        fd = os.open(lock_path(run), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise ConfigError(f"cannot lock run directory {run}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "another process"
+        os.close(fd)
+        raise ConfigError(
+            f"{what} {run} is being written by another process (pid {holder}); wait for it "
+            "to finish or stop it first"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _held_locks[run] = fd
+
+
+def holder(run: str | Path) -> int | None:
+    """The pid holding ``run``'s lock, or None if nobody writes it now."""
+    import fcntl
+
+    try:
+        fd = os.open(lock_path(run), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        return int(text) if text.isdigit() else -1
+    finally:
+        os.close(fd)
+    return None
+
+
+def release(run: str | Path) -> None:
+    """Release this process's lock on ``run`` (the lock file stays; it holds no data)."""
+    fd = _held_locks.pop(Path(run).resolve(), None)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def has_checkpoint(run: Path) -> bool:
+    return any(run.glob("checkpoints/*.ckpt")) or any(run.glob("*.ckpt"))
+
+
+def discard_if_unused() -> list[Path]:
+    """Remove the run directories this process created that hold no checkpoint (a run that
+    failed before it trained anything); returns what was removed."""
+    removed = []
+    for run in sorted(_created):
+        release(run)
+        if run.is_dir() and not has_checkpoint(run):
+            shutil.rmtree(run, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                lock_path(run).unlink()
+            removed.append(run)
+    for parent in sorted(_created_parents, key=lambda d: len(d.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            parent.rmdir()  # only if empty
+    _created.clear()
+    _created_parents.clear()
+    return removed
+
+
+def release_all() -> None:
+    """Release every lock this process holds and forget the directories it created (the CLI
+    calls this when a command ends, so one process can run several commands)."""
+    for run in list(_held_locks):
+        release(run)
+    _created.clear()
+    _created_parents.clear()

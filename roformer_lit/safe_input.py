@@ -1,0 +1,123 @@
+"""Reading what users hand us without hanging or exploding: regular files only, bounded YAML.
+
+* :func:`check_readable_file`: a path must name a *regular* file we can read. A FIFO, a
+  device or a directory would block (or fail obscurely) when opened; they are refused
+  with one line before anything opens them.
+* :func:`safe_yaml_load`: YAML through ``yaml.SafeLoader``, refusing documents whose
+  aliases expand to more than :data:`MAX_YAML_NODES` nodes (a "billion laughs" alias bomb
+  is a few hundred bytes that expand exponentially) and recursive aliases. Installed as
+  jsonargparse's ``yaml`` loader (:func:`install_yaml_guard`), so every config file and
+  every command-line value the CLI parses goes through it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from roformer_lit.errors import ConfigError
+
+#: Most nodes a YAML document may expand to (shipped configs have a few hundred).
+MAX_YAML_NODES = 100_000
+
+
+def check_readable_file(path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` if it is a regular, readable file; else a ConfigError naming it."""
+    p = Path(path).expanduser()
+    try:
+        mode = p.stat().st_mode
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"{what} {path} is a directory, expected a file")
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"{what} {path} is not a regular file (a pipe or device); give a file")
+    if not os.access(p, os.R_OK):
+        raise ConfigError(f"cannot read {what} {path}: permission denied")
+    return p
+
+
+class YAMLBombError(Exception):
+    """A YAML document that expands beyond :data:`MAX_YAML_NODES` nodes or refers to itself."""
+
+
+def _expanded_size(root: Any) -> int:
+    """Number of nodes ``root`` expands to, aliases counted at every use (iterative DFS)."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            on_path.discard(key)
+            total = 1
+            for child in _children(node, yaml):
+                total += sizes[id(child)]
+                if total > MAX_YAML_NODES:
+                    raise YAMLBombError(
+                        f"YAML aliases expand to more than {MAX_YAML_NODES:,} values"
+                    )
+            sizes[key] = total
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise YAMLBombError("a YAML alias refers to itself (recursive structure)")
+        on_path.add(key)
+        stack.append((node, True))
+        for child in _children(node, yaml):
+            if id(child) in on_path:
+                raise YAMLBombError("a YAML alias refers to itself (recursive structure)")
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes[id(root)]
+
+
+def _children(node: Any, yaml: Any) -> list[Any]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def check_yaml_size(text: str) -> None:
+    """Raise :class:`YAMLBombError` if ``text``'s aliases expand beyond the limit."""
+    if "*" not in text:  # no alias, nothing can expand
+        return
+    import yaml
+
+    for document in yaml.compose_all(text, Loader=yaml.SafeLoader):
+        if document is not None:
+            _expanded_size(document)
+
+
+def safe_yaml_load(text: str) -> Any:
+    """``yaml.safe_load`` after :func:`check_yaml_size`."""
+    import yaml
+
+    check_yaml_size(text)
+    return yaml.safe_load(text)
+
+
+def install_yaml_guard() -> None:
+    """Make jsonargparse's ``yaml`` mode check alias expansion before loading."""
+    import yaml
+    from jsonargparse import set_loader
+    from jsonargparse._loaders_dumpers import yaml_load
+
+    def guarded(stream: str) -> Any:
+        try:
+            check_yaml_size(stream)
+        except YAMLBombError as exc:
+            raise yaml.YAMLError(str(exc)) from None
+        return yaml_load(stream)
+
+    set_loader("yaml", guarded, exceptions=(yaml.YAMLError,))
