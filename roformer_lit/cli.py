@@ -13,7 +13,14 @@ Exit codes (each non-zero one comes with one line on stderr, never a traceback):
 * 3 (``EXIT_DIVERGED``) -- the training loss or a gradient became NaN/inf; the line names
   the step and the last good checkpoint (nothing newer was written);
 * 75 (``EXIT_PREEMPTED``, ``EX_TEMPFAIL``) -- stopped by SIGTERM or SIGUSR1 after saving
-  ``last.ckpt``; rerun with ``--ckpt_path`` that file to continue exactly where it stopped.
+  ``last.ckpt``; rerun with ``--ckpt_path`` that file to continue exactly where it stopped;
+* 130 (``EXIT_INTERRUPTED``) -- stopped by Ctrl-C: a first Ctrl-C finishes the step and
+  saves ``last.ckpt`` as a preemption does, a second one stops at once.
+
+Unreadable input, a read-only or full disk and a file where a directory belongs are
+reported the same way as user mistakes (one line, exit 2). A run directory this process
+created is removed again when the run fails before it wrote any checkpoint
+(:mod:`roformer_lit.run_dir`).
 
 Fault tolerance: every checkpoint is written atomically (:mod:`roformer_lit.checkpoint_io`)
 and holds the data position and the random generators, so a run killed at any point and
@@ -29,18 +36,27 @@ from pathlib import Path
 from typing import Any
 
 from jsonargparse import ArgumentParser
+from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch import LightningModule, Trainer
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-from roformer_lit.callbacks import LastCheckpointAtEnd, LastGoodCheckpoint, Preemption
-from roformer_lit.checkpoint_io import AtomicCheckpointIO
+from roformer_lit import run_dir
+from roformer_lit.callbacks import (
+    LastCheckpointAtEnd,
+    LastGoodCheckpoint,
+    Preemption,
+    RunCheckpoint,
+)
+from roformer_lit.checkpoint_io import AtomicCheckpointIO, read_checkpoint
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError
+from roformer_lit.final_validation import ValidateAtEnd
 from roformer_lit.module import MaskedLM, TrainingDiverged
+from roformer_lit.progress import default_progress_bar
 from roformer_lit.run_logger import RunLogger, unique_version
+from roformer_lit.safe_input import check_readable_file, install_yaml_guard
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
 RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"
@@ -48,6 +64,7 @@ RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"
 EXIT_USER_ERROR = 2
 EXIT_DIVERGED = 3
 EXIT_PREEMPTED = 75  # EX_TEMPFAIL: try again (with --ckpt_path)
+EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C; last.ckpt was saved if training ran
 
 #: ``--ckpt_path`` values Lightning resolves itself (not file paths).
 _SPECIAL_CKPT_PATHS = ("last", "best", "hpc")
@@ -70,7 +87,7 @@ class RoformerCLI(LightningCLI):
         parser.link_arguments(
             "data.tokenizer_vocab_size", "model.vocab_size", apply_on="instantiate"
         )
-        parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
+        parser.add_lightning_class_args(RunCheckpoint, "checkpoint")
         parser.set_defaults(
             {
                 "checkpoint.monitor": "val/loss",
@@ -79,10 +96,13 @@ class RoformerCLI(LightningCLI):
                 "checkpoint.save_top_k": 1,
                 "checkpoint.filename": "best",
                 "checkpoint.auto_insert_metric_name": False,
+                # a run owns its directory: a resumed run overwrites its own best/last.ckpt
+                # (a counter would write last-v1.ckpt beside the last.ckpt it resumed from)
+                "checkpoint.enable_version_counter": False,
                 "trainer.logger": {"class_path": RUN_LOGGER, "init_args": {"save_dir": "runs"}},
                 "trainer.callbacks": [
-                    {"class_path": f"{LearningRateMonitor.__module__}.LearningRateMonitor"},
                     {"class_path": f"{LastCheckpointAtEnd.__module__}.LastCheckpointAtEnd"},
+                    {"class_path": f"{ValidateAtEnd.__module__}.ValidateAtEnd"},
                 ],
             }
         )
@@ -115,17 +135,27 @@ class RoformerCLI(LightningCLI):
             self.config = self.parser.parse_object({subcommand: {"model": fill}}, self.config)
 
     def before_instantiate_classes(self) -> None:
-        """Pick the run directory: resume into a checkpoint's own run, or a new readable one."""
+        """Pick and claim the run directory (:mod:`roformer_lit.run_dir`): resume into a
+        checkpoint's own run, or a new readable one. ``validate``/``test``/``predict`` make no
+        run of their own: their results are appended to the evaluated run's
+        ``evaluations.jsonl`` (:meth:`_run_subcommand`)."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         logger = config.trainer.logger
+        if self.subcommand != "fit":
+            if _is_run_logger(logger):
+                config.trainer.logger = False
+            return
         if not _is_run_logger(logger):
             return
         args = logger.init_args
         root, name = args.get("save_dir") or "runs", args.get("name") or "default"
-        ckpt = config.get("ckpt_path") if self.subcommand == "fit" else None
+        ckpt = config.get("ckpt_path")
+        leader = _get_rank() in (None, 0)  # only one process of a multi-process run claims
         if args.get("version") is None:
             own_run = run_dir_of(ckpt) if ckpt else None
             if own_run is not None:  # a restart continues the run it came from
+                if leader:
+                    run_dir.lock(own_run)
                 args.save_dir, args.name, args.version = (
                     _relative_if_inside_cwd(own_run.parent.parent),
                     own_run.parent.name,
@@ -133,21 +163,33 @@ class RoformerCLI(LightningCLI):
                 )
                 return
             stem = f"{config.model.position}-{config.model.attention}-seed{config.seed_everything}"
-            if self.subcommand != "fit":
-                stem = f"{stem}-{self.subcommand}"
-            args.version = unique_version(root, name, stem)
+            claim = run_dir.claim_new if leader else unique_version
+            args.version = claim(root, name, stem)
             return
-        run_dir = Path(root) / name / str(args.version)
-        resuming = ckpt is not None and _is_inside(Path(ckpt), run_dir)
-        if run_dir.is_dir() and any(run_dir.iterdir()) and not resuming:
-            raise ConfigError(
-                f"run directory {run_dir} already exists; resume it with --ckpt_path "
-                f"{run_dir / 'checkpoints' / 'last.ckpt'} or choose another "
-                "--trainer.logger.init_args.version"
-            )
+        version = str(args.version)
+        resuming = ckpt is not None and _is_inside(Path(ckpt), Path(root) / name / version)
+        if leader:
+            run_dir.claim_named(root, name, version, resuming)
+
+    def _set_seed(self) -> None:
+        """Seed everything, refusing a seed numpy cannot take with one line."""
+        seed = self._get(self.config, "seed_everything")
+        if not isinstance(seed, bool) and isinstance(seed, int) and not 0 <= seed < 2**32:
+            raise ConfigError(f"seed_everything={seed} is out of range: must be in [0, 2**32 - 1]")
+        super()._set_seed()
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        super()._run_subcommand(subcommand)
+        if subcommand in ("validate", "test"):
+            _record_evaluation(subcommand, self.config[subcommand], self.trainer)
 
     def instantiate_classes(self) -> None:
-        super().instantiate_classes()
+        try:
+            super().instantiate_classes()
+        except (ValueError, TypeError) as exc:  # a class refused its arguments
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"invalid settings: {_one_line(exc)}") from exc
         _check_lengths(self.model, self.datamodule)
         checkpoint, self._checkpoint = getattr(self, "_checkpoint", None), None
         if checkpoint is not None:
@@ -155,13 +197,58 @@ class RoformerCLI(LightningCLI):
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         """The trainer, plus preemption handling, divergence reporting and atomic saves."""
-        trainer = super().instantiate_trainer(**kwargs)
+        trainer_config = self._get(self.config_init, "trainer", default={})
+        trainer = super().instantiate_trainer(**{**default_progress_bar(trainer_config), **kwargs})
         for callback_class in (Preemption, LastGoodCheckpoint):
             if not any(isinstance(c, callback_class) for c in trainer.callbacks):
                 trainer.callbacks.append(callback_class())
         if type(trainer.strategy.checkpoint_io) is TorchCheckpointIO:
             trainer.strategy.checkpoint_io = AtomicCheckpointIO()
         return trainer
+
+
+EVALUATIONS_FILE = "evaluations.jsonl"
+
+
+def _record_evaluation(subcommand: str, config: Any, trainer: Trainer) -> Path | None:
+    """Append a ``validate``/``test`` result to the evaluated run's ``evaluations.jsonl``:
+    one JSON line with the time, command, checkpoint (and its step), the data and model
+    settings it was evaluated with, and the metrics. A checkpoint outside a run directory
+    gets no record (Lightning's printed table is the result)."""
+    import json
+    import time
+
+    ckpt = config.get("ckpt_path")
+    if not trainer.is_global_zero or ckpt is None or str(ckpt) in _SPECIAL_CKPT_PATHS:
+        return None
+    run = run_dir_of(ckpt)
+    if run is None:
+        return None
+    metrics = {
+        key: float(value)
+        for key, value in trainer.callback_metrics.items()
+        if getattr(value, "numel", lambda: 0)() == 1
+    }
+    record = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "command": subcommand,
+        "checkpoint": str(ckpt),
+        "step": read_checkpoint(ckpt).get("global_step"),
+        "data": _plain(config.get("data")),
+        "model": _plain(config.get("model")),
+        "metrics": metrics,
+    }
+    path = run / EVALUATIONS_FILE
+    with open(path, "a", encoding="utf-8") as f:  # one write per record: appends never interleave
+        f.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+    print(f"{subcommand} results appended to {path}")
+    return path
+
+
+def _plain(namespace: Any) -> Any:
+    """A jsonargparse Namespace (or anything) as plain JSON-able data."""
+    as_dict = getattr(namespace, "as_dict", None)
+    return as_dict() if callable(as_dict) else namespace
 
 
 def _inspect_checkpoint(
@@ -191,33 +278,6 @@ def _inspect_checkpoint(
                     f"model.{key}={wanted!r}; use the checkpoint run's config (its config.yaml)"
                 )
     return path, checkpoint
-
-
-def read_checkpoint(path: str | Path) -> dict[str, Any]:
-    """The checkpoint at ``path`` (tensors memory-mapped, loaded the way Lightning will, with
-    ``weights_only``), or a ConfigError naming the file and what is wrong with it."""
-    import pickle
-    import zipfile
-
-    import torch
-
-    if not zipfile.is_zipfile(path):
-        raise ConfigError(
-            f"cannot read checkpoint {path}: not a PyTorch checkpoint (truncated, or another "
-            "kind of file)"
-        )
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except (RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, EOFError, ValueError) as exc:
-        detail = _one_line(exc).split(". ")[0][:160]
-        raise ConfigError(
-            f"cannot read checkpoint {path}: truncated or not a PyTorch checkpoint ({detail})"
-        ) from exc
-    except OSError as exc:
-        raise ConfigError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from exc
-    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
-        raise ConfigError(f"{path} is not a roformer_lit checkpoint (it has no state_dict)")
-    return checkpoint
 
 
 def _check_checkpoint_fits(path: str, checkpoint: dict[str, Any], model: MaskedLM) -> None:
@@ -254,7 +314,7 @@ class RunConfigSaver(SaveConfigCallback):
     config differs, writes the new one as ``config-resumed-<k>.yaml``."""
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
-        if self.already_saved:
+        if self.already_saved or stage != "fit":  # evaluations make no run of their own
             return None
         log_dir = trainer.log_dir  # a collective under DDP: every rank takes the same path
         if log_dir is None:
@@ -356,24 +416,61 @@ def lightning_main(args: Sequence[str] | None) -> None:
 
 
 def export_main(args: Sequence[str]) -> None:
-    """``export --ckpt_path X --out DIR``: a checkpoint as a Hugging Face MLM directory."""
-    from roformer_lit import export_hf
+    """``export --ckpt_path X --out DIR``: a checkpoint as a complete Hugging Face MLM
+    directory (config, weights, tokenizer) that ``pipeline("fill-mask", model=DIR)`` loads.
+
+    The tokenizer is ``--tokenizer`` if given, else the one stored in the checkpoint, else
+    (a checkpoint from before they were stored) the bundled corpus tokenizer when the run's
+    ``config.yaml`` says the run used it. With none, the export is refused unless
+    ``--no_tokenizer`` (the model alone). ``--out`` must be new or empty; nothing is written
+    on any error.
+    """
+    from roformer_lit.interop.export import check_out_dir, export_hf
+    from roformer_lit.interop.tokenizer import export_tokenizer
 
     parser = ArgumentParser(prog="python -m roformer_lit export", exit_on_error=False)
     parser.add_argument("--ckpt_path", type=str, required=True, help="a .ckpt written by fit")
     parser.add_argument("--out", type=str, required=True, help="new HF model directory")
+    parser.add_argument(
+        "--tokenizer",
+        type=str | None,
+        default=None,
+        help="tokenizer.json to export (default: the one stored in the checkpoint)",
+    )
+    parser.add_argument(
+        "--no_tokenizer",
+        action="store_true",
+        help="export the model without a tokenizer (AutoTokenizer / pipeline cannot load it)",
+    )
     ns = parser.parse_args(list(args))
+    if ns.tokenizer is not None and ns.no_tokenizer:
+        raise ConfigError("--tokenizer and --no_tokenizer exclude each other; give one of them")
     ckpt = Path(ns.ckpt_path)
     if not ckpt.is_file():
         raise ConfigError(f"checkpoint not found: {ckpt}")
+    check_out_dir(ns.out)
+    checkpoint = read_checkpoint(ckpt)  # weights_only=True, before anything else reads it
+    tokenizer, note = None, "exported without a tokenizer (--no_tokenizer)"
+    if not ns.no_tokenizer:
+        tokenizer, note = export_tokenizer(checkpoint, ckpt, run_dir_of(ckpt), ns.tokenizer)
+        if tokenizer is None:
+            raise ConfigError(
+                f"{note}; pass --tokenizer the run's tokenizer.json, or --no_tokenizer to "
+                "export the model alone"
+            )
     model = load_checkpoint(ckpt)
-    print(export_hf(model, ns.out))
+    print(export_hf(model, ns.out, tokenizer, require_tokenizer=False))
+    if note is not None:
+        print(f"note: {note}", file=sys.stderr)
 
 
 def load_checkpoint(path: Any) -> MaskedLM:
-    """A MaskedLM from a checkpoint, or a ConfigError if the file is not one."""
+    """A MaskedLM from a checkpoint, or a ConfigError if the file is not one. The file is
+    checked by :func:`read_checkpoint` and unpickled with ``weights_only=True`` (a crafted
+    checkpoint cannot run code)."""
+    read_checkpoint(path)
     try:
-        return MaskedLM.load_from_checkpoint(path, map_location="cpu")
+        return MaskedLM.load_from_checkpoint(path, map_location="cpu", weights_only=True)
     except ConfigError:
         raise
     except Exception as exc:  # a truncated or foreign file
@@ -390,6 +487,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "bench": "roformer_lit.benchmarks.models:main",
     "bench-data": "roformer_lit.benchmarks.data_pipeline:run",
     "extrapolate": "roformer_lit.extrapolate:main",
+    "prepare": "roformer_lit.data.prepare_cli:main",
 }
 
 
@@ -399,12 +497,14 @@ def _extra_command(name: str) -> Callable[[Sequence[str]], Any]:
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 2 user error, 3 diverged, 75 preempted;
-    see the module docstring)."""
+    """Run the CLI; returns the exit code (0 ok, 2 user error, 3 diverged, 75 preempted,
+    130 interrupted by Ctrl-C; see the module docstring)."""
     argv = list(sys.argv[1:] if args is None else args)
     if not argv or argv[0] in ("-h", "--help"):
         print(f"more commands: {', '.join(EXTRA_COMMANDS)} (each takes --help)\n")
     try:
+        install_yaml_guard()
+        _check_config_files(argv)
         if argv and argv[0] in EXTRA_COMMANDS:
             result = _extra_command(argv[0])(argv[1:])
             return result if isinstance(result, int) else 0
@@ -413,13 +513,15 @@ def main(args: Sequence[str] | None = None) -> int:
         info = getattr(exc, "preemption", None)
         if info is None:
             print("stopped by a signal; no checkpoint was saved", file=sys.stderr)
-        else:
-            print(
-                f"preempted by {info['signal']} at step {info['step']}: saved "
-                f"{info['checkpoint']}; continue with --ckpt_path {info['checkpoint']}",
-                file=sys.stderr,
-            )
-        return EXIT_PREEMPTED
+            return EXIT_PREEMPTED
+        interrupted = info["signal"] == "SIGINT"
+        print(
+            f"{'interrupted by Ctrl-C' if interrupted else 'preempted by ' + info['signal']} at "
+            f"step {info['step']}: saved {info['checkpoint']}; continue with --ckpt_path "
+            f"{info['checkpoint']}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED
     except TrainingDiverged as exc:
         last = getattr(exc, "last_checkpoint", None)
         where = (
@@ -429,17 +531,54 @@ def main(args: Sequence[str] | None = None) -> int:
         )
         print(f"error: {exc}{where}", file=sys.stderr)
         return EXIT_DIVERGED
-    except ConfigError as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
+    except KeyboardInterrupt:
+        run_dir.discard_if_unused()
+        print(
+            "error: interrupted (Ctrl-C) before training started; nothing was saved",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    except OSError as exc:  # unreadable input, read-only or full disk, a file in the way
+        run_dir.discard_if_unused()
+        print(f"error: {_describe_os_error(exc)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except Exception as exc:
         from lightning.fabric.utilities.exceptions import MisconfigurationException
 
-        if _is_argument_error(exc) or isinstance(exc, MisconfigurationException):
+        if (
+            isinstance(exc, ConfigError)
+            or _is_argument_error(exc)
+            or isinstance(exc, MisconfigurationException)
+        ):
+            run_dir.discard_if_unused()
             print(f"error: {_one_line(exc)}", file=sys.stderr)
             return EXIT_USER_ERROR
         raise
+    finally:
+        run_dir.release_all()
     return 0
+
+
+def _describe_os_error(exc: OSError) -> str:
+    """``<what went wrong>: <file>`` for an OSError, one line."""
+    what = exc.strerror or _one_line(exc) or type(exc).__name__
+    where = exc.filename if exc.filename is not None else ""
+    if exc.filename2 is not None:
+        where = f"{where} -> {exc.filename2}"
+    return f"{what}: {where}" if where else what
+
+
+def _check_config_files(argv: Sequence[str]) -> None:
+    """Every ``--config``/``-c`` file must be a regular readable file (a FIFO would hang the
+    parser, a directory confuse it)."""
+    for i, arg in enumerate(argv):
+        path = None
+        if arg in ("--config", "-c") and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith("--config="):
+            path = arg.split("=", 1)[1]
+        if path is not None and not path.lstrip().startswith(("{", "[")):
+            check_readable_file(path, "config file")
 
 
 def _is_argument_error(exc: BaseException) -> bool:

@@ -2,92 +2,358 @@
 
 Evaluates trained checkpoints at sequence lengths they may never have seen and prints a
 markdown table of masked-token ``val/loss`` per evaluation length, one row per checkpoint.
-Each checkpoint is evaluated on its own run's validation data (``config.yaml`` beside its
-``checkpoints/`` folder; the bundled corpus otherwise), re-packed into blocks of each
-length, with the same fixed validation masking, and about the same number of tokens at
-every length. A scheme that cannot encode a length (``learned`` past its table) gets
-"refused" in its cell instead of a number.
+
+What is evaluated, per checkpoint: the validation split of the data it was trained on (the
+data settings saved in the checkpoint; its run's ``config.yaml`` for older checkpoints; the
+bundled corpus otherwise), re-packed into blocks of each length ``L`` with the run's fixed
+validation masking (seeded per block by the data ``seed``), and the same text at every
+length: the first ``T`` tokens of the split, i.e. its first ``T // L`` blocks, where ``T``
+is what the run's own validation evaluates, ``max_val_blocks * max_length`` (the whole
+split if the run did not cap it), unless ``--tokens`` says otherwise. The loss is computed
+by the model's own validation step under a Lightning ``Trainer`` in the run's precision, so
+
+    at L = the training length:  extrapolate == validate  (same blocks, masking, reduction)
+
+and the table's cell equals ``validate --ckpt_path CKPT``'s ``val/loss`` with the run's
+settings. A line on stderr per checkpoint says which blocks were evaluated at each length.
+A scheme that cannot encode a length (``learned`` past its table) gets "refused" in its
+cell; a validation split shorter than one block of ``L`` tokens gets "n/a".
+
+Checkpoints are loaded with ``weights_only=True``: a file holding pickled objects other
+than tensors and plain data is refused, never unpickled. A checkpoint that cannot be used
+(missing, truncated, not a checkpoint, refused, its data unreadable) is skipped with one
+``warning:`` line while others remain, and is one ``error:`` line (exit 2) otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import contextlib
+import inspect
+import logging
+import math
+import os
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
-import torch.nn.functional as F
-import yaml
+from lightning.pytorch import Trainer
 
-from roformer_lit.cli import load_checkpoint, run_dir_of
+from roformer_lit.checkpoint_io import read_checkpoint
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
-
-DATA_KEYS = (
-    "train_files",
-    "val_files",
-    "val_fraction",
-    "text_field",
-    "tokenizer_file",
-    "vocab_size",
-    "mlm_probability",
-    "seed",
-    "cache_dir",
+from roformer_lit.run_files import (
+    RunFileError,
+    expand_arguments,
+    has_glob,
+    read_yaml_mapping,
+    warn,
 )
 
-
-def data_settings(ckpt: Path) -> dict:
-    """The data arguments of the run a checkpoint came from (``{}``: the defaults)."""
-    run = run_dir_of(ckpt)
-    if run is None:
-        return {}
-    config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) or {}
-    data = config.get("data") or {}
-    return {k: data[k] for k in DATA_KEYS if k in data}
+#: Data-module arguments extrapolate sets itself (per length), or that change no result.
+OVERRIDDEN = ("max_length", "batch_size", "max_val_blocks", "max_train_blocks", "num_workers")
 
 
-@torch.no_grad()
-def evaluate(model: MaskedLM, data: MLMDataModule) -> float:
-    """Token-weighted masked-token cross-entropy over the validation set."""
-    total, count = 0.0, 0
-    for batch in data.val_dataloader():
-        batch = {k: v.to(model.device) for k, v in batch.items()}
-        logits, targets = model.masked_logits(batch["input_ids"], batch["labels"])
-        total += F.cross_entropy(logits.float(), targets, reduction="sum").item()
-        count += targets.numel()
-    return total / max(count, 1)
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line through the CLI, no usage dump
+        raise ConfigError(f"extrapolate: {message}")
+
+
+@dataclass
+class RunSettings:
+    """How a checkpoint's run validated: its data, block length, batch size, cap, precision."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    train_length: int | None = None
+    batch_size: int | None = None
+    max_val_blocks: int | None = None
+    precision: str = "32-true"
+    source: str = "at their defaults (the bundled corpus)"
+
+
+@dataclass
+class Evaluation:
+    """One cell: the loss (None if not evaluated), why not, and which blocks were used."""
+
+    length: int
+    loss: float | None = None
+    why_not: str | None = None
+    blocks: int = 0
+    blocks_available: int = 0
+
+
+def run_settings(ckpt: Path, checkpoint: dict[str, Any]) -> RunSettings:
+    """The validation settings of the run ``checkpoint`` (read from ``ckpt``) came from.
+
+    Data settings come from the checkpoint (``datamodule_hyper_parameters``), else from the
+    ``config.yaml`` of the run directory ``<run>/checkpoints/<ckpt>`` belongs to, else are
+    the defaults; the precision comes from that ``config.yaml`` (``32-true`` without one).
+    An unreadable ``config.yaml`` is a warning, not an error.
+    """
+    config: dict[str, Any] = {}
+    config_path = ckpt.parent.parent / "config.yaml"
+    if ckpt.parent.name == "checkpoints" and os.path.lexists(config_path):
+        try:
+            config = read_yaml_mapping(config_path)
+        except RunFileError as exc:
+            warn(f"{config_path}: {exc}; using the settings saved in {ckpt}")
+    settings = RunSettings()
+    saved = checkpoint.get("datamodule_hyper_parameters")
+    from_config = config.get("data")
+    if isinstance(saved, dict) and saved:
+        data, settings.source = saved, "saved in the checkpoint"
+    elif isinstance(from_config, dict):
+        data, settings.source = from_config, f"from {config_path}"
+    else:
+        data = {}
+    if "requested_vocab_size" in data:  # the data module saves data.vocab_size under this name
+        data = {**data, "vocab_size": data["requested_vocab_size"]}
+    accepted = inspect.signature(MLMDataModule.__init__).parameters
+    settings.data = {k: v for k, v in data.items() if k in accepted and k not in OVERRIDDEN}
+    settings.train_length = _positive_int(data.get("max_length"))
+    settings.batch_size = _positive_int(data.get("batch_size"))
+    settings.max_val_blocks = _positive_int(data.get("max_val_blocks"))
+    trainer = config.get("trainer")
+    if isinstance(trainer, dict) and trainer.get("precision") is not None:
+        settings.precision = str(trainer["precision"])
+    return settings
+
+
+def _positive_int(value: Any) -> int | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    return value if ok else None
+
+
+def token_budget(settings: RunSettings, tokens: int | None) -> int | None:
+    """Validation tokens per length: ``--tokens``, else what the run's validation evaluates
+    (``max_val_blocks * max_length``), else None (the whole split)."""
+    if tokens is not None:
+        return tokens
+    if settings.max_val_blocks is not None and settings.train_length is not None:
+        return settings.max_val_blocks * settings.train_length
+    return None
+
+
+def batch_size_at(settings: RunSettings, length: int, batch_size: int | None) -> int:
+    """``--batch-size``, else the run's tokens per batch at ``length`` (the run's own batch
+    size at its training length)."""
+    if batch_size is not None:
+        return batch_size
+    if settings.batch_size is None:
+        return 4
+    train_length = settings.train_length or length
+    return max(1, settings.batch_size * train_length // length)
+
+
+def open_checkpoint(path: Path) -> dict[str, Any]:
+    """The checkpoint at ``path`` (:func:`roformer_lit.checkpoint_io.read_checkpoint`), with a
+    hint for a run directory given instead of its checkpoint."""
+    if os.path.isdir(path):
+        raise ConfigError(
+            f"{path} is a directory, not a checkpoint (e.g. {path}/checkpoints/last.ckpt)"
+        )
+    return read_checkpoint(path)
+
+
+def load_model(path: Path) -> MaskedLM:
+    """The MaskedLM of a checkpoint, loaded with ``weights_only=True``, or a ConfigError."""
+    try:
+        return MaskedLM.load_from_checkpoint(path, map_location="cpu", weights_only=True)
+    except ConfigError:
+        raise
+    except Exception as exc:  # a foreign or damaged checkpoint that passed open_checkpoint
+        detail = " ".join(str(exc).split())[:200]
+        raise ConfigError(f"cannot load checkpoint {path}: {type(exc).__name__}: {detail}") from exc
+
+
+@contextlib.contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """Lightning's banner lines and data-loader hints, which say nothing here."""
+    logger = logging.getLogger("lightning.pytorch")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+            warnings.filterwarnings("ignore", message=".*litlogger.*")
+            warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def validation_loss(model: MaskedLM, data: MLMDataModule, precision: str) -> float:
+    """``val/loss`` of ``model`` on ``data``'s validation set, through the model's own
+    validation step under a one-device Lightning Trainer (what ``validate`` runs):
+    masked-token cross-entropy averaged over all masked tokens (NaN if there are none)."""
+    with _quiet_lightning():
+        trainer = Trainer(
+            accelerator="auto",
+            devices=1,
+            precision=precision,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
+        results = trainer.validate(model, datamodule=data, verbose=False)
+    return float(results[0].get("val/loss", math.nan)) if results else math.nan
+
+
+def _data(settings: RunSettings, length: int, batch_size: int, cap: int | None) -> MLMDataModule:
+    """The run's data module at ``length``, its validation set set up (cut into blocks)."""
+    data = MLMDataModule(
+        **settings.data, max_length=length, batch_size=batch_size, max_val_blocks=cap
+    )
+    data.setup("validate")
+    return data
+
+
+def evaluate_checkpoint(
+    model: MaskedLM,
+    settings: RunSettings,
+    lengths: Sequence[int],
+    tokens: int | None = None,
+    batch_size: int | None = None,
+    label: str = "checkpoint",
+) -> list[Evaluation]:
+    """One :class:`Evaluation` per length (see the module docstring for what is evaluated).
+
+    Raises ConfigError if the run's data cannot be read or does not fit the model; a length
+    the data cannot be cut into (a validation split shorter than one block) is a warning
+    line and an "n/a" cell.
+    """
+    budget = token_budget(settings, tokens)
+    vocab = MLMDataModule(**settings.data).tokenizer_vocab_size
+    if vocab != model.hparams.vocab_size:
+        raise ConfigError(
+            f"its data's tokenizer has {vocab} tokens, the model {model.hparams.vocab_size}: "
+            "the data settings do not match its run"
+        )
+    cells: list[Evaluation] = []
+    for length in lengths:
+        cell = Evaluation(length)
+        cells.append(cell)
+        if model.max_length is not None and length > model.max_length:
+            cell.why_not = f"refused (max_positions={model.max_length})"
+            continue
+        cap = None if budget is None else max(budget // length, 1)
+        batch = batch_size_at(settings, length, batch_size)
+        try:
+            data = _data(settings, length, batch, cap)
+            available = data if cap is None else _data(settings, length, batch, None)
+        except ConfigError as exc:
+            warn(f"{label} at L={length}: {exc}")
+            cell.why_not = "n/a (see the warning)"
+            continue
+        assert data.val_dataset is not None and available.val_dataset is not None
+        cell.blocks, cell.blocks_available = len(data.val_dataset), len(available.val_dataset)
+        try:
+            loss = validation_loss(model, data, settings.precision)
+        except torch.OutOfMemoryError:
+            cell.why_not = "n/a (out of memory)"
+            continue
+        if math.isnan(loss):
+            cell.why_not = "n/a (no masked tokens)"
+        else:
+            cell.loss = loss
+    return cells
+
+
+def describe(
+    ckpt: Path, settings: RunSettings, cells: Sequence[Evaluation], budget: int | None
+) -> str:
+    """The stderr line saying what was evaluated for ``ckpt`` and whether the training
+    length's cell is what ``validate`` evaluates."""
+    parts = []
+    for cell in cells:
+        if not cell.blocks:
+            continue
+        part = f"L={cell.length}: blocks 0-{cell.blocks - 1} of {cell.blocks_available}"
+        if cell.length == settings.train_length:
+            validated = min(settings.max_val_blocks or cell.blocks_available, cell.blocks_available)
+            same = validated == cell.blocks
+            part += " (= validate's)" if same else f" (validate: blocks 0-{validated - 1})"
+        parts.append(part)
+    amount = f"its first {budget} tokens" if budget is not None else "all of it"
+    return (
+        f"{ckpt}: validation split, {amount} at each length; data settings "
+        f"{settings.source}, masking seed {settings.data.get('seed', 0)}, precision "
+        f"{settings.precision}; " + ("; ".join(parts) if parts else "nothing evaluated")
+    )
+
+
+def _format(cell: Evaluation) -> str:
+    return f"{cell.loss:.3f}" if cell.loss is not None else str(cell.why_not)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m roformer_lit extrapolate", description=__doc__)
+    parser.add_argument("checkpoints", nargs="+", help="checkpoint files (quoted globs too)")
+    parser.add_argument("--lengths", nargs="+", type=int, default=[128, 256, 512, 1024, 2048])
+    parser.add_argument(
+        "--tokens",
+        type=int,
+        default=None,
+        help="validation tokens per length (default: what the run's validation evaluates)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="blocks per batch (default: the run's tokens per batch)",
+    )
+    return parser
 
 
 def main(args: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m roformer_lit extrapolate", description=__doc__)
-    parser.add_argument("checkpoints", nargs="+", type=Path)
-    parser.add_argument("--lengths", nargs="+", type=int, default=[128, 256, 512, 1024, 2048])
-    parser.add_argument("--tokens", type=int, default=32768, help="validation tokens per length")
-    parser.add_argument("--batch-size", type=int, default=4)
-    ns = parser.parse_args(list(args))
-    for ckpt in ns.checkpoints:
-        if not ckpt.is_file():
-            raise ConfigError(f"checkpoint not found: {ckpt}")
+    ns = build_parser().parse_args(list(args))
     if min(ns.lengths) < 8:
         raise ConfigError(f"--lengths must be >= 8, got {min(ns.lengths)}")
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    for name in ("tokens", "batch_size"):
+        value = getattr(ns, name)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    paths, unmatched = expand_arguments(ns.checkpoints)
+    problems = [
+        f"no file matches {a}" if has_glob(a) else f"checkpoint not found: {a}" for a in unmatched
+    ]
+    ready: list[tuple[Path, RunSettings]] = []
+    for path in paths:
+        try:
+            ready.append((path, run_settings(path, open_checkpoint(path))))
+        except ConfigError as exc:
+            problems.append(str(exc))
+    if not ready:
+        raise ConfigError("; ".join(problems))
+    for problem in problems:
+        warn(f"{problem}; skipped")
+    rows = []
+    for path, settings in ready:
+        try:
+            model = load_model(path)
+            cells = evaluate_checkpoint(
+                model, settings, ns.lengths, ns.tokens, ns.batch_size, label=str(path)
+            )
+        except ConfigError as exc:
+            message = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
+            if len(ready) == 1:
+                raise ConfigError(message) from exc
+            warn(f"{message}; skipped")
+            continue
+        print(describe(path, settings, cells, token_budget(settings, ns.tokens)), file=sys.stderr)
+        hp = model.hparams
+        cells_text = " | ".join(_format(cell) for cell in cells)
+        rows.append(f"| {path} | {hp.position} | {hp.attention} | {cells_text} |")
+    if not rows:
+        raise ConfigError("no checkpoint could be evaluated (see the warnings)")
     print("| checkpoint | scheme | kernel | " + " | ".join(f"L={n}" for n in ns.lengths) + " |")
     print("|---|---|---|" + "---|" * len(ns.lengths))
-    for ckpt in ns.checkpoints:
-        model = load_checkpoint(ckpt).to(device).eval()
-        cells = []
-        for length in ns.lengths:
-            if model.max_length is not None and length > model.max_length:
-                cells.append(f"refused (max_positions={model.max_length})")
-                continue
-            data = MLMDataModule(
-                **data_settings(ckpt),
-                max_length=length,
-                batch_size=ns.batch_size,
-                max_val_blocks=max(ns.tokens // length, 1),
-            )
-            cells.append(f"{evaluate(model, data):.3f}")
-        hp = model.hparams
-        print(f"| {ckpt} | {hp.position} | {hp.attention} | " + " | ".join(cells) + " |")
+    for row in rows:
+        print(row)
     return 0

@@ -19,18 +19,7 @@ from roformer_lit.attention.block import SelfAttention
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions import POSITION_SCHEMES, EncoderShape, LayerPosition
 from roformer_lit.registry import check_options, lookup
-
-
-def _check_positive(**values: int) -> None:
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-
-
-def _check_probability(**values: float) -> None:
-    for name, value in values.items():
-        if not 0.0 <= value < 1.0:
-            raise ConfigError(f"{name} must be in [0, 1), got {value!r}")
+from roformer_lit.validation import check_model_arguments
 
 
 class EncoderLayer(nn.Module):
@@ -99,21 +88,24 @@ class Encoder(nn.Module):
         attention_kwargs: Mapping[str, Any] | None,
     ) -> None:
         super().__init__()
-        _check_positive(
-            vocab_size=vocab_size,
-            hidden_size=hidden_size,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
-            max_positions=max_positions,
+        check_model_arguments(
+            {
+                "position": position,
+                "attention": attention,
+                "vocab_size": vocab_size,
+                "hidden_size": hidden_size,
+                "num_layers": num_layers,
+                "num_heads": num_heads,
+                "intermediate_size": intermediate_size,
+                "max_positions": max_positions,
+                "dropout": dropout,
+                "attention_dropout": attention_dropout,
+                "layer_norm_eps": layer_norm_eps,
+                "pre_norm": pre_norm,
+                "position_kwargs": position_kwargs,
+                "attention_kwargs": attention_kwargs,
+            }
         )
-        _check_probability(dropout=dropout, attention_dropout=attention_dropout)
-        if hidden_size % num_heads:
-            divisors = [h for h in range(1, hidden_size + 1) if hidden_size % h == 0]
-            raise ConfigError(
-                f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}; "
-                f"valid num_heads for it: {divisors}"
-            )
         scheme_cls = lookup(POSITION_SCHEMES, position, "position")
         kernel_cls = lookup(ATTENTION_KERNELS, attention, "attention")
         position_options = check_options(scheme_cls, position_kwargs, "position", position)

@@ -4,9 +4,9 @@
 
 The output head runs only at labelled positions. AdamW with linear warmup then linear
 decay (to ``min_lr_ratio * learning_rate``), stepped per optimiser step. Logged scalars:
-``train/loss``, ``val/loss``, ``val/acc`` (micro masked-token accuracy), ``val/ppl``,
-``perf/tokens_per_s``, ``perf/peak_mem_mb`` (and ``train/skipped_batches`` with
-``skip_nonfinite``).
+``train/loss``, ``train/lr``, ``val/loss``, ``val/acc`` (micro masked-token accuracy),
+``val/ppl``, ``perf/tokens_per_s``, ``perf/peak_mem_mb`` (and ``train/skipped_batches``
+with ``skip_nonfinite``).
 
 Fault tolerance: a non-finite training loss or gradient stops the run with
 :class:`TrainingDiverged` naming the step, before the optimiser touches the weights (so no
@@ -28,12 +28,16 @@ from typing import Any
 import lightning as L
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor, nn
 from torchmetrics import MeanMetric, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
+from roformer_lit.checkpoint_io import refuse_nonfinite
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
+from roformer_lit.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
+from roformer_lit.validation import MODEL_RULES, check_model_arguments
 
 IGNORE_INDEX = -100
 #: With ``skip_nonfinite``, this many non-finite batches in a row still stop the run.
@@ -138,29 +142,35 @@ class MaskedLM(L.LightningModule):
         skip_nonfinite: bool = False,
     ) -> None:
         super().__init__()
+        arguments = {name: value for name, value in locals().items() if name in MODEL_RULES}
+        check_model_arguments(arguments)  # one error line naming model.<argument>
         self.save_hyperparameters()
-        self.encoder = Encoder(
-            position=position,
-            attention=attention,
-            vocab_size=vocab_size,
-            hidden_size=hidden_size,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
-            max_positions=max_positions,
-            dropout=dropout,
-            attention_dropout=dropout if attention_dropout is None else attention_dropout,
-            layer_norm_eps=layer_norm_eps,
-            pre_norm=pre_norm,
-            position_kwargs=position_kwargs,
-            attention_kwargs=attention_kwargs,
-        )
-        self.head = MLMHead(vocab_size, hidden_size, layer_norm_eps)
-        if learning_rate <= 0 or warmup_steps < 0 or not 0 <= min_lr_ratio <= 1:
-            raise ConfigError(
-                f"need learning_rate > 0, warmup_steps >= 0, 0 <= min_lr_ratio <= 1; got "
-                f"{learning_rate}, {warmup_steps}, {min_lr_ratio}"
+        try:
+            self.encoder = Encoder(
+                position=position,
+                attention=attention,
+                vocab_size=vocab_size,
+                hidden_size=hidden_size,
+                num_layers=num_layers,
+                num_heads=num_heads,
+                intermediate_size=intermediate_size,
+                max_positions=max_positions,
+                dropout=dropout,
+                attention_dropout=dropout if attention_dropout is None else attention_dropout,
+                layer_norm_eps=layer_norm_eps,
+                pre_norm=pre_norm,
+                position_kwargs=position_kwargs,
+                attention_kwargs=attention_kwargs,
             )
+            self.head = MLMHead(vocab_size, hidden_size, layer_norm_eps)
+        except RuntimeError as exc:  # torch's CPU allocator and CUDA OOM say "allocate"
+            if "allocate" not in str(exc):
+                raise
+            raise ConfigError(
+                "cannot allocate the model's weights (model.vocab_size, hidden_size, "
+                "num_layers, intermediate_size, max_positions are too large for this machine): "
+                + " ".join(str(exc).split())[:200]
+            ) from None
         self.apply(lambda m: init_bert_weights(m, init_std))
         self._encode = torch.compile(self.encoder) if compile else self.encoder
         self.train_acc = MulticlassAccuracy(vocab_size, average="micro")
@@ -247,6 +257,9 @@ class MaskedLM(L.LightningModule):
         if not finite:
             return None  # skipped: no backward, no optimiser step
         self.log("train/loss", loss, prog_bar=True)
+        if self._trainer is not None and self.trainer.optimizers:  # one schedule, both groups
+            lr = self.trainer.optimizers[0].param_groups[0]["lr"]
+            self.log("train/lr", float(lr), on_step=True, on_epoch=False)
         if targets.numel():
             self.train_acc(logits.detach(), targets)
             self.log("train/acc", self.train_acc, on_step=True, on_epoch=False)
@@ -309,7 +322,15 @@ class MaskedLM(L.LightningModule):
             f"{stage}/acc": metrics["acc"].compute(),
             f"{stage}/ppl": torch.exp(loss.clamp(max=50.0)),
         }
-        if stage == "val" and not self.trainer.sanity_checking:
+        fitting = self.trainer.state.fn == TrainerFn.FITTING and not self.trainer.sanity_checking
+        if stage == "val" and fitting:
+            if not math.isfinite(float(loss)):  # every rank sees the same synced mean
+                step = self.trainer.global_step
+                raise TrainingDiverged(
+                    f"training diverged by step {step}: val/loss is {float(loss)} (the weights "
+                    "no longer give finite predictions); lower model.learning_rate",
+                    step=step,
+                )
             self.best_val_loss = min(self.best_val_loss, float(loss))
             values["val/best_loss"] = torch.tensor(self.best_val_loss)
         self.log_dict(values, prog_bar=stage == "val", sync_dist=True)
@@ -325,9 +346,13 @@ class MaskedLM(L.LightningModule):
         return bool(self.trainer.strategy.reduce_boolean_decision(decision, all=True))
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        refuse_nonfinite(checkpoint, "the checkpoint")  # on every rank: they stop together
         checkpoint["best_val_loss"] = self.best_val_loss
         checkpoint["skipped_batches"] = self.skipped_batches
         checkpoint["rng_states"] = collect_rng_states()
+        tokenizer_json = trainer_tokenizer_json(self._trainer)
+        if tokenizer_json is not None:  # the run's tokenizer travels with its weights
+            checkpoint[TOKENIZER_KEY] = tokenizer_json
         if self._world_size() > 1:  # every rank's generators, not only rank 0's
             # Lightning builds the checkpoint on every rank (and meets them all at a
             # barrier after writing it), so this collective cannot be left waiting.

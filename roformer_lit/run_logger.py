@@ -3,15 +3,22 @@
 Hyperparameters are written once at start with the metric tags the HPARAMS tab should
 show; TensorBoard fills each with the last value logged under that tag, so every run's
 final metrics sit beside its hyperparameters without placeholder points in the curves.
+Private keys (a leading underscore, such as LightningCLI's ``_instantiator``) stay out of
+the HPARAMS tab (``hparams.yaml`` keeps them). Events reach the disk every
+:data:`FLUSH_SECS` seconds, so TensorBoard follows a run as it learns.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_only
+
+#: Seconds between two flushes of the event file (TensorBoard's default is 120).
+FLUSH_SECS = 5
 
 #: Tags shown in TensorBoard's HPARAMS tab (their last logged value).
 HPARAM_METRICS = (
@@ -35,6 +42,15 @@ def unique_version(root: str | Path, experiment: str, stem: str) -> str:
     return version
 
 
+def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` without private keys (a leading underscore), at every nesting level."""
+    return {
+        key: public_params(value) if isinstance(value, Mapping) else value
+        for key, value in params.items()
+        if not str(key).startswith("_")
+    }
+
+
 class RunLogger(TensorBoardLogger):
     """A TensorBoardLogger that writes hparams with declared metric tags, never placeholders."""
 
@@ -46,21 +62,23 @@ class RunLogger(TensorBoardLogger):
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("default_hp_metric", False)
+        kwargs.setdefault("flush_secs", FLUSH_SECS)
         super().__init__(save_dir=save_dir, name=name, version=version, **kwargs)
 
     @rank_zero_only
     def log_hyperparams(
         self, params: Any, metrics: dict[str, Any] | None = None, step: int | None = None
     ) -> None:
-        if metrics is not None:
-            super().log_hyperparams(params, metrics, step)
-            return
         from lightning.fabric.loggers.tensorboard import _convert_params, _flatten_dict
         from torch.utils.tensorboard.summary import hparams
 
         params = _convert_params(params)
+        if metrics is not None:
+            super().log_hyperparams(public_params(params), metrics, step)
+            self.hparams.update(params)
+            return
         self.hparams.update(params)
-        flat = self._sanitize_params(_flatten_dict(params))
+        flat = self._sanitize_params(_flatten_dict(public_params(params)))
         exp, ssi, sei = hparams(flat, {tag: 0.0 for tag in HPARAM_METRICS})
         writer = self.experiment._get_file_writer()
         for summary in (exp, ssi, sei):

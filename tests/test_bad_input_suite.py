@@ -82,7 +82,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "corpus_empty": (fit("--data.train_files", "[empty.txt]"), "empty.txt"),
     "corpus_binary": (fit("--data.train_files", "[binary.txt]"), "binary.txt"),
     "corpus_latin1": (fit("--data.train_files", "[latin1.txt]"), "latin1.txt"),
-    "corpus_directory": (fit("--data.train_files", "[runs]"), "unsupported corpus file"),
+    "corpus_directory": (fit("--data.train_files", "[runs]"), "directory runs holds no corpus file"),
     "corpus_one_huge_line": (  # 4 MB on one line, no validation file: refused, no hang
         fit("--data.train_files", "[one_line.txt]"),
         "cannot split 1 document(s)",
@@ -114,7 +114,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "export_truncated": (
         ["export", "--ckpt_path", "truncated.ckpt", "--out", "hf"],
-        "cannot load checkpoint truncated.ckpt",
+        "cannot read checkpoint truncated.ckpt",
     ),
     # sweep files
     "sweep_unknown_key": (["sweep", "--config", "sweep_unknown.yaml"], "gird"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import shutil
 import statistics
 
 import matplotlib.image
@@ -17,6 +18,7 @@ from roformer_lit.compare import (
     assign_variants,
     collect_runs,
     csv_columns,
+    to_csv,
     to_markdown,
     val_loss_figure,
     variant_labels,
@@ -29,7 +31,8 @@ SEEDS = (1, 2)
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    """2 schemes x 2 seeds of 6 steps each, plus one validate-only run beside them."""
+    """2 schemes x 2 seeds of 6 steps each, a validate of one of them, and a validate-only
+    run directory beside them."""
     workdir = tmp_path_factory.mktemp("sweep")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(workdir)
@@ -54,10 +57,22 @@ def sweep(tmp_path_factory):
                     str(seed),
                 ]
                 assert main(args) == 0
-        ckpt = workdir / "runs" / "mlm" / "rope-softmax-seed1" / "checkpoints" / "last.ckpt"
+        run = workdir / "runs" / "mlm" / "rope-softmax-seed1"
         validate = ["validate", "--config", str(CONFIGS / "rope.yaml"), *TINY]
-        validate += ["--seed_everything", "1", "--ckpt_path", str(ckpt)]
-        assert main(validate) == 0
+        validate += [
+            "--seed_everything",
+            "1",
+            "--ckpt_path",
+            str(run / "checkpoints" / "last.ckpt"),
+        ]
+        assert main(validate) == 0  # its results go into the run it evaluates
+    # a validate-only run directory as older versions wrote them (events, no checkpoints)
+    legacy = run.with_name("rope-softmax-seed1-validate")
+    if not legacy.exists():
+        legacy.mkdir()
+        for path in run.iterdir():
+            if path.is_file() and path.name != "evaluations.jsonl":
+                shutil.copy(path, legacy / path.name)
     return workdir / "runs"
 
 
@@ -224,3 +239,36 @@ def test_compare_without_runs_is_a_one_line_error(tmp_path, capsys, make):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "\n" not in err
     assert str(target) in err
+
+
+def test_a_row_whose_metrics_cannot_all_be_read_says_so():
+    damaged = _summary("rope", 2)
+    damaged.problems = ["config.yaml: not valid YAML at line 1"]
+    damaged.final_val_loss = None
+    rows = aggregate(assign_variants([_summary("rope", 1), damaged, _summary("nope", 3)]))
+    header, *lines = to_markdown(rows).splitlines()
+    assert header.strip("| ").split(" | ")[-1] == "note"
+    cells = {line.split("|")[1].strip(): line.split("|")[-2].strip() for line in lines[1:]}
+    assert cells["rope-softmax"] == (
+        "seed 2: config.yaml: not valid YAML at line 1; seed 2: no val/loss logged"
+    )
+    assert cells["nope-softmax"] == ""
+    records = {r["variant"]: r for r in csv.DictReader(to_csv(rows).splitlines())}
+    assert records["rope-softmax"]["note"] == cells["rope-softmax"]
+    assert records["nope-softmax"]["note"] == ""
+    # without notes the markdown table has no note column
+    assert "note" not in to_markdown(aggregate([_summary("rope", 1)])).splitlines()[0]
+
+
+def test_a_run_with_unreadable_hyperparameters_does_not_split_its_variant():
+    full = _summary("rope", 1, max_steps=600)
+    partial = _summary("rope", 2)  # its config.yaml could not be read: max_steps unknown
+    partial.problems = ["config.yaml: not valid YAML"]
+    other = _summary("rope", 3, max_steps=300)
+    labels = [r.variant for r in assign_variants([full, partial, other])]
+    assert labels == ["rope-softmax max_steps=600", "rope-softmax", "rope-softmax max_steps=300"]
+    labels = [r.variant for r in assign_variants([full, partial])]
+    assert labels == ["rope-softmax", "rope-softmax"]
+    # a run that simply does not set the key is a different variant
+    labels = [r.variant for r in assign_variants([full, _summary("rope", 2)])]
+    assert labels == ["rope-softmax max_steps=600", "rope-softmax"]

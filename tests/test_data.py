@@ -157,7 +157,7 @@ def test_validation_masking_fixed_by_seed(small_corpus: Path, cache_dir: Path) -
     assert all(torch.equal(x["input_ids"], y["input_ids"]) for x, y in zip(va, again, strict=True))
     # a different seed gives different masking of the same blocks
     assert not all(torch.equal(x["labels"], y["labels"]) for x, y in zip(va, vc, strict=True))
-    assert torch.equal(a.val_dataset.blocks, c.val_dataset.blocks)  # type: ignore[union-attr]
+    assert torch.equal(a.val_dataset.blocks.to_tensor(), c.val_dataset.blocks.to_tensor())  # type: ignore[union-attr]
 
 
 def test_training_masking_changes_per_epoch_and_is_reproducible(
@@ -205,12 +205,12 @@ def test_packing_blocks(small_corpus: Path, cache_dir: Path) -> None:
     train_docs, _ = dm.documents()
     stream = encode_stream(dm.tokenizer, train_docs, dm.special_tokens.sep)
     assert int((stream == dm.special_tokens.sep).sum()) == len(train_docs)
-    blocks = dm.train_dataset.blocks  # type: ignore[union-attr]
+    blocks = dm.train_dataset.blocks.to_tensor()  # type: ignore[union-attr]
     assert blocks.dim() == 2 and blocks.shape[1] == MAX_LEN
     assert blocks.shape[0] == stream.numel() // MAX_LEN
     assert not (blocks == dm.pad_token_id).any()
     flat = blocks.reshape(-1)
-    assert torch.equal(flat, stream[: flat.numel()])
+    assert torch.equal(flat, stream[: flat.numel()].long())
     # the stream is the documents' own tokens, each followed by [SEP]
     first = dm.tokenizer.encode(train_docs[0], add_special_tokens=False).ids
     assert stream[: len(first) + 1].tolist() == first + [dm.special_tokens.sep]
@@ -351,11 +351,11 @@ def test_bad_input_files(tmp_path: Path) -> None:
 
 
 def test_bad_input_through_datamodule(tmp_path: Path) -> None:
-    dm = MLMDataModule(train_files=[str(tmp_path / "missing.txt")], cache_dir=str(tmp_path))
+    # refused when the data module is built, before anything reads or writes
     with pytest.raises(ConfigError, match="missing.txt"):
-        dm.tokenizer_vocab_size  # noqa: B018
+        MLMDataModule(train_files=[str(tmp_path / "missing.txt")], cache_dir=str(tmp_path))
     with pytest.raises(ConfigError, match="missing.txt"):
-        dm.setup("fit")
+        MLMDataModule(val_files=str(tmp_path / "missing.txt"), cache_dir=str(tmp_path))
 
 
 def test_jsonl_and_compressed_reading(tmp_path: Path) -> None:

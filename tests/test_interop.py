@@ -15,6 +15,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
+from tokenizer_factory import tiny_tokenizer, word  # noqa: E402
+
 import roformer_lit  # noqa: E402
 from roformer_lit import ConfigError, MaskedLM  # noqa: E402
 from roformer_lit.interop import ARCHITECTURES, import_hf  # noqa: E402
@@ -109,14 +111,15 @@ def test_export_loads_in_hf_and_round_trips(case, tmp_path):
     ids, mask = _batch()
     expected = _ours(model, ids, mask)
 
-    out = roformer_lit.export_hf(model, tmp_path / "hf")
+    out = roformer_lit.export_hf(model, tmp_path / "hf", tiny_tokenizer(VOCAB))
     assert out == str(tmp_path / "hf")
-    assert "config.json" in os.listdir(out)
+    assert {"config.json", "tokenizer.json", "tokenizer_config.json"} <= set(os.listdir(out))
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]  # no staging left
     hf = transformers.AutoModelForMaskedLM.from_pretrained(out, attn_implementation="eager")
     assert type(hf).__name__ == ARCHITECTURES[case[0]].model_class
     assert not hf.training
     _assert_close_at_real(_hf_logits(hf, ids, mask), expected, mask)
+    _assert_fill_mask_matches(out, model)
 
     for source in (out, hf):
         back = import_hf(source)
@@ -129,9 +132,32 @@ def test_export_loads_in_hf_and_round_trips(case, tmp_path):
         _assert_close_at_real(_ours(back, ids, mask), expected, mask)
 
 
+MASK_ID, SEP_ID = 4, 3  # tiny_tokenizer's ids, as a trained tokenizer's
+
+
+def _assert_fill_mask_matches(out: str, model: MaskedLM, top_k: int = 5) -> None:
+    """``pipeline("fill-mask", model=out)`` ranks and scores the candidates for ``[MASK]``
+    as our model does on the ids the text stands for by construction (``w<i>`` is id ``i``)
+    in the training framing (``tokens [SEP]``, see roformer_lit.data.packing)."""
+    generator = torch.Generator().manual_seed(7)
+    words = torch.randint(5, VOCAB, (11,), generator=generator).tolist()
+    text = " ".join([*(word(i) for i in words[:6]), "[MASK]", *(word(i) for i in words[6:])])
+    ids = torch.tensor([[*words[:6], MASK_ID, *words[6:], SEP_ID]])
+    assert transformers.AutoTokenizer.from_pretrained(out)(text)["input_ids"] == ids[0].tolist()
+    probs = _ours(model, ids, torch.ones_like(ids))[0, 6].softmax(-1)
+    expected = probs.topk(top_k)
+    fill = transformers.pipeline("fill-mask", model=out, top_k=top_k)
+    got = fill(text)
+    assert [r["token"] for r in got] == expected.indices.tolist()
+    torch.testing.assert_close(
+        torch.tensor([r["score"] for r in got]), expected.values, atol=1e-5, rtol=1e-4
+    )
+
+
 def test_exported_config_values(tmp_path):
     model = _model("deberta", 48, 3, 2, 64, {"position_buckets": 8, "max_relative_positions": 32})
-    config = transformers.AutoConfig.from_pretrained(roformer_lit.export_hf(model, tmp_path / "d"))
+    exported = roformer_lit.export_hf(model, tmp_path / "d", tiny_tokenizer(VOCAB))
+    config = transformers.AutoConfig.from_pretrained(exported)
     assert config.model_type == "deberta-v2"
     assert config.relative_attention and config.share_att_key and config.legacy
     assert not config.position_biased_input
@@ -139,12 +165,13 @@ def test_exported_config_values(tmp_path):
     assert config.norm_rel_ebd == "layer_norm" and config.type_vocab_size == 0
     assert sorted(config.pos_att_type) == ["c2p", "p2c"]
     assert config.layer_norm_eps == pytest.approx(1e-6)
+    assert config.pad_token_id == 0  # the tokenizer's [PAD]
     assert config.hidden_dropout_prob == pytest.approx(0.1)
     assert config.attention_probs_dropout_prob == pytest.approx(0.05)
 
     rope = _model("rope", 48, 3, 2, 64, {})
     hf = transformers.AutoModelForMaskedLM.from_pretrained(
-        roformer_lit.export_hf(rope, tmp_path / "r")
+        roformer_lit.export_hf(rope, tmp_path / "r", tiny_tokenizer(VOCAB))
     )
     assert hf.config.embedding_size == 48 and not hf.config.rotary_value
     assert hf.config.max_position_embeddings == 64 and hf.config.hidden_act == "gelu"
@@ -251,7 +278,7 @@ def test_export_never_writes_into_a_non_empty_directory_or_a_file(tmp_path):
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert roformer_lit.export_hf(model, empty) == str(empty)
+    assert roformer_lit.export_hf(model, empty, tiny_tokenizer(VOCAB)) == str(empty)
     assert (empty / "config.json").exists()
 
 
@@ -303,3 +330,69 @@ def test_missing_transformers_is_a_config_error(monkeypatch, tmp_path):
         roformer_lit.export_hf(model, tmp_path / "out")
     with pytest.raises(ConfigError, match=r"pip install roformer-lit\[hf\]"):
         roformer_lit.import_hf(tmp_path)
+
+
+def test_export_needs_a_tokenizer_unless_told_otherwise(tmp_path):
+    model = _model("learned", 36, 3, 1, 72, {})
+    with pytest.raises(ConfigError, match="needs the model's tokenizer.*require_tokenizer=False"):
+        roformer_lit.export_hf(model, tmp_path / "a" / "hf")
+    assert os.listdir(tmp_path) == []  # not even the parent
+    out = roformer_lit.export_hf(model, tmp_path / "bare", require_tokenizer=False)
+    assert sorted(os.listdir(out)) == ["config.json", "model.safetensors"]
+    assert transformers.AutoModelForMaskedLM.from_pretrained(out) is not None
+
+
+def test_export_refuses_a_tokenizer_that_does_not_fit(tmp_path):
+    model = _model("rope", 48, 3, 1, 64, {})
+    with pytest.raises(ConfigError, match=r"tokenizer has 103 tokens.*vocab_size is 100"):
+        roformer_lit.export_hf(model, tmp_path / "hf", tiny_tokenizer(VOCAB + 3))
+    no_mask = tiny_tokenizer(VOCAB)
+    path = tmp_path / "no_mask.json"
+    no_mask.save(str(path))
+    path.write_text(path.read_text().replace("[MASK]", "[MSK]"))
+    with pytest.raises(ConfigError, match=r"lacks required special token\(s\) \[MASK\]"):
+        roformer_lit.export_hf(model, tmp_path / "hf", path)
+    with pytest.raises(ConfigError, match="tokenizers.Tokenizer or a tokenizer.json path"):
+        roformer_lit.export_hf(model, tmp_path / "hf", 42)
+    assert sorted(os.listdir(tmp_path)) == ["no_mask.json"]
+
+
+def test_export_takes_a_tokenizer_json_path_and_leaves_the_given_tokenizer_alone(tmp_path):
+    model = _model("deberta", 40, 5, 1, 64, {"position_buckets": 8, "max_relative_positions": 32})
+    tok = tiny_tokenizer(VOCAB)
+    before = tok.to_str()
+    tok.save(str(tmp_path / "tokenizer.json"))
+    out = roformer_lit.export_hf(model, tmp_path / "hf", tmp_path / "tokenizer.json")
+    assert tok.to_str() == before  # the [SEP] framing went to a copy
+    hf_tok = transformers.AutoTokenizer.from_pretrained(out)
+    assert type(hf_tok).__name__ in ("PreTrainedTokenizerFast", "TokenizersBackend")
+    assert hf_tok.model_max_length == 64
+    assert (hf_tok.pad_token, hf_tok.unk_token, hf_tok.cls_token) == ("[PAD]", "[UNK]", "[CLS]")
+    assert (hf_tok.sep_token, hf_tok.mask_token) == ("[SEP]", "[MASK]")
+    assert hf_tok("w5 w6", "w7")["input_ids"] == [5, 6, SEP_ID, 7, SEP_ID]
+    assert "token_type_ids" not in hf_tok("w5")
+    padded = hf_tok(["w5 w6 w7", "w8"], padding=True)
+    assert padded["input_ids"][1] == [8, SEP_ID, 0, 0] and padded["attention_mask"][1] == [
+        1,
+        1,
+        0,
+        0,
+    ]
+
+
+@pytest.mark.parametrize("fault", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_a_failed_export_leaves_nothing_behind(fault, tmp_path, monkeypatch):
+    model = _model("rope", 48, 3, 1, 64, {})
+    real_write_text = type(tmp_path).write_text
+
+    def fail_on_tokenizer(self, *args, **kwargs):
+        if self.name.startswith("tokenizer"):  # after the weights were written
+            assert any(p.name.endswith(".safetensors") for p in self.parent.iterdir())
+            raise fault
+        return real_write_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(tmp_path), "write_text", fail_on_tokenizer)
+    expected = ConfigError if isinstance(fault, OSError) else KeyboardInterrupt
+    with pytest.raises(expected, match="No space left" if expected is ConfigError else None):
+        roformer_lit.export_hf(model, tmp_path / "new" / "deep" / "hf", tiny_tokenizer(VOCAB))
+    assert os.listdir(tmp_path) == []  # no export, no staging, no parents it created

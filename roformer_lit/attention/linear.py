@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from roformer_lit.attention.base import AttentionKernel, Rotation
-from roformer_lit.errors import ConfigError
+from roformer_lit.validation import check, finite_positive_float
 
 
 class LinearAttention(AttentionKernel):
@@ -23,8 +23,7 @@ class LinearAttention(AttentionKernel):
 
     def __init__(self, *, eps: float = 1e-6) -> None:
         super().__init__()
-        if eps <= 0:
-            raise ConfigError(f"linear attention eps must be > 0, got {eps}")
+        check("linear attention eps", eps, finite_positive_float)
         self.eps = eps
 
     def forward(

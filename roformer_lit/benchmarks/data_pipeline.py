@@ -32,8 +32,16 @@ def _train_steps(model: MaskedLM, optimizer: torch.optim.Optimizer, batches: Ite
     return time.perf_counter() - start
 
 
-def run(args: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m roformer_lit bench-data", description=__doc__)
+def run(args: Sequence[str] | None = None) -> int | None:
+    if args is not None and any(a == "--corpus" or a.startswith("--corpus=") for a in args):
+        from roformer_lit.benchmarks import corpus_scale  # the data path at corpus scale
+
+        return corpus_scale.run(args)
+    parser = argparse.ArgumentParser(
+        prog="python -m roformer_lit bench-data",
+        description=__doc__,
+        epilog="With --corpus PATH: the data path at 25/100/400 MB (see benchmarks/corpus_scale.py).",
+    )
     parser.add_argument("--position", default="rope")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=128)
@@ -90,3 +98,4 @@ def run(args: Sequence[str] | None = None) -> None:
         f"\nmedian paired ratio loader / prebuilt: {statistics.median(ratios):.3f} "
         f"(min {min(ratios):.3f}, max {max(ratios):.3f})"
     )
+    return 0

@@ -3,7 +3,8 @@
 For every metric, ``mean`` is over the runs of the variant that logged it and ``std`` is
 the sample standard deviation (``ddof=1``) over those runs; with a single run ``std`` is
 None (the table then shows the mean alone and the CSV leaves the std cell empty). Rows are
-sorted by mean final ``val/loss``, variants without one last.
+sorted by mean final ``val/loss``, variants without one last. A row's ``notes`` say which of
+its runs had unreadable files or no ``val/loss`` (the table's note column).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from roformer_lit.compare.runs import RunSummary
 
@@ -62,12 +64,21 @@ class VariantRow:
         return [r.seed for r in self.runs]
 
     @property
+    def notes(self) -> list[str]:
+        """Each run's notes (unreadable files, no val/loss), prefixed with its seed."""
+        return [f"{_run_label(r)}: {note}" for r in self.runs for note in r.notes]
+
+    @property
     def position(self) -> str:
         return self.runs[0].position
 
     @property
     def attention(self) -> str:
         return self.runs[0].attention
+
+
+def _run_label(run: RunSummary) -> str:
+    return f"seed {run.seed}" if run.seed is not None else Path(run.path).name
 
 
 def aggregate(runs: Sequence[RunSummary]) -> list[VariantRow]:

@@ -1,8 +1,9 @@
-"""``python -m roformer_lit compare LOGDIR [--out DIR]``."""
+"""``python -m roformer_lit compare LOGDIR [LOGDIR ...] [--out DIR]``."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,12 +19,15 @@ from roformer_lit.compare.table import (
     write_text,
 )
 from roformer_lit.errors import ConfigError
+from roformer_lit.run_files import expand_arguments, warn
 
-USAGE = """Compare the training runs under LOGDIR (any depth): one markdown row per variant,
-mean ± std over seeds, best final val/loss first. Variants are position-attention plus every
-hyperparameter that differs between runs, never the seed. With --out DIR, also write
-compare.csv (mean and std columns), compare.md, runs.csv (one row per run),
-val_loss_vs_step.png and val_loss_vs_time.png into DIR."""
+USAGE = """Compare the training runs under LOGDIR (any depth; several LOGDIRs and quoted globs
+are accepted): one markdown row per variant, mean ± std over seeds, best final val/loss
+first. Variants are position-attention plus every hyperparameter that differs between runs,
+never the seed. Damaged runs are tabled from what can be read (a note column says what is
+missing) or skipped, with one warning line each. With --out DIR, also write compare.csv
+(mean and std columns), compare.md, runs.csv (one row per run), val_loss_vs_step.png and
+val_loss_vs_time.png into DIR."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,19 +37,45 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m roformer_lit compare", description=USAGE)
-    parser.add_argument("logdir", help="directory holding runs, e.g. runs/ or runs/mlm")
+    parser.add_argument(
+        "logdir", nargs="+", help="directories holding runs, e.g. runs/ or runs/mlm"
+    )
     parser.add_argument("--out", default=None, help="write CSV, markdown and PNG plots here")
     return parser
 
 
+def log_directories(arguments: Sequence[str]) -> list[Path]:
+    """The LOGDIR arguments as existing directories (quoted globs expanded). One that names
+    nothing or no directory is a warning while another is usable, else a ConfigError."""
+    paths, unmatched = expand_arguments(arguments)
+    directories = [p for p in paths if os.path.isdir(p)]
+    problems = [f"log directory not found: {a}" for a in unmatched]
+    problems += [f"not a directory: {p}" for p in paths if not os.path.isdir(p)]
+    if not directories:
+        raise ConfigError("; ".join(problems))
+    for problem in problems:
+        warn(f"{problem}; skipped")
+    return directories
+
+
+def _check_out(out: Path) -> None:
+    if os.path.lexists(out) and not os.path.isdir(out):
+        raise ConfigError(f"--out {out} exists and is not a directory")
+
+
 def main(args: Sequence[str]) -> int:
     ns = build_parser().parse_args(list(args))
-    runs = collect_runs(ns.logdir, with_evaluation=True)
+    out = Path(ns.out) if ns.out is not None else None
+    if out is not None:
+        _check_out(out)
+    logdirs = log_directories(ns.logdir)
+    where = ", ".join(str(d) for d in logdirs)
+    runs = collect_runs(logdirs, with_evaluation=True)
     training = [r for r in runs if not r.evaluation_only]
     evaluation = [r for r in runs if r.evaluation_only]
     if not training:
         raise ConfigError(
-            f"no training runs under {ns.logdir} (only {len(evaluation)} evaluation-only runs)"
+            f"no training runs under {where} (only {len(evaluation)} evaluation-only runs)"
         )
     rows = aggregate(training)
     table = to_markdown(rows)
@@ -53,14 +83,17 @@ def main(args: Sequence[str]) -> int:
     if evaluation:
         print()
         print(evaluation_markdown(evaluation))
-    if ns.out is not None:
-        out = Path(ns.out)
-        written = [
-            write_text(out / "compare.csv", to_csv(rows)),
-            write_text(out / "compare.md", table),
-            write_text(out / "runs.csv", runs_csv(training)),
-            *save_plots(rows, out),
-        ]
+    if out is not None:
+        try:
+            written = [
+                write_text(out / "compare.csv", to_csv(rows)),
+                write_text(out / "compare.md", table),
+                write_text(out / "runs.csv", runs_csv(training)),
+                *save_plots(rows, out),
+            ]
+        except OSError as exc:
+            target = exc.filename or out
+            raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from exc
         for path in written:
             print(f"wrote {path}", file=sys.stderr)
     return 0

@@ -1,36 +1,49 @@
 """Finding run directories and summarising each one: ``collect_runs(logdir)``.
 
-A run is any directory (at any depth under ``logdir``) holding ``events.out.tfevents.*``
-files. Its scalars come from :func:`roformer_lit.events.read_run`, its hyperparameters from
-``hparams.yaml`` (model and data hyperparameters, flat) plus a few trainer keys of
-``config.yaml`` that change what a run measures (:data:`TRAINER_KEYS`), and its seed from
-``config.yaml``'s ``seed_everything``.
+A run is a directory (at any depth under ``logdir``) holding ``events.out.tfevents.*``
+files, a ``config.yaml`` or an ``hparams.yaml``; other files in it (``evaluations.jsonl``,
+``checkpoints/`` ...) are ignored. Its scalars come from :func:`roformer_lit.events.read_run`,
+its hyperparameters from ``hparams.yaml`` (model and data hyperparameters, flat) plus a few
+trainer keys of ``config.yaml`` that change what a run measures (:data:`TRAINER_KEYS`), and
+its seed from ``config.yaml``'s ``seed_everything``.
 
 Evaluation-only runs (``validate``/``test``/``predict``, version ``...-validate[-k]``, or a
 directory with neither training scalars nor checkpoints) are summarised too but flagged
 ``evaluation_only``; the comparison table leaves them out and lists them separately.
+
+Damaged runs never stop a comparison: a run whose files are partly unreadable (a truncated
+event file, a ``config.yaml`` that is not YAML ...) is summarised from what can be read and
+carries the problems in ``problems`` (the table's note column); a run with nothing to
+table (no event file, no readable scalar, an unreadable directory) is skipped. Either way
+one ``warning:`` line per problem goes to ``report`` (stderr by default).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from roformer_lit.errors import ConfigError
-from roformer_lit.events import RunEvents, Scalar, read_run
+from roformer_lit.events import EVENT_FILE_GLOB, RunEvents, Scalar, read_run
+from roformer_lit.run_files import RunFileError, read_yaml_mapping, warn
 
 #: ``config.yaml`` keys that join the hyperparameters a variant is told apart by.
 TRAINER_KEYS = ("max_steps", "precision", "accumulate_grad_batches", "gradient_clip_val")
+#: Files that make a directory a run (besides event files).
+RUN_FILES = ("config.yaml", "hparams.yaml")
+
+Report = Callable[[str], None]
 
 _EVAL_VERSION = re.compile(r"-(validate|test|predict)(-\d+)?$")
 _SEED_IN_NAME = re.compile(r"seed(-?\d+)")
 _TRAINING_TAG = re.compile(r"^(train/|perf/|lr-)")
+_EVENT_PREFIX = EVENT_FILE_GLOB.rstrip("*")
 
 
 @dataclass
@@ -56,34 +69,88 @@ class RunSummary:
     #: Set by :func:`roformer_lit.compare.variants.assign_variants`; ``position-attention``
     #: until then.
     variant: str = ""
+    #: Run files that could not be read completely, ``"<file>: <why>"`` each.
+    problems: list[str] = field(default_factory=list)
+    #: Why the run has nothing to table (it is then skipped), or None.
+    unusable: str | None = None
 
     def __post_init__(self) -> None:
         if not self.variant:
             self.variant = f"{self.position}-{self.attention}"
 
+    @property
+    def notes(self) -> list[str]:
+        """What a reader of its table row must know: file problems, a missing val/loss."""
+        missing = [] if self.final_val_loss is not None else ["no val/loss logged"]
+        return [*self.problems, *missing]
 
-def find_run_dirs(logdir: str | Path) -> list[Path]:
-    """Every directory under ``logdir`` (itself included) that holds an event file, sorted."""
+
+def _is_run_dir(files: Sequence[str]) -> bool:
+    return any(f.startswith(_EVENT_PREFIX) or f in RUN_FILES for f in files)
+
+
+def find_run_dirs(logdir: str | Path, report: Report = warn) -> list[Path]:
+    """Every directory under ``logdir`` (itself included) that holds an event file, a
+    ``config.yaml`` or an ``hparams.yaml`` (not inside a run's ``checkpoints/``), sorted. Subdirectories that cannot be listed are
+    reported and skipped; a ``logdir`` that is missing, not a directory or unreadable raises
+    ConfigError."""
     root = Path(logdir)
-    if not root.exists():
+    if not os.path.lexists(root):
         raise ConfigError(f"log directory not found: {root}")
-    if not root.is_dir():
+    if not os.path.isdir(root):
         raise ConfigError(f"not a directory: {root}")
-    return sorted({p.parent for p in root.rglob("events.out.tfevents.*") if p.is_file()})
+    try:
+        os.scandir(root).close()
+    except OSError as exc:
+        raise ConfigError(f"cannot read log directory {root}: {exc.strerror or exc}") from exc
+
+    def unreadable(exc: OSError) -> None:
+        report(f"{exc.filename}: cannot be read ({exc.strerror or exc}); skipped")
+
+    found = set()
+    for current, subdirs, files in os.walk(root, onerror=unreadable):
+        if _is_run_dir(files):
+            found.add(Path(current))
+            if "checkpoints" in subdirs:  # a run's checkpoints are never a run
+                subdirs.remove("checkpoints")
+    return sorted(found)
 
 
-def collect_runs(logdir: str | Path, *, with_evaluation: bool = False) -> list[RunSummary]:
-    """Summaries of the training runs under ``logdir`` with variant labels assigned.
+def collect_runs(
+    logdir: str | Path | Sequence[str | Path],
+    *,
+    with_evaluation: bool = False,
+    report: Report = warn,
+) -> list[RunSummary]:
+    """Summaries of the training runs under ``logdir`` (one directory or several) with
+    variant labels assigned.
 
     ``with_evaluation=True`` keeps evaluation-only runs too (flagged ``evaluation_only``).
-    Raises ConfigError if ``logdir`` does not exist or holds no run at all.
+    Damaged runs are reported (one line per problem) and tabled from what can be read, or
+    skipped if nothing can. Raises ConfigError if a ``logdir`` does not exist or there is no
+    usable run at all.
     """
     from roformer_lit.compare.variants import assign_variants
 
-    dirs = find_run_dirs(logdir)
+    roots = [logdir] if isinstance(logdir, (str, Path)) else list(logdir)
+    where = ", ".join(str(r) for r in roots)
+    dirs = sorted({d for root in roots for d in find_run_dirs(root, report)})
     if not dirs:
-        raise ConfigError(f"no runs (TensorBoard event files) under {logdir}")
-    runs = [summarize_run(d) for d in dirs]
+        raise ConfigError(f"no runs (TensorBoard event files or config.yaml) under {where}")
+    runs = []
+    for run_dir in dirs:
+        run = summarize_run(run_dir)
+        if run.unusable is not None:
+            report(f"{run_dir}: {run.unusable}; skipped")
+            continue
+        for problem in run.problems:
+            report(f"{run_dir}: {problem}; its row shows what could be read")
+        runs.append(run)
+    if not runs:
+        raise ConfigError(
+            f"no usable runs under {where}: all {len(dirs)} run directories were skipped "
+            "(see the warnings)"
+        )
     training = assign_variants([r for r in runs if not r.evaluation_only])
     if not with_evaluation:
         return training
@@ -91,16 +158,27 @@ def collect_runs(logdir: str | Path, *, with_evaluation: bool = False) -> list[R
 
 
 def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSummary:
-    """One run directory as a :class:`RunSummary` (variant label not yet assigned)."""
+    """One run directory as a :class:`RunSummary` (variant label not yet assigned).
+
+    Never raises for damaged run files: see ``problems`` and ``unusable``.
+    """
     run_dir = Path(run_dir)
-    events = events if events is not None else read_run(run_dir)
-    config = _load_yaml(run_dir / "config.yaml")
+    try:
+        events = events if events is not None else read_run(run_dir)
+    except OSError as exc:  # the directory vanished or became unreadable meanwhile
+        events = RunEvents(run_dir, problems=[f"cannot be read ({exc.strerror or exc})"])
+    problems = list(events.problems)
+    config = _read_yaml(run_dir, "config.yaml", problems)
     hparams = {
-        k: v for k, v in _load_yaml(run_dir / "hparams.yaml").items() if not k.startswith("_")
+        k: v
+        for k, v in _read_yaml(run_dir, "hparams.yaml", problems).items()
+        if not str(k).startswith("_")
     }
     if not hparams and isinstance(config.get("model"), dict):  # no hparams.yaml: the config's
-        hparams = {**(config.get("data") or {}), **config["model"]}
-    trainer = config.get("trainer") or {}
+        data = config.get("data")
+        hparams = {**(data if isinstance(data, dict) else {}), **config["model"]}
+    trainer = config.get("trainer")
+    trainer = trainer if isinstance(trainer, dict) else {}
     for key in TRAINER_KEYS:
         if key in trainer:
             hparams[f"trainer.{key}"] = trainer[key]
@@ -110,7 +188,8 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
     val_loss = series.get("val/loss", [])
     tokens = [s.value for s in series.get("perf/tokens_per_s", []) if math.isfinite(s.value)]
     memory = [s.value for s in series.get("perf/peak_mem_mb", []) if math.isfinite(s.value)]
-    trained = any(_TRAINING_TAG.match(tag) for tag in series) or (run_dir / "checkpoints").is_dir()
+    has_checkpoints = os.path.isdir(run_dir / "checkpoints")
+    trained = any(_TRAINING_TAG.match(tag) for tag in series) or has_checkpoints
     return RunSummary(
         path=run_dir,
         position=str(hparams.get("position", "?")),
@@ -127,7 +206,20 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         wall_time_s=(max(s.wall_time for s in all_points) - start) if all_points else None,
         val_loss_series=[(s.step, s.wall_time - start, s.value) for s in val_loss],
         evaluation_only=bool(_EVAL_VERSION.search(run_dir.name)) or not trained,
+        problems=problems,
+        unusable=_unusable(events),
     )
+
+
+def _unusable(events: RunEvents) -> str | None:
+    """Why a run has nothing to table: no event file, or no scalar that can be read."""
+    if events.scalars:
+        return None
+    if events.problems:
+        return "; ".join(events.problems)
+    if events.files == 0:
+        return "no event file (the run logged nothing, or it was removed)"
+    return "its event files hold no scalars yet"
 
 
 def _steps(points: list[Scalar]) -> int | None:
@@ -144,26 +236,14 @@ def _seed(config: dict[str, Any], name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-class _TolerantLoader(yaml.SafeLoader):
-    """SafeLoader that reads unknown tags (``!!python/tuple`` ...) as plain values."""
-
-
-def _plain(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.MappingNode):
-        return loader.construct_mapping(node, deep=True)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)
-
-
-_TolerantLoader.add_multi_constructor("", _plain)
-
-
-def _load_yaml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+def _read_yaml(run_dir: Path, name: str, problems: list[str]) -> dict[str, Any]:
+    """The mapping in ``run_dir/name``; ``{}`` if the file is absent, or (recording why in
+    ``problems``) if it cannot be used."""
+    path = run_dir / name
+    if not os.path.lexists(path):
         return {}
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TolerantLoader)
-    except yaml.YAMLError:
+        return read_yaml_mapping(path)
+    except RunFileError as exc:
+        problems.append(f"{name}: {exc}")
         return {}
-    return data if isinstance(data, dict) else {}

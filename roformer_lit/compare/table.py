@@ -1,4 +1,9 @@
-"""The comparison as text: a markdown table and CSV files."""
+"""The comparison as text: a markdown table and CSV files.
+
+A row whose runs had unreadable files or logged no ``val/loss`` says so in a ``note``
+column: the last markdown column (present only when some row has a note) and the last CSV
+column (always present, empty when there is nothing to say).
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,8 @@ DECIMALS = {
     "wall_time_s": 1,
 }
 COLUMNS = ["variant", "seeds", *METRICS.values()]
+#: The column appended when a row has notes (and always in the CSV files).
+NOTE = "note"
 
 
 def format_stat(stat: Stat, decimals: int) -> str:
@@ -40,22 +47,32 @@ def format_seeds(row: VariantRow) -> str:
 
 
 def to_markdown(rows: Sequence[VariantRow]) -> str:
-    """One line per variant; columns :data:`COLUMNS`, values ``mean ± std`` over seeds."""
-    lines = [_md_line(COLUMNS), _md_line(["---"] + ["---:"] * (len(COLUMNS) - 1))]
+    """One line per variant; columns :data:`COLUMNS`, values ``mean ± std`` over seeds, and a
+    final :data:`NOTE` column if any row has notes."""
+    with_notes = any(row.notes for row in rows)
+    columns = [*COLUMNS, NOTE] if with_notes else COLUMNS
+    align = ["---"] + ["---:"] * (len(COLUMNS) - 1) + (["---"] if with_notes else [])
+    lines = [_md_line(columns), _md_line(align)]
     for row in rows:
         cells = [row.variant, format_seeds(row)]
         cells += [format_stat(row.stats[m], DECIMALS[m]) for m in METRICS]
+        if with_notes:
+            cells.append("; ".join(row.notes))
         lines.append(_md_line(cells))
     return "\n".join(lines)
 
 
 def evaluation_markdown(runs: Sequence[RunSummary]) -> str:
-    """Evaluation-only runs (validate/test), one line each: where, val/loss, val/acc."""
-    lines = [_md_line(["evaluation run", "val/loss", "val/acc", "val/ppl"])]
-    lines.append(_md_line(["---", "---:", "---:", "---:"]))
+    """Evaluation-only runs (validate/test), one line each: where, val/loss, val/acc (and a
+    note column if a run has notes)."""
+    with_notes = any(run.notes for run in runs)
+    header = ["evaluation run", "val/loss", "val/acc", "val/ppl"] + ([NOTE] if with_notes else [])
+    lines = [_md_line(header)]
+    lines.append(_md_line(["---", "---:", "---:", "---:"] + (["---"] if with_notes else [])))
     for run in runs:
         values = [run.final_val_loss, run.val_acc, run.val_ppl]
-        lines.append(_md_line([str(run.path), *("–" if v is None else f"{v:.4f}" for v in values)]))
+        cells = [str(run.path), *("–" if v is None else f"{v:.4f}" for v in values)]
+        lines.append(_md_line(cells + (["; ".join(run.notes)] if with_notes else [])))
     return "\n".join(lines)
 
 
@@ -65,10 +82,11 @@ def _hparam_columns(rows: Sequence[VariantRow]) -> list[str]:
 
 def csv_columns(rows: Sequence[VariantRow]) -> list[str]:
     """``variant, n_seeds, seeds, position, attention``, the hyperparameters that differ
-    between variants, then ``<metric>_mean, <metric>_std`` for every metric of METRICS."""
+    between variants, ``<metric>_mean, <metric>_std`` for every metric of METRICS, then
+    ``note``."""
     metric_columns = [f"{m}_{part}" for m in METRICS for part in ("mean", "std")]
     return ["variant", "n_seeds", "seeds", "position", "attention"] + (
-        _hparam_columns(rows) + metric_columns
+        _hparam_columns(rows) + metric_columns + [NOTE]
     )
 
 
@@ -93,20 +111,23 @@ def to_csv(rows: Sequence[VariantRow]) -> str:
             stat = row.stats[metric]
             record[f"{metric}_mean"] = "" if stat.mean is None else repr(stat.mean)
             record[f"{metric}_std"] = "" if stat.std is None else repr(stat.std)
+        record[NOTE] = "; ".join(row.notes)
         writer.writerow(record)
     return buffer.getvalue()
 
 
 def runs_csv(runs: Sequence[RunSummary]) -> str:
-    """One CSV line per run (variant, seed, path and every metric), for one's own statistics."""
+    """One CSV line per run (variant, seed, path, every metric, note), for one's own
+    statistics."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["variant", "seed", "path", *METRICS])
+    writer.writerow(["variant", "seed", "path", *METRICS, NOTE])
     for run in runs:
         values = [getattr(run, m) for m in METRICS]
         writer.writerow(
             [run.variant, "" if run.seed is None else run.seed, str(run.path)]
             + ["" if v is None else repr(v) for v in values]
+            + ["; ".join(run.notes)]
         )
     return buffer.getvalue()
 

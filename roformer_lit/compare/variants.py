@@ -3,7 +3,9 @@
 A variant is ``position-attention`` plus every other hyperparameter whose value differs
 between the runs being compared (nested dicts such as ``position_kwargs`` are compared key
 by key), written ``name=value``. Keys a run does not set are left out of its label (they
-take the scheme's default). Seeds (``seed_everything``, the data ``seed``) and bookkeeping
+take the scheme's default). A run whose hyperparameter files could not all be read
+(``RunSummary.problems``) is *partial*: a key it lacks is unknown, not unset, and does not
+split it from the runs that have it. Seeds (``seed_everything``, the data ``seed``) and bookkeeping
 keys (:data:`IGNORED_KEYS`) never split variants: runs differing only in them are the
 seeds of one variant.
 
@@ -41,23 +43,34 @@ def flatten(hparams: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def differing_keys(hparams_list: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Flattened keys (seeds and :data:`IGNORED_KEYS` excluded) whose values differ."""
+def differing_keys(
+    hparams_list: Sequence[Mapping[str, Any]], partial: Sequence[bool] | None = None
+) -> list[str]:
+    """Flattened keys (seeds and :data:`IGNORED_KEYS` excluded) whose values differ. Where
+    ``partial[i]`` is true, a key missing from ``hparams_list[i]`` is unknown and ignored."""
     flats = [flatten(h) for h in hparams_list]
+    partial = partial if partial is not None else [False] * len(flats)
     keys = sorted({k for f in flats for k in f})
     out = []
     for key in keys:
         if key.rsplit(".", 1)[-1] in IGNORED_KEYS:
             continue
-        values = {_format(f.get(key, _MISSING)) for f in flats}
+        values = {
+            _format(f.get(key, _MISSING))
+            for f, unknown in zip(flats, partial, strict=True)
+            if key in f or not unknown
+        }
         if len(values) > 1:
             out.append(key)
     return out
 
 
-def variant_labels(hparams_list: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One label per hyperparameter set; equal labels mean the same variant."""
-    keys = differing_keys(hparams_list)
+def variant_labels(
+    hparams_list: Sequence[Mapping[str, Any]], partial: Sequence[bool] | None = None
+) -> list[str]:
+    """One label per hyperparameter set; equal labels mean the same variant (``partial``:
+    see :func:`differing_keys`)."""
+    keys = differing_keys(hparams_list, partial)
     names = _short_names(keys)
     labels = []
     for hparams in hparams_list:
@@ -70,7 +83,7 @@ def variant_labels(hparams_list: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def assign_variants(runs: Sequence[RunSummary]) -> list[RunSummary]:
     """Copies of ``runs`` with ``variant`` set from what differs among all of them."""
-    labels = variant_labels([_identity(r) for r in runs])
+    labels = variant_labels([_identity(r) for r in runs], [bool(r.problems) for r in runs])
     return [replace(run, variant=label) for run, label in zip(runs, labels, strict=True)]
 
 

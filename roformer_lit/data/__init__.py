@@ -7,13 +7,24 @@ Public names::
     from roformer_lit.data import load_or_train_tokenizer, load_tokenizer_file, SpecialTokens
     from roformer_lit.data import encode_stream, pack_blocks
     from roformer_lit.data import mask_tokens, sample_seed, MLMBlockDataset
+    from roformer_lit.data import prepare_corpus, TokenStream, TokenBlocks   # prepared shards
+    from roformer_lit.data import FileSource, HFSource, expand_paths         # sources
 """
 
-from roformer_lit.data.corpus import load_default_corpus, read_documents, split_train_val
+from roformer_lit.data.corpus import (
+    BundledSource,
+    load_default_corpus,
+    read_documents,
+    split_train_val,
+)
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.data.dataset import EpochSampler, MLMBlockDataset
+from roformer_lit.data.hf_source import HFSource
 from roformer_lit.data.masking import mask_tokens, sample_seed
 from roformer_lit.data.packing import encode_stream, pack_blocks
+from roformer_lit.data.prepare import PreparedCorpus, prepare_corpus
+from roformer_lit.data.shards import TokenBlocks, TokenStream
+from roformer_lit.data.sources import FileSource, expand_paths, iter_documents
 from roformer_lit.data.tokenizer import (
     SPECIAL_TOKENS,
     SpecialTokens,
@@ -23,6 +34,15 @@ from roformer_lit.data.tokenizer import (
 )
 
 __all__ = [
+    "BundledSource",
+    "FileSource",
+    "HFSource",
+    "PreparedCorpus",
+    "TokenBlocks",
+    "TokenStream",
+    "expand_paths",
+    "iter_documents",
+    "prepare_corpus",
     "EpochSampler",
     "MLMBlockDataset",
     "MLMDataModule",

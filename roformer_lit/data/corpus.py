@@ -1,7 +1,11 @@
-"""Reading corpora: ``.txt`` / ``.jsonl`` files (optionally ``.gz`` / ``.xz``) and the bundled corpus.
+"""Corpora as lists of documents: the bundled default corpus, user files, the train/val split.
+
+The streaming readers and the path expansion live in :mod:`roformer_lit.data.sources`; this
+module keeps the list-returning helpers (small corpora, tests) and the bundled corpus.
 
 * ``.txt``: one document (paragraph) per line; blank lines are ignored.
 * ``.jsonl``: one JSON object per line; the document is the string in ``text_field``.
+* ``.parquet``: the ``text_field`` column.
 
 Every problem with a user file raises :class:`roformer_lit.errors.ConfigError` with a
 one-line message that names the file.
@@ -9,105 +13,45 @@ one-line message that names the file.
 
 from __future__ import annotations
 
-import gzip
-import json
+import hashlib
 import lzma
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
+from typing import Any
 
+from roformer_lit.data.sources import (
+    COMPRESSIONS,
+    TEXT_EXTENSIONS,
+    VALID_EXTENSIONS,
+    expand_paths,
+    iter_documents,
+)
 from roformer_lit.errors import ConfigError
 
-TEXT_EXTENSIONS: tuple[str, ...] = (".txt", ".jsonl")
-COMPRESSIONS: tuple[str, ...] = ("", ".gz", ".xz")
-VALID_EXTENSIONS: tuple[str, ...] = tuple(e + c for e in TEXT_EXTENSIONS for c in COMPRESSIONS)
+__all__ = [
+    "BundledSource",
+    "COMPRESSIONS",
+    "DEFAULT_CORPUS_FILES",
+    "TEXT_EXTENSIONS",
+    "VALID_EXTENSIONS",
+    "bundled_corpus_bytes",
+    "iter_default_corpus",
+    "load_default_corpus",
+    "read_documents",
+    "split_train_val",
+    "validation_count",
+]
 
 #: File name of the bundled corpus inside ``roformer_lit/data/corpus/``.
 DEFAULT_CORPUS_FILES: tuple[str, ...] = ("python_docs.txt.xz",)
 
 
-def _split_extension(path: Path) -> tuple[str, str]:
-    """Return (format extension, compression suffix), or raise ConfigError if unsupported."""
-    name = path.name.lower()
-    for ext in VALID_EXTENSIONS:
-        if name.endswith(ext):
-            comp = next((c for c in COMPRESSIONS if c and ext.endswith(c)), "")
-            return ext[: len(ext) - len(comp)], comp
-    raise ConfigError(
-        f"unsupported corpus file extension for {path}: expected one of {', '.join(VALID_EXTENSIONS)}"
-    )
-
-
-def _decompress(raw: bytes, compression: str, path: Path) -> bytes:
-    try:
-        if compression == ".gz":
-            return gzip.decompress(raw)
-        if compression == ".xz":
-            return lzma.decompress(raw)
-    except (OSError, EOFError, lzma.LZMAError) as e:
-        raise ConfigError(f"cannot decompress {path} as {compression}: {e}") from None
-    return raw
-
-
-def _decode(data: bytes, path: Path) -> str:
-    """Bytes -> str, rejecting empty, binary and non-UTF-8 content."""
-    if not data.strip():
-        raise ConfigError(f"corpus file is empty: {path}")
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        raise ConfigError(
-            f"corpus file looks binary (NUL byte at offset {nul}), expected UTF-8 text: {path}"
-        )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(
-            f"corpus file is not valid UTF-8 (bad byte 0x{data[e.start]:02x} at byte offset "
-            f"{e.start}): {path}"
-        ) from None
-
-
-def _parse_txt(text: str) -> list[str]:
-    return [s for line in text.splitlines() if (s := line.strip())]
-
-
-def _parse_jsonl(text: str, path: Path, text_field: str) -> list[str]:
-    docs: list[str] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"{path}:{lineno}: line is not valid JSON ({e.msg})") from None
-        if not isinstance(obj, dict):
-            raise ConfigError(
-                f"{path}:{lineno}: expected a JSON object with field {text_field!r}, "
-                f"got {type(obj).__name__}"
-            )
-        if text_field not in obj:
-            keys = ", ".join(sorted(map(str, obj))) or "none"
-            raise ConfigError(
-                f"{path}:{lineno}: missing text field {text_field!r} (fields present: {keys}); "
-                f"set data.text_field"
-            )
-        value = obj[text_field]
-        if not isinstance(value, str):
-            raise ConfigError(
-                f"{path}:{lineno}: field {text_field!r} must be a string, got {type(value).__name__}"
-            )
-        if doc := value.strip():
-            docs.append(" ".join(doc.splitlines()))
-    return docs
-
-
-def read_documents(paths: str | Path | Sequence[str | Path], text_field: str = "text") -> list[str]:
-    """Read documents from one or more corpus files, in order.
-
-    Args:
-        paths: a path or list of paths with extension ``.txt``/``.jsonl`` (optionally
-            followed by ``.gz`` or ``.xz``).
-        text_field: field holding the text in ``.jsonl`` files.
+def read_documents(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], text_field: str = "text"
+) -> list[str]:
+    """Read documents from corpus files (a path, list, glob or directory), in order.
 
     Returns:
         The non-empty documents (stripped), file after file.
@@ -116,24 +60,43 @@ def read_documents(paths: str | Path | Sequence[str | Path], text_field: str = "
         ConfigError: missing/empty/binary/non-UTF-8 file, bad JSON line, missing text
             field, unsupported extension, or no documents at all.
     """
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    if not paths:
+    if not isinstance(paths, (str, os.PathLike)) and not paths:
         raise ConfigError("no corpus files given")
-    docs: list[str] = []
-    for p in paths:
-        path = Path(p).expanduser()
-        ext, comp = _split_extension(path)
-        if not path.exists():
-            raise ConfigError(f"corpus file not found: {path}")
-        if not path.is_file():
-            raise ConfigError(f"corpus path is not a regular file: {path}")
-        text = _decode(_decompress(path.read_bytes(), comp, path), path)
-        file_docs = _parse_txt(text) if ext == ".txt" else _parse_jsonl(text, path, text_field)
-        if not file_docs:
-            raise ConfigError(f"corpus file contains no documents: {path}")
-        docs.extend(file_docs)
-    return docs
+    return list(iter_documents(expand_paths(paths, "corpus files"), text_field))
+
+
+def bundled_corpus_bytes() -> list[bytes]:
+    """The compressed bytes of the bundled corpus files (for its fingerprint)."""
+    root = resources.files("roformer_lit.data") / "corpus"
+    return [(root / name).read_bytes() for name in DEFAULT_CORPUS_FILES]
+
+
+def iter_default_corpus() -> Iterator[str]:
+    """The bundled corpus's documents, one per non-blank line (it is 1.5 MB of text)."""
+    for raw in bundled_corpus_bytes():
+        for line in lzma.decompress(raw).decode("utf-8").splitlines():
+            if s := line.strip():
+                yield s
+
+
+@dataclass(frozen=True)
+class BundledSource:
+    """The bundled corpus as a :class:`~roformer_lit.data.sources.DocumentSource`."""
+
+    def documents(self) -> Iterator[str]:
+        return iter_default_corpus()
+
+    def fingerprint(self) -> Any:
+        return {
+            "kind": "bundled",
+            "sha256": [hashlib.sha256(raw).hexdigest() for raw in bundled_corpus_bytes()],
+        }
+
+    def describe(self) -> str:
+        return "the bundled corpus"
+
+    def size_hint(self) -> int | None:
+        return None
 
 
 def load_default_corpus() -> list[str]:
@@ -142,29 +105,29 @@ def load_default_corpus() -> list[str]:
     Decompressed from package data via :mod:`importlib.resources`; see
     ``roformer_lit/data/corpus/SOURCE.md`` for provenance and license.
     """
-    root = resources.files("roformer_lit.data") / "corpus"
-    docs: list[str] = []
-    for name in DEFAULT_CORPUS_FILES:
-        raw = (root / name).read_bytes()
-        docs.extend(_parse_txt(lzma.decompress(raw).decode("utf-8")))
-    return docs
+    return list(iter_default_corpus())
 
 
-def split_train_val(docs: Sequence[str], val_fraction: float) -> tuple[list[str], list[str]]:
-    """Deterministic split by position: the last ``val_fraction`` of documents is validation.
-
-    At least one document goes to each side.
+def validation_count(num_documents: int, val_fraction: float) -> int:
+    """Documents held out for validation: ``min(n - 1, max(1, round(n * val_fraction)))``.
 
     Raises:
         ConfigError: if ``val_fraction`` is not in (0, 1) or there are fewer than 2 documents.
     """
     if not 0.0 < val_fraction < 1.0:
         raise ConfigError(f"val_fraction must be in (0, 1), got {val_fraction}")
-    if len(docs) < 2:
+    if num_documents < 2:
         raise ConfigError(
-            f"cannot split {len(docs)} document(s) into train and validation; "
+            f"cannot split {num_documents} document(s) into train and validation; "
             "give more documents or data.val_files"
         )
-    n_val = min(len(docs) - 1, max(1, round(len(docs) * val_fraction)))
-    cut = len(docs) - n_val
+    return min(num_documents - 1, max(1, round(num_documents * val_fraction)))
+
+
+def split_train_val(docs: Sequence[str], val_fraction: float) -> tuple[list[str], list[str]]:
+    """Deterministic split by position: the last ``val_fraction`` of documents is validation.
+
+    At least one document goes to each side (see :func:`validation_count`).
+    """
+    cut = len(docs) - validation_count(len(docs), val_fraction)
     return list(docs[:cut]), list(docs[cut:])

@@ -1,29 +1,68 @@
-"""``MLMDataModule``: corpus -> WordPiece tokenizer -> packed blocks -> BERT-masked batches.
+"""``MLMDataModule``: corpus -> WordPiece tokenizer -> prepared token shards -> BERT-masked batches.
 
 Batches are ``{"input_ids": LongTensor[B, L], "labels": LongTensor[B, L]}`` with
 ``labels == -100`` where no prediction is made. Blocks are packed (see
-:mod:`roformer_lit.data.packing`), so there is no padding and no attention mask.
+:mod:`roformer_lit.data.shards`), so there is no padding and no attention mask.
 
-The tokenizer is loaded (or trained and cached) on first access of :attr:`tokenizer`,
-:attr:`tokenizer_vocab_size`, :attr:`pad_token_id` or :attr:`mask_token_id`, which work
-right after ``__init__`` (no ``setup`` needed) so LightningCLI can link
-``data.tokenizer_vocab_size`` to the model's vocab size at instantiation.
+Life cycle:
+
+* ``__init__`` checks the arguments and expands the file sources (nothing is read);
+* :attr:`tokenizer` (and :attr:`tokenizer_vocab_size`, which LightningCLI links to the
+  model's vocab size at instantiation) comes from the prepared corpus when there is one,
+  else from ``tokenizer_file``, else it is trained on a bounded sample of the training
+  documents (cached, see :mod:`roformer_lit.data.tokenizer`);
+* :meth:`prepare_data` (Lightning calls it once per node; ``python -m roformer_lit prepare``
+  calls only it) tokenizes the corpus into cached, memory-mapped shards
+  (:mod:`roformer_lit.data.prepare`) unless they exist;
+* :meth:`setup` maps the shards and cuts the blocks: without ``val_files`` the last
+  ``val_fraction`` of the documents is validation, by document count as it always was.
+
+The prepared corpus's cache key holds the corpus fingerprint and how the tokenizer is made
+(its file's hash, or vocab size, sample size, settings and the split), not ``max_length``,
+``batch_size``, ``seed`` or masking, so every run and seed of a sweep, and ``extrapolate``
+at any length, read the same shards.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
+from typing import Any
 
 import lightning as L
 import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
-from roformer_lit.data.corpus import load_default_corpus, read_documents, split_train_val
+from roformer_lit.data.corpus import BundledSource, split_train_val, validation_count
 from roformer_lit.data.dataset import EpochSampler, MLMBlockDataset, ResumableDataLoader
-from roformer_lit.data.packing import encode_stream, pack_blocks
-from roformer_lit.data.tokenizer import SpecialTokens, load_or_train_tokenizer, load_tokenizer_file
+from roformer_lit.data.hf_source import HFSource
+from roformer_lit.data.prepare import (
+    PreparedCorpus,
+    cache_key,
+    find_prepared,
+    prepare_corpus,
+    tokenizer_sha256,
+)
+from roformer_lit.data.shards import TokenBlocks, TokenStream
+from roformer_lit.data.sources import DocumentSource, FileSource, expand_paths
+from roformer_lit.data.tokenizer import (
+    TOKENIZER_SETTINGS,
+    SpecialTokens,
+    default_cache_dir,
+    file_sha256,
+    load_or_train_tokenizer,
+    load_tokenizer_file,
+    training_sample,
+)
 from roformer_lit.errors import ConfigError
+
+
+def info(message: str) -> None:
+    """One information line on stderr, from the first process only (not from every DDP rank)."""
+    if os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) == "0":
+        print(message, file=sys.stderr, flush=True)
 
 
 def _check(ok: bool, name: str, value: object, valid: str) -> None:
@@ -35,23 +74,36 @@ class MLMDataModule(L.LightningDataModule):
     """Masked-language-model data: packed blocks of ``max_length`` tokens with BERT masking.
 
     Args:
-        train_files: ``.txt``/``.jsonl`` (optionally ``.gz``/``.xz``) files; ``None`` uses the
-            bundled English corpus (Python documentation prose).
-        val_files: validation files; ``None`` splits off the last ``val_fraction`` of the
-            training documents (by position, deterministic).
-        val_fraction: fraction of documents held out when ``val_files`` is ``None``.
-        text_field: JSON field holding the text in ``.jsonl`` files.
+        train_files: corpus files (``.txt``/``.jsonl``, optionally ``.gz``/``.xz``/``.zst``,
+            or ``.parquet``): one path, a list, a glob or a directory; ``None`` (and no
+            ``dataset``) uses the bundled English corpus (Python documentation prose).
+        val_files: validation files, in the same forms; ``None`` holds out the last
+            ``val_fraction`` of the training documents (by position, deterministic).
+        val_fraction: fraction of documents held out when there is no validation source.
+        text_field: field holding the text in ``.jsonl``/``.parquet`` files and datasets.
+        dataset: a Hugging Face dataset instead of files: a Hub name (``wikitext``) or a
+            ``save_to_disk`` directory (needs ``datasets``: ``pip install 'roformer-lit[corpora]'``).
+        dataset_config: the Hub dataset's configuration (``wikitext-103-raw-v1``).
+        dataset_split: the split trained on.
+        dataset_val_split: a split used for validation (``validation``); ``None`` holds out
+            ``val_fraction`` of the training split unless ``val_files`` is given.
+        dataset_streaming: stream a Hub dataset instead of downloading it first.
         tokenizer_file: a ``tokenizer.json`` to use instead of training one (must define
             ``[PAD]``, ``[SEP]``, ``[MASK]``).
         vocab_size: requested vocab size of the trained WordPiece tokenizer (the real one,
-            :attr:`tokenizer_vocab_size`, may be smaller on a small corpus).
+            :attr:`tokenizer_vocab_size`, may be smaller on a small corpus; saved in the
+            hyperparameters as ``requested_vocab_size``).
+        tokenizer_sample_mb: the tokenizer is trained on the first this many million
+            characters of the training documents (a smaller corpus: all of it).
         max_length: tokens per block.
         batch_size: blocks per batch.
         mlm_probability: probability that a non-special token is selected for prediction.
         num_workers: DataLoader worker processes (results do not depend on it).
+        num_proc: tokenizer processes when preparing (default: the cores).
         seed: seeds shuffling and masking.
-        cache_dir: tokenizer cache directory (default ``$ROFORMER_LIT_CACHE/tokenizers`` or
-            ``~/.cache/roformer_lit/tokenizers``).
+        cache_dir: cache directory: trained tokenizers directly in it, prepared corpora in
+            ``<cache_dir>/prepared`` (default ``$ROFORMER_LIT_CACHE`` or
+            ``~/.cache/roformer_lit``, with ``tokenizers/`` and ``prepared/``).
         max_val_blocks: keep only the first N validation blocks.
         max_train_blocks: keep only the first N training blocks.
     """
@@ -59,84 +111,165 @@ class MLMDataModule(L.LightningDataModule):
     def __init__(
         self,
         *,
-        train_files: list[str] | None = None,
-        val_files: list[str] | None = None,
+        train_files: list[str] | str | None = None,
+        val_files: list[str] | str | None = None,
         val_fraction: float = 0.05,
         text_field: str = "text",
+        dataset: str | None = None,
+        dataset_config: str | None = None,
+        dataset_split: str = "train",
+        dataset_val_split: str | None = None,
+        dataset_streaming: bool = False,
         tokenizer_file: str | None = None,
         vocab_size: int = 8192,
+        tokenizer_sample_mb: int = 64,
         max_length: int = 128,
         batch_size: int = 32,
         mlm_probability: float = 0.15,
         num_workers: int = 0,
+        num_proc: int | None = None,
         seed: int = 0,
         cache_dir: str | None = None,
         max_val_blocks: int | None = None,
         max_train_blocks: int | None = None,
     ) -> None:
+        hparams = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         super().__init__()
         _check(max_length >= 8, "max_length", max_length, ">= 8")
         _check(batch_size >= 1, "batch_size", batch_size, ">= 1")
         _check(0.0 < mlm_probability < 1.0, "mlm_probability", mlm_probability, "in (0, 1)")
         _check(vocab_size >= 100, "vocab_size", vocab_size, ">= 100")
+        _check(tokenizer_sample_mb >= 1, "tokenizer_sample_mb", tokenizer_sample_mb, ">= 1")
         _check(num_workers >= 0, "num_workers", num_workers, ">= 0")
+        _check(num_proc is None or num_proc >= 1, "num_proc", num_proc, ">= 1 or null")
         _check(0.0 < val_fraction < 1.0, "val_fraction", val_fraction, "in (0, 1)")
         _check(bool(text_field), "text_field", text_field, "a non-empty string")
+        _check(dataset is None or bool(dataset), "dataset", dataset, "a name, a directory or null")
         for name, cap in (
             ("max_val_blocks", max_val_blocks),
             ("max_train_blocks", max_train_blocks),
         ):
             _check(cap is None or cap >= 1, name, cap, ">= 1 or null")
-        self.save_hyperparameters()
-        self.train_files = [train_files] if isinstance(train_files, str) else train_files
-        self.val_files = [val_files] if isinstance(val_files, str) else val_files
+        if dataset is not None and train_files is not None:
+            raise ConfigError(
+                "data.train_files and data.dataset both name the training corpus: give one"
+            )
+        if dataset_val_split is not None and val_files is not None:
+            raise ConfigError(
+                "data.val_files and data.dataset_val_split both name the validation corpus: "
+                "give one"
+            )
+        if dataset is None and dataset_val_split is not None:
+            raise ConfigError("data.dataset_val_split needs data.dataset")
+        # The requested vocab size is saved as ``requested_vocab_size``: the model's
+        # ``vocab_size`` is the tokenizer's real size (linked by the CLI), and Lightning
+        # refuses a data-module hyperparameter that contradicts a model one.
+        hparams["requested_vocab_size"] = hparams.pop("vocab_size")
+        self.save_hyperparameters(hparams)
+        self.train_files = (
+            None if train_files is None else expand_paths(train_files, "data.train_files")
+        )
+        self.val_files = None if val_files is None else expand_paths(val_files, "data.val_files")
         self.val_fraction = val_fraction
         self.text_field = text_field
         self.tokenizer_file = tokenizer_file
         self.vocab_size = vocab_size
+        self.tokenizer_sample_mb = tokenizer_sample_mb
         self.max_length = max_length
         self.batch_size = batch_size
         self.mlm_probability = mlm_probability
         self.num_workers = num_workers
+        self.num_proc = num_proc
         self.seed = seed
         self.cache_dir = cache_dir
         self.max_val_blocks = max_val_blocks
         self.max_train_blocks = max_train_blocks
 
-        self._docs: tuple[list[str], list[str]] | None = None
+        self.train_source: DocumentSource
+        if dataset is not None:
+            hf = dict(config=dataset_config, text_field=text_field, streaming=dataset_streaming)
+            self.train_source = HFSource(dataset, split=dataset_split, **hf)  # type: ignore[arg-type]
+        elif self.train_files is not None:
+            self.train_source = FileSource(tuple(self.train_files), text_field)
+        else:
+            self.train_source = BundledSource()
+        self.val_source: DocumentSource | None = None
+        if self.val_files is not None:
+            self.val_source = FileSource(tuple(self.val_files), text_field)
+        elif dataset_val_split is not None:
+            self.val_source = HFSource(dataset, split=dataset_val_split, **hf)  # type: ignore[arg-type]
+
         self._tokenizer: Tokenizer | None = None
         self._special: SpecialTokens | None = None
+        self._train_key: str | None = None
+        self._prepared: tuple[PreparedCorpus, PreparedCorpus | None] | None = None
         self.tokenizer_path: Path | None = None
         self.train_dataset: MLMBlockDataset | None = None
         self.val_dataset: MLMBlockDataset | None = None
 
-    # ----------------------------------------------------------------- corpus / tokenizer
-    def documents(self) -> tuple[list[str], list[str]]:
-        """(train documents, validation documents), read once."""
-        if self._docs is None:
-            if self.train_files is None:
-                docs = load_default_corpus()
-            else:
-                docs = read_documents(self.train_files, self.text_field)
-            if self.val_files is None:
-                self._docs = split_train_val(docs, self.val_fraction)
-            else:
-                self._docs = (docs, read_documents(self.val_files, self.text_field))
-        return self._docs
+    # ----------------------------------------------------------------- cache locations
+    @property
+    def prepared_root(self) -> Path:
+        """Where prepared corpora live."""
+        if self.cache_dir is not None:
+            return Path(self.cache_dir).expanduser() / "prepared"
+        return default_cache_dir().parent / "prepared"
+
+    def _tokenizer_spec(self) -> dict[str, Any]:
+        """Everything that decides the tokenizer (part of the prepared corpus's key)."""
+        if self.tokenizer_file is not None:
+            path = Path(self.tokenizer_file).expanduser()
+            if not path.is_file():  # stat only: a FIFO is refused, not opened
+                load_tokenizer_file(path)  # raises the one-line error
+            try:
+                return {"file_sha256": file_sha256(path)}
+            except OSError as e:
+                raise ConfigError(f"cannot read tokenizer file {path}: {e.strerror}") from None
+        return {
+            "vocab_size": self.vocab_size,
+            "sample_mb": self.tokenizer_sample_mb,
+            "settings": TOKENIZER_SETTINGS,
+            "val_fraction": self.val_fraction if self.val_source is None else None,
+        }
 
     @property
+    def train_key(self) -> str:
+        """Cache key of the prepared training corpus."""
+        if self._train_key is None:
+            self._train_key = cache_key(
+                {"source": self.train_source.fingerprint(), "tokenizer": self._tokenizer_spec()}
+            )
+        return self._train_key
+
+    # ----------------------------------------------------------------- tokenizer
+    @property
     def tokenizer(self) -> Tokenizer:
-        """The tokenizer: loaded from ``tokenizer_file`` or trained on the train split (cached)."""
+        """The tokenizer: the prepared corpus's, ``tokenizer_file``, or trained on a sample."""
         if self._tokenizer is None:
-            if self.tokenizer_file is not None:
+            prepared = find_prepared(self.prepared_root, self.train_key)
+            if prepared is not None:
+                tok = prepared.tokenizer()
+                self.tokenizer_path = prepared.tokenizer_path
+            elif self.tokenizer_file is not None:
                 tok = load_tokenizer_file(self.tokenizer_file)
                 self.tokenizer_path = Path(self.tokenizer_file).expanduser()
             else:
+                sample = training_sample(
+                    self.train_source.documents(),
+                    self.tokenizer_sample_mb * 1_000_000,
+                    self.val_fraction if self.val_source is None else None,
+                )
                 tok, self.tokenizer_path = load_or_train_tokenizer(
-                    self.documents()[0], self.vocab_size, self.cache_dir
+                    sample, self.vocab_size, self.cache_dir
                 )
             self._special = SpecialTokens.from_tokenizer(tok)
             self._tokenizer = tok
+            real = tok.get_vocab_size(with_added_tokens=True)
+            if self.tokenizer_file is None and real < self.vocab_size:
+                info(
+                    f"the corpus supports {real} tokens, fewer than data.vocab_size="
+                    f"{self.vocab_size}; training uses a vocabulary of {real}"
+                )
         return self._tokenizer
 
     @property
@@ -161,12 +294,50 @@ class MLMDataModule(L.LightningDataModule):
         """Id of ``[MASK]``."""
         return self.special_tokens.mask
 
+    # ----------------------------------------------------------------- preparation
+    def prepare(self) -> tuple[PreparedCorpus, PreparedCorpus | None]:
+        """The prepared training (and validation) corpus, tokenizing what is not cached yet."""
+        if self._prepared is None:
+            tok = self.tokenizer
+            kw: dict[str, Any] = dict(num_proc=self.num_proc, log=info)
+            train = prepare_corpus(self.train_source, tok, self.prepared_root, self.train_key, **kw)
+            val = None
+            if self.val_source is not None:
+                key = cache_key(
+                    {"source": self.val_source.fingerprint(), "tokenizer": tokenizer_sha256(tok)}
+                )
+                val = prepare_corpus(self.val_source, tok, self.prepared_root, key, **kw)
+            self._prepared = (train, val)
+        return self._prepared
+
+    def prepare_data(self) -> None:
+        """Lightning's once-per-node hook: prepare the corpus (a no-op when cached)."""
+        self.prepare()
+
+    def split_ranges(self) -> tuple[tuple[TokenStream, int, int], tuple[TokenStream, int, int]]:
+        """((stream, start, stop) of training tokens, (stream, start, stop) of validation)."""
+        train, val = self.prepare()
+        stream = train.stream()
+        if val is not None:
+            val_stream = val.stream()
+            return (stream, 0, stream.tokens), (val_stream, 0, val_stream.tokens)
+        n = stream.documents
+        cut = n - validation_count(n, self.val_fraction)
+        boundary = int(stream.doc_ends[cut - 1])
+        return (stream, 0, boundary), (stream, boundary, stream.tokens)
+
+    def documents(self) -> tuple[list[str], list[str]]:
+        """(train documents, validation documents) as lists (reads them all: small corpora)."""
+        docs = list(self.train_source.documents())
+        if self.val_source is None:
+            return split_train_val(docs, self.val_fraction)
+        return docs, list(self.val_source.documents())
+
     # ----------------------------------------------------------------- datasets
-    def _make_dataset(self, docs: list[str], split: str, cap: int | None) -> MLMBlockDataset:
-        stream = encode_stream(self.tokenizer, docs, self.special_tokens.sep)
-        blocks = pack_blocks(stream, self.max_length, split=split)
-        if cap is not None:
-            blocks = blocks[:cap]
+    def _make_dataset(
+        self, where: tuple[TokenStream, int, int], split: str, cap: int | None
+    ) -> MLMBlockDataset:
+        blocks = TokenBlocks(*where, self.max_length, limit=cap, split=split)
         return MLMBlockDataset(
             blocks,
             mlm_probability=self.mlm_probability,
@@ -178,12 +349,14 @@ class MLMDataModule(L.LightningDataModule):
         )
 
     def setup(self, stage: str | None = None) -> None:
-        """Tokenize and pack both splits (once; later calls are no-ops)."""
-        train_docs, val_docs = self.documents()
+        """Map the prepared shards and cut both splits into blocks (once)."""
+        if self.train_dataset is not None and self.val_dataset is not None:
+            return
+        train, val = self.split_ranges()
         if self.train_dataset is None:
-            self.train_dataset = self._make_dataset(train_docs, "train", self.max_train_blocks)
+            self.train_dataset = self._make_dataset(train, "train", self.max_train_blocks)
         if self.val_dataset is None:
-            self.val_dataset = self._make_dataset(val_docs, "validation", self.max_val_blocks)
+            self.val_dataset = self._make_dataset(val, "validation", self.max_val_blocks)
 
     # ----------------------------------------------------------------- loaders
     def _current_epoch(self) -> int:

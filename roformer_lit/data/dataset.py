@@ -28,14 +28,19 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from roformer_lit.data.masking import mask_tokens, sample_seed
+from roformer_lit.data.shards import TokenBlocks
 
 
 class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
-    """Packed ``[N, L]`` blocks; item = ``{"input_ids": [L] int64, "labels": [L] int64}``."""
+    """Packed ``[N, L]`` blocks; item = ``{"input_ids": [L] int64, "labels": [L] int64}``.
+
+    ``blocks`` is an ``[N, L]`` tensor or any sequence of ``N`` token rows with a ``shape``
+    of ``(N, L)``, such as the memory-mapped :class:`~roformer_lit.data.shards.TokenBlocks`.
+    """
 
     def __init__(
         self,
-        blocks: torch.Tensor,
+        blocks: torch.Tensor | TokenBlocks,
         *,
         mlm_probability: float,
         mask_token_id: int,
@@ -44,7 +49,7 @@ class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
         seed: int,
         fixed_masking: bool,
     ) -> None:
-        if blocks.dim() != 2:
+        if len(blocks.shape) != 2:
             raise ValueError(f"blocks must be [N, L], got shape {tuple(blocks.shape)}")
         self.blocks = blocks
         self.mlm_probability = mlm_probability
@@ -103,11 +108,13 @@ class EpochSampler(Sampler[tuple[int, int]]):
         epoch = self.epoch
         if self.shuffle:
             gen = torch.Generator().manual_seed(sample_seed(self.seed, "shuffle", epoch, 0))
-            order = torch.randperm(self.num_samples, generator=gen).tolist()
+            # kept as an int64 array (8 bytes a block), not a list of Python ints
+            order = torch.randperm(self.num_samples, generator=gen).numpy()
+            for i in order:
+                yield (epoch, int(i))
         else:
-            order = range(self.num_samples)
-        for i in order:
-            yield (epoch, i)
+            for i in range(self.num_samples):
+                yield (epoch, i)
 
 
 class _SkipFirst:

@@ -167,6 +167,44 @@ def load_or_train_tokenizer(
     return tok, path
 
 
+def training_sample(
+    documents: Iterable[str], sample_chars: int, val_fraction: float | None = None
+) -> list[str]:
+    """The documents a tokenizer is trained on: the first ones, up to ``sample_chars`` of text.
+
+    With ``val_fraction`` the last ``val_fraction`` of the same documents is validation
+    (:func:`~roformer_lit.data.corpus.validation_count`): the sample stops before them, so
+    when the corpus is larger than the sample the rest of it is counted (streamed, not kept).
+    A corpus smaller than the sample is used whole, as it always was (the bundled corpus's
+    shipped tokenizer is found by the hash of exactly its training documents).
+    """
+    from roformer_lit.data.corpus import validation_count
+
+    sample: list[str] = []
+    size = 0
+    remaining = iter(documents)
+    exhausted = True
+    for doc in remaining:
+        sample.append(doc)
+        size += len(doc)
+        if size >= sample_chars:
+            exhausted = False
+            break
+    if val_fraction is None:
+        return sample
+    total = len(sample) if exhausted else len(sample) + sum(1 for _ in remaining)
+    return sample[: total - validation_count(total, val_fraction)]
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def load_tokenizer_file(path: str | Path) -> Tokenizer:
     """Load a ``tokenizer.json`` (HF tokenizers format); it must define [PAD], [SEP], [MASK].
 
@@ -174,7 +212,8 @@ def load_tokenizer_file(path: str | Path) -> Tokenizer:
     """
     p = Path(path).expanduser()
     if not p.is_file():
-        raise ConfigError(f"tokenizer file not found: {p}")
+        what = "is not a regular file" if os.path.lexists(p) else "not found"
+        raise ConfigError(f"tokenizer file {what}: {p}")
     try:
         tok = Tokenizer.from_file(str(p))
     except Exception as e:

@@ -1,9 +1,11 @@
 """``export_hf``: write a ``MaskedLM`` as a Hugging Face ``*ForMaskedLM`` directory.
 
 The directory loads with ``AutoModelForMaskedLM.from_pretrained`` and gives the same logits
-in eval mode. Validation happens before anything touches the disk, and the files are
-written to a fresh sibling directory that is then renamed into place, so an existing
-non-empty directory is never written into (not even by a concurrent writer).
+in eval mode; with the model's tokenizer (required unless ``require_tokenizer=False``) it
+also loads with ``AutoTokenizer`` and ``pipeline("fill-mask", model=dir)``. Validation
+happens before anything touches the disk, and the files are written to a fresh sibling
+directory that is then renamed into place, so an existing non-empty directory is never
+written into (not even by a concurrent writer) and a failed export leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ import torch
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import require_transformers
 from roformer_lit.interop.mapping import HFArchitecture, architecture_for, links
+from roformer_lit.interop.tokenizer import as_tokenizer, check_vocabulary, hf_tokenizer_files
 
 if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
     from roformer_lit.module import MaskedLM
 
 HF_ROPE_BASE = 10000.0  # HF RoFormer hardcodes it (RoFormerSinusoidalPositionalEmbedding)
@@ -48,11 +53,20 @@ def _check_exportable(model: MaskedLM) -> HFArchitecture:
     return arch
 
 
-def _check_out_dir(out_dir: Path) -> None:
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        what = "a non-empty directory" if out_dir.is_dir() else "an existing file"
+def check_out_dir(out_dir: str | os.PathLike[str]) -> None:
+    """Refuse (ConfigError) an export target that is a file or a non-empty directory."""
+    out = Path(out_dir)
+    try:
+        what = None
+        if out.is_dir():
+            what = "a non-empty directory" if any(out.iterdir()) else None
+        elif out.exists() or out.is_symlink():
+            what = "an existing file"
+    except OSError as err:
+        raise ConfigError(f"cannot export into {str(out)!r}: {err.strerror or err}") from err
+    if what is not None:
         raise ConfigError(
-            f"refusing to export into {str(out_dir)!r}: it is {what}; pick a new or empty "
+            f"refusing to export into {str(out)!r}: it is {what}; pick a new or empty "
             "directory (existing files are never overwritten)"
         )
 
@@ -73,7 +87,7 @@ def hf_config_kwargs(model: MaskedLM, arch: HFArchitecture) -> dict[str, Any]:
         "max_position_embeddings": hp.max_positions,
         "layer_norm_eps": hp.layer_norm_eps,
         "initializer_range": hp.init_std,
-        "pad_token_id": None,  # the model does not know the tokenizer's pad id
+        "pad_token_id": None,  # the model does not know it; export_hf sets the tokenizer's
         "tie_word_embeddings": True,
     }
     scheme = model.encoder.position
@@ -128,22 +142,74 @@ def to_hf_model(model: MaskedLM) -> Any:
     return hf.eval()
 
 
-def export_hf(model: MaskedLM, out_dir: str | os.PathLike[str]) -> str:
-    """Write ``model`` as an HF MLM directory (``config.json`` + weights); returns its path.
+def export_hf(
+    model: MaskedLM,
+    out_dir: str | os.PathLike[str],
+    tokenizer: Tokenizer | str | os.PathLike[str] | None = None,
+    *,
+    require_tokenizer: bool = True,
+) -> str:
+    """Write ``model`` and its tokenizer as an HF MLM directory; returns its path.
 
-    ``rope`` -> ``RoFormerForMaskedLM``, ``deberta`` -> ``DebertaV2ForMaskedLM`` (v3
-    layout, legacy head), ``learned`` -> ``BertForMaskedLM``. Raises ConfigError for a
-    scheme, kernel or option HF cannot represent, and for an ``out_dir`` that is an
-    existing file or non-empty directory.
+    The directory holds ``config.json``, the weights, ``tokenizer.json`` and
+    ``tokenizer_config.json`` (see :mod:`roformer_lit.interop.tokenizer`), so
+    ``AutoTokenizer``, ``AutoModelForMaskedLM`` and ``pipeline("fill-mask", model=dir)``
+    load it with only ``transformers`` installed. ``rope`` -> ``RoFormerForMaskedLM``,
+    ``deberta`` -> ``DebertaV2ForMaskedLM`` (v3 layout, legacy head), ``learned`` ->
+    ``BertForMaskedLM``.
+
+    Args:
+        model: the model to export.
+        out_dir: a new or empty directory.
+        tokenizer: the tokenizer the model was trained with: a ``tokenizers.Tokenizer`` or
+            a ``tokenizer.json`` path (a checkpoint's: :func:`roformer_lit.checkpoint_tokenizer`).
+        require_tokenizer: with ``False`` and no tokenizer, write the model alone (the
+            directory then loads with ``AutoModelForMaskedLM`` but not with ``AutoTokenizer``
+            or a pipeline).
+
+    Raises:
+        ConfigError: no tokenizer (unless ``require_tokenizer=False``); a tokenizer without
+            ``[PAD]``/``[SEP]``/``[MASK]`` or of another vocabulary size; a scheme, kernel
+            or option HF cannot represent; an ``out_dir`` that is an existing file or
+            non-empty directory, or that cannot be written. Nothing is left behind on error.
     """
     out = Path(out_dir)
-    _check_out_dir(out)
+    check_out_dir(out)
     hf = to_hf_model(model)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if tokenizer is None and require_tokenizer:
+        raise ConfigError(
+            f"export to {str(out)!r} needs the model's tokenizer (a tokenizers.Tokenizer or a "
+            "tokenizer.json path), or require_tokenizer=False to write the model without one"
+        )
+    files: dict[str, str] = {}
+    if tokenizer is not None:
+        tok = as_tokenizer(tokenizer)
+        check_vocabulary(tok, model.hparams.vocab_size)
+        files = hf_tokenizer_files(tok, model.hparams.max_positions)
+        hf.config.pad_token_id = tok.token_to_id("[PAD]")
+    _write_atomically(out, hf, files)
+    return str(out)
+
+
+def _write_atomically(out: Path, hf: Any, files: dict[str, str]) -> None:
+    """Write ``hf`` and ``files`` into a fresh hidden sibling of ``out``, then rename it onto
+    ``out`` (missing or empty). On any failure the sibling and every parent directory this
+    call created are removed, so no partial export is ever visible at ``out``."""
+    created = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
     staging = out.parent / f".{out.name}.export-{uuid.uuid4().hex[:12]}"
-    staging.mkdir()
     try:
-        hf.save_pretrained(staging)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            staging.mkdir()
+            hf.save_pretrained(staging)
+            for name, text in files.items():
+                (staging / name).write_text(text, encoding="utf-8")
+            for path in staging.iterdir():  # some writers create 0600 files
+                path.chmod(0o644)
+        except OSError as err:
+            raise ConfigError(
+                f"cannot write the export to {str(out)!r}: {err.strerror or err}"
+            ) from err
         try:
             # rename onto a missing or empty directory; fails if out_dir has files by now
             os.rename(staging, out)
@@ -152,7 +218,11 @@ def export_hf(model: MaskedLM, out_dir: str | os.PathLike[str]) -> str:
                 f"refusing to export into {str(out)!r}: it is no longer a new or empty "
                 f"directory ({err.strerror})"
             ) from err
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
-    return str(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        for parent in created:  # innermost first; only directories this call made
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+        raise

@@ -24,9 +24,13 @@ from torch import Tensor, nn
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions.base import EncoderShape, LayerPosition, PositionScheme, ScoreBias
+from roformer_lit.validation import Rule, at_least_int, boolean, check, optional
 
 if TYPE_CHECKING:
     from roformer_lit.attention.block import SelfAttention
+
+#: ``position_buckets``: the table has ``2 * position_buckets`` rows, half per direction.
+EVEN_BUCKETS = Rule("an even integer >= 2", lambda v: at_least_int(2).accepts(v) and v % 2 == 0)
 
 
 def log_bucket(relative: Tensor, buckets: int, max_position: int) -> Tensor:
@@ -96,23 +100,25 @@ class DebertaPosition(PositionScheme):
         p2c: bool = True,
     ) -> None:
         super().__init__(shape)
+        check("deberta c2p", c2p, boolean)
+        check("deberta p2c", p2c, boolean)
+        check("deberta position_buckets", position_buckets, EVEN_BUCKETS)
         if not (c2p or p2c):
             raise ConfigError(
                 "deberta with c2p=false and p2c=false has no position term; use position=nope"
             )
-        if position_buckets < 2 or position_buckets % 2:
-            raise ConfigError(
-                f"deberta position_buckets must be an even number >= 2, got {position_buckets}"
-            )
         self.position_buckets = position_buckets
         # HF's default is max_position_embeddings; never let it fall inside the exact range
-        default_max = max(shape.max_positions, position_buckets)
-        self.max_relative_positions = max_relative_positions or default_max
-        if self.max_relative_positions <= position_buckets // 2 + 1:
-            raise ConfigError(
-                f"deberta max_relative_positions ({self.max_relative_positions}) must exceed "
-                f"position_buckets / 2 + 1 ({position_buckets // 2 + 1})"
-            )
+        default_max = max(shape.max_positions, position_buckets, position_buckets // 2 + 2)
+        # (its log buckets need distances beyond the exact range |d| < position_buckets / 2)
+        check(
+            "deberta max_relative_positions",
+            max_relative_positions,
+            optional(at_least_int(position_buckets // 2 + 2)),
+        )
+        self.max_relative_positions = (
+            default_max if max_relative_positions is None else max_relative_positions
+        )
         self.c2p, self.p2c = c2p, p2c
         self.rel_embeddings = nn.Embedding(2 * position_buckets, shape.hidden_size)
         self.rel_norm = nn.LayerNorm(shape.hidden_size, eps=shape.layer_norm_eps)

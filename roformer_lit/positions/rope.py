@@ -21,6 +21,7 @@ from torch import Tensor
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions.base import EncoderShape, LayerPosition, PositionScheme, sinusoid_angles
+from roformer_lit.validation import check, finite_float_above
 
 
 def swap_pairs(x: Tensor) -> Tensor:
@@ -65,8 +66,7 @@ class RotaryPosition(PositionScheme):
                 f"rope needs an even head size, got hidden_size={shape.hidden_size} / "
                 f"num_heads={shape.num_heads} = {shape.head_size}"
             )
-        if base <= 1:
-            raise ConfigError(f"rope base must be > 1, got {base}")
+        check("rope base", base, finite_float_above(1))
         self.base = float(base)
         cos, signed_sin = rope_tables(shape.max_positions, shape.head_size, self.base)
         self.register_buffer("cos", cos, persistent=False)

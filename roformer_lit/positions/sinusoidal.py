@@ -14,6 +14,7 @@ from torch import Tensor
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions.base import EncoderShape, PositionScheme, sinusoid_angles
+from roformer_lit.validation import boolean, check, finite_float_above
 
 
 def sinusoidal_table(length: int, dim: int, base: float = 10000.0) -> Tensor:
@@ -35,6 +36,8 @@ class SinusoidalPosition(PositionScheme):
             raise ConfigError(
                 f"sinusoidal positions need an even hidden_size, got {shape.hidden_size}"
             )
+        check("sinusoidal base", base, finite_float_above(1))
+        check("sinusoidal scale_embeddings", scale_embeddings, boolean)
         self.base = base
         self.embedding_scale = math.sqrt(shape.hidden_size) if scale_embeddings else 1.0
         self.register_buffer(

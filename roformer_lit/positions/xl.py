@@ -31,6 +31,7 @@ from roformer_lit.positions.base import (
     default_scale,
     sinusoid_angles,
 )
+from roformer_lit.validation import boolean, check
 
 #: Query rows per block of the position term.
 BLOCK_ROWS = 256
@@ -98,6 +99,7 @@ class TransformerXLPosition(PositionScheme):
         super().__init__(shape)
         if shape.hidden_size % 2:
             raise ConfigError(f"xl needs an even hidden_size, got {shape.hidden_size}")
+        check("xl per_layer", per_layer, boolean)
         self.per_layer = per_layer
         count = shape.num_layers if per_layer else 1
         self.layers = nn.ModuleList(XLLayer(shape) for _ in range(count))

@@ -96,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(args: Sequence[str]) -> int:
+    from roformer_lit import run_dir
     from roformer_lit.sweep import runner, slurm
     from roformer_lit.sweep.spec import load_sweep, shell_line
 
@@ -163,6 +164,10 @@ def main(args: Sequence[str]) -> int:
     )
     for task in skipped:
         print(f"skipped {task.version} (finished)", flush=True)
+    if todo:  # prepare the data once, here, before any run starts (runs then read the cache)
+        from roformer_lit.data.prepare_cli import prepare_runs
+
+        prepare_runs([sweep.fit_args(r, root) for r in sweep.runs if actions[r.version] != "skip"])
 
     if ns.launcher == "slurm":
         return _slurm(sweep, tasks, todo, skipped, slurm_options, sweep_dir, meta, ns.wait)
@@ -178,6 +183,7 @@ def main(args: Sequence[str]) -> int:
             "note": "finished earlier",
         }
     sweep_dir.mkdir(parents=True, exist_ok=True)
+    run_dir.lock(sweep_dir, "sweep")  # one launcher per sweep: a second one is refused
     runner.write_status(sweep_dir, meta, tasks)
     local = runner.LocalRunner(todo, devices)
 

@@ -1,0 +1,166 @@
+"""Does the data path scale? ``python -m roformer_lit bench-data --corpus PATH --sizes-mb 25 100 400``.
+
+For each size, a corpus of that many MB is synthesised in ``--workdir`` by repeating the
+documents of ``--corpus`` (a file, glob or directory, e.g. wikitext-2), and then:
+
+* ``fit`` with preparation (empty cache: tokenizer trained on a sample, corpus tokenized
+  by ``--num-proc`` processes, one training step, no validation): wall time and peak RSS;
+* preparation rate (tokens/s, from the prepared corpus's ``meta.json``) against the ceiling:
+  raw ``tokenizers`` ``encode_batch`` (all cores, results discarded) on the first
+  ``--ceiling-mb`` MB of the same text with the same tokenizer;
+* ``fit`` on the prepared corpus (cached): wall time of the whole command to its first
+  training step (imports included) and peak RSS;
+* ``prepare`` when cached (what every further run of a sweep pays: nothing is tokenized).
+
+Peak RSS is ``ru_maxrss`` of the command's process tree (the largest process), read with
+``os.wait4``. Each command runs in a fresh process; the machine should be otherwise idle.
+This is a manual benchmark (minutes at 400 MB); the tests never run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from roformer_lit.benchmarks.machine import describe_machine
+
+
+def synthesise(corpus: str, size_mb: int, out: Path) -> Path:
+    """Write ``out``: the documents of ``corpus`` repeated until ``size_mb`` MB (one per line)."""
+    from roformer_lit.data.sources import expand_paths, iter_documents
+
+    if out.is_file() and out.stat().st_size >= size_mb * 1_000_000:
+        return out
+    docs = list(iter_documents(expand_paths(corpus, "--corpus")))
+    target = size_mb * 1_000_000
+    written = 0
+    with open(out, "w", encoding="utf-8") as f:
+        while written < target:
+            for doc in docs:
+                line = doc + "\n"
+                f.write(line)
+                written += len(line.encode("utf-8"))
+                if written >= target:
+                    break
+    return out
+
+
+def timed(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in MB of the process tree, stderr tail) of one command."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        list(argv), cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode("utf-8", "replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"command failed ({proc.returncode}): {' '.join(argv)}\n{err[-3000:]}")
+    return wall, usage.ru_maxrss / 1024, err
+
+
+def ceiling_rate(corpus: Path, tokenizer_path: Path, mb: int) -> float:
+    """Tokens/s of raw ``encode_batch`` (its own thread pool, all cores) on the first ``mb`` MB."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer_path))
+    tokens, seconds, batch, size = 0, 0.0, [], 0
+
+    def run(docs: list[str]) -> None:
+        nonlocal tokens, seconds
+        start = time.perf_counter()
+        encodings = tok.encode_batch(docs, add_special_tokens=False)
+        seconds += time.perf_counter() - start
+        tokens += sum(len(e.ids) for e in encodings) + len(docs)
+
+    read = 0
+    with open(corpus, encoding="utf-8") as f:
+        for line in f:
+            if doc := line.strip():
+                batch.append(doc)
+                size += len(line)
+            if size >= 4_000_000:
+                run(batch)
+                read += size
+                batch, size = [], 0
+                if read >= mb * 1_000_000:
+                    break
+    if batch:
+        run(batch)
+    return tokens / seconds
+
+
+def run(args: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m roformer_lit bench-data --corpus", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--corpus", required=True, help="text to repeat: a file, glob or directory")
+    parser.add_argument("--sizes-mb", nargs="+", type=int, default=[25, 100, 400])
+    parser.add_argument("--workdir", type=Path, default=Path("bench-data"))
+    parser.add_argument("--config", default="configs/rope.yaml")
+    parser.add_argument("--num-proc", type=int, default=None)
+    parser.add_argument("--ceiling-mb", type=int, default=25)
+    ns = parser.parse_args(list(args))
+    ns.workdir.mkdir(parents=True, exist_ok=True)
+    config = str(Path(ns.config).resolve())
+    python = [sys.executable, "-m", "roformer_lit"]
+    rows = []
+    for size in ns.sizes_mb:
+        corpus = synthesise(ns.corpus, size, ns.workdir / f"corpus-{size}mb.txt")
+        cache = ns.workdir / f"cache-{size}mb"
+        subprocess.run(["rm", "-rf", str(cache)], check=True)
+        env = {**os.environ, "ROFORMER_LIT_CACHE": str(cache)}
+        data = ["--data.train_files", str(corpus)]
+        if ns.num_proc is not None:
+            data += ["--data.num_proc", str(ns.num_proc)]
+        fit = [
+            *python,
+            "fit",
+            "--config",
+            config,
+            *data,
+            "--trainer.max_steps",
+            "1",
+            "--trainer.limit_val_batches",
+            "0",
+            "--trainer.enable_progress_bar",
+            "false",
+            "--trainer.enable_model_summary",
+            "false",
+        ]
+        fresh_s, fresh_mb, _ = timed(fit, ns.workdir, env)
+        [meta_path] = (cache / "prepared").glob("*/meta.json")
+        meta = json.loads(meta_path.read_text())
+        prep_rate = meta["tokens"] / meta["seconds"]
+        ceiling = ceiling_rate(corpus, meta_path.parent / "tokenizer.json", ns.ceiling_mb)
+        cached_s, cached_mb, _ = timed(fit, ns.workdir, env)
+        prep_cached_s, _, _ = timed(
+            [*python, "prepare", "--config", config, *data], ns.workdir, env
+        )
+        rows.append(
+            (size, meta["tokens"], fresh_s, fresh_mb, meta["seconds"], prep_rate, ceiling,
+             cached_s, cached_mb, prep_cached_s, meta["num_proc"])
+        )  # fmt: skip
+        print(f"{size} MB done", file=sys.stderr, flush=True)
+    print(f"Data path at scale on {describe_machine()}\n")
+    print(
+        "| corpus | tokens | fit with preparation: wall / peak RSS | tokenizing: s / tokens/s "
+        "(% of raw encode_batch) | fit, prepared: wall to first step / peak RSS | prepare, "
+        "cached |"
+    )
+    print("|---|---|---|---|---|---|")
+    for size, tokens, fs, fm, ps, rate, ceil, cs, cm, pcs, procs in rows:
+        print(
+            f"| {size} MB | {tokens / 1e6:.1f} M | {fs:.0f} s / {fm:,.0f} MB | {ps:.0f} s / "
+            f"{rate:,.0f} ({100 * rate / ceil:.0f} % of {ceil:,.0f}; {procs} processes) | "
+            f"{cs:.1f} s / {cm:,.0f} MB | {pcs:.1f} s |"
+        )
+    return 0

@@ -1,0 +1,73 @@
+"""``python -m roformer_lit prepare --config configs/rope.yaml [--data.* ...]``: prepare only.
+
+Takes the same arguments as ``fit`` (only the ``data`` section matters), trains or loads
+the tokenizer and tokenizes the corpus into the cache that ``fit`` reads, then prints where
+it is. For a login node before a SLURM array, or to see a corpus's size in tokens; ``fit``
+prepares by itself when needed, and ``sweep`` calls :func:`prepare_runs` before it launches.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from roformer_lit.data.datamodule import MLMDataModule
+
+
+def datamodule_of(fit_args: Sequence[str]) -> MLMDataModule:
+    """The data module that ``fit`` with these arguments would build (nothing else is built)."""
+    from roformer_lit.cli import validate_config
+
+    args = list(fit_args)
+    if args and args[0] == "fit":
+        args = args[1:]
+    config = validate_config(args)
+    return MLMDataModule(**config.data.as_dict())
+
+
+def _data_section(fit_args: Sequence[str]) -> tuple[MLMDataModule, str]:
+    dm = datamodule_of(fit_args)
+    return dm, json.dumps(dict(dm.hparams), sort_keys=True, default=str)
+
+
+def prepare_runs(runs: Sequence[Sequence[str]], say: Any = print) -> int:
+    """Prepare the corpora of several ``fit`` argument lists, each distinct data section once.
+
+    Returns the number of distinct data sections. Settings that do not change the prepared
+    tokens (``max_length``, ``batch_size``, ``seed``, ...) share one preparation anyway (the
+    cache key ignores them); this only avoids building the same data module twice.
+    """
+    seen: set[str] = set()
+    for fit_args in runs:
+        dm, section = _data_section(fit_args)
+        if section in seen:
+            continue
+        seen.add(section)
+        train, val = dm.prepare()
+        say(f"data ready: {train.directory}" + (f" (validation {val.directory})" if val else ""))
+    return len(seen)
+
+
+def main(args: Sequence[str]) -> int:
+    """Entry point of ``python -m roformer_lit prepare``."""
+    args = list(args)
+    if not args or args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    dm = datamodule_of(args)
+    train, val = dm.prepare()
+    (tr_stream, tr_start, tr_stop), (va_stream, va_start, va_stop) = dm.split_ranges()
+    print(f"tokenizer: {dm.tokenizer_path} ({dm.tokenizer_vocab_size} tokens)")
+    print(
+        f"prepared: {train.directory} ({train.meta['tokens']:,} tokens, "
+        f"{train.meta['documents']:,} documents, {train.meta['dtype']})"
+    )
+    if val is not None:
+        print(f"validation: {val.directory} ({val.meta['tokens']:,} tokens)")
+    print(
+        f"split: {tr_stop - tr_start:,} training tokens, {va_stop - va_start:,} validation "
+        f"tokens ({(tr_stop - tr_start) // dm.max_length:,} and "
+        f"{(va_stop - va_start) // dm.max_length:,} blocks of {dm.max_length})"
+    )
+    return 0

@@ -1,0 +1,402 @@
+"""Corpus sources: which files a ``data.train_files`` value names, and their documents, streamed.
+
+One place expands what users type (:func:`expand_paths`):
+
+* a path (``my.txt``), a list of paths (``[a.txt, b.jsonl.gz]``),
+* a glob (``'data/*.txt'``, ``'data/**/*.jsonl'``): the matching corpus files, sorted,
+* a directory: every corpus file below it (recursively, hidden entries skipped), sorted by path.
+
+Formats (by extension): ``.txt`` (one document per line, blank lines ignored), ``.jsonl``
+(one JSON object per line, the document is its ``text_field``), each optionally compressed
+as ``.gz``, ``.xz`` or ``.zst`` (the last needs the ``zstandard`` package), and ``.parquet``
+(the ``text_field`` column; needs ``pyarrow``).
+
+Documents are *streamed* (:func:`iter_documents`): a file is read line by line (or a Parquet
+file batch by batch), so no corpus is ever held in memory. A document is stripped; in
+``.jsonl``/``.parquet`` its inner line breaks become spaces, so a document is always one line.
+Every problem with a user file raises :class:`roformer_lit.errors.ConfigError` with one line
+that names the file (and the line, for ``.jsonl``). Paths that are not regular files (a FIFO,
+a device) are refused from ``stat`` before anything opens them, so they cannot hang a run.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import io
+import json
+import lzma
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from roformer_lit.errors import ConfigError
+
+TEXT_EXTENSIONS: tuple[str, ...] = (".txt", ".jsonl")
+COMPRESSIONS: tuple[str, ...] = ("", ".gz", ".xz", ".zst")
+#: Every supported file name ending, e.g. ``.txt``, ``.jsonl.zst``, ``.parquet``.
+VALID_EXTENSIONS: tuple[str, ...] = (
+    *(e + c for e in TEXT_EXTENSIONS for c in COMPRESSIONS),
+    ".parquet",
+)
+_GLOB_CHARS = "*?["
+_PARQUET_BATCH = 1024
+_SNIFF_BYTES = 1 << 16
+_DECOMPRESSION_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, lzma.LZMAError)
+
+
+def split_extension(path: Path) -> tuple[str, str]:
+    """(format, compression) of a corpus file, e.g. ``('.jsonl', '.gz')``; ConfigError if unsupported."""
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        return ".parquet", ""
+    for ext in TEXT_EXTENSIONS:
+        for comp in COMPRESSIONS:
+            if name.endswith(ext + comp):
+                return ext, comp
+    raise ConfigError(
+        f"unsupported corpus file extension for {path}: expected one of {', '.join(VALID_EXTENSIONS)}"
+    )
+
+
+def is_corpus_file(path: Path) -> bool:
+    """Whether ``path``'s name ends in a supported extension."""
+    return path.name.lower().endswith(VALID_EXTENSIONS)
+
+
+def _stat(path: Path) -> os.stat_result:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        raise ConfigError(f"corpus file not found: {path}") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read corpus path {path}: {e.strerror or e}") from None
+
+
+def check_regular_file(path: Path) -> os.stat_result:
+    """``stat`` of ``path``; ConfigError unless it is an existing regular file (never opens it)."""
+    st = _stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (FIFO, device?)"
+        raise ConfigError(f"corpus path is {kind}, expected a corpus file: {path}")
+    return st
+
+
+def _walk(directory: Path) -> list[Path]:
+    """Corpus files below ``directory`` (recursive, hidden names skipped), sorted by path."""
+    found: list[Path] = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found.extend(
+            Path(root) / f for f in files if not f.startswith(".") and is_corpus_file(Path(f))
+        )
+    return sorted(found)
+
+
+def expand_paths(
+    spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], option: str
+) -> list[Path]:
+    """The corpus files named by ``spec`` (a path, a glob, a directory, or a list of these), in order.
+
+    Args:
+        spec: what the user gave.
+        option: the option's name for messages (``data.train_files``).
+
+    Raises:
+        ConfigError: an empty list, a missing path, a glob or directory without corpus
+            files, an unsupported extension, or a path that is not a regular file.
+    """
+    entries = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    if not entries:
+        raise ConfigError(f"{option} is empty: give a file, a list of files, a glob or a directory")
+    files: list[Path] = []
+    for entry in entries:
+        if not isinstance(entry, (str, os.PathLike)) or not str(entry).strip():
+            raise ConfigError(f"{option}: {entry!r} is not a path")
+        text = os.path.expanduser(str(entry))
+        if any(c in text for c in _GLOB_CHARS) and not os.path.lexists(text):
+            matches: list[Path] = []
+            for m in sorted(glob.glob(text, recursive=True)):
+                p = Path(m)
+                matches.extend(_walk(p) if p.is_dir() else [p] if is_corpus_file(p) else [])
+            if not matches:
+                raise ConfigError(
+                    f"{option}: no corpus file matches {str(entry)!r} "
+                    f"(supported: {', '.join(VALID_EXTENSIONS)})"
+                )
+            files.extend(matches)
+            continue
+        path = Path(text)
+        st = _stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            found = _walk(path)
+            if not found:
+                raise ConfigError(
+                    f"{option}: directory {path} holds no corpus file "
+                    f"(supported: {', '.join(VALID_EXTENSIONS)})"
+                )
+            files.extend(found)
+        else:
+            split_extension(path)
+            files.append(path)
+    for path in files:
+        check_regular_file(path)
+    return files
+
+
+def fingerprint_files(paths: Sequence[Path]) -> list[list[Any]]:
+    """(absolute path, size, mtime in ns) per file: what identifies a prepared corpus's input.
+
+    Like ``make`` and HF ``datasets`` for local files, a file whose size or modification time
+    changed is read again; content is not hashed (that would read a 20 GB corpus per run).
+    """
+    out = []
+    for p in paths:
+        st = check_regular_file(p)
+        out.append([str(p.resolve()), st.st_size, st.st_mtime_ns])
+    return out
+
+
+# --------------------------------------------------------------------------- reading
+@contextmanager
+def _open_binary(path: Path, compression: str) -> Iterator[IO[bytes]]:
+    check_regular_file(path)
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise ConfigError(f"cannot read corpus file {path}: {e.strerror or e}") from None
+    try:
+        if compression == ".gz":
+            yield gzip.open(raw, "rb")  # type: ignore[misc]
+        elif compression == ".xz":
+            yield lzma.open(raw, "rb")  # type: ignore[misc]
+        elif compression == ".zst":
+            yield io.BufferedReader(_zstd_reader(raw, path))  # type: ignore[arg-type]
+        else:
+            yield raw
+    finally:
+        raw.close()
+
+
+def _zstd_reader(raw: IO[bytes], path: Path) -> Any:
+    try:
+        import zstandard
+    except ImportError:
+        raise ConfigError(
+            f"reading {path} needs the zstandard package: pip install 'roformer-lit[corpora]'"
+        ) from None
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+
+
+def _decompression_errors() -> tuple[type[BaseException], ...]:
+    try:
+        import zstandard
+
+        return (*_DECOMPRESSION_ERRORS, zstandard.ZstdError)
+    except ImportError:
+        return _DECOMPRESSION_ERRORS
+
+
+def _raw_lines(f: IO[bytes], path: Path) -> Iterator[bytes]:
+    """The lines of ``f`` (bytes, with their ``\n``); a NUL in the first 64 KiB means binary."""
+    head = f.read(_SNIFF_BYTES)
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        raise ConfigError(
+            f"corpus file looks binary (NUL byte at offset {nul}), expected UTF-8 text: {path}"
+        )
+    carry = b""
+    for line in io.BytesIO(head):
+        if line.endswith(b"\n"):
+            yield line
+        else:
+            carry = line
+    for line in iter(f.readline, b""):
+        if carry:
+            line, carry = carry + line, b""
+        yield line
+    if carry:
+        yield carry
+
+
+def _lines(path: Path, compression: str) -> Iterator[tuple[int, str]]:
+    """(line number, decoded line) of a text file; refuses binary and non-UTF-8 content."""
+    offset = 0
+    content = False
+    errors = _decompression_errors()
+    with _open_binary(path, compression) as f:
+        lines = _raw_lines(f, path)
+        lineno = 0
+        while True:
+            try:
+                line = next(lines, b"")
+            except errors as e:
+                what = compression or "plain text"
+                raise ConfigError(f"cannot decompress {path} as {what}: {e}") from None
+            if not line:
+                break
+            lineno += 1
+            nul = line.find(b"\x00")
+            if nul >= 0:
+                raise ConfigError(
+                    f"corpus file looks binary (NUL byte at offset {offset + nul}), expected "
+                    f"UTF-8 text: {path}"
+                )
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ConfigError(
+                    f"corpus file is not valid UTF-8 (bad byte 0x{line[e.start]:02x} at byte "
+                    f"offset {offset + e.start}): {path}"
+                ) from None
+            offset += len(line)
+            content = content or bool(line.strip())
+            yield lineno, text
+    if not content:
+        raise ConfigError(f"corpus file is empty: {path}")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.strip().splitlines())
+
+
+def _txt_documents(path: Path, compression: str) -> Iterator[str]:
+    # str.splitlines also splits at \r, \x0b, \x0c, \x1c-\x1e, \x85, \u2028, \u2029 (as the
+    # reader always did): each piece is a document.
+    for _, line in _lines(path, compression):
+        for piece in line.splitlines():
+            if doc := piece.strip():
+                yield doc
+
+
+def _jsonl_documents(path: Path, compression: str, text_field: str) -> Iterator[str]:
+    for lineno, line in _lines(path, compression):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path}:{lineno}: line is not valid JSON ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise ConfigError(
+                f"{path}:{lineno}: expected a JSON object with field {text_field!r}, "
+                f"got {type(obj).__name__}"
+            )
+        if text_field not in obj:
+            keys = ", ".join(sorted(map(str, obj))) or "none"
+            raise ConfigError(
+                f"{path}:{lineno}: missing text field {text_field!r} (fields present: {keys}); "
+                f"set data.text_field"
+            )
+        value = obj[text_field]
+        if not isinstance(value, str):
+            raise ConfigError(
+                f"{path}:{lineno}: field {text_field!r} must be a string, got {type(value).__name__}"
+            )
+        if doc := _one_line(value):
+            yield doc
+
+
+def _parquet_documents(path: Path, text_field: str) -> Iterator[str]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ConfigError(
+            f"reading {path} needs the pyarrow package: pip install 'roformer-lit[corpora]'"
+        ) from None
+    check_regular_file(path)
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as e:  # pyarrow raises ArrowInvalid / OSError for a non-Parquet file
+        raise ConfigError(f"cannot read {path} as Parquet: {' '.join(str(e).split())}") from None
+    names = pf.schema_arrow.names
+    if text_field not in names:
+        raise ConfigError(
+            f"{path}: missing text column {text_field!r} (columns: {', '.join(names) or 'none'}); "
+            "set data.text_field"
+        )
+    kind = pf.schema_arrow.field(text_field).type
+    if "string" not in str(kind):
+        raise ConfigError(f"{path}: column {text_field!r} must hold strings, it holds {kind}")
+    if pf.metadata.num_rows == 0:
+        raise ConfigError(f"corpus file is empty: {path}")
+    for batch in pf.iter_batches(batch_size=_PARQUET_BATCH, columns=[text_field]):
+        for value in batch.column(0).to_pylist():
+            if value and (doc := _one_line(value)):
+                yield doc
+
+
+def iter_file_documents(path: Path, text_field: str = "text") -> Iterator[str]:
+    """The documents of one corpus file, streamed (see the module docstring)."""
+    ext, comp = split_extension(path)
+    count = 0
+    if ext == ".txt":
+        docs = _txt_documents(path, comp)
+    elif ext == ".jsonl":
+        docs = _jsonl_documents(path, comp, text_field)
+    else:
+        docs = _parquet_documents(path, text_field)
+    for doc in docs:
+        count += 1
+        yield doc
+    if count == 0:
+        raise ConfigError(f"corpus file contains no documents: {path}")
+
+
+def iter_documents(paths: Sequence[Path], text_field: str = "text") -> Iterator[str]:
+    """The documents of several corpus files, file after file, streamed."""
+    for path in paths:
+        yield from iter_file_documents(path, text_field)
+
+
+# --------------------------------------------------------------------------- sources
+class DocumentSource(Protocol):
+    """Where documents come from: streamed in a fixed order, identified by a fingerprint."""
+
+    def documents(self) -> Iterator[str]:
+        """The documents, in order, streamed."""
+        ...
+
+    def fingerprint(self) -> Any:
+        """JSON-able identity: equal fingerprints mean equal documents."""
+        ...
+
+    def describe(self) -> str:
+        """A few words for messages."""
+        ...
+
+    def size_hint(self) -> int | None:
+        """Bytes of text to read, if known cheaply (progress display)."""
+        ...
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """Documents of local corpus files (see :func:`expand_paths`)."""
+
+    paths: tuple[Path, ...]
+    text_field: str = "text"
+
+    def documents(self) -> Iterator[str]:
+        return iter_documents(self.paths, self.text_field)
+
+    def fingerprint(self) -> Any:
+        structured = any(split_extension(p)[0] != ".txt" for p in self.paths)
+        return {
+            "kind": "files",
+            "files": fingerprint_files(self.paths),
+            "text_field": self.text_field if structured else None,
+        }
+
+    def describe(self) -> str:
+        first = str(self.paths[0])
+        return first if len(self.paths) == 1 else f"{first} and {len(self.paths) - 1} more file(s)"
+
+    def size_hint(self) -> int | None:
+        if any(split_extension(p)[1] or p.suffix == ".parquet" for p in self.paths):
+            return None
+        return sum(os.stat(p).st_size for p in self.paths)

@@ -1,0 +1,108 @@
+"""Every ``fit`` ends with a validation at its last step: :class:`ValidateAtEnd`.
+
+Lightning validates every ``val_check_interval`` training batches; a run whose last step
+is not a multiple of it ends on steps nobody validated, and one with ``max_steps`` below
+the interval never validates at all (no ``val/*`` scalars, no ``best.ckpt``). This callback
+adds one validation after the last step when the schedule has none there, and says so in
+one line when training starts. The extra validation comes after the last optimiser step,
+so training itself is unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch.utilities import rank_zero_info
+
+
+class ValidateAtEnd(Callback):
+    """Validate after the last training step unless the schedule already does."""
+
+    def __init__(self) -> None:
+        self._forced = False
+
+    def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._forced = False
+        message = schedule_gap(trainer)
+        if message is not None:
+            rank_zero_info(message)
+
+    def on_train_batch_end(
+        self,
+        trainer: Trainer,
+        pl_module: LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
+        if trainer.should_stop or not _is_last_batch_of_run(trainer):
+            return
+        loop = trainer.fit_loop.epoch_loop
+        data_fetcher = trainer.fit_loop._data_fetcher
+        try:
+            if not loop._should_check_val_epoch() or loop._should_check_val_fx(data_fetcher):
+                return  # validation disabled, or the schedule validates here anyway
+            if not trainer.fit_loop._can_stop_early:
+                return  # min_steps/min_epochs not met: the loop will not stop here
+        except Exception:  # a Lightning without these internals: leave the schedule alone
+            return
+        # Lightning validates after a batch when the run was asked to stop (its early
+        # stopping path); the loop ends here anyway, at max_steps or its last epoch.
+        trainer.should_stop = True
+        self._forced = True
+
+    def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self._forced:
+            trainer.should_stop = False  # the loop ends on its own limit; leave no trace
+            self._forced = False
+
+
+def _is_last_batch_of_run(trainer: Trainer) -> bool:
+    """Whether the training batch that just ended is the run's last one."""
+    max_steps = trainer.max_steps if trainer.max_steps is not None else -1
+    if max_steps > 0 and trainer.global_step >= max_steps:
+        return True
+    max_epochs = trainer.max_epochs if trainer.max_epochs is not None else -1
+    if max_epochs < 0 or trainer.current_epoch + 1 < max_epochs:
+        return False
+    loop = trainer.fit_loop.epoch_loop
+    try:
+        return bool(loop.batch_progress.is_last_batch or loop._num_ready_batches_reached())
+    except Exception:
+        return False
+
+
+def schedule_gap(trainer: Trainer) -> str | None:
+    """The line to print when a step-limited run's validation schedule misses its last step
+    (None when it does not, or when the schedule is not a fixed number of batches)."""
+    max_steps = trainer.max_steps if trainer.max_steps is not None else -1
+    every = trainer.val_check_batch
+    if (
+        max_steps <= 0
+        or trainer.global_step >= max_steps
+        or trainer.check_val_every_n_epoch is not None
+        or getattr(trainer, "_val_check_time_interval", None) is not None
+        or not isinstance(every, int | float)
+        or not math.isfinite(every)
+        or not trainer.enable_validation
+    ):
+        return None
+    accumulate = max(int(trainer.accumulate_grad_batches), 1)
+    batches = max_steps * accumulate
+    every = int(every)
+    if every <= 0 or batches % every == 0:
+        return None
+    interval = trainer.val_check_interval
+    if every > batches:
+        return (
+            f"trainer.val_check_interval={interval} is beyond trainer.max_steps={max_steps}: "
+            f"validating once, after the last step ({max_steps})"
+        )
+    last = (batches // every) * every // accumulate
+    return (
+        f"trainer.val_check_interval={interval} does not divide trainer.max_steps="
+        f"{max_steps} (last scheduled validation at step {last}): validating after the "
+        f"last step ({max_steps}) too"
+    )

@@ -1,0 +1,121 @@
+"""Reading the files a run left on disk without trusting them (``compare``, ``extrapolate``).
+
+Run files can be truncated, hand-edited, half-copied or unreadable. Each reader here either
+returns something usable or raises :class:`RunFileError` whose message is one short
+sentence saying why (no traceback); the commands turn it into a ``warning:`` line (skip the
+file, keep going) or an ``error:`` line (nothing usable left). Also: command-line paths
+that may be quoted globs (:func:`expand_arguments`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import stat
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from roformer_lit.safe_input import YAMLBombError, check_yaml_size
+
+#: A run's YAML files are a few KB; anything larger is not one.
+MAX_YAML_BYTES = 16 * 1024 * 1024
+
+
+class RunFileError(Exception):
+    """A run file that cannot be used; ``str(exc)`` says why in one short sentence."""
+
+
+def warn(message: str) -> None:
+    """One ``warning: ...`` line on stderr."""
+    print(f"warning: {' '.join(message.split())}", file=sys.stderr)
+
+
+def has_glob(text: str) -> bool:
+    """Whether ``text`` has glob characters (``*``, ``?``, ``[``)."""
+    return any(c in text for c in "*?[")
+
+
+def expand_arguments(arguments: Sequence[str | Path]) -> tuple[list[Path], list[str]]:
+    """Command-line paths, each used as is if it exists, else expanded as a glob if it has
+    glob characters (a quoted ``'runs/*/checkpoints/last.ckpt'``, or one the shell left
+    unexpanded because nothing matched). Returns (paths in order, without repeats; the
+    arguments that name nothing: missing paths and globs matching nothing)."""
+    paths: list[Path] = []
+    unmatched: list[str] = []
+    for argument in arguments:
+        text = str(argument)
+        if os.path.lexists(text) or not has_glob(text):
+            found = [Path(text)] if os.path.lexists(text) else []
+        else:
+            found = [Path(p) for p in sorted(glob.glob(text, recursive=True))]
+        if not found:
+            unmatched.append(text)
+        for path in found:
+            if path not in paths:
+                paths.append(path)
+    return paths, unmatched
+
+
+class _TolerantLoader(yaml.SafeLoader):
+    """SafeLoader that reads unknown tags (``!!python/tuple`` ...) as plain values."""
+
+
+def _plain(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+_TolerantLoader.add_multi_constructor("", _plain)
+
+
+def read_text(path: Path, max_bytes: int = MAX_YAML_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most ``max_bytes`` (never opens a FIFO)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError as exc:
+        raise RunFileError("missing") from exc
+    except OSError as exc:
+        raise RunFileError(f"cannot be read ({exc.strerror or exc})") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise RunFileError("not a regular file")
+    if info.st_size > max_bytes:
+        raise RunFileError(f"{info.st_size} bytes, too large for a run file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunFileError(f"not UTF-8 text (byte {exc.start})") from exc
+    except OSError as exc:
+        raise RunFileError(f"cannot be read ({exc.strerror or exc})") from exc
+
+
+def read_yaml_mapping(path: Path) -> dict[str, Any]:
+    """The mapping in the YAML file at ``path`` (``{}`` for an empty file).
+
+    Unknown tags are read as plain values. Raises RunFileError if the file is missing, not
+    a regular file, unreadable, not UTF-8, not YAML, not a mapping, or an alias bomb
+    (:func:`roformer_lit.safe_input.check_yaml_size`).
+    """
+    text = read_text(path)
+    try:
+        check_yaml_size(text)
+        data = yaml.load(text, Loader=_TolerantLoader)
+    except YAMLBombError as exc:
+        raise RunFileError(f"refused: {exc}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise RunFileError(f"not valid YAML{where}") from exc
+    except RecursionError as exc:
+        raise RunFileError("nested too deeply") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise RunFileError(f"not a YAML mapping (a {type(data).__name__})")
+    return data

@@ -1,0 +1,201 @@
+"""The model's and optimiser's arguments, checked in one place against one table.
+
+:data:`MODEL_RULES` maps every argument of :class:`~roformer_lit.module.MaskedLM` to a
+:class:`Rule` (its type and valid range, in words); :data:`CROSS_RULES` are the checks that
+need several arguments at once. :func:`check_model_arguments` applies both and raises one
+:class:`~roformer_lit.errors.ConfigError` line such as
+
+    model.init_std must be > 0 and finite, got -1.0
+
+Every rule refuses ``bool`` where a number is expected and NaN/inf everywhere. The same
+rules (:func:`check`) serve the position schemes and attention kernels for their options'
+ranges (``rope base must be > 1 and finite, got 0.5``); their options' *types* are checked
+from their signatures by :func:`roformer_lit.registry.check_options`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from roformer_lit.errors import ConfigError
+
+#: Largest finite float32 (the dtype of the weights and of AdamW's step arithmetic).
+FLOAT32_MAX = 3.4028234663852886e38
+PREFIX = "model."
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One argument's check: ``accepts(value)``, and the valid values in words."""
+
+    expected: str
+    accepts: Callable[[Any], bool]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_finite_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def at_least_int(low: int) -> Rule:
+    """An integer (never a bool) ``>= low``."""
+    return Rule(
+        "a positive integer" if low == 1 else f"an integer >= {low}",
+        lambda v: _is_int(v) and v >= low,
+    )
+
+
+def finite_float_above(low: float) -> Rule:
+    """A finite real number (never a bool) ``> low``."""
+    return Rule(f"> {low:g} and finite", lambda v: _is_finite_number(v) and v > low)
+
+
+def finite_float_at_least(low: float) -> Rule:
+    """A finite real number (never a bool) ``>= low``."""
+    return Rule(f">= {low:g} and finite", lambda v: _is_finite_number(v) and v >= low)
+
+
+def optional(rule: Rule) -> Rule:
+    """``None`` or what ``rule`` accepts."""
+    return Rule(f"null or {rule.expected}", lambda v: v is None or rule.accepts(v))
+
+
+def pair(rule: Rule) -> Rule:
+    """Two values, each accepted by ``rule``."""
+    return Rule(
+        f"two numbers, each {rule.expected}",
+        lambda v: (
+            isinstance(v, Sequence)
+            and not isinstance(v, str)
+            and len(v) == 2
+            and all(rule.accepts(x) for x in v)
+        ),
+    )
+
+
+positive_int = at_least_int(1)
+non_negative_int = at_least_int(0)
+finite_positive_float = finite_float_above(0)
+finite_non_negative_float = finite_float_at_least(0)
+#: ``0 <= p < 1``: a dropout probability, an Adam beta.
+unit_interval_open_right = Rule("in [0, 1)", lambda v: _is_finite_number(v) and 0 <= v < 1)
+#: ``0 <= r <= 1``.
+unit_interval = Rule("in [0, 1]", lambda v: _is_finite_number(v) and 0 <= v <= 1)
+boolean = Rule("true or false", lambda v: isinstance(v, bool))
+text = Rule("a string", lambda v: isinstance(v, str))
+mapping = Rule("a mapping of option names to values", lambda v: isinstance(v, Mapping))
+
+#: Every argument of ``MaskedLM`` (and so of ``Encoder``) and what it accepts.
+MODEL_RULES: dict[str, Rule] = {
+    "position": text,
+    "attention": text,
+    "vocab_size": at_least_int(2),  # one token: no prediction to make (and no metric)
+    "hidden_size": positive_int,
+    "num_layers": positive_int,
+    "num_heads": positive_int,
+    "intermediate_size": positive_int,
+    "max_positions": positive_int,
+    "dropout": unit_interval_open_right,
+    "attention_dropout": optional(unit_interval_open_right),
+    "layer_norm_eps": finite_positive_float,
+    "pre_norm": boolean,
+    "position_kwargs": optional(mapping),
+    "attention_kwargs": optional(mapping),
+    "learning_rate": finite_positive_float,
+    "weight_decay": finite_non_negative_float,
+    "betas": pair(unit_interval_open_right),
+    "warmup_steps": non_negative_int,
+    "min_lr_ratio": unit_interval,
+    "init_std": finite_positive_float,
+    "compile": boolean,
+    "skip_nonfinite": boolean,
+}
+
+
+def check(label: str, value: Any, rule: Rule) -> None:
+    """A ConfigError ``"<label> must be <expected>, got <value>"`` unless ``rule`` accepts."""
+    if not rule.accepts(value):
+        raise ConfigError(f"{label} must be {rule.expected}, got {value!r}")
+
+
+# -- checks of several arguments at once ----------------------------------------------------
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of ``n >= 1`` in increasing order (``O(sqrt n)``)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
+def _heads_divide_hidden(args: Mapping[str, Any]) -> None:
+    hidden, heads = args["hidden_size"], args["num_heads"]
+    if hidden % heads:
+        raise ConfigError(
+            f"{PREFIX}hidden_size {hidden} is not divisible by num_heads {heads}; "
+            f"valid {PREFIX}num_heads for it: {divisors(hidden)}"
+        )
+
+
+def _adamw_step_fits_float32(args: Mapping[str, Any]) -> None:
+    """AdamW turns ``lr / (1 - beta1)`` (its largest bias-corrected step size) and
+    ``lr * weight_decay`` into float32 scalars; beyond float32 it fails mid-step."""
+    lr, decay, (beta1, _) = args["learning_rate"], args["weight_decay"], args["betas"]
+    step, shrink = lr / (1.0 - beta1), lr * decay
+    if step >= FLOAT32_MAX or shrink >= FLOAT32_MAX:
+        raise ConfigError(
+            f"{PREFIX}learning_rate={lr!r} is too large: AdamW's step size "
+            f"learning_rate / (1 - betas[0]) = {step:.3g} and learning_rate * weight_decay = "
+            f"{shrink:.3g} must stay below the float32 maximum {FLOAT32_MAX:.3g}"
+        )
+
+
+def _physical_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not every platform has them
+        return None
+
+
+def _weights_fit_in_memory(args: Mapping[str, Any]) -> None:
+    """A lower bound on the float32 weights, ``4 (V H + N (4 H^2 + 2 H I))`` bytes (word
+    embeddings; per layer the q, k, v, output and FFN matrices), must fit in this
+    machine's memory: absurd sizes are refused before anything is allocated."""
+    vocab, hidden = args["vocab_size"], args["hidden_size"]
+    layers, inner = args["num_layers"], args["intermediate_size"]
+    need = 4 * (vocab * hidden + layers * (4 * hidden * hidden + 2 * hidden * inner))
+    have = _physical_memory_bytes()
+    if have is not None and need > have:
+        raise ConfigError(
+            f"the model's weights alone need at least {need / 2**30:.3g} GiB ({PREFIX}vocab_size="
+            f"{vocab}, {PREFIX}hidden_size={hidden}, {PREFIX}num_layers={layers}, "
+            f"{PREFIX}intermediate_size={inner}); this machine has {have / 2**30:.3g} GiB"
+        )
+
+
+#: (arguments needed, check): run when every needed argument is given (and valid).
+CROSS_RULES: list[tuple[tuple[str, ...], Callable[[Mapping[str, Any]], None]]] = [
+    (("vocab_size", "hidden_size", "num_layers", "intermediate_size"), _weights_fit_in_memory),
+    (("hidden_size", "num_heads"), _heads_divide_hidden),
+    (("learning_rate", "weight_decay", "betas"), _adamw_step_fits_float32),
+]
+
+
+def check_model_arguments(arguments: Mapping[str, Any]) -> None:
+    """Check each of ``arguments`` that :data:`MODEL_RULES` knows, then the cross rules
+    whose arguments are all present; the first failure is one ConfigError line naming
+    ``model.<argument>``, the wrong value and the valid ones."""
+    for name, value in arguments.items():
+        rule = MODEL_RULES.get(name)
+        if rule is not None:
+            check(PREFIX + name, value, rule)
+    for needed, cross_check in CROSS_RULES:
+        if all(name in arguments for name in needed):
+            cross_check(arguments)

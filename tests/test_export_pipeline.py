@@ -1,0 +1,273 @@
+"""The new-user path: ``fit`` -> ``export`` -> ``pipeline("fill-mask", model=dir)``.
+
+Every exportable scheme is trained for a few steps through the CLI; its checkpoint carries
+the run's tokenizer, and the exported directory loads in ``transformers`` without
+``rjieba``, without our tokenizer cache and without the run. Oracle for the predictions: our
+own ``MaskedLM`` at the ``[MASK]`` position, on ids made the way training makes them
+(``encode_stream``: tokens, then ``[SEP]``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from cli_helpers import fit_args
+
+transformers = pytest.importorskip("transformers")
+
+import roformer_lit  # noqa: E402
+from roformer_lit.cli import main  # noqa: E402
+from roformer_lit.data.datamodule import MLMDataModule  # noqa: E402
+from roformer_lit.data.packing import encode_stream  # noqa: E402
+from roformer_lit.interop import bundled_run_tokenizer  # noqa: E402
+from roformer_lit.stored_tokenizer import TOKENIZER_KEY  # noqa: E402
+
+SCHEMES = ("rope", "deberta", "learned")  # every scheme with an HF counterpart
+TEXT = "The function returns a [MASK] of the values in the list."
+TOP_K = 5
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _quiet_transformers():
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    yield
+    transformers.utils.logging.enable_progress_bar()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One tiny fit per exportable scheme; scheme -> run directory."""
+    work = tmp_path_factory.mktemp("export_runs")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        for scheme in SCHEMES:
+            assert main(fit_args(f"{scheme}.yaml", 4, "--model.learning_rate", "3e-3")) == 0
+    return {s: work / "runs" / "mlm" / f"{s}-softmax-seed0" for s in SCHEMES}
+
+
+def _export(*args: str) -> int:
+    return main(["export", *map(str, args)])
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+def _one_error_line(err: str, *needles: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def _our_top_k(ckpt: Path, tokenizer) -> tuple[list[int], torch.Tensor, torch.Tensor]:
+    """(ids as training makes them, top-k ids and probabilities of our model at [MASK])."""
+    sep, mask = tokenizer.token_to_id("[SEP]"), tokenizer.token_to_id("[MASK]")
+    ids = encode_stream(tokenizer, [TEXT], sep).long()
+    position = int((ids == mask).nonzero())
+    model = roformer_lit.MaskedLM.load_from_checkpoint(ckpt, map_location="cpu").eval()
+    with torch.no_grad():
+        logits = model(ids[None])[0, position]
+    top = logits.softmax(-1).topk(TOP_K)
+    return ids.tolist(), logits, top
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_fit_export_fill_mask_pipeline(scheme, runs, tmp_path, monkeypatch, capsys):
+    ckpt = runs[scheme] / "checkpoints" / "last.ckpt"
+    stored = roformer_lit.checkpoint_tokenizer(ckpt)
+    assert stored is not None
+    # the tokenizer the data module gives every run on the bundled corpus
+    assert stored.to_str() == MLMDataModule().tokenizer.to_str()
+
+    out = tmp_path / "exported" / f"hf-{scheme}"
+    assert _export("--ckpt_path", ckpt, "--out", out) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip().splitlines()[-1] == str(out)
+    assert "note:" not in captured.err  # the checkpoint's own tokenizer, no fallback
+    assert {"config.json", "tokenizer.json", "tokenizer_config.json"} <= set(os.listdir(out))
+    assert not [p for p in os.listdir(out.parent) if p.startswith(".")]
+
+    # another machine: only the directory, no tokenizer cache, no run, no rjieba
+    moved = tmp_path / "elsewhere" / "model"
+    shutil.copytree(out, moved)
+    monkeypatch.setenv("ROFORMER_LIT_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setitem(sys.modules, "rjieba", None)  # `import rjieba` fails
+    monkeypatch.chdir(tmp_path / "elsewhere")
+
+    ids, logits, top = _our_top_k(ckpt, stored)
+    hf_tok = transformers.AutoTokenizer.from_pretrained("model")
+    encoded = hf_tok(TEXT, return_tensors="pt")
+    assert encoded["input_ids"][0].tolist() == ids  # the training framing: tokens [SEP]
+    hf = transformers.AutoModelForMaskedLM.from_pretrained("model").eval()
+    with torch.no_grad():
+        hf_logits = hf(**encoded).logits[0, ids.index(stored.token_to_id("[MASK]"))]
+    torch.testing.assert_close(hf_logits, logits, atol=1e-4, rtol=0)
+
+    fill = transformers.pipeline("fill-mask", model="model", top_k=TOP_K)
+    got = fill(TEXT)
+    assert [r["token"] for r in got] == top.indices.tolist()
+    assert [r["token_str"] for r in got] == [stored.id_to_token(i) for i in top.indices.tolist()]
+    torch.testing.assert_close(
+        torch.tensor([r["score"] for r in got]), top.values, atol=1e-5, rtol=1e-4
+    )
+
+
+def _old_checkpoint(ckpt: Path, dest: Path) -> Path:
+    """A copy of ``ckpt`` as written before checkpoints carried the tokenizer."""
+    checkpoint = torch.load(ckpt, map_location="cpu", weights_only=True)
+    del checkpoint[TOKENIZER_KEY]
+    torch.save(checkpoint, dest)
+    return dest
+
+
+def test_old_checkpoint_in_its_run_falls_back_to_the_bundled_tokenizer(runs, tmp_path, capsys):
+    run = runs["learned"]
+    old = _old_checkpoint(run / "checkpoints" / "last.ckpt", run / "checkpoints" / "old.ckpt")
+    try:
+        assert roformer_lit.checkpoint_tokenizer(old) is None
+        out = tmp_path / "hf"
+        assert _export("--ckpt_path", old, "--out", out) == 0
+        err = capsys.readouterr().err
+        assert "note:" in err and "stores no tokenizer" in err and "bundled" in err
+        hf_tok = transformers.AutoTokenizer.from_pretrained(out)
+        stored = roformer_lit.checkpoint_tokenizer(run / "checkpoints" / "last.ckpt")
+        assert hf_tok.get_vocab() == stored.get_vocab(with_added_tokens=True)
+    finally:
+        old.unlink()
+
+
+def _fake_run(root: Path, ckpt: Path, data: dict) -> Path:
+    """``root/checkpoints/old.ckpt`` (no tokenizer) beside a config.yaml with ``data``."""
+    import yaml
+
+    (root / "checkpoints").mkdir(parents=True)
+    (root / "config.yaml").write_text(yaml.safe_dump({"data": data}))
+    return _old_checkpoint(ckpt, root / "checkpoints" / "old.ckpt")
+
+
+DEFAULT_DATA = {
+    "train_files": None,
+    "val_files": None,
+    "tokenizer_file": None,
+    "vocab_size": 8192,
+    "val_fraction": 0.05,
+}
+
+
+@pytest.mark.parametrize(
+    "change, bundled",
+    [
+        ({}, True),
+        ({"train_files": ["my.txt"]}, False),
+        ({"tokenizer_file": "tok.json"}, False),
+        ({"vocab_size": 4096}, False),
+        ({"val_fraction": 0.1}, False),
+        ({"val_files": ["val.txt"]}, False),
+    ],
+    ids=["defaults", "own-files", "tokenizer-file", "vocab", "val-fraction", "val-files"],
+)
+def test_the_bundled_fallback_only_for_the_settings_it_was_made_with(change, bundled, tmp_path):
+    import yaml
+
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"data": DEFAULT_DATA | change}))
+    found = bundled_run_tokenizer(tmp_path)
+    assert (found is not None) == bundled
+    if bundled:  # the data module's tokenizer for exactly these settings
+        assert found.to_str() == MLMDataModule().tokenizer.to_str()
+
+
+def test_old_checkpoint_without_a_known_tokenizer_is_refused_then_exported_as_told(
+    runs, tmp_path, capsys
+):
+    ckpt = runs["rope"] / "checkpoints" / "last.ckpt"
+    old = _fake_run(tmp_path / "run", ckpt, DEFAULT_DATA | {"train_files": ["my.txt"]})
+    lone = _old_checkpoint(ckpt, tmp_path / "lone.ckpt")  # outside any run directory
+    for path, why in ((old, "config.yaml does not name"), (lone, "not inside a run directory")):
+        capsys.readouterr()
+        assert _export("--ckpt_path", path, "--out", tmp_path / "hf") == 2
+        _one_error_line(capsys.readouterr().err, "stores no tokenizer", why, "--tokenizer")
+        assert not (tmp_path / "hf").exists()
+
+    assert _export("--ckpt_path", lone, "--out", tmp_path / "bare", "--no_tokenizer") == 0
+    assert "without a tokenizer" in capsys.readouterr().err
+    assert not (tmp_path / "bare" / "tokenizer.json").exists()
+    assert (tmp_path / "bare" / "config.json").is_file()
+
+    tokenizer_json = tmp_path / "tokenizer.json"
+    roformer_lit.checkpoint_tokenizer(ckpt).save(str(tokenizer_json))
+    out = tmp_path / "given"
+    assert _export("--ckpt_path", lone, "--out", out, "--tokenizer", tokenizer_json) == 0
+    assert transformers.AutoTokenizer.from_pretrained(out).mask_token == "[MASK]"
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["--out", "{nonempty}"], ["non-empty directory", "nonempty"]),
+        (["--out", "{a_file}"], ["existing file"]),
+        (["--out", "{new}", "--tokenizer", "{small_tok}"], ["tokenizer has", "vocab_size is"]),
+        (["--out", "{new}", "--tokenizer", "{missing}"], ["tokenizer file not found"]),
+        (["--out", "{new}", "--tokenizer", "{small_tok}", "--no_tokenizer"], ["exclude each"]),
+    ],
+    ids=["non-empty-out", "out-is-a-file", "wrong-vocab", "missing-tokenizer", "both-flags"],
+)
+def test_export_refusals_change_nothing(args, needles, runs, tmp_path, capsys):
+    from tokenizer_factory import tiny_tokenizer
+
+    (tmp_path / "nonempty").mkdir()
+    (tmp_path / "nonempty" / "config.json").write_text("precious")
+    (tmp_path / "a_file").write_text("x")
+    tiny_tokenizer(100).save(str(tmp_path / "small.json"))
+    names = {
+        "nonempty": tmp_path / "nonempty",
+        "a_file": tmp_path / "a_file",
+        "new": tmp_path / "new" / "hf",
+        "small_tok": tmp_path / "small.json",
+        "missing": tmp_path / "missing.json",
+    }
+    run = runs["deberta"]
+    before, run_before = _snapshot(tmp_path), _snapshot(run)
+    ckpt = run / "checkpoints" / "last.ckpt"
+    capsys.readouterr()
+    assert _export("--ckpt_path", ckpt, *(a.format(**names) for a in args)) == 2
+    _one_error_line(capsys.readouterr().err, *needles)
+    assert _snapshot(tmp_path) == before and _snapshot(run) == run_before
+
+
+class _Payload:
+    def __reduce__(self):
+        return (os.system, (f"touch {os.environ['PAYLOAD_MARK']}",))
+
+
+def test_a_crafted_checkpoint_runs_no_code(tmp_path, monkeypatch, capsys):
+    mark = tmp_path / "pwned"
+    monkeypatch.setenv("PAYLOAD_MARK", str(mark))
+    evil = tmp_path / "evil.ckpt"
+    torch.save({"state_dict": {}, "x": _Payload()}, evil)
+    with pytest.raises(roformer_lit.ConfigError, match="evil.ckpt"):
+        roformer_lit.checkpoint_tokenizer(evil)
+    assert _export("--ckpt_path", evil, "--out", tmp_path / "hf") == 2
+    _one_error_line(capsys.readouterr().err, "evil.ckpt")
+    assert not mark.exists() and not (tmp_path / "hf").exists()
+
+
+def test_checkpoint_tokenizer_of_dicts_and_bad_files(tmp_path):
+    from tokenizer_factory import tiny_tokenizer
+
+    tok = tiny_tokenizer(100)
+    assert roformer_lit.checkpoint_tokenizer({"state_dict": {}}) is None
+    back = roformer_lit.checkpoint_tokenizer({TOKENIZER_KEY: tok.to_str()})
+    assert back is not None and back.encode("w7 [MASK]").ids == [7, 4]
+    with pytest.raises(roformer_lit.ConfigError, match="corrupt"):
+        roformer_lit.checkpoint_tokenizer({TOKENIZER_KEY: "{not json"})
+    (tmp_path / "notes.ckpt").write_text("hello")
+    with pytest.raises(roformer_lit.ConfigError, match="not a PyTorch checkpoint"):
+        roformer_lit.checkpoint_tokenizer(tmp_path / "notes.ckpt")

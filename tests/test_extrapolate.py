@@ -1,0 +1,89 @@
+"""``extrapolate`` evaluates, at the training length, exactly what ``validate`` evaluates.
+
+The oracle is ``validate --ckpt_path`` itself (its ``val/loss``, read from the run's
+``evaluations.jsonl``), run on the same checkpoint with the run's settings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import CONFIGS, TINY, fit_args
+
+from roformer_lit.cli import main
+from roformer_lit.extrapolate import (
+    evaluate_checkpoint,
+    load_model,
+    open_checkpoint,
+    run_settings,
+)
+
+TRAIN_LENGTH = 32  # TINY's data.max_length
+VAL_BLOCKS = 16  # TINY's data.max_val_blocks
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """(workdir, run directory) of a 4-step tiny RoPE run."""
+    workdir = tmp_path_factory.mktemp("extrapolate")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(workdir)
+        assert main(fit_args("rope.yaml", 4)) == 0
+    return workdir, workdir / "runs" / "mlm" / "rope-softmax-seed0"
+
+
+def _validate_loss(workdir: Path, run: Path, *overrides: str) -> float:
+    """``val/loss`` of ``validate`` on the run's last checkpoint (the oracle)."""
+    args = ["validate", "--config", str(CONFIGS / "rope.yaml"), *TINY, *overrides]
+    args += ["--ckpt_path", str(run / "checkpoints" / "last.ckpt")]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(workdir)
+        assert main(args) == 0
+    records = (run / "evaluations.jsonl").read_text().splitlines()
+    return float(json.loads(records[-1])["metrics"]["val/loss"])
+
+
+def _cells(ckpt: Path, lengths: list[int], **kwargs) -> list:
+    settings = run_settings(ckpt, open_checkpoint(ckpt))
+    return evaluate_checkpoint(load_model(ckpt), settings, lengths, **kwargs)
+
+
+def test_at_the_training_length_extrapolate_equals_validate(trained, capsys):
+    workdir, run = trained
+    ckpt = run / "checkpoints" / "last.ckpt"
+    oracle = _validate_loss(workdir, run)
+    (cell,) = _cells(ckpt, [TRAIN_LENGTH])
+    assert cell.blocks == VAL_BLOCKS  # the run's max_val_blocks, not --tokens' old default
+    assert cell.loss == pytest.approx(oracle, abs=1e-5)
+    # the command line prints the same number and says which blocks it evaluated
+    capsys.readouterr()
+    assert main(["extrapolate", str(ckpt), "--lengths", str(TRAIN_LENGTH), "64"]) == 0
+    out, err = capsys.readouterr()
+    row = out.strip().splitlines()[-1]
+    assert [c.strip() for c in row.split("|")[4:6]][0] == f"{oracle:.3f}"
+    assert f"L={TRAIN_LENGTH}: blocks 0-{VAL_BLOCKS - 1} of" in err
+    assert "(= validate's)" in err
+    # the same text at every length: 16 x 32 tokens are 8 blocks of 64
+    assert "L=64: blocks 0-7 of" in err
+
+
+def test_at_another_length_the_same_blocks_give_validates_loss(trained):
+    """``--tokens T`` at length L evaluates the first T // L blocks, as validate does with
+    ``--data.max_length L --data.max_val_blocks T // L``."""
+    workdir, run = trained
+    oracle = _validate_loss(workdir, run, "--data.max_length", "64", "--data.max_val_blocks", "8")
+    (cell,) = _cells(run / "checkpoints" / "last.ckpt", [64], tokens=512)
+    assert cell.blocks == 8
+    assert cell.loss == pytest.approx(oracle, abs=1e-5)
+
+
+def test_a_different_token_budget_is_said_to_differ_from_validate(trained, capsys):
+    _, run = trained
+    ckpt = run / "checkpoints" / "last.ckpt"
+    capsys.readouterr()
+    assert main(["extrapolate", str(ckpt), "--lengths", "32", "--tokens", "256"]) == 0
+    err = capsys.readouterr().err
+    assert "L=32: blocks 0-7 of" in err
+    assert f"(validate: blocks 0-{VAL_BLOCKS - 1})" in err
