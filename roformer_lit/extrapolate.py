@@ -19,6 +19,12 @@ settings. A line on stderr per checkpoint says which blocks were evaluated at ea
 A scheme that cannot encode a length (``learned`` past its table) gets "refused" in its
 cell; a validation split shorter than one block of ``L`` tokens gets "n/a".
 
+``--position_kwargs '{scaling: {type: yarn, factor: 4}}'`` evaluates each checkpoint with
+its position scheme's options overridden (merged into the checkpoint's own
+``position_kwargs``): the model is rebuilt with them and given the checkpoint's weights,
+e.g. RoPE's frequency scaling at evaluation time, without retraining. Options that would
+change the weights' shapes are refused (the weights do not fit).
+
 Checkpoints are loaded with ``weights_only=True``: a file holding pickled objects other
 than tensors and plain data is refused, never unpickled. A checkpoint that cannot be used
 (missing, truncated, not a checkpoint, refused, its data unreadable) is skipped with one
@@ -54,6 +60,7 @@ from roformer_lit.run_files import (
     read_yaml_mapping,
     warn,
 )
+from roformer_lit.safe_input import YAMLBombError, safe_yaml_load
 
 #: Data-module arguments extrapolate sets itself (per length), or that change no result.
 OVERRIDDEN = ("max_length", "batch_size", "max_val_blocks", "max_train_blocks", "num_workers")
@@ -169,6 +176,40 @@ def load_model(path: Path) -> MaskedLM:
     except Exception as exc:  # a foreign or damaged checkpoint that passed open_checkpoint
         detail = " ".join(str(exc).split())[:200]
         raise ConfigError(f"cannot load checkpoint {path}: {type(exc).__name__}: {detail}") from exc
+
+
+def parse_position_kwargs(text: str | None) -> dict[str, Any] | None:
+    """``--position_kwargs`` (a YAML/JSON mapping) as a dict, or a one-line ConfigError."""
+    if text is None:
+        return None
+    try:
+        value = safe_yaml_load(text)
+    except (YAMLBombError, Exception) as exc:  # yaml.YAMLError and the size guard
+        detail = " ".join(str(exc).split())[:120]
+        raise ConfigError(f"--position_kwargs is not valid YAML ({detail}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"--position_kwargs must be a mapping such as '{{scaling: {{type: yarn, factor: 4}}}}', "
+            f"got {text!r}"
+        )
+    return value
+
+
+def with_position_kwargs(model: MaskedLM, overrides: dict[str, Any], label: str) -> MaskedLM:
+    """``model`` rebuilt with ``overrides`` merged into its ``position_kwargs``, holding the
+    same weights (eval mode); a ConfigError if the options are invalid for its scheme or
+    change the weights' shapes."""
+    hparams = dict(model.hparams)
+    hparams["position_kwargs"] = {**(hparams.get("position_kwargs") or {}), **overrides}
+    rebuilt = MaskedLM(**hparams)
+    try:
+        rebuilt.load_state_dict(model.state_dict())
+    except RuntimeError as exc:
+        detail = " ".join(str(exc).split())[:200]
+        raise ConfigError(
+            f"{label}: --position_kwargs {overrides!r} changes the model's weights: {detail}"
+        ) from None
+    return rebuilt.eval()
 
 
 @contextlib.contextmanager
@@ -308,6 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="blocks per batch (default: the run's tokens per batch)",
     )
+    parser.add_argument(
+        "--position_kwargs",
+        default=None,
+        help="position-scheme options merged into each checkpoint's, as YAML, e.g. "
+        "'{scaling: {type: yarn, factor: 4}}' (same weights, no retraining)",
+    )
     return parser
 
 
@@ -319,6 +366,7 @@ def main(args: Sequence[str]) -> int:
         value = getattr(ns, name)
         if value is not None and value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    overrides = parse_position_kwargs(ns.position_kwargs)
     paths, unmatched = expand_arguments(ns.checkpoints)
     problems = [
         f"no file matches {a}" if has_glob(a) else f"checkpoint not found: {a}" for a in unmatched
@@ -337,6 +385,8 @@ def main(args: Sequence[str]) -> int:
     for path, settings in ready:
         try:
             model = load_model(path)
+            if overrides is not None:
+                model = with_position_kwargs(model, overrides, str(path))
             cells = evaluate_checkpoint(
                 model, settings, ns.lengths, ns.tokens, ns.batch_size, label=str(path)
             )
@@ -349,7 +399,8 @@ def main(args: Sequence[str]) -> int:
         print(describe(path, settings, cells, token_budget(settings, ns.tokens)), file=sys.stderr)
         hp = model.hparams
         cells_text = " | ".join(_format(cell) for cell in cells)
-        rows.append(f"| {path} | {hp.position} | {hp.attention} | {cells_text} |")
+        scheme = hp.position if overrides is None else f"{hp.position} {overrides}"
+        rows.append(f"| {path} | {scheme} | {hp.attention} | {cells_text} |")
     if not rows:
         raise ConfigError("no checkpoint could be evaluated (see the warnings)")
     print("| checkpoint | scheme | kernel | " + " | ".join(f"L={n}" for n in ns.lengths) + " |")

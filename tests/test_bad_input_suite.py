@@ -66,7 +66,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         fit("--model.position", "deberta", "--model.attention", "linear"),
         "valid attention kernels for 'deberta': softmax",
     ),
-    "unknown_scheme": (fit("--model.position", "alibi"), "alibi"),
+    "unknown_scheme": (fit("--model.position", "rotary"), "rotary"),
     "negative_hidden": (fit("--model.hidden_size", "-32"), "hidden_size must be a positive"),
     "zero_heads": (fit("--model.num_heads", "0"), "num_heads must be a positive"),
     "negative_batch": (fit("--data.batch_size", "-8"), "data.batch_size=-8"),
@@ -82,7 +82,10 @@ CASES: dict[str, tuple[list[str], str]] = {
     "corpus_empty": (fit("--data.train_files", "[empty.txt]"), "empty.txt"),
     "corpus_binary": (fit("--data.train_files", "[binary.txt]"), "binary.txt"),
     "corpus_latin1": (fit("--data.train_files", "[latin1.txt]"), "latin1.txt"),
-    "corpus_directory": (fit("--data.train_files", "[runs]"), "directory runs holds no corpus file"),
+    "corpus_directory": (
+        fit("--data.train_files", "[runs]"),
+        "directory runs holds no corpus file",
+    ),
     "corpus_one_huge_line": (  # 4 MB on one line, no validation file: refused, no hang
         fit("--data.train_files", "[one_line.txt]"),
         "cannot split 1 document(s)",

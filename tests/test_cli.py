@@ -168,8 +168,8 @@ def test_bad_input_one_line_no_traceback(case, tmp_path, monkeypatch, capsys):
     jsonl = _write(tmp_path / "j.jsonl", b'{"text": "a b"}\n{"body": "c"}\n')
     extra, expected = {
         "unknown_scheme": (
-            ["--model.position", "alibi"],
-            "valid choices: deberta, learned, nope, rope",
+            ["--model.position", "rotary"],
+            "valid choices: alibi, deberta, fire, kerple, learned, nope, rope",
         ),
         "unknown_key": (["--model.hiden_size", "8"], "hiden_size"),
         "missing_file": (["--data.train_files", "[nowhere.txt]"], "nowhere.txt"),
@@ -203,7 +203,7 @@ def test_command_line_user_error_exits_2_with_one_line(tmp_path):
             "--config",
             str(CONFIGS / "rope.yaml"),
             "--model.position",
-            "alibi",
+            "rotary",
         ],
         cwd=tmp_path,
         capture_output=True,
@@ -212,7 +212,7 @@ def test_command_line_user_error_exits_2_with_one_line(tmp_path):
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith("error: unknown position 'alibi'")
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: unknown position 'rotary'")
     assert not (tmp_path / "runs").exists()
     assert REPO.is_dir()
 

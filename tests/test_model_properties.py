@@ -25,7 +25,12 @@ def test_registries_hold_the_documented_schemes_and_kernels():
 @pytest.mark.parametrize("position,attention", VALID_PAIRS)
 def test_prepended_padding(position, attention, hidden_size, num_heads):
     """Relative schemes ignore a shift of all positions; absolute ones do not."""
-    model = small_model(position, attention, hidden_size, num_heads)
+    # fire is relative below its threshold L_thr (512): one of 2 shows its absolute part
+    options = {"position_kwargs": {"threshold": 2.0}} if position == "fire" else {}
+    model = small_model(position, attention, hidden_size, num_heads, **options)
+    if position == "fire":  # its random small MLP's bias is ~1e-3: make it count
+        with torch.no_grad():
+            model.encoder.position.fire.mlp[-1].weight.mul_(30.0)
     ids = random_ids(2, 11)
     n_pad = 5
     padded = torch.cat([torch.full((2, n_pad), PAD), ids], dim=1)
@@ -145,7 +150,7 @@ def test_incompatible_pairs_are_refused_naming_valid_kernels(position, attention
 @pytest.mark.parametrize(
     "kwargs,pattern",
     [
-        ({"position": "alibi"}, r"unknown position 'alibi'; valid choices: deberta, learned, nope"),
+        ({"position": "rotary"}, r"unknown position 'rotary'; valid choices: alibi, deberta"),
         ({"attention": "flash"}, r"unknown attention 'flash'; valid choices: linear, softmax"),
         ({"position_kwargs": {"bsae": 10}}, r"'bsae'.*valid keys: base"),
         ({"position": "nope", "position_kwargs": {"base": 10}}, r"'base'.*valid keys: none"),

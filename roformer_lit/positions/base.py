@@ -44,7 +44,7 @@ class EncoderShape:
 class ScoreBias:
     """``softmax(q k^T * scale + bias)``: an additive, already-scaled bias and the scale."""
 
-    bias: Tensor  # [B or 1, h, L or 1, L]
+    bias: Tensor | None  # [B or 1, h, L or 1, L]; None: only the scale changes
     scale: float
 
 

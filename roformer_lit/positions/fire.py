@@ -1,0 +1,116 @@
+"""FIRE, Functional Interpolation for Relative positions (Li et al. 2023, arXiv 2310.04418).
+
+    A_ij = q_i . k_j / sqrt(d)  +  f_theta( psi(|i - j|) / psi(max(L_thr, N(i, j))) )
+    psi(x) = log(c x + 1)
+
+``f_theta`` is a small MLP, ``1 -> 32 -> h`` with a ReLU (the paper's 2 layers, width 32,
+one output per head); ``c`` and the threshold ``L_thr`` are learned. As in the paper's
+reference code, ``psi`` uses ``|c x|``, the denominator gets ``+ 1e-6``, ``c`` starts at
+0.1 and ``L_thr = |m| * 512`` with a learned multiplier ``m`` (init 1; the 512 is the
+option ``threshold``).
+
+The paper is causal: ``N(i, j) = i``, the query position, so ``|i - j| <= N`` and the
+normalised distance lies in ``[0, 1]`` ("progressive interpolation"). **Bidirectional
+form, chosen here: ``N(i, j) = max(i, j)``.** For ``j <= i`` this is exactly the paper's
+``i``; for keys after the query it is the key position, the symmetric counterpart. It is
+the smallest symmetric choice that keeps ``|i - j| <= N`` (so the input stays in
+``[0, 1]``, the property the paper's interpolation argument rests on) without looking at
+the sequence length: normalising by ``L`` instead would make every score depend on how
+much padding or how many packed documents follow. Like the original, FIRE is therefore
+not translation invariant once positions pass ``L_thr`` (below it, ``N`` is the
+constant threshold and the bias depends on ``|i - j|`` only).
+
+Other choices: the distance is ``|i - j|``, symmetric (one MLP for both directions); one
+FIRE module shared by all layers (``per_layer: true`` gives each layer its own), the
+bias added to the scaled score ``q.k / sqrt(d)``. The MLP runs once per forward on the
+``[L, L]`` normalised distances: one ``[1, h, L, L]`` bias shared by the batch.
+Softmax only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor, nn
+
+from roformer_lit.positions.alibi import SharedBiasLayer
+from roformer_lit.positions.base import (
+    EncoderShape,
+    LayerPosition,
+    PositionScheme,
+    ScoreBias,
+    default_scale,
+)
+from roformer_lit.validation import boolean, check, finite_float_above
+
+if TYPE_CHECKING:
+    from roformer_lit.attention.block import SelfAttention
+
+MLP_WIDTH = 32
+EPS = 1e-6
+
+
+class Fire(nn.Module):
+    """``f_theta(psi(|i - j|) / psi(max(L_thr, max(i, j))))`` as a ``[1, h, L, L]`` bias."""
+
+    def __init__(self, num_heads: int, threshold: float) -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(
+            nn.Linear(1, MLP_WIDTH), nn.ReLU(), nn.Linear(MLP_WIDTH, num_heads)
+        )
+        self.c = nn.Parameter(torch.tensor(0.1))
+        self.threshold_multiplier = nn.Parameter(torch.tensor(1.0))
+        self.register_buffer("init_threshold", torch.tensor(float(threshold)), persistent=False)
+
+    def forward(self, length: int, device: torch.device, dtype: torch.dtype) -> Tensor:
+        pos = torch.arange(length, device=device, dtype=self.c.dtype)
+        distance = (pos[:, None] - pos[None, :]).abs()
+        threshold = (self.threshold_multiplier * self.init_threshold).abs()
+        normaliser = torch.maximum(torch.maximum(pos[:, None], pos[None, :]), threshold)
+        psi_distance = torch.log(torch.abs(self.c * distance) + 1)
+        psi_normaliser = torch.log(torch.abs(self.c * normaliser) + 1) + EPS
+        bias = self.mlp((psi_distance / psi_normaliser).unsqueeze(-1))  # [L, L, h]
+        return bias.permute(2, 0, 1).to(dtype)[None]
+
+
+class FireLayer(LayerPosition):
+    """A layer's own FIRE module (``per_layer``)."""
+
+    def __init__(self, shape: EncoderShape, threshold: float) -> None:
+        super().__init__()
+        self.fire = Fire(shape.num_heads, threshold)
+        self.scale = default_scale(shape.head_size)
+
+    def score(self, q: Tensor, k: Tensor, ctx: int, attn: SelfAttention) -> ScoreBias:
+        return ScoreBias(bias=self.fire(q.shape[-2], q.device, q.dtype), scale=self.scale)
+
+
+class FirePosition(PositionScheme):
+    """FIRE with the bidirectional normaliser ``max(L_thr, max(i, j))``."""
+
+    needs_score_bias = True
+    translation_invariant = False  # past L_thr the normaliser depends on max(i, j)
+
+    def __init__(
+        self, shape: EncoderShape, *, threshold: float = 512.0, per_layer: bool = False
+    ) -> None:
+        super().__init__(shape)
+        check("fire threshold", threshold, finite_float_above(0))
+        check("fire per_layer", per_layer, boolean)
+        self.per_layer = per_layer
+        if per_layer:
+            self.fire = None
+            self.layers = nn.ModuleList(
+                FireLayer(shape, threshold) for _ in range(shape.num_layers)
+            )
+        else:
+            self.fire = Fire(shape.num_heads, threshold)
+            self.layers = nn.ModuleList([SharedBiasLayer(shape.head_size)])
+
+    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> Tensor | None:
+        """The shared ``[1, h, L, L]`` bias (None with ``per_layer``: each layer builds its own)."""
+        return None if self.fire is None else self.fire(length, device, dtype)
+
+    def layer(self, index: int) -> LayerPosition:
+        return self.layers[index if self.per_layer else 0]

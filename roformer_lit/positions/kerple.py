@@ -1,0 +1,95 @@
+"""KERPLE, logarithmic variant (Chi et al. 2022, arXiv 2205.09921), made bidirectional.
+
+    A_ij = q_i . k_j / sqrt(d)  -  r1_h log(1 + r2_h |i - j|),      r1_h, r2_h > 0
+
+a conditionally positive definite kernel of the distance turned into a score bias, with
+two learned parameters per head. Choices the paper leaves open, made here:
+
+- Direction: the paper (a causal LM) uses ``i - j >= 0``; the encoder uses ``|i - j|``,
+  one kernel for both directions (the kernel is a function of the distance, so this is
+  the natural symmetric form).
+- Positivity: the reference code (chijames/KERPLE) clamps the raw parameters in place to
+  ``>= 0.01`` before each forward. Here ``r = softplus(raw)`` instead: always positive, a
+  gradient everywhere (an in-place clamp inside the forward would mutate parameters during
+  evaluation and break ``torch.compile``'s graph). Initial values follow the reference
+  code's ``r1 ~ U(0, 2)``, ``r2 ~ U(0, 1)``, floored at its 0.01 and stored as
+  ``softplus^-1``.
+- Sharing: one ``(r1, r2)`` pair per head and per layer, as in the reference code, where
+  every attention layer owns its kernel; ``per_layer: false`` shares one pair across layers.
+- Scale: the bias is added to the already-scaled score ``q.k / sqrt(d)``, as in the
+  reference code (it adds to the scaled attention logits).
+
+The bias depends on (head, ``i - j``) only: one ``[1, h, L, L]`` tensor per layer, shared
+by the batch. It needs the full score matrix: softmax only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor, nn
+
+from roformer_lit.positions.alibi import DistanceCache
+from roformer_lit.positions.base import (
+    EncoderShape,
+    LayerPosition,
+    PositionScheme,
+    ScoreBias,
+    default_scale,
+)
+from roformer_lit.validation import boolean, check
+
+if TYPE_CHECKING:
+    from roformer_lit.attention.block import SelfAttention
+
+#: The reference code's floor on r1, r2 (here only on their initial values).
+EPS = 1e-2
+
+
+def inverse_softplus(x: Tensor) -> Tensor:
+    """``softplus^-1(x) = log(exp(x) - 1)`` for ``x > 0``."""
+    return x + torch.log(-torch.expm1(-x))
+
+
+class KerpleLayer(LayerPosition):
+    """``r1, r2`` of one layer (or of all layers, when shared)."""
+
+    def __init__(self, shape: EncoderShape) -> None:
+        super().__init__()
+        heads = shape.num_heads
+        self.raw_r1 = nn.Parameter(inverse_softplus((torch.rand(heads) * 2).clamp(min=EPS)))
+        self.raw_r2 = nn.Parameter(inverse_softplus(torch.rand(heads).clamp(min=EPS)))
+        self.scale = default_scale(shape.head_size)
+
+    def strengths(self) -> tuple[Tensor, Tensor]:
+        """``r1, r2 > 0``, each ``[h]``."""
+        return nn.functional.softplus(self.raw_r1), nn.functional.softplus(self.raw_r2)
+
+    def score(self, q: Tensor, k: Tensor, ctx: Tensor, attn: SelfAttention) -> ScoreBias:
+        r1, r2 = (r[:, None, None] for r in self.strengths())
+        # in the parameters' precision (float32 at least): half precision cannot hold
+        # distances past 256 exactly; only the result takes the scores' dtype
+        bias = -r1 * torch.log1p(r2 * ctx.to(r2.dtype))  # [h, L, L]
+        return ScoreBias(bias=bias.to(q.dtype)[None], scale=self.scale)
+
+
+class KerplePosition(PositionScheme):
+    """Bidirectional KERPLE-log: ``-r1 log(1 + r2 |i - j|)`` per head, learned."""
+
+    needs_score_bias = True
+
+    def __init__(self, shape: EncoderShape, *, per_layer: bool = True) -> None:
+        super().__init__(shape)
+        check("kerple per_layer", per_layer, boolean)
+        self.per_layer = per_layer
+        count = shape.num_layers if per_layer else 1
+        self.layers = nn.ModuleList(KerpleLayer(shape) for _ in range(count))
+        self._distance = DistanceCache()
+
+    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> Tensor:
+        """``|i - j|``, ``[L, L]`` float32 (each layer applies its own kernel to it)."""
+        return self._distance(length, device)
+
+    def layer(self, index: int) -> LayerPosition:
+        return self.layers[index if self.per_layer else 0]

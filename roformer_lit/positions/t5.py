@@ -1,0 +1,145 @@
+"""T5's bucketed relative position bias (Raffel et al. 2020), bidirectional as in T5's encoder.
+
+    A_ij = q_i . k_j / sqrt(d)  +  b[bucket(j - i), h]
+
+``b`` is a learned ``[num_buckets, h]`` table of scalars. ``bucket`` is HF
+``T5Attention._relative_position_bucket(j - i, bidirectional=True, num_buckets,
+max_distance)``: half the buckets per direction (keys after the query, ``j > i``, take the
+upper half); in each half, distances below ``num_buckets / 4`` get a bucket each, larger
+ones share logarithmically wider buckets up to ``max_distance``, and every distance from
+``max_distance`` on falls in the last bucket of its direction. Computed in float32 and
+truncated as HF does, so the buckets equal HF's exactly.
+
+Choices, stated:
+
+- Sharing: one table for all layers, as T5 (HF computes it in the first layer and hands it
+  on); ``per_layer: true`` gives every layer its own table.
+- Scale: T5 has no ``1/sqrt(d)`` (it folds it into its initialisation); this encoder keeps
+  ``q.k / sqrt(d)`` for every scheme and adds the bias to the scaled score, unscaled.
+- Initialisation: the table is an ``nn.Embedding``, so it gets the model's BERT init
+  (normal, std ``init_std``), not T5's ``d_model^-0.5``.
+
+The bias depends on (head, ``i - j``) only: one ``[1, h, L, L]`` tensor per forward
+(per layer with ``per_layer``), shared by the batch. Softmax only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor, nn
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.positions.base import (
+    EncoderShape,
+    LayerPosition,
+    PositionScheme,
+    ScoreBias,
+    default_scale,
+)
+from roformer_lit.validation import Rule, at_least_int, boolean, check
+
+if TYPE_CHECKING:
+    from roformer_lit.attention.block import SelfAttention
+
+EVEN_BUCKETS = Rule("an even integer >= 4", lambda v: at_least_int(4).accepts(v) and v % 2 == 0)
+
+
+def t5_bucket(relative: Tensor, num_buckets: int, max_distance: int) -> Tensor:
+    """The bidirectional T5 bucket of ``relative = j - i`` (HF's computation, step by step)."""
+    half = num_buckets // 2
+    buckets = (relative > 0).long() * half
+    distance = relative.abs()
+    max_exact = half // 2
+    is_small = distance < max_exact
+    large = max_exact + (
+        torch.log(distance.float() / max_exact)
+        / math.log(max_distance / max_exact)
+        * (half - max_exact)
+    ).to(torch.long)
+    large = torch.clamp(large, max=half - 1)
+    return buckets + torch.where(is_small, distance, large)
+
+
+def bucket_index(length: int, num_buckets: int, max_distance: int, device: torch.device) -> Tensor:
+    """``bucket(j - i)`` as an ``[L, L]`` long tensor (row ``i``, column ``j``)."""
+    pos = torch.arange(length, device=device)
+    return t5_bucket(pos[None, :] - pos[:, None], num_buckets, max_distance)
+
+
+def bias_of(table: nn.Embedding, index: Tensor, dtype: torch.dtype) -> Tensor:
+    """``table[index]`` as a ``[1, h, L, L]`` bias."""
+    return table(index).permute(2, 0, 1).to(dtype)[None]
+
+
+class T5Layer(LayerPosition):
+    """Adds the shared bias, or its own table's with ``per_layer``."""
+
+    def __init__(self, shape: EncoderShape, table: nn.Embedding | None) -> None:
+        super().__init__()
+        self.table = table
+        self.scale = default_scale(shape.head_size)
+
+    def score(
+        self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor | None], attn: SelfAttention
+    ) -> ScoreBias:
+        index, shared = ctx
+        bias = shared if self.table is None else bias_of(self.table, index, q.dtype)
+        assert bias is not None
+        return ScoreBias(bias=bias, scale=self.scale)
+
+
+class T5Position(PositionScheme):
+    """T5 relative bias: a learned scalar per (bidirectional log bucket, head)."""
+
+    needs_score_bias = True
+
+    def __init__(
+        self,
+        shape: EncoderShape,
+        *,
+        num_buckets: int = 32,
+        max_distance: int = 128,
+        per_layer: bool = False,
+    ) -> None:
+        super().__init__(shape)
+        check("t5 num_buckets", num_buckets, EVEN_BUCKETS)
+        check("t5 per_layer", per_layer, boolean)
+        exact = num_buckets // 4
+        if not at_least_int(exact + 1).accepts(max_distance):
+            raise ConfigError(
+                f"t5 max_distance must be an integer > num_buckets / 4 = {exact} (the last "
+                f"exactly represented distance), got {max_distance!r}"
+            )
+        self.num_buckets, self.max_distance, self.per_layer = num_buckets, max_distance, per_layer
+        if per_layer:
+            self.table = None
+            self.layers = nn.ModuleList(
+                T5Layer(shape, nn.Embedding(num_buckets, shape.num_heads))
+                for _ in range(shape.num_layers)
+            )
+        else:
+            self.table = nn.Embedding(num_buckets, shape.num_heads)
+            self.layers = nn.ModuleList([T5Layer(shape, None)])
+        self._index: Tensor | None = None
+
+    def _bucket_index(self, length: int, device: torch.device) -> Tensor:
+        if torch.compiler.is_compiling():  # traced into the graph (a cache would recompile)
+            return bucket_index(length, self.num_buckets, self.max_distance, device)
+        index = self._index
+        if index is None or index.shape[0] != length or index.device != device:
+            index = bucket_index(length, self.num_buckets, self.max_distance, device)
+            self._index = index
+        return index
+
+    def prepare(
+        self, length: int, device: torch.device, dtype: torch.dtype
+    ) -> tuple[Tensor, Tensor | None]:
+        """The ``[L, L]`` bucket index and, when shared, the ``[1, h, L, L]`` bias."""
+        index = self._bucket_index(length, device)
+        return index, None if self.table is None else bias_of(self.table, index, dtype)
+
+    def layer(self, index: int) -> LayerPosition:
+        return self.layers[index if self.per_layer else 0]
