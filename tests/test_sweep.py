@@ -16,6 +16,7 @@ import torch
 import yaml
 from cli_helpers import CONFIGS
 
+from roformer_lit import POSITION_SCHEMES
 from roformer_lit.cli import main
 from roformer_lit.sweep import runner, slurm
 from roformer_lit.sweep.spec import expand, version_names
@@ -376,7 +377,7 @@ def test_shipped_sweep_files_are_valid(path, monkeypatch, capsys):
     assert main(["sweep", "--config", str(path.relative_to(CONFIGS.parent)), "--dry-run"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     expected = {
-        "positions": 18,
+        "positions": 3 * len(POSITION_SCHEMES),  # every registered scheme, three seeds
         "positions_quick": 6,
         "kernels": 8,
         "deberta_terms": 3,
