@@ -199,3 +199,52 @@ def check_model_arguments(arguments: Mapping[str, Any]) -> None:
     for needed, cross_check in CROSS_RULES:
         if all(name in arguments for name in needed):
             cross_check(arguments)
+
+
+#: A validation interval: a number of training batches (``>= 1``), a fraction of an epoch in
+#: ``(0, 1]``, or a duration Lightning parses. (Lightning takes 0 and then divides by it.)
+val_interval = Rule(
+    "an integer >= 1 (batches), a fraction of an epoch in (0, 1], or a duration",
+    lambda v: (
+        (_is_int(v) and v >= 1)
+        or (_is_finite_number(v) and not _is_int(v) and 0 < v <= 1)
+        or not isinstance(v, numbers.Number)  # a duration ('DD:HH:MM:SS', ...): Lightning's
+    ),
+)
+#: ``-1`` (no limit) or a positive count.
+limit_or_unbounded = Rule(
+    "-1 (no limit) or an integer >= 1", lambda v: _is_int(v) and (v == -1 or v >= 1)
+)
+#: ``limit_*_batches``: a count of batches or a fraction of them.
+batch_limit = Rule(
+    "an integer >= 0 (batches) or a fraction in [0, 1]",
+    lambda v: (_is_int(v) and v >= 0) or (_is_finite_number(v) and not _is_int(v) and 0 <= v <= 1),
+)
+
+#: The ``Trainer`` settings Lightning does not check itself (it crashes later, or divides by
+#: zero); ``None`` is always left to Lightning (its own default).
+TRAINER_RULES: dict[str, Rule] = {
+    "max_steps": limit_or_unbounded,
+    "max_epochs": limit_or_unbounded,
+    "min_steps": non_negative_int,
+    "min_epochs": non_negative_int,
+    "val_check_interval": val_interval,
+    "check_val_every_n_epoch": positive_int,
+    "log_every_n_steps": non_negative_int,
+    "accumulate_grad_batches": positive_int,
+    "num_sanity_val_steps": at_least_int(-1),
+    "gradient_clip_val": finite_non_negative_float,
+    "limit_train_batches": batch_limit,
+    "limit_val_batches": batch_limit,
+    "limit_test_batches": batch_limit,
+    "limit_predict_batches": batch_limit,
+}
+
+
+def check_trainer_arguments(arguments: Mapping[str, Any]) -> None:
+    """Each ``trainer.<key>`` of :data:`TRAINER_RULES` that is set (not None), as one
+    ConfigError line naming it, the wrong value and the valid ones."""
+    for name, rule in TRAINER_RULES.items():
+        value = arguments.get(name)
+        if value is not None:
+            check(f"trainer.{name}", value, rule)

@@ -77,6 +77,23 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 #: name -> (extra fit arguments, text the one error line must contain: argument and value)
 CLI_CASES: dict[str, tuple[list[str], str]] = {
+    # trainer settings Lightning accepts and then divides by (tracebacks before)
+    "val_check_interval_zero": (
+        ["--trainer.val_check_interval", "0"],
+        "trainer.val_check_interval must be an integer >= 1 (batches)",
+    ),
+    "accumulate_grad_batches_zero": (
+        ["--trainer.accumulate_grad_batches", "0"],
+        "trainer.accumulate_grad_batches must be a positive integer, got 0",
+    ),
+    "max_steps_zero": (
+        ["--trainer.max_steps", "0"],
+        "trainer.max_steps must be -1 (no limit) or an integer >= 1, got 0",
+    ),
+    "limit_val_batches_negative": (
+        ["--trainer.limit_val_batches", "-2"],
+        "trainer.limit_val_batches must be an integer >= 0",
+    ),
     "init_std_negative": (
         ["--model.init_std", "-1"],
         "model.init_std must be > 0 and finite, got -1.0",
