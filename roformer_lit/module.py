@@ -18,6 +18,7 @@ training batch after a resume, so dropout continues exactly where it stopped.
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 import resource
@@ -40,6 +41,8 @@ from roformer_lit.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
 from roformer_lit.validation import MODEL_RULES, check_model_arguments
 
 IGNORE_INDEX = -100
+#: Arguments the ``Encoder`` receives and validates itself.
+_ENCODER_ARGUMENTS = frozenset(inspect.signature(Encoder.__init__).parameters) - {"self"}
 #: With ``skip_nonfinite``, this many non-finite batches in a row still stop the run.
 MAX_CONSECUTIVE_SKIPS = 20
 
@@ -142,7 +145,12 @@ class MaskedLM(L.LightningModule):
         skip_nonfinite: bool = False,
     ) -> None:
         super().__init__()
-        arguments = {name: value for name, value in locals().items() if name in MODEL_RULES}
+        # The optimiser's and training's arguments; the Encoder checks its own (once).
+        arguments = {
+            name: value
+            for name, value in locals().items()
+            if name in MODEL_RULES and name not in _ENCODER_ARGUMENTS
+        }
         check_model_arguments(arguments)  # one error line naming model.<argument>
         self.save_hyperparameters()
         try:
