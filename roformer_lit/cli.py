@@ -479,7 +479,6 @@ def load_checkpoint(path: Any) -> MaskedLM:
         raise ConfigError(f"cannot load checkpoint {path}: {type(exc).__name__}: {exc}") from exc
 
 
-#: Extra subcommands beside LightningCLI's: name -> function of the remaining arguments.
 #: Extra subcommands beside LightningCLI's: name -> "module:function" taking the remaining
 #: arguments and returning an exit code (or None for 0). Imported only when called.
 EXTRA_COMMANDS: dict[str, str] = {
@@ -488,6 +487,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "compare": "roformer_lit.compare:main",
     "bench": "roformer_lit.benchmarks.models:main",
     "bench-data": "roformer_lit.benchmarks.data_pipeline:run",
+    "bench-flex": "roformer_lit.benchmarks.flex_vs_sdpa:main",
     "extrapolate": "roformer_lit.extrapolate:main",
     "prepare": "roformer_lit.data.prepare_cli:main",
 }

@@ -30,6 +30,8 @@ TINY_BENCH = [
     "--warmup",
     "0",
     "--no-memory",
+    "--device",  # the expected tables are the CPU's, also on a machine with a GPU
+    "cpu",
 ]
 
 

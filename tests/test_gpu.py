@@ -36,7 +36,8 @@ def test_flash_backend_is_usable_without_a_score_bias(position):
     """With only the flash kernel allowed, a packed bf16 batch must still run."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    model = small_model(position, "softmax", hidden_size=128, num_heads=2).cuda().train()
+    model = small_model(position, "softmax", hidden_size=128, num_heads=2, max_positions=128)
+    model = model.cuda().train()
     ids = random_ids(2, 128).cuda()
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION]), torch.autocast("cuda", dtype=torch.bfloat16):
         loss = model.mlm_loss(ids, ids.clone())
@@ -51,7 +52,8 @@ def test_profiler_shows_a_flash_kernel_for_bf16_training_without_a_score_bias(po
     """Left to choose, SDPA must pick a flash-attention kernel (FlashAttention-2 or cuDNN's)."""
     from roformer_lit.benchmarks.sdpa_backends import backends_taken
 
-    model = small_model(position, "softmax", hidden_size=256, num_heads=4).cuda().train()
+    model = small_model(position, "softmax", hidden_size=256, num_heads=4, max_positions=256)
+    model = model.cuda().train()
     ids = random_ids(4, 256).cuda()
     labels = torch.where(torch.rand(4, 256, device="cuda") < 0.15, ids, -100)
 
@@ -62,3 +64,79 @@ def test_profiler_shows_a_flash_kernel_for_bf16_training_without_a_score_bias(po
     forward, backward = backends_taken(loss)
     assert forward and forward <= {"flash", "cuDNN"}, forward
     assert backward and backward <= {"flash", "cuDNN"}, backward
+
+
+BIAS_SCHEMES = [p for p, c in POSITION_SCHEMES.items() if c.needs_score_bias]
+
+
+def _flex_and_sdpa_grads(position: str, autocast: bool):
+    ids = random_ids(3, 200).cuda()
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, -37:] = False  # padding: the flex path masks keys in score_mod
+    labels = torch.where(torch.rand(3, 200, device="cuda") < 0.15, ids, -100)
+    results = {}
+    for backend in ("sdpa", "flex"):
+        model = small_model(
+            position,
+            hidden_size=128,
+            num_heads=2,
+            max_positions=256,
+            attention_dropout=0.0,  # FlexAttention has none
+            attention_kwargs={"backend": backend},
+        )
+        model = model.cuda().train()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            loss = model.mlm_loss(ids, labels, attention_mask=mask)
+        loss.backward()
+        grads = {n: p.grad.float() for n, p in model.named_parameters() if p.grad is not None}
+        results[backend] = (loss.item(), grads)
+    return results
+
+
+def _relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
+    """``|a - b| / |b|``; gradients that are zero in exact arithmetic (a constant added to
+    every score of a head: softmax cancels it) compare as absolute rounding noise."""
+    return ((a - b).norm() / b.norm().clamp_min(1e-6)).item()
+
+
+@pytest.mark.parametrize("position", BIAS_SCHEMES)
+@pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16"])
+def test_flex_training_step_equals_the_sdpa_path(position, autocast):
+    """Loss and every gradient (the bias tables' too) of the compiled FlexAttention path
+    equal the eager SDPA path: float32 within TF32 rounding, bf16 within bf16 rounding."""
+    results = _flex_and_sdpa_grads(position, autocast)
+    (loss_sdpa, grads_sdpa), (loss_flex, grads_flex) = results["sdpa"], results["flex"]
+    tolerance = 5e-2 if autocast else 1e-2
+    assert abs(loss_flex - loss_sdpa) <= tolerance * abs(loss_sdpa)
+    assert grads_flex.keys() == grads_sdpa.keys()
+    for name, grad in grads_sdpa.items():
+        assert torch.isfinite(grads_flex[name]).all(), name
+        assert _relative_error(grads_flex[name], grad) < tolerance, name
+
+
+@pytest.mark.parametrize("position", BIAS_SCHEMES)
+def test_auto_backend_takes_flex_on_cuda_for_long_inputs_when_the_scheme_gives_a_lookup(
+    position, monkeypatch
+):
+    import roformer_lit.attention.softmax as softmax
+
+    calls = []
+    real = softmax.flex_softmax
+    monkeypatch.setattr(softmax, "flex_softmax", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    long = softmax.FLEX_FROM_LENGTH
+    model = small_model(
+        position, hidden_size=128, num_heads=2, attention_dropout=0.0, max_positions=long
+    )
+    model = model.cuda().train()
+    seen = []
+    for module in model.modules():
+        if isinstance(module, softmax.SoftmaxAttention):
+            module.register_forward_pre_hook(
+                lambda m, a, kw: seen.append(kw["bias"]), with_kwargs=True
+            )
+    for length in (64, long):
+        ids = random_ids(1, length).cuda()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            model.mlm_loss(ids, ids.clone()).backward()
+    expected = 2 if seen[0].lookup is not None else 0  # two layers, at the long length only
+    assert len(calls) == expected

@@ -12,6 +12,7 @@ from roformer_lit.attention.linear import LinearAttention
 from roformer_lit.attention.softmax import SoftmaxAttention
 from roformer_lit.positions.rope import apply_rope, rope_tables
 from roformer_lit.positions.sinusoidal import sinusoidal_table
+from roformer_lit.score_bias import ScoreBias
 
 ROPE_TOL = {"atol": 1e-6, "rtol": 1e-6}  # the cos/sin tables are float32 by design
 
@@ -87,16 +88,24 @@ def heads(b=2, h=3, length=7, d=8, seed=0):
     return [torch.randn(b, h, length, d, generator=g) for _ in range(3)]
 
 
+@pytest.mark.parametrize("backend", ["sdpa", "flex"])
 @pytest.mark.parametrize("with_bias", [False, True])
 @pytest.mark.parametrize("with_mask", [False, True])
 @pytest.mark.parametrize("with_rope", [False, True])
-def test_softmax_kernel_equals_explicit_softmax(with_bias, with_mask, with_rope):
-    q, k, v = heads()
+def test_softmax_kernel_equals_explicit_softmax(with_bias, with_mask, with_rope, backend):
+    """Both softmax paths (SDPA; FlexAttention reading the dense bias) equal the formula."""
+    q, k, v = heads(d=16)  # FlexAttention needs a head size of at least 16
     scale = 0.3
     bias = torch.randn(2, 3, 7, 7) if with_bias else None
     mask = torch.tensor([[True] * 7, [True] * 4 + [False] * 3]) if with_mask else None
-    out = SoftmaxAttention()(
-        q, k, v, scale=scale, bias=bias, key_padding_mask=mask, rotate=rope if with_rope else None
+    out = SoftmaxAttention(backend=backend)(
+        q,
+        k,
+        v,
+        scale=scale,
+        bias=None if bias is None else ScoreBias(bias, scale),
+        key_padding_mask=mask,
+        rotate=rope if with_rope else None,
     )
     qr, kr = (rope_by_matrix(q), rope_by_matrix(k)) if with_rope else (q, k)
     scores = qr @ kr.transpose(-1, -2) * scale

@@ -7,14 +7,16 @@ from typing import ClassVar
 
 from torch import Tensor, nn
 
+from roformer_lit.score_bias import ScoreBias
+
 Rotation = Callable[[Tensor], Tensor]
 
 
 class AttentionKernel(nn.Module):
     """``forward(q, k, v, scale, bias, key_padding_mask, rotate, dropout_p) -> [B, h, L, d]``.
 
-    ``q, k, v``: ``[B, h, L, d]``. ``bias``: an additive, already-scaled float score bias
-    ``[B or 1, h, L or 1, L]`` or None. ``key_padding_mask``: bool ``[B, L]``, True at real
+    ``q, k, v``: ``[B, h, L, d]``. ``bias``: the scheme's additive, already-scaled score
+    bias (:class:`~roformer_lit.score_bias.ScoreBias`: dense and/or lookup form) or None. ``key_padding_mask``: bool ``[B, L]``, True at real
     tokens, or None (packed batches). ``rotate``: the scheme's query/key rotation, or None;
     the kernel decides where it applies. Options are keyword-only ``__init__`` arguments.
     """
@@ -29,7 +31,7 @@ class AttentionKernel(nn.Module):
         v: Tensor,
         *,
         scale: float,
-        bias: Tensor | None = None,
+        bias: ScoreBias | None = None,
         key_padding_mask: Tensor | None = None,
         rotate: Rotation | None = None,
         dropout_p: float = 0.0,

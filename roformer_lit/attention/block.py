@@ -58,7 +58,7 @@ class SelfAttention(nn.Module):
             k,
             v,
             scale=default_scale(self.head_size) if score is None else score.scale,
-            bias=None if score is None else score.bias,
+            bias=score,
             key_padding_mask=key_padding_mask,
             rotate=partial(position.rotate, ctx=ctx) if position.rotates else None,
             dropout_p=self.attention_dropout if self.training else 0.0,

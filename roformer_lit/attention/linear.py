@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from roformer_lit.attention.base import AttentionKernel, Rotation
+from roformer_lit.score_bias import ScoreBias
 from roformer_lit.validation import check, finite_positive_float
 
 
@@ -33,12 +34,12 @@ class LinearAttention(AttentionKernel):
         v: Tensor,
         *,
         scale: float,
-        bias: Tensor | None = None,
+        bias: ScoreBias | None = None,
         key_padding_mask: Tensor | None = None,
         rotate: Rotation | None = None,
         dropout_p: float = 0.0,
     ) -> Tensor:
-        if bias is not None:
+        if bias is not None and bias.adds_bias:
             raise ValueError("linear attention cannot add a score bias")
         phi_q, phi_k = F.elu(q) + 1, F.elu(k) + 1
         if key_padding_mask is not None:

@@ -42,6 +42,7 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
+from roformer_lit.score_bias import offset_lookup
 from roformer_lit.validation import boolean, check
 
 if TYPE_CHECKING:
@@ -83,14 +84,10 @@ class DistanceCache:
 
 
 class SharedBiasLayer(LayerPosition):
-    """Every layer adds the same per-forward ``[1, h, L, L]`` bias (the context itself)."""
+    """Every layer adds the same per-forward bias: the context, a :class:`ScoreBias`."""
 
-    def __init__(self, head_size: int) -> None:
-        super().__init__()
-        self.scale = default_scale(head_size)
-
-    def score(self, q: Tensor, k: Tensor, ctx: Tensor, attn: SelfAttention) -> ScoreBias:
-        return ScoreBias(bias=ctx, scale=self.scale)
+    def score(self, q: Tensor, k: Tensor, ctx: ScoreBias, attn: SelfAttention) -> ScoreBias:
+        return ctx
 
 
 class AlibiPosition(PositionScheme):
@@ -108,15 +105,25 @@ class AlibiPosition(PositionScheme):
         else:
             self.register_buffer("fixed_slopes", slopes.float(), persistent=False)
         self._distance = DistanceCache()
-        self._layer = SharedBiasLayer(shape.head_size)
+        self.scale = default_scale(shape.head_size)
+        self._layer = SharedBiasLayer()
 
     def slopes(self) -> Tensor:
         """``m_h``, shape ``[h]``."""
         return self.log_slopes.exp() if self.learnable_slopes else self.fixed_slopes
 
-    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> Tensor:
-        distance = self._distance(length, device)
-        return (-self.slopes()[:, None, None] * distance).to(dtype)[None]
+    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> ScoreBias:
+        """The bias every layer adds: dense ``[1, h, L, L]`` (built if asked) and its lookup
+        from the ``[h, 2L - 1]`` values ``-m_h |i - j|``."""
+        slopes = self.slopes()
+
+        def build() -> Tensor:
+            distance = self._distance(length, device)
+            return (-slopes[:, None, None] * distance).to(dtype)[None]
+
+        offsets = torch.arange(-(length - 1), length, device=device, dtype=slopes.dtype).abs()
+        per_offset = -slopes[:, None] * offsets  # [h, 2L - 1]
+        return ScoreBias(scale=self.scale, build=build, lookup=offset_lookup(per_offset))
 
     def layer(self, index: int) -> LayerPosition:
         return self._layer

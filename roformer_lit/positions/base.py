@@ -21,8 +21,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import Tensor, nn
 
+from roformer_lit.score_bias import ScoreBias
+
 if TYPE_CHECKING:
     from roformer_lit.attention.block import SelfAttention
+
+__all__ = [
+    "EncoderShape",
+    "LayerPosition",
+    "PositionScheme",
+    "ScoreBias",
+    "default_scale",
+    "sinusoid_angles",
+]
 
 
 @dataclass(frozen=True)
@@ -38,14 +49,6 @@ class EncoderShape:
     @property
     def head_size(self) -> int:
         return self.hidden_size // self.num_heads
-
-
-@dataclass
-class ScoreBias:
-    """``softmax(q k^T * scale + bias)``: an additive, already-scaled bias and the scale."""
-
-    bias: Tensor | None  # [B or 1, h, L or 1, L]; None: only the scale changes
-    scale: float
 
 
 class LayerPosition(nn.Module):

@@ -52,6 +52,12 @@ def deberta_index(length: int, buckets: int, max_position: int, device: torch.de
     return (bucketed + buckets).clamp(0, 2 * buckets - 1)
 
 
+def offset_buckets(length: int, buckets: int, max_position: int, device: torch.device) -> Tensor:
+    """``delta`` of every offset ``i - j = -(L-1) .. L-1``: ``[2L - 1]`` long."""
+    offsets = torch.arange(-(length - 1), length, device=device)
+    return (log_bucket(offsets, buckets, max_position) + buckets).clamp(0, 2 * buckets - 1)
+
+
 class DebertaLayer(LayerPosition):
     """c2p and p2c terms of one layer, through that layer's own q/k projections."""
 
@@ -61,28 +67,46 @@ class DebertaLayer(LayerPosition):
         self.scale = 1.0 / math.sqrt(shape.head_size * (1 + int(c2p) + int(p2c)))
 
     def score(
-        self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor], attn: SelfAttention
+        self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor, Tensor], attn: SelfAttention
     ) -> ScoreBias:
-        table, index = ctx  # [2S, H] layer-normed, [L, L]
+        """The two ``[h, B, L, 2S]`` products; the dense bias gathers them with the ``[L, L]``
+        index (built if asked), the lookup indexes them with the bucket of ``i - j``."""
+        table, index, offsets = ctx  # [2S, H] layer-normed, [L, L], [2L - 1]
         batch, heads, length, head_size = q.shape
-        index = index.expand(heads, batch, length, length)
         # Heads-major [h, B*L, d] operands: plain bmm against the [h, 2S, d] tables (no
         # broadcast, so no reduction over the batch in backward); the scale goes on these
         # small operands, never on an [L, L] tensor.
-        bias = None
+        by_query = by_key = None
         if self.c2p:
             key_table = attn.project(table, "key")  # [h, 2S, d]
             queries = (q.transpose(0, 1) * self.scale).reshape(heads, batch * length, head_size)
-            by_query = torch.bmm(queries, key_table.transpose(1, 2))  # [h, B*L, 2S]
-            bias = by_query.view(heads, batch, length, -1).gather(-1, index)
+            by_query = torch.bmm(queries, key_table.transpose(1, 2)).view(heads, batch, length, -1)
         if self.p2c:
             query_table = attn.project(table, "query")
             keys = (k.transpose(0, 1) * self.scale).reshape(heads, batch * length, head_size)
             by_key = torch.bmm(query_table, keys.transpose(1, 2))  # [h, 2S, B*L]
             by_key = by_key.view(heads, -1, batch, length).transpose(1, 2)  # [h, B, 2S, L(j)]
-            p2c = by_key.gather(-2, index)  # [i, j] = k_j . Qr[delta(i, j)]
-            bias = p2c if bias is None else bias + p2c
-        return ScoreBias(bias=bias.transpose(0, 1), scale=self.scale)
+
+        def build() -> Tensor:
+            gather_index = index.expand(heads, batch, length, length)
+            bias = None
+            if by_query is not None:  # [i, j] = q_i . Kr[delta(i, j)]
+                bias = by_query.gather(-1, gather_index)
+            if by_key is not None:  # [i, j] = k_j . Qr[delta(i, j)]
+                p2c = by_key.gather(-2, gather_index)
+                bias = p2c if bias is None else bias + p2c
+            assert bias is not None
+            return bias.transpose(0, 1)
+
+        def lookup(b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:
+            delta = offsets[i - j + length - 1]
+            c2p = None if by_query is None else by_query[h, b, i, delta]
+            p2c = None if by_key is None else by_key[h, b, delta, j]
+            if c2p is None:
+                return p2c
+            return c2p if p2c is None else c2p + p2c
+
+        return ScoreBias(scale=self.scale, build=build, lookup=lookup)
 
 
 class DebertaPosition(PositionScheme):
@@ -123,23 +147,26 @@ class DebertaPosition(PositionScheme):
         self.rel_embeddings = nn.Embedding(2 * position_buckets, shape.hidden_size)
         self.rel_norm = nn.LayerNorm(shape.hidden_size, eps=shape.layer_norm_eps)
         self._layer = DebertaLayer(shape, c2p, p2c)
-        self._index: Tensor | None = None  # [L, L] bucket index of the last length seen
+        self._index: tuple[Tensor, Tensor] | None = None  # the indices of the last length seen
 
     def prepare(
         self, length: int, device: torch.device, dtype: torch.dtype
-    ) -> tuple[Tensor, Tensor]:
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """The layer-normed ``[2S, H]`` table, the ``[L, L]`` bucket index and the bucket
+        of every offset ``i - j = -(L-1) .. L-1`` (``[2L - 1]``)."""
         table = self.rel_norm(self.rel_embeddings.weight).to(dtype)
         if torch.compiler.is_compiling():  # traced once into the graph (a cache would recompile)
-            return table, deberta_index(
-                length, self.position_buckets, self.max_relative_positions, device
-            )
-        index = self._index
-        if index is None or index.shape[0] != length or index.device != device:
-            index = deberta_index(
-                length, self.position_buckets, self.max_relative_positions, device
-            )
-            self._index = index
-        return table, index
+            return table, *self._indices(length, device)
+        cached = self._index
+        if cached is None or cached[0].shape[0] != length or cached[0].device != device:
+            cached = self._index = self._indices(length, device)
+        return table, *cached
+
+    def _indices(self, length: int, device: torch.device) -> tuple[Tensor, Tensor]:
+        index = deberta_index(length, self.position_buckets, self.max_relative_positions, device)
+        return index, offset_buckets(
+            length, self.position_buckets, self.max_relative_positions, device
+        )
 
     def layer(self, index: int) -> LayerPosition:
         return self._layer

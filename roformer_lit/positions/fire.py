@@ -42,6 +42,7 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
+from roformer_lit.score_bias import lookup_of_dense
 from roformer_lit.validation import boolean, check, finite_float_above
 
 if TYPE_CHECKING:
@@ -74,6 +75,12 @@ class Fire(nn.Module):
         return bias.permute(2, 0, 1).to(dtype)[None]
 
 
+def fire_bias(bias: Tensor, scale: float) -> ScoreBias:
+    """The ``[1, h, L, L]`` bias, and a lookup reading it (the MLP is evaluated once per
+    forward on the ``[L, L]`` grid, shared by the batch: no per-example tensor)."""
+    return ScoreBias(bias=bias, scale=scale, lookup=lookup_of_dense(bias))
+
+
 class FireLayer(LayerPosition):
     """A layer's own FIRE module (``per_layer``)."""
 
@@ -82,8 +89,8 @@ class FireLayer(LayerPosition):
         self.fire = Fire(shape.num_heads, threshold)
         self.scale = default_scale(shape.head_size)
 
-    def score(self, q: Tensor, k: Tensor, ctx: int, attn: SelfAttention) -> ScoreBias:
-        return ScoreBias(bias=self.fire(q.shape[-2], q.device, q.dtype), scale=self.scale)
+    def score(self, q: Tensor, k: Tensor, ctx: None, attn: SelfAttention) -> ScoreBias:
+        return fire_bias(self.fire(q.shape[-2], q.device, q.dtype), self.scale)
 
 
 class FirePosition(PositionScheme):
@@ -106,11 +113,13 @@ class FirePosition(PositionScheme):
             )
         else:
             self.fire = Fire(shape.num_heads, threshold)
-            self.layers = nn.ModuleList([SharedBiasLayer(shape.head_size)])
+            self.layers = nn.ModuleList([SharedBiasLayer()])
 
-    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> Tensor | None:
-        """The shared ``[1, h, L, L]`` bias (None with ``per_layer``: each layer builds its own)."""
-        return None if self.fire is None else self.fire(length, device, dtype)
+    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> ScoreBias | None:
+        """The shared bias (None with ``per_layer``: each layer builds its own)."""
+        if self.fire is None:
+            return None
+        return fire_bias(self.fire(length, device, dtype), default_scale(self.shape.head_size))
 
     def layer(self, index: int) -> LayerPosition:
         return self.layers[index if self.per_layer else 0]

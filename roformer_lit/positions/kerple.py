@@ -38,6 +38,7 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
+from roformer_lit.score_bias import offset_lookup
 from roformer_lit.validation import boolean, check
 
 if TYPE_CHECKING:
@@ -67,11 +68,17 @@ class KerpleLayer(LayerPosition):
         return nn.functional.softplus(self.raw_r1), nn.functional.softplus(self.raw_r2)
 
     def score(self, q: Tensor, k: Tensor, ctx: Tensor, attn: SelfAttention) -> ScoreBias:
-        r1, r2 = (r[:, None, None] for r in self.strengths())
-        # in the parameters' precision (float32 at least): half precision cannot hold
-        # distances past 256 exactly; only the result takes the scores' dtype
-        bias = -r1 * torch.log1p(r2 * ctx.to(r2.dtype))  # [h, L, L]
-        return ScoreBias(bias=bias.to(q.dtype)[None], scale=self.scale)
+        """Dense ``[1, h, L, L]`` (built if asked) and the lookup from the ``[h]`` strengths."""
+        r1, r2 = self.strengths()
+
+        def build() -> Tensor:
+            bias = -r1[:, None, None] * torch.log1p(r2[:, None, None] * ctx.to(r2.dtype))
+            return bias.to(q.dtype)[None]
+
+        length = ctx.shape[-1]
+        offsets = torch.arange(-(length - 1), length, device=ctx.device, dtype=r2.dtype).abs()
+        per_offset = -r1[:, None] * torch.log1p(r2[:, None] * offsets)  # [h, 2L - 1]
+        return ScoreBias(scale=self.scale, build=build, lookup=offset_lookup(per_offset))
 
 
 class KerplePosition(PositionScheme):

@@ -39,6 +39,7 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
+from roformer_lit.score_bias import offset_lookup
 from roformer_lit.validation import Rule, at_least_int, boolean, check
 
 if TYPE_CHECKING:
@@ -69,9 +70,26 @@ def bucket_index(length: int, num_buckets: int, max_distance: int, device: torch
     return t5_bucket(pos[None, :] - pos[:, None], num_buckets, max_distance)
 
 
-def bias_of(table: nn.Embedding, index: Tensor, dtype: torch.dtype) -> Tensor:
-    """``table[index]`` as a ``[1, h, L, L]`` bias."""
-    return table(index).permute(2, 0, 1).to(dtype)[None]
+def offset_buckets(
+    length: int, num_buckets: int, max_distance: int, device: torch.device
+) -> Tensor:
+    """``bucket(j - i)`` for every offset ``j - i = -(L-1) .. L-1``: ``[2L - 1]`` long."""
+    offsets = torch.arange(-(length - 1), length, device=device)
+    return t5_bucket(offsets, num_buckets, max_distance)
+
+
+def t5_bias(
+    table: nn.Embedding, index: Tensor, offsets: Tensor, dtype: torch.dtype, scale: float
+) -> ScoreBias:
+    """The bias ``table[bucket(j - i), h]``: dense ``[1, h, L, L]`` from the ``[L, L]`` index
+    (built if asked), lookup from the ``[2L - 1, h]`` per-offset values."""
+
+    def build() -> Tensor:
+        return table(index).permute(2, 0, 1).to(dtype)[None]
+
+    # offsets holds bucket(j - i) for j - i = -(L-1) .. L-1; flipped: column i - j + L - 1
+    per_offset = table(offsets.flip(0)).t()  # [h, 2L - 1]
+    return ScoreBias(scale=scale, build=build, lookup=offset_lookup(per_offset))
 
 
 class T5Layer(LayerPosition):
@@ -83,12 +101,17 @@ class T5Layer(LayerPosition):
         self.scale = default_scale(shape.head_size)
 
     def score(
-        self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor | None], attn: SelfAttention
+        self,
+        q: Tensor,
+        k: Tensor,
+        ctx: tuple[Tensor, Tensor, ScoreBias | None],
+        attn: SelfAttention,
     ) -> ScoreBias:
-        index, shared = ctx
-        bias = shared if self.table is None else bias_of(self.table, index, q.dtype)
-        assert bias is not None
-        return ScoreBias(bias=bias, scale=self.scale)
+        index, offsets, shared = ctx
+        if self.table is None:
+            assert shared is not None
+            return shared
+        return t5_bias(self.table, index, offsets, q.dtype, self.scale)
 
 
 class T5Position(PositionScheme):
@@ -123,23 +146,32 @@ class T5Position(PositionScheme):
         else:
             self.table = nn.Embedding(num_buckets, shape.num_heads)
             self.layers = nn.ModuleList([T5Layer(shape, None)])
-        self._index: Tensor | None = None
+        self._index: tuple[Tensor, Tensor] | None = None
 
-    def _bucket_index(self, length: int, device: torch.device) -> Tensor:
+    def _bucket_index(self, length: int, device: torch.device) -> tuple[Tensor, Tensor]:
+        """The ``[L, L]`` bucket index and the ``[2L - 1]`` bucket of each offset."""
         if torch.compiler.is_compiling():  # traced into the graph (a cache would recompile)
-            return bucket_index(length, self.num_buckets, self.max_distance, device)
-        index = self._index
-        if index is None or index.shape[0] != length or index.device != device:
-            index = bucket_index(length, self.num_buckets, self.max_distance, device)
-            self._index = index
-        return index
+            return self._indices(length, device)
+        cached = self._index
+        if cached is None or cached[0].shape[0] != length or cached[0].device != device:
+            cached = self._index = self._indices(length, device)
+        return cached
+
+    def _indices(self, length: int, device: torch.device) -> tuple[Tensor, Tensor]:
+        return (
+            bucket_index(length, self.num_buckets, self.max_distance, device),
+            offset_buckets(length, self.num_buckets, self.max_distance, device),
+        )
 
     def prepare(
         self, length: int, device: torch.device, dtype: torch.dtype
-    ) -> tuple[Tensor, Tensor | None]:
-        """The ``[L, L]`` bucket index and, when shared, the ``[1, h, L, L]`` bias."""
-        index = self._bucket_index(length, device)
-        return index, None if self.table is None else bias_of(self.table, index, dtype)
+    ) -> tuple[Tensor, Tensor, ScoreBias | None]:
+        """The bucket indices and, when shared, the bias every layer adds."""
+        index, offsets = self._bucket_index(length, device)
+        shared = None
+        if self.table is not None:
+            shared = t5_bias(self.table, index, offsets, dtype, self.layers[0].scale)
+        return index, offsets, shared
 
     def layer(self, index: int) -> LayerPosition:
         return self.layers[index if self.per_layer else 0]

@@ -1,0 +1,62 @@
+"""Softmax attention with a score bias through FlexAttention, never building ``[L, L]``.
+
+    out = softmax(q k^T * scale + bias) v,   bias[b, h, i, j] = lookup(b, h, i, j)
+
+FlexAttention (``torch.nn.attention.flex_attention``) generates one fused kernel from a
+``score_mod(score, b, h, q_idx, kv_idx)``; here ``score_mod`` adds the scheme's
+:class:`~roformer_lit.score_bias.ScoreBias` lookup and sets padded keys to ``-inf``. The
+bias comes from the scheme's small tables inside the kernel, so neither the ``[B, h, L, L]``
+bias nor the score matrix is ever in memory, and gradients reach the tables through the
+kernel's backward. ``flex_attention`` is compiled once per process (it only fuses when
+compiled); inside an already-compiled model it is traced as it is. PyTorch trains it on
+CUDA only: on CPU it runs forward-only, unfused (for checks).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from roformer_lit.score_bias import BiasLookup, TableLookup
+
+_compiled_flex = None
+
+
+def _flex_attention():
+    """``flex_attention``, compiled on first use on CUDA (plain while tracing or on CPU)."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    global _compiled_flex
+    if torch.compiler.is_compiling():
+        return flex_attention
+    if _compiled_flex is None:
+        _compiled_flex = torch.compile(flex_attention, dynamic=False)
+    return _compiled_flex
+
+
+def flex_softmax(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    scale: float,
+    lookup: BiasLookup,
+    key_padding_mask: Tensor | None,
+) -> Tensor:
+    """``softmax(q k^T * scale + lookup + mask) v`` for ``q, k, v`` ``[B, h, L, d]``."""
+
+    if isinstance(lookup, TableLookup):
+        lookup = lookup.cast(q.dtype)  # the kernel's compute dtype, as SDPA casts its mask
+
+    def score_mod(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        score = score + lookup(b, h, q_idx, kv_idx).to(score.dtype)
+        if key_padding_mask is not None:
+            score = torch.where(key_padding_mask[b, kv_idx], score, -torch.inf)
+        return score
+
+    if q.device.type == "cuda":
+        attend = _flex_attention()
+    else:
+        from torch.nn.attention.flex_attention import flex_attention as attend
+    v = v.to(q.dtype)
+    return attend(q, k.to(q.dtype), v, score_mod=score_mod, scale=scale)

@@ -1,0 +1,126 @@
+"""A scheme's additive score bias, in the two forms attention kernels consume.
+
+    softmax(q k^T * scale + bias) v,   bias[b, h, i, j] = lookup(b, h, i, j)
+
+- **dense**: ``bias``, a float tensor ``[B or 1, h, L or 1, L]``, built on first access
+  when the scheme gives ``build`` (so a kernel that never asks for it never pays for it);
+- **lookup**: ``lookup(b, h, q_idx, kv_idx)``, the same entry computed from small tables
+  (a slope per head, a scalar per distance bucket, a ``[B, h, L, 2S]`` product). The
+  indices are integer tensors that broadcast against each other: 0-d inside
+  FlexAttention's ``score_mod``, index grids in :func:`dense_from_lookup`. A kernel that
+  computes scores tile by tile (FlexAttention) uses it and never builds ``[L, L]``.
+
+A scheme gives ``lookup`` when its bias has such a compact form; then both forms must be
+the same function of ``(b, h, i, j)`` (the test-suite checks this for every scheme).
+This module is data only: schemes produce it and kernels read it, neither imports the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+#: ``lookup(b, h, q_idx, kv_idx) -> bias`` over broadcasting integer index tensors.
+BiasLookup = Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]
+
+
+class ScoreBias:
+    """``softmax(q k^T * scale + bias)``: an additive, already-scaled bias and the scale.
+
+    Give the dense bias as ``bias`` (a tensor) or ``build`` (built once, on first access),
+    and optionally its ``lookup`` form; with none of them only the scale changes.
+    """
+
+    def __init__(
+        self,
+        bias: Tensor | None = None,
+        scale: float = 1.0,
+        *,
+        build: Callable[[], Tensor] | None = None,
+        lookup: BiasLookup | None = None,
+    ) -> None:
+        if bias is not None and build is not None:
+            raise ValueError("give the dense bias as a tensor or as build, not both")
+        self._bias, self._build = bias, build
+        self.scale = scale
+        self.lookup = lookup
+
+    @property
+    def adds_bias(self) -> bool:
+        """True if there is a bias at all (False: only the scale differs)."""
+        return self._bias is not None or self._build is not None or self.lookup is not None
+
+    @property
+    def bias(self) -> Tensor | None:
+        """The dense ``[B or 1, h, L or 1, L]`` bias, built on first access."""
+        if self._bias is None and self._build is not None:
+            self._bias, self._build = self._build(), None
+        return self._bias
+
+
+def index_grids(
+    batch: int, heads: int, length: int, device: torch.device | None = None
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``b[B,1,1,1], h[1,h,1,1], i[1,1,L,1], j[1,1,1,L]``: a lookup's arguments, broadcast."""
+
+    def arange(n: int) -> Tensor:
+        return torch.arange(n, device=device)
+
+    return (
+        arange(batch)[:, None, None, None],
+        arange(heads)[None, :, None, None],
+        arange(length)[None, None, :, None],
+        arange(length)[None, None, None, :],
+    )
+
+
+def dense_from_lookup(
+    lookup: BiasLookup, batch: int, heads: int, length: int, device: torch.device | None = None
+) -> Tensor:
+    """The dense ``[B, h, L, L]`` bias a lookup describes (for checks and small inputs)."""
+    b, h, i, j = index_grids(batch, heads, length, device)
+    return lookup(b, h, i, j).expand(batch, heads, length, length)
+
+
+class TableLookup:
+    """A lookup that reads small tables: ``fn(*tables, b, h, i, j)``.
+
+    ``cast(dtype)`` gives the same lookup over floating tables cast to ``dtype``, so that a
+    kernel can read them in its compute precision (FlexAttention under bf16 autocast: the
+    dense bias SDPA receives is cast to the query's dtype too).
+    """
+
+    def __init__(self, fn: Callable[..., Tensor], *tables: Tensor) -> None:
+        self.fn, self.tables = fn, tables
+
+    def __call__(self, b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:
+        return self.fn(*self.tables, b, h, i, j)
+
+    def cast(self, dtype: torch.dtype) -> TableLookup:
+        return TableLookup(
+            self.fn, *(t.to(dtype) if t.is_floating_point() else t for t in self.tables)
+        )
+
+
+def _read_offset(per_offset: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:
+    return per_offset[h, i - j + (per_offset.shape[1] - 1) // 2]
+
+
+def offset_lookup(per_offset: Tensor) -> TableLookup:
+    """A lookup of a bias that depends on ``(h, i - j)`` only, read from its ``[h, 2L - 1]``
+    values (column ``i - j + L - 1``). Learned biases are first evaluated into this small
+    table outside the kernel, so their gradient is one small scatter, not one atomic add
+    per score entry into a few per-head parameters."""
+    return TableLookup(_read_offset, per_offset)
+
+
+def _read_dense(bias: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:
+    batched, by_query = bias.shape[0] > 1, bias.shape[2] > 1
+    return bias[b if batched else 0, h, i if by_query else 0, j]
+
+
+def lookup_of_dense(bias: Tensor) -> TableLookup:
+    """A lookup that reads a dense ``[B or 1, h, L or 1, L]`` bias (no memory saved)."""
+    return TableLookup(_read_dense, bias)
