@@ -87,9 +87,10 @@ def dense_from_lookup(
 class TableLookup:
     """A lookup that reads small tables: ``fn(*tables, b, h, i, j)``.
 
-    ``cast(dtype)`` gives the same lookup over floating tables cast to ``dtype``, so that a
-    kernel can read them in its compute precision (FlexAttention under bf16 autocast: the
-    dense bias SDPA receives is cast to the query's dtype too).
+    ``cast(dtype)`` gives the same lookup over contiguous floating tables cast to ``dtype``,
+    so that a kernel reads them in its compute precision (FlexAttention under bf16 autocast:
+    the dense bias SDPA receives is cast to the query's dtype too; float32 tables made its
+    backward need more shared memory than an H100 has).
     """
 
     def __init__(self, fn: Callable[..., Tensor], *tables: Tensor) -> None:
@@ -100,8 +101,15 @@ class TableLookup:
 
     def cast(self, dtype: torch.dtype) -> TableLookup:
         return TableLookup(
-            self.fn, *(t.to(dtype) if t.is_floating_point() else t for t in self.tables)
+            self.fn,
+            *((t.to(dtype) if t.is_floating_point() else t).contiguous() for t in self.tables),
         )
+
+    @property
+    def learned_and_small(self) -> bool:
+        """True if some table carries a gradient and none has more than two dimensions
+        (per head and distance: T5 buckets, KERPLE, learnable ALiBi slopes)."""
+        return any(t.requires_grad for t in self.tables) and all(t.dim() <= 2 for t in self.tables)
 
 
 def _read_offset(per_offset: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:

@@ -12,7 +12,7 @@ from roformer_lit.attention.linear import LinearAttention
 from roformer_lit.attention.softmax import SoftmaxAttention
 from roformer_lit.positions.rope import apply_rope, rope_tables
 from roformer_lit.positions.sinusoidal import sinusoidal_table
-from roformer_lit.score_bias import ScoreBias
+from roformer_lit.score_bias import ScoreBias, lookup_of_dense
 
 ROPE_TOL = {"atol": 1e-6, "rtol": 1e-6}  # the cos/sin tables are float32 by design
 
@@ -103,7 +103,7 @@ def test_softmax_kernel_equals_explicit_softmax(with_bias, with_mask, with_rope,
         k,
         v,
         scale=scale,
-        bias=None if bias is None else ScoreBias(bias, scale),
+        bias=None if bias is None else ScoreBias(bias, scale, lookup=lookup_of_dense(bias)),
         key_padding_mask=mask,
         rotate=rope if with_rope else None,
     )

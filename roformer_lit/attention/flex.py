@@ -20,6 +20,7 @@ from torch import Tensor
 from roformer_lit.score_bias import BiasLookup, TableLookup
 
 _compiled_flex = None
+RECOMPILE_LIMIT = 64
 
 
 def _flex_attention():
@@ -30,6 +31,10 @@ def _flex_attention():
     if torch.compiler.is_compiling():
         return flex_attention
     if _compiled_flex is None:
+        # one specialisation per (lookup, length): a sweep of lengths (extrapolate, bench)
+        # must not hit dynamo's default limit of 8 and fall back to the unfused kernel
+        limit = torch._dynamo.config.recompile_limit
+        torch._dynamo.config.recompile_limit = max(limit, RECOMPILE_LIMIT)
         _compiled_flex = torch.compile(flex_attention, dynamic=False)
     return _compiled_flex
 

@@ -12,11 +12,14 @@ Two paths compute the same function:
   fused kernel from the scheme's small tables (its ``lookup``), so no ``[L, L]`` tensor
   is built.
 
-``backend``: ``auto`` (default) takes FlexAttention on CUDA from ``FLEX_FROM_LENGTH``
-tokens on, when the scheme gives a lookup and attention dropout is off (FlexAttention has
-no dropout), SDPA otherwise;
-``sdpa`` always SDPA; ``flex`` FlexAttention for every bias (reading the dense bias where
-a scheme gives no lookup); on CPU FlexAttention runs forward only, for checks.
+``backend``: ``auto`` (default) takes FlexAttention on CUDA where it measured faster
+than SDPA at BERT-base on an H100 (README, GPU table): a bias learned in small
+per-distance tables (T5 buckets, KERPLE, learnable ALiBi slopes; SDPA then has to
+produce the gradient of a dense ``[1, h, L, L]`` bias) from ``FLEX_FROM_LENGTH`` tokens
+on, with attention dropout off (FlexAttention has none); SDPA otherwise. ``sdpa``: always
+SDPA. ``flex``: FlexAttention wherever the scheme gives a lookup (DeBERTa's halves its
+memory at 2048 tokens for ~15 % more time; fixed ALiBi saves memory and is slower), SDPA
+for the others. FlexAttention trains on CUDA only; on CPU it runs forward-only, unfused.
 """
 
 from __future__ import annotations
@@ -30,12 +33,12 @@ from torch import Tensor
 from roformer_lit.attention.base import AttentionKernel, Rotation
 from roformer_lit.attention.flex import flex_softmax
 from roformer_lit.errors import ConfigError
-from roformer_lit.score_bias import ScoreBias, lookup_of_dense
+from roformer_lit.score_bias import BiasLookup, ScoreBias, TableLookup
 
 BACKENDS = ("auto", "sdpa", "flex")
-#: ``auto`` takes FlexAttention from this length on (below it SDPA with the dense bias was
-#: as fast or faster at BERT-base on an H100; see the README's GPU table).
-FLEX_FROM_LENGTH = 2048
+#: ``auto`` takes FlexAttention for learned per-distance biases from this length on (at 512
+#: tokens KERPLE was 20 % slower on it, at 2048 26 % faster; see the README's GPU table).
+FLEX_FROM_LENGTH = 1024
 
 
 class SoftmaxAttention(AttentionKernel):
@@ -51,9 +54,9 @@ class SoftmaxAttention(AttentionKernel):
             )
         self.backend = backend
 
-    def _flex_lookup(self, q: Tensor, bias: ScoreBias, dropout_p: float):
+    def _flex_lookup(self, q: Tensor, bias: ScoreBias, dropout_p: float) -> BiasLookup | None:
         """The lookup FlexAttention should use, or None to take SDPA."""
-        if self.backend == "sdpa" or not bias.adds_bias:
+        if self.backend == "sdpa" or bias.lookup is None:
             return None
         if self.backend == "flex":
             if dropout_p > 0:
@@ -61,14 +64,16 @@ class SoftmaxAttention(AttentionKernel):
                     "softmax backend 'flex' has no attention dropout; set "
                     "model.attention_dropout 0 or backend 'auto'"
                 )
-            return bias.lookup or lookup_of_dense(bias.bias)
+            return bias.lookup
+        lookup = bias.lookup
         if (
             q.device.type == "cuda"
             and dropout_p == 0
-            and bias.lookup is not None
+            and isinstance(lookup, TableLookup)
+            and lookup.learned_and_small
             and q.shape[-2] >= FLEX_FROM_LENGTH
         ):
-            return bias.lookup
+            return lookup
         return None
 
     def forward(

@@ -42,7 +42,6 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
-from roformer_lit.score_bias import lookup_of_dense
 from roformer_lit.validation import boolean, check, finite_float_above
 
 if TYPE_CHECKING:
@@ -76,9 +75,12 @@ class Fire(nn.Module):
 
 
 def fire_bias(bias: Tensor, scale: float) -> ScoreBias:
-    """The ``[1, h, L, L]`` bias, and a lookup reading it (the MLP is evaluated once per
-    forward on the ``[L, L]`` grid, shared by the batch: no per-example tensor)."""
-    return ScoreBias(bias=bias, scale=scale, lookup=lookup_of_dense(bias))
+    """The ``[1, h, L, L]`` bias: the MLP is evaluated once per forward on the ``[L, L]``
+    grid, shared by the batch (no per-example tensor). No lookup: past ``L_thr`` the bias
+    depends on ``max(i, j)`` too, so it has no per-distance table, and FlexAttention
+    reading a learned ``[h, L, L]`` tensor did not compile in bf16 on an H100 (its backward
+    needed more shared memory than the chip has)."""
+    return ScoreBias(bias=bias, scale=scale)
 
 
 class FireLayer(LayerPosition):
