@@ -18,8 +18,12 @@ from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.attention.block import SelfAttention
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions import POSITION_SCHEMES, EncoderShape, LayerPosition
+from roformer_lit.positions.base import segment_positions
 from roformer_lit.registry import check_options, lookup
 from roformer_lit.validation import check_model_arguments
+
+#: The kernels that can keep packed documents apart (``segment_ids``).
+SEGMENT_KERNELS = sorted(name for name, k in ATTENTION_KERNELS.items() if k.supports_segments)
 
 
 class EncoderLayer(nn.Module):
@@ -53,15 +57,18 @@ class EncoderLayer(nn.Module):
         key_padding_mask: Tensor | None,
         position: LayerPosition,
         rows: Tensor | None = None,
+        segment_ids: Tensor | None = None,
     ) -> Tensor:
         """``[B, L, H]``; given ``rows`` (``[B, L]`` bool), everything after the attention
         runs at those rows only (all are row-wise) and the result is ``[N, H]``."""
         residual = x if rows is None else x[rows]
         if self.pre_norm:
-            attended = self.attention(self.attention_norm(x), ctx, key_padding_mask, position, rows)
+            attended = self.attention(
+                self.attention_norm(x), ctx, key_padding_mask, position, rows, segment_ids
+            )
             x = residual + self.dropout(attended)
             return x + self.dropout(self.ffn(self.ffn_norm(x)))
-        attended = self.attention(x, ctx, key_padding_mask, position, rows)
+        attended = self.attention(x, ctx, key_padding_mask, position, rows, segment_ids)
         x = self.attention_norm(residual + self.dropout(attended))
         return self.ffn_norm(x + self.dropout(self.ffn(x)))
 
@@ -116,6 +123,8 @@ class Encoder(nn.Module):
                 f"position {position!r} adds a score bias, which attention {attention!r} cannot "
                 f"take; valid attention kernels for {position!r}: {', '.join(valid)}"
             )
+        self.attention_name = attention
+        self.kernel_supports_segments = kernel_cls.supports_segments
         shape = EncoderShape(hidden_size, num_heads, num_layers, max_positions, layer_norm_eps)
         self.position = scheme_cls(shape, **position_options)
         self.word_embeddings = nn.Embedding(vocab_size, hidden_size)
@@ -139,22 +148,37 @@ class Encoder(nn.Module):
         )
 
     def forward(
-        self, input_ids: Tensor, attention_mask: Tensor | None = None, rows: Tensor | None = None
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        rows: Tensor | None = None,
+        segment_ids: Tensor | None = None,
     ) -> Tensor:
         """Hidden states ``[B, L, H]``; ``attention_mask`` is True (or 1) at real tokens.
 
-        Given ``rows`` (``[B, L]`` bool), the result is ``forward(...)[rows]``, ``[N, H]``,
-        and the last layer does only the work those rows need: its attention still reads
-        every key and value, but the output projection, FFN and norms run at ``N`` rows.
+        Given ``segment_ids`` (``[B, L]`` int, runs of equal ids: packed documents), a token
+        attends only to its own segment and positions restart at 0 in every segment, so each
+        document gets the hidden states it would get alone. Given ``rows`` (``[B, L]``
+        bool), the result is ``forward(...)[rows]``, ``[N, H]``, and the last layer does
+        only the work those rows need: its attention still reads every key and value, but
+        the output projection, FFN and norms run at ``N`` rows.
         """
-        x = self.position.embed(self.word_embeddings(input_ids))
+        positions = None
+        if segment_ids is not None:
+            if not self.kernel_supports_segments:
+                raise ConfigError(
+                    f"attention {self.attention_name!r} cannot keep documents apart; valid "
+                    f"attention kernels with segments: {', '.join(SEGMENT_KERNELS)}"
+                )
+            positions = segment_positions(segment_ids)
+        x = self.position.embed(self.word_embeddings(input_ids), positions)
         x = self.dropout(self.embedding_norm(x))
         key_padding_mask = None if attention_mask is None else attention_mask.bool()
-        ctx = self.position.prepare(input_ids.shape[1], x.device, x.dtype)
+        ctx = self.position.prepare(input_ids.shape[1], x.device, x.dtype, positions)
         last = len(self.layers) - 1
         for index, layer in enumerate(self.layers):
             layer_rows = rows if index == last else None
-            x = layer(x, ctx, key_padding_mask, self.position.layer(index), layer_rows)
+            x = layer(x, ctx, key_padding_mask, self.position.layer(index), layer_rows, segment_ids)
         return self.final_norm(x)
 
 

@@ -206,13 +206,24 @@ class MaskedLM(L.LightningModule):
 
     # -- the public model API -------------------------------------------------------------
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
-        """MLM logits ``[B, L, V]``; ``attention_mask`` is 1/True at real tokens."""
-        hidden = self._encode(input_ids, attention_mask)
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        segment_ids: Tensor | None = None,
+    ) -> Tensor:
+        """MLM logits ``[B, L, V]``; ``attention_mask`` is 1/True at real tokens;
+        ``segment_ids`` (``[B, L]`` int, runs of equal ids) keeps packed documents apart:
+        attention stays inside a segment and positions restart in each."""
+        hidden = self._encode(input_ids, attention_mask, segment_ids=segment_ids)
         return self.head(hidden, self.encoder.word_embeddings.weight)
 
     def masked_logits(
-        self, input_ids: Tensor, labels: Tensor, attention_mask: Tensor | None = None
+        self,
+        input_ids: Tensor,
+        labels: Tensor,
+        attention_mask: Tensor | None = None,
+        segment_ids: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Logits ``[N, V]`` and targets ``[N]`` at the N labelled positions only.
 
@@ -222,17 +233,21 @@ class MaskedLM(L.LightningModule):
         """
         selected = labels != IGNORE_INDEX
         if self._encode is self.encoder:
-            hidden = self.encoder(input_ids, attention_mask, rows=selected)
+            hidden = self.encoder(input_ids, attention_mask, rows=selected, segment_ids=segment_ids)
         else:
-            hidden = self._encode(input_ids, attention_mask)[selected]
+            hidden = self._encode(input_ids, attention_mask, segment_ids=segment_ids)[selected]
         logits = self.head(hidden, self.encoder.word_embeddings.weight)
         return logits, labels[selected]
 
     def mlm_loss(
-        self, input_ids: Tensor, labels: Tensor, attention_mask: Tensor | None = None
+        self,
+        input_ids: Tensor,
+        labels: Tensor,
+        attention_mask: Tensor | None = None,
+        segment_ids: Tensor | None = None,
     ) -> Tensor:
         """Mean cross-entropy over positions whose label is not -100 (0 if there are none)."""
-        return _cross_entropy(*self.masked_logits(input_ids, labels, attention_mask))
+        return _cross_entropy(*self.masked_logits(input_ids, labels, attention_mask, segment_ids))
 
     # -- training -------------------------------------------------------------------------
 
@@ -244,7 +259,10 @@ class MaskedLM(L.LightningModule):
 
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor | None:
         logits, targets = self.masked_logits(
-            batch["input_ids"], batch["labels"], batch.get("attention_mask")
+            batch["input_ids"],
+            batch["labels"],
+            batch.get("attention_mask"),
+            batch.get("segment_ids"),
         )
         loss = _cross_entropy(logits, targets)
         finite_here = bool(torch.isfinite(loss.detach()))
@@ -313,7 +331,10 @@ class MaskedLM(L.LightningModule):
 
     def _evaluate(self, batch: Mapping[str, Tensor], metrics: MetricCollection, stage: str) -> None:
         logits, targets = self.masked_logits(
-            batch["input_ids"], batch["labels"], batch.get("attention_mask")
+            batch["input_ids"],
+            batch["labels"],
+            batch.get("attention_mask"),
+            batch.get("segment_ids"),
         )
         if targets.numel() == 0:
             return
@@ -394,7 +415,9 @@ class MaskedLM(L.LightningModule):
 
     def predict_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
         """The most likely token at each position ``[B, L]``."""
-        return self(batch["input_ids"], batch.get("attention_mask")).argmax(-1)
+        return self(
+            batch["input_ids"], batch.get("attention_mask"), batch.get("segment_ids")
+        ).argmax(-1)
 
     def configure_optimizers(self) -> dict[str, Any]:
         hp = self.hparams

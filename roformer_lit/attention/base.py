@@ -13,16 +13,21 @@ Rotation = Callable[[Tensor], Tensor]
 
 
 class AttentionKernel(nn.Module):
-    """``forward(q, k, v, scale, bias, key_padding_mask, rotate, dropout_p) -> [B, h, L, d]``.
+    """``forward(q, k, v, scale, bias, key_padding_mask, rotate, dropout_p, segment_ids)``
+    ``-> [B, h, L, d]``.
 
     ``q, k, v``: ``[B, h, L, d]``. ``bias``: the scheme's additive, already-scaled score
-    bias (:class:`~roformer_lit.score_bias.ScoreBias`: dense and/or lookup form) or None. ``key_padding_mask``: bool ``[B, L]``, True at real
-    tokens, or None (packed batches). ``rotate``: the scheme's query/key rotation, or None;
-    the kernel decides where it applies. Options are keyword-only ``__init__`` arguments.
+    bias (:class:`~roformer_lit.score_bias.ScoreBias`: dense and/or lookup form) or None.
+    ``key_padding_mask``: bool ``[B, L]``, True at real tokens, or None (packed batches).
+    ``segment_ids``: ``[B, L]`` int or None; with it a token attends only to tokens of its
+    own segment (block-diagonal). ``rotate``: the scheme's query/key rotation, or None; the
+    kernel decides where it applies. Options are keyword-only ``__init__`` arguments.
     """
 
     #: Whether the kernel materialises the score matrix and so can add a float bias to it.
     supports_score_bias: ClassVar[bool] = False
+    #: Whether the kernel can keep segments apart (``segment_ids``: packed documents).
+    supports_segments: ClassVar[bool] = False
 
     def forward(
         self,
@@ -35,5 +40,6 @@ class AttentionKernel(nn.Module):
         key_padding_mask: Tensor | None = None,
         rotate: Rotation | None = None,
         dropout_p: float = 0.0,
+        segment_ids: Tensor | None = None,
     ) -> Tensor:
         raise NotImplementedError

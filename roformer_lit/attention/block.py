@@ -48,6 +48,7 @@ class SelfAttention(nn.Module):
         key_padding_mask: Tensor | None,
         position: LayerPosition,
         rows: Tensor | None = None,
+        segment_ids: Tensor | None = None,
     ) -> Tensor:
         batch, length, _ = x.shape
         qkv = self.qkv(x).view(batch, length, 3, self.num_heads, self.head_size)
@@ -62,6 +63,7 @@ class SelfAttention(nn.Module):
             key_padding_mask=key_padding_mask,
             rotate=partial(position.rotate, ctx=ctx) if position.rotates else None,
             dropout_p=self.attention_dropout if self.training else 0.0,
+            segment_ids=segment_ids,
         )
         out = out.transpose(1, 2)  # [B, L, h, d]
         if rows is not None:

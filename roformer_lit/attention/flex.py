@@ -47,8 +47,10 @@ def flex_softmax(
     scale: float,
     lookup: BiasLookup,
     key_padding_mask: Tensor | None,
+    segment_ids: Tensor | None = None,
 ) -> Tensor:
-    """``softmax(q k^T * scale + lookup + mask) v`` for ``q, k, v`` ``[B, h, L, d]``."""
+    """``softmax(q k^T * scale + lookup + mask) v`` for ``q, k, v`` ``[B, h, L, d]``; the
+    mask is ``-inf`` at padded keys and across segments."""
 
     if isinstance(lookup, TableLookup):
         lookup = lookup.cast(q.dtype)  # the kernel's compute dtype, as SDPA casts its mask
@@ -57,6 +59,8 @@ def flex_softmax(
         score = score + lookup(b, h, q_idx, kv_idx).to(score.dtype)
         if key_padding_mask is not None:
             score = torch.where(key_padding_mask[b, kv_idx], score, -torch.inf)
+        if segment_ids is not None:
+            score = torch.where(segment_ids[b, q_idx] == segment_ids[b, kv_idx], score, -torch.inf)
         return score
 
     if q.device.type == "cuda":

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from roformer_lit.attention.base import AttentionKernel, Rotation
+from roformer_lit.errors import ConfigError
 from roformer_lit.score_bias import ScoreBias
 from roformer_lit.validation import check, finite_positive_float
 
@@ -38,9 +39,15 @@ class LinearAttention(AttentionKernel):
         key_padding_mask: Tensor | None = None,
         rotate: Rotation | None = None,
         dropout_p: float = 0.0,
+        segment_ids: Tensor | None = None,
     ) -> Tensor:
         if bias is not None and bias.adds_bias:
             raise ValueError("linear attention cannot add a score bias")
+        if segment_ids is not None:
+            raise ConfigError(
+                "attention 'linear' cannot keep documents apart (its sums run over the whole "
+                "block); use attention softmax, or data.document_mask false"
+            )
         phi_q, phi_k = F.elu(q) + 1, F.elu(k) + 1
         if key_padding_mask is not None:
             phi_k = phi_k * key_padding_mask[:, None, :, None].to(phi_k.dtype)

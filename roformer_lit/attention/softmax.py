@@ -2,6 +2,9 @@
 
     out = softmax(rot(q) rot(k)^T * scale + bias + mask) v
 
+``mask`` is ``-inf`` at padded keys and, with ``segment_ids``, at every pair of tokens
+from different segments (block-diagonal: a packed document sees only itself).
+
 Two paths compute the same function:
 
 - ``torch.nn.functional.scaled_dot_product_attention``: without a bias the padding mask
@@ -45,6 +48,7 @@ class SoftmaxAttention(AttentionKernel):
     """Full softmax attention; takes any additive score bias."""
 
     supports_score_bias = True
+    supports_segments = True
 
     def __init__(self, *, backend: Literal["auto", "sdpa", "flex"] = "auto") -> None:
         super().__init__()
@@ -87,17 +91,27 @@ class SoftmaxAttention(AttentionKernel):
         key_padding_mask: Tensor | None = None,
         rotate: Rotation | None = None,
         dropout_p: float = 0.0,
+        segment_ids: Tensor | None = None,
     ) -> Tensor:
         if rotate is not None:
             q, k = rotate(q), rotate(k)
         lookup = None if bias is None else self._flex_lookup(q, bias, dropout_p)
         if lookup is not None:
             return flex_softmax(
-                q, k, v, scale=scale, lookup=lookup, key_padding_mask=key_padding_mask
+                q,
+                k,
+                v,
+                scale=scale,
+                lookup=lookup,
+                key_padding_mask=key_padding_mask,
+                segment_ids=segment_ids,
             )
         mask = None
         if key_padding_mask is not None:
             mask = key_padding_mask[:, None, None, :]
+        if segment_ids is not None:  # block-diagonal: [B, 1, L, L]
+            same = segment_ids[:, None, :, None] == segment_ids[:, None, None, :]
+            mask = same if mask is None else same & mask
         dense = None if bias is None else bias.bias
         if dense is not None:
             mask = dense if mask is None else dense.masked_fill(~mask, -torch.inf)

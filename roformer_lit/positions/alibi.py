@@ -112,7 +112,13 @@ class AlibiPosition(PositionScheme):
         """``m_h``, shape ``[h]``."""
         return self.log_slopes.exp() if self.learnable_slopes else self.fixed_slopes
 
-    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> ScoreBias:
+    def prepare(
+        self,
+        length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        positions: Tensor | None = None,  # unused: the bias depends on i - j only
+    ) -> ScoreBias:
         """The bias every layer adds: dense ``[1, h, L, L]`` (built if asked) and its lookup
         from the ``[h, 2L - 1]`` values ``-m_h |i - j|``."""
         slopes = self.slopes()

@@ -2,12 +2,18 @@
 
 A scheme acts at up to four points (see ARCHITECTURE.md):
 
-- ``embed(x)``: once, on the token embeddings ``x[B, L, H]`` (absolute schemes);
-- ``prepare(length, device, dtype)``: once per forward, a context shared by all layers
-  (cos/sin table, relative index, normalised relative table);
+- ``embed(x, positions)``: once, on the token embeddings ``x[B, L, H]`` (absolute schemes);
+- ``prepare(length, device, dtype, positions)``: once per forward, a context shared by all
+  layers (cos/sin table, relative index, normalised relative table);
 - per layer, through the module returned by ``layer(index)``:
   ``rotate(x, ctx)`` on projected queries and keys (the kernel decides where), and
   ``score(q, k, ctx, attn)`` returning an additive score bias and the score scale.
+
+``positions`` (``[B, L]`` long, or None for ``0 .. L-1`` in every row) is each token's
+position inside its segment: with ``segment_ids`` (packed documents kept apart) it restarts
+at 0 in every segment, so a packed document is encoded as it would be alone. A scheme whose
+scores depend only on ``i - j`` (``translation_invariant``) may ignore it: inside a segment
+the offsets are unchanged, and the kernel masks every pair across segments.
 
 The encoder calls these hooks and never branches on a scheme's name.
 """
@@ -89,17 +95,36 @@ class PositionScheme(nn.Module):
         """The longest sequence the scheme can encode, or None if unbounded."""
         return None
 
-    def embed(self, x: Tensor) -> Tensor:
+    def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
         """Add absolute position information to token embeddings ``x[B, L, H]``."""
         return x
 
-    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> Any:
+    def prepare(
+        self,
+        length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        positions: Tensor | None = None,
+    ) -> Any:
         """The per-forward context handed to every layer's hooks."""
         return None
 
     def layer(self, index: int) -> LayerPosition:
         """The per-layer hook module for encoder layer ``index``."""
         return self._no_op_layer
+
+
+def segment_positions(segment_ids: Tensor) -> Tensor:
+    """Each token's position inside its segment: ``[B, L]`` long, 0 at every segment start.
+
+    Segments are runs of equal ids along a row (packed documents), e.g. ids
+    ``[0 0 0 1 1 2]`` give positions ``[0 1 2 0 1 0]``.
+    """
+    index = torch.arange(segment_ids.shape[1], device=segment_ids.device)
+    starts = torch.ones_like(segment_ids, dtype=torch.bool)
+    starts[:, 1:] = segment_ids[:, 1:] != segment_ids[:, :-1]
+    start_of_segment = torch.where(starts, index, 0).cummax(dim=1).values
+    return index - start_of_segment
 
 
 def sinusoid_angles(positions: Tensor, dim: int, base: float = 10000.0) -> Tensor:

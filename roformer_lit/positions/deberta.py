@@ -150,7 +150,11 @@ class DebertaPosition(PositionScheme):
         self._index: tuple[Tensor, Tensor] | None = None  # the indices of the last length seen
 
     def prepare(
-        self, length: int, device: torch.device, dtype: torch.dtype
+        self,
+        length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        positions: Tensor | None = None,  # unused: the bias depends on i - j only
     ) -> tuple[Tensor, Tensor, Tensor]:
         """The layer-normed ``[2S, H]`` table, the ``[L, L]`` bucket index and the bucket
         of every offset ``i - j = -(L-1) .. L-1`` (``[2L - 1]``)."""

@@ -52,7 +52,7 @@ EPS = 1e-6
 
 
 class Fire(nn.Module):
-    """``f_theta(psi(|i - j|) / psi(max(L_thr, max(i, j))))`` as a ``[1, h, L, L]`` bias."""
+    """``f_theta(psi(|i - j|) / psi(max(L_thr, max(i, j))))`` as a bias over positions."""
 
     def __init__(self, num_heads: int, threshold: float) -> None:
         super().__init__()
@@ -63,15 +63,21 @@ class Fire(nn.Module):
         self.threshold_multiplier = nn.Parameter(torch.tensor(1.0))
         self.register_buffer("init_threshold", torch.tensor(float(threshold)), persistent=False)
 
-    def forward(self, length: int, device: torch.device, dtype: torch.dtype) -> Tensor:
-        pos = torch.arange(length, device=device, dtype=self.c.dtype)
-        distance = (pos[:, None] - pos[None, :]).abs()
+    def forward(
+        self, length: int, device: torch.device, dtype: torch.dtype, positions: Tensor | None
+    ) -> Tensor:
+        """``[1, h, L, L]`` over positions ``0 .. L-1``, or ``[B, h, L, L]`` over ``positions``."""
+        if positions is None:
+            pos = torch.arange(length, device=device, dtype=self.c.dtype)[None]
+        else:
+            pos = positions.to(self.c.dtype)
+        distance = (pos[:, :, None] - pos[:, None, :]).abs()
         threshold = (self.threshold_multiplier * self.init_threshold).abs()
-        normaliser = torch.maximum(torch.maximum(pos[:, None], pos[None, :]), threshold)
+        normaliser = torch.maximum(torch.maximum(pos[:, :, None], pos[:, None, :]), threshold)
         psi_distance = torch.log(torch.abs(self.c * distance) + 1)
         psi_normaliser = torch.log(torch.abs(self.c * normaliser) + 1) + EPS
-        bias = self.mlp((psi_distance / psi_normaliser).unsqueeze(-1))  # [L, L, h]
-        return bias.permute(2, 0, 1).to(dtype)[None]
+        bias = self.mlp((psi_distance / psi_normaliser).unsqueeze(-1))  # [B or 1, L, L, h]
+        return bias.permute(0, 3, 1, 2).to(dtype)
 
 
 def fire_bias(bias: Tensor, scale: float) -> ScoreBias:
@@ -91,8 +97,11 @@ class FireLayer(LayerPosition):
         self.fire = Fire(shape.num_heads, threshold)
         self.scale = default_scale(shape.head_size)
 
-    def score(self, q: Tensor, k: Tensor, ctx: None, attn: SelfAttention) -> ScoreBias:
-        return fire_bias(self.fire(q.shape[-2], q.device, q.dtype), self.scale)
+    def score(
+        self, q: Tensor, k: Tensor, ctx: tuple[Tensor | None, None], attn: SelfAttention
+    ) -> ScoreBias:
+        positions, _ = ctx
+        return fire_bias(self.fire(q.shape[-2], q.device, q.dtype, positions), self.scale)
 
 
 class FirePosition(PositionScheme):
@@ -117,11 +126,18 @@ class FirePosition(PositionScheme):
             self.fire = Fire(shape.num_heads, threshold)
             self.layers = nn.ModuleList([SharedBiasLayer()])
 
-    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> ScoreBias | None:
-        """The shared bias (None with ``per_layer``: each layer builds its own)."""
+    def prepare(
+        self,
+        length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        positions: Tensor | None = None,
+    ) -> ScoreBias | tuple[Tensor | None, None]:
+        """The shared bias, or with ``per_layer`` the positions each layer builds its own from."""
         if self.fire is None:
-            return None
-        return fire_bias(self.fire(length, device, dtype), default_scale(self.shape.head_size))
+            return positions, None
+        bias = self.fire(length, device, dtype, positions)
+        return fire_bias(bias, default_scale(self.shape.head_size))
 
     def layer(self, index: int) -> LayerPosition:
         return self.layers[index if self.per_layer else 0]

@@ -94,7 +94,13 @@ class KerplePosition(PositionScheme):
         self.layers = nn.ModuleList(KerpleLayer(shape) for _ in range(count))
         self._distance = DistanceCache()
 
-    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> Tensor:
+    def prepare(
+        self,
+        length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        positions: Tensor | None = None,  # unused: the bias depends on i - j only
+    ) -> Tensor:
         """``|i - j|``, ``[L, L]`` float32 (each layer applies its own kernel to it)."""
         return self._distance(length, device)
 

@@ -19,7 +19,7 @@ class LearnedPosition(PositionScheme):
     def max_length(self) -> int:
         return self.shape.max_positions
 
-    def embed(self, x: Tensor) -> Tensor:
+    def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
         length = x.shape[1]
         if length > self.shape.max_positions:
             raise ConfigError(
@@ -27,4 +27,6 @@ class LearnedPosition(PositionScheme):
                 "the 'learned' position table; raise model.max_positions or use a scheme that "
                 "extends (nope, sinusoidal, rope, xl, deberta)"
             )
-        return x + self.table.weight[:length]
+        if positions is None:
+            return x + self.table.weight[:length]
+        return x + self.table(positions)

@@ -268,12 +268,19 @@ class RotaryPosition(PositionScheme):
         return tables_from_angles(angles)
 
     def prepare(
-        self, length: int, device: torch.device, dtype: torch.dtype
+        self,
+        length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        positions: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
+        """``cos, signed_sin``: ``[L, r]``, or ``[B, 1, L, r]`` at the given positions."""
         if length > self.cos.shape[0]:
             cos, signed_sin = self.tables(length)
             self.cos, self.signed_sin = cos.to(device), signed_sin.to(device)
-        return self.cos[:length].to(dtype), self.signed_sin[:length].to(dtype)
+        if positions is None:
+            return self.cos[:length].to(dtype), self.signed_sin[:length].to(dtype)
+        return self.cos[positions][:, None].to(dtype), self.signed_sin[positions][:, None].to(dtype)
 
     def layer(self, index: int) -> LayerPosition:
         return self._layer

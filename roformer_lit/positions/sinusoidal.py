@@ -46,8 +46,9 @@ class SinusoidalPosition(PositionScheme):
             persistent=False,
         )
 
-    def embed(self, x: Tensor) -> Tensor:
-        length = x.shape[1]
+    def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
+        length = x.shape[1]  # positions never exceed L - 1
         if length > self.table.shape[0]:
             self.table = sinusoidal_table(length, self.shape.hidden_size, self.base).to(x.device)
-        return x * self.embedding_scale + self.table[:length].to(x.dtype)
+        table = self.table[:length] if positions is None else self.table[positions]
+        return x * self.embedding_scale + table.to(x.dtype)

@@ -164,7 +164,11 @@ class T5Position(PositionScheme):
         )
 
     def prepare(
-        self, length: int, device: torch.device, dtype: torch.dtype
+        self,
+        length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        positions: Tensor | None = None,  # unused: the bias depends on i - j only
     ) -> tuple[Tensor, Tensor, ScoreBias | None]:
         """The bucket indices and, when shared, the bias every layer adds."""
         index, offsets = self._bucket_index(length, device)

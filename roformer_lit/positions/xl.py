@@ -105,7 +105,13 @@ class TransformerXLPosition(PositionScheme):
         self.layers = nn.ModuleList(XLLayer(shape) for _ in range(count))
         self._table: Tensor | None = None  # the relative sinusoid of the last length seen
 
-    def prepare(self, length: int, device: torch.device, dtype: torch.dtype) -> Tensor:
+    def prepare(
+        self,
+        length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        positions: Tensor | None = None,  # unused: the bias depends on i - j only
+    ) -> Tensor:
         if torch.compiler.is_compiling():  # traced once into the graph (a cache would recompile)
             return relative_sinusoid(length, self.shape.hidden_size).to(device, dtype)
         table = self._table
