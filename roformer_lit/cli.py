@@ -57,7 +57,7 @@ from roformer_lit.module import MaskedLM, TrainingDiverged
 from roformer_lit.progress import default_progress_bar
 from roformer_lit.run_logger import RunLogger, unique_version
 from roformer_lit.safe_input import check_readable_file, install_yaml_guard
-from roformer_lit.validation import check_trainer_arguments
+from roformer_lit.validation import check_document_mask, check_trainer_arguments
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
 RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"
@@ -142,6 +142,7 @@ class RoformerCLI(LightningCLI):
         ``evaluations.jsonl`` (:meth:`_run_subcommand`)."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         check_trainer_arguments(config.trainer)  # before anything is built or created
+        check_document_mask(config)
         logger = config.trainer.logger
         if self.subcommand != "fit":
             if _is_run_logger(logger):

@@ -382,6 +382,7 @@ def test_shipped_sweep_files_are_valid(path, monkeypatch, capsys):
         "kernels": 8,
         "deberta_terms": 3,
         "lengths": 30,
+        "document_mask": 18,
     }
     expected = expected[path.stem]
     assert len(lines) == expected

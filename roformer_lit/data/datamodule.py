@@ -106,6 +106,10 @@ class MLMDataModule(L.LightningDataModule):
             ``~/.cache/roformer_lit``, with ``tokenizers/`` and ``prepared/``).
         max_val_blocks: keep only the first N validation blocks.
         max_train_blocks: keep only the first N training blocks.
+        document_mask: batches carry ``segment_ids`` (``[B, L]``, which document of the
+            block each token belongs to, from the document ends the shards keep), so a token
+            attends only to its own document and positions restart at each (ModernBERT's
+            choice); off (default), documents of a block see each other (BERT, cramming).
     """
 
     def __init__(
@@ -132,6 +136,7 @@ class MLMDataModule(L.LightningDataModule):
         cache_dir: str | None = None,
         max_val_blocks: int | None = None,
         max_train_blocks: int | None = None,
+        document_mask: bool = False,
     ) -> None:
         hparams = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         super().__init__()
@@ -145,6 +150,7 @@ class MLMDataModule(L.LightningDataModule):
         _check(0.0 < val_fraction < 1.0, "val_fraction", val_fraction, "in (0, 1)")
         _check(bool(text_field), "text_field", text_field, "a non-empty string")
         _check(dataset is None or bool(dataset), "dataset", dataset, "a name, a directory or null")
+        _check(isinstance(document_mask, bool), "document_mask", document_mask, "true or false")
         for name, cap in (
             ("max_val_blocks", max_val_blocks),
             ("max_train_blocks", max_train_blocks),
@@ -184,6 +190,7 @@ class MLMDataModule(L.LightningDataModule):
         self.cache_dir = cache_dir
         self.max_val_blocks = max_val_blocks
         self.max_train_blocks = max_train_blocks
+        self.document_mask = document_mask
 
         self.train_source: DocumentSource
         if dataset is not None:
@@ -346,6 +353,7 @@ class MLMDataModule(L.LightningDataModule):
             vocab_size=self.tokenizer_vocab_size,
             seed=self.seed,
             fixed_masking=(split != "train"),
+            document_mask=self.document_mask,
         )
 
     def setup(self, stage: str | None = None) -> None:

@@ -32,10 +32,13 @@ from roformer_lit.data.shards import TokenBlocks
 
 
 class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
-    """Packed ``[N, L]`` blocks; item = ``{"input_ids": [L] int64, "labels": [L] int64}``.
+    """Packed ``[N, L]`` blocks; item = ``{"input_ids": [L] int64, "labels": [L] int64}``,
+    and with ``document_mask`` also ``"segment_ids": [L] int64``: the document of each token,
+    counted from 0 at the block's first token.
 
     ``blocks`` is an ``[N, L]`` tensor or any sequence of ``N`` token rows with a ``shape``
-    of ``(N, L)``, such as the memory-mapped :class:`~roformer_lit.data.shards.TokenBlocks`.
+    of ``(N, L)``, such as the memory-mapped :class:`~roformer_lit.data.shards.TokenBlocks`
+    (``document_mask`` needs its ``document_index``).
     """
 
     def __init__(
@@ -48,9 +51,13 @@ class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
         vocab_size: int,
         seed: int,
         fixed_masking: bool,
+        document_mask: bool = False,
     ) -> None:
         if len(blocks.shape) != 2:
             raise ValueError(f"blocks must be [N, L], got shape {tuple(blocks.shape)}")
+        if document_mask and not hasattr(blocks, "document_index"):
+            raise ValueError("document_mask needs blocks that know their documents (TokenBlocks)")
+        self.document_mask = document_mask
         self.blocks = blocks
         self.mlm_probability = mlm_probability
         self.mask_token_id = mask_token_id
@@ -78,7 +85,11 @@ class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
             special_token_ids=self.special_token_ids,
             replacement_ids=self.replacement_ids,
         )
-        return {"input_ids": input_ids, "labels": labels}
+        sample = {"input_ids": input_ids, "labels": labels}
+        if self.document_mask:
+            documents = self.blocks.document_index(index)
+            sample["segment_ids"] = documents - documents[0]
+        return sample
 
     def __getitem__(self, key: int | tuple[int, int]) -> dict[str, torch.Tensor]:
         """``dataset[i]`` (epoch 0) or ``dataset[(epoch, i)]`` as yielded by EpochSampler."""
