@@ -10,6 +10,7 @@ from model_factory import small_model
 
 from roformer_lit.attention.linear import LinearAttention
 from roformer_lit.attention.softmax import SoftmaxAttention
+from roformer_lit.positions.base import QKVWeights
 from roformer_lit.positions.rope import apply_rope, rope_tables
 from roformer_lit.positions.sinusoidal import sinusoidal_table
 from roformer_lit.score_bias import ScoreBias, lookup_of_dense
@@ -229,7 +230,8 @@ def test_deberta_score_equals_formula(c2p, p2c):
     attn = model.encoder.layers[0].attention
     ctx = scheme.prepare(length, torch.device("cpu"), torch.float64)
     q, k, _ = heads(b=1, h=3, length=length, d=8)
-    got = scheme.layer(0).score(q, k, ctx, attn)
+    weights = QKVWeights(attn.qkv.weight, attn.qkv.bias, attn.num_heads)
+    got = scheme.layer(0).score(q, k, ctx, weights)
     full = q @ k.transpose(-1, -2) * got.scale + got.bias
 
     table = torch.nn.functional.layer_norm(

@@ -10,14 +10,12 @@ output projection runs at those rows only and the result is ``[N, H]``.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 from torch import Tensor, nn
 
 from roformer_lit.attention.base import AttentionKernel
-from roformer_lit.positions.base import LayerPosition, default_scale
-
-_SLOT = {"query": 0, "key": 1, "value": 2}
+from roformer_lit.positions.base import LayerPosition, QKVWeights, default_scale
 
 
 class SelfAttention(nn.Module):
@@ -35,12 +33,6 @@ class SelfAttention(nn.Module):
         self.kernel = kernel
         self.attention_dropout = attention_dropout
 
-    def project(self, x: Tensor, which: Literal["query", "key", "value"]) -> Tensor:
-        """One projection of ``x[N, H]`` split into heads: ``[h, N, d]`` (for relative tables)."""
-        rows = slice(_SLOT[which] * self.hidden_size, (_SLOT[which] + 1) * self.hidden_size)
-        projected = nn.functional.linear(x, self.qkv.weight[rows], self.qkv.bias[rows])
-        return projected.unflatten(-1, (self.num_heads, self.head_size)).transpose(0, 1)
-
     def forward(
         self,
         x: Tensor,
@@ -53,7 +45,8 @@ class SelfAttention(nn.Module):
         batch, length, _ = x.shape
         qkv = self.qkv(x).view(batch, length, 3, self.num_heads, self.head_size)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each [B, h, L, d]
-        score = position.score(q, k, ctx, self)
+        weights = QKVWeights(self.qkv.weight, self.qkv.bias, self.num_heads)
+        score = position.score(q, k, ctx, weights)
         out = self.kernel(
             q,
             k,

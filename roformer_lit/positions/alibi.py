@@ -30,7 +30,6 @@ forward and shared by every layer and every example (padding broadcasts it to
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
@@ -39,14 +38,12 @@ from roformer_lit.positions.base import (
     EncoderShape,
     LayerPosition,
     PositionScheme,
+    QKVWeights,
     ScoreBias,
     default_scale,
 )
 from roformer_lit.score_bias import offset_lookup
 from roformer_lit.validation import boolean, check
-
-if TYPE_CHECKING:
-    from roformer_lit.attention.block import SelfAttention
 
 
 def alibi_slopes(num_heads: int) -> list[float]:
@@ -86,7 +83,7 @@ class DistanceCache:
 class SharedBiasLayer(LayerPosition):
     """Every layer adds the same per-forward bias: the context, a :class:`ScoreBias`."""
 
-    def score(self, q: Tensor, k: Tensor, ctx: ScoreBias, attn: SelfAttention) -> ScoreBias:
+    def score(self, q: Tensor, k: Tensor, ctx: ScoreBias, qkv: QKVWeights) -> ScoreBias:
         return ctx
 
 

@@ -7,7 +7,9 @@ A scheme acts at up to four points (see ARCHITECTURE.md):
   layers (cos/sin table, relative index, normalised relative table);
 - per layer, through the module returned by ``layer(index)``:
   ``rotate(x, ctx)`` on projected queries and keys (the kernel decides where), and
-  ``score(q, k, ctx, attn)`` returning an additive score bias and the score scale.
+  ``score(q, k, ctx, qkv)`` returning an additive score bias and the score scale;
+  ``qkv`` is the layer's query/key/value projection as data (:class:`QKVWeights`), so a
+  scheme never imports or calls into the attention block.
 
 ``positions`` (``[B, L]`` long, or None for ``0 .. L-1`` in every row) is each token's
 position inside its segment: with ``segment_ids`` (packed documents kept apart) it restarts
@@ -22,20 +24,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import Tensor, nn
 
 from roformer_lit.score_bias import ScoreBias
 
-if TYPE_CHECKING:
-    from roformer_lit.attention.block import SelfAttention
-
 __all__ = [
     "EncoderShape",
     "LayerPosition",
     "PositionScheme",
+    "QKVWeights",
     "ScoreBias",
     "default_scale",
     "sinusoid_angles",
@@ -57,6 +57,27 @@ class EncoderShape:
         return self.hidden_size // self.num_heads
 
 
+#: Rows of the fused ``[3H, H]`` projection per slot.
+_SLOT = {"query": 0, "key": 1, "value": 2}
+
+
+@dataclass(frozen=True)
+class QKVWeights:
+    """A layer's fused projection ``[q, k, v] = x W^T + b`` (``W [3H, H]``, ``b [3H]``),
+    handed to the scheme as data (DeBERTa projects its relative table with it)."""
+
+    weight: Tensor
+    bias: Tensor
+    num_heads: int
+
+    def project(self, x: Tensor, which: Literal["query", "key", "value"]) -> Tensor:
+        """One projection of ``x[N, H]`` split into heads: ``[h, N, d]``."""
+        hidden = self.weight.shape[1]
+        rows = slice(_SLOT[which] * hidden, (_SLOT[which] + 1) * hidden)
+        projected = nn.functional.linear(x, self.weight[rows], self.bias[rows])
+        return projected.unflatten(-1, (self.num_heads, hidden // self.num_heads)).transpose(0, 1)
+
+
 class LayerPosition(nn.Module):
     """Per-layer hooks of a scheme. The default does nothing."""
 
@@ -66,7 +87,7 @@ class LayerPosition(nn.Module):
         """Rotate projected queries or keys ``x[B, h, L, d]``; identity by default."""
         return x
 
-    def score(self, q: Tensor, k: Tensor, ctx: Any, attn: SelfAttention) -> ScoreBias | None:
+    def score(self, q: Tensor, k: Tensor, ctx: Any, qkv: QKVWeights) -> ScoreBias | None:
         """An additive score bias for this layer, or None (plain ``q.k / sqrt(d)``)."""
         return None
 

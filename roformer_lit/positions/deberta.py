@@ -17,17 +17,19 @@ Each term is one ``[B, h, L, 2S]`` product gathered with the ``[L, L]`` index; n
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.positions.base import EncoderShape, LayerPosition, PositionScheme, ScoreBias
+from roformer_lit.positions.base import (
+    EncoderShape,
+    LayerPosition,
+    PositionScheme,
+    QKVWeights,
+    ScoreBias,
+)
 from roformer_lit.validation import Rule, at_least_int, boolean, check, optional
-
-if TYPE_CHECKING:
-    from roformer_lit.attention.block import SelfAttention
 
 #: ``position_buckets``: the table has ``2 * position_buckets`` rows, half per direction.
 EVEN_BUCKETS = Rule("an even integer >= 2", lambda v: at_least_int(2).accepts(v) and v % 2 == 0)
@@ -67,7 +69,7 @@ class DebertaLayer(LayerPosition):
         self.scale = 1.0 / math.sqrt(shape.head_size * (1 + int(c2p) + int(p2c)))
 
     def score(
-        self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor, Tensor], attn: SelfAttention
+        self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor, Tensor], qkv: QKVWeights
     ) -> ScoreBias:
         """The two ``[h, B, L, 2S]`` products; the dense bias gathers them with the ``[L, L]``
         index (built if asked), the lookup indexes them with the bucket of ``i - j``."""
@@ -78,11 +80,11 @@ class DebertaLayer(LayerPosition):
         # small operands, never on an [L, L] tensor.
         by_query = by_key = None
         if self.c2p:
-            key_table = attn.project(table, "key")  # [h, 2S, d]
+            key_table = qkv.project(table, "key")  # [h, 2S, d]
             queries = (q.transpose(0, 1) * self.scale).reshape(heads, batch * length, head_size)
             by_query = torch.bmm(queries, key_table.transpose(1, 2)).view(heads, batch, length, -1)
         if self.p2c:
-            query_table = attn.project(table, "query")
+            query_table = qkv.project(table, "query")
             keys = (k.transpose(0, 1) * self.scale).reshape(heads, batch * length, head_size)
             by_key = torch.bmm(query_table, keys.transpose(1, 2))  # [h, 2S, B*L]
             by_key = by_key.view(heads, -1, batch, length).transpose(1, 2)  # [h, B, 2S, L(j)]

@@ -29,8 +29,6 @@ Softmax only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from torch import Tensor, nn
 
@@ -39,13 +37,11 @@ from roformer_lit.positions.base import (
     EncoderShape,
     LayerPosition,
     PositionScheme,
+    QKVWeights,
     ScoreBias,
     default_scale,
 )
 from roformer_lit.validation import boolean, check, finite_float_above
-
-if TYPE_CHECKING:
-    from roformer_lit.attention.block import SelfAttention
 
 MLP_WIDTH = 32
 EPS = 1e-6
@@ -98,7 +94,7 @@ class FireLayer(LayerPosition):
         self.scale = default_scale(shape.head_size)
 
     def score(
-        self, q: Tensor, k: Tensor, ctx: tuple[Tensor | None, None], attn: SelfAttention
+        self, q: Tensor, k: Tensor, ctx: tuple[Tensor | None, None], qkv: QKVWeights
     ) -> ScoreBias:
         positions, _ = ctx
         return fire_bias(self.fire(q.shape[-2], q.device, q.dtype, positions), self.scale)

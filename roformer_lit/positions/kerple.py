@@ -25,8 +25,6 @@ by the batch. It needs the full score matrix: softmax only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from torch import Tensor, nn
 
@@ -35,14 +33,12 @@ from roformer_lit.positions.base import (
     EncoderShape,
     LayerPosition,
     PositionScheme,
+    QKVWeights,
     ScoreBias,
     default_scale,
 )
 from roformer_lit.score_bias import offset_lookup
 from roformer_lit.validation import boolean, check
-
-if TYPE_CHECKING:
-    from roformer_lit.attention.block import SelfAttention
 
 #: The reference code's floor on r1, r2 (here only on their initial values).
 EPS = 1e-2
@@ -67,7 +63,7 @@ class KerpleLayer(LayerPosition):
         """``r1, r2 > 0``, each ``[h]``."""
         return nn.functional.softplus(self.raw_r1), nn.functional.softplus(self.raw_r2)
 
-    def score(self, q: Tensor, k: Tensor, ctx: Tensor, attn: SelfAttention) -> ScoreBias:
+    def score(self, q: Tensor, k: Tensor, ctx: Tensor, qkv: QKVWeights) -> ScoreBias:
         """Dense ``[1, h, L, L]`` (built if asked) and the lookup from the ``[h]`` strengths."""
         r1, r2 = self.strengths()
 

@@ -50,7 +50,7 @@ evaluated with ``--model.position_kwargs '{scaling: {type: yarn, factor: 4}}'``.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -60,6 +60,7 @@ from roformer_lit.positions.base import (
     EncoderShape,
     LayerPosition,
     PositionScheme,
+    QKVWeights,
     ScoreBias,
     default_scale,
     sinusoid_angles,
@@ -71,9 +72,6 @@ from roformer_lit.validation import (
     finite_float_above,
     finite_float_at_least,
 )
-
-if TYPE_CHECKING:
-    from roformer_lit.attention.block import SelfAttention
 
 SCALING_TYPES = ("linear", "ntk", "yarn")
 #: Keys a ``scaling`` mapping may hold, per type (``type`` and ``factor`` always).
@@ -198,7 +196,7 @@ class RopeLayer(LayerPosition):
         turned, kept = x.split([self.rotated, x.shape[-1] - self.rotated], dim=-1)
         return torch.cat([apply_rope(turned, cos, signed_sin), kept], dim=-1)
 
-    def score(self, q: Tensor, k: Tensor, ctx: Any, attn: SelfAttention) -> ScoreBias | None:
+    def score(self, q: Tensor, k: Tensor, ctx: Any, qkv: QKVWeights) -> ScoreBias | None:
         if self.temperature == 1.0:
             return None
         # no additive bias (the kernel keeps its fused paths), only the tempered scale

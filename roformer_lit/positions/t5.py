@@ -26,7 +26,6 @@ The bias depends on (head, ``i - j``) only: one ``[1, h, L, L]`` tensor per forw
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
@@ -36,14 +35,12 @@ from roformer_lit.positions.base import (
     EncoderShape,
     LayerPosition,
     PositionScheme,
+    QKVWeights,
     ScoreBias,
     default_scale,
 )
 from roformer_lit.score_bias import offset_lookup
 from roformer_lit.validation import Rule, at_least_int, boolean, check
-
-if TYPE_CHECKING:
-    from roformer_lit.attention.block import SelfAttention
 
 EVEN_BUCKETS = Rule("an even integer >= 4", lambda v: at_least_int(4).accepts(v) and v % 2 == 0)
 
@@ -105,7 +102,7 @@ class T5Layer(LayerPosition):
         q: Tensor,
         k: Tensor,
         ctx: tuple[Tensor, Tensor, ScoreBias | None],
-        attn: SelfAttention,
+        qkv: QKVWeights,
     ) -> ScoreBias:
         index, offsets, shared = ctx
         if self.table is None:

@@ -27,6 +27,7 @@ from roformer_lit.positions.base import (
     EncoderShape,
     LayerPosition,
     PositionScheme,
+    QKVWeights,
     ScoreBias,
     default_scale,
     sinusoid_angles,
@@ -68,7 +69,7 @@ class XLLayer(LayerPosition):
         nn.init.normal_(self.u, std=0.02)
         nn.init.normal_(self.v, std=0.02)
 
-    def score(self, q: Tensor, k: Tensor, ctx: Tensor, attn: nn.Module) -> ScoreBias:
+    def score(self, q: Tensor, k: Tensor, ctx: Tensor, qkv: QKVWeights) -> ScoreBias:
         rel = ctx  # [2L-1, H], distances L-1 .. -(L-1)
         scale = default_scale(self.head_size)
         batch, heads, length, _ = q.shape
