@@ -106,3 +106,20 @@ def test_flop_formula_counts_the_weight_products_an_mlm_step_runs(pre_norm):
     weight_products = sum(n for op, n in counted.items() if str(op) in ("aten.mm", "aten.addmm"))
     formula = 3 * sum(2 * m * k * n for m, k, n in gemm_shapes(model, batch, length, masked))
     assert weight_products == formula
+
+
+def test_bench_times_the_document_mask_for_kernels_that_keep_documents_apart(capsys):
+    argv = ["bench", "--lengths", "16", "--schemes", "nope", "alibi", "--document-mask", "2"]
+    assert main([*argv, "--no-mfu", "--no-backends", *TINY_BENCH]) == 0
+    out = capsys.readouterr().out
+    assert "2 documents masked" in out
+    rows = re.findall(r"^\| (\w+) \| (\w+) \| 16 \| [\d.]+ \| [\d.]+ \| ([\d.]+)x \|$", out, re.M)
+    assert {(p, k) for p, k, _ in rows} == {("nope", "softmax"), ("alibi", "softmax")}
+    assert all(float(ratio) > 0 for *_, ratio in rows)
+
+
+def test_bench_refuses_more_documents_than_tokens(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "--lengths", "16", "--document-mask", "17", *TINY_BENCH])
+    assert exit_info.value.code == 2
+    assert "--document-mask 17" in capsys.readouterr().err

@@ -114,16 +114,33 @@ class Runner:
             self.timings.step.append(time.perf_counter() - start)
 
 
+def document_segments(shape: Shape, documents: int, device: torch.device) -> torch.Tensor:
+    """``[B, L]`` segment ids: each block split into ``documents`` equal runs."""
+    ids = torch.arange(shape.length, device=device) * documents // shape.length
+    return ids.expand(shape.batch, shape.length)
+
+
 def ours(
-    position: str, attention: str, shape: Shape, device: torch.device, autocast: bool, compile: bool
+    position: str,
+    attention: str,
+    shape: Shape,
+    device: torch.device,
+    autocast: bool,
+    compile: bool,
+    documents: int | None = None,
 ) -> Runner:
+    """Our model on the benchmark batch; with ``documents``, each block holds that many
+    documents kept apart by ``segment_ids`` (``--data.document_mask``)."""
     torch.manual_seed(0)
     model = MaskedLM(
         position=position, attention=attention, compile=compile, **shape.model_kwargs()
     )
     model.to(device).train()
     ids, labels = make_batch(shape, device)
-    return Runner(model, lambda: model.mlm_loss(ids, labels), device, autocast)
+    segments = None if documents is None else document_segments(shape, documents, device)
+    return Runner(
+        model, lambda: model.mlm_loss(ids, labels, segment_ids=segments), device, autocast
+    )
 
 
 def hf_reference(our: MaskedLM, shape: Shape, device: torch.device, autocast: bool) -> Runner:
@@ -194,11 +211,13 @@ class LengthResult:
     steps: dict[tuple[str, str], float]  # median step seconds per pair
     compile_rows: list[str]
     backend_rows: list[str]
+    mask_rows: list[str]
 
 
-def _sides(runners: dict, hf: dict, compiled: dict, pair: tuple[str, str]) -> list[Runner]:
-    """The runners timed back to back for one pair: ours, then its HF / compiled twins."""
-    return [runners[pair], *[side[pair] for side in (hf, compiled) if pair in side]]
+def _sides(twins: Sequence[dict], runners: dict, pair: tuple[str, str]) -> list[Runner]:
+    """The runners timed back to back for one pair: ours, then its twins (HF, compiled,
+    document-masked) where it has them."""
+    return [runners[pair], *[side[pair] for side in twins if pair in side]]
 
 
 def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> LengthResult:
@@ -219,7 +238,15 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
             start = time.perf_counter()
             compiled[pair].step(record=False)  # the first step compiles
             compile_seconds[pair] = time.perf_counter() - start
-    for runner in [*runners.values(), *hf.values(), *compiled.values()]:
+    document_masked = {}
+    if ns.document_mask:
+        for pair in pairs:
+            if ATTENTION_KERNELS[pair[1]].supports_segments:
+                document_masked[pair] = ours(
+                    *pair, shape, device, autocast, ns.compile, documents=ns.document_mask
+                )
+    twins = (hf, compiled, document_masked)
+    for runner in [*runners.values(), *(r for side in twins for r in side.values())]:
         for _ in range(ns.warmup):
             runner.step(record=False)
     for round_index in range(ns.rounds):  # every runner once per round, order reversed
@@ -227,7 +254,7 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
         if round_index % 2:
             order.reverse()
         for pair in order:
-            sides = _sides(runners, hf, compiled, pair)
+            sides = _sides(twins, runners, pair)
             for side in sides if round_index % 2 == 0 else reversed(sides):
                 side.step()
     tokens = shape.batch * shape.length
@@ -282,6 +309,12 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
             for p, k in pairs
             if k == "softmax" and p in ("nope", "rope")
         )
+    mask_rows = [
+        f"| {p} | {k} | {length} | {statistics.median(runners[(p, k)].timings.step) * 1e3:.1f} "
+        f"| {statistics.median(runner.timings.step) * 1e3:.1f} "
+        f"| {_median_ratio(runner.timings.step, runners[(p, k)].timings.step):.2f}x |"
+        for (p, k), runner in document_masked.items()
+    ]
     backend_rows = []
     if ns.backends:
         for (p, k), runner in runners.items():
@@ -291,7 +324,7 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
                 f"| {p} | {k} | {length} | {describe(forward)} | {describe(backward)} |"
             )
     steps = {pair: statistics.median(r.timings.step) for pair, r in runners.items()}
-    return LengthResult(rows, hf_rows, ceiling, steps, compile_rows, backend_rows)
+    return LengthResult(rows, hf_rows, ceiling, steps, compile_rows, backend_rows, mask_rows)
 
 
 #: ``--bert-base``: the shape of BERT-base (and of the issue's GPU MFU target).
@@ -348,11 +381,21 @@ def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--compile", action="store_true", help="torch.compile our encoders")
     parser.add_argument(
+        "--document-mask",
+        type=int,
+        default=None,
+        metavar="N",
+        help="also time every pair whose kernel keeps documents apart with N documents per "
+        "block and segment_ids (--data.document_mask), alternating with the plain step",
+    )
+    parser.add_argument(
         "--compile-speedup",
         action="store_true",
         help="also time a torch.compile'd twin of every pair, alternating with eager",
     )
     ns = parser.parse_args(args)
+    if ns.document_mask is not None and not 1 <= ns.document_mask <= min(ns.lengths):
+        parser.error(f"--document-mask {ns.document_mask}: must be in [1, {min(ns.lengths)}]")
     if ns.bert_base:
         for key, value in BERT_BASE.items():
             setattr(ns, key, value)
@@ -403,6 +446,12 @@ def main(args: Sequence[str] | None = None) -> int:
             ["scheme", "kernel", "L", "eager step ms", "compiled step ms"]
             + ["speed-up (median paired)", "compile s"],
             (row for r in results for row in r.compile_rows),
+        )
+    if ns.document_mask:
+        _print_table(
+            ["scheme", "kernel", "L", "step ms", f"step ms, {ns.document_mask} documents masked"]
+            + ["masked / plain (median paired)"],
+            (row for r in results for row in r.mask_rows),
         )
     if ns.backends:
         _print_table(
