@@ -491,6 +491,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "bench-flex": "roformer_lit.benchmarks.flex_vs_sdpa:main",
     "extrapolate": "roformer_lit.extrapolate:main",
     "prepare": "roformer_lit.data.prepare_cli:main",
+    "finetune": "roformer_lit.finetune.cli:main",
 }
 
 

@@ -1,0 +1,167 @@
+"""``python -m roformer_lit finetune --config configs/finetune/<task>.yaml --model.pretrained X``.
+
+LightningCLI ``fit`` of a :class:`SequenceClassifier` on a :class:`TaskDataModule`, with
+everything :class:`~roformer_lit.cli.RoformerCLI` gives ``fit`` (run directories, atomic
+last/best checkpoints, exact resume with ``--ckpt_path``, preemption, progress, one-line
+errors). What differs:
+
+* links: ``model.pretrained -> data.pretrained`` (the tokenizer comes from the checkpoint),
+  ``data.task -> model.task``, ``seed_everything -> data.seed`` and, at instantiation,
+  ``data.label_count -> model.num_labels``; no vocabulary link;
+* runs are ``runs/finetune/<task>-<position>-seed<N>[-k]/`` (``position``: the pretrained
+  encoder's scheme);
+* the best checkpoint is the one with the highest ``val/<main metric>`` of the task
+  (accuracy, F1 for MRPC/QQP, Matthews for CoLA, Pearson for STS-B and local
+  regressions), resolved once the model is built, unless ``--checkpoint.monitor`` names
+  another metric (then set ``--checkpoint.mode`` to match);
+* ``--ckpt_path`` must be a fine-tuning checkpoint; a pretraining one belongs in
+  ``--model.pretrained``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+from lightning.fabric.utilities.rank_zero import _get_rank
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
+
+from roformer_lit import run_dir
+from roformer_lit.callbacks import LastCheckpointAtEnd, RunCheckpoint
+from roformer_lit.checkpoint_io import read_checkpoint
+from roformer_lit.cli import (
+    _SPECIAL_CKPT_PATHS,
+    RUN_LOGGER,
+    RoformerCLI,
+    RunConfigSaver,
+    _is_run_logger,
+    _one_line,
+    run_dir_of,
+)
+from roformer_lit.errors import ConfigError
+from roformer_lit.final_validation import ValidateAtEnd
+from roformer_lit.finetune.datamodule import TaskDataModule
+from roformer_lit.finetune.module import SequenceClassifier
+from roformer_lit.finetune.pretrained import read_pretrained
+from roformer_lit.finetune.tasks import TASKS, get_task
+from roformer_lit.run_logger import unique_version
+from roformer_lit.validation import check_trainer_arguments
+
+#: ``checkpoint.monitor`` default: replaced by ``val/<the task's main metric>``.
+AUTO_MONITOR = "auto"
+EXPERIMENT = "finetune"
+
+
+class FinetuneCLI(RoformerCLI):
+    """RoformerCLI for fine-tuning: task links, run naming and the monitored metric."""
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.link_arguments("model.pretrained", "data.pretrained", apply_on="parse")
+        parser.link_arguments("data.task", "model.task", apply_on="parse")
+        parser.link_arguments("seed_everything", "data.seed", apply_on="parse")
+        parser.link_arguments("data.label_count", "model.num_labels", apply_on="instantiate")
+        parser.add_lightning_class_args(RunCheckpoint, "checkpoint")
+        parser.set_defaults(
+            {
+                "checkpoint.monitor": AUTO_MONITOR,
+                "checkpoint.mode": "max",
+                "checkpoint.save_last": True,
+                "checkpoint.save_top_k": 1,
+                "checkpoint.filename": "best",
+                "checkpoint.auto_insert_metric_name": False,
+                "checkpoint.enable_version_counter": False,
+                "trainer.logger": {
+                    "class_path": RUN_LOGGER,
+                    "init_args": {"save_dir": "runs", "name": EXPERIMENT},
+                },
+                "trainer.callbacks": [
+                    {"class_path": f"{LastCheckpointAtEnd.__module__}.LastCheckpointAtEnd"},
+                    {"class_path": f"{ValidateAtEnd.__module__}.ValidateAtEnd"},
+                ],
+            }
+        )
+
+    def _parse_ckpt_path(self) -> None:
+        """``--ckpt_path`` must be a readable fine-tuning checkpoint (one line otherwise)."""
+        self._checkpoint = None
+        subcommand = self.config.get("subcommand")
+        if not subcommand:
+            return
+        ckpt = self.config[subcommand].get("ckpt_path")
+        if ckpt is None or str(ckpt) in _SPECIAL_CKPT_PATHS or "://" in str(ckpt):
+            return
+        if not Path(ckpt).is_file():
+            raise ConfigError(f"checkpoint not found: {ckpt}")
+        hparams = read_checkpoint(ckpt).get("hyper_parameters") or {}
+        if "pretrained" not in hparams:
+            raise ConfigError(
+                f"--ckpt_path {ckpt} is not a fine-tuning checkpoint; to fine-tune a "
+                "pretrained model give it as --model.pretrained"
+            )
+
+    def before_instantiate_classes(self) -> None:
+        """Resolve the monitored metric and name a new run ``<task>-<position>-seed<N>``;
+        the rest (resuming into a checkpoint's own run, locking) is RoformerCLI's."""
+        config = self.config[self.subcommand] if self.subcommand else self.config
+        check_trainer_arguments(config.trainer)
+        spec = get_task(config.data.task)
+        checkpoint = read_pretrained(config.model.pretrained)  # one line if it is not one
+        logger = config.trainer.logger
+        if self.subcommand == "fit" and _is_run_logger(logger):
+            args = logger.init_args
+            ckpt = config.get("ckpt_path")
+            own_run = run_dir_of(ckpt) if ckpt else None
+            if args.get("version") is None and own_run is None:
+                position = (checkpoint.get("hyper_parameters") or {}).get("position", "model")
+                stem = f"{spec.name}-{position}-seed{config.seed_everything}"
+                root, name = args.get("save_dir") or "runs", args.get("name") or EXPERIMENT
+                claim = run_dir.claim_new if _get_rank() in (None, 0) else unique_version
+                args.version = claim(root, name, stem)
+        super().before_instantiate_classes()
+
+    def instantiate_classes(self) -> None:
+        try:
+            LightningCLI.instantiate_classes(self)
+        except (ValueError, TypeError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"invalid settings: {_one_line(exc)}") from exc
+        limit = self.model.max_length
+        if limit is not None and self.datamodule.max_length > limit:
+            raise ConfigError(
+                f"data.max_length={self.datamodule.max_length} exceeds the pretrained "
+                f"encoder's {self.model.encoder.position.__class__.__name__} position table "
+                f"({limit} positions); lower data.max_length (valid: <= {limit})"
+            )
+        for callback in self.trainer.checkpoint_callbacks:
+            if getattr(callback, "monitor", None) == AUTO_MONITOR:
+                callback.monitor = f"val/{self.model.metric_names[0]}"
+
+
+def main(args: Sequence[str]) -> int:
+    """The ``finetune`` command: LightningCLI ``fit`` with the fine-tuning classes."""
+    argv = list(args)
+    if argv and argv[0] in ("fit", "validate"):
+        raise ConfigError(f"finetune takes no subcommand ({argv[0]!r}); it always fits")
+    with warnings.catch_warnings():  # args always given: Lightning's "args and sys.argv" note
+        warnings.filterwarnings("ignore", message=".*args parameter is intended")
+        _run(argv)
+    return 0
+
+
+def _run(argv: list[str]) -> None:
+    FinetuneCLI(
+        SequenceClassifier,
+        TaskDataModule,
+        args=["fit", *argv],
+        seed_everything_default=0,
+        save_config_callback=RunConfigSaver,
+        save_config_kwargs={"overwrite": False},
+        parser_kwargs={
+            "exit_on_error": False,
+            "prog": "python -m roformer_lit finetune",
+            "description": f"Fine-tune a pretrained checkpoint; tasks: {', '.join(TASKS)}",
+        },
+        auto_configure_optimizers=False,
+    )

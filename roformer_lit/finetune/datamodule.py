@@ -1,0 +1,255 @@
+"""``TaskDataModule``: a task's labelled texts -> the pretrained run's tokenizer -> padded batches.
+
+Batches are ``{"input_ids", "attention_mask": [B, L], "labels": [B]}`` padded to the
+longest member (:mod:`roformer_lit.finetune.encoding`); labels are class indices in
+``[0, num_labels)``, or float targets when ``num_labels`` is 1 (a regression).
+
+``num_labels`` is the task's own for GLUE and ``movie_polarity``; for local files it is
+the given ``data.num_labels``, else inferred from the training labels: 1 (regression) if
+any is fractional, else ``max + 1``. The CLI links it to ``model.num_labels``. The
+training order is a permutation seeded by ``(seed, epoch)`` and the training loader is
+resumable mid-epoch (:class:`~roformer_lit.data.dataset.ResumableDataLoader`), so a
+resumed fine-tune sees exactly the batches of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import lightning as L
+import torch
+from tokenizers import Tokenizer
+from torch.utils.data import DataLoader, Dataset
+
+from roformer_lit.data.dataset import EpochSampler, ResumableDataLoader
+from roformer_lit.data.tokenizer import SpecialTokens
+from roformer_lit.errors import ConfigError
+from roformer_lit.finetune.encoding import collate, encode_examples
+from roformer_lit.finetune.examples import (
+    Example,
+    expand_task_files,
+    read_glue,
+    read_local,
+    read_shipped,
+)
+from roformer_lit.finetune.pretrained import load_tokenizer
+from roformer_lit.finetune.tasks import TaskSpec, get_task
+
+
+class EncodedTask(Dataset[tuple[list[int], int | float]]):
+    """Encoded examples; item ``i`` (or ``(epoch, i)`` from EpochSampler) is ``(ids, label)``."""
+
+    def __init__(self, ids: list[list[int]], labels: list[int | float]) -> None:
+        self.ids = ids
+        self.labels = labels
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, key: int | tuple[int, int]) -> tuple[list[int], int | float]:
+        index = key[1] if isinstance(key, tuple) else key
+        return self.ids[index], self.labels[index]
+
+
+class TaskDataModule(L.LightningDataModule):
+    """Batches of a fine-tuning task.
+
+    Args:
+        task: a name of :data:`~roformer_lit.finetune.tasks.TASKS` (``local``:
+            ``train_files``/``val_files``; ``movie_polarity``: shipped; GLUE by name).
+        train_files, val_files: local files (``.csv``, ``.tsv``, ``.jsonl``, ``.gz``): a
+            path, a glob or a list of these (``task: local`` only).
+        text_field, text_pair_field, label_field: the local files' columns (a pair is
+            joined as ``[CLS] a [SEP] b [SEP]``).
+        num_labels: classes of a local task (1: regression); None infers it.
+        max_length: tokens per input, truncated beyond.
+        batch_size, num_workers: loader settings.
+        seed: seeds the training order.
+        pretrained: the pretrained checkpoint whose tokenizer is used (linked from
+            ``model.pretrained`` by the CLI).
+    """
+
+    def __init__(
+        self,
+        task: str = "local",
+        train_files: str | list[str] | None = None,
+        val_files: str | list[str] | None = None,
+        text_field: str = "text",
+        text_pair_field: str | None = None,
+        label_field: str = "label",
+        num_labels: int | None = None,
+        max_length: int = 128,
+        batch_size: int = 32,
+        num_workers: int = 0,
+        seed: int = 0,
+        pretrained: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.spec: TaskSpec = get_task(task)
+        self.task = task
+        for name, value, low in (
+            ("max_length", max_length, 3),
+            ("batch_size", batch_size, 1),
+            ("num_workers", num_workers, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"data.{name}={value!r} is invalid: must be an integer >= {low}")
+        if num_labels is not None and (isinstance(num_labels, bool) or num_labels < 1):
+            raise ConfigError(f"data.num_labels={num_labels!r} is invalid: must be >= 1 or null")
+        if self.spec.source == "local":
+            if train_files is None or val_files is None:
+                raise ConfigError(
+                    "data.task='local' needs data.train_files and data.val_files (CSV, TSV or "
+                    "JSONL files with text and label columns)"
+                )
+            self.train_paths = expand_task_files(train_files, "data.train_files")
+            self.val_paths = expand_task_files(val_files, "data.val_files")
+            self.fields: tuple[str, str | None, str] = (text_field, text_pair_field, label_field)
+        else:
+            if train_files is not None or val_files is not None:
+                raise ConfigError(
+                    f"data.train_files/data.val_files are for data.task='local'; task "
+                    f"{task!r} brings its own data"
+                )
+            if num_labels is not None and num_labels != self.spec.num_labels:
+                raise ConfigError(
+                    f"data.num_labels={num_labels} does not fit task {task!r}, which has "
+                    f"{self.spec.num_labels}; leave it unset"
+                )
+            assert self.spec.text_field is not None and self.spec.label_field is not None
+            self.fields = (self.spec.text_field, self.spec.text_pair_field, self.spec.label_field)
+        self.num_labels = num_labels if num_labels is not None else self.spec.num_labels
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.num_workers = num_workers
+        self.seed = seed
+        self.pretrained = pretrained
+        self._tokenizer: Tokenizer | None = None
+        self._raw: dict[str, list[Example]] = {}
+        self.train_dataset: EncodedTask | None = None
+        self.val_datasets: list[EncodedTask] | None = None
+
+    # -------------------------------------------------------------- tokenizer, labels
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The pretrained checkpoint's tokenizer (saved into every fine-tune checkpoint)."""
+        if self._tokenizer is None:
+            if self.pretrained is None:
+                raise ConfigError("data.pretrained is not set (the CLI links model.pretrained)")
+            self._tokenizer = load_tokenizer(self.pretrained)
+            SpecialTokens.from_tokenizer(self._tokenizer, f"the tokenizer of {self.pretrained}")
+        return self._tokenizer
+
+    @property
+    def label_count(self) -> int:
+        """``num_labels`` (given, the task's, or inferred from local training labels); the
+        CLI links it to ``model.num_labels``. Reads local files (and checks the tokenizer)
+        so their errors come before the run starts."""
+        _ = self.tokenizer
+        if self.spec.source != "glue":
+            self._examples("train")
+            for split in self.spec.val_splits:
+                self._examples(split)
+        if self.num_labels is None:
+            labels = [e.label for e in self._examples("train")]
+            if any(isinstance(y, float) and not y.is_integer() for y in labels):
+                self.num_labels = 1
+            else:
+                self.num_labels = max(2, int(max(labels)) + 1)
+        return self.num_labels
+
+    def _examples(self, split: str) -> list[Example]:
+        """The raw examples of ``split`` (``train`` or one of the validation splits)."""
+        if split not in self._raw:
+            if self.spec.source == "local":
+                paths = self.train_paths if split == "train" else self.val_paths
+                self._raw[split] = read_local(paths, *self.fields)
+            elif self.spec.source == "shipped":
+                self._raw[split] = read_shipped(self.task, split)
+            else:
+                self._raw[split] = read_glue(self.task, split, *self.fields)
+        return self._raw[split]
+
+    def _labels(self, examples: Sequence[Example], split: str) -> list[int | float]:
+        """Labels as floats (regression) or class indices in ``[0, num_labels)``."""
+        num_labels = self.label_count
+        if num_labels == 1:
+            return [float(e.label) for e in examples]
+        labels: list[int | float] = []
+        for i, e in enumerate(examples):
+            y = e.label
+            if (isinstance(y, float) and not y.is_integer()) or not 0 <= y < num_labels:
+                raise ConfigError(
+                    f"{self._where(split)}: label {y!r} (example {i + 1}) is outside the "
+                    f"head's range 0..{num_labels - 1} (num_labels={num_labels}); set "
+                    "data.num_labels, or 1 for a regression"
+                )
+            labels.append(int(y))
+        return labels
+
+    def _where(self, split: str) -> str:
+        if self.spec.source == "local":
+            paths = self.train_paths if split == "train" else self.val_paths
+            return ", ".join(str(p) for p in paths)
+        return f"task {self.task} {split}"
+
+    # -------------------------------------------------------------- Lightning hooks
+    def prepare_data(self) -> None:
+        """Download a GLUE task once (``datasets`` caches it)."""
+        if self.spec.source == "glue":
+            for split in ("train", *self.spec.val_splits):
+                self._examples(split)
+
+    def _encode(self, split: str) -> EncodedTask:
+        examples = self._examples(split)
+        ids = encode_examples(
+            self.tokenizer,
+            [e.text for e in examples],
+            [e.text_pair for e in examples],
+            self.max_length,
+        )
+        return EncodedTask(ids, self._labels(examples, split))
+
+    def setup(self, stage: str | None = None) -> None:
+        """Tokenize the training and validation splits (once)."""
+        if self.train_dataset is None:
+            self.train_dataset = self._encode("train")
+        if self.val_datasets is None:
+            self.val_datasets = [self._encode(split) for split in self.spec.val_splits]
+
+    @property
+    def train_batches(self) -> int:
+        """Batches of one training epoch: ceil(examples / batch_size)."""
+        self.setup()
+        assert self.train_dataset is not None
+        return -(-len(self.train_dataset) // self.batch_size)
+
+    def _loader(self, dataset: EncodedTask, shuffle: bool) -> DataLoader:
+        trainer = getattr(self, "trainer", None)
+        epoch = int(trainer.current_epoch) if trainer is not None else 0
+        sampler = EpochSampler(len(dataset), shuffle=shuffle, seed=self.seed, epoch=epoch)
+        pad = SpecialTokens.from_tokenizer(self.tokenizer).pad
+        loader_class = ResumableDataLoader if shuffle else DataLoader
+        return loader_class(
+            dataset,
+            batch_size=self.batch_size,
+            sampler=sampler,
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+            collate_fn=functools.partial(collate, pad_id=pad, regression=self.label_count == 1),
+            generator=torch.Generator().manual_seed(self.seed),
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        """Shuffled by ``(seed, epoch)``; resumable mid-epoch."""
+        self.setup()
+        assert self.train_dataset is not None
+        return self._loader(self.train_dataset, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader | list[DataLoader]:
+        """The validation split(s) in order (MNLI: matched, then mismatched)."""
+        self.setup()
+        assert self.val_datasets is not None
+        loaders = [self._loader(d, shuffle=False) for d in self.val_datasets]
+        return loaders[0] if len(loaders) == 1 else loaders

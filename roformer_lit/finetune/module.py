@@ -1,0 +1,239 @@
+"""``SequenceClassifier``: a pretrained encoder with a classification or regression head.
+
+    h = Encoder(input_ids, attention_mask)                      [B, L, H]
+    cls pooling:  p = h[:, 0]  (the first token of the input: [CLS] when the tokenizer
+                  has it, which the task data module puts first)
+    mean pooling: p = sum_i m_i h_i / sum_i m_i  (m = attention_mask: real tokens only)
+    logits = W dropout(p) + b                                    [B, num_labels]
+    loss = cross-entropy(logits, y)            (num_labels >= 2)
+         = mean (logits[:, 0] - y)^2           (num_labels == 1: a regression)
+
+The encoder (scheme, kernel, sizes, weights) comes from ``pretrained``, a checkpoint
+written by ``fit`` (:mod:`roformer_lit.finetune.pretrained`). AdamW (no decay on biases,
+norms and embeddings) with ``learning_rate`` warmed up linearly over the first
+``warmup_ratio`` of the trainer's total steps, then decayed linearly to 0:
+
+    lr(s) = lr * (s + 1) / (w + 1)        for s < w = floor(warmup_ratio * T)
+    lr(s) = lr * (1 - (s - w) / (T - w))  afterwards
+
+Logged: ``train/loss``, ``train/lr``, ``val/loss`` and ``val/<metric>`` for each of the
+task's metrics (:mod:`roformer_lit.finetune.metrics`; a second validation split such as
+MNLI's mismatched one logs ``val/<metric>_mismatched``). Checkpoints carry the random
+generators (dropout continues exactly after a resume) and the tokenizer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torchmetrics import MeanMetric
+
+from roformer_lit.checkpoint_io import refuse_nonfinite
+from roformer_lit.errors import ConfigError
+from roformer_lit.finetune.metrics import make_metrics
+from roformer_lit.finetune.pretrained import load_encoder
+from roformer_lit.finetune.tasks import get_task, metrics_for, val_suffixes
+from roformer_lit.module import collect_rng_states, restore_rng_states
+from roformer_lit.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
+
+POOLINGS = ("cls", "mean")
+
+
+def pool(hidden: Tensor, attention_mask: Tensor | None, pooling: str) -> Tensor:
+    """``[B, H]`` from ``[B, L, H]``: the first token (``cls``) or the mean over real tokens."""
+    if pooling == "cls":
+        return hidden[:, 0]
+    if attention_mask is None:
+        return hidden.mean(dim=1)
+    mask = attention_mask.to(hidden.dtype).unsqueeze(-1)
+    return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
+class SequenceClassifier(L.LightningModule):
+    """Fine-tunes a pretrained encoder on a sequence classification or regression task.
+
+    Args:
+        pretrained: a checkpoint written by ``python -m roformer_lit fit``.
+        num_labels: classes (1: regression); linked from the data module by the CLI.
+        task: the task's name (linked from ``data.task``); picks the metrics.
+        pooling: ``cls`` (first token) or ``mean`` (mean over real tokens).
+        learning_rate, weight_decay, betas: AdamW.
+        warmup_ratio: share of the total steps spent warming the learning rate up.
+        classifier_dropout: dropout before the linear head.
+        dropout: the encoder's hidden dropout (None: the pretraining run's).
+        init_std: standard deviation of the head's normal initialisation.
+    """
+
+    def __init__(
+        self,
+        pretrained: str,
+        num_labels: int | None = None,
+        task: str = "local",
+        pooling: Literal["cls", "mean"] = "cls",
+        learning_rate: float = 4e-5,
+        weight_decay: float = 0.01,
+        betas: tuple[float, float] = (0.9, 0.98),
+        warmup_ratio: float = 0.1,
+        classifier_dropout: float = 0.1,
+        dropout: float | None = None,
+        init_std: float = 0.02,
+    ) -> None:
+        super().__init__()
+        if num_labels is None or isinstance(num_labels, bool) or num_labels < 1:
+            raise ConfigError(f"model.num_labels={num_labels!r} is invalid: must be >= 1")
+        if pooling not in POOLINGS:
+            raise ConfigError(f"model.pooling={pooling!r} is invalid; valid: {', '.join(POOLINGS)}")
+        for name, value, high in (
+            ("learning_rate", learning_rate, math.inf),
+            ("weight_decay", weight_decay, math.inf),
+            ("warmup_ratio", warmup_ratio, 1.0),
+            ("classifier_dropout", classifier_dropout, 1.0),
+        ):
+            if not 0 <= value <= high or (name == "classifier_dropout" and value == 1.0):
+                raise ConfigError(f"model.{name}={value!r} is out of range")
+        self.save_hyperparameters()
+        self.encoder = load_encoder(pretrained, dropout)
+        hidden = self.encoder.word_embeddings.embedding_dim
+        self.dropout = nn.Dropout(classifier_dropout)
+        self.classifier = nn.Linear(hidden, num_labels)
+        nn.init.normal_(self.classifier.weight, std=init_std)
+        nn.init.zeros_(self.classifier.bias)
+        self.regression = num_labels == 1
+        spec = get_task(task)
+        names = metrics_for(spec, num_labels)
+        self.metric_names: tuple[str, ...] = names  # the first is the monitored one
+        self.val_suffixes = val_suffixes(spec)
+        self.val_metrics = nn.ModuleList(make_metrics(names, num_labels) for _ in self.val_suffixes)
+        self.val_losses = nn.ModuleList(MeanMetric() for _ in self.val_suffixes)
+        self._rng_to_restore: Mapping[str, Any] | None = None
+
+    @property
+    def max_length(self) -> int | None:
+        """The longest input the encoder's position scheme accepts (None: unbounded)."""
+        return self.encoder.position.max_length
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+        """Logits ``[B, num_labels]`` (``[B, 1]`` scores for a regression)."""
+        hidden = self.encoder(input_ids, attention_mask)
+        return self.classifier(self.dropout(pool(hidden, attention_mask, self.hparams.pooling)))
+
+    def loss(self, logits: Tensor, labels: Tensor) -> Tensor:
+        """Cross-entropy, or the mean squared error of a regression, in float32."""
+        if self.regression:
+            return F.mse_loss(logits[:, 0].float(), labels.float())
+        return F.cross_entropy(logits.float(), labels)
+
+    # -- training -------------------------------------------------------------------------
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        if self._rng_to_restore is not None:  # the first batch after a resume
+            if self.trainer.ckpt_path is not None:
+                restore_rng_states(self._rng_to_restore)
+            self._rng_to_restore = None
+
+    def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
+        loss = self.loss(self(batch["input_ids"], batch["attention_mask"]), batch["labels"])
+        if not torch.isfinite(loss.detach()):
+            from roformer_lit.module import TrainingDiverged
+
+            step = self.trainer.global_step + 1
+            raise TrainingDiverged(
+                f"training diverged at step {step}: train/loss is {loss.item()}; lower "
+                "model.learning_rate",
+                step=step,
+            )
+        self.log("train/loss", loss, prog_bar=True)
+        self.log("train/lr", float(self.trainer.optimizers[0].param_groups[0]["lr"]))
+        return loss
+
+    # -- validation -----------------------------------------------------------------------
+    def validation_step(
+        self, batch: Mapping[str, Tensor], batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
+        logits = self(batch["input_ids"], batch["attention_mask"])
+        labels = batch["labels"]
+        self.val_losses[dataloader_idx].update(self.loss(logits, labels), weight=labels.numel())
+        predictions = logits[:, 0].float() if self.regression else logits.argmax(-1)
+        self.val_metrics[dataloader_idx].update(predictions, labels)
+
+    def on_validation_epoch_end(self) -> None:
+        for suffix, losses, metrics in zip(
+            self.val_suffixes, self.val_losses, self.val_metrics, strict=True
+        ):
+            if losses.update_count == 0:
+                continue
+            values = {f"val/loss{suffix}": losses.compute()}
+            for name, value in metrics.compute().items():
+                values[f"val/{name}{suffix}"] = value
+            self.log_dict(values, prog_bar=suffix == "", add_dataloader_idx=False, sync_dist=True)
+            losses.reset()
+            metrics.reset()
+
+    # -- optimiser ------------------------------------------------------------------------
+    def configure_optimizers(self) -> dict[str, Any]:
+        hp = self.hparams
+        decay, no_decay = [], []
+        for name, param in self.named_parameters():
+            if param.requires_grad:
+                (no_decay if param.ndim < 2 or "embeddings" in name else decay).append(param)
+        optimizer = torch.optim.AdamW(
+            [
+                {"params": decay, "weight_decay": hp.weight_decay},
+                {"params": no_decay, "weight_decay": 0.0},
+            ],
+            lr=hp.learning_rate,
+            betas=tuple(hp.betas),
+        )
+        total = self._total_steps()
+        warmup = min(int(hp.warmup_ratio * total), max(total - 1, 0))
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: linear_schedule(step, warmup, total)
+        )
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
+        }
+
+    def _total_steps(self) -> int:
+        """The trainer's total optimiser steps: ``max_steps`` if set, else ``max_epochs``
+        times the steps of an epoch, counted from the data module's training set (Lightning's
+        ``estimated_stepping_batches`` would build the training loader before a resumed run
+        restores its position, so the resume would not be exact)."""
+        trainer = self._trainer
+        if trainer is None:
+            return 1
+        if trainer.max_steps and trainer.max_steps > 0:
+            return trainer.max_steps
+        batches = getattr(trainer.datamodule, "train_batches", None)
+        epochs = trainer.max_epochs
+        if batches is None or epochs is None or epochs < 0:
+            estimate = trainer.estimated_stepping_batches
+            return int(estimate) if math.isfinite(estimate) else 100_000
+        limit = trainer.limit_train_batches
+        if limit is not None:
+            batches = min(batches, limit) if isinstance(limit, int) else int(batches * limit)
+        return max(1, math.ceil(batches / trainer.accumulate_grad_batches) * epochs)
+
+    # -- checkpoints ----------------------------------------------------------------------
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        refuse_nonfinite(checkpoint, "the checkpoint")
+        checkpoint["rng_states"] = collect_rng_states()
+        tokenizer_json = trainer_tokenizer_json(self._trainer)
+        if tokenizer_json is not None:
+            checkpoint[TOKENIZER_KEY] = tokenizer_json
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self._rng_to_restore = checkpoint.get("rng_states")
+
+
+def linear_schedule(step: int, warmup: int, total: int) -> float:
+    """The learning-rate factor at ``step``: ``(step + 1) / (warmup + 1)`` while warming up,
+    then ``1 - (step - warmup) / (total - warmup)``, never below 0."""
+    if step < warmup:
+        return (step + 1) / (warmup + 1)
+    return max(0.0, 1.0 - (step - warmup) / max(total - warmup, 1))

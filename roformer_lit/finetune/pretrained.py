@@ -1,0 +1,104 @@
+"""What a fine-tune takes from a pretrained (``fit``) checkpoint: its encoder and tokenizer.
+
+The encoder is rebuilt from the checkpoint's ``hyper_parameters`` (position scheme,
+attention kernel, sizes; a key the checkpoint lacks takes ``MaskedLM``'s default) and
+loaded with its ``encoder.*`` weights (strictly: every weight present and of its shape).
+The tokenizer is the one stored in the checkpoint (:mod:`roformer_lit.stored_tokenizer`),
+so the run works on any machine. Every file is read with
+:func:`~roformer_lit.checkpoint_io.read_checkpoint` (``weights_only``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Tokenizer
+
+from roformer_lit.checkpoint_io import read_checkpoint
+from roformer_lit.errors import ConfigError
+from roformer_lit.model import Encoder
+from roformer_lit.stored_tokenizer import checkpoint_tokenizer
+
+#: Encoder arguments, and the defaults ``MaskedLM`` gives them.
+_ENCODER_KEYS = tuple(p for p in inspect.signature(Encoder.__init__).parameters if p != "self")
+
+
+def _mlm_defaults() -> dict[str, Any]:
+    from roformer_lit.module import MaskedLM
+
+    parameters = inspect.signature(MaskedLM.__init__).parameters
+    return {name: p.default for name, p in parameters.items() if name != "self"}
+
+
+def read_pretrained(path: str | Path) -> dict[str, Any]:
+    """The pretrained checkpoint at ``path``; one line if it is missing, unreadable, or not
+    a ``fit`` checkpoint with an encoder (e.g. a fine-tuned one)."""
+    if path is None or not str(path).strip():
+        raise ConfigError("model.pretrained is required: a checkpoint written by fit")
+    if not Path(path).is_file():
+        raise ConfigError(f"model.pretrained: checkpoint not found: {path}")
+    checkpoint = read_checkpoint(path)
+    hparams = checkpoint.get("hyper_parameters")
+    state = checkpoint["state_dict"]
+    if (
+        not isinstance(hparams, dict)
+        or "pretrained" in hparams
+        or not any(k.startswith("encoder.") for k in state)
+    ):
+        raise ConfigError(
+            f"model.pretrained: {path} is not a pretraining checkpoint (one written by "
+            "python -m roformer_lit fit)"
+        )
+    return checkpoint
+
+
+def encoder_settings(checkpoint: dict[str, Any], dropout: float | None = None) -> dict[str, Any]:
+    """The ``Encoder`` arguments of a pretrained checkpoint (``dropout`` replaces its
+    hidden dropout if given)."""
+    settings = {**_mlm_defaults(), **(checkpoint.get("hyper_parameters") or {})}
+    if settings.get("attention_dropout") is None:
+        settings["attention_dropout"] = settings["dropout"]
+    if dropout is not None:
+        settings["dropout"] = dropout
+    return {key: settings[key] for key in _ENCODER_KEYS}
+
+
+def load_encoder(path: str | Path, dropout: float | None = None) -> Encoder:
+    """The pretrained encoder of the checkpoint at ``path``, weights loaded."""
+    checkpoint = read_pretrained(path)
+    encoder = Encoder(**encoder_settings(checkpoint, dropout))
+    prefix = "encoder."
+    weights = {
+        key[len(prefix) :]: value
+        for key, value in checkpoint["state_dict"].items()
+        if key.startswith(prefix)
+    }
+    try:
+        encoder.load_state_dict(weights, strict=True)
+    except RuntimeError as exc:
+        detail = " ".join(str(exc).split())[:200]
+        raise ConfigError(
+            f"model.pretrained: {path} does not fit its own encoder: {detail}"
+        ) from None
+    return encoder
+
+
+def load_tokenizer(path: str | Path) -> Tokenizer:
+    """The tokenizer stored in the pretrained checkpoint; one line if it has none, or if its
+    vocabulary is larger than the encoder's embedding table (another run's tokenizer)."""
+    checkpoint = read_pretrained(path)
+    tokenizer = checkpoint_tokenizer(checkpoint)
+    if tokenizer is None:
+        raise ConfigError(
+            f"model.pretrained: {path} holds no tokenizer (written before checkpoints stored "
+            "them); pretrain again with this version, or fine-tune another checkpoint"
+        )
+    vocab = (checkpoint.get("hyper_parameters") or {}).get("vocab_size")
+    if vocab is not None and tokenizer.get_vocab_size() > int(vocab):
+        raise ConfigError(
+            f"model.pretrained: {path} has vocab_size={vocab} but its tokenizer has "
+            f"{tokenizer.get_vocab_size()} tokens; the checkpoint is inconsistent"
+        )
+    return tokenizer

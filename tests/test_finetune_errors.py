@@ -1,0 +1,188 @@
+"""Bad fine-tuning input: one ``error:`` line, exit 2, no traceback, no run left behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
+
+from roformer_lit.cli import EXIT_USER_ERROR, main
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "finetune"
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return pretrained_checkpoint(tmp_path_factory)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    return (
+        write_csv(tmp_path / "train.csv", keyword_rows(16, seed=1)),
+        write_csv(tmp_path / "val.csv", keyword_rows(8, seed=2)),
+    )
+
+
+def refused(args: list[str], capsys: pytest.CaptureFixture[str], *expected: str) -> str:
+    """Run ``args``; assert exit 2, one ``error:`` line holding ``expected``, no run dir."""
+    assert main(args) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("error: "), err
+    assert "Traceback" not in err
+    for text in expected:
+        assert text in lines[-1], lines[-1]
+    assert not list(Path("runs").glob("finetune/*/")), "a failed run left its directory"
+    print(lines[-1])
+    return lines[-1]
+
+
+def local(pretrained: Path, train: Path, val: Path, *extra: str) -> list[str]:
+    return [
+        "finetune",
+        "--config",
+        str(CONFIGS / "local.yaml"),
+        "--model.pretrained",
+        str(pretrained),
+        "--data.train_files",
+        str(train),
+        "--data.val_files",
+        str(val),
+        "--trainer.max_steps",
+        "1",
+        *QUIET,
+        *extra,
+    ]
+
+
+def test_a_missing_column(pretrained, files, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    train, val = files
+    refused(
+        local(pretrained, train, val, "--data.text_pair_field", "second"),
+        capsys,
+        "no column 'second'",
+        str(train),
+    )
+
+
+def test_a_label_outside_the_head(pretrained, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    rows = keyword_rows(16, seed=1)
+    rows[5]["label"] = 3
+    train = write_csv(tmp_path / "train.csv", rows)
+    val = write_csv(tmp_path / "val.csv", keyword_rows(8, seed=2))
+    refused(
+        local(pretrained, train, val, "--data.num_labels", "2"),
+        capsys,
+        "label 3",
+        "num_labels=2",
+    )
+    negative = keyword_rows(8, seed=2)
+    negative[0]["label"] = -1
+    write_csv(val, negative)
+    refused(local(pretrained, train, val, "--data.num_labels", "4"), capsys, "label -1")
+
+
+def test_a_label_that_is_not_a_number(pretrained, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    rows = keyword_rows(16, seed=1)
+    rows[2]["label"] = "positive"
+    train = write_csv(tmp_path / "train.csv", rows)
+    refused(local(pretrained, train, train), capsys, "'positive' is not a number")
+
+
+@pytest.mark.parametrize("content", ["", "text,label\n"], ids=["empty", "header-only"])
+def test_an_empty_file(content, pretrained, files, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    train, _ = files
+    empty = tmp_path / "empty.csv"
+    empty.write_text(content)
+    refused(local(pretrained, train, empty), capsys, "holds no examples", str(empty))
+
+
+def test_a_checkpoint_without_a_tokenizer(pretrained, files, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    checkpoint = torch.load(pretrained, weights_only=True)
+    del checkpoint["tokenizer_json"]
+    old = tmp_path / "old.ckpt"
+    torch.save(checkpoint, old)
+    refused(local(old, *files), capsys, "holds no tokenizer", str(old))
+
+
+def test_a_checkpoint_of_another_vocabulary(pretrained, files, tmp_path, monkeypatch, capsys):
+    """A tokenizer larger than the encoder's embedding table (another run's) is refused."""
+    monkeypatch.chdir(tmp_path)
+    checkpoint = torch.load(pretrained, weights_only=True)
+    checkpoint["hyper_parameters"]["vocab_size"] = 100
+    other = tmp_path / "other.ckpt"
+    torch.save(checkpoint, other)
+    refused(local(other, *files), capsys, "vocab_size=100")
+
+
+def test_a_missing_checkpoint(files, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    refused(local(tmp_path / "nope.ckpt", *files), capsys, "not found", "nope.ckpt")
+
+
+def test_a_file_that_is_not_a_checkpoint(files, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    bogus = tmp_path / "bogus.ckpt"
+    bogus.write_text("hello")
+    refused(local(bogus, *files), capsys, "bogus.ckpt")
+
+
+def test_an_unknown_task_names_the_valid_ones(pretrained, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    args = [
+        "finetune",
+        "--config",
+        str(CONFIGS / "glue.yaml"),
+        "--model.pretrained",
+        str(pretrained),
+        "--data.task",
+        "sst3",
+    ]
+    refused(args, capsys, "'sst3'", "valid: movie_polarity, local, cola, sst2")
+
+
+def test_local_needs_its_files(pretrained, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    args = [
+        "finetune",
+        "--config",
+        str(CONFIGS / "local.yaml"),
+        "--model.pretrained",
+        str(pretrained),
+    ]
+    refused(args, capsys, "data.train_files")
+
+
+def test_a_pretraining_checkpoint_as_ckpt_path(pretrained, files, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    refused(
+        local(pretrained, *files, "--ckpt_path", str(pretrained)),
+        capsys,
+        "not a fine-tuning checkpoint",
+        "--model.pretrained",
+    )
+
+
+def test_learned_positions_refuse_a_longer_max_length(files, tmp_path, monkeypatch, capsys):
+    """A ``learned`` encoder has no positions past its table: a longer data.max_length is
+    refused in one line (schemes that extrapolate take it)."""
+    from cli_helpers import fit_args
+
+    monkeypatch.chdir(tmp_path)
+    assert main(fit_args("learned.yaml", 1, "--model.max_positions", "32")) == 0
+    capsys.readouterr()
+    learned = Path("runs") / "mlm" / "learned-softmax-seed0" / "checkpoints" / "last.ckpt"
+    refused(
+        local(learned, *files, "--data.max_length", "64"),
+        capsys,
+        "data.max_length=64",
+        "32 positions",
+    )
