@@ -371,8 +371,14 @@ def test_base_relative_to_the_sweep_file(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("path", sorted((CONFIGS / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
-def test_shipped_sweep_files_are_valid(path, monkeypatch, capsys):
+def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(CONFIGS.parent)
+    if path.stem == "finetune":  # its checkpoint glob needs runs: two fake ones in tmp
+        (tmp_path / "configs").symlink_to(CONFIGS, target_is_directory=True)
+        for run in ("nope-softmax-seed0", "rope-softmax-seed0"):
+            (tmp_path / "runs" / "positions" / run / "checkpoints").mkdir(parents=True)
+            (tmp_path / "runs" / "positions" / run / "checkpoints" / "last.ckpt").touch()
+        monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "launch", no_launch)
     assert main(["sweep", "--config", str(path.relative_to(CONFIGS.parent)), "--dry-run"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
@@ -383,6 +389,7 @@ def test_shipped_sweep_files_are_valid(path, monkeypatch, capsys):
         "deberta_terms": 3,
         "lengths": 30,
         "document_mask": 18,
+        "finetune": 2 * 3,  # two (fake) pretrained checkpoints, three fine-tuning seeds
     }
     expected = expected[path.stem]
     assert len(lines) == expected

@@ -9,6 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from roformer_lit.compare.aggregate import aggregate
+from roformer_lit.compare.downstream import aggregate_downstream, is_finetune
+from roformer_lit.compare.downstream_plot import save_downstream_plot
+from roformer_lit.compare.downstream_table import runs_csv as downstream_runs_csv
+from roformer_lit.compare.downstream_table import to_csv as downstream_csv
+from roformer_lit.compare.downstream_table import to_markdown as downstream_markdown
 from roformer_lit.compare.plots import save_plots
 from roformer_lit.compare.runs import collect_runs
 from roformer_lit.compare.table import (
@@ -18,6 +23,7 @@ from roformer_lit.compare.table import (
     to_markdown,
     write_text,
 )
+from roformer_lit.compare.variants import assign_variants
 from roformer_lit.errors import ConfigError
 from roformer_lit.run_files import expand_arguments, warn
 
@@ -27,7 +33,14 @@ first. Variants are position-attention plus every hyperparameter that differs be
 never the seed. Damaged runs are tabled from what can be read (a note column says what is
 missing) or skipped, with one warning line each. With --out DIR, also write compare.csv
 (mean and std columns), compare.md, runs.csv (one row per run), val_loss_vs_step.png and
-val_loss_vs_time.png into DIR."""
+val_loss_vs_time.png into DIR.
+
+Fine-tune runs (python -m roformer_lit finetune) get their own table: one row per task and
+pretraining variant (the pretrained runs' position-attention and differing hyperparameters,
+read from the run of each fine-tune's model.pretrained checkpoint), the task's metrics of
+each run's best validation as mean ± std over fine-tuning seeds and over pretraining seeds,
+beside the pretrained runs' MLM val/loss; --out adds downstream.csv, downstream.md,
+downstream_runs.csv and downstream.png."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -77,20 +90,40 @@ def main(args: Sequence[str]) -> int:
         raise ConfigError(
             f"no training runs under {where} (only {len(evaluation)} evaluation-only runs)"
         )
+    finetune = [r for r in training if is_finetune(r)]
+    if finetune:  # MLM runs are labelled among themselves, without the fine-tunes
+        mlm = [r for r in training if not is_finetune(r)]
+        training = assign_variants(mlm) if mlm else []
     rows = aggregate(training)
-    table = to_markdown(rows)
-    print(table)
+    table = to_markdown(rows) if training else ""
+    if training:
+        print(table)
+    downstream = aggregate_downstream(finetune) if finetune else []
+    downstream_table = downstream_markdown(downstream) if downstream else ""
+    if downstream:
+        if training:
+            print()
+        print(downstream_table)
     if evaluation:
         print()
         print(evaluation_markdown(evaluation))
     if out is not None:
         try:
-            written = [
-                write_text(out / "compare.csv", to_csv(rows)),
-                write_text(out / "compare.md", table),
-                write_text(out / "runs.csv", runs_csv(training)),
-                *save_plots(rows, out),
-            ]
+            written = []
+            if training:
+                written += [
+                    write_text(out / "compare.csv", to_csv(rows)),
+                    write_text(out / "compare.md", table),
+                    write_text(out / "runs.csv", runs_csv(training)),
+                    *save_plots(rows, out),
+                ]
+            if downstream:
+                written += [
+                    write_text(out / "downstream.csv", downstream_csv(downstream)),
+                    write_text(out / "downstream.md", downstream_table),
+                    write_text(out / "downstream_runs.csv", downstream_runs_csv(downstream)),
+                    save_downstream_plot(downstream, out),
+                ]
         except OSError as exc:
             target = exc.filename or out
             raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from exc

@@ -16,7 +16,7 @@ Sweep file (YAML; exactly these top-level keys)::
       seed_everything: [0, 1, 2]
     overrides:                   # optional: dotted key -> value, applied to every run
       trainer.max_steps: 600
-    command: fit                 # optional, the only one supported
+    command: fit                 # optional: fit (default) or finetune (see below)
     slurm: {partition: gpu}      # optional: defaults for --slurm.* options
 
 ``base``: an absolute path, or a relative one tried first from the current directory (kept
@@ -37,6 +37,12 @@ interrupted runs resume from their ``last.ckpt``; a partial run without a checkp
 aside to ``<version>.failed-<k>``. A failed run does not stop the others; the sweep ends with
 a summary table and exit code 1 if any run failed. See :mod:`roformer_lit.sweep.runner` for
 the files under ``<root>/<name>/``.
+
+``command: finetune`` runs ``python -m roformer_lit finetune`` instead (base: a
+``configs/finetune/*.yaml``); its ``model.pretrained`` grid values may be globs, expanded
+when the sweep is loaded, and name their runs by the checkpoint's run directory, with the
+fine-tuning seed as ``ftseed<N>`` (``movie_polarity-rope-softmax-seed0-ftseed1``); no data
+is prepared beforehand (see :mod:`roformer_lit.sweep.finetune`).
 """
 
 from __future__ import annotations
@@ -164,7 +170,7 @@ def main(args: Sequence[str]) -> int:
     )
     for task in skipped:
         print(f"skipped {task.version} (finished)", flush=True)
-    if todo:  # prepare the data once, here, before any run starts (runs then read the cache)
+    if todo and sweep.command == "fit":  # prepare the MLM data once, before any run starts
         from roformer_lit.data.prepare_cli import prepare_runs
 
         prepare_runs([sweep.fit_args(r, root) for r in sweep.runs if actions[r.version] != "skip"])

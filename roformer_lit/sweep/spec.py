@@ -38,6 +38,13 @@ LOGS_DIR = "sweep_logs"
 STATUS_FILE = "sweep_status.json"
 #: Short labels of grid keys in run names (otherwise the key's last component).
 KEY_ALIASES = {"seed_everything": "seed"}
+#: What a sweep may run: ``fit`` (pretraining, the default) or ``finetune``.
+COMMANDS = ("fit", "finetune")
+#: ``finetune`` sweeps: the grid key whose values may be globs, named by their run.
+PRETRAINED_KEY = "model.pretrained"
+#: ``finetune`` sweeps: the fine-tuning seed in run names (the pretrained run's own name
+#: usually ends in ``seed<N>`` already): ``movie_polarity-rope-softmax-seed0-ftseed1``.
+FINETUNE_KEY_ALIASES = {"seed_everything": "ftseed"}
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=,-]*")
 DOTTED_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
 MAX_VERSION_LENGTH = 120
@@ -131,14 +138,24 @@ def load_sweep(path: str | Path, root: str = "runs", validate: bool = True) -> S
     if both:
         raise ConfigError(f"{where}: key {both[0]!r} is in both grid and overrides; keep one")
     command = raw.get("command", "fit")
-    if command != "fit":
-        raise ConfigError(f"{where}: command {command!r} is not supported; only 'fit'")
+    if command not in COMMANDS:
+        raise ConfigError(
+            f"{where}: command {command!r} is not supported; valid: {', '.join(COMMANDS)}"
+        )
     slurm = raw.get("slurm") or {}
     if not isinstance(slurm, dict):
         raise ConfigError(f"{where}: slurm must be a mapping of executor options")
 
-    sweep = Sweep(path, name, base, grid, dict(overrides), command, dict(slurm))
-    sweep.runs = expand(grid)
+    if command == "finetune":
+        from roformer_lit.sweep.finetune import expand_pretrained, pretrained_labels
+
+        grid = expand_pretrained(grid, where)
+        labels = {PRETRAINED_KEY: pretrained_labels(grid.get(PRETRAINED_KEY, []))}
+        sweep = Sweep(path, name, base, grid, dict(overrides), command, dict(slurm))
+        sweep.runs = expand(grid, labels, FINETUNE_KEY_ALIASES)
+    else:
+        sweep = Sweep(path, name, base, grid, dict(overrides), command, dict(slurm))
+        sweep.runs = expand(grid)
     if validate:
         validate_sweep(sweep, root)
     return sweep
@@ -207,14 +224,24 @@ def _check_grid(grid: Any, where: str) -> dict[str, list[Any]]:
     return {k: list(v) for k, v in grid.items()}
 
 
-def expand(grid: Mapping[str, list[Any]]) -> list[Run]:
-    """Every combination, in grid order (the last key varies fastest), with unique names."""
+def expand(
+    grid: Mapping[str, list[Any]],
+    labels: Mapping[str, Mapping[str, str]] | None = None,
+    aliases: Mapping[str, str] | None = None,
+) -> list[Run]:
+    """Every combination, in grid order (the last key varies fastest), with unique names
+    (``labels`` and ``aliases``: see :func:`version_names`)."""
     keys = list(grid)
     combos = [tuple(zip(keys, values, strict=True)) for values in itertools.product(*grid.values())]
-    return [Run(v, combo) for v, combo in zip(version_names(combos), combos, strict=True)]
+    names = version_names(combos, labels, aliases)
+    return [Run(v, combo) for v, combo in zip(names, combos, strict=True)]
 
 
-def version_names(combos: Sequence[tuple[tuple[str, Any], ...]]) -> list[str]:
+def version_names(
+    combos: Sequence[tuple[tuple[str, Any], ...]],
+    labels: Mapping[str, Mapping[str, str]] | None = None,
+    aliases: Mapping[str, str] | None = None,
+) -> list[str]:
     """Run names from grid values, joined with ``-``.
 
     Strings as themselves (``xl``), numbers after their key's short name (``seed1``,
@@ -223,15 +250,33 @@ def version_names(combos: Sequence[tuple[tuple[str, Any], ...]]) -> list[str]:
     lists as items joined with ``+``. If two combinations get the same name, every name
     becomes ``key=value`` pairs joined with ``,``; a name still not unique (or longer than
     120 characters) gets a short hash of its values.
+
+    ``labels`` (``key -> value -> label``) names some string values otherwise (a fine-tuning
+    sweep's checkpoints by their run); ``aliases`` replace :data:`KEY_ALIASES`.
     """
-    names = [_safe("-".join(_label(k, v) for k, v in combo)) for combo in combos]
+    value_labels = labels or {}
+    aliases = KEY_ALIASES if aliases is None else aliases
+
+    def label(key: str, value: Any) -> str:
+        if isinstance(value, str) and value in value_labels.get(key, {}):
+            return value_labels[key][value]
+        return _label(key, value, aliases)
+
+    def render(key: str, value: Any) -> str:
+        if isinstance(value, str) and value in value_labels.get(key, {}):
+            return value_labels[key][value]
+        return _render(value)
+
+    names = [_safe("-".join(label(k, v) for k, v in combo)) for combo in combos]
     if len(set(names)) < len(names):
         keys = [k for k, _ in combos[0]] if combos else []
-        shorts = [_short(k) for k in keys]
-        labels = shorts if len(set(shorts)) == len(shorts) else keys
+        shorts = [_short(k, aliases) for k in keys]
+        key_labels = shorts if len(set(shorts)) == len(shorts) else keys
         names = [
             _safe(
-                ",".join(f"{lab}={_render(v)}" for lab, (_, v) in zip(labels, combo, strict=True))
+                ",".join(
+                    f"{lab}={render(k, v)}" for lab, (k, v) in zip(key_labels, combo, strict=True)
+                )
             )
             for combo in combos
         ]
@@ -250,8 +295,8 @@ def version_names(combos: Sequence[tuple[tuple[str, Any], ...]]) -> list[str]:
     return out
 
 
-def _short(key: str) -> str:
-    return KEY_ALIASES.get(key, key.rsplit(".", 1)[-1])
+def _short(key: str, aliases: Mapping[str, str] = KEY_ALIASES) -> str:
+    return aliases.get(key, key.rsplit(".", 1)[-1])
 
 
 def _render(value: Any) -> str:
@@ -276,12 +321,12 @@ def _render(value: Any) -> str:
     return str(value) if str(value) else "empty"
 
 
-def _label(key: str, value: Any) -> str:
+def _label(key: str, value: Any, aliases: Mapping[str, str] = KEY_ALIASES) -> str:
     if isinstance(value, (str, dict, list)):
         return _render(value)
     if isinstance(value, bool) or value is None:
-        return f"{_short(key)}={_render(value)}"
-    return f"{_short(key)}{_render(value)}"
+        return f"{_short(key, aliases)}={_render(value)}"
+    return f"{_short(key, aliases)}{_render(value)}"
 
 
 def _safe(name: str) -> str:
@@ -306,7 +351,10 @@ def _quiet_seed() -> Iterator[None]:
 
 def validate_sweep(sweep: Sweep, root: str) -> None:
     """Parse the overrides alone, then every combination, without building anything."""
-    from roformer_lit.cli import validate_config
+    if sweep.command == "finetune":
+        from roformer_lit.finetune.parse import validate_finetune_config as validate_config
+    else:
+        from roformer_lit.cli import validate_config
 
     where = str(sweep.path)
     with _quiet_seed():
@@ -314,6 +362,8 @@ def validate_sweep(sweep: Sweep, root: str) -> None:
             base_args = [sweep.command, "--config", sweep.base]
             for key, value in sweep.overrides.items():
                 base_args += [f"--{key}", cli_value(value)]
+            if sweep.command == "finetune" and PRETRAINED_KEY not in sweep.overrides:
+                base_args += [f"--{PRETRAINED_KEY}", "CHECKPOINT"]  # set by each run
             validate_config(base_args[1:])
         except ConfigError as exc:
             raise ConfigError(f"{where}: base {sweep.base} with the overrides: {exc}") from exc

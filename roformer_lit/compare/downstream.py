@@ -1,0 +1,281 @@
+"""Downstream results per pretraining variant: ``aggregate_downstream(finetune_runs)``.
+
+A *fine-tune run* is a run whose hyperparameters name a ``pretrained`` checkpoint and a
+``task`` (written by ``python -m roformer_lit finetune``). Its pretrained run is the
+directory ``<run>`` of ``<run>/checkpoints/<file>.ckpt``; a relative ``pretrained`` path is
+looked up from the current directory first, then from each directory above the fine-tune
+run. A pretrained run that cannot be found is reported (one ``warning:`` line) and the
+fine-tune run is grouped under its checkpoint path as written, with no MLM numbers.
+
+Per fine-tune run, the task's metrics are those of its best validation, the one
+``best.ckpt`` was chosen by: the first validation at which ``val/<main metric>`` reached its
+maximum (its minimum when the run's ``checkpoint.mode`` is ``min``; the main metric is the
+run's ``checkpoint.monitor`` if it names one, else the task's first metric); every other
+``val/<metric>`` is its value at that same step.
+
+Rows are (task, pretraining variant, fine-tuning settings that differ between the runs).
+The pretraining variant is the label :func:`roformer_lit.compare.variants.assign_variants`
+gives the pretrained runs among themselves (``rope-softmax``, ...). With checkpoints
+``c = 1..C`` of a row (one per pretraining seed) and ``x_ci`` the metric of the ``n_c``
+fine-tuning seeds of checkpoint ``c``::
+
+    m_c         = (1 / n_c) sum_i x_ci                       per-checkpoint mean
+    mean        = (1 / C) sum_c m_c                          (both columns show it)
+    std_pretrain = sqrt( sum_c (m_c - mean)^2 / (C - 1) )    spread over pretraining seeds
+    std_finetune = sqrt( sum_c sum_i (x_ci - m_c)^2 / sum_c (n_c - 1) )
+                   pooled within-checkpoint sample std: spread over fine-tuning seeds
+                   with the pretrained weights fixed
+
+A std is None where its denominator is 0 (one checkpoint; one fine-tuning seed each). The
+MLM columns are the row's pretrained runs' final and best ``val/loss``: mean and sample std
+(``ddof=1``) over those runs, i.e. over pretraining seeds (:class:`Stat`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roformer_lit.compare.aggregate import Stat
+from roformer_lit.compare.runs import RUN_FILES, Report, RunSummary, summarize_run
+from roformer_lit.compare.variants import assign_variants, differing_keys, flatten
+from roformer_lit.events import EVENT_FILE_GLOB, RunEvents, read_run
+from roformer_lit.run_files import RunFileError, read_yaml_mapping, warn
+
+#: Fine-tuning hyperparameters that never split rows (the row has them already, or a seed).
+_ROW_KEYS = frozenset({"pretrained", "task", "num_labels"})
+
+
+def is_finetune(run: RunSummary) -> bool:
+    """Whether ``run`` was written by ``finetune`` (its hparams name ``pretrained``/``task``)."""
+    return "pretrained" in run.hparams and "task" in run.hparams
+
+
+@dataclass
+class FinetuneResult:
+    """One fine-tune run: its pretrained run and the metrics of its best validation."""
+
+    run: RunSummary
+    task: str
+    pretrained: str  # the checkpoint path as the run's hparams give it
+    pretrained_run: RunSummary | None  # None: not found
+    main_metric: str  # e.g. "accuracy" (the tag is val/<main_metric>)
+    metrics: dict[str, float | None]  # metric name (no "val/") -> value at the best validation
+    pretrain_variant: str = ""
+    finetune_setting: str = ""  # fine-tuning hyperparameters differing between runs
+
+    @property
+    def checkpoint_key(self) -> str:
+        """One pretraining seed: the pretrained run's directory, else the checkpoint path."""
+        return str(self.pretrained_run.path) if self.pretrained_run else self.pretrained
+
+
+@dataclass
+class DownstreamRow:
+    """One (task, pretraining variant, fine-tuning setting) and its statistics."""
+
+    task: str
+    variant: str  # pretraining variant, then the fine-tuning setting if any
+    results: list[FinetuneResult]
+    pretrained_runs: list[RunSummary]
+    metric_names: list[str]  # the main metric first
+    #: metric -> (Stat over fine-tuning seeds, Stat over pretraining seeds); same mean.
+    stats: dict[str, tuple[Stat, Stat]] = field(default_factory=dict)
+    mlm: dict[str, Stat] = field(default_factory=dict)  # final_val_loss, best_val_loss
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def main_metric(self) -> str:
+        return self.metric_names[0]
+
+    @property
+    def checkpoints(self) -> list[str]:
+        return list(dict.fromkeys(r.checkpoint_key for r in self.results))
+
+    @property
+    def pretrain_seeds(self) -> list[int | None]:
+        return [r.seed for r in self.pretrained_runs]
+
+    @property
+    def finetune_seeds(self) -> list[int | None]:
+        seeds = {r.run.seed for r in self.results}
+        return sorted(seeds, key=lambda s: (s is None, s or 0))
+
+
+def two_level(groups: Sequence[Sequence[float]]) -> tuple[Stat, Stat]:
+    """``(over fine-tuning seeds, over pretraining seeds)`` of ``groups`` (one list of
+    finite values per checkpoint; empty lists are dropped), as in the module docstring."""
+    groups = [list(g) for g in groups if g]
+    if not groups:
+        return Stat(None, None, 0), Stat(None, None, 0)
+    means = [statistics.fmean(g) for g in groups]
+    mean = statistics.fmean(means)
+    dof = sum(len(g) - 1 for g in groups)
+    within = sum((x - m) ** 2 for g, m in zip(groups, means, strict=True) for x in g)
+    std_ft = math.sqrt(within / dof) if dof > 0 else None
+    std_pt = statistics.stdev(means) if len(means) > 1 else None
+    return Stat(mean, std_ft, sum(len(g) for g in groups)), Stat(mean, std_pt, len(groups))
+
+
+def aggregate_downstream(
+    runs: Sequence[RunSummary], cwd: str | Path | None = None, report: Report = warn
+) -> list[DownstreamRow]:
+    """Rows of the fine-tune ``runs`` (see the module docstring), by task, best main metric
+    first."""
+    cache: dict[Path, RunSummary] = {}
+    results = [_result(run, Path(cwd or os.getcwd()), report, cache) for run in runs]
+    _label_pretraining(results)
+    _label_settings(results)
+    groups: dict[tuple[str, str], list[FinetuneResult]] = {}
+    for result in results:
+        label = " ".join(x for x in (result.pretrain_variant, result.finetune_setting) if x)
+        groups.setdefault((result.task, label), []).append(result)
+    rows = [_row(task, label, members) for (task, label), members in groups.items()]
+    return sorted(rows, key=_sort_key)
+
+
+def _sort_key(row: DownstreamRow) -> tuple[str, bool, float, str]:
+    mean = row.stats[row.main_metric][0].mean if row.main_metric in row.stats else None
+    return (row.task, mean is None, -(mean or 0.0), row.variant)
+
+
+def _row(task: str, label: str, members: list[FinetuneResult]) -> DownstreamRow:
+    members = sorted(members, key=lambda r: (r.checkpoint_key, r.run.seed or 0, str(r.run.path)))
+    names = list(dict.fromkeys(m for r in members for m in [r.main_metric, *r.metrics]))
+    pretrained = list(
+        {
+            str(r.pretrained_run.path): r.pretrained_run
+            for r in members
+            if r.pretrained_run is not None
+        }.values()
+    )
+    pretrained.sort(key=lambda r: (r.seed is None, r.seed or 0, str(r.path)))
+    row = DownstreamRow(task, label, members, pretrained, names)
+    for name in names:
+        by_checkpoint: dict[str, list[float]] = {}
+        for result in members:
+            value = result.metrics.get(name)
+            if value is not None and math.isfinite(value):
+                by_checkpoint.setdefault(result.checkpoint_key, []).append(value)
+        row.stats[name] = two_level(list(by_checkpoint.values()))
+    row.mlm = {
+        m: Stat.of([getattr(r, m) for r in pretrained]) for m in ("final_val_loss", "best_val_loss")
+    }
+    for result in members:
+        where = Path(result.run.path).name
+        if result.pretrained_run is None:
+            row.notes.append(f"{where}: pretrained run not found")
+        if result.metrics.get(result.main_metric) is None:
+            row.notes.append(f"{where}: no val/{result.main_metric} logged")
+        row.notes += [f"{where}: {p}" for p in result.run.problems]
+    return row
+
+
+def _result(
+    run: RunSummary, cwd: Path, report: Report, cache: dict[Path, RunSummary]
+) -> FinetuneResult:
+    task = str(run.hparams.get("task"))
+    pretrained = str(run.hparams.get("pretrained"))
+    pretrained_dir = find_pretrained_run(pretrained, Path(run.path), cwd)
+    pretrained_run = None
+    if pretrained_dir is None:
+        report(
+            f"{run.path}: pretrained run of {pretrained} not found; "
+            "grouped under its checkpoint path"
+        )
+    else:
+        key = pretrained_dir.resolve()
+        if key not in cache:
+            cache[key] = summarize_run(pretrained_dir)
+        pretrained_run = cache[key]
+    config = _config(Path(run.path))
+    main, mode = _monitor(config, task, run.hparams)
+    metrics = best_validation(read_run(run.path), main, mode)
+    return FinetuneResult(run, task, pretrained, pretrained_run, main, metrics)
+
+
+def find_pretrained_run(pretrained: str, finetune_dir: Path, cwd: Path) -> Path | None:
+    """The run directory of checkpoint ``pretrained`` (see the module docstring), or None."""
+    path = Path(pretrained)
+    bases = [Path("/")] if path.is_absolute() else [cwd, *finetune_dir.resolve().parents]
+    for base in bases:
+        ckpt = base / path
+        if ckpt.parent.name != "checkpoints":
+            return None
+        run = ckpt.parent.parent
+        if run.is_dir() and _looks_like_run(run):
+            return run
+    return None
+
+
+def _looks_like_run(directory: Path) -> bool:
+    if any((directory / name).is_file() for name in RUN_FILES):
+        return True
+    return any(directory.glob(EVENT_FILE_GLOB))
+
+
+def _config(run_dir: Path) -> dict[str, Any]:
+    try:
+        return read_yaml_mapping(run_dir / "config.yaml")
+    except (RunFileError, OSError):
+        return {}
+
+
+def _monitor(config: dict[str, Any], task: str, hparams: dict[str, Any]) -> tuple[str, str]:
+    """``(main metric without "val/", "max" | "min")`` the run's best checkpoint used."""
+    checkpoint = config.get("checkpoint")
+    checkpoint = checkpoint if isinstance(checkpoint, dict) else {}
+    monitor, mode = checkpoint.get("monitor"), checkpoint.get("mode", "max")
+    if isinstance(monitor, str) and monitor.startswith("val/"):
+        return monitor.removeprefix("val/"), "min" if mode == "min" else "max"
+    from roformer_lit.errors import ConfigError
+    from roformer_lit.finetune.tasks import get_task, metrics_for
+
+    try:
+        return metrics_for(get_task(task), int(hparams.get("num_labels") or 2))[0], "max"
+    except (ConfigError, TypeError, ValueError):
+        return "accuracy", "max"
+
+
+def best_validation(events: RunEvents, main: str, mode: str = "max") -> dict[str, float | None]:
+    """Every ``val/<metric>`` but ``val/loss`` at the first validation where
+    ``val/<main>`` is best; ``{main: None}`` if it was never logged."""
+    series = events.scalars.get(f"val/{main}", [])
+    finite = [s for s in series if math.isfinite(s.value)]
+    if not finite:
+        return {main: None}
+    pick = max if mode == "max" else min
+    target = pick(s.value for s in finite)
+    step = next(s.step for s in finite if s.value == target)
+    out: dict[str, float | None] = {main: target}
+    for tag in sorted(events.scalars):
+        name = tag.removeprefix("val/")
+        if not tag.startswith("val/") or tag == "val/loss" or name == main:
+            continue
+        at = [s.value for s in events.scalars[tag] if s.step == step]
+        out[name] = at[0] if at else None
+    return out
+
+
+def _label_pretraining(results: list[FinetuneResult]) -> None:
+    """``pretrain_variant``: the pretrained runs' variant labels among themselves, or the
+    checkpoint path where the run was not found."""
+    found = {str(r.pretrained_run.path): r.pretrained_run for r in results if r.pretrained_run}
+    labelled = {str(r.path): r.variant for r in assign_variants(list(found.values()))}
+    for result in results:
+        run = result.pretrained_run
+        result.pretrain_variant = labelled[str(run.path)] if run else result.pretrained
+
+
+def _label_settings(results: list[FinetuneResult]) -> None:
+    """``finetune_setting``: fine-tuning hyperparameters that differ between the runs."""
+    hparams = [{k: v for k, v in r.run.hparams.items() if k not in _ROW_KEYS} for r in results]
+    keys = differing_keys(hparams, [bool(r.run.problems) for r in results])
+    for result, hp in zip(results, hparams, strict=True):
+        flat = flatten(hp)
+        result.finetune_setting = " ".join(f"{k}={flat[k]}" for k in keys if k in flat)

@@ -1,0 +1,79 @@
+"""``command: finetune`` sweeps: checkpoint globs in the grid and the run names they get.
+
+Grid values of ``model.pretrained`` that contain a glob character (``*``, ``?``, ``[``) are
+replaced, where they stand, by the files they match, sorted, relative to the current
+directory (as ``base`` is; the matches are kept as written, e.g.
+``runs/positions/rope-softmax-seed0/checkpoints/last.ckpt``). A pattern matching no file is a
+ConfigError naming it; a file matched twice is listed once. Other values are kept as they are
+(the fine-tune checks them when it starts). Only the grid expands globs, never ``overrides``.
+
+In run names a checkpoint is its run directory's name (``<run>/checkpoints/<file>.ckpt`` ->
+``<run>``; any other path -> its file name without ``.ckpt``). Where two checkpoints of the
+sweep would share a name, every checkpoint is named ``<run>-<file stem>``, then
+``<parent of run>.<run>-<file stem>``; :func:`roformer_lit.sweep.spec.version_names`
+hashes whatever is still not unique.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath
+from typing import Any
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.run_files import has_glob
+from roformer_lit.sweep.spec import PRETRAINED_KEY
+
+
+def is_glob(value: Any) -> bool:
+    return isinstance(value, str) and has_glob(value)
+
+
+def expand_pretrained(grid: Mapping[str, list[Any]], where: str) -> dict[str, list[Any]]:
+    """``grid`` with the globs among its ``model.pretrained`` values expanded (sorted)."""
+    out = {k: list(v) for k, v in grid.items()}
+    if PRETRAINED_KEY not in grid:
+        return out
+    values: list[Any] = []
+    for value in grid[PRETRAINED_KEY]:
+        if not is_glob(value):
+            values.append(value)
+            continue
+        matches = sorted(glob.glob(value, recursive=True))
+        if not matches:
+            raise ConfigError(
+                f"{where}: grid key {PRETRAINED_KEY!r}: no checkpoint matches {value!r} "
+                "(relative paths are taken from the current directory)"
+            )
+        values.extend(matches)
+    out[PRETRAINED_KEY] = list(dict.fromkeys(values))  # a file matched twice: once
+    return out
+
+
+def pretrained_labels(values: Sequence[Any]) -> dict[str, str]:
+    """The run-name label of each checkpoint path in ``values`` (see the module docstring)."""
+    paths = [v for v in values if isinstance(v, str)]
+    levels = (_run_name, _run_and_stem, _sweep_run_and_stem)
+    for level in levels:
+        labels = {p: level(PurePath(p)) for p in paths}
+        if len(set(labels.values())) == len(labels):
+            return labels
+    return labels
+
+
+def _run_name(path: PurePath) -> str:
+    if path.parent.name == "checkpoints" and path.parent.parent.name:
+        return path.parent.parent.name
+    return path.name.removesuffix(".ckpt") or path.name
+
+
+def _run_and_stem(path: PurePath) -> str:
+    run = _run_name(path)
+    stem = path.name.removesuffix(".ckpt")
+    return run if run == stem else f"{run}-{stem}"
+
+
+def _sweep_run_and_stem(path: PurePath) -> str:
+    above = path.parent.parent.parent if path.parent.name == "checkpoints" else path.parent
+    return f"{above.name}.{_run_and_stem(path)}" if above.name else _run_and_stem(path)
