@@ -119,3 +119,18 @@ def test_flex_with_attention_dropout_is_refused_in_one_line():
 def test_an_unknown_backend_is_refused_naming_the_valid_ones():
     with pytest.raises(ConfigError, match="'auto', 'sdpa', 'flex'"):
         small_model("alibi", attention_kwargs={"backend": "triton"})
+
+
+def test_training_on_the_flex_backend_off_cuda_is_refused_in_one_line():
+    """PyTorch has no FlexAttention backward on CPU: a clear refusal, not its traceback."""
+    model = small_model(
+        "alibi",
+        hidden_size=64,
+        num_heads=4,
+        attention_dropout=0.0,
+        attention_kwargs={"backend": "flex"},
+    ).train()
+    ids = random_ids(2, 8)
+    with pytest.raises(ConfigError, match="trains on CUDA only") as error:
+        model.mlm_loss(ids, ids.clone())
+    assert "\n" not in str(error.value)

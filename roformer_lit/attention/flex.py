@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from roformer_lit.errors import ConfigError
 from roformer_lit.score_bias import BiasLookup, TableLookup
 
 _compiled_flex = None
@@ -67,5 +68,11 @@ def flex_softmax(
         attend = _flex_attention()
     else:
         from torch.nn.attention.flex_attention import flex_attention as attend
+
+        if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+            raise ConfigError(
+                f"softmax backend 'flex' trains on CUDA only (PyTorch has no FlexAttention "
+                f"backward on {q.device.type}); use backend 'auto' or 'sdpa' here"
+            )
     v = v.to(q.dtype)
     return attend(q, k.to(q.dtype), v, score_mod=score_mod, scale=scale)
