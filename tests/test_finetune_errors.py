@@ -186,3 +186,9 @@ def test_learned_positions_refuse_a_longer_max_length(files, tmp_path, monkeypat
         "data.max_length=64",
         "32 positions",
     )
+
+
+def test_a_missing_pretrained_checkpoint_is_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    args = ["finetune", "--config", str(CONFIGS / "movie_polarity.yaml"), *QUIET]
+    refused(args, capsys, "model.pretrained is required")

@@ -72,7 +72,7 @@ class SequenceClassifier(L.LightningModule):
 
     def __init__(
         self,
-        pretrained: str,
+        pretrained: str | None = None,  # required; None only so a missing one gets one line
         num_labels: int | None = None,
         task: str = "local",
         pooling: Literal["cls", "mean"] = "cls",
