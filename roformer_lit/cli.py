@@ -347,13 +347,20 @@ class _ParseOnly(RoformerCLI):
         pass
 
 
-def validate_config(args: Sequence[str]) -> Any:
-    """Parse ``fit`` arguments (``--config`` files and ``--key value`` overrides) without
-    instantiating anything; returns the namespace or raises ConfigError with one line."""
+def validate_config(
+    args: Sequence[str],
+    model_class: type = MaskedLM,
+    data_class: type = MLMDataModule,
+    parse_only: type[LightningCLI] | None = None,
+) -> Any:
+    """Parse ``fit`` arguments (``--config`` files and ``--key value`` overrides) for the given
+    model and data classes, with ``parse_only`` (a CLI class that builds nothing; default
+    :class:`_ParseOnly`), without instantiating anything; returns the namespace or raises
+    ConfigError with one line."""
     try:
-        cli = _ParseOnly(
-            MaskedLM,
-            MLMDataModule,
+        cli = (parse_only or _ParseOnly)(
+            model_class,
+            data_class,
             args=list(args),
             run=False,
             seed_everything_default=0,

@@ -39,7 +39,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.metrics import make_metrics
 from roformer_lit.finetune.pretrained import load_encoder
 from roformer_lit.finetune.tasks import get_task, metrics_for, val_suffixes
-from roformer_lit.module import collect_rng_states, restore_rng_states
+from roformer_lit.module import adamw, collect_rng_states, restore_rng_states
 from roformer_lit.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
 
 POOLINGS = ("cls", "mean")
@@ -177,18 +177,7 @@ class SequenceClassifier(L.LightningModule):
     # -- optimiser ------------------------------------------------------------------------
     def configure_optimizers(self) -> dict[str, Any]:
         hp = self.hparams
-        decay, no_decay = [], []
-        for name, param in self.named_parameters():
-            if param.requires_grad:
-                (no_decay if param.ndim < 2 or "embeddings" in name else decay).append(param)
-        optimizer = torch.optim.AdamW(
-            [
-                {"params": decay, "weight_decay": hp.weight_decay},
-                {"params": no_decay, "weight_decay": 0.0},
-            ],
-            lr=hp.learning_rate,
-            betas=tuple(hp.betas),
-        )
+        optimizer = adamw(self, hp.learning_rate, hp.weight_decay, hp.betas)
         total = self._total_steps()
         warmup = min(int(hp.warmup_ratio * total), max(total - 1, 0))
         scheduler = torch.optim.lr_scheduler.LambdaLR(
