@@ -503,3 +503,34 @@ def test_slurm_job_array_script_and_tasks(tmp_path, monkeypatch, capsys):
         "status": "submitted",
         "job_id": "4242_1",
     }
+
+
+def test_jobs_on_cpu_share_the_cores_between_runs(tmp_path, monkeypatch):
+    write_sweep(tmp_path / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(6)), raising=False)
+    fake = Launches()
+    seen: list[str | None] = []
+
+    def record(argv, **kw):
+        seen.append(kw["env"].get("OMP_NUM_THREADS"))
+        return fake(argv, **kw)
+
+    monkeypatch.setattr(runner, "launch", record)
+    assert main(["sweep", "--config", "sweep.yaml", "--jobs", "2"]) == 0
+    assert seen == ["3"] * 4  # 6 cores, 2 runs at once
+
+
+@pytest.mark.parametrize(
+    ("jobs", "environ", "cores", "expected"),
+    [
+        (1, {}, 8, {}),  # one run: torch's own default
+        (3, {}, 8, {"OMP_NUM_THREADS": "2"}),
+        (4, {}, 2, {"OMP_NUM_THREADS": "1"}),  # never zero threads
+        (2, {"OMP_NUM_THREADS": "5"}, 8, {}),  # the user's setting wins
+    ],
+)
+def test_cpu_threads_env(jobs, environ, cores, expected, monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    assert runner.cpu_threads_env(jobs, environ) == expected

@@ -84,7 +84,8 @@ def _parser() -> argparse.ArgumentParser:
         "--jobs",
         type=int,
         default=None,
-        help="without --devices: runs at once on the current device (default 1)",
+        help="without --devices: runs at once on the current device (default 1); on CPU each "
+        "gets OMP_NUM_THREADS = cores // N unless OMP_NUM_THREADS is set",
     )
     p.add_argument("--launcher", choices=("local", "slurm"), default="local")
     p.add_argument(
@@ -137,6 +138,8 @@ def main(args: Sequence[str]) -> int:
 
     cwd = os.getcwd()
     sweep_dir = (Path(cwd) / root / sweep.name).resolve()
+    # --jobs N on CPU: each run gets its share of the cores, not one thread per core
+    threads = runner.cpu_threads_env(len(devices)) if ns.devices is None else {}
     tasks = [
         runner.RunTask(
             version=run.version,
@@ -144,6 +147,7 @@ def main(args: Sequence[str]) -> int:
             run_dir=str(sweep_dir / run.version),
             sweep_dir=str(sweep_dir),
             cwd=cwd,
+            env=dict(threads),
             raise_on_failure=ns.launcher == "slurm" and slurm_options.get("cluster") != "debug",
         )
         for run in sweep.runs
