@@ -35,6 +35,7 @@ TINY_BENCH = [
 ]
 
 
+@pytest.mark.slow  # ~25 s: every pair and three HF models; prints timings, guards no numerics
 def test_bench_prints_every_registered_pair_and_the_hf_references(capsys):
     pytest.importorskip("transformers")
     assert main(["bench", "--lengths", "16", "32", "--vs-hf", *TINY_BENCH]) == 0

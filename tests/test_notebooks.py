@@ -31,6 +31,7 @@ def kernel(tmp_path, monkeypatch) -> str:
     return "python3"
 
 
+@pytest.mark.slow  # ~13 s each (a Jupyter kernel and a training run): documentation, not numerics
 @pytest.mark.parametrize("name", ["positions", "compare"])
 def test_notebook_runs_and_draws(name, kernel, tmp_path):
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
