@@ -17,7 +17,9 @@ by the model's own validation step under a Lightning ``Trainer`` in the run's pr
 and the table's cell equals ``validate --ckpt_path CKPT``'s ``val/loss`` with the run's
 settings. A line on stderr per checkpoint says which blocks were evaluated at each length.
 A scheme that cannot encode a length (``learned`` past its table) gets "refused" in its
-cell; a validation split shorter than one block of ``L`` tokens gets "n/a".
+cell; a validation split shorter than one block of ``L`` tokens gets "n/a". When two or
+more checkpoints differ only in their seeds, a second table gives each such variant's
+mean ± sample std per length (:mod:`roformer_lit.extrapolate_seeds`).
 
 ``--position_kwargs '{scaling: {type: yarn, factor: 4}}'`` evaluates each checkpoint with
 its position scheme's options overridden (merged into the checkpoint's own
@@ -52,6 +54,7 @@ from lightning.pytorch import Trainer
 from roformer_lit.checkpoint_io import read_checkpoint
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError
+from roformer_lit.extrapolate_seeds import CheckpointLosses, seed_table
 from roformer_lit.module import MaskedLM
 from roformer_lit.run_files import (
     RunFileError,
@@ -381,7 +384,8 @@ def main(args: Sequence[str]) -> int:
         raise ConfigError("; ".join(problems))
     for problem in problems:
         warn(f"{problem}; skipped")
-    rows = []
+    rows: list[str] = []
+    evaluated: list[CheckpointLosses] = []
     for path, settings in ready:
         try:
             model = load_model(path)
@@ -401,10 +405,21 @@ def main(args: Sequence[str]) -> int:
         cells_text = " | ".join(_format(cell) for cell in cells)
         scheme = hp.position if overrides is None else f"{hp.position} {overrides}"
         rows.append(f"| {path} | {scheme} | {hp.attention} | {cells_text} |")
+        evaluated.append(
+            CheckpointLosses(
+                hparams={**settings.data, **dict(hp)},
+                losses=[c.loss for c in cells],
+                why_not=[c.why_not for c in cells],
+            )
+        )
     if not rows:
         raise ConfigError("no checkpoint could be evaluated (see the warnings)")
     print("| checkpoint | scheme | kernel | " + " | ".join(f"L={n}" for n in ns.lengths) + " |")
     print("|---|---|---|" + "---|" * len(ns.lengths))
     for row in rows:
         print(row)
+    over_seeds = seed_table(evaluated, ns.lengths)
+    if over_seeds is not None:
+        print("\nOver seeds (mean ± sample std; variants grouped as `compare` groups runs):\n")
+        print(over_seeds)
     return 0

@@ -7,6 +7,7 @@ The oracle is ``validate --ckpt_path`` itself (its ``val/loss``, read from the r
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,44 @@ def test_a_different_token_budget_is_said_to_differ_from_validate(trained, capsy
     err = capsys.readouterr().err
     assert "L=32: blocks 0-7 of" in err
     assert f"(validate: blocks 0-{VAL_BLOCKS - 1})" in err
+
+
+def test_checkpoints_that_differ_only_in_seed_are_summarised_over_seeds(trained, capsys):
+    """The second table's cell is the mean and sample std of the first table's cells for
+    the seeds of one variant (oracle: :mod:`statistics` on the per-checkpoint rows)."""
+    workdir, run0 = trained
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(workdir)
+        assert main([*fit_args("rope.yaml", 4), "--seed_everything", "1"]) == 0
+    run1 = workdir / "runs" / "mlm" / "rope-softmax-seed1"
+    ckpts = [str(r / "checkpoints" / "last.ckpt") for r in (run0, run1)]
+    capsys.readouterr()
+    assert main(["extrapolate", *ckpts, "--lengths", "32", "64"]) == 0
+    out = capsys.readouterr().out
+    per_checkpoint, over_seeds = out.split("Over seeds")
+    losses = [
+        [float(c) for c in line.split("|")[4:6]]
+        for line in per_checkpoint.splitlines()
+        if line.startswith("| ") and "last.ckpt" in line
+    ]
+    assert len(losses) == 2
+    (row,) = [line for line in over_seeds.splitlines() if line.startswith("| rope-softmax")]
+    cells = [c.strip() for c in row.split("|")[2:-1]]
+    assert cells[0] == "2"
+    for i, text in enumerate(cells[1:]):
+        column = [seed[i] for seed in losses]
+        mean, std = (float(x) for x in text.split(" ± "))
+        assert mean == pytest.approx(statistics.fmean(column), abs=1.5e-3)  # of rounded cells
+        assert std == pytest.approx(statistics.stdev(column), abs=1.5e-3)
+    # one checkpoint alone: nothing to summarise
+    capsys.readouterr()
+    assert main(["extrapolate", ckpts[0], "--lengths", "32"]) == 0
+    assert "Over seeds" not in capsys.readouterr().out
+
+
+def test_a_cell_only_some_seeds_could_evaluate_is_not_averaged():
+    from roformer_lit.extrapolate_seeds import cell
+
+    assert cell([1.0, 2.0, 4.0], [None] * 3) == f"2.333 ± {statistics.stdev([1, 2, 4]):.3f}"
+    assert cell([None, None], ["refused (max_positions=64)"] * 2) == "refused (max_positions=64)"
+    assert cell([1.0, None], [None, "n/a (out of memory)"]) == "n/a (1 of 2 evaluated)"

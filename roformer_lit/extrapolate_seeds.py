@@ -1,0 +1,62 @@
+"""``extrapolate``'s second table: each variant's loss per length over its seeds.
+
+Checkpoints are grouped into variants exactly as ``compare`` groups runs
+(:func:`roformer_lit.compare.variants.variant_labels` over the model's and the data's
+hyperparameters): checkpoints whose settings differ only in seeds are the seeds of one
+variant. Per variant and length, with ``x_s`` the loss of seed ``s`` and ``n`` seeds:
+
+    mean = (1/n) Σ_s x_s        std = sqrt(Σ_s (x_s − mean)² / (n − 1))   (sample std)
+
+A cell some seed could not evaluate says so ("refused ..." when none could, "n/a (k of n
+evaluated)" when only some could) instead of averaging over fewer seeds. Variants with a
+single checkpoint are left out: the first table already shows them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from roformer_lit.compare.variants import variant_labels
+
+
+@dataclass(frozen=True)
+class CheckpointLosses:
+    """One evaluated checkpoint: its hyperparameters and one cell per length."""
+
+    hparams: Mapping[str, Any]  # model and data hyperparameters, seeds included
+    losses: Sequence[float | None]  # per length, None where not evaluated
+    why_not: Sequence[str | None]  # per length, the reason where not evaluated
+
+
+def cell(values: Sequence[float | None], reasons: Sequence[str | None]) -> str:
+    """``mean ± std`` of one variant at one length (see the module docstring)."""
+    finite = [v for v in values if v is not None]
+    if len(finite) == len(values):
+        return f"{statistics.fmean(finite):.3f} ± {statistics.stdev(finite):.3f}"
+    if not finite:
+        return next((r for r in reasons if r), "n/a")
+    return f"n/a ({len(finite)} of {len(values)} evaluated)"
+
+
+def seed_table(checkpoints: Sequence[CheckpointLosses], lengths: Sequence[int]) -> str | None:
+    """The markdown table over seeds, or None when no variant has two checkpoints."""
+    labels = variant_labels([c.hparams for c in checkpoints])
+    groups: dict[str, list[CheckpointLosses]] = {}
+    for label, checkpoint in zip(labels, checkpoints, strict=True):
+        groups.setdefault(label, []).append(checkpoint)
+    rows = []
+    for label, members in groups.items():
+        if len(members) < 2:
+            continue
+        cells = [
+            cell([m.losses[i] for m in members], [m.why_not[i] for m in members])
+            for i in range(len(lengths))
+        ]
+        rows.append(f"| {label} | {len(members)} | " + " | ".join(cells) + " |")
+    if not rows:
+        return None
+    head = "| variant | seeds | " + " | ".join(f"L={n}" for n in lengths) + " |"
+    return "\n".join([head, "|---|---|" + "---|" * len(lengths), *rows])
