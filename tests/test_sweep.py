@@ -373,7 +373,7 @@ def test_base_relative_to_the_sweep_file(tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("path", sorted((CONFIGS / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
 def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(CONFIGS.parent)
-    if path.stem == "finetune":  # its checkpoint glob needs runs: two fake ones in tmp
+    if path.stem.startswith("finetune"):  # its checkpoint glob needs runs: two fake ones
         (tmp_path / "configs").symlink_to(CONFIGS, target_is_directory=True)
         for run in ("nope-softmax-seed0", "rope-softmax-seed0"):
             (tmp_path / "runs" / "positions" / run / "checkpoints").mkdir(parents=True)
@@ -390,6 +390,7 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "lengths": 30,
         "document_mask": 18,
         "finetune": 2 * 3,  # two (fake) pretrained checkpoints, three fine-tuning seeds
+        "finetune_cpu": 2,  # two (fake) pretrained checkpoints, one fine-tuning seed
     }
     expected = expected[path.stem]
     assert len(lines) == expected
