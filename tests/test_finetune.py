@@ -249,3 +249,43 @@ def test_num_labels_is_inferred_from_local_labels(pretrained, tmp_path, labels, 
     batch = next(iter(data.train_dataloader()))
     assert batch["labels"].dtype == (torch.float32 if expected == 1 else torch.long)
     assert batch["input_ids"].shape == batch["attention_mask"].shape
+
+
+def test_validate_a_fine_tuned_checkpoint_reproduces_its_best_score(
+    pretrained, tmp_path, monkeypatch
+):
+    """``finetune validate --ckpt_path best.ckpt`` re-evaluates the checkpoint with the
+    model settings it was fine-tuned with (here pooling ``mean``, not the config's ``cls``):
+    its accuracy is the best one the run logged. A longer ``--data.max_length`` evaluates
+    through the scheme's own extrapolation (RoPE), on the same examples."""
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    train = write_csv(tmp_path / "train.csv", keyword_rows(160, seed=1))
+    val = write_csv(tmp_path / "val.csv", keyword_rows(48, seed=2))
+    fit = finetune_args(pretrained, train, val, "--trainer.max_epochs", "2")
+    assert main([*fit, "--model.pooling", "mean"]) == 0
+    run = tmp_path / "runs" / "finetune" / "local-rope-seed0"
+    best = max(scalars(run, "val/accuracy").values())
+    evaluate = [
+        "finetune",
+        "validate",
+        "--config",
+        str(CONFIGS / "local.yaml"),
+        "--data.train_files",
+        str(train),
+        "--data.val_files",
+        str(val),
+        "--ckpt_path",
+        str(run / "checkpoints" / "best.ckpt"),
+        *QUIET,
+    ]
+    assert main(evaluate) == 0
+    assert main([*evaluate, "--data.max_length", "256"]) == 0  # > the pretrained 32 tokens
+    records = [json.loads(line) for line in (run / "evaluations.jsonl").read_text().splitlines()]
+    assert [r["command"] for r in records] == ["validate", "validate"]
+    assert records[0]["model"]["pooling"] == "mean"
+    assert records[0]["metrics"]["val/accuracy"] == pytest.approx(best, abs=1e-6)
+    assert records[1]["data"]["max_length"] == 256
+    assert 0.0 <= records[1]["metrics"]["val/accuracy"] <= 1.0
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["best.ckpt", "last.ckpt"]

@@ -192,3 +192,24 @@ def test_a_missing_pretrained_checkpoint_is_named(tmp_path, monkeypatch, capsys)
     monkeypatch.chdir(tmp_path)
     args = ["finetune", "--config", str(CONFIGS / "movie_polarity.yaml"), *QUIET]
     refused(args, capsys, "model.pretrained is required")
+
+
+def test_finetune_validate_refusals(pretrained, files, tmp_path, monkeypatch, capsys):
+    """No checkpoint, a pretraining checkpoint, a checkpoint of another task, and the
+    subcommand ``fit`` (finetune fits by default): one line each, naming what to do."""
+    monkeypatch.chdir(tmp_path)
+    base = ["finetune", "validate", "--config", str(CONFIGS / "local.yaml"), *QUIET]
+    base += ["--data.train_files", str(files[0]), "--data.val_files", str(files[1])]
+    refused(base, capsys, "needs --ckpt_path")
+    refused([*base, "--ckpt_path", str(pretrained)], capsys, "not a fine-tuning checkpoint")
+    assert main([*local(pretrained, *files)]) == 0
+    (ckpt,) = Path("runs").glob("finetune/*/checkpoints/last.ckpt")
+    before = ckpt.read_bytes()
+    refused_args = [*base, "--ckpt_path", str(ckpt), "--data.task", "movie_polarity"]
+    assert main(refused_args) == EXIT_USER_ERROR
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("error: ") and "'local'" in line and "movie_polarity" in line, line
+    assert ckpt.read_bytes() == before
+    assert main(["finetune", "fit", *base[2:]]) == EXIT_USER_ERROR
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("error: ") and "finetune validate" in line, line

@@ -1,4 +1,5 @@
-"""``python -m roformer_lit finetune --config configs/finetune/<task>.yaml --model.pretrained X``.
+"""``python -m roformer_lit finetune --config configs/finetune/<task>.yaml --model.pretrained X``
+and ``python -m roformer_lit finetune validate --config ... --ckpt_path <fine-tuned ckpt>``.
 
 LightningCLI ``fit`` of a :class:`SequenceClassifier` on a :class:`TaskDataModule`, with
 everything :class:`~roformer_lit.cli.RoformerCLI` gives ``fit`` (run directories, atomic
@@ -15,7 +16,12 @@ errors). What differs:
   regressions), resolved once the model is built, unless ``--checkpoint.monitor`` names
   another metric (then set ``--checkpoint.mode`` to match);
 * ``--ckpt_path`` must be a fine-tuning checkpoint; a pretraining one belongs in
-  ``--model.pretrained``.
+  ``--model.pretrained``;
+* ``validate`` evaluates a fine-tuned checkpoint on its task's validation split (optionally
+  at another ``--data.max_length``: the scheme's own extrapolation; ``learned`` refuses past
+  its table), with the model settings of the checkpoint, and appends the result to its
+  run's ``evaluations.jsonl``; the checkpoint's pretrained run must still be readable (its
+  tokenizer and encoder settings).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from roformer_lit.callbacks import LastCheckpointAtEnd, RunCheckpoint
 from roformer_lit.checkpoint_io import read_checkpoint
 from roformer_lit.cli import (
     _SPECIAL_CKPT_PATHS,
+    LIGHTNING_SUBCOMMANDS,
     RUN_LOGGER,
     RoformerCLI,
     RunConfigSaver,
@@ -89,6 +96,11 @@ class FinetuneCLI(RoformerCLI):
         if not subcommand:
             return
         ckpt = self.config[subcommand].get("ckpt_path")
+        if ckpt is None and subcommand == "validate":
+            raise ConfigError(
+                "finetune validate needs --ckpt_path: a fine-tuning checkpoint such as "
+                "runs/finetune/<run>/checkpoints/best.ckpt"
+            )
         if ckpt is None or str(ckpt) in _SPECIAL_CKPT_PATHS or "://" in str(ckpt):
             return
         if not Path(ckpt).is_file():
@@ -99,6 +111,27 @@ class FinetuneCLI(RoformerCLI):
                 f"--ckpt_path {ckpt} is not a fine-tuning checkpoint; to fine-tune a "
                 "pretrained model give it as --model.pretrained"
             )
+        if subcommand == "validate":
+            self._take_settings_from(ckpt, hparams)
+
+    def _take_settings_from(self, ckpt: str, hparams: dict) -> None:
+        """``validate``: the model section comes from the fine-tuned checkpoint (keys left at
+        their defaults), and the task must be the one it was fine-tuned on."""
+        config = self.config["validate"]
+        task = hparams.get("task")
+        if task is not None and config.data.task != task:
+            raise ConfigError(
+                f"--ckpt_path {ckpt} was fine-tuned on task {task!r}, not data.task="
+                f"{config.data.task!r}; pass --data.task {task} (or its config)"
+            )
+        defaults = self._subcommand_parsers["validate"].get_defaults().get("model")
+        fill = {
+            key: value
+            for key, value in hparams.items()
+            if key in config.model and key != "task" and config.model.get(key) == defaults.get(key)
+        }
+        if fill:
+            self.config = self.parser.parse_object({"validate": {"model": fill}}, self.config)
 
     def before_instantiate_classes(self) -> None:
         """Resolve the monitored metric and name a new run ``<task>-<position>-seed<N>``;
@@ -142,19 +175,25 @@ class FinetuneCLI(RoformerCLI):
 def main(args: Sequence[str]) -> int:
     """The ``finetune`` command: LightningCLI ``fit`` with the fine-tuning classes."""
     argv = list(args)
-    if argv and argv[0] in ("fit", "validate"):
-        raise ConfigError(f"finetune takes no subcommand ({argv[0]!r}); it always fits")
+    subcommand = "fit"
+    if argv and argv[0] == "validate":
+        subcommand, argv = "validate", argv[1:]
+    elif argv and argv[0] in LIGHTNING_SUBCOMMANDS:
+        raise ConfigError(
+            f"finetune takes no subcommand {argv[0]!r}: it fits by default, and "
+            "`finetune validate --ckpt_path CKPT` evaluates a fine-tuned checkpoint"
+        )
     with warnings.catch_warnings():  # args always given: Lightning's "args and sys.argv" note
         warnings.filterwarnings("ignore", message=".*args parameter is intended")
-        _run(argv)
+        _run(subcommand, argv)
     return 0
 
 
-def _run(argv: list[str]) -> None:
+def _run(subcommand: str, argv: list[str]) -> None:
     FinetuneCLI(
         SequenceClassifier,
         TaskDataModule,
-        args=["fit", *argv],
+        args=[subcommand, *argv],
         seed_everything_default=0,
         save_config_callback=RunConfigSaver,
         save_config_kwargs={"overwrite": False},
