@@ -63,51 +63,59 @@ def split_extension(path: Path) -> tuple[str, str]:
     )
 
 
-def is_corpus_file(path: Path) -> bool:
-    """Whether ``path``'s name ends in a supported extension."""
-    return path.name.lower().endswith(VALID_EXTENSIONS)
+def is_corpus_file(path: Path, extensions: tuple[str, ...] = VALID_EXTENSIONS) -> bool:
+    """Whether ``path``'s name ends in one of ``extensions``."""
+    return path.name.lower().endswith(extensions)
 
 
-def _stat(path: Path) -> os.stat_result:
+def _stat(path: Path, kind: str = "corpus") -> os.stat_result:
     try:
         return os.stat(path)
     except FileNotFoundError:
-        raise ConfigError(f"corpus file not found: {path}") from None
+        raise ConfigError(f"{kind} file not found: {path}") from None
     except OSError as e:
-        raise ConfigError(f"cannot read corpus path {path}: {e.strerror or e}") from None
+        raise ConfigError(f"cannot read {kind} path {path}: {e.strerror or e}") from None
 
 
-def check_regular_file(path: Path) -> os.stat_result:
+def check_regular_file(path: Path, kind: str = "corpus") -> os.stat_result:
     """``stat`` of ``path``; ConfigError unless it is an existing regular file (never opens it)."""
-    st = _stat(path)
+    st = _stat(path, kind)
     if not stat.S_ISREG(st.st_mode):
-        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (FIFO, device?)"
-        raise ConfigError(f"corpus path is {kind}, expected a corpus file: {path}")
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (FIFO, device?)"
+        raise ConfigError(f"{kind} path is {what}, expected a {kind} file: {path}")
     return st
 
 
-def _walk(directory: Path) -> list[Path]:
-    """Corpus files below ``directory`` (recursive, hidden names skipped), sorted by path."""
+def _walk(directory: Path, extensions: tuple[str, ...]) -> list[Path]:
+    """Files below ``directory`` with one of ``extensions`` (recursive, hidden names
+    skipped), sorted by path."""
     found: list[Path] = []
     for root, dirs, files in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         found.extend(
-            Path(root) / f for f in files if not f.startswith(".") and is_corpus_file(Path(f))
+            Path(root) / f
+            for f in files
+            if not f.startswith(".") and is_corpus_file(Path(f), extensions)
         )
     return sorted(found)
 
 
 def expand_paths(
-    spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], option: str
+    spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    option: str,
+    extensions: tuple[str, ...] = VALID_EXTENSIONS,
+    kind: str = "corpus",
 ) -> list[Path]:
-    """The corpus files named by ``spec`` (a path, a glob, a directory, or a list of these), in order.
+    """The files named by ``spec`` (a path, a glob, a directory, or a list of these), in order.
 
     Args:
         spec: what the user gave.
         option: the option's name for messages (``data.train_files``).
+        extensions: the file names accepted (globs and directories skip the others).
+        kind: what the files are, for messages (``corpus``; fine-tuning's ``task``).
 
     Raises:
-        ConfigError: an empty list, a missing path, a glob or directory without corpus
+        ConfigError: an empty list, a missing path, a glob or directory without such
             files, an unsupported extension, or a path that is not a regular file.
     """
     entries = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
@@ -122,29 +130,34 @@ def expand_paths(
             matches: list[Path] = []
             for m in sorted(glob.glob(text, recursive=True)):
                 p = Path(m)
-                matches.extend(_walk(p) if p.is_dir() else [p] if is_corpus_file(p) else [])
+                wanted = is_corpus_file(p, extensions)
+                matches.extend(_walk(p, extensions) if p.is_dir() else [p] if wanted else [])
             if not matches:
                 raise ConfigError(
-                    f"{option}: no corpus file matches {str(entry)!r} "
-                    f"(supported: {', '.join(VALID_EXTENSIONS)})"
+                    f"{option}: no {kind} file matches {str(entry)!r} "
+                    f"(supported: {', '.join(extensions)})"
                 )
             files.extend(matches)
             continue
         path = Path(text)
-        st = _stat(path)
+        st = _stat(path, kind)
         if stat.S_ISDIR(st.st_mode):
-            found = _walk(path)
+            found = _walk(path, extensions)
             if not found:
                 raise ConfigError(
-                    f"{option}: directory {path} holds no corpus file "
-                    f"(supported: {', '.join(VALID_EXTENSIONS)})"
+                    f"{option}: directory {path} holds no {kind} file "
+                    f"(supported: {', '.join(extensions)})"
                 )
             files.extend(found)
+        elif not is_corpus_file(path, extensions):
+            raise ConfigError(
+                f"unsupported {kind} file extension for {path}: expected one of "
+                f"{', '.join(extensions)}"
+            )
         else:
-            split_extension(path)
             files.append(path)
     for path in files:
-        check_regular_file(path)
+        check_regular_file(path, kind)
     return files
 
 

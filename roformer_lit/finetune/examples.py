@@ -10,7 +10,6 @@ a label that is not a number) is a ConfigError of one line naming the file and t
 from __future__ import annotations
 
 import csv
-import glob
 import gzip
 import io
 import json
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from roformer_lit.data.sources import check_regular_file
+from roformer_lit.data.sources import expand_paths
 from roformer_lit.errors import ConfigError
 
 #: Supported local file endings.
@@ -29,7 +28,6 @@ LOCAL_EXTENSIONS: tuple[str, ...] = tuple(
 )
 #: Where the shipped offline task lives.
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "data" / "tasks"
-_GLOB_CHARS = "*?["
 
 
 @dataclass(frozen=True)
@@ -42,38 +40,9 @@ class Example:
 
 
 def expand_task_files(spec: str | os.PathLike[str] | Sequence[Any], option: str) -> list[Path]:
-    """The files named by ``spec`` (a path, a glob, or a list of these), in order; a
-    ConfigError for an empty list, a missing file, a glob matching nothing, or an
-    unsupported extension."""
-    entries = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
-    if not entries:
-        raise ConfigError(f"{option} is empty: give a file, a list of files or a glob")
-    files: list[Path] = []
-    for entry in entries:
-        if not isinstance(entry, (str, os.PathLike)) or not str(entry).strip():
-            raise ConfigError(f"{option}: {entry!r} is not a path")
-        text = os.path.expanduser(str(entry))
-        if any(c in text for c in _GLOB_CHARS) and not os.path.lexists(text):
-            matches = [Path(m) for m in sorted(glob.glob(text, recursive=True))]
-            matches = [m for m in matches if m.name.lower().endswith(LOCAL_EXTENSIONS)]
-            if not matches:
-                raise ConfigError(
-                    f"{option}: no file matches {str(entry)!r} "
-                    f"(supported: {', '.join(LOCAL_EXTENSIONS)})"
-                )
-            files.extend(matches)
-            continue
-        path = Path(text)
-        if not path.exists():
-            raise ConfigError(f"{option}: file not found: {path}")
-        if not path.name.lower().endswith(LOCAL_EXTENSIONS):
-            raise ConfigError(
-                f"{option}: unsupported file {path}: expected one of {', '.join(LOCAL_EXTENSIONS)}"
-            )
-        files.append(path)
-    for path in files:
-        check_regular_file(path)
-    return files
+    """The task files named by ``spec`` (a path, a glob, a directory, or a list of these),
+    in order: :func:`roformer_lit.data.sources.expand_paths` with the task file endings."""
+    return expand_paths(spec, option, LOCAL_EXTENSIONS, kind="task")
 
 
 def _open_text(path: Path) -> IO[str]:
