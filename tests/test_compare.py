@@ -272,3 +272,21 @@ def test_a_run_with_unreadable_hyperparameters_does_not_split_its_variant():
     # a run that simply does not set the key is a different variant
     labels = [r.variant for r in assign_variants([full, _summary("rope", 2)])]
     assert labels == ["rope-softmax max_steps=600", "rope-softmax"]
+
+
+def test_a_key_an_older_run_never_saved_counts_as_its_default():
+    """Runs from before ``document_mask`` existed are the same variant as new runs with it
+    off (its default, read from MLMDataModule's signature), and differ from runs with it on."""
+    import inspect
+
+    from roformer_lit.data.datamodule import MLMDataModule
+
+    default = inspect.signature(MLMDataModule.__init__).parameters["document_mask"].default
+    old = {"position": "rope", "attention": "softmax", "seed": 0}
+    new = {"position": "rope", "attention": "softmax", "seed": 1, "document_mask": default}
+    other = {**new, "document_mask": not default}
+    assert variant_labels([old, new]) == ["rope-softmax", "rope-softmax"]
+    labels = variant_labels([old, new, other])
+    assert labels[0] != labels[2] and labels[1] != labels[2]
+    # a key without a known default still splits: unknown is not equal
+    assert len(set(variant_labels([old, {**new, "made_up_option": 1}]))) == 2

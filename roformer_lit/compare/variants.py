@@ -3,7 +3,8 @@
 A variant is ``position-attention`` plus every other hyperparameter whose value differs
 between the runs being compared (nested dicts such as ``position_kwargs`` are compared key
 by key), written ``name=value``. Keys a run does not set are left out of its label (they
-take the scheme's default). A run whose hyperparameter files could not all be read
+take the scheme's default); a top-level key a run does not save (a run from before the
+option existed) compares as the constructors' default (:func:`saved_defaults`). A run whose hyperparameter files could not all be read
 (``RunSummary.problems``) is *partial*: a key it lacks is unknown, not unset, and does not
 split it from the runs that have it. Seeds (``seed_everything``, the data ``seed``) and bookkeeping
 keys (:data:`IGNORED_KEYS`) never split variants: runs differing only in them are the
@@ -17,6 +18,8 @@ seeds of one variant.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -43,20 +46,43 @@ def flatten(hparams: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+@functools.cache
+def saved_defaults() -> dict[str, Any]:
+    """Constructor defaults of the classes whose arguments runs save as hyperparameters
+    (the MLM and fine-tuning modules and data modules), for the names on which they all
+    agree. A run made before a hyperparameter existed (``document_mask``, say) does not save
+    it and had its default, so it is compared as having that value."""
+    from roformer_lit.data.datamodule import MLMDataModule
+    from roformer_lit.finetune.datamodule import TaskDataModule
+    from roformer_lit.finetune.module import SequenceClassifier
+    from roformer_lit.module import MaskedLM
+
+    seen: dict[str, set[str]] = {}
+    values: dict[str, Any] = {}
+    for cls in (MaskedLM, MLMDataModule, SequenceClassifier, TaskDataModule):
+        for name, param in inspect.signature(cls.__init__).parameters.items():
+            if param.default is not inspect.Parameter.empty:
+                seen.setdefault(name, set()).add(_format(param.default))
+                values[name] = param.default
+    return {name: values[name] for name, formats in seen.items() if len(formats) == 1}
+
+
 def differing_keys(
     hparams_list: Sequence[Mapping[str, Any]], partial: Sequence[bool] | None = None
 ) -> list[str]:
-    """Flattened keys (seeds and :data:`IGNORED_KEYS` excluded) whose values differ. Where
+    """Flattened keys (seeds and :data:`IGNORED_KEYS` excluded) whose values differ. A key
+    a run lacks counts as its default (:func:`saved_defaults`) where one is known. Where
     ``partial[i]`` is true, a key missing from ``hparams_list[i]`` is unknown and ignored."""
     flats = [flatten(h) for h in hparams_list]
     partial = partial if partial is not None else [False] * len(flats)
     keys = sorted({k for f in flats for k in f})
+    defaults = saved_defaults()
     out = []
     for key in keys:
         if key.rsplit(".", 1)[-1] in IGNORED_KEYS:
             continue
         values = {
-            _format(f.get(key, _MISSING))
+            _format(f.get(key, defaults.get(key, _MISSING)))
             for f, unknown in zip(flats, partial, strict=True)
             if key in f or not unknown
         }
