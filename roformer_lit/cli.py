@@ -497,6 +497,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "bench-data": "roformer_lit.benchmarks.data_pipeline:run",
     "bench-flex": "roformer_lit.benchmarks.flex_vs_sdpa:main",
     "extrapolate": "roformer_lit.extrapolate:main",
+    "locality": "roformer_lit.locality:main",
     "prepare": "roformer_lit.data.prepare_cli:main",
     "finetune": "roformer_lit.finetune.cli:main",
 }
