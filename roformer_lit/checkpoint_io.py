@@ -152,15 +152,46 @@ def refuse_nonfinite(checkpoint: Mapping[str, Any], path: Any) -> None:
     )
 
 
+PRETRAINING = "pretraining"
+FINE_TUNING = "fine-tuning"
+
+
+def checkpoint_kind(checkpoint: Mapping[str, Any]) -> str:
+    """``"fine-tuning"`` for a checkpoint written by ``finetune`` (its hyperparameters name
+    the ``pretrained`` checkpoint it started from), ``"pretraining"`` otherwise (``fit``)."""
+    hparams = checkpoint.get("hyper_parameters")
+    return FINE_TUNING if isinstance(hparams, Mapping) and "pretrained" in hparams else PRETRAINING
+
+
+def _refuse_other_kind(checkpoint: Mapping[str, Any], path: Any, kind: str) -> None:
+    found = checkpoint_kind(checkpoint)
+    if found == kind:
+        return
+    from roformer_lit.errors import ConfigError
+
+    if found == FINE_TUNING:
+        raise ConfigError(
+            f"{path} is a fine-tuning checkpoint (written by finetune); this command reads "
+            "pretraining checkpoints (written by fit). Evaluate a fine-tuned model with: "
+            f"python -m roformer_lit finetune validate --config <its task config> --ckpt_path {path}"
+        )
+    raise ConfigError(
+        f"{path} is a pretraining checkpoint (written by fit), not a fine-tuning one; "
+        "fine-tune it with finetune --model.pretrained"
+    )
+
+
 def read_checkpoint(
-    path: str | os.PathLike[str], require_state_dict: bool = True
+    path: str | os.PathLike[str], require_state_dict: bool = True, kind: str | None = None
 ) -> dict[str, Any]:
     """The checkpoint at ``path``, or a ConfigError naming the file and what is wrong with it.
 
     The one place that opens a checkpoint given by a user: a regular readable file
     (a FIFO never hangs), a PyTorch zip archive, unpickled with ``weights_only=True``
     (tensors memory-mapped) -- so a crafted checkpoint is refused, never run -- and, unless
-    ``require_state_dict`` is False, one holding a ``state_dict``.
+    ``require_state_dict`` is False, one holding a ``state_dict``. Given ``kind``
+    (``"pretraining"`` or ``"fine-tuning"``, :func:`checkpoint_kind`), a checkpoint of the
+    other kind is refused with one line saying which command reads it.
     """
     import pickle
     import zipfile
@@ -195,6 +226,8 @@ def read_checkpoint(
         raise ConfigError(f"{path} is not a roformer_lit checkpoint")
     if require_state_dict and not isinstance(checkpoint.get("state_dict"), dict):
         raise ConfigError(f"{path} is not a roformer_lit checkpoint (it has no state_dict)")
+    if kind is not None:
+        _refuse_other_kind(checkpoint, path, kind)
     return checkpoint
 
 

@@ -49,7 +49,7 @@ from roformer_lit.callbacks import (
     Preemption,
     RunCheckpoint,
 )
-from roformer_lit.checkpoint_io import AtomicCheckpointIO, read_checkpoint
+from roformer_lit.checkpoint_io import PRETRAINING, AtomicCheckpointIO, read_checkpoint
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.final_validation import ValidateAtEnd
@@ -268,7 +268,7 @@ def _inspect_checkpoint(
         return None
     if not Path(path).is_file():
         raise ConfigError(f"checkpoint not found: {path}")
-    checkpoint = read_checkpoint(path)
+    checkpoint = read_checkpoint(path, kind=PRETRAINING)
     hparams = checkpoint.get("hyper_parameters") or {}
     for key in _ARCHITECTURE_KEYS:
         if key in hparams and model_config.get(key) is not None:
@@ -459,7 +459,7 @@ def export_main(args: Sequence[str]) -> None:
     if not ckpt.is_file():
         raise ConfigError(f"checkpoint not found: {ckpt}")
     check_out_dir(ns.out)
-    checkpoint = read_checkpoint(ckpt)  # weights_only=True, before anything else reads it
+    checkpoint = read_checkpoint(ckpt, kind=PRETRAINING)  # weights_only, before anything else
     tokenizer, note = None, "exported without a tokenizer (--no_tokenizer)"
     if not ns.no_tokenizer:
         tokenizer, note = export_tokenizer(checkpoint, ckpt, run_dir_of(ckpt), ns.tokenizer)
@@ -478,7 +478,7 @@ def load_checkpoint(path: Any) -> MaskedLM:
     """A MaskedLM from a checkpoint, or a ConfigError if the file is not one. The file is
     checked by :func:`read_checkpoint` and unpickled with ``weights_only=True`` (a crafted
     checkpoint cannot run code)."""
-    read_checkpoint(path)
+    read_checkpoint(path, kind=PRETRAINING)
     try:
         return MaskedLM.load_from_checkpoint(path, map_location="cpu", weights_only=True)
     except ConfigError:

@@ -51,7 +51,7 @@ from typing import Any
 import torch
 from lightning.pytorch import Trainer
 
-from roformer_lit.checkpoint_io import read_checkpoint
+from roformer_lit.checkpoint_io import PRETRAINING, read_checkpoint
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.extrapolate_seeds import CheckpointLosses, seed_table
@@ -167,7 +167,7 @@ def open_checkpoint(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path} is a directory, not a checkpoint (e.g. {path}/checkpoints/last.ckpt)"
         )
-    return read_checkpoint(path)
+    return read_checkpoint(path, kind=PRETRAINING)
 
 
 def load_model(path: Path) -> MaskedLM:

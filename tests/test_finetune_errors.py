@@ -213,3 +213,46 @@ def test_finetune_validate_refusals(pretrained, files, tmp_path, monkeypatch, ca
     assert main(["finetune", "fit", *base[2:]]) == EXIT_USER_ERROR
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line.startswith("error: ") and "finetune validate" in line, line
+
+
+@pytest.fixture(scope="module")
+def finetuned(pretrained, tmp_path_factory) -> Path:
+    """``last.ckpt`` of a one-step fine-tuning run on the toy task."""
+    work = tmp_path_factory.mktemp("finetuned")
+    train = write_csv(work / "train.csv", keyword_rows(16, seed=1))
+    val = write_csv(work / "val.csv", keyword_rows(8, seed=2))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        assert main(local(pretrained, train, val)) == 0
+    (ckpt,) = work.glob("runs/finetune/*/checkpoints/last.ckpt")
+    return ckpt
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["fit", "--config", "RAW/rope.yaml", "--trainer.max_steps", "1", "--ckpt_path"],
+        ["validate", "--config", "RAW/rope.yaml", "--ckpt_path"],
+        ["export", "--out", "exported", "--ckpt_path"],
+        ["extrapolate", "--lengths", "32", "--"],
+        ["locality", "--"],
+    ],
+    ids=["fit", "validate", "export", "extrapolate", "locality"],
+)
+def test_a_fine_tuning_checkpoint_given_to_a_pretraining_command(
+    command, finetuned, tmp_path, monkeypatch, capsys
+):
+    """Every command that reads a pretraining checkpoint refuses a fine-tuned one in one
+    line that names `finetune validate`, and leaves the checkpoint and the disk as they were."""
+    monkeypatch.chdir(tmp_path)
+    configs = str(CONFIGS.parent)
+    args = [a.replace("RAW", configs) for a in command] + [str(finetuned)]
+    before = finetuned.read_bytes()
+    assert main(args) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err
+    assert lines[-1].startswith(f"error: {finetuned} is a fine-tuning checkpoint"), lines[-1]
+    assert "finetune validate" in lines[-1]
+    assert finetuned.read_bytes() == before
+    assert not list(tmp_path.iterdir()), "a refused command left files behind"

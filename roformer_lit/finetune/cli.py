@@ -35,7 +35,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from roformer_lit import run_dir
 from roformer_lit.callbacks import LastCheckpointAtEnd, RunCheckpoint
-from roformer_lit.checkpoint_io import read_checkpoint
+from roformer_lit.checkpoint_io import FINE_TUNING, checkpoint_kind, read_checkpoint
 from roformer_lit.cli import (
     _SPECIAL_CKPT_PATHS,
     LIGHTNING_SUBCOMMANDS,
@@ -105,8 +105,9 @@ class FinetuneCLI(RoformerCLI):
             return
         if not Path(ckpt).is_file():
             raise ConfigError(f"checkpoint not found: {ckpt}")
-        hparams = read_checkpoint(ckpt).get("hyper_parameters") or {}
-        if "pretrained" not in hparams:
+        checkpoint = read_checkpoint(ckpt)
+        hparams = checkpoint.get("hyper_parameters") or {}
+        if checkpoint_kind(checkpoint) != FINE_TUNING:
             raise ConfigError(
                 f"--ckpt_path {ckpt} is not a fine-tuning checkpoint; to fine-tune a "
                 "pretrained model give it as --model.pretrained"

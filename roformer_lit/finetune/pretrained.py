@@ -16,7 +16,7 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from roformer_lit.checkpoint_io import read_checkpoint
+from roformer_lit.checkpoint_io import PRETRAINING, checkpoint_kind, read_checkpoint
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder
 from roformer_lit.stored_tokenizer import checkpoint_tokenizer
@@ -44,7 +44,7 @@ def read_pretrained(path: str | Path) -> dict[str, Any]:
     state = checkpoint["state_dict"]
     if (
         not isinstance(hparams, dict)
-        or "pretrained" in hparams
+        or checkpoint_kind(checkpoint) != PRETRAINING
         or not any(k.startswith("encoder.") for k in state)
     ):
         raise ConfigError(
