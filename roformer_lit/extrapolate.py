@@ -336,6 +336,27 @@ def _format(cell: Evaluation) -> str:
     return f"{cell.loss:.3f}" if cell.loss is not None else str(cell.why_not)
 
 
+def readable_checkpoints(arguments: Sequence[str]) -> list[tuple[Path, RunSettings]]:
+    """Each checkpoint the arguments (files, quoted globs) name, with its run's settings.
+    One that is missing or unreadable is skipped with a ``warning:`` line while others
+    remain; if none remains, one ConfigError naming every problem."""
+    paths, unmatched = expand_arguments(arguments)
+    problems = [
+        f"no file matches {a}" if has_glob(a) else f"checkpoint not found: {a}" for a in unmatched
+    ]
+    ready: list[tuple[Path, RunSettings]] = []
+    for path in paths:
+        try:
+            ready.append((path, run_settings(path, open_checkpoint(path))))
+        except ConfigError as exc:
+            problems.append(str(exc))
+    if not ready:
+        raise ConfigError("; ".join(problems))
+    for problem in problems:
+        warn(f"{problem}; skipped")
+    return ready
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m roformer_lit extrapolate", description=__doc__)
     parser.add_argument("checkpoints", nargs="+", help="checkpoint files (quoted globs too)")
@@ -370,20 +391,7 @@ def main(args: Sequence[str]) -> int:
         if value is not None and value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     overrides = parse_position_kwargs(ns.position_kwargs)
-    paths, unmatched = expand_arguments(ns.checkpoints)
-    problems = [
-        f"no file matches {a}" if has_glob(a) else f"checkpoint not found: {a}" for a in unmatched
-    ]
-    ready: list[tuple[Path, RunSettings]] = []
-    for path in paths:
-        try:
-            ready.append((path, run_settings(path, open_checkpoint(path))))
-        except ConfigError as exc:
-            problems.append(str(exc))
-    if not ready:
-        raise ConfigError("; ".join(problems))
-    for problem in problems:
-        warn(f"{problem}; skipped")
+    ready = readable_checkpoints(ns.checkpoints)
     rows: list[str] = []
     evaluated: list[CheckpointLosses] = []
     for path, settings in ready:

@@ -26,16 +26,15 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections.abc import Sequence
-from pathlib import Path
 
 import torch
 from torch import Tensor
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.extrapolate import load_model, open_checkpoint, run_settings
+from roformer_lit.extrapolate import load_model, readable_checkpoints
 from roformer_lit.model import Encoder
 from roformer_lit.positions.base import QKVWeights
-from roformer_lit.run_files import expand_arguments, has_glob, warn
+from roformer_lit.run_files import warn
 from roformer_lit.score_bias import dense_from_lookup
 
 #: The bias is built as ``[heads, L, L]`` (the schemes' own form): 4096 keeps it near 1 GB.
@@ -107,21 +106,10 @@ def main(args: Sequence[str]) -> int:
         raise ConfigError(f"--length must be between 8 and {MAX_LENGTH}, got {ns.length}")
     if ns.window < 0:
         raise ConfigError(f"--window must be >= 0, got {ns.window}")
-    paths, unmatched = expand_arguments(ns.checkpoints)
-    problems = [
-        f"no file matches {a}" if has_glob(a) else f"checkpoint not found: {a}" for a in unmatched
+    ready = [
+        (path, ns.length or settings.train_length or 128)
+        for path, settings in readable_checkpoints(ns.checkpoints)
     ]
-    ready: list[tuple[Path, int]] = []
-    for path in paths:
-        try:
-            trained_at = run_settings(path, open_checkpoint(path)).train_length
-            ready.append((path, ns.length or trained_at or 128))
-        except ConfigError as exc:
-            problems.append(str(exc))
-    if not ready:
-        raise ConfigError("; ".join(problems))
-    for problem in problems:
-        warn(f"{problem}; skipped")
     shortest = min(length for _, length in ready)
     if ns.window >= shortest // 2:
         raise ConfigError(f"--window must be < L / 2 = {shortest // 2}, got {ns.window}")
