@@ -97,22 +97,42 @@ def _peak_memory_mb(device: torch.device) -> float:
 
 
 def adamw(
-    module: nn.Module, learning_rate: float, weight_decay: float, betas: Sequence[float]
+    module: nn.Module,
+    learning_rate: float,
+    weight_decay: float,
+    betas: Sequence[float],
+    position_lr_scale: float = 1.0,
 ) -> torch.optim.AdamW:
     """AdamW with weight decay on matrices only (none on biases, norms and embeddings);
-    fused into one kernel when every parameter is on the GPU."""
-    decay, no_decay = [], []
+    fused into one kernel when every parameter is on the GPU.
+
+    The position scheme's own parameters (every ``Encoder.position`` below ``module``: T5's
+    bucket table, FIRE's MLP, KERPLE's and learnable ALiBi's per-head scalars, learned
+    tables, XL's and DeBERTa's projections) train at ``position_lr_scale * learning_rate``
+    (the schedule multiplies every group alike); with 1 there is one rate for everything.
+    """
+    positional = {
+        id(p) for m in module.modules() if isinstance(m, Encoder) for p in m.position.parameters()
+    }
+    split = position_lr_scale != 1.0  # else the two groups checkpoints have always had
+    groups: dict[tuple[bool, bool], list[nn.Parameter]] = {(True, False): [], (False, False): []}
     for name, param in module.named_parameters():
         if param.requires_grad:
-            (no_decay if param.ndim < 2 or "embeddings" in name else decay).append(param)
+            decays = not (param.ndim < 2 or "embeddings" in name)
+            groups.setdefault((decays, split and id(param) in positional), []).append(param)
+    everything = [p for params in groups.values() for p in params]
     return torch.optim.AdamW(
         [
-            {"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
+            {
+                "params": params,
+                "weight_decay": weight_decay if decays else 0.0,
+                "lr": learning_rate * (position_lr_scale if scaled else 1.0),
+            }
+            for (decays, scaled), params in groups.items()
         ],
         lr=learning_rate,
         betas=tuple(betas),
-        fused=all(param.is_cuda for param in decay + no_decay) or None,
+        fused=all(p.is_cuda for p in everything) or None,
     )
 
 
@@ -131,6 +151,10 @@ class MaskedLM(L.LightningModule):
         position_kwargs, attention_kwargs: options of the scheme / kernel.
         learning_rate, weight_decay, betas, warmup_steps, min_lr_ratio: AdamW and schedule;
             the decay runs to ``trainer.max_steps`` (or the trainer's estimate).
+        position_lr_scale: the position scheme's parameters train at this multiple of
+            ``learning_rate`` (1: one rate). Learned biases that start at zero (T5, FIRE)
+            move about one learning rate per AdamW step, so a short run leaves them near
+            uniform; a larger scale lets a short study tell such schemes apart.
         init_std: standard deviation of the normal initialisation.
         compile: wrap the encoder in ``torch.compile``.
         skip_nonfinite: skip (no optimiser step) a batch whose loss or gradient is NaN/inf
@@ -160,6 +184,7 @@ class MaskedLM(L.LightningModule):
         betas: tuple[float, float] = (0.9, 0.98),
         warmup_steps: int = 100,
         min_lr_ratio: float = 0.0,
+        position_lr_scale: float = 1.0,
         init_std: float = 0.02,
         compile: bool = False,
         skip_nonfinite: bool = False,
@@ -441,7 +466,13 @@ class MaskedLM(L.LightningModule):
 
     def configure_optimizers(self) -> dict[str, Any]:
         hp = self.hparams
-        optimizer = adamw(self, hp.learning_rate, hp.weight_decay, hp.betas)
+        optimizer = adamw(
+            self,
+            hp.learning_rate,
+            hp.weight_decay,
+            hp.betas,
+            hp.position_lr_scale,
+        )
         total = self._total_steps()
         warmup = min(hp.warmup_steps, max(total - 1, 0))
 

@@ -114,6 +114,7 @@ MODEL_RULES: dict[str, Rule] = {
     "betas": pair(unit_interval_open_right),
     "warmup_steps": non_negative_int,
     "min_lr_ratio": unit_interval,
+    "position_lr_scale": finite_positive_float,
     "init_std": finite_positive_float,
     "compile": boolean,
     "skip_nonfinite": boolean,

@@ -236,6 +236,7 @@ BAD_VALUES: dict[str, list[Any]] = {
     "betas": [(1.0, 0.9), (0.9, -0.1), (math.nan, 0.9), (0.9,), (0.9, 0.98, 0.99), "ab", 0.9],
     "warmup_steps": [-1, 1.5, True],
     "min_lr_ratio": [-0.1, 1.1, math.nan],
+    "position_lr_scale": [0.0, -1.0, math.inf, math.nan],
     "init_std": [0.0, -0.02, math.inf, math.nan],
     "compile": [0, "false"],
     "skip_nonfinite": [1, None],
