@@ -6,8 +6,8 @@ documents of ``--corpus`` (a file, glob or directory, e.g. wikitext-2), and then
 * ``fit`` with preparation (empty cache: tokenizer trained on a sample, corpus tokenized
   by ``--num-proc`` processes, one training step, no validation): wall time and peak RSS;
 * preparation rate (tokens/s, from the prepared corpus's ``meta.json``) against the ceiling:
-  raw ``tokenizers`` ``encode_batch`` (all cores, results discarded) on the first
-  ``--ceiling-mb`` MB of the same text with the same tokenizer;
+  raw ``tokenizers`` ``encode_batch`` and ``encode_batch_fast`` (all cores, results
+  discarded) on the first ``--ceiling-mb`` MB of the same text with the same tokenizer;
 * ``fit`` on the prepared corpus (cached): wall time of the whole command to its first
   training step (imports included) and peak RSS;
 * ``prepare`` when cached (what every further run of a sweep pays: nothing is tokenized).
@@ -67,21 +67,27 @@ def timed(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, f
     return wall, usage.ru_maxrss / 1024, err
 
 
-def ceiling_rate(corpus: Path, tokenizer_path: Path, mb: int) -> float:
-    """Tokens/s of raw ``encode_batch`` (its own thread pool, all cores) on the first ``mb`` MB."""
+def ceiling_rates(corpus: Path, tokenizer_path: Path, mb: int) -> tuple[float, float]:
+    """Tokens/s of raw ``encode_batch`` and of raw ``encode_batch_fast`` (no offsets; what
+    preparation calls), each with its own thread pool on all cores and its results
+    discarded, on the first ``mb`` MB, the two calls alternating batch by batch."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(tokenizer_path))
-    tokens, seconds, batch, size = 0, 0.0, [], 0
+    calls = {"encode_batch": tok.encode_batch, "encode_batch_fast": tok.encode_batch_fast}
+    seconds = dict.fromkeys(calls, 0.0)
+    tokens = 0
 
     def run(docs: list[str]) -> None:
-        nonlocal tokens, seconds
-        start = time.perf_counter()
-        encodings = tok.encode_batch(docs, add_special_tokens=False)
-        seconds += time.perf_counter() - start
+        nonlocal tokens
+        for name, call in calls.items():
+            start = time.perf_counter()
+            encodings = call(docs, add_special_tokens=False)
+            seconds[name] += time.perf_counter() - start
         tokens += sum(len(e.ids) for e in encodings) + len(docs)
 
-    read = 0
+    batch: list[str] = []
+    size = read = 0
     with open(corpus, encoding="utf-8") as f:
         for line in f:
             if doc := line.strip():
@@ -95,7 +101,7 @@ def ceiling_rate(corpus: Path, tokenizer_path: Path, mb: int) -> float:
                     break
     if batch:
         run(batch)
-    return tokens / seconds
+    return tokens / seconds["encode_batch"], tokens / seconds["encode_batch_fast"]
 
 
 def run(args: Sequence[str]) -> int:
@@ -140,27 +146,28 @@ def run(args: Sequence[str]) -> int:
         [meta_path] = (cache / "prepared").glob("*/meta.json")
         meta = json.loads(meta_path.read_text())
         prep_rate = meta["tokens"] / meta["seconds"]
-        ceiling = ceiling_rate(corpus, meta_path.parent / "tokenizer.json", ns.ceiling_mb)
+        ceiling, fast = ceiling_rates(corpus, meta_path.parent / "tokenizer.json", ns.ceiling_mb)
         cached_s, cached_mb, _ = timed(fit, ns.workdir, env)
         prep_cached_s, _, _ = timed(
             [*python, "prepare", "--config", config, *data], ns.workdir, env
         )
         rows.append(
-            (size, meta["tokens"], fresh_s, fresh_mb, meta["seconds"], prep_rate, ceiling,
+            (size, meta["tokens"], fresh_s, fresh_mb, meta["seconds"], prep_rate, ceiling, fast,
              cached_s, cached_mb, prep_cached_s, meta["num_proc"])
         )  # fmt: skip
         print(f"{size} MB done", file=sys.stderr, flush=True)
     print(f"Data path at scale on {describe_machine()}\n")
     print(
         "| corpus | tokens | fit with preparation: wall / peak RSS | tokenizing: s / tokens/s "
-        "(% of raw encode_batch) | fit, prepared: wall to first step / peak RSS | prepare, "
-        "cached |"
+        "(processes) | raw encode_batch / encode_batch_fast, tokens/s | preparation / raw "
+        "encode_batch / encode_batch_fast | fit, prepared: wall to first step / peak RSS | "
+        "prepare, cached |"
     )
-    print("|---|---|---|---|---|---|")
-    for size, tokens, fs, fm, ps, rate, ceil, cs, cm, pcs, procs in rows:
+    print("|---|---|---|---|---|---|---|---|")
+    for size, tokens, fs, fm, ps, rate, ceil, fast, cs, cm, pcs, procs in rows:
         print(
             f"| {size} MB | {tokens / 1e6:.1f} M | {fs:.0f} s / {fm:,.0f} MB | {ps:.0f} s / "
-            f"{rate:,.0f} ({100 * rate / ceil:.0f} % of {ceil:,.0f}; {procs} processes) | "
-            f"{cs:.1f} s / {cm:,.0f} MB | {pcs:.1f} s |"
+            f"{rate:,.0f} ({procs}) | {ceil:,.0f} / {fast:,.0f} | {100 * rate / ceil:.0f} % / "
+            f"{100 * rate / fast:.0f} % | {cs:.1f} s / {cm:,.0f} MB | {pcs:.1f} s |"
         )
     return 0
