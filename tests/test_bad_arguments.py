@@ -149,6 +149,19 @@ CLI_CASES: dict[str, tuple[list[str], str]] = {
         ["--model.intermediate_size", "100000000000"],
         "intermediate_size=100000000000); this machine has",
     ),
+    # settings of a datasets source given without one (silently ignored before)
+    "dataset_streaming_without_dataset": (
+        ["--data.dataset_streaming", "true"],
+        "data.dataset_streaming=True needs data.dataset",
+    ),
+    "dataset_config_without_dataset": (
+        ["--data.dataset_config", "wikitext-103-raw-v1"],
+        "data.dataset_config='wikitext-103-raw-v1' needs data.dataset",
+    ),
+    "dataset_split_without_dataset": (
+        ["--data.dataset_split", "test"],
+        "data.dataset_split='test' needs data.dataset",
+    ),
     # scheme and kernel options
     "rope_base_wrong_type": (
         ["--model.position_kwargs", "{base: abc}"],

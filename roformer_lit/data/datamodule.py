@@ -165,8 +165,17 @@ class MLMDataModule(L.LightningDataModule):
                 "data.val_files and data.dataset_val_split both name the validation corpus: "
                 "give one"
             )
-        if dataset is None and dataset_val_split is not None:
-            raise ConfigError("data.dataset_val_split needs data.dataset")
+        if dataset is None:  # settings that only mean something for a datasets source
+            for name, value, default in (
+                ("dataset_val_split", dataset_val_split, None),
+                ("dataset_config", dataset_config, None),
+                ("dataset_split", dataset_split, "train"),
+                ("dataset_streaming", dataset_streaming, False),
+            ):
+                if value != default:
+                    raise ConfigError(
+                        f"data.{name}={value!r} needs data.dataset (a name or a directory)"
+                    )
         # The requested vocab size is saved as ``requested_vocab_size``: the model's
         # ``vocab_size`` is the tokenizer's real size (linked by the CLI), and Lightning
         # refuses a data-module hyperparameter that contradicts a model one.
