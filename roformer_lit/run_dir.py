@@ -19,10 +19,32 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 from pathlib import Path
 
 from roformer_lit.errors import ConfigError
+
+#: ``<version>.failed-<k>``: a run a sweep moved aside after it failed before its first
+#: checkpoint (kept for its logs; never a run that `compare` tables or a sweep resumes).
+_MOVED_ASIDE = re.compile(r"\.failed-\d+$")
+
+
+def is_moved_aside(name: str) -> bool:
+    """Whether a directory name is a failed attempt moved aside (``<version>.failed-<k>``)."""
+    return _MOVED_ASIDE.search(name) is not None
+
+
+def move_aside(run: Path) -> Path | None:
+    """``<version>`` -> ``<version>.failed-<k>`` (first free k); an empty directory is removed."""
+    if not any(run.iterdir()):
+        run.rmdir()
+        return None
+    k = 1
+    while (target := run.with_name(f"{run.name}.failed-{k}")).exists():
+        k += 1
+    run.rename(target)
+    return target
 
 
 def lock_path(run: str | Path) -> Path:

@@ -290,3 +290,22 @@ def test_a_key_an_older_run_never_saved_counts_as_its_default():
     assert labels[0] != labels[2] and labels[1] != labels[2]
     # a key without a known default still splits: unknown is not equal
     assert len(set(variant_labels([old, {**new, "made_up_option": 1}]))) == 2
+
+
+def test_a_failed_attempt_a_sweep_moved_aside_is_never_a_seed(sweep, tmp_path):
+    """A sweep that restarts a run killed before its first checkpoint moves the partial
+    directory aside (``<version>.failed-<k>``, events included); compare must not count it as
+    another seed of its variant."""
+    root = tmp_path / "runs"
+    run = root / "mlm" / "nope-softmax-seed1"
+    shutil.copytree(sweep / "mlm" / "nope-softmax-seed1", run)
+    shutil.copytree(
+        run,
+        run.with_name("nope-softmax-seed1.failed-1"),
+        ignore=shutil.ignore_patterns("checkpoints"),
+    )
+    reports: list[str] = []
+    runs = collect_runs(root, report=reports.append)
+    assert [r.seed for r in runs] == [1]
+    assert [r.path.name for r in runs] == ["nope-softmax-seed1"]
+    assert len(reports) == 1 and "nope-softmax-seed1.failed-1" in reports[0], reports

@@ -31,6 +31,7 @@ from typing import Any
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.events import EVENT_FILE_GLOB, RunEvents, Scalar, read_run
+from roformer_lit.run_dir import is_moved_aside
 from roformer_lit.run_files import RunFileError, read_yaml_mapping, warn
 
 #: ``config.yaml`` keys that join the hyperparameters a variant is told apart by.
@@ -91,7 +92,8 @@ def _is_run_dir(files: Sequence[str]) -> bool:
 
 def find_run_dirs(logdir: str | Path, report: Report = warn) -> list[Path]:
     """Every directory under ``logdir`` (itself included) that holds an event file, a
-    ``config.yaml`` or an ``hparams.yaml`` (not inside a run's ``checkpoints/``), sorted. Subdirectories that cannot be listed are
+    ``config.yaml`` or an ``hparams.yaml`` (not inside a run's ``checkpoints/``, and not a
+    failed attempt a sweep moved aside, ``<version>.failed-<k>``: reported), sorted. Subdirectories that cannot be listed are
     reported and skipped; a ``logdir`` that is missing, not a directory or unreadable raises
     ConfigError."""
     root = Path(logdir)
@@ -109,6 +111,9 @@ def find_run_dirs(logdir: str | Path, report: Report = warn) -> list[Path]:
 
     found = set()
     for current, subdirs, files in os.walk(root, onerror=unreadable):
+        for aside in sorted(d for d in subdirs if is_moved_aside(d)):
+            report(f"{Path(current) / aside}: a failed attempt a sweep moved aside; skipped")
+            subdirs.remove(aside)
         if _is_run_dir(files):
             found.add(Path(current))
             if "checkpoints" in subdirs:  # a run's checkpoints are never a run

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.run_dir import holder as run_dir_lock_holder
+from roformer_lit.run_dir import move_aside
 from roformer_lit.sweep.spec import LOGS_DIR, STATUS_FILE, shell_line
 
 MARKER = "sweep_done.json"
@@ -145,18 +146,6 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, path)
-
-
-def move_aside(run_dir: Path) -> Path | None:
-    """``<version>`` -> ``<version>.failed-<k>`` (first free k); an empty directory is removed."""
-    if not any(run_dir.iterdir()):
-        run_dir.rmdir()
-        return None
-    k = 1
-    while (target := run_dir.with_name(f"{run_dir.name}.failed-{k}")).exists():
-        k += 1
-    run_dir.rename(target)
-    return target
 
 
 def _die_with_parent(parent: int) -> Callable[[], None] | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.run_dir import is_moved_aside
 
 #: Top-level keys of a sweep file (``name``, ``base``, ``grid`` are required).
 VALID_KEYS = ("name", "base", "grid", "overrides", "command", "slurm")
@@ -285,7 +286,7 @@ def version_names(
         counts[name] = counts.get(name, 0) + 1
     out = []
     for name, combo in zip(names, combos, strict=True):
-        reserved = name in (LOGS_DIR, STATUS_FILE) or re.search(r"\.failed-\d+$", name)
+        reserved = name in (LOGS_DIR, STATUS_FILE) or is_moved_aside(name)
         if counts[name] > 1 or reserved or len(name) > MAX_VERSION_LENGTH:
             digest = hashlib.sha1(
                 json.dumps(combo, sort_keys=True, default=str).encode()
