@@ -30,6 +30,7 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 from lightning.pytorch.trainer.states import TrainerFn
+from lightning.pytorch.utilities import rank_zero_only
 from torch import Tensor, nn
 from torchmetrics import MeanMetric, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
@@ -37,6 +38,7 @@ from torchmetrics.classification import MulticlassAccuracy
 from roformer_lit.checkpoint_io import refuse_nonfinite
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
+from roformer_lit.run_files import warn
 from roformer_lit.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
 from roformer_lit.validation import MODEL_RULES, check_model_arguments
 
@@ -115,6 +117,11 @@ def adamw(
         id(p) for m in module.modules() if isinstance(m, Encoder) for p in m.position.parameters()
     }
     split = position_lr_scale != 1.0  # else the two groups checkpoints have always had
+    if split and not positional:
+        rank_zero_only(warn)(
+            f"model.position_lr_scale={position_lr_scale:g} has no effect: the position "
+            "scheme has no parameters"
+        )
     groups: dict[tuple[bool, bool], list[nn.Parameter]] = {(True, False): [], (False, False): []}
     for name, param in module.named_parameters():
         if param.requires_grad:

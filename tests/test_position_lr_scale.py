@@ -59,3 +59,18 @@ def test_scale_one_keeps_the_two_groups_older_checkpoints_hold():
     decays = [g["weight_decay"] for g in optimizer.param_groups]
     assert decays == [0.01, 0.0]
     assert sum(len(g["params"]) for g in optimizer.param_groups) == len(list(model.parameters()))
+
+
+@pytest.mark.parametrize("position", sorted(POSITION_SCHEMES))
+def test_a_scale_that_cannot_act_says_so_once(position, capsys):
+    """A scheme without parameters (nope, sinusoidal, rope, fixed ALiBi) has nothing to scale:
+    one warning line, and training is unchanged; a scheme with parameters gets no warning."""
+    model = small_model(position)
+    has_parameters = any(True for _ in model.encoder.position.parameters())
+    capsys.readouterr()
+    adamw(model, LR, 0.01, (0.9, 0.98), position_lr_scale=SCALE)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    if has_parameters:
+        assert lines == []
+    else:
+        assert len(lines) == 1 and "model.position_lr_scale=8 has no effect" in lines[0], lines
