@@ -143,6 +143,39 @@ def test_shards_documents_and_parallel_workers(
     assert doc.tolist() == [9, 9, 10, 10]
 
 
+def test_more_processes_than_cores_is_reduced_with_one_warning(
+    corpus: Path, tokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """``num_proc: 100000`` (a typo, or a config from a bigger machine) must not fork a
+    hundred thousand workers: it is reduced to the cores, in one warning line."""
+    monkeypatch.setattr(prepmod, "default_num_proc", lambda: 2)
+    forked: list[int] = []
+    real_pool = prepmod.multiprocessing.get_context("fork").Pool
+
+    class CountingContext:
+        def Pool(self, processes, *args, **kwargs):  # type: ignore[no-untyped-def]
+            forked.append(processes)
+            return real_pool(processes, *args, **kwargs)
+
+    monkeypatch.setattr(prepmod.multiprocessing, "get_context", lambda *_: CountingContext())
+    source = FileSource((corpus,))
+    capsys.readouterr()
+    many = prepare_corpus(
+        source, tokenizer, tmp_path, "k", num_proc=100_000, chunk_bytes=30_000, progress=False
+    )
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert (
+        len(warnings) == 1
+        and "data.num_proc=100000" in warnings[0]
+        and "2 processes" in warnings[0]
+    ), err
+    assert forked == [2] and many.meta["num_proc"] == 2
+    one = prepare_corpus(source, tokenizer, tmp_path, "one", num_proc=1, progress=False)
+    a, b = one.stream(), many.stream()
+    assert np.array_equal(a.read(0, a.tokens), b.read(0, b.tokens))
+
+
 def test_resume_across_a_shard_boundary(corpus: Path, tokenizer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Blocks spanning shards, read through the resumable loader: a loader restored from the
     state after k batches hands out exactly the batches the uninterrupted one did."""

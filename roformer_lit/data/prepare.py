@@ -51,6 +51,7 @@ from roformer_lit.data.shards import (
 )
 from roformer_lit.data.sources import DocumentSource
 from roformer_lit.errors import ConfigError
+from roformer_lit.run_files import warn
 
 #: Text per chunk handed to a worker (and per progress update).
 DEFAULT_CHUNK_BYTES = 4 << 20
@@ -294,7 +295,8 @@ def prepare_corpus(
         root: cache directory of prepared corpora.
         key: the cache key (see :func:`cache_key`); the caller makes it from everything that
             determines the tokens.
-        num_proc: tokenizer processes (default: the cores).
+        num_proc: tokenizer processes (default, and at most: the cores this process may
+            use; more is reduced to that with a warning).
         chunk_bytes: text per chunk handed to a worker.
         shard_tokens: tokens per shard file before a new one starts.
         progress: show progress (a bar on a terminal, else a line every 30 s).
@@ -311,7 +313,15 @@ def prepare_corpus(
     sep_id = tokenizer.token_to_id("[SEP]")
     if sep_id is None:
         raise ConfigError("the tokenizer lacks [SEP], which ends every document")
-    num_proc = default_num_proc() if num_proc is None else num_proc
+    cores = default_num_proc()
+    if num_proc is None:
+        num_proc = cores
+    elif num_proc > cores:  # tokenizing is CPU-bound: more processes than cores only cost memory
+        warn(
+            f"data.num_proc={num_proc} is more than the {cores} cores this process may use; "
+            f"tokenizing with {cores} processes"
+        )
+        num_proc = cores
     try:
         root.mkdir(parents=True, exist_ok=True)
         lock = _locked(root / f"{key}.lock")
