@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -358,15 +359,19 @@ def validate_config(
     :class:`_ParseOnly`), without instantiating anything; returns the namespace or raises
     ConfigError with one line."""
     try:
-        cli = (parse_only or _ParseOnly)(
-            model_class,
-            data_class,
-            args=list(args),
-            run=False,
-            seed_everything_default=0,
-            parser_kwargs={"exit_on_error": False},
-            auto_configure_optimizers=False,
-        )
+        with warnings.catch_warnings():
+            # LightningCLI warns whenever ``args`` is given while ``sys.argv`` holds a command
+            # line (``prepare``, ``sweep``): here parsing a given list is the intent.
+            warnings.filterwarnings("ignore", message=".*args parameter is intended.*")
+            cli = (parse_only or _ParseOnly)(
+                model_class,
+                data_class,
+                args=list(args),
+                run=False,
+                seed_everything_default=0,
+                parser_kwargs={"exit_on_error": False},
+                auto_configure_optimizers=False,
+            )
     except Exception as exc:
         if _is_argument_error(exc):
             raise ConfigError(_one_line(exc)) from exc
