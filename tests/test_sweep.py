@@ -391,7 +391,7 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "document_mask": 18,
         "position_lr": 6,  # t5 and fire, three seeds, at ten times the position learning rate
         "finetune": 2 * 3,  # two (fake) pretrained checkpoints, three fine-tuning seeds
-        "finetune_cpu": 2,  # two (fake) pretrained checkpoints, one fine-tuning seed
+        "finetune_cpu": 2 * 3,  # two (fake) pretrained checkpoints, three fine-tuning seeds
     }
     expected = expected[path.stem]
     assert len(lines) == expected
