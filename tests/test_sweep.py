@@ -375,9 +375,10 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(CONFIGS.parent)
     if path.stem.startswith("finetune"):  # its checkpoint glob needs runs: two fake ones
         (tmp_path / "configs").symlink_to(CONFIGS, target_is_directory=True)
-        for run in ("nope-softmax-seed0", "rope-softmax-seed0"):
-            (tmp_path / "runs" / "positions" / run / "checkpoints").mkdir(parents=True)
-            (tmp_path / "runs" / "positions" / run / "checkpoints" / "last.ckpt").touch()
+        for experiment in ("positions", "position_lr"):
+            for run in ("nope-softmax-seed0", "rope-softmax-seed0"):
+                (tmp_path / "runs" / experiment / run / "checkpoints").mkdir(parents=True)
+                (tmp_path / "runs" / experiment / run / "checkpoints" / "last.ckpt").touch()
         monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "launch", no_launch)
     assert main(["sweep", "--config", str(path.relative_to(CONFIGS.parent)), "--dry-run"]) == 0
@@ -392,6 +393,7 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "position_lr": 6,  # t5 and fire, three seeds, at ten times the position learning rate
         "finetune": 2 * 3,  # two (fake) pretrained checkpoints, three fine-tuning seeds
         "finetune_cpu": 2 * 3,  # two (fake) pretrained checkpoints, three fine-tuning seeds
+        "finetune_cpu_position_lr": 2,  # two (fake) checkpoints, one fine-tuning seed
     }
     expected = expected[path.stem]
     assert len(lines) == expected
