@@ -1,18 +1,23 @@
-"""roformer-lit: encoder MLM pretraining with swappable position schemes and attention kernels."""
+"""roformer-lit: encoder MLM pretraining with swappable position schemes and attention kernels.
+
+The public names are imported on first use (PEP 562), so ``python -m roformer_lit`` can
+guard its signals (:mod:`roformer_lit.startup_signals`) before torch and Lightning load.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
-from typing import TYPE_CHECKING
-
-from roformer_lit.attention import ATTENTION_KERNELS
-from roformer_lit.errors import ConfigError
-from roformer_lit.module import MaskedLM
-from roformer_lit.positions import POSITION_SCHEMES
-from roformer_lit.stored_tokenizer import checkpoint_tokenizer
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
+
+    from roformer_lit.attention import ATTENTION_KERNELS
+    from roformer_lit.errors import ConfigError
+    from roformer_lit.module import MaskedLM
+    from roformer_lit.positions import POSITION_SCHEMES
+    from roformer_lit.stored_tokenizer import checkpoint_tokenizer
 
 __all__ = [
     "ATTENTION_KERNELS",
@@ -23,6 +28,23 @@ __all__ = [
     "export_hf",
     "import_hf",
 ]
+
+#: Public name -> the module that defines it.
+_LAZY = {
+    "ATTENTION_KERNELS": "roformer_lit.attention",
+    "POSITION_SCHEMES": "roformer_lit.positions",
+    "ConfigError": "roformer_lit.errors",
+    "MaskedLM": "roformer_lit.module",
+    "checkpoint_tokenizer": "roformer_lit.stored_tokenizer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'roformer_lit' has no attribute {name!r}")
 
 
 def export_hf(

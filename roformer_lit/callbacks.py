@@ -15,6 +15,8 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
+from roformer_lit import startup_signals
+
 
 class LastCheckpointAtEnd(Callback):
     """Write ``last.ckpt`` when training ends, so it always holds the final step.
@@ -114,6 +116,7 @@ class Preemption(Callback):
         if current == self._handle:
             return
         self._trainer = trainer
+        startup_signals.hand_over()  # SIGTERM now means: finish the step, save, stop
         self._forward = current if callable(current) else None
         signal.signal(signal.SIGTERM, self._handle)
         if signal.getsignal(signal.SIGUSR1) in (signal.SIG_DFL, None):
@@ -163,6 +166,9 @@ class Preemption(Callback):
         if self._pending and not trainer.sanity_checking and trainer.state.fn == TrainerFn.FITTING:
             self._save(trainer)
             self._stop()
+
+    def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        startup_signals.take_back()  # outside the loop SIGTERM stops at once again
 
     # -- the stop -------------------------------------------------------------------------
     def on_exception(

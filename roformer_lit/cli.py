@@ -30,7 +30,9 @@ restarted with ``--ckpt_path <run>/checkpoints/last.ckpt`` continues as if unint
 from __future__ import annotations
 
 import importlib
+import json
 import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,11 +41,12 @@ from typing import Any
 from jsonargparse import ArgumentParser
 from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch.callbacks import ModelSummary
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-from roformer_lit import run_dir
+from roformer_lit import quiet, run_dir, startup_signals
 from roformer_lit.callbacks import (
     LastCheckpointAtEnd,
     LastGoodCheckpoint,
@@ -56,8 +59,10 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.final_validation import ValidateAtEnd
 from roformer_lit.module import MaskedLM, TrainingDiverged
 from roformer_lit.progress import default_progress_bar
+from roformer_lit.quiet import SummaryWithoutFlops
 from roformer_lit.run_logger import RunLogger, unique_version
 from roformer_lit.safe_input import check_readable_file, install_yaml_guard
+from roformer_lit.stored_tokenizer import TOKENIZER_KEY
 from roformer_lit.validation import check_document_mask, check_trainer_arguments
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
@@ -133,8 +138,12 @@ class RoformerCLI(LightningCLI):
             and defaults is not None
             and config.model.get(key) == defaults.get(key)
         }
-        if fill:
-            self.config = self.parser.parse_object({subcommand: {"model": fill}}, self.config)
+        section = {"model": fill} if fill else {}
+        data = _saved_data_settings(self._checkpoint[1], config.get("data"), subcommand, self)
+        if data:
+            section["data"] = data
+        if section:
+            self.config = self.parser.parse_object({subcommand: section}, self.config)
 
     def before_instantiate_classes(self) -> None:
         """Pick and claim the run directory (:mod:`roformer_lit.run_dir`): resume into a
@@ -198,11 +207,18 @@ class RoformerCLI(LightningCLI):
         checkpoint, self._checkpoint = getattr(self, "_checkpoint", None), None
         if checkpoint is not None:
             _check_checkpoint_fits(*checkpoint, self.model)
+            _check_same_tokenizer(*checkpoint, self.datamodule)
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         """The trainer, plus preemption handling, divergence reporting and atomic saves."""
         trainer_config = self._get(self.config_init, "trainer", default={})
-        trainer = super().instantiate_trainer(**{**default_progress_bar(trainer_config), **kwargs})
+        extras = default_progress_bar(trainer_config)
+        if trainer_config.get("enable_model_summary") is not False:
+            configured = extras.get("callbacks", trainer_config.get("callbacks")) or []
+            configured = configured if isinstance(configured, list) else [configured]
+            if not any(isinstance(c, ModelSummary) for c in configured):
+                extras["callbacks"] = [*configured, SummaryWithoutFlops()]
+        trainer = super().instantiate_trainer(**{**extras, **kwargs})
         for callback_class in (Preemption, LastGoodCheckpoint):
             if not any(isinstance(c, callback_class) for c in trainer.callbacks):
                 trainer.callbacks.append(callback_class())
@@ -219,8 +235,6 @@ def _record_evaluation(subcommand: str, config: Any, trainer: Trainer) -> Path |
     one JSON line with the time, command, checkpoint (and its step), the data and model
     settings it was evaluated with, and the metrics. A checkpoint outside a run directory
     gets no record (Lightning's printed table is the result)."""
-    import json
-    import time
 
     ckpt = config.get("ckpt_path")
     if not trainer.is_global_zero or ckpt is None or str(ckpt) in _SPECIAL_CKPT_PATHS:
@@ -311,6 +325,63 @@ def _check_checkpoint_fits(path: str, checkpoint: dict[str, Any], model: MaskedL
             if unexpected:
                 what += ("; " if what else "") + f"unexpected {', '.join(unexpected[:3])}"
             raise ConfigError(f"checkpoint {path} does not fit this model: {what}")
+
+
+#: Data settings of a checkpoint's run that are not taken over with it: where this machine
+#: keeps its caches and how many processes it uses are this machine's business.
+_MACHINE_DATA_KEYS = ("cache_dir", "num_workers", "num_proc")
+
+
+def _saved_data_settings(
+    checkpoint: dict[str, Any], data_config: Any, subcommand: str, cli: LightningCLI
+) -> dict[str, Any]:
+    """The data settings a checkpoint's run was trained with, for every ``--data.*`` key the
+    user left at its default: ``validate --config configs/rope.yaml --ckpt_path <run>/...``
+    then evaluates on the run's own corpus and tokenizer, not the bundled one. A key the
+    user set is kept; :func:`_check_same_tokenizer` refuses the pairing if it changes the
+    tokenizer."""
+    saved = checkpoint.get("datamodule_hyper_parameters")
+    if not isinstance(saved, dict) or data_config is None:
+        return {}
+    saved = dict(saved)
+    if "requested_vocab_size" in saved:  # the data module saves data.vocab_size under this name
+        saved["vocab_size"] = saved.pop("requested_vocab_size")
+    defaults = cli._subcommand_parsers[subcommand].get_defaults().get("data") or {}
+    return {
+        key: value
+        for key, value in saved.items()
+        if key in data_config
+        and key not in _MACHINE_DATA_KEYS
+        and data_config.get(key) == defaults.get(key)
+        and value != data_config.get(key)
+    }
+
+
+def _tokenizer_identity(tokenizer_json: str) -> dict[str, Any]:
+    """What makes two tokenizers give the same ids: their JSON without the run-time
+    padding and truncation settings."""
+    identity = json.loads(tokenizer_json)
+    return {k: v for k, v in identity.items() if k not in ("padding", "truncation")}
+
+
+def _check_same_tokenizer(path: str, checkpoint: dict[str, Any], datamodule: Any) -> None:
+    """Refuse, with one line, to pair a checkpoint with a tokenizer it was not trained with
+    (same vocabulary size, other tokens: every figure would be silently wrong). Checkpoints
+    from before tokenizers were stored are checked by vocabulary size only."""
+    stored = checkpoint.get(TOKENIZER_KEY)
+    tokenizer = getattr(datamodule, "tokenizer", None)
+    if not isinstance(stored, str) or tokenizer is None:
+        return
+    try:
+        same = _tokenizer_identity(stored) == _tokenizer_identity(tokenizer.to_str())
+    except ValueError:
+        raise ConfigError(f"the tokenizer stored in checkpoint {path} is corrupt") from None
+    if not same:
+        raise ConfigError(
+            f"checkpoint {path} was trained with another tokenizer than the one these data "
+            "settings give; use the run's own data settings (leave the --data.* options out, "
+            "or pass the run's config.yaml)"
+        )
 
 
 class RunConfigSaver(SaveConfigCallback):
@@ -520,6 +591,7 @@ def main(args: Sequence[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(f"more commands: {', '.join(EXTRA_COMMANDS)} (each takes --help)\n")
     try:
+        quiet.install()
         install_yaml_guard()
         _check_config_files(argv)
         if argv and argv[0] in EXTRA_COMMANDS:
@@ -548,13 +620,12 @@ def main(args: Sequence[str] | None = None) -> int:
         )
         print(f"error: {exc}{where}", file=sys.stderr)
         return EXIT_DIVERGED
-    except KeyboardInterrupt:
-        run_dir.discard_if_unused()
-        print(
-            "error: interrupted (Ctrl-C) before training started; nothing was saved",
-            file=sys.stderr,
-        )
-        return EXIT_INTERRUPTED
+    except (KeyboardInterrupt, startup_signals.Terminated) as exc:
+        return _stopped_outside_training(exc)
+    except SystemExit as exc:  # Lightning answers a KeyboardInterrupt with sys.exit(1)
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            return _stopped_outside_training(exc.__context__)
+        raise
     except OSError as exc:  # unreadable input, read-only or full disk, a file in the way
         run_dir.discard_if_unused()
         print(f"error: {_describe_os_error(exc)}", file=sys.stderr)
@@ -574,6 +645,17 @@ def main(args: Sequence[str] | None = None) -> int:
     finally:
         run_dir.release_all()
     return 0
+
+
+def _stopped_outside_training(exc: BaseException) -> int:
+    """Ctrl-C or SIGTERM that the training loop did not take over (start-up, corpus
+    preparation, an evaluation, a second Ctrl-C): remove what this process created that
+    holds no checkpoint, say so in one line, exit 130 (Ctrl-C) or 75 (SIGTERM)."""
+    removed = run_dir.discard_if_unused()
+    what = "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else "stopped by SIGTERM"
+    left = f"; removed the new run directory {removed[0]}" if removed else ""
+    print(f"error: {what} outside the training loop: stopped without saving{left}", file=sys.stderr)
+    return EXIT_INTERRUPTED if isinstance(exc, KeyboardInterrupt) else EXIT_PREEMPTED
 
 
 def _describe_os_error(exc: OSError) -> str:

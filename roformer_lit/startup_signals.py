@@ -1,0 +1,69 @@
+"""Signals from the first instant of a command, before the training loop takes them over.
+
+Python's defaults would turn Ctrl-C during start-up (imports, corpus preparation, building
+the model) into a ``KeyboardInterrupt`` traceback, and SIGTERM into death by signal (exit
+143) that leaves a half-claimed run directory behind. :func:`install` (called first thing
+by ``python -m roformer_lit``, importing nothing but the standard library) makes both an
+exception the CLI catches: SIGINT raises ``KeyboardInterrupt`` as usual, SIGTERM raises
+:class:`Terminated`. ``roformer_lit.cli.main`` then removes what this process created,
+prints one line and exits 130 (Ctrl-C) or 75 (SIGTERM; EX_TEMPFAIL: run it again).
+
+Once the training loop runs, :class:`roformer_lit.callbacks.Preemption` owns the signals
+(finish the step, save ``last.ckpt``): it calls :func:`hand_over`, and this module's SIGTERM
+handler, which Lightning keeps in its chain, does nothing until :func:`take_back`.
+
+Worker processes forked from here (the tokenizing pool) call :func:`ignore_in_worker`:
+the parent decides what a signal means and tears the pool down.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+
+#: Whether the training loop (``Preemption``) owns SIGTERM now.
+_handed_over = False
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived outside the training loop. A ``BaseException``, like
+    ``KeyboardInterrupt``, so that no ``except Exception`` on the way swallows it."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signal_name = signal.Signals(signum).name
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    if not _handed_over:
+        raise Terminated(signum)
+
+
+def install() -> None:
+    """SIGTERM raises :class:`Terminated` and SIGINT ``KeyboardInterrupt`` (main thread only)."""
+    global _handed_over
+    _handed_over = False
+    if threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def hand_over() -> None:
+    """The training loop handles SIGTERM from now on (this module's handler stands aside)."""
+    global _handed_over
+    _handed_over = True
+
+
+def take_back() -> None:
+    """The training loop ended: SIGTERM raises :class:`Terminated` again."""
+    global _handed_over
+    _handed_over = False
+
+
+def ignore_in_worker() -> None:
+    """In a forked worker: ignore Ctrl-C (the terminal sends it to the whole process group)
+    and die quietly on SIGTERM; the parent reports and cleans up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

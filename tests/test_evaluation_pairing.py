@@ -1,0 +1,90 @@
+"""Evaluation never pairs a model with a tokenizer it was not trained with.
+
+``validate``/``test`` with ``--ckpt_path`` take the data settings the user left at their
+defaults from the checkpoint's run (so the README's form ``validate --config
+configs/rope.yaml --ckpt_path <run>/checkpoints/last.ckpt`` evaluates on the run's own
+corpus), and refuse, in one line and without touching the run, any data settings that give
+another tokenizer than the one stored in the checkpoint."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from cli_helpers import CONFIGS, TINY, fit_args
+
+from roformer_lit.cli import EXIT_USER_ERROR, main
+
+RUN = Path("runs") / "mlm" / "rope-softmax-seed0"
+LAST = RUN / "checkpoints" / "last.ckpt"
+
+
+def write_corpus(path: Path, seed: int, vocabulary: list[str]) -> Path:
+    rng = random.Random(seed)
+    lines = (" ".join(rng.choice(vocabulary) for _ in range(24)) for _ in range(1500))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def own_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished tiny run trained on the user's own corpus (not the bundled one)."""
+    work = tmp_path_factory.mktemp("pairing")
+    write_corpus(work / "own.txt", 0, [f"word{i}" for i in range(300)])
+    write_corpus(work / "other.txt", 1, [f"term{i}" for i in range(300)])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        argv = fit_args("rope.yaml", 6, "--data.train_files", "own.txt", "--data.vocab_size", "200")
+        assert main(argv) == 0
+    return work
+
+
+def evaluate(work: Path, subcommand: str, *extra: str) -> int:
+    argv = [subcommand, "--config", str(CONFIGS / "rope.yaml"), *TINY, *extra]
+    return main([*argv, "--ckpt_path", str(LAST)])
+
+
+def records(work: Path) -> list[dict]:
+    path = work / RUN / "evaluations.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.parametrize("subcommand", ["validate", "test"])
+def test_the_readme_form_evaluates_on_the_runs_own_corpus(own_run, monkeypatch, subcommand):
+    monkeypatch.chdir(own_run)
+    assert evaluate(own_run, subcommand) == 0
+    implicit = records(own_run)[-1]
+    # the same evaluation with the run's data settings spelled out gives the same figures
+    assert (
+        evaluate(own_run, subcommand, "--data.train_files", "own.txt", "--data.vocab_size", "200")
+        == 0
+    )
+    explicit = records(own_run)[-1]
+    assert implicit["data"]["train_files"] == "own.txt"
+    assert implicit["metrics"] == explicit["metrics"] and implicit["metrics"]
+
+
+@pytest.mark.parametrize(
+    "data_flags",
+    [
+        ["--data.train_files", "other.txt"],  # same vocabulary size, other tokens
+        ["--data.train_files", "other.txt", "--data.vocab_size", "150"],  # another size too
+    ],
+    ids=["same-size", "other-size"],
+)
+@pytest.mark.parametrize("subcommand", ["validate", "test"])
+def test_another_tokenizer_is_refused_and_the_run_is_untouched(
+    own_run, monkeypatch, capsys, subcommand, data_flags
+):
+    monkeypatch.chdir(own_run)
+    evaluations = own_run / RUN / "evaluations.jsonl"
+    before = evaluations.read_bytes() if evaluations.exists() else None
+    capsys.readouterr()
+    assert evaluate(own_run, subcommand, *data_flags) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "tokenizer" in errors[0], err[-2000:]
+    assert "Traceback" not in err
+    assert (evaluations.read_bytes() if evaluations.exists() else None) == before
