@@ -11,11 +11,10 @@ if __name__ == "__main__":
     try:
         from roformer_lit.cli import main
         from roformer_lit.host_memory import keep_freed_memory
-    except KeyboardInterrupt:
-        print("error: interrupted (Ctrl-C) while starting; nothing was saved", file=sys.stderr)
-        sys.exit(130)
-    except startup_signals.Terminated:
-        print("error: stopped by SIGTERM while starting; nothing was saved", file=sys.stderr)
-        sys.exit(75)
+    except BaseException as exc:  # a signal while importing, whatever error it surfaced as
+        stop = exc if isinstance(exc, KeyboardInterrupt) else startup_signals.stopping_signal()
+        if stop is None:
+            raise
+        sys.exit(startup_signals.report_stop(stop))
     keep_freed_memory()
     sys.exit(main())

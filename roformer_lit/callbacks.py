@@ -121,7 +121,10 @@ class Preemption(Callback):
         signal.signal(signal.SIGTERM, self._handle)
         if signal.getsignal(signal.SIGUSR1) in (signal.SIG_DFL, None):
             signal.signal(signal.SIGUSR1, self._handle)
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        if signal.getsignal(signal.SIGINT) in (
+            signal.default_int_handler,
+            startup_signals.on_sigint,
+        ):
             signal.signal(signal.SIGINT, self._handle)  # Ctrl-C: save and stop, like SIGTERM
         # Lightning's teardown restores the handlers that were there before the run.
 

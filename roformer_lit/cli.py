@@ -70,8 +70,8 @@ RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"
 
 EXIT_USER_ERROR = 2
 EXIT_DIVERGED = 3
-EXIT_PREEMPTED = 75  # EX_TEMPFAIL: try again (with --ckpt_path)
-EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C; last.ckpt was saved if training ran
+EXIT_PREEMPTED = startup_signals.EXIT_PREEMPTED  # EX_TEMPFAIL: try again (with --ckpt_path)
+EXIT_INTERRUPTED = startup_signals.EXIT_INTERRUPTED  # the shell's Ctrl-C; last.ckpt if trained
 
 #: ``--ckpt_path`` values Lightning resolves itself (not file paths).
 _SPECIAL_CKPT_PATHS = ("last", "best", "hpc")
@@ -641,6 +641,9 @@ def main(args: Sequence[str] | None = None) -> int:
             run_dir.discard_if_unused()
             print(f"error: {_one_line(exc)}", file=sys.stderr)
             return EXIT_USER_ERROR
+        stop = startup_signals.stopping_signal()
+        if stop is not None:  # a signal surfaced as another error (an interrupted import)
+            return _stopped_outside_training(stop)
         raise
     finally:
         run_dir.release_all()
@@ -652,10 +655,7 @@ def _stopped_outside_training(exc: BaseException) -> int:
     preparation, an evaluation, a second Ctrl-C): remove what this process created that
     holds no checkpoint, say so in one line, exit 130 (Ctrl-C) or 75 (SIGTERM)."""
     removed = run_dir.discard_if_unused()
-    what = "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else "stopped by SIGTERM"
-    left = f"; removed the new run directory {removed[0]}" if removed else ""
-    print(f"error: {what} outside the training loop: stopped without saving{left}", file=sys.stderr)
-    return EXIT_INTERRUPTED if isinstance(exc, KeyboardInterrupt) else EXIT_PREEMPTED
+    return startup_signals.report_stop(exc, str(removed[0]) if removed else None)
 
 
 def _describe_os_error(exc: OSError) -> str:

@@ -19,11 +19,15 @@ the parent decides what a signal means and tears the pool down.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from types import FrameType
 
 #: Whether the training loop (``Preemption``) owns SIGTERM now.
 _handed_over = False
+#: The signal that stopped start-up, if one did (an interrupted import can surface as
+#: another error, a RecursionError or an ImportError: :func:`stopping_signal` tells).
+_received: int | None = None
 
 
 class Terminated(BaseException):
@@ -36,8 +40,25 @@ class Terminated(BaseException):
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    global _received
     if not _handed_over:
+        _received = signum
         raise Terminated(signum)
+
+
+def on_sigint(signum: int, frame: FrameType | None) -> None:
+    """Python's Ctrl-C (``KeyboardInterrupt``), remembering that it came."""
+    global _received
+    _received = signum
+    raise KeyboardInterrupt
+
+
+def stopping_signal() -> BaseException | None:
+    """The exception for the signal that stopped this process outside the training loop
+    (``KeyboardInterrupt`` or :class:`Terminated`), or None if none did."""
+    if _received is None:
+        return None
+    return KeyboardInterrupt() if _received == signal.SIGINT else Terminated(_received)
 
 
 def install() -> None:
@@ -47,7 +68,7 @@ def install() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     signal.signal(signal.SIGTERM, _on_sigterm)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, on_sigint)
 
 
 def hand_over() -> None:
@@ -60,6 +81,21 @@ def take_back() -> None:
     """The training loop ended: SIGTERM raises :class:`Terminated` again."""
     global _handed_over
     _handed_over = False
+
+
+#: Exit codes: Ctrl-C as the shell reports it; SIGTERM as EX_TEMPFAIL (run it again).
+EXIT_INTERRUPTED = 130
+EXIT_PREEMPTED = 75
+
+
+def report_stop(exc: BaseException, removed: str | None = None) -> int:
+    """Print the one line for a Ctrl-C (``KeyboardInterrupt``) or SIGTERM (:class:`Terminated`)
+    outside the training loop and return the exit code (130 or 75)."""
+    interrupted = isinstance(exc, KeyboardInterrupt)
+    what = "interrupted (Ctrl-C)" if interrupted else "stopped by SIGTERM"
+    left = f"; removed the new run directory {removed}" if removed else ""
+    print(f"error: {what} outside the training loop: stopped without saving{left}", file=sys.stderr)
+    return EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED
 
 
 def ignore_in_worker() -> None:

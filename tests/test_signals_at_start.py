@@ -1,0 +1,48 @@
+"""Ctrl-C and SIGTERM from the first instant of a command: before the training loop takes
+the signals over (imports, tokenizer training, corpus preparation, building the model),
+the process exits 130 (Ctrl-C) or 75 (SIGTERM) with one line, no traceback, and leaves no
+run directory behind, so the next run is not pushed to ``-2``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cli_helpers import fit_args
+
+from roformer_lit.cli import EXIT_INTERRUPTED, EXIT_PREEMPTED
+
+EXPECTED_CODE = {signal.SIGINT: EXIT_INTERRUPTED, signal.SIGTERM: EXIT_PREEMPTED}
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.6, 1.5, 3.0], ids=lambda d: f"after-{d}s")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_at_start_up_exits_cleanly_and_leaves_no_run(tmp_path, signum, delay):
+    env = {**os.environ, "ROFORMER_LIT_CACHE": str(tmp_path / "cache")}  # a cold cache:
+    # the tokenizer is trained and the corpus prepared inside the window the signal hits
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "roformer_lit", *fit_args("rope.yaml", 1_000_000)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(delay)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=180)
+    assert "Traceback" not in err, err[-3000:]
+    assert proc.returncode == EXPECTED_CODE[signum], err[-3000:]
+    last = err.strip().splitlines()[-1]
+    checkpoints = list(tmp_path.glob("runs/*/*/checkpoints/*.ckpt"))
+    if checkpoints:  # the signal reached the training loop: it saved and said where
+        assert "saved" in last and "--ckpt_path" in last, last
+    else:
+        assert last.startswith("error:") and "without saving" in last, last
+        assert not [p for p in tmp_path.glob("runs/*/*") if not p.name.startswith(".")]
+    assert not list(Path(tmp_path / "cache").glob("prepared/*.tmp*"))
