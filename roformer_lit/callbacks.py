@@ -184,7 +184,7 @@ class Preemption(Callback):
         if self._saved is None or self._saved[0] != trainer.global_step:
             if trainer.validating:  # stopped inside a validation: keep the last checkpoint
                 path = last_checkpoint_path(trainer)
-                self._saved = (_step_of(path), str(path)) if path.is_file() else None
+                self._saved = (checkpoint_step(path), str(path)) if path.is_file() else None
             else:
                 self._save(trainer)
         if self._saved is not None:
@@ -204,7 +204,8 @@ def _validation_follows(trainer: Trainer) -> bool:
         return False
 
 
-def _step_of(path: Path) -> int | None:
+def checkpoint_step(path: Path) -> int | None:
+    """The ``global_step`` a checkpoint was saved at, or None if it cannot be read."""
     try:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"]
     except Exception:
@@ -223,6 +224,6 @@ class LastGoodCheckpoint(Callback):
         if not isinstance(exception, TrainingDiverged):
             return
         path = last_checkpoint_path(trainer)
-        step = _step_of(path) if path.is_file() else None
+        step = checkpoint_step(path) if path.is_file() else None
         if step is not None:  # unreadable: say nothing rather than something wrong
             exception.last_checkpoint = (str(path), step)  # type: ignore[attr-defined]

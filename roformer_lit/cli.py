@@ -52,6 +52,7 @@ from roformer_lit.callbacks import (
     LastGoodCheckpoint,
     Preemption,
     RunCheckpoint,
+    checkpoint_step,
 )
 from roformer_lit.checkpoint_io import PRETRAINING, AtomicCheckpointIO, read_checkpoint
 from roformer_lit.data.datamodule import MLMDataModule
@@ -158,6 +159,7 @@ class RoformerCLI(LightningCLI):
             if _is_run_logger(logger):
                 config.trainer.logger = False
             return
+        check_checkpoint_placement(config)
         if not _is_run_logger(logger):
             return
         args = logger.init_args
@@ -167,6 +169,7 @@ class RoformerCLI(LightningCLI):
         if args.get("version") is None:
             own_run = run_dir_of(ckpt) if ckpt else None
             if own_run is not None:  # a restart continues the run it came from
+                check_resume_keeps_later_steps(ckpt, own_run)
                 if leader:
                     run_dir.lock(own_run)
                 args.save_dir, args.name, args.version = (
@@ -181,6 +184,8 @@ class RoformerCLI(LightningCLI):
             return
         version = str(args.version)
         resuming = ckpt is not None and _is_inside(Path(ckpt), Path(root) / name / version)
+        if resuming:
+            check_resume_keeps_later_steps(ckpt, Path(root) / name / version)
         if leader:
             run_dir.claim_named(root, name, version, resuming)
 
@@ -225,6 +230,55 @@ class RoformerCLI(LightningCLI):
         if type(trainer.strategy.checkpoint_io) is TorchCheckpointIO:
             trainer.strategy.checkpoint_io = AtomicCheckpointIO()
         return trainer
+
+
+def check_checkpoint_placement(config: Any) -> None:
+    """Where a run's checkpoints go is the run's business, decided here for every ``fit``:
+    ``<runs root>/<experiment>/<version>/checkpoints/`` (Lightning's place beside the
+    logger's events). ``--checkpoint.dirpath`` could point into another run (its
+    ``best.ckpt`` and ``last.ckpt`` silently overwritten) or outside the runs root, so it is
+    refused; ``--checkpoint.filename`` must be one file name. Without a logger
+    (``--trainer.logger false``) Lightning writes to ``<default_root_dir>/checkpoints``,
+    shared by every such run: refused when it holds another run's checkpoints."""
+    section = config.get("checkpoint")
+    if section is None:
+        return
+    if section.get("dirpath") is not None:
+        raise ConfigError(
+            f"checkpoint.dirpath={section.get('dirpath')!r} is not a setting: a run's "
+            "checkpoints go to <save_dir>/<name>/<version>/checkpoints; choose the run with "
+            "--trainer.logger.init_args.save_dir, .name and .version"
+        )
+    filename = section.get("filename")
+    if filename is not None:
+        run_dir.check_name(filename, "checkpoint.filename")
+    if config.trainer.get("logger") is False:
+        shared = Path(config.trainer.get("default_root_dir") or ".") / "checkpoints"
+        ckpt = config.get("ckpt_path")
+        resuming = ckpt is not None and _is_inside(Path(str(ckpt)), shared)
+        if not resuming and any(shared.glob("*.ckpt")):
+            raise ConfigError(
+                f"without a logger checkpoints go to {shared}, which holds another run's "
+                "checkpoints; keep the default logger (each run its own directory) or set "
+                "--trainer.default_root_dir to a new directory"
+            )
+
+
+def check_resume_keeps_later_steps(ckpt: Any, run: Path) -> None:
+    """Resuming a run from one of its earlier checkpoints (``best.ckpt``) would replace its
+    ``last.ckpt`` with the branch and drop the later steps without a word: refused, naming
+    both steps and the two ways on."""
+    ckpt_path = Path(str(ckpt))
+    last = run / "checkpoints" / "last.ckpt"
+    if not last.is_file() or ckpt_path.resolve() == last.resolve():
+        return
+    resumed_step, last_step = checkpoint_step(ckpt_path), checkpoint_step(last)
+    if resumed_step is not None and last_step is not None and last_step > resumed_step:
+        raise ConfigError(
+            f"{ckpt_path} is at step {resumed_step} but the run's {last} is at step "
+            f"{last_step}: resuming would overwrite the later steps; resume from {last}, or "
+            "branch into a new run with --trainer.logger.init_args.version <new name>"
+        )
 
 
 EVALUATIONS_FILE = "evaluations.jsonl"
