@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import time
 import warnings
@@ -701,6 +702,12 @@ def main(args: Sequence[str] | None = None) -> int:
         raise
     finally:
         run_dir.release_all()
+    failures = quiet.background_failures()
+    if failures:  # a background thread died (TensorBoard's writer): the run did not finish well
+        failure = failures[0]
+        what = _describe_os_error(failure) if isinstance(failure, OSError) else _one_line(failure)
+        print(f"error: a background writer failed: {what}", file=sys.stderr)
+        return EXIT_USER_ERROR
     return 0
 
 
@@ -715,9 +722,9 @@ def _stopped_outside_training(exc: BaseException) -> int:
 def _describe_os_error(exc: OSError) -> str:
     """``<what went wrong>: <file>`` for an OSError, one line."""
     what = exc.strerror or _one_line(exc) or type(exc).__name__
-    where = exc.filename if exc.filename is not None else ""
+    where = os.fsdecode(exc.filename) if exc.filename is not None else ""
     if exc.filename2 is not None:
-        where = f"{where} -> {exc.filename2}"
+        where = f"{where} -> {os.fsdecode(exc.filename2)}"
     return f"{what}: {where}" if where else what
 
 

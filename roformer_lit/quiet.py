@@ -7,6 +7,10 @@
   Lightning, which a user cannot act on;
 * on ``validate``/``test``, Lightning's "The dirpath has changed from ..." about the
   checkpoint directory of the evaluated run (an evaluation writes no checkpoint);
+* the traceback a background thread prints when it fails (TensorBoard's event writer after
+  the disk filled or the run directory was deleted): the failure is kept
+  (:func:`background_failures`) and the CLI reports it in its one line; the writer raises
+  the same error in the main thread at its next flush anyway;
 * the ``FLOPs`` column and ``Total FLOPs: 0`` of Lightning's model summary: it counts FLOPs
   only for a module with an ``example_input_array``, so for ours it always printed 0
   (:class:`SummaryWithoutFlops` prints the same table without them).
@@ -15,6 +19,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import warnings
 from typing import Any
 
@@ -41,8 +46,23 @@ class _DropLines(logging.Filter):
 _FILTER = _DropLines()
 
 
+_background_failures: list[BaseException] = []
+
+
+def _keep_thread_failure(args: threading.ExceptHookArgs) -> None:
+    if args.exc_value is not None:
+        _background_failures.append(args.exc_value)
+
+
+def background_failures() -> list[BaseException]:
+    """The exceptions background threads died of since :func:`install`, oldest first."""
+    return list(_background_failures)
+
+
 def install() -> None:
-    """Apply the filters (idempotent): on the loggers Lightning writes these lines to."""
+    """Apply the filters (idempotent): on the loggers Lightning writes these lines to, and
+    as the hook for exceptions of background threads."""
+    threading.excepthook = _keep_thread_failure
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
     # validate/test restore a checkpoint callback's state into a run that saves nothing
     warnings.filterwarnings("ignore", message=r"The dirpath has changed from")

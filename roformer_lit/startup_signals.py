@@ -12,12 +12,14 @@ Once the training loop runs, :class:`roformer_lit.callbacks.Preemption` owns the
 (finish the step, save ``last.ckpt``): it calls :func:`hand_over`, and this module's SIGTERM
 handler, which Lightning keeps in its chain, does nothing until :func:`take_back`.
 
-Worker processes forked from here (the tokenizing pool) call :func:`ignore_in_worker`:
-the parent decides what a signal means and tears the pool down.
+Worker processes forked from here (the tokenizing pool, DataLoader workers) start with
+:func:`ignore_in_worker` (an ``os.register_at_fork`` hook): the parent decides what a
+signal means and tears the pool down, and no worker prints a traceback.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -61,14 +63,21 @@ def stopping_signal() -> BaseException | None:
     return KeyboardInterrupt() if _received == signal.SIGINT else Terminated(_received)
 
 
+_fork_hook_registered = False
+
+
 def install() -> None:
-    """SIGTERM raises :class:`Terminated` and SIGINT ``KeyboardInterrupt`` (main thread only)."""
-    global _handed_over
+    """SIGTERM raises :class:`Terminated` and SIGINT ``KeyboardInterrupt`` (main thread only);
+    every process forked from here afterwards starts with :func:`ignore_in_worker`."""
+    global _handed_over, _fork_hook_registered
     _handed_over = False
     if threading.current_thread() is not threading.main_thread():
         return
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, on_sigint)
+    if not _fork_hook_registered:
+        os.register_at_fork(after_in_child=ignore_in_worker)
+        _fork_hook_registered = True
 
 
 def hand_over() -> None:
@@ -99,7 +108,9 @@ def report_stop(exc: BaseException, removed: str | None = None) -> int:
 
 
 def ignore_in_worker() -> None:
-    """In a forked worker: ignore Ctrl-C (the terminal sends it to the whole process group)
-    and die quietly on SIGTERM; the parent reports and cleans up."""
+    """In a forked worker (the tokenizing pool, DataLoader workers): ignore Ctrl-C (the
+    terminal sends it to the whole process group; the parent decides) and die quietly on
+    SIGTERM (how a pool is torn down), instead of printing a traceback each. A program that
+    a child then executes gets the defaults back from ``install`` if it is ours."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -6,6 +6,7 @@ run directory behind, so the next run is not pushed to ``-2``."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,3 +47,25 @@ def test_a_signal_at_start_up_exits_cleanly_and_leaves_no_run(tmp_path, signum, 
         assert last.startswith("error:") and "without saving" in last, last
         assert not [p for p in tmp_path.glob("runs/*/*") if not p.name.startswith(".")]
     assert not list(Path(tmp_path / "cache").glob("prepared/*.tmp*"))
+
+
+def test_a_run_directory_deleted_under_a_run_gives_one_line_and_no_thread_traceback(tmp_path):
+    """TensorBoard's writer thread fails first; its traceback must not reach the user."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "roformer_lit", *fit_args("rope.yaml", 1_000_000)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    end = time.monotonic() + 240
+    while time.monotonic() < end and not list(tmp_path.glob("runs/*/*/events.out.tfevents.*")):
+        assert proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(1.0)
+    shutil.rmtree(tmp_path / "runs")
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 2, err[-3000:]
+    assert "Traceback" not in err and "Exception in thread" not in err, err[-3000:]
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "No such file or directory" in lines[0], err[-3000:]
