@@ -32,6 +32,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -180,6 +181,8 @@ class RoformerCLI(LightningCLI):
                 )
                 return
             stem = f"{config.model.position}-{config.model.attention}-seed{config.seed_everything}"
+            corpus = corpus_label(config.get("data"))
+            stem = f"{stem}-{corpus}" if corpus else stem
             claim = run_dir.claim_new if leader else unique_version
             args.version = claim(root, name, stem)
             return
@@ -231,6 +234,28 @@ class RoformerCLI(LightningCLI):
         if type(trainer.strategy.checkpoint_io) is TorchCheckpointIO:
             trainer.strategy.checkpoint_io = AtomicCheckpointIO()
         return trainer
+
+
+def corpus_label(data: Any) -> str | None:
+    """A short name for a run's training corpus when it is not the bundled one (``None``
+    then): the dataset's name, or the first training file's (or directory's) name without
+    its extensions; letters, digits, ``.``, ``_`` and ``-`` only, at most 40 characters.
+    ``fit`` appends it to the run's name (``rope-softmax-seed0-mycorpus``), so a run on the
+    user's corpus is not named like one on the bundled corpus."""
+    if data is None:
+        return None
+    source = data.get("dataset")
+    if source is None:
+        files = data.get("train_files")
+        if files is None:
+            return None
+        first = files if isinstance(files, str) else next(iter(files), None)
+        if first is None:
+            return None
+        name = Path(str(first).rstrip("/")).name
+        source = name.split(".")[0] or name
+    label = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(str(source).rstrip("/")).name).strip("._-")
+    return label[:40] or None
 
 
 def check_checkpoint_placement(config: Any) -> None:
@@ -382,16 +407,30 @@ def _check_checkpoint_fits(path: str, checkpoint: dict[str, Any], model: MaskedL
             raise ConfigError(f"checkpoint {path} does not fit this model: {what}")
 
 
-#: Data settings of a checkpoint's run that are not taken over with it: where this machine
-#: keeps its caches and how many processes it uses are this machine's business.
-_MACHINE_DATA_KEYS = ("cache_dir", "num_workers", "num_proc")
+#: Data settings that decide which corpus and which tokenizer a run trained on: an
+#: evaluation of its checkpoint takes them from the checkpoint when left at their defaults.
+#: (How it is evaluated -- max_length, batch_size, max_val_blocks -- stays the user's.)
+CORPUS_DATA_KEYS = (
+    "train_files",
+    "val_files",
+    "val_fraction",
+    "text_field",
+    "dataset",
+    "dataset_config",
+    "dataset_split",
+    "dataset_val_split",
+    "dataset_streaming",
+    "tokenizer_file",
+    "vocab_size",
+    "tokenizer_sample_mb",
+)
 
 
 def _saved_data_settings(
     checkpoint: dict[str, Any], data_config: Any, subcommand: str, cli: LightningCLI
 ) -> dict[str, Any]:
-    """The data settings a checkpoint's run was trained with, for every ``--data.*`` key the
-    user left at its default: ``validate --config configs/rope.yaml --ckpt_path <run>/...``
+    """The corpus and tokenizer settings (:data:`CORPUS_DATA_KEYS`) a checkpoint's run was
+    trained with, for every one the user left at its default: ``validate --config configs/rope.yaml --ckpt_path <run>/...``
     then evaluates on the run's own corpus and tokenizer, not the bundled one. A key the
     user set is kept; :func:`_check_same_tokenizer` refuses the pairing if it changes the
     tokenizer."""
@@ -406,7 +445,7 @@ def _saved_data_settings(
         key: value
         for key, value in saved.items()
         if key in data_config
-        and key not in _MACHINE_DATA_KEYS
+        and key in CORPUS_DATA_KEYS
         and data_config.get(key) == defaults.get(key)
         and value != data_config.get(key)
     }

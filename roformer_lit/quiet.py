@@ -66,7 +66,12 @@ def install() -> None:
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
     # validate/test restore a checkpoint callback's state into a run that saves nothing
     warnings.filterwarnings("ignore", message=r"The dirpath has changed from")
-    for name in ("lightning_utilities.core.rank_zero", "lightning.pytorch", "lightning.fabric"):
+    for name in (
+        "lightning_utilities.core.rank_zero",
+        "lightning.pytorch",
+        "lightning.pytorch.utilities.rank_zero",
+        "lightning.fabric",
+    ):
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)

@@ -59,11 +59,20 @@ class RunLogger(TensorBoardLogger):
         save_dir: str = "runs",
         name: str = "default",
         version: str | int | None = None,
+        flush_secs: int = FLUSH_SECS,
+        default_hp_metric: bool = False,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("default_hp_metric", False)
-        kwargs.setdefault("flush_secs", FLUSH_SECS)
-        super().__init__(save_dir=save_dir, name=name, version=version, **kwargs)
+        # flush_secs and default_hp_metric are parameters (not set behind kwargs) so that a
+        # run's saved config.yaml shows the values the run used
+        super().__init__(
+            save_dir=save_dir,
+            name=name,
+            version=version,
+            flush_secs=flush_secs,
+            default_hp_metric=default_hp_metric,
+            **kwargs,
+        )
 
     @rank_zero_only
     def log_hyperparams(

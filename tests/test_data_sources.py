@@ -54,7 +54,7 @@ def test_own_small_corpus_trains_with_the_vocabulary_it_has(
     assert len(lines) == 1, err[-2000:]
     real = int(lines[0].split("supports ")[1].split()[0])
     assert 100 < real < 8192
-    run = tmp_path / "runs" / "mlm" / "rope-softmax-seed0"
+    run = tmp_path / "runs" / "mlm" / "rope-softmax-seed0-a"  # named after its corpus
     hparams = yaml.safe_load((run / "hparams.yaml").read_text(encoding="utf-8"))
     assert hparams["vocab_size"] == real
     assert hparams["requested_vocab_size"] == 8192

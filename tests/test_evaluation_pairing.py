@@ -17,7 +17,7 @@ from cli_helpers import CONFIGS, TINY, fit_args
 
 from roformer_lit.cli import EXIT_USER_ERROR, main
 
-RUN = Path("runs") / "mlm" / "rope-softmax-seed0"
+RUN = Path("runs") / "mlm" / "rope-softmax-seed0-own"
 LAST = RUN / "checkpoints" / "last.ckpt"
 
 
