@@ -35,7 +35,6 @@ than tensors and plain data is refused, never unpickled. A checkpoint that canno
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import inspect
 import logging
@@ -64,14 +63,10 @@ from roformer_lit.run_files import (
     warn,
 )
 from roformer_lit.safe_input import YAMLBombError, safe_yaml_load
+from roformer_lit.tool_arguments import LENGTH, ToolParser, integer
 
 #: Data-module arguments extrapolate sets itself (per length), or that change no result.
 OVERRIDDEN = ("max_length", "batch_size", "max_val_blocks", "max_train_blocks", "num_workers")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line through the CLI, no usage dump
-        raise ConfigError(f"extrapolate: {message}")
 
 
 @dataclass
@@ -95,6 +90,7 @@ class Evaluation:
     why_not: str | None = None
     blocks: int = 0
     blocks_available: int = 0
+    warning: str | None = None  # the line :func:`main` prints for an "n/a" cell
 
 
 def run_settings(ckpt: Path, checkpoint: dict[str, Any]) -> RunSettings:
@@ -269,8 +265,8 @@ def evaluate_checkpoint(
     """One :class:`Evaluation` per length (see the module docstring for what is evaluated).
 
     Raises ConfigError if the run's data cannot be read or does not fit the model; a length
-    the data cannot be cut into (a validation split shorter than one block) is a warning
-    line and an "n/a" cell.
+    the data cannot be cut into (a validation split shorter than one block) is an "n/a"
+    cell whose ``warning`` says why (printed by :func:`main`, not here).
     """
     budget = token_budget(settings, tokens)
     vocab = MLMDataModule(**settings.data).tokenizer_vocab_size
@@ -292,7 +288,7 @@ def evaluate_checkpoint(
             data = _data(settings, length, batch, cap)
             available = data if cap is None else _data(settings, length, batch, None)
         except ConfigError as exc:
-            warn(f"{label} at L={length}: {exc}")
+            cell.warning = f"{label} at L={length}: {exc}"
             cell.why_not = "n/a (see the warning)"
             continue
         assert data.val_dataset is not None and available.val_dataset is not None
@@ -357,19 +353,19 @@ def readable_checkpoints(arguments: Sequence[str]) -> list[tuple[Path, RunSettin
     return ready
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m roformer_lit extrapolate", description=__doc__)
+def build_parser() -> ToolParser:
+    parser = ToolParser("extrapolate", description=__doc__)
     parser.add_argument("checkpoints", nargs="+", help="checkpoint files (quoted globs too)")
-    parser.add_argument("--lengths", nargs="+", type=int, default=[128, 256, 512, 1024, 2048])
+    parser.add_argument("--lengths", nargs="+", type=LENGTH, default=[128, 256, 512, 1024, 2048])
     parser.add_argument(
         "--tokens",
-        type=int,
+        type=integer(1, 2**40),
         default=None,
         help="validation tokens per length (default: what the run's validation evaluates)",
     )
     parser.add_argument(
         "--batch-size",
-        type=int,
+        type=integer(1, 1 << 20),
         default=None,
         help="blocks per batch (default: the run's tokens per batch)",
     )
@@ -382,18 +378,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def longest_length(model: MaskedLM, settings: RunSettings) -> int:
+    """The longest ``--lengths`` value ``model`` can be evaluated at on its run's data: its
+    position table's limit, and one block of the shorter of the run's two splits (the data
+    module cuts both)."""
+    train, val = MLMDataModule(**settings.data).split_ranges()
+    longest = min(stop - start for _, start, stop in (train, val))
+    return longest if model.max_length is None else min(longest, model.max_length)
+
+
+def nothing_evaluated(
+    results: Sequence[tuple[Path, MaskedLM, RunSettings, list[Evaluation]]],
+    lengths: Sequence[int],
+    skipped: Sequence[str] = (),
+) -> str:
+    """The one line for a command that could evaluate no (checkpoint, length) cell: per
+    checkpoint why not and which lengths it can be evaluated at."""
+    parts = []
+    for path, model, settings, cells in results:
+        reasons = dict.fromkeys(str(cell.why_not) for cell in cells)
+        try:
+            longest = longest_length(model, settings)
+        except ConfigError:  # its data is unreadable: the reasons say so
+            longest = 0
+        valid = (
+            f"valid --lengths: {LENGTH.low:g} to {longest}"
+            if longest >= LENGTH.low
+            else "no length is valid for its data"
+        )
+        parts.append(f"{path}: {', '.join(reasons)}; {valid}")
+    given = " ".join(str(n) for n in lengths)
+    return f"extrapolate evaluated nothing at --lengths {given}: " + "; ".join(
+        [*parts, *(f"{problem} (skipped)" for problem in skipped)]
+    )
+
+
 def main(args: Sequence[str]) -> int:
+    """Evaluate, then print: the table on stdout, per checkpoint its warnings and what was
+    evaluated on stderr. Where no (checkpoint, length) cell could be evaluated, nothing but
+    one ConfigError line naming the valid lengths (exit 2)."""
     ns = build_parser().parse_args(list(args))
-    if min(ns.lengths) < 8:
-        raise ConfigError(f"--lengths must be >= 8, got {min(ns.lengths)}")
-    for name in ("tokens", "batch_size"):
-        value = getattr(ns, name)
-        if value is not None and value < 1:
-            raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     overrides = parse_position_kwargs(ns.position_kwargs)
     ready = readable_checkpoints(ns.checkpoints)
-    rows: list[str] = []
-    evaluated: list[CheckpointLosses] = []
+    results: list[tuple[Path, MaskedLM, RunSettings, list[Evaluation]]] = []
+    skipped: list[str] = []
     for path, settings in ready:
         try:
             model = load_model(path)
@@ -406,8 +434,21 @@ def main(args: Sequence[str]) -> int:
             message = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
             if len(ready) == 1:
                 raise ConfigError(message) from exc
-            warn(f"{message}; skipped")
+            skipped.append(message)
             continue
+        results.append((path, model, settings, cells))
+    if not results:
+        raise ConfigError(f"no checkpoint could be evaluated: {'; '.join(skipped)}")
+    if all(cell.loss is None for *_, cells in results for cell in cells):
+        raise ConfigError(nothing_evaluated(results, ns.lengths, skipped))
+    for message in skipped:
+        warn(f"{message}; skipped")
+    rows: list[str] = []
+    evaluated: list[CheckpointLosses] = []
+    for path, model, settings, cells in results:
+        for cell in cells:
+            if cell.warning is not None:
+                warn(cell.warning)
         print(describe(path, settings, cells, token_budget(settings, ns.tokens)), file=sys.stderr)
         hp = model.hparams
         cells_text = " | ".join(_format(cell) for cell in cells)
@@ -420,8 +461,6 @@ def main(args: Sequence[str]) -> int:
                 why_not=[c.why_not for c in cells],
             )
         )
-    if not rows:
-        raise ConfigError("no checkpoint could be evaluated (see the warnings)")
     print("| checkpoint | scheme | kernel | " + " | ".join(f"L={n}" for n in ns.lengths) + " |")
     print("|---|---|---|" + "---|" * len(ns.lengths))
     for row in rows:

@@ -158,6 +158,32 @@ def _adamw_step_fits_float32(args: Mapping[str, Any]) -> None:
         )
 
 
+#: Smallest positive normal float32: a learning rate below it is zero or denormal in the
+#: optimiser's float32 arithmetic (the parameters would never move).
+FLOAT32_TINY = 1.1754943508222875e-38
+
+
+def _position_lr_fits_float32(args: Mapping[str, Any]) -> None:
+    """The position scheme's parameters train at ``learning_rate * position_lr_scale``: the
+    product of two values each checked alone must itself be a usable AdamW rate (finite,
+    not zero in float32, its step size and decay below the float32 maximum)."""
+    lr, scale = args["learning_rate"], args["position_lr_scale"]
+    decay, (beta1, _) = args["weight_decay"], args["betas"]
+    if scale == 1.0:  # one rate for everything: learning_rate's own check covers it
+        return
+    rate = lr * scale
+    step, shrink = rate / (1.0 - beta1), rate * decay
+    if math.isfinite(rate) and FLOAT32_TINY <= rate and max(step, shrink) < FLOAT32_MAX:
+        return
+    change = "raise" if rate < FLOAT32_TINY else "lower"
+    raise ConfigError(
+        f"{PREFIX}position_lr_scale={scale!r} times {PREFIX}learning_rate={lr!r} is "
+        f"{rate:.3g}, not a usable learning rate: the position parameters' AdamW rate must be "
+        f">= {FLOAT32_TINY:.3g}, with rate / (1 - betas[0]) and rate * weight_decay below the "
+        f"float32 maximum {FLOAT32_MAX:.3g}; {change} {PREFIX}position_lr_scale"
+    )
+
+
 def _physical_memory_bytes() -> int | None:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -186,6 +212,10 @@ CROSS_RULES: list[tuple[tuple[str, ...], Callable[[Mapping[str, Any]], None]]] =
     (("vocab_size", "hidden_size", "num_layers", "intermediate_size"), _weights_fit_in_memory),
     (("hidden_size", "num_heads"), _heads_divide_hidden),
     (("learning_rate", "weight_decay", "betas"), _adamw_step_fits_float32),
+    (
+        ("learning_rate", "position_lr_scale", "weight_decay", "betas"),
+        _position_lr_fits_float32,
+    ),
 ]
 
 

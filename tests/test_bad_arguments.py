@@ -124,6 +124,10 @@ CLI_CASES: dict[str, tuple[list[str], str]] = {
         ["--model.learning_rate", "1e38"],
         "model.learning_rate=1e+38 is too large",
     ),
+    "position_lr_scale_times_learning_rate_beyond_float32": (
+        ["--model.position", "t5", "--model.position_lr_scale", "1e300"],
+        "model.position_lr_scale=1e+300 times model.learning_rate=0.001 is 1e+297",
+    ),
     "weight_decay_negative": (
         ["--model.weight_decay", "-0.01"],
         "model.weight_decay must be >= 0 and finite, got -0.01",
@@ -315,6 +319,38 @@ def test_boundary_values_are_accepted(kwargs):
 def test_the_divisibility_line_lists_every_divisor():
     message = refused(hidden_size=36, num_heads=5)
     assert message.endswith("[1, 2, 3, 4, 6, 9, 12, 18, 36]")
+
+
+#: (learning_rate, position_lr_scale, weight_decay): each finite and in range alone, their
+#: product not a usable float32 AdamW rate for the position parameters
+BAD_POSITION_RATES = [
+    (1e-3, 1e300, 0.01),  # the product 1e297: beyond float32
+    (1e30, 1e300, 0.01),  # the product overflows to inf
+    (1.0, 1e38, 0.0),  # the product 1e38 fits float32, its AdamW step 1e39 (beta1 0.9) not
+    (1e-30, 1e-30, 0.01),  # the product 1e-60: zero in float32, the parameters never move
+    (1.0, 1e38, 10.0),  # rate * weight_decay beyond float32
+]
+
+
+@pytest.mark.parametrize(("lr", "scale", "decay"), BAD_POSITION_RATES)
+def test_position_lr_scale_times_learning_rate_must_be_a_float32_rate(lr, scale, decay):
+    message = refused(position="t5", learning_rate=lr, position_lr_scale=scale, weight_decay=decay)
+    assert message.startswith(
+        f"model.position_lr_scale={scale!r} times model.learning_rate={lr!r} is "
+    ), message
+    rate = torch.tensor(lr * scale, dtype=torch.float64)
+    step = torch.stack([rate / (1 - 0.9), rate * decay]).to(torch.float32)
+    # the oracle: in float32 the rate vanishes, or a step or decay is no longer finite
+    assert float(rate.to(torch.float32)) < torch.finfo(torch.float32).tiny or not bool(
+        torch.isfinite(step).all()
+    )
+
+
+@pytest.mark.parametrize(
+    ("lr", "scale"), [(1e-3, 10.0), (1e-3, 1e-3), (1.0, 1e37), (1e-38, 1.0), (1e-20, 1e-10)]
+)
+def test_usable_position_rates_are_accepted(lr, scale):
+    tiny_model(position="t5", learning_rate=lr, position_lr_scale=scale)
 
 
 # -- 3. scheme and kernel options: typed from their signatures -------------------------------

@@ -7,6 +7,7 @@ The oracle is ``validate --ckpt_path`` itself (its ``val/loss``, read from the r
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -129,3 +130,71 @@ def test_a_cell_only_some_seeds_could_evaluate_is_not_averaged():
     assert cell([1.0, 2.0, 4.0], [None] * 3) == f"2.333 ± {statistics.stdev([1, 2, 4]):.3f}"
     assert cell([None, None], ["refused (max_positions=64)"] * 2) == "refused (max_positions=64)"
     assert cell([1.0, None], [None, "n/a (out of memory)"]) == "n/a (1 of 2 evaluated)"
+
+
+# --- lengths nothing can be evaluated at ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory):
+    """The last checkpoint of a 2-step tiny ``learned`` run with a 64-position table."""
+    workdir = tmp_path_factory.mktemp("extrapolate-learned")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(workdir)
+        assert main(fit_args("learned.yaml", 2, "--model.max_positions", "64")) == 0
+    return workdir / "runs" / "mlm" / "learned-softmax-seed0" / "checkpoints" / "last.ckpt"
+
+
+def _nothing(argv: list[str], capsys) -> str:
+    """The one error line of an extrapolate that could evaluate nothing (exit 2, no table)."""
+    capsys.readouterr()
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert out == "" and len(lines) == 1, err
+    assert lines[0].startswith("error: extrapolate evaluated nothing at --lengths"), lines[0]
+    return lines[0]
+
+
+def _longest(line: str, ckpt: Path) -> int:
+    """The longest valid length the error line gives for ``ckpt``."""
+    match = re.search(re.escape(str(ckpt)) + r": [^;]*; valid --lengths: 8 to (\d+)", line)
+    assert match, line
+    return int(match.group(1))
+
+
+#: which checkpoints, at which lengths -> what each checkpoint's cells say
+NOTHING_CASES = {
+    "past the learned table": (["learned"], ["128", "256"], ["refused (max_positions=64)"]),
+    "past the data": (["rope"], ["131072"], ["n/a (see the warning)"]),
+    "both": (["rope", "learned"], ["131072"], ["n/a (see the warning)", "refused"]),
+}
+
+
+@pytest.mark.parametrize("case", list(NOTHING_CASES))
+def test_lengths_nothing_can_be_evaluated_at_are_one_error_line(case, trained, learned, capsys):
+    names, lengths, reasons = NOTHING_CASES[case]
+    ckpts = {"rope": trained[1] / "checkpoints" / "last.ckpt", "learned": learned}
+    given = [ckpts[name] for name in names]
+    line = _nothing(["extrapolate", *map(str, given), "--lengths", *lengths], capsys)
+    for ckpt, reason in zip(given, reasons, strict=True):
+        assert f"{ckpt}: {reason}" in line and _longest(line, ckpt) >= 8, line
+
+
+def test_the_valid_lengths_named_are_the_ones_that_evaluate(trained, learned, capsys):
+    """Oracles for "valid --lengths: 8 to N": the learned table's size (evaluates at N, not
+    at N + 1); for rope, the validation split (N is within one 32-token block of what
+    extrapolate reports as the blocks available at L=32, and N + 1 evaluates nothing)."""
+    line = _nothing(["extrapolate", str(learned), "--lengths", "128"], capsys)
+    assert _longest(line, learned) == 64
+    assert main(["extrapolate", str(learned), "--lengths", "64"]) == 0
+    row = capsys.readouterr().out.strip().splitlines()[-1]
+    assert float(row.split("|")[4]) > 0
+    _nothing(["extrapolate", str(learned), "--lengths", "65"], capsys)
+
+    ckpt = trained[1] / "checkpoints" / "last.ckpt"
+    longest = _longest(_nothing(["extrapolate", str(ckpt), "--lengths", "131072"], capsys), ckpt)
+    assert main(["extrapolate", str(ckpt), "--lengths", "32"]) == 0
+    available = int(re.search(r"L=32: blocks 0-\d+ of (\d+)", capsys.readouterr().err).group(1))
+    assert available * 32 <= longest < (available + 1) * 32
+    _nothing(["extrapolate", str(ckpt), "--lengths", str(longest + 1)], capsys)

@@ -109,6 +109,65 @@ def test_a_glob_matching_nothing_is_one_error_line(tmp_path, monkeypatch, capsys
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.yaml"]
 
 
+#: case -> (model.pretrained grid values, overrides, text the one error line must hold)
+BAD_CHECKPOINTS: dict[str, tuple[list[str], dict[str, str], str]] = {
+    "glob matching run directories": (
+        ["runs/positions/*"],
+        {},
+        "'runs/positions/*' matches runs/positions/nope-softmax-seed0, which is a directory",
+    ),
+    "glob matching a file that is no checkpoint": (
+        ["runs/positions/*/checkpoints/*"],
+        {},
+        "'runs/positions/*/checkpoints/*' matches runs/positions/rope-softmax-seed0/"
+        "checkpoints/notes.txt, which is not a checkpoint file",
+    ),
+    "missing path": (
+        ["runs/positions/gone/checkpoints/last.ckpt"],
+        {},
+        "checkpoint 'runs/positions/gone/checkpoints/last.ckpt' not found",
+    ),
+    "path of a run directory": (
+        ["runs/positions/rope-softmax-seed0"],
+        {},
+        "checkpoint 'runs/positions/rope-softmax-seed0' is a directory",
+    ),
+    "glob in overrides": (
+        [],
+        {"model.pretrained": "runs/positions/*/checkpoints/last.ckpt"},
+        "'runs/positions/*/checkpoints/last.ckpt' is a glob; only grid values",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CHECKPOINTS))
+def test_checkpoint_values_are_checked_before_anything_launches(
+    case, tmp_path, monkeypatch, capsys
+):
+    """Every ``model.pretrained`` value must name checkpoint files when the sweep starts:
+    otherwise one line naming the value, and nothing is prepared, created or launched."""
+    import roformer_lit.data.prepare_cli as prepare_cli
+
+    fake_checkpoints(tmp_path)
+    notes = tmp_path / "runs/positions/rope-softmax-seed0/checkpoints/notes.txt"
+    notes.write_text("not a checkpoint\n")
+    pretrained, overrides, expected = BAD_CHECKPOINTS[case]
+    sweep = write_sweep(tmp_path / "sweep.yaml", pretrained or ["unused"], overrides=overrides)
+    if not pretrained:  # the checkpoint comes from the overrides alone
+        data = yaml.safe_load(sweep.read_text())
+        del data["grid"]["model.pretrained"]
+        sweep.write_text(yaml.safe_dump(data, sort_keys=False))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    monkeypatch.setattr(prepare_cli, "prepare_runs", no_launch)
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert main(["sweep", "--config", "sweep.yaml"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: sweep.yaml: "), err
+    assert expected in err[0], err[0]
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
+
+
 def test_an_unknown_command_names_the_valid_ones(tmp_path, monkeypatch, capsys):
     fake_checkpoints(tmp_path)
     write_sweep(tmp_path / "sweep.yaml", ["x.ckpt"], command="validate")

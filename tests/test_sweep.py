@@ -509,6 +509,149 @@ def test_slurm_job_array_script_and_tasks(tmp_path, monkeypatch, capsys):
     }
 
 
+def write_slurm_sweep(path: Path, slurm_section: dict | None) -> Path:
+    """:func:`write_sweep`, plus a ``slurm:`` section when given."""
+    write_sweep(path)
+    if slurm_section is not None:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        path.write_text(yaml.safe_dump({**data, "slurm": slurm_section}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("extra", "slurm_section"),
+    [
+        ([], None),
+        (["--wait"], None),
+        (["--slurm.cluster", "slurm", "--slurm.partition", "gpu"], None),
+        ([], {"partition": "gpu", "time": "1:00:00"}),
+    ],
+)
+def test_slurm_without_sbatch_is_one_line_and_launches_nothing(
+    extra, slurm_section, tmp_path, monkeypatch, capsys
+):
+    """No local fallback: without SLURM's commands on PATH, one line before anything is
+    prepared, created, launched or submitted."""
+    import roformer_lit.data.prepare_cli as prepare_cli
+
+    pytest.importorskip("submitit")
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    write_slurm_sweep(tmp_path / "sweep.yaml", slurm_section)
+    monkeypatch.chdir(tmp_path)
+    for module, name in ((runner, "launch"), (slurm, "submit"), (prepare_cli, "prepare_runs")):
+        monkeypatch.setattr(module, name, no_launch)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code = main(["sweep", "--config", "sweep.yaml", "--launcher", "slurm", *extra])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: --launcher slurm needs SLURM's sbatch")
+    assert "--launcher local" in lines[0]
+    assert out == "" and sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("gpus_per_node", "-1"),
+        ("cpus_per_task", "0"),
+        ("mem_gb", "-4"),
+        ("mem_gb", "nan"),
+        ("array_parallelism", "0"),
+        ("cpus_per_task", "1.5"),
+    ],
+)
+def test_slurm_numbers_out_of_range_are_one_line(option, value, tmp_path, monkeypatch, capsys):
+    write_sweep(tmp_path / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    argv = ["sweep", "--config", "sweep.yaml", "--launcher", "slurm", "--dry-run"]
+    assert main([*argv, f"--slurm.{option}", value]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: sweep: --slurm: slurm option")
+    assert repr(option) in lines[0] and "must be" in lines[0]
+    assert not (tmp_path / "runs").exists()
+
+
+def fake_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """sbatch and srun stand-ins first on PATH; sbatch copies the script it gets to the
+    returned path and answers as SLURM does."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    copy = tmp_path / "submitted.sh"
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" {copy}\necho "Submitted batch job 77"\n')
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
+    for command in ("sbatch", "srun"):
+        (bin_dir / command).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return copy
+
+
+#: --slurm.* options -> (the dry run's setting lines, the #SBATCH lines submitit then writes)
+DRY_RUN_CASES = [
+    (
+        [],
+        [
+            "cluster: slurm",
+            "partition: SLURM's default",
+            "time: 24:00:00 (1440 min)",
+            "array: 4 tasks, at most 4 at once (--array=0-3%4)",
+            "gpus_per_node: 1",
+            "cpus_per_task: SLURM's default",
+            "mem_gb: SLURM's default",
+            "job_name: sweep-tiny",
+        ],
+        ["--time=1440", "--array=0-3%4", "--gpus-per-node=1", "--job-name=sweep-tiny"],
+    ),
+    (
+        ["--slurm.partition", "gpu", "--slurm.time", "2:00:00", "--slurm.cpus_per_task", "8"]
+        + ["--slurm.mem_gb", "32", "--slurm.array_parallelism", "2"]
+        + ["--slurm.gpus_per_node", "2", "--slurm.job_name", "ablate"],
+        [
+            "partition: gpu",
+            "time: 2:00:00 (120 min)",
+            "array: 4 tasks, at most 2 at once (--array=0-3%2)",
+            "gpus_per_node: 2",
+            "cpus_per_task: 8",
+            "mem_gb: 32.0",
+            "job_name: ablate",
+        ],
+        ["--partition=gpu", "--time=120", "--array=0-3%2", "--gpus-per-node=2"]
+        + ["--cpus-per-task=8", "--mem=32GB", "--job-name=ablate"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("options", "settings", "sbatch_lines"), DRY_RUN_CASES)
+def test_slurm_dry_run_shows_the_settings_submitit_then_submits(
+    options, settings, sbatch_lines, tmp_path, monkeypatch, capsys
+):
+    """The dry run (which needs no SLURM) prints the array's settings; submitting the same
+    sweep to a stand-in sbatch writes exactly those settings into the job script."""
+    pytest.importorskip("submitit")
+    write_sweep(tmp_path / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    argv = ["sweep", "--config", "sweep.yaml", "--launcher", "slurm", *options]
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    with monkeypatch.context() as no_slurm:
+        no_slurm.setenv("PATH", str(empty))
+        assert main([*argv, "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    described = [line.removeprefix("#").strip() for line in out if line.startswith("#")]
+    commands = [line for line in out if not line.startswith("#")]
+    assert all(setting in described for setting in settings), described
+    assert len(commands) == 4 and not (tmp_path / "runs").exists()
+    script = fake_slurm(tmp_path, monkeypatch)
+    assert main(argv) == 0
+    assert "submitted 4 array tasks to slurm" in capsys.readouterr().out
+    written = script.read_text()
+    for line in sbatch_lines:
+        assert f"#SBATCH {line}\n" in written, line
+
+
 def test_jobs_on_cpu_share_the_cores_between_runs(tmp_path, monkeypatch):
     write_sweep(tmp_path / "sweep.yaml")
     monkeypatch.chdir(tmp_path)

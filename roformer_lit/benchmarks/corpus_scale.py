@@ -29,6 +29,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from roformer_lit.benchmarks.machine import describe_machine
+from roformer_lit.errors import ConfigError
+from roformer_lit.safe_input import check_readable_file
+from roformer_lit.tool_arguments import PROG, ToolParser, integer
 
 
 def synthesise(corpus: str, size_mb: int, out: Path) -> Path:
@@ -104,19 +107,51 @@ def ceiling_rates(corpus: Path, tokenizer_path: Path, mb: int) -> tuple[float, f
     return tokens / seconds["encode_batch"], tokens / seconds["encode_batch_fast"]
 
 
-def run(args: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m roformer_lit bench-data --corpus", description=__doc__.split("\n\n")[0]
+#: ``--config``'s default: the source checkout's ``configs/rope.yaml``, found from this file
+#: (never from the current directory, which the command may be run from anywhere).
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "rope.yaml"
+
+
+def build_parser() -> ToolParser:
+    """``bench-data --corpus``'s parser: every numeric flag declares its range."""
+    parser = ToolParser(
+        "bench-data", prog=f"{PROG} bench-data --corpus", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--corpus", required=True, help="text to repeat: a file, glob or directory")
-    parser.add_argument("--sizes-mb", nargs="+", type=int, default=[25, 100, 400])
+    parser.add_argument("--sizes-mb", nargs="+", type=integer(1, 100_000), default=[25, 100, 400])
     parser.add_argument("--workdir", type=Path, default=Path("bench-data"))
-    parser.add_argument("--config", default="configs/rope.yaml")
-    parser.add_argument("--num-proc", type=int, default=None)
-    parser.add_argument("--ceiling-mb", type=int, default=25)
-    ns = parser.parse_args(list(args))
+    parser.add_argument(
+        "--config",
+        default=None,
+        help=f"the experiment config every fit runs (default: {DEFAULT_CONFIG.name} of the "
+        "roformer_lit source checkout)",
+    )
+    parser.add_argument("--num-proc", type=integer(1, 4096), default=None)
+    parser.add_argument("--ceiling-mb", type=integer(1, 100_000), default=25)
+    return parser
+
+
+def parse_args(args: Sequence[str]) -> argparse.Namespace:
+    """The parsed arguments with ``config`` an absolute path to a readable file: the given
+    one (relative to the current directory), else :data:`DEFAULT_CONFIG`; one ConfigError
+    line if either is missing. ``workdir`` is made absolute (the commands run inside it)."""
+    ns = build_parser().parse_args(list(args))
+    if ns.config is None:
+        if not DEFAULT_CONFIG.is_file():
+            raise ConfigError(
+                f"bench-data: the default --config {DEFAULT_CONFIG} is not there (an installed "
+                "package has no configs/); give --config the experiment config to run"
+            )
+        ns.config = str(DEFAULT_CONFIG)
+    ns.config = str(check_readable_file(ns.config, "--config file").resolve())
+    ns.workdir = ns.workdir.resolve()  # each command runs inside it: no path relative to here
+    return ns
+
+
+def run(args: Sequence[str]) -> int:
+    ns = parse_args(args)
     ns.workdir.mkdir(parents=True, exist_ok=True)
-    config = str(Path(ns.config).resolve())
+    config = ns.config
     python = [sys.executable, "-m", "roformer_lit"]
     rows = []
     for size in ns.sizes_mb:

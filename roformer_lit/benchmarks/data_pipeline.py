@@ -9,7 +9,6 @@ median of those paired ratios, so machine noise cancels.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from collections.abc import Iterator, Sequence
@@ -17,8 +16,11 @@ from collections.abc import Iterator, Sequence
 import torch
 
 from roformer_lit.benchmarks.machine import describe_machine
+from roformer_lit.benchmarks.models import MAX_BATCH, ROUNDS
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.module import MaskedLM
+from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.tool_arguments import LENGTH, ToolParser, integer
 
 
 def _train_steps(model: MaskedLM, optimizer: torch.optim.Optimizer, batches: Iterator) -> float:
@@ -32,23 +34,30 @@ def _train_steps(model: MaskedLM, optimizer: torch.optim.Optimizer, batches: Ite
     return time.perf_counter() - start
 
 
+def build_parser() -> ToolParser:
+    """``bench-data``'s parser: every numeric flag declares its range (one ``error:`` line)."""
+    parser = ToolParser(
+        "bench-data",
+        description=__doc__,
+        epilog="With --corpus PATH: the data path at 25/100/400 MB (see benchmarks/corpus_scale.py).",
+    )
+    parser.add_argument("--position", default="rope", choices=list(POSITION_SCHEMES))
+    parser.add_argument("--batch-size", type=integer(1, MAX_BATCH), default=16)
+    parser.add_argument("--max-length", type=LENGTH, default=128)
+    parser.add_argument("--num-workers", type=integer(0, 256), default=0)
+    parser.add_argument(
+        "--steps", type=integer(1, 100_000), default=5, help="optimiser steps per round"
+    )
+    parser.add_argument("--rounds", type=ROUNDS, default=6)
+    return parser
+
+
 def run(args: Sequence[str] | None = None) -> int | None:
     if args is not None and any(a == "--corpus" or a.startswith("--corpus=") for a in args):
         from roformer_lit.benchmarks import corpus_scale  # the data path at corpus scale
 
         return corpus_scale.run(args)
-    parser = argparse.ArgumentParser(
-        prog="python -m roformer_lit bench-data",
-        description=__doc__,
-        epilog="With --corpus PATH: the data path at 25/100/400 MB (see benchmarks/corpus_scale.py).",
-    )
-    parser.add_argument("--position", default="rope")
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--num-workers", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=5, help="optimiser steps per round")
-    parser.add_argument("--rounds", type=int, default=6)
-    ns = parser.parse_args(args)
+    ns = build_parser().parse_args(args)
 
     data = MLMDataModule(
         batch_size=ns.batch_size, max_length=ns.max_length, num_workers=ns.num_workers
@@ -58,7 +67,9 @@ def run(args: Sequence[str] | None = None) -> int | None:
     tokenizer_s = time.perf_counter() - start
     data.setup()  # tokenize and pack both splits
     setup_s = time.perf_counter() - start - tokenizer_s
-    model = MaskedLM(position=ns.position, vocab_size=vocab_size).train()
+    model = MaskedLM(
+        position=ns.position, vocab_size=vocab_size, max_positions=max(512, ns.max_length)
+    ).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     loader_iter = iter(data.train_dataloader())
 

@@ -13,7 +13,6 @@ that runs out of memory says ``OOM``.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import statistics
 import sys
@@ -23,9 +22,20 @@ from collections.abc import Sequence
 import torch
 
 from roformer_lit.benchmarks.machine import describe_machine
-from roformer_lit.benchmarks.models import BERT_BASE, Runner, Shape, _median_ratio, make_batch
+from roformer_lit.benchmarks.models import (
+    BERT_BASE,
+    MAX_BATCH,
+    ROUNDS,
+    WARMUP,
+    Runner,
+    Shape,
+    _median_ratio,
+    make_batch,
+)
+from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.tool_arguments import LENGTH, MAX_LENGTH, ToolParser, integer
 
 BIAS_SCHEMES = [name for name, cls in POSITION_SCHEMES.items() if cls.needs_score_bias]
 
@@ -109,22 +119,28 @@ def _cell(result: dict, key: str, spec: str) -> str:
     return value if isinstance(value, str) else format(value, spec)
 
 
-def main(args: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m roformer_lit bench-flex", description=__doc__)
+def build_parser() -> ToolParser:
+    """``bench-flex``'s parser: every numeric flag declares its range (one ``error:`` line)."""
+    parser = ToolParser("bench-flex", description=__doc__)
     parser.add_argument(
         "--schemes", nargs="+", default=["nope", *BIAS_SCHEMES], choices=list(POSITION_SCHEMES)
     )
-    parser.add_argument("--lengths", nargs="+", type=int, default=[512, 2048, 4096])
-    parser.add_argument("--tokens", type=int, default=16384, help="tokens per step (batch x L)")
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--warmup", type=int, default=2)
-    ns = parser.parse_args(args)
+    parser.add_argument("--lengths", nargs="+", type=LENGTH, default=[512, 2048, 4096])
+    parser.add_argument(
+        "--tokens",
+        type=integer(1, MAX_BATCH * MAX_LENGTH),
+        default=16384,
+        help="tokens per step (batch x L)",
+    )
+    parser.add_argument("--rounds", type=ROUNDS, default=6)
+    parser.add_argument("--warmup", type=WARMUP, default=2)
+    return parser
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    ns = build_parser().parse_args(args)
     if not torch.cuda.is_available():
-        print(
-            "error: bench-flex needs a CUDA GPU (FlexAttention trains on CUDA only)",
-            file=sys.stderr,
-        )
-        return 2
+        raise ConfigError("bench-flex needs a CUDA GPU (FlexAttention trains on CUDA only)")
     device = torch.device("cuda")
     print(f"## roformer-lit bench-flex on {describe_machine(device)}\n")
     print(

@@ -28,6 +28,8 @@ from roformer_lit.benchmarks.memory import peak_step_memory_mb
 from roformer_lit.benchmarks.sdpa_backends import backends_taken, describe
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.tool_arguments import LENGTH, MAX_LENGTH, ToolParser, integer, real
+from roformer_lit.validation import divisors
 
 #: Our scheme -> the HF model the README compares it with (all share our block layout).
 HF_REFERENCES = {
@@ -331,29 +333,40 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
 BERT_BASE = dict(hidden=768, layers=12, heads=12, intermediate=3072, vocab=30522)
 
 
-def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m roformer_lit bench", description=__doc__)
+#: The declared ranges of bench's numeric arguments (shared with ``bench-flex``): wide enough
+#: for any real measurement, narrow enough that a typo is refused before anything is built.
+MAX_BATCH = 4096
+MAX_ROUNDS = 100_000
+ROUNDS = integer(1, MAX_ROUNDS)
+WARMUP = integer(0, MAX_ROUNDS)
+
+
+def build_parser() -> ToolParser:
+    """``bench``'s parser: every numeric flag declares its range (one ``error:`` line)."""
+    parser = ToolParser("bench", description=__doc__)
     parser.add_argument(
         "--schemes", nargs="+", default=list(POSITION_SCHEMES), choices=list(POSITION_SCHEMES)
     )
     parser.add_argument(
         "--kernels", nargs="+", default=list(ATTENTION_KERNELS), choices=list(ATTENTION_KERNELS)
     )
-    parser.add_argument("--lengths", nargs="+", type=int, default=[128, 512, 2048])
-    parser.add_argument("--batch", type=int, default=4)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--intermediate", type=int, default=1024)
-    parser.add_argument("--vocab", type=int, default=8192)
+    parser.add_argument("--lengths", nargs="+", type=LENGTH, default=[128, 512, 2048])
+    parser.add_argument("--batch", type=integer(1, MAX_BATCH), default=4)
+    parser.add_argument("--hidden", type=integer(1, 65536), default=256)
+    parser.add_argument("--layers", type=integer(1, 1024), default=4)
+    parser.add_argument("--heads", type=integer(1, 1024), default=4)
+    parser.add_argument("--intermediate", type=integer(1, 2**18), default=1024)
+    parser.add_argument("--vocab", type=integer(8, 2**22), default=8192)
     parser.add_argument(
         "--bert-base",
         action="store_true",
         help="BERT-base shape (hidden 768, 12 layers, 12 heads, FFN 3072, vocab 30522); "
         "overrides the shape flags above, not --batch",
     )
-    parser.add_argument("--rounds", type=int, default=5, help="timed steps per model (alternating)")
-    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument(
+        "--rounds", type=ROUNDS, default=5, help="timed steps per model (alternating)"
+    )
+    parser.add_argument("--warmup", type=WARMUP, default=1)
     parser.add_argument("--vs-hf", action="store_true", help="also time the HF reference models")
     parser.add_argument(
         "--memory",
@@ -374,7 +387,7 @@ def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--peak-tflops",
-        type=float,
+        type=real(0, 1e6, low_open=True),
         default=None,
         help="the device's peak TFLOP/s for the MFU column (default: the nominal dense bf16 "
         "peak of known GPUs; none on CPU)",
@@ -382,7 +395,7 @@ def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--compile", action="store_true", help="torch.compile our encoders")
     parser.add_argument(
         "--document-mask",
-        type=int,
+        type=integer(1, MAX_LENGTH),
         default=None,
         metavar="N",
         help="also time every pair whose kernel keeps documents apart with N documents per "
@@ -393,12 +406,38 @@ def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="also time a torch.compile'd twin of every pair, alternating with eager",
     )
+    return parser
+
+
+def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed arguments, or one ConfigError line naming the first wrong one (ranges,
+    then what needs several arguments: documents per block, heads per hidden, the device)."""
+    parser = build_parser()
     ns = parser.parse_args(args)
-    if ns.document_mask is not None and not 1 <= ns.document_mask <= min(ns.lengths):
-        parser.error(f"--document-mask {ns.document_mask}: must be in [1, {min(ns.lengths)}]")
+    if ns.document_mask is not None and ns.document_mask > min(ns.lengths):
+        parser.error(
+            f"--document-mask {ns.document_mask}: must be in [1, {min(ns.lengths)}] "
+            "(at most one document per token of the shortest --lengths)"
+        )
+    if not valid_pairs(ns.schemes, ns.kernels):
+        parser.error(
+            f"no scheme of --schemes {' '.join(ns.schemes)} runs on a kernel of --kernels "
+            f"{' '.join(ns.kernels)} (score-bias schemes need a kernel that supports them)"
+        )
     if ns.bert_base:
         for key, value in BERT_BASE.items():
             setattr(ns, key, value)
+    if ns.hidden % ns.heads:
+        parser.error(
+            f"--hidden {ns.hidden} is not divisible by --heads {ns.heads}; valid --heads: "
+            f"{', '.join(str(d) for d in divisors(ns.hidden))}"
+        )
+    try:
+        device = torch.device(ns.device)
+    except RuntimeError:
+        parser.error(f"--device {ns.device!r} is not a device; valid: cpu, cuda, cuda:<index>")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device {ns.device}: no CUDA device is available; use --device cpu")
     return ns
 
 

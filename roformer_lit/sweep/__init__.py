@@ -38,6 +38,12 @@ aside to ``<version>.failed-<k>``. A failed run does not stop the others; the sw
 a summary table and exit code 1 if any run failed. See :mod:`roformer_lit.sweep.runner` for
 the files under ``<root>/<name>/``.
 
+``--launcher slurm`` submits one job array with sbatch (:mod:`roformer_lit.sweep.slurm`); on
+a machine without SLURM's commands it is one ``error:`` line before anything is prepared
+or created, never a local fallback. With ``--dry-run`` it first prints, as ``#`` lines, the
+settings the array would be submitted with (cluster, partition, time, array size and
+parallelism, GPUs, CPUs, memory, job name).
+
 ``command: finetune`` runs ``python -m roformer_lit finetune`` instead (base: a
 ``configs/finetune/*.yaml``); its ``model.pretrained`` grid values may be globs, expanded
 when the sweep is loaded, and name their runs by the checkpoint's run directory, with the
@@ -55,21 +61,20 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.tool_arguments import ToolParser, integer
 
 __all__ = ["main"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # one line, exit 2 through the CLI
-        raise ConfigError(f"sweep: {message}")
+#: Most runs ``--jobs`` starts at once on one machine.
+MAX_JOBS = 1024
 
 
 def _parser() -> argparse.ArgumentParser:
     from roformer_lit.sweep.slurm import OPTIONS
 
-    p = _Parser(
-        prog="python -m roformer_lit sweep",
-        description="Run every combination of a sweep file's grid as its own fit process.",
+    p = ToolParser(
+        "sweep", description="Run every combination of a sweep file's grid as its own fit process."
     )
     p.add_argument("--config", required=True, help="the sweep file (YAML)")
     p.add_argument("--root", default="runs", help="save_dir of every run (default: runs)")
@@ -82,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--jobs",
-        type=int,
+        type=integer(1, MAX_JOBS),
         default=None,
         help="without --devices: runs at once on the current device (default 1); on CPU each "
         "gets OMP_NUM_THREADS = cores // N unless OMP_NUM_THREADS is set",
@@ -112,8 +117,6 @@ def main(args: Sequence[str]) -> int:
         raise ConfigError("sweep: --devices is for the local launcher; SLURM assigns GPUs")
     if ns.devices is not None and ns.jobs is not None:
         raise ConfigError("sweep: use --devices or --jobs, not both")
-    if ns.jobs is not None and ns.jobs < 1:
-        raise ConfigError(f"sweep: --jobs must be >= 1, got {ns.jobs}")
     devices: list[str | None] = [None] * (ns.jobs or 1)
     if ns.devices is not None:
         devices = [d.strip() for d in ns.devices.split(",")]
@@ -136,6 +139,9 @@ def main(args: Sequence[str]) -> int:
             **slurm.check_options(cli_slurm, "sweep: --slurm"),
         }
 
+    if ns.launcher == "slurm" and not ns.dry_run:
+        slurm.check_available(slurm_options)  # before anything is prepared or created
+
     cwd = os.getcwd()
     sweep_dir = (Path(cwd) / root / sweep.name).resolve()
     # --jobs N on CPU: each run gets its share of the cores, not one thread per core
@@ -157,6 +163,10 @@ def main(args: Sequence[str]) -> int:
     skipped = [t for t in tasks if actions[t.version] == "skip"]
 
     if ns.dry_run:
+        if ns.launcher == "slurm":
+            print("# --launcher slurm: one job array with")
+            for line in slurm.describe(slurm_options, sweep.name, len(todo)):
+                print(f"#   {line}")
         for task in todo:
             extra = list(runner.GPU_ARGS) if ns.devices is not None else []
             print(shell_line([*task.command(actions[task.version]), *extra]))

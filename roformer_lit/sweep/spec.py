@@ -148,8 +148,16 @@ def load_sweep(path: str | Path, root: str = "runs", validate: bool = True) -> S
         raise ConfigError(f"{where}: slurm must be a mapping of executor options")
 
     if command == "finetune":
-        from roformer_lit.sweep.finetune import expand_pretrained, pretrained_labels
+        from roformer_lit.sweep.finetune import (
+            check_pretrained,
+            expand_pretrained,
+            pretrained_labels,
+        )
 
+        if PRETRAINED_KEY in overrides:
+            check_pretrained(
+                overrides[PRETRAINED_KEY], f"{where}: overrides key {PRETRAINED_KEY!r}"
+            )
         grid = expand_pretrained(grid, where)
         labels = {PRETRAINED_KEY: pretrained_labels(grid.get(PRETRAINED_KEY, []))}
         sweep = Sweep(path, name, base, grid, dict(overrides), command, dict(slurm))

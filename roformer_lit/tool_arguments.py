@@ -1,0 +1,111 @@
+"""Command-line parsing for the tools beside ``fit`` (``bench``, ``bench-data``, ``bench-flex``,
+``extrapolate``, ``sweep``): every numeric argument declares its valid range where it is
+declared, and every parse error is one line.
+
+* :class:`ToolParser` -- an ``argparse`` parser whose every error (unknown flag, missing
+  argument, a value out of its range) raises :class:`~roformer_lit.errors.ConfigError`
+  ``"<tool>: <message>"``, which ``python -m roformer_lit`` prints as one ``error:`` line and
+  exit code 2 (never a usage dump, never ``SystemExit`` out of ``cli.main``).
+* :func:`integer` and :func:`real` -- ``type=`` callables declaring an argument's range,
+  e.g. ``add_argument("--batch", type=integer(1, 4096))``. Each parses one command-line word
+  and refuses anything else in words naming the range: a word that is not a number (``1.5``
+  for an integer, ``x``), NaN and infinities, and values outside ``[low, high]`` -- both
+  ends are always bounded, so an absurd value (``10**30`` steps) is refused at once, not
+  after allocating or looping for hours. argparse prefixes the argument's name:
+  ``bench: argument --batch: must be an integer in [1, 4096], got '0'``.
+* :func:`unbounded_numeric_arguments` and :func:`bounded_arguments` -- the flags of a parser
+  that take numbers without a declared range (the tests require there are none), and those
+  with one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from roformer_lit.errors import ConfigError
+
+PROG = "python -m roformer_lit"
+
+
+class ToolParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` for ``python -m roformer_lit <tool>``: errors are one
+    :class:`ConfigError` line prefixed with the tool's name."""
+
+    def __init__(self, tool: str, **kwargs: Any) -> None:
+        kwargs.setdefault("prog", f"{PROG} {tool}")
+        super().__init__(**kwargs)
+        self.tool = tool
+
+    def error(self, message: str) -> Any:  # one line, exit 2 through the CLI
+        raise ConfigError(f"{self.tool}: {' '.join(message.split())}")
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """A number in ``[low, high]`` (``low`` excluded when ``low_open``), parsed from one
+    command-line word; an argparse ``type``."""
+
+    kind: type  # int or float
+    low: float
+    high: float
+    low_open: bool = False
+
+    @property
+    def expected(self) -> str:
+        """The valid values in words, e.g. ``an integer in [1, 4096]``."""
+        what = "an integer" if self.kind is int else "a number"
+        left = "(" if self.low_open else "["
+        low, high = (int(x) if self.kind is int else f"{x:g}" for x in (self.low, self.high))
+        return f"{what} in {left}{low}, {high}]"
+
+    def accepts(self, value: float) -> bool:
+        above = value > self.low if self.low_open else value >= self.low
+        return math.isfinite(value) and above and value <= self.high
+
+    def __call__(self, word: str) -> int | float:
+        try:
+            value = self.kind(word.strip())
+        except (TypeError, ValueError):
+            value = None
+        if value is None or not self.accepts(value):
+            raise argparse.ArgumentTypeError(f"must be {self.expected}, got {word!r}")
+        return value
+
+
+def integer(low: int, high: int) -> Bounded:
+    """An integer in ``[low, high]`` (``1.5``, ``1e3`` and ``x`` are refused)."""
+    return Bounded(int, low, high)
+
+
+def real(low: float, high: float, low_open: bool = False) -> Bounded:
+    """A finite number in ``[low, high]``, or ``(low, high]`` with ``low_open``."""
+    return Bounded(float, low, high, low_open)
+
+
+def unbounded_numeric_arguments(parser: argparse.ArgumentParser) -> list[str]:
+    """The flags (or positional names) of ``parser`` whose ``type`` is a bare ``int`` or
+    ``float``: numeric arguments without a declared range."""
+    return [
+        (action.option_strings or [action.dest])[0]
+        for action in parser._actions
+        if action.type in (int, float)
+    ]
+
+
+def bounded_arguments(parser: argparse.ArgumentParser) -> dict[str, Bounded]:
+    """Flag -> declared range, for every argument of ``parser`` that declares one."""
+    return {
+        (action.option_strings or [action.dest])[0]: action.type
+        for action in parser._actions
+        if isinstance(action.type, Bounded)
+    }
+
+
+#: The longest sequence any tool takes (``--lengths``, ``--max-length``): far past what a
+#: machine evaluates today, short enough that a typo is refused before anything is built.
+MAX_LENGTH = 2**17
+#: A sequence length: at least 8 tokens (a block with something to mask), at most MAX_LENGTH.
+LENGTH = integer(8, MAX_LENGTH)

@@ -1,0 +1,161 @@
+"""The measuring tools' arguments (``bench``, ``bench-data``, ``bench-data --corpus``,
+``bench-flex``, ``extrapolate``, ``sweep``): every numeric argument declares its range, and a
+value outside it -- zero, negative, absurdly large, not an integer -- is one ``error:`` line
+naming the argument (exit 2) before anything is measured; a default config is found from
+the package, not from the working directory."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from cli_helpers import CONFIGS
+
+from roformer_lit import extrapolate, sweep
+from roformer_lit.benchmarks import corpus_scale, data_pipeline, flex_vs_sdpa, models
+from roformer_lit.cli import EXIT_USER_ERROR, main
+from roformer_lit.tool_arguments import bounded_arguments, unbounded_numeric_arguments
+
+#: tool -> (the arguments before the one under test, its parser)
+TOOLS: dict[str, tuple[list[str], Callable[[], argparse.ArgumentParser]]] = {
+    "bench": (["bench"], models.build_parser),
+    "bench-data": (["bench-data"], data_pipeline.build_parser),
+    "bench-data --corpus": (["bench-data", "--corpus", "corpus.txt"], corpus_scale.build_parser),
+    "bench-flex": (["bench-flex"], flex_vs_sdpa.build_parser),
+    "extrapolate": (["extrapolate", "x.ckpt"], extrapolate.build_parser),
+    "sweep": (["sweep", "--config", "sweep.yaml"], sweep._parser),
+}
+
+HUGE = str(10**30)
+#: (tool, numeric argument, its kind: "count" (>= 1), "zero" (0 allowed), "real" (> 0))
+ARGUMENTS: list[tuple[str, str, str]] = [
+    ("bench", "--lengths", "count"),
+    ("bench", "--batch", "count"),
+    ("bench", "--hidden", "count"),
+    ("bench", "--layers", "count"),
+    ("bench", "--heads", "count"),
+    ("bench", "--intermediate", "count"),
+    ("bench", "--vocab", "count"),
+    ("bench", "--rounds", "count"),
+    ("bench", "--warmup", "zero"),
+    ("bench", "--peak-tflops", "real"),
+    ("bench", "--document-mask", "count"),
+    ("bench-data", "--batch-size", "count"),
+    ("bench-data", "--max-length", "count"),
+    ("bench-data", "--num-workers", "zero"),
+    ("bench-data", "--steps", "count"),
+    ("bench-data", "--rounds", "count"),
+    ("bench-data --corpus", "--sizes-mb", "count"),
+    ("bench-data --corpus", "--num-proc", "count"),
+    ("bench-data --corpus", "--ceiling-mb", "count"),
+    ("bench-flex", "--lengths", "count"),
+    ("bench-flex", "--tokens", "count"),
+    ("bench-flex", "--rounds", "count"),
+    ("bench-flex", "--warmup", "zero"),
+    ("extrapolate", "--lengths", "count"),
+    ("extrapolate", "--tokens", "count"),
+    ("extrapolate", "--batch-size", "count"),
+    ("sweep", "--jobs", "count"),
+]
+#: kind -> the values each argument of that kind must refuse
+BAD: dict[str, list[str]] = {
+    "count": ["0", "-1", HUGE, "1.5", "x"],
+    "zero": ["-1", HUGE, "1.5", "x"],
+    "real": ["0", "-1", "1e400", "nan", "x"],
+}
+CASES = [
+    pytest.param(tool, flag, value, id=f"{tool}{flag}={value[:6]}")
+    for tool, flag, kind in ARGUMENTS
+    for value in BAD[kind]
+]
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty working directory (with the sweep file ``sweep``'s ``--config`` names)."""
+    (tmp_path / "sweep.yaml").write_text("name: x\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def refused(argv: list[str], here: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The one stderr line of ``argv``, checked: exit 2, nothing on stdout, nothing written."""
+    before = sorted(p.name for p in here.iterdir())
+    capsys.readouterr()
+    code = main(argv)
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == EXIT_USER_ERROR, err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert out == "", out
+    assert sorted(p.name for p in here.iterdir()) == before
+    return lines[0]
+
+
+@pytest.mark.parametrize(("tool", "flag", "value"), CASES)
+def test_an_out_of_range_number_is_one_line_naming_the_argument(tool, flag, value, here, capsys):
+    line = refused([*TOOLS[tool][0], flag, value], here, capsys)
+    assert f"argument {flag}: must be" in line and repr(value) in line, line
+
+
+@pytest.mark.parametrize("tool", list(TOOLS))
+def test_every_numeric_argument_declares_its_range_and_has_cases(tool):
+    parser = TOOLS[tool][1]()
+    assert unbounded_numeric_arguments(parser) == []
+    assert sorted(bounded_arguments(parser)) == sorted(f for t, f, _ in ARGUMENTS if t == tool)
+
+
+#: arguments valid alone, wrong together (or a value no range can express) -> the line's text
+CROSS_CASES: list[tuple[list[str], str]] = [
+    (["bench", "--hidden", "256", "--heads", "3"], "--hidden 256 is not divisible by --heads 3"),
+    (
+        ["bench", "--lengths", "16", "--document-mask", "17"],
+        "--document-mask 17: must be in [1, 16]",
+    ),
+    (["bench", "--schemes", "alibi", "--kernels", "linear"], "no scheme of --schemes alibi"),
+    (["bench", "--device", "nowhere"], "--device 'nowhere' is not a device"),
+    (["bench-data", "--position", "absolute"], "argument --position: invalid choice: 'absolute'"),
+    (["bench-data", "--corpus", "c.txt", "--config", "gone.yaml"], "gone.yaml"),
+    (["bench", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+]
+
+
+@pytest.mark.parametrize(("argv", "expected"), CROSS_CASES, ids=lambda v: str(v)[:40])
+def test_wrong_combinations_are_one_line_before_anything_runs(argv, expected, here, capsys):
+    assert expected in refused(argv, here, capsys)
+
+
+def test_the_default_config_is_found_from_any_working_directory(here):
+    ns = corpus_scale.parse_args(["--corpus", "corpus.txt"])
+    assert Path(ns.config).is_absolute()
+    assert Path(ns.config).read_text() == (CONFIGS / "rope.yaml").read_text()
+    assert ns.workdir == here / "bench-data"  # the commands run inside it: absolute too
+
+
+class _Stop(Exception):
+    """Raised by the stand-in for the first timed command."""
+
+
+def test_bench_data_corpus_runs_fit_with_the_bundled_config_from_elsewhere(here, monkeypatch):
+    """Through the CLI from a directory without ``configs/``: the first ``fit`` it would
+    run names the bundled ``configs/rope.yaml`` (and absolute data paths)."""
+    commands: list[list[str]] = []
+
+    def fake_synthesise(corpus: str, size_mb: int, out: Path) -> Path:
+        out.write_text("text\n", encoding="utf-8")
+        return out
+
+    def fake_timed(argv, cwd, env):
+        commands.append(list(argv))
+        raise _Stop
+
+    monkeypatch.setattr(corpus_scale, "synthesise", fake_synthesise)
+    monkeypatch.setattr(corpus_scale, "timed", fake_timed)
+    with pytest.raises(_Stop):
+        main(["bench-data", "--corpus", "corpus.txt", "--sizes-mb", "1"])
+    (argv,) = commands
+    config = Path(argv[argv.index("--config") + 1])
+    assert config.is_file() and config.read_text() == (CONFIGS / "rope.yaml").read_text()
+    assert Path(argv[argv.index("--data.train_files") + 1]).is_absolute()
