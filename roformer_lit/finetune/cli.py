@@ -16,10 +16,11 @@ errors). What differs:
   regressions), resolved once the model is built, unless ``--checkpoint.monitor`` names
   another metric (then set ``--checkpoint.mode`` to match);
 * ``--ckpt_path`` must be a fine-tuning checkpoint; a pretraining one belongs in
-  ``--model.pretrained``;
+  ``--model.pretrained``, which must be the one the resumed run was fine-tuned from;
 * ``validate`` evaluates a fine-tuned checkpoint on its task's validation split (optionally
   at another ``--data.max_length``: the scheme's own extrapolation; ``learned`` refuses past
-  its table), with the model settings of the checkpoint, and appends the result to its
+  its table), with the model settings and label count of the checkpoint (a local task
+  needs only ``--data.val_files``), and appends the result to its
   run's ``evaluations.jsonl``; the checkpoint's pretrained run must still be readable (its
   tokenizer and encoder settings).
 """
@@ -50,7 +51,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.final_validation import ValidateAtEnd
 from roformer_lit.finetune.datamodule import TaskDataModule
 from roformer_lit.finetune.module import SequenceClassifier
-from roformer_lit.finetune.pretrained import read_pretrained
+from roformer_lit.finetune.pretrained import check_resumed_pretrained, read_pretrained
 from roformer_lit.finetune.tasks import TASKS, get_task
 from roformer_lit.run_logger import unique_version
 from roformer_lit.validation import check_trainer_arguments
@@ -95,7 +96,8 @@ class FinetuneCLI(RoformerCLI):
         subcommand = self.config.get("subcommand")
         if not subcommand:
             return
-        ckpt = self.config[subcommand].get("ckpt_path")
+        config = self.config[subcommand]
+        ckpt = config.get("ckpt_path")
         if ckpt is None and subcommand == "validate":
             raise ConfigError(
                 "finetune validate needs --ckpt_path: a fine-tuning checkpoint such as "
@@ -114,6 +116,8 @@ class FinetuneCLI(RoformerCLI):
             )
         if subcommand == "validate":
             self._take_settings_from(ckpt, hparams)
+        else:
+            check_resumed_pretrained(ckpt, hparams.get("pretrained"), config.model.pretrained)
 
     def _take_settings_from(self, ckpt: str, hparams: dict) -> None:
         """``validate``: the model section comes from the fine-tuned checkpoint (keys left at
@@ -131,8 +135,14 @@ class FinetuneCLI(RoformerCLI):
             for key, value in hparams.items()
             if key in config.model and key != "task" and config.model.get(key) == defaults.get(key)
         }
-        if fill:
-            self.config = self.parser.parse_object({"validate": {"model": fill}}, self.config)
+        data = {}
+        saved_labels = hparams.get("num_labels")
+        if saved_labels is not None and config.data.get("num_labels") is None:
+            if get_task(config.data.task).source == "local":
+                data["num_labels"] = saved_labels  # the head's size: no training file needed
+        if fill or data:
+            update = {"validate": {"model": fill, "data": data}}
+            self.config = self.parser.parse_object(update, self.config)
 
     def before_instantiate_classes(self) -> None:
         """Resolve the monitored metric and name a new run ``<task>-<position>-seed<N>``;

@@ -6,7 +6,10 @@ longest member (:mod:`roformer_lit.finetune.encoding`); labels are class indices
 
 ``num_labels`` is the task's own for GLUE and ``movie_polarity``; for local files it is
 the given ``data.num_labels``, else inferred from the training labels: 1 (regression) if
-any is fractional, else ``max + 1``. The CLI links it to ``model.num_labels``. The
+any is fractional, else ``max + 1``; at most :data:`MAX_LABELS` either way (a head is
+``hidden x num_labels``: an absurd label must not allocate it). The CLI links it to
+``model.num_labels`` (``finetune validate`` takes it from the fine-tuned checkpoint). A local
+task's ``train_files`` are needed to fine-tune, not to validate. The
 training order is a permutation seeded by ``(seed, epoch)`` and the training loader is
 resumable mid-epoch (:class:`~roformer_lit.data.dataset.ResumableDataLoader`), so a
 resumed fine-tune sees exactly the batches of an uninterrupted one.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from pathlib import Path
 
 import lightning as L
 import torch
@@ -35,6 +39,9 @@ from roformer_lit.finetune.examples import (
 )
 from roformer_lit.finetune.pretrained import load_tokenizer
 from roformer_lit.finetune.tasks import TaskSpec, get_task
+
+#: Most classes a head may have (given as ``data.num_labels`` or inferred from the labels).
+MAX_LABELS = 1 << 16
 
 
 class EncodedTask(Dataset[tuple[list[int], int | float]]):
@@ -58,11 +65,13 @@ class TaskDataModule(L.LightningDataModule):
     Args:
         task: a name of :data:`~roformer_lit.finetune.tasks.TASKS` (``local``:
             ``train_files``/``val_files``; ``movie_polarity``: shipped; GLUE by name).
-        train_files, val_files: local files (``.csv``, ``.tsv``, ``.jsonl``, ``.gz``): a
-            path, a glob or a list of these (``task: local`` only).
+        train_files, val_files: local files (``.csv``, ``.tsv``, ``.jsonl``, optionally
+            compressed): a path, a glob or a list of these (``task: local`` only;
+            ``train_files`` may be left out to validate).
         text_field, text_pair_field, label_field: the local files' columns (a pair is
             joined as ``[CLS] a [SEP] b [SEP]``).
-        num_labels: classes of a local task (1: regression); None infers it.
+        num_labels: classes of a local task (1: regression, at most :data:`MAX_LABELS`);
+            None infers it from the training labels.
         max_length: tokens per input, truncated beyond.
         batch_size, num_workers: loader settings.
         seed: seeds the training order.
@@ -95,15 +104,25 @@ class TaskDataModule(L.LightningDataModule):
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"data.{name}={value!r} is invalid: must be an integer >= {low}")
-        if num_labels is not None and (isinstance(num_labels, bool) or num_labels < 1):
-            raise ConfigError(f"data.num_labels={num_labels!r} is invalid: must be >= 1 or null")
+        if num_labels is not None and (
+            isinstance(num_labels, bool)
+            or not isinstance(num_labels, int)
+            or not 1 <= num_labels <= MAX_LABELS
+        ):
+            raise ConfigError(
+                f"data.num_labels={num_labels!r} is invalid: must be an integer in "
+                f"1..{MAX_LABELS} (1: a regression) or null"
+            )
+        self.train_paths: list[Path] | None = None
+        self.val_paths: list[Path] = []
         if self.spec.source == "local":
-            if train_files is None or val_files is None:
+            if val_files is None:
                 raise ConfigError(
-                    "data.task='local' needs data.train_files and data.val_files (CSV, TSV or "
-                    "JSONL files with text and label columns)"
+                    "data.task='local' needs data.val_files (and data.train_files to "
+                    "fine-tune): CSV, TSV or JSONL files with text and label columns"
                 )
-            self.train_paths = expand_task_files(train_files, "data.train_files")
+            if train_files is not None:
+                self.train_paths = expand_task_files(train_files, "data.train_files")
             self.val_paths = expand_task_files(val_files, "data.val_files")
             self.fields: tuple[str, str | None, str] = (text_field, text_pair_field, label_field)
         else:
@@ -148,22 +167,46 @@ class TaskDataModule(L.LightningDataModule):
         so their errors come before the run starts."""
         _ = self.tokenizer
         if self.spec.source != "glue":
-            self._examples("train")
+            if self._has_train:
+                self._examples("train")
             for split in self.spec.val_splits:
                 self._examples(split)
         if self.num_labels is None:
+            if not self._has_train:
+                raise ConfigError(self._no_train_files("infer data.num_labels"))
             labels = [e.label for e in self._examples("train")]
             if any(isinstance(y, float) and not y.is_integer() for y in labels):
                 self.num_labels = 1
             else:
-                self.num_labels = max(2, int(max(labels)) + 1)
+                top = max(labels)
+                if top >= MAX_LABELS:
+                    raise ConfigError(
+                        f"{self._where('train')}: label {top} would need a head of "
+                        f"{int(top) + 1} classes (at most {MAX_LABELS}); labels are class indices "
+                        "0..num_labels-1, or set data.num_labels 1 for a regression"
+                    )
+                self.num_labels = max(2, int(top) + 1)
         return self.num_labels
+
+    @property
+    def _has_train(self) -> bool:
+        """Whether the training split can be read (a local task may leave it out to validate)."""
+        return self.spec.source != "local" or self.train_paths is not None
+
+    def _no_train_files(self, purpose: str) -> str:
+        return (
+            f"data.train_files is not set: data.task='local' needs training files to {purpose} "
+            "(finetune validate takes num_labels from its checkpoint and needs only "
+            "data.val_files)"
+        )
 
     def _examples(self, split: str) -> list[Example]:
         """The raw examples of ``split`` (``train`` or one of the validation splits)."""
         if split not in self._raw:
             if self.spec.source == "local":
                 paths = self.train_paths if split == "train" else self.val_paths
+                if paths is None:
+                    raise ConfigError(self._no_train_files("fine-tune"))
                 self._raw[split] = read_local(paths, *self.fields)
             elif self.spec.source == "shipped":
                 self._raw[split] = read_shipped(self.task, split)
@@ -191,7 +234,7 @@ class TaskDataModule(L.LightningDataModule):
     def _where(self, split: str) -> str:
         if self.spec.source == "local":
             paths = self.train_paths if split == "train" else self.val_paths
-            return ", ".join(str(p) for p in paths)
+            return ", ".join(str(p) for p in paths or [])
         return f"task {self.task} {split}"
 
     # -------------------------------------------------------------- Lightning hooks
@@ -212,8 +255,9 @@ class TaskDataModule(L.LightningDataModule):
         return EncodedTask(ids, self._labels(examples, split))
 
     def setup(self, stage: str | None = None) -> None:
-        """Tokenize the training and validation splits (once)."""
-        if self.train_dataset is None:
+        """Tokenize the validation splits, and the training split unless ``stage`` only
+        evaluates (``validate``, ``test``, ``predict``: no training file is read), once."""
+        if self.train_dataset is None and stage in (None, "fit"):
             self.train_dataset = self._encode("train")
         if self.val_datasets is None:
             self.val_datasets = [self._encode(split) for split in self.spec.val_splits]
@@ -221,7 +265,7 @@ class TaskDataModule(L.LightningDataModule):
     @property
     def train_batches(self) -> int:
         """Batches of one training epoch: ceil(examples / batch_size)."""
-        self.setup()
+        self.setup("fit")
         assert self.train_dataset is not None
         return -(-len(self.train_dataset) // self.batch_size)
 
@@ -243,13 +287,13 @@ class TaskDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         """Shuffled by ``(seed, epoch)``; resumable mid-epoch."""
-        self.setup()
+        self.setup("fit")
         assert self.train_dataset is not None
         return self._loader(self.train_dataset, shuffle=True)
 
     def val_dataloader(self) -> DataLoader | list[DataLoader]:
         """The validation split(s) in order (MNLI: matched, then mismatched)."""
-        self.setup()
+        self.setup("validate")
         assert self.val_datasets is not None
         loaders = [self._loader(d, shuffle=False) for d in self.val_datasets]
         return loaders[0] if len(loaders) == 1 else loaders

@@ -3,31 +3,49 @@ the shipped offline task, or the GLUE datasets.
 
 Local files (``data.train_files`` / ``data.val_files``: a path, a glob or a list of these)
 are ``.csv``, ``.tsv`` (a header row names the columns) or ``.jsonl`` (one object per line),
-each optionally ``.gz``-compressed. Every problem (a missing file or column, an empty file,
-a label that is not a number) is a ConfigError of one line naming the file and the row.
+each optionally ``.gz``, ``.xz`` or ``.zst``-compressed. They are read through the corpus
+readers' guarded layer (:func:`roformer_lit.data.sources.open_input` and
+:func:`~roformer_lit.data.sources.guarded`): any failure while reading a file (a corrupt or
+truncated compressed stream, invalid UTF-8, a CSV field over ``csv.field_size_limit``, a
+binary file: a NUL character) is one ConfigError line naming it, and a file is used only once
+read to its end.
+
+Every record, whatever its source, goes through :func:`example_from_record`: the text (and
+the pair) must be strings (a JSON ``null``, number, object or list is refused, as
+pretraining refuses it), the label a finite number (``3``, ``"3"``, ``3.0``, ``"0.25"``; not
+a boolean) of magnitude below :data:`LABEL_LIMIT`. Every problem names the file and the row.
 """
 
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from roformer_lit.data.sources import expand_paths
+from roformer_lit.data.sources import (
+    COMPRESSIONS,
+    compression_of,
+    describe_exception,
+    expand_paths,
+    guarded,
+    open_input,
+)
 from roformer_lit.errors import ConfigError
 
 #: Supported local file endings.
 LOCAL_EXTENSIONS: tuple[str, ...] = tuple(
-    e + c for e in (".csv", ".tsv", ".jsonl") for c in ("", ".gz")
+    e + c for e in (".csv", ".tsv", ".jsonl") for c in COMPRESSIONS
 )
 #: Where the shipped offline task lives.
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "data" / "tasks"
+#: Largest label magnitude accepted (float32's largest finite value: labels become float32
+#: regression targets or int64 class indices).
+LABEL_LIMIT = 3.4028234663852886e38
 
 
 @dataclass(frozen=True)
@@ -45,69 +63,129 @@ def expand_task_files(spec: str | os.PathLike[str] | Sequence[Any], option: str)
     return expand_paths(spec, option, LOCAL_EXTENSIONS, kind="task")
 
 
-def _open_text(path: Path) -> IO[str]:
-    if path.name.lower().endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+def _text_lines(lines: Iterable[str], path: Path) -> Iterator[str]:
+    """The lines of a task file; a NUL character means a binary file, not UTF-8 text."""
+    for number, line in enumerate(lines, 1):
+        if "\x00" in line:
+            raise ConfigError(
+                f"{path}:{number}: NUL character: the file looks binary, expected UTF-8 text"
+            )
+        yield line
 
 
-def _rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    """(line number, row) of a CSV / TSV / JSONL file."""
-    name = path.name.lower().removesuffix(".gz")
-    try:
-        with _open_text(path) as f:
-            if name.endswith(".jsonl"):
-                for number, line in enumerate(f, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise ConfigError(f"{path}:{number}: not JSON ({exc.msg})") from None
-                    if not isinstance(row, dict):
-                        raise ConfigError(f"{path}:{number}: not a JSON object")
-                    yield number, row
-                return
-            reader = csv.DictReader(f, delimiter="\t" if name.endswith(".tsv") else ",")
-            for row in reader:
-                yield reader.line_num, row
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
+def _rows(path: Path) -> Iterator[tuple[int, Mapping[Any, Any]]]:
+    """(line number, row) of a CSV / TSV / JSONL file (possibly compressed)."""
+    compression = compression_of(path)
+    name = path.name.lower().removesuffix(compression)
+    with open_input(path, compression, "task") as raw:
+        text = _text_lines(io.TextIOWrapper(raw, encoding="utf-8-sig", newline=""), path)
+        if name.endswith(".jsonl"):
+            for number, line in enumerate(text, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except (ValueError, RecursionError) as exc:  # also an over-long integer
+                    detail = (
+                        exc.msg
+                        if isinstance(exc, json.JSONDecodeError)
+                        else describe_exception(exc)
+                    )
+                    raise ConfigError(f"{path}:{number}: not JSON ({detail})") from None
+                if not isinstance(row, dict):
+                    raise ConfigError(
+                        f"{path}:{number}: not a JSON object (got {type(row).__name__})"
+                    )
+                yield number, row
+            return
+        reader = csv.DictReader(text, delimiter="\t" if name.endswith(".tsv") else ",")
+        for row in reader:
+            yield reader.line_num, row
+
+
+def _show(value: Any) -> str:
+    """``repr(value)``, shortened to a few dozen characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _text(value: Any, where: str, field: str) -> str:
+    """A text field's value: a string (possibly empty); null, numbers, objects are refused."""
+    if value is None:
+        raise ConfigError(
+            f"{where}: {field} is null or missing (a JSON null, or a CSV row with fewer "
+            "values than the header); every example needs its text"
+        )
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"{where}: {field} must be a string, got {type(value).__name__} {_show(value)}"
+        )
+    return value
 
 
 def _label(value: Any, where: str, field: str) -> int | float:
-    """An int label (``3``, ``"3"``, ``3.0``) or a float one (``"0.25"``)."""
+    """An int label (``3``, ``"3"``, ``3.0``) or a float one (``"0.25"``), finite and of
+    magnitude at most :data:`LABEL_LIMIT`."""
     if isinstance(value, bool) or value is None or value == "":
-        raise ConfigError(f"{where}: {field}={value!r} is not a number")
+        raise ConfigError(f"{where}: {field}={_show(value)} is not a number")
+    if isinstance(value, int):
+        number: float = value
+    else:
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ConfigError(f"{where}: {field}={_show(value)} is not a number") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise ConfigError(f"{where}: {field}={_show(value)} is not a finite number")
+    if abs(number) > LABEL_LIMIT:
+        raise ConfigError(
+            f"{where}: {field}={_show(value)} is out of range (labels are class indices, or "
+            f"regression targets of magnitude at most {LABEL_LIMIT:.3g})"
+        )
     if isinstance(value, int):
         return value
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: {field}={value!r} is not a number") from None
-    if number != number or number in (float("inf"), float("-inf")):
-        raise ConfigError(f"{where}: {field}={value!r} is not a finite number")
     return int(number) if number.is_integer() and "." not in str(value) else number
+
+
+def example_from_record(
+    record: Mapping[Any, Any],
+    text_field: str,
+    text_pair_field: str | None,
+    label_field: str,
+    where: str,
+) -> Example:
+    """The one check of a fine-tuning record (a CSV/TSV row, a JSON object, a dataset row):
+    every named field present, the texts strings, the label a finite number within
+    :data:`LABEL_LIMIT`; ConfigError naming ``where`` (file and row) otherwise."""
+    if None in record:  # csv.DictReader's key for values beyond the header's columns
+        raise ConfigError(
+            f"{where}: the row has more values than the header has columns (a text with an "
+            "unquoted comma or tab?)"
+        )
+    for field in (text_field, text_pair_field, label_field):
+        if field is not None and field not in record:
+            raise ConfigError(
+                f"{where}: no column {field!r} (it has: {', '.join(map(str, record))}); "
+                "set data.text_field, data.text_pair_field, data.label_field"
+            )
+    text = _text(record[text_field], where, text_field)
+    pair = (
+        None if text_pair_field is None else _text(record[text_pair_field], where, text_pair_field)
+    )
+    return Example(text, pair, _label(record[label_field], where, label_field))
 
 
 def read_local(
     paths: Sequence[Path], text_field: str, text_pair_field: str | None, label_field: str
 ) -> list[Example]:
-    """Every example of ``paths``; refuses a file without examples or a missing column."""
+    """Every example of ``paths``; refuses a file without examples, a missing column, a bad
+    record (:func:`example_from_record`) or a file that cannot be read to its end."""
     examples: list[Example] = []
     for path in paths:
         count = 0
-        for number, row in _rows(path):
-            where = f"{path}:{number}"
-            for field in (text_field, text_pair_field, label_field):
-                if field is not None and field not in row:
-                    raise ConfigError(
-                        f"{where}: no column {field!r} (it has: {', '.join(map(str, row))}); "
-                        "set data.text_field, data.text_pair_field, data.label_field"
-                    )
-            pair = None if text_pair_field is None else str(row[text_pair_field] or "")
-            label = _label(row[label_field], where, label_field)
-            examples.append(Example(str(row[text_field] or ""), pair, label))
+        for number, row in guarded(f"task file {path}", _rows(path)):
+            fields = (text_field, text_pair_field, label_field)
+            examples.append(example_from_record(row, *fields, f"{path}:{number}"))
             count += 1
         if count == 0:
             raise ConfigError(f"{path} holds no examples (an empty file, or a header only)")
@@ -144,17 +222,23 @@ def read_glue(
 def examples_from_rows(
     rows: Any, text_field: str, text_pair_field: str | None, label_field: str, source: str
 ) -> list[Example]:
-    """Examples from a column-addressable table (a ``datasets.Dataset``, a dict of lists)."""
+    """Examples from a column-addressable table (a ``datasets.Dataset``, a dict of lists),
+    each checked by :func:`example_from_record`."""
     columns = list(getattr(rows, "column_names", None) or rows.keys())
     for field in (text_field, text_pair_field, label_field):
         if field is not None and field not in columns:
             raise ConfigError(f"{source}: no column {field!r} (it has: {', '.join(columns)})")
-    texts = rows[text_field]
-    pairs = rows[text_pair_field] if text_pair_field is not None else [None] * len(texts)
-    labels = rows[label_field]
-    if len(texts) == 0:
+    fields = [f for f in (text_field, text_pair_field, label_field) if f is not None]
+    values = [rows[f] for f in fields]
+    if len(values[0]) == 0:
         raise ConfigError(f"{source} holds no examples")
     return [
-        Example(str(t), None if p is None else str(p), _label(y, f"{source}[{i}]", label_field))
-        for i, (t, p, y) in enumerate(zip(texts, pairs, labels, strict=True))
+        example_from_record(
+            dict(zip(fields, record, strict=True)),
+            text_field,
+            text_pair_field,
+            label_field,
+            f"{source}[{i}]",
+        )
+        for i, record in enumerate(zip(*values, strict=True))
     ]

@@ -31,13 +31,14 @@ from typing import Any, Literal
 import lightning as L
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor, nn
 from torchmetrics import MeanMetric
 
 from roformer_lit.checkpoint_io import refuse_nonfinite
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.metrics import make_metrics
-from roformer_lit.finetune.pretrained import load_encoder
+from roformer_lit.finetune.pretrained import check_resumed_pretrained, load_encoder
 from roformer_lit.finetune.tasks import get_task, metrics_for, val_suffixes
 from roformer_lit.module import adamw, collect_rng_states, restore_rng_states
 from roformer_lit.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
@@ -217,6 +218,13 @@ class SequenceClassifier(L.LightningModule):
             checkpoint[TOKENIZER_KEY] = tokenizer_json
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Resuming (``fit``) refuses a checkpoint fine-tuned from another pretrained run
+        than ``pretrained`` (:func:`check_resumed_pretrained`; the CLI checks it before
+        anything is built, this covers ``Trainer.fit(ckpt_path=...)``)."""
+        trainer = self._trainer
+        if trainer is not None and trainer.state.fn == TrainerFn.FITTING:
+            recorded = (checkpoint.get("hyper_parameters") or {}).get("pretrained")
+            check_resumed_pretrained(trainer.ckpt_path, recorded, self.hparams.pretrained)
         self._rng_to_restore = checkpoint.get("rng_states")
 
 

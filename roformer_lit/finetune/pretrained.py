@@ -6,11 +6,16 @@ loaded with its ``encoder.*`` weights (strictly: every weight present and of its
 The tokenizer is the one stored in the checkpoint (:mod:`roformer_lit.stored_tokenizer`),
 so the run works on any machine. Every file is read with
 :func:`~roformer_lit.checkpoint_io.read_checkpoint` (``weights_only``).
+
+A resumed fine-tune continues from the pretrained checkpoint it started from
+(:func:`check_resumed_pretrained`): naming another one would rebuild the encoder with that
+checkpoint's settings (scheme, kernel) under the resumed weights, and record it as the run's.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +107,28 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
             f"{tokenizer.get_vocab_size()} tokens; the checkpoint is inconsistent"
         )
     return tokenizer
+
+
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file: equal as written, or the same existing file."""
+    if str(a) == str(b):
+        return True
+    try:
+        return os.path.samefile(Path(a).expanduser(), Path(b).expanduser())
+    except OSError:
+        return False
+
+
+def check_resumed_pretrained(ckpt: Any, recorded: Any, named: Any) -> None:
+    """Refuse, in one line naming both, resuming the fine-tuning checkpoint ``ckpt`` (which
+    was fine-tuned from ``recorded``, its ``hyper_parameters['pretrained']``) with another
+    pretrained checkpoint ``named`` (``model.pretrained``). Nothing to check when either is
+    unknown."""
+    if recorded is None or named is None or _same_file(recorded, named):
+        return
+    where = "" if Path(str(recorded)).expanduser().is_file() else " (not found from here)"
+    raise ConfigError(
+        f"--ckpt_path {ckpt} was fine-tuned from {recorded}{where}, not model.pretrained="
+        f"{named}; resume with --model.pretrained {recorded}, or start a new fine-tune "
+        "without --ckpt_path"
+    )

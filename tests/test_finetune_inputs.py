@@ -1,0 +1,284 @@
+"""Fine-tuning inputs (issue 23, class 6 and new-user item 5): every record goes through one
+check (texts are strings, labels finite numbers of a sane size), a resumed fine-tune keeps
+its pretrained encoder, ``finetune validate`` needs no training file, and the CPU-sized
+config trains on a task of any size."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from cli_helpers import fit_args
+from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
+from lightning.pytorch.trainer.states import TrainerFn
+
+from roformer_lit.cli import EXIT_USER_ERROR, main
+from roformer_lit.errors import ConfigError
+from roformer_lit.finetune.examples import examples_from_rows, read_local
+from roformer_lit.finetune.module import SequenceClassifier
+from roformer_lit.finetune.pretrained import check_resumed_pretrained
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "finetune"
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return pretrained_checkpoint(tmp_path_factory)
+
+
+def local(pretrained: Path, train: Path | None, val: Path, *extra: str) -> list[str]:
+    files = ["--data.train_files", str(train)] if train is not None else []
+    return [
+        "finetune",
+        "--config",
+        str(CONFIGS / "local.yaml"),
+        "--model.pretrained",
+        str(pretrained),
+        *files,
+        "--data.val_files",
+        str(val),
+        "--trainer.max_steps",
+        "1",
+        *QUIET,
+        *extra,
+    ]
+
+
+def error_line(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Run ``args``; assert exit 2 and one ``error:`` line without a traceback; return it."""
+    capsys.readouterr()
+    assert main(args) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, err[-3000:]
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def _jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+GOOD = {"text": "the function returns a value", "label": 1}
+
+#: record damage -> (file name, content, text_pair_field, text the error must hold)
+RECORDS: dict[str, tuple[str, str, str | None, str]] = {
+    "text_object": ("a.jsonl", json.dumps({"text": {"a": 1}, "label": 0}), None, "got dict"),
+    "text_null": ("a.jsonl", json.dumps({"text": None, "label": 0}), None, "null or missing"),
+    "text_list": ("a.jsonl", json.dumps({"text": ["a", "b"], "label": 0}), None, "got list"),
+    "text_number": ("a.jsonl", json.dumps({"text": 42, "label": 0}), None, "got int"),
+    "pair_object": (
+        "a.jsonl",
+        json.dumps({"text": "a", "second": {"b": 2}, "label": 0}),
+        "second",
+        "second must be a string, got dict",
+    ),
+    "pair_null": (
+        "a.jsonl",
+        json.dumps({"text": "a", "second": None, "label": 0}),
+        "second",
+        "second is null",
+    ),
+    "label_boolean": ("a.jsonl", json.dumps({"text": "a", "label": True}), None, "not a number"),
+    "label_object": ("a.jsonl", json.dumps({"text": "a", "label": {"x": 1}}), None, "not a number"),
+    "label_huge_integer": (
+        "a.jsonl",
+        json.dumps({"text": "a", "label": 10**40}),
+        None,
+        "out of range",
+    ),
+    "label_huge_float": ("a.jsonl", '{"text": "a", "label": 1e39}', None, "out of range"),
+    "label_huge_string": ("a.csv", "text,label\na,1e300", None, "out of range"),
+    "csv_row_without_label": ("a.csv", "text,label\nhello", None, "label=None is not a number"),
+    "csv_row_without_text": ("a.csv", "label,text\n1", None, "text is null or missing"),
+    "csv_row_with_extra_values": (
+        "a.csv",
+        "text,label\nhello, world,1",
+        None,
+        "more values than the header",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(RECORDS))
+def test_a_bad_record_is_refused_in_one_line_naming_file_and_row(case, tmp_path):
+    """The record check every local file goes through: a JSON object or null as text
+    trained as its repr or as ''; now each is one line naming the file and the row."""
+    name, bad, pair_field, expected = RECORDS[case]
+    path = tmp_path / name
+    if name.endswith(".jsonl"):
+        good = dict(GOOD, second="a second text")
+        path.write_text(json.dumps(good) + "\n" + bad + "\n", encoding="utf-8")
+    else:  # a header, then the bad row
+        path.write_text(bad + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        read_local([path], "text", pair_field, "label")
+    message = str(info.value)
+    assert "\n" not in message
+    assert f"{path}:2" in message, message
+    assert expected in message, message
+
+
+def test_the_text_checks_hold_for_the_shipped_rows_too():
+    """GLUE rows and the shipped task go through the same record check."""
+    rows = {"sentence": ["fine", None], "label": [0, 1]}
+    with pytest.raises(ConfigError, match=r"sst2/train\[1\]: sentence is null"):
+        examples_from_rows(rows, "sentence", None, "label", "sst2/train")
+
+
+@pytest.mark.parametrize(
+    ("case", "extra", "expected"),
+    [
+        ("label_1e12", [], "would need a head of 1000000000001 classes"),
+        ("label_2_16", [], "would need a head of 65537 classes"),
+        ("num_labels_1e12", ["--data.num_labels", str(10**12)], "data.num_labels=1000000000000"),
+        ("text_object", [], "must be a string, got dict"),
+        ("text_null", [], "text is null or missing"),
+    ],
+)
+def test_fine_tuning_refuses_absurd_labels_and_non_text_before_building(
+    case, extra, expected, pretrained, tmp_path, monkeypatch, capsys
+):
+    """An absurd integer label (or data.num_labels) would size the head hidden x label:
+    terabytes. Refused in one line before anything is built or any run directory kept."""
+    monkeypatch.chdir(tmp_path)
+    rows: list[dict[str, object]] = [dict(r) for r in keyword_rows(16, seed=1)]
+    if case == "label_1e12":
+        rows[3]["label"] = 10**12
+    elif case == "label_2_16":
+        rows[3]["label"] = 2**16
+    elif case == "text_object":
+        rows[3]["text"] = {"title": "a", "body": "b"}
+    elif case == "text_null":
+        rows[3]["text"] = None
+    train = _jsonl(tmp_path / "train.jsonl", rows)
+    val = _jsonl(tmp_path / "val.jsonl", [dict(r) for r in keyword_rows(8, seed=2)])
+    line = error_line(local(pretrained, train, val, *extra), capsys)
+    assert expected in line, line
+    assert not list(Path("runs").glob("finetune/*/")), "a refused run left its directory"
+
+
+@pytest.fixture(scope="module")
+def finetuned(pretrained: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(work directory, ``last.ckpt``) of a one-step fine-tune on the toy task."""
+    work = tmp_path_factory.mktemp("finetuned_inputs")
+    write_csv(work / "train.csv", keyword_rows(16, seed=1))
+    write_csv(work / "val.csv", keyword_rows(8, seed=2))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        assert main(local(pretrained, work / "train.csv", work / "val.csv")) == 0
+    (ckpt,) = work.glob("runs/finetune/*/checkpoints/last.ckpt")
+    return work, ckpt
+
+
+def test_resuming_with_another_pretrained_encoder_is_refused(
+    pretrained, finetuned, monkeypatch, capsys
+):
+    """Resuming a fine-tune with another pretrained checkpoint (here another scheme's) would
+    build that encoder under the resumed weights and record it in last.ckpt: refused in one
+    line naming both, the checkpoint untouched; the same one resumes."""
+    work, ckpt = finetuned
+    monkeypatch.chdir(work)
+    assert main(fit_args("nope.yaml", 2)) == 0
+    (other,) = Path("runs").glob("mlm/nope-*/checkpoints/last.ckpt")
+    before = ckpt.read_bytes()
+    args = local(other, work / "train.csv", work / "val.csv", "--trainer.max_steps", "2")
+    line = error_line([*args, "--ckpt_path", str(ckpt)], capsys)
+    assert str(pretrained) in line and str(other) in line, line
+    assert ckpt.read_bytes() == before
+    # the same pretrained checkpoint, named by another path to the same file, resumes
+    alias = work / "same.ckpt"
+    os.symlink(pretrained, alias)
+    args = local(alias, work / "train.csv", work / "val.csv", "--trainer.max_steps", "2")
+    assert main([*args, "--ckpt_path", str(ckpt)]) == 0
+    resumed = torch.load(ckpt, map_location="cpu", weights_only=True)
+    assert resumed["global_step"] == 2
+
+
+@pytest.mark.parametrize(
+    ("recorded", "named", "refused"),
+    [
+        ("a.ckpt", "a.ckpt", False),  # as written
+        ("a.ckpt", "ABS/a.ckpt", False),  # the same file, another spelling
+        ("a.ckpt", "link.ckpt", False),  # the same file through a link
+        ("a.ckpt", "b.ckpt", True),  # another file
+        ("gone/a.ckpt", "a.ckpt", True),  # the recorded one is not here: not provably it
+        (None, "b.ckpt", False),  # nothing recorded: nothing to compare
+    ],
+)
+def test_check_resumed_pretrained(recorded, named, refused, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("a.ckpt").write_bytes(b"a")
+    Path("b.ckpt").write_bytes(b"b")
+    os.symlink("a.ckpt", "link.ckpt")
+    named = named.replace("ABS", str(tmp_path))
+    if refused:
+        with pytest.raises(ConfigError, match="was fine-tuned from") as info:
+            check_resumed_pretrained("run.ckpt", recorded, named)
+        assert str(recorded) in str(info.value) and named in str(info.value)
+    else:
+        check_resumed_pretrained("run.ckpt", recorded, named)
+
+
+def test_finetune_validate_needs_no_training_files(finetuned, monkeypatch, capsys):
+    """``finetune validate`` of a local task takes the head's size from the checkpoint and
+    reads only the validation files."""
+    work, ckpt = finetuned
+    monkeypatch.chdir(work)
+    evaluations = ckpt.parent.parent / "evaluations.jsonl"
+    before = evaluations.read_text().splitlines() if evaluations.exists() else []
+    args = ["finetune", "validate", "--config", str(CONFIGS / "local.yaml"), *QUIET]
+    args += ["--data.val_files", str(work / "val.csv"), "--ckpt_path", str(ckpt)]
+    capsys.readouterr()
+    assert main(args) == 0, capsys.readouterr().err[-3000:]
+    records = evaluations.read_text().splitlines()
+    assert len(records) == len(before) + 1
+    record = json.loads(records[-1])
+    assert record["data"]["train_files"] is None
+    assert "val/accuracy" in record["metrics"]
+
+
+def test_fine_tuning_still_needs_training_files(pretrained, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    val = write_csv(tmp_path / "val.csv", keyword_rows(8, seed=2))
+    for extra in ([], ["--data.num_labels", "2"]):
+        line = error_line(local(pretrained, None, val, *extra), capsys)
+        assert "data.train_files is not set" in line, line
+        assert not list(Path("runs").glob("finetune/*/"))
+
+
+def test_the_cpu_config_trains_max_steps_on_a_small_task(pretrained, tmp_path, monkeypatch):
+    """configs/finetune/cpu.yaml over a task config: its settings apply, and max_steps
+    decides the length even on a task of fewer batches than an epoch of it (16 examples,
+    one batch an epoch)."""
+    monkeypatch.chdir(tmp_path)
+    train = write_csv(tmp_path / "train.csv", keyword_rows(16, seed=1))
+    val = write_csv(tmp_path / "val.csv", keyword_rows(8, seed=2))
+    args = local(pretrained, train, val, "--config", str(CONFIGS / "cpu.yaml"))
+    assert main([*args, "--trainer.max_steps", "3"]) == 0
+    (ckpt,) = Path("runs").glob("finetune/*/checkpoints/last.ckpt")
+    checkpoint = torch.load(ckpt, map_location="cpu", weights_only=True)
+    assert checkpoint["global_step"] == 3
+    assert checkpoint["hyper_parameters"]["pooling"] == "mean"
+    assert checkpoint["hyper_parameters"]["learning_rate"] == pytest.approx(2e-4)
+
+
+def test_the_module_refuses_another_pretrained_encoder_when_resumed(pretrained, tmp_path):
+    """Without the CLI (``Trainer.fit(model, ckpt_path=...)``) the module checks it too,
+    when the checkpoint is loaded to resume a fit; evaluating loads it regardless."""
+    model = SequenceClassifier(pretrained=str(pretrained), num_labels=2)
+    other = tmp_path / "other.ckpt"
+    other.write_bytes(b"x")
+    checkpoint = {"hyper_parameters": {"pretrained": str(other)}}
+    for fn, refused in ((TrainerFn.FITTING, True), (TrainerFn.VALIDATING, False)):
+        model._trainer = SimpleNamespace(state=SimpleNamespace(fn=fn), ckpt_path="run.ckpt")
+        if refused:
+            with pytest.raises(ConfigError, match="was fine-tuned from"):
+                model.on_load_checkpoint(checkpoint)
+        else:
+            model.on_load_checkpoint(checkpoint)
