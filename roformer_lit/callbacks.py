@@ -16,6 +16,7 @@ from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from roformer_lit import startup_signals
+from roformer_lit.checkpoint_io import share_checkpoint
 
 
 class LastCheckpointAtEnd(Callback):
@@ -39,6 +40,18 @@ class LastCheckpointAtEnd(Callback):
                 # log the next step under the previous one's number.
                 trainer.save_checkpoint(last, weights_only=False)
                 callback.last_model_path = str(last)
+                _share_best_with_last(trainer, callback, last)
+
+
+def _share_best_with_last(trainer: Trainer, callback: ModelCheckpoint, last: Path) -> None:
+    """When the best checkpoint is of the final step (the last validation was the best),
+    ``best.ckpt`` becomes a hard link to the ``last.ckpt`` just written: the same weights
+    (and the state after the step, the one a resume needs), stored once instead of twice."""
+    best = Path(callback.best_model_path) if callback.best_model_path else None
+    if best is None or best == last or not best.is_file() or trainer.world_size > 1:
+        return
+    if trainer.is_global_zero and checkpoint_step(best) == trainer.global_step:
+        share_checkpoint(last, best)
 
 
 class RunCheckpoint(ModelCheckpoint):

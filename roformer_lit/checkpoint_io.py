@@ -102,6 +102,27 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike[str]) -> None:
     _fsync_directory(final.parent)
 
 
+def share_checkpoint(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> bool:
+    """Make ``target`` a hard link to ``source`` (atomically: a link under a temporary name,
+    renamed over ``target``), so two checkpoints holding the same state take the disk once.
+    Every checkpoint write is a rename (:func:`atomic_torch_save`), so writing either name
+    later replaces that name only and never changes the other. Returns False (nothing
+    changed) where the file system has no hard links."""
+    src, final = Path(source), Path(target)
+    tmp = final.with_name(f".{final.name}{TMP_MARK}{os.getpid()}")
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        os.link(src, tmp)
+        os.replace(tmp, final)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return False
+    _fsync_directory(final.parent)
+    return True
+
+
 def _is_write_failure(exc: BaseException) -> bool:
     """An OSError, or the RuntimeError torch's zip writer raises when a write comes up short
     (``PytorchStreamWriter failed writing file``, ``unexpected pos``): how a full disk or a

@@ -12,6 +12,7 @@ import pytest
 import torch
 from cli_helpers import fit_args
 
+from roformer_lit.checkpoint_io import atomic_torch_save
 from roformer_lit.cli import EXIT_USER_ERROR, main
 
 RUN = Path("runs") / "mlm" / "rope-softmax-seed0"
@@ -87,3 +88,18 @@ def test_resuming_from_best_into_a_new_run_is_a_branch_that_keeps_the_original(
     assert main([*args, "--trainer.logger.init_args.version", "branch"]) == 0
     assert snapshot(work / RUN) == original
     assert step(work / "runs" / "mlm" / "branch" / "checkpoints" / "last.ckpt") == 4
+
+
+def test_a_best_checkpoint_of_the_final_step_is_stored_once(tmp_path, monkeypatch):
+    """The last validation was the best: best.ckpt is a hard link to last.ckpt (one copy of
+    model and optimiser on disk); a later write of either name leaves the other intact."""
+    monkeypatch.chdir(tmp_path)
+    assert main(fit_args("rope.yaml", 4, "--trainer.val_check_interval", "4")) == 0
+    checkpoints = tmp_path / RUN / "checkpoints"
+    best, last = checkpoints / "best.ckpt", checkpoints / "last.ckpt"
+    assert best.stat().st_ino == last.stat().st_ino and step(best) == 4
+    # every checkpoint write is a rename: writing last.ckpt again leaves best.ckpt intact
+    before = hashlib.sha256(best.read_bytes()).hexdigest()
+    atomic_torch_save({"global_step": 99}, last)
+    assert step(last) == 99 and step(best) == 4
+    assert hashlib.sha256(best.read_bytes()).hexdigest() == before
