@@ -60,6 +60,7 @@ from roformer_lit.checkpoint_io import PRETRAINING, AtomicCheckpointIO, read_che
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.final_validation import ValidateAtEnd
+from roformer_lit.model import check_random_positions
 from roformer_lit.module import MaskedLM, TrainingDiverged
 from roformer_lit.progress import default_progress_bar
 from roformer_lit.quiet import SummaryWithoutFlops
@@ -156,6 +157,7 @@ class RoformerCLI(LightningCLI):
         config = self.config[self.subcommand] if self.subcommand else self.config
         check_trainer_arguments(config.trainer)  # before anything is built or created
         check_document_mask(config)
+        check_random_positions(config)
         logger = config.trainer.logger
         if self.subcommand != "fit":
             if _is_run_logger(logger):
@@ -534,7 +536,7 @@ def validate_config(
                 args=list(args),
                 run=False,
                 seed_everything_default=0,
-                parser_kwargs={"exit_on_error": False},
+                parser_kwargs=mlm_parser_kwargs(subcommands=False),
                 auto_configure_optimizers=False,
             )
     except Exception as exc:
@@ -582,6 +584,27 @@ def _check_lengths(model: MaskedLM, datamodule: MLMDataModule) -> None:
         )
 
 
+#: The base experiment every pretraining config composes on: the per-scheme files in
+#: ``configs/`` hold only what their ablation changes. In a source checkout (the README's
+#: editable install) it lies beside the package.
+BASE_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "base.yaml"
+
+
+def mlm_parser_kwargs(subcommands: bool = True, **extra: Any) -> dict[str, Any]:
+    """LightningCLI's ``parser_kwargs`` for the pretraining commands: errors raised (one line
+    at the top level), and :data:`BASE_CONFIG` read before any ``--config`` of ``fit``,
+    ``validate``, ``test`` and ``predict``, so ``--config configs/alibi.yaml`` (a few lines)
+    means base + alibi, and later ``--config`` files override earlier ones."""
+    kwargs: dict[str, Any] = {"exit_on_error": False, **extra}
+    if BASE_CONFIG.is_file():
+        if subcommands:
+            for subcommand in LIGHTNING_SUBCOMMANDS:
+                kwargs[subcommand] = {"default_config_files": [str(BASE_CONFIG)]}
+        else:  # one parser without subcommands (LightningCLI with run=False)
+            kwargs["default_config_files"] = [str(BASE_CONFIG)]
+    return kwargs
+
+
 def lightning_main(args: Sequence[str] | None) -> None:
     RoformerCLI(
         MaskedLM,
@@ -590,7 +613,7 @@ def lightning_main(args: Sequence[str] | None) -> None:
         seed_everything_default=0,
         save_config_callback=RunConfigSaver,
         save_config_kwargs={"overwrite": False},
-        parser_kwargs={"exit_on_error": False, "prog": "python -m roformer_lit"},
+        parser_kwargs=mlm_parser_kwargs(prog="python -m roformer_lit"),
         auto_configure_optimizers=False,
     )
 

@@ -1,0 +1,84 @@
+"""Configs compose: ``configs/base.yaml`` is read before any ``--config`` of the pretraining
+commands, each per-scheme file holds only what its ablation changes, and later files
+override earlier ones. The oracle is a plain YAML deep merge of the files, read
+independently of jsonargparse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cli_helpers import CONFIGS
+
+from roformer_lit.cli import BASE_CONFIG, validate_config
+
+OVERLAYS = sorted(p.name for p in CONFIGS.glob("*.yaml") if p.name != "base.yaml")
+
+
+def merged(*files: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+
+    def merge(into: dict[str, Any], update: dict[str, Any]) -> None:
+        for key, value in update.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = value
+
+    for f in files:
+        merge(out, yaml.safe_load(f.read_text(encoding="utf-8")) or {})
+    return out
+
+
+def flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    items: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and key not in (
+            "position_kwargs",
+            "attention_kwargs",
+            "init_args",
+        ):
+            items.update(flat(value, name + "."))
+        else:
+            items[name] = value
+    return items
+
+
+def test_the_base_config_is_the_one_the_cli_reads():
+    assert BASE_CONFIG == CONFIGS / "base.yaml" and BASE_CONFIG.is_file()
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_each_scheme_config_is_a_few_lines_over_the_base(overlay):
+    lines = [
+        line
+        for line in (CONFIGS / overlay).read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert len(lines) <= 6, f"{overlay} repeats the base: {len(lines)} lines"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_a_scheme_config_alone_resolves_to_base_plus_overlay(overlay):
+    expected = flat(merged(BASE_CONFIG, CONFIGS / overlay))
+    resolved = validate_config(["--config", str(CONFIGS / overlay)])
+    for key, value in expected.items():
+        if key.startswith("trainer.logger"):
+            continue  # a class_path/init_args block, compared below
+        if value == {}:  # jsonargparse reads an empty mapping of a `dict | None` as None
+            assert resolved[key] in (None, {}), key
+        else:
+            assert resolved[key] == value, key
+    logger = resolved["trainer.logger"]
+    assert logger.init_args.name == expected["trainer.logger.init_args"]["name"]
+
+
+def test_later_configs_override_earlier_ones():
+    size = CONFIGS / "size" / "base.yaml"
+    expected = flat(merged(BASE_CONFIG, CONFIGS / "alibi.yaml", size))
+    resolved = validate_config(["--config", str(CONFIGS / "alibi.yaml"), "--config", str(size)])
+    for key in ("model.position", "model.hidden_size", "data.max_length", "trainer.max_steps"):
+        assert resolved[key] == expected[key], key
