@@ -151,14 +151,13 @@ def test_more_processes_than_cores_is_reduced_with_one_warning(
     hundred thousand workers: it is reduced to the cores, in one warning line."""
     monkeypatch.setattr(prepmod, "default_num_proc", lambda: 2)
     forked: list[int] = []
-    real_pool = prepmod.multiprocessing.get_context("fork").Pool
 
-    class CountingContext:
-        def Pool(self, processes, *args, **kwargs):  # type: ignore[no-untyped-def]
-            forked.append(processes)
-            return real_pool(processes, *args, **kwargs)
+    class CountingPool(prepmod.ProcessPoolExecutor):
+        def __init__(self, max_workers, *args, **kwargs):  # type: ignore[no-untyped-def]
+            forked.append(max_workers)
+            super().__init__(max_workers, *args, **kwargs)
 
-    monkeypatch.setattr(prepmod.multiprocessing, "get_context", lambda *_: CountingContext())
+    monkeypatch.setattr(prepmod, "ProcessPoolExecutor", CountingPool)
     source = FileSource((corpus,))
     capsys.readouterr()
     many = prepare_corpus(

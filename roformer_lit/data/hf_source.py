@@ -8,8 +8,11 @@ as it downloads (``load_dataset(..., streaming=True)``), for datasets larger tha
 only the token shards are written.
 
 Documents are read in batches from the memory-mapped Arrow table (or the stream), never all
-at once. Problems (``datasets`` missing, an unknown dataset or split, a missing or non-text
-field) are one-line :class:`~roformer_lit.errors.ConfigError`\\s.
+at once. Problems (``datasets`` missing, an unknown dataset or split, a missing field, a
+field that is not plain text: a list, a struct, a number) are one-line
+:class:`~roformer_lit.errors.ConfigError`\\s, and so is any failure while the documents are
+read (a corrupt Arrow file, a dropped stream): they go through the corpus readers' guarded
+layer (:func:`roformer_lit.data.sources.guarded`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from roformer_lit.data.sources import guarded
 from roformer_lit.errors import ConfigError
 
 _BATCH = 1000
@@ -98,10 +102,13 @@ class HFSource:
             )
         features = getattr(ds, "features", None)
         if features is not None and self.text_field in features:
-            dtype = getattr(features[self.text_field], "dtype", None)
-            if dtype not in (None, "string", "large_string"):
+            feature = features[self.text_field]
+            dtype = getattr(feature, "dtype", None)
+            if not isinstance(feature, datasets.Value) or dtype not in ("string", "large_string"):
+                held = dtype if isinstance(feature, datasets.Value) else type(feature).__name__
                 raise ConfigError(
-                    f"{self._where()}: field {self.text_field!r} holds {dtype}, not text"
+                    f"{self._where()}: field {self.text_field!r} holds {held}, not text; set "
+                    "data.text_field to a string field"
                 )
         return ds
 
@@ -122,7 +129,7 @@ class HFSource:
     def documents(self) -> Iterator[str]:
         """Non-empty texts, stripped, inner line breaks turned into spaces."""
         count = 0
-        for value in self._values():
+        for value in guarded(self._where(), self._values()):
             if value is None:
                 continue
             if not isinstance(value, str):

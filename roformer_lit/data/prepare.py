@@ -8,28 +8,54 @@ shard format of :mod:`roformer_lit.data.shards`; at most ``2 * num_proc`` chunks
 flight, so memory does not grow with the corpus. A progress bar shows on a terminal, a line
 every 30 s otherwise.
 
+Bounded whatever the documents look like: a document longer than ``piece_chars``
+(default ``chunk_bytes``) is cut into pieces of at most that many characters, each cut
+placed just before a space or tab in the second half of the piece (so each piece after the
+first starts with the whitespace), and the pieces are tokenized one per chunk; their tokens
+are written one after the other with a single ``[SEP]`` after the last, so the document and
+every document boundary stay what they were. For a tokenizer that splits words at
+whitespace (the WordPiece trained here, byte-level BPE, Metaspace) the ids are those of
+the whole document; a run of more than half a piece without a space or tab is cut hard,
+and a word cut that way is tokenized as two. No chunk holds more than about twice
+``chunk_bytes`` of text, so no worker sees more. (The source reads one line at a time,
+so the main process still holds the longest line once.)
+
+A worker that dies (the out-of-memory killer, a signal) ends the preparation with one line
+(:class:`~roformer_lit.errors.ConfigError`) instead of waiting for it forever, and the
+half-written entry is removed.
+
 Caching and atomicity: the result lives in ``<root>/<key>/``, where ``key`` hashes (corpus
 fingerprint, tokenizer, format). It is built in a temporary directory beside it and renamed
 into place only after every file, ``meta.json`` last, is written and fsynced, so a prepare
 killed at any point leaves no directory that a later run trusts (its temporary directory is
 removed by the next prepare of the same key). An exclusive ``flock`` on ``<root>/<key>.lock``
 makes concurrent runs (a sweep's, DDP ranks) wait for one preparation instead of repeating
-it; the lock goes away with the process that holds it, even on SIGKILL.
+it; the lock goes away with the process that holds it, even on SIGKILL. The same lock
+(:func:`entry_lock`) is held while the tokenizer of a first preparation is trained, so a
+second run started meanwhile waits and then uses that tokenizer rather than training
+another (WordPiece training is not deterministic across processes).
+
+Every entry is checked by :func:`~roformer_lit.data.shards.verify_entry` before it is used
+(:func:`find_prepared` is the only way in).
 """
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import hashlib
 import json
 import multiprocessing
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,8 +71,9 @@ from roformer_lit.data.shards import (
     TOKENIZER_FILE,
     ShardWriter,
     TokenStream,
-    read_meta,
+    damaged,
     token_dtype,
+    verify_entry,
     write_meta,
 )
 from roformer_lit.data.sources import DocumentSource
@@ -97,28 +124,25 @@ class PreparedCorpus:
         try:
             return Tokenizer.from_file(str(self.tokenizer_path))
         except Exception as e:
-            raise ConfigError(
-                f"prepared corpus {self.directory}: unreadable {TOKENIZER_FILE} "
-                f"({' '.join(str(e).split())[:120]}); delete the directory to prepare it again"
-            ) from None
+            raise damaged(self.directory, f"unreadable {TOKENIZER_FILE}: {str(e)[:120]}") from None
 
 
 def find_prepared(root: Path, key: str, tokenizer_sha: str | None = None) -> PreparedCorpus | None:
     """The complete prepared corpus ``<root>/<key>``, or ``None`` if there is none.
+
+    Every reader of the cache comes here: the entry is used only once
+    :func:`~roformer_lit.data.shards.verify_entry` has checked it.
 
     Raises:
         ConfigError: the directory exists but is damaged, or was made with another tokenizer
             than ``tokenizer_sha`` (when given).
     """
     directory = root / key
-    if not (directory / META_FILE).is_file():
-        if os.path.lexists(directory):
-            raise ConfigError(
-                f"{directory} is in the prepared-corpus cache but is not a complete prepared "
-                "corpus (no meta.json); delete it to prepare again"
-            )
+    if not os.path.lexists(directory):
         return None
-    meta = read_meta(directory)
+    if not os.path.lexists(directory / META_FILE):
+        raise damaged(directory, "not a complete prepared corpus: no meta.json")
+    meta = verify_entry(directory)
     if tokenizer_sha is not None and meta.get("tokenizer_sha256") != tokenizer_sha:
         raise ConfigError(
             f"prepared corpus {directory} was made with another tokenizer "
@@ -129,9 +153,23 @@ def find_prepared(root: Path, key: str, tokenizer_sha: str | None = None) -> Pre
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
+def entry_lock(root: Path, key: str) -> Iterator[None]:
+    """Hold the exclusive lock of cache entry ``<root>/<key>`` (waiting for it if needed).
+
+    Taken around everything that decides what the entry holds: its preparation, and the
+    training of the tokenizer of a first preparation. An ``flock`` on ``<root>/<key>.lock``:
+    it goes away with the process that holds it, even on SIGKILL. Not re-entrant: a process
+    holding it must not take it again.
+
+    Raises:
+        ConfigError: the cache directory cannot be written.
+    """
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        f = open(root / f"{key}.lock", "a")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise ConfigError(f"cannot write prepared corpora to {root}: {e.strerror or e}") from None
+    with f:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -152,14 +190,41 @@ def _init_worker(tokenizer_json: str, sep_id: int, dtype: str) -> None:
     _WORKER_DTYPE = np.dtype(dtype)
 
 
-def encode_chunk(documents: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def _init_pool_worker(parent: int, tokenizer_json: str, sep_id: int, dtype: str) -> None:
+    """Initialise a pool worker that dies with the process that forked it.
+
+    A worker inherits the entry lock's file descriptor, so an orphan (its parent killed by
+    SIGKILL, which runs no clean-up) would hold the lock, and wait for chunks, forever:
+    on Linux the kernel sends it SIGKILL when its parent dies (``PR_SET_PDEATHSIG``), and
+    one that finds its parent already gone exits at once.
+    """
+    try:
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: pool workers then outlive a killed parent
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+    _init_worker(tokenizer_json, sep_id, dtype)
+
+
+def encode_chunk(documents: list[str], whole: bool = True) -> tuple[np.ndarray, np.ndarray, int]:
     """Tokenize a chunk in this worker: (tokens with a [SEP] after each document, each
-    document's length including its [SEP] (0 for a document without tokens), text bytes)."""
+    document's length including its [SEP] (0 for a document without tokens), text bytes).
+
+    With ``whole=False`` the texts are pieces of a longer document: no [SEP] is added and
+    the lengths are the pieces' token counts (the main process ends the document).
+    """
     assert _WORKER_TOKENIZER is not None, "worker not initialised"
     # encode_batch_fast: the same ids as encode_batch without computing character offsets
     encodings = _WORKER_TOKENIZER.encode_batch_fast(documents, add_special_tokens=False)
     ids = [e.ids for e in encodings]
     lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    if not whole:
+        tokens = np.concatenate([np.asarray(d, dtype=np.int64) for d in ids])
+        return tokens.astype(_WORKER_DTYPE), lengths, sum(len(d) for d in documents)
     lengths[lengths > 0] += 1
     tokens = np.empty(int(lengths.sum()), dtype=_WORKER_DTYPE)
     pos = 0
@@ -172,17 +237,56 @@ def encode_chunk(documents: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
     return tokens, lengths, sum(len(d) for d in documents)
 
 
-def _chunks(documents: Iterable[str], chunk_bytes: int) -> Iterator[list[str]]:
-    chunk: list[str] = []
+@dataclass(frozen=True)
+class Chunk:
+    """What one worker tokenizes at a time: whole documents, or one piece of a long one."""
+
+    texts: list[str]
+    #: ``texts`` is one piece of a document longer than the piece bound (no [SEP] added).
+    piece: bool = False
+    #: For a piece: it is the document's last (the document ends after it).
+    last: bool = True
+
+
+def split_document(doc: str, piece_chars: int) -> Iterator[tuple[str, bool]]:
+    """``(piece, is_last)`` of ``doc`` in pieces of at most ``piece_chars`` characters.
+
+    Each cut is placed just before the last space or tab in the second half of the piece
+    (the next piece starts with that whitespace), or hard at ``piece_chars`` when that half
+    has none. Joined, the pieces are ``doc``.
+    """
+    start = 0
+    while len(doc) - start > piece_chars:
+        lo, hi = start + piece_chars // 2, start + piece_chars
+        cut = max(doc.rfind(" ", lo, hi), doc.rfind("\t", lo, hi))
+        if cut <= start:
+            cut = hi
+        yield doc[start:cut], False
+        start = cut
+    yield doc[start:], True
+
+
+def make_chunks(documents: Iterable[str], chunk_bytes: int, piece_chars: int) -> Iterator[Chunk]:
+    """The chunks handed to the workers, in corpus order: documents grouped until their text
+    reaches ``chunk_bytes`` characters (so a chunk holds less than ``chunk_bytes +
+    piece_chars``), and each document longer than ``piece_chars`` alone, piece by piece."""
+    texts: list[str] = []
     size = 0
     for doc in documents:
-        chunk.append(doc)
+        if len(doc) > piece_chars:
+            if texts:
+                yield Chunk(texts)
+                texts, size = [], 0
+            for piece, last in split_document(doc, piece_chars):
+                yield Chunk([piece], piece=True, last=last)
+            continue
+        texts.append(doc)
         size += len(doc)
         if size >= chunk_bytes:
-            yield chunk
-            chunk, size = [], 0
-    if chunk:
-        yield chunk
+            yield Chunk(texts)
+            texts, size = [], 0
+    if texts:
+        yield Chunk(texts)
 
 
 @contextmanager
@@ -200,34 +304,57 @@ def _serial_tokenizers() -> Iterator[None]:
             os.environ["TOKENIZERS_PARALLELISM"] = old
 
 
+_Encoded = tuple[np.ndarray, np.ndarray, int]
+
+
 def _encoded(
-    documents: Iterable[str],
+    chunks: Iterable[Chunk],
     tokenizer: Tokenizer,
     sep_id: int,
     dtype: np.dtype,
     num_proc: int,
-    chunk_bytes: int,
-) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
-    """Tokenized chunks, in corpus order, from ``num_proc`` forked workers (in-process for 1)."""
+    what: str,
+) -> Iterator[tuple[Chunk, _Encoded]]:
+    """Each chunk with its tokens, in corpus order, from ``num_proc`` forked workers
+    (in-process for 1); at most ``2 * num_proc`` chunks are submitted and not yet consumed.
+
+    Raises:
+        ConfigError: a worker died (killed by a signal or the out-of-memory killer): the
+            pool reports it (``BrokenProcessPool``) instead of waiting for the lost chunk.
+    """
     init = (tokenizer.to_str(), sep_id, dtype.name)
-    chunks = _chunks(documents, chunk_bytes)
     with _serial_tokenizers():
         if num_proc <= 1:
             _init_worker(*init)
             for chunk in chunks:
-                yield encode_chunk(chunk)
+                yield chunk, encode_chunk(chunk.texts, not chunk.piece)
             return
         # fork: workers start in milliseconds (spawn would import torch in each) and only
         # run tokenizers and numpy.
-        context = multiprocessing.get_context("fork")
-        with context.Pool(num_proc, initializer=_init_worker, initargs=init) as pool:
-            pending: deque[Any] = deque()
+        pool = ProcessPoolExecutor(
+            num_proc,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_init_pool_worker,
+            initargs=(os.getpid(), *init),
+        )
+        pending: deque[tuple[Chunk, Future[_Encoded]]] = deque()
+        try:
             for chunk in chunks:
-                pending.append(pool.apply_async(encode_chunk, (chunk,)))
+                pending.append((chunk, pool.submit(encode_chunk, chunk.texts, not chunk.piece)))
                 if len(pending) >= 2 * num_proc:
-                    yield pending.popleft().get()
+                    done, future = pending.popleft()
+                    yield done, future.result()
             while pending:
-                yield pending.popleft().get()
+                done, future = pending.popleft()
+                yield done, future.result()
+        except BrokenProcessPool:
+            raise ConfigError(
+                f"a tokenizer process died while preparing {what} (killed by a signal or "
+                "the out-of-memory killer); nothing was kept: run again, with a lower "
+                "data.num_proc if memory is short"
+            ) from None
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 class _Progress:
@@ -283,6 +410,7 @@ def prepare_corpus(
     *,
     num_proc: int | None = None,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    piece_chars: int | None = None,
     shard_tokens: int = DEFAULT_SHARD_TOKENS,
     progress: bool = True,
     log: Any = None,
@@ -298,6 +426,8 @@ def prepare_corpus(
         num_proc: tokenizer processes (default, and at most: the cores this process may
             use; more is reduced to that with a warning).
         chunk_bytes: text per chunk handed to a worker.
+        piece_chars: a longer document is tokenized in pieces of at most this many
+            characters (default ``chunk_bytes``; see the module docstring).
         shard_tokens: tokens per shard file before a new one starts.
         progress: show progress (a bar on a terminal, else a line every 30 s).
         log: a function of one string for the summary line (default: print to stderr).
@@ -322,32 +452,15 @@ def prepare_corpus(
             f"tokenizing with {cores} processes"
         )
         num_proc = cores
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        lock = _locked(root / f"{key}.lock")
-        lock.__enter__()
-    except OSError as e:
-        raise ConfigError(f"cannot write prepared corpora to {root}: {e.strerror or e}") from None
-    try:
+    with entry_lock(root, key):
         found = find_prepared(root, key, sha)  # another process may have made it meanwhile
         if found is not None:
             return found
         _remove_stale(root, key)
+        chunks = (chunk_bytes, piece_chars or chunk_bytes)
         return _build(
-            source,
-            tokenizer,
-            root,
-            key,
-            sha,
-            sep_id,
-            num_proc,
-            chunk_bytes,
-            shard_tokens,
-            progress,
-            log,
+            source, tokenizer, root, key, sha, sep_id, num_proc, chunks, shard_tokens, progress, log
         )
-    finally:
-        lock.__exit__(None, None, None)
 
 
 def _build(
@@ -358,32 +471,57 @@ def _build(
     sha: str,
     sep_id: int,
     num_proc: int,
-    chunk_bytes: int,
+    chunks: tuple[int, int],
     shard_tokens: int,
     progress: bool,
     log: Any,
 ) -> PreparedCorpus:
     start = time.monotonic()
+    fingerprint = source.fingerprint()
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{key}.tmp-"))
     try:
         (tmp / TOKENIZER_FILE).write_text(tokenizer.to_str(), encoding="utf-8")
-        dtype = token_dtype(tokenizer.get_vocab_size(with_added_tokens=True))
+        vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+        dtype = token_dtype(vocab_size)
         writer = ShardWriter(tmp, dtype, shard_tokens)
         bar = _Progress(source.size_hint(), f"preparing {source.describe()}", progress)
+        sep = np.array([sep_id], dtype=dtype)
         text_bytes = 0
+        open_tokens = 0  # tokens of the pieces of a long document not yet ended
         try:
-            for tokens, lengths, nbytes in _encoded(
-                source.documents(), tokenizer, sep_id, dtype, num_proc, chunk_bytes
+            for chunk, (tokens, lengths, nbytes) in _encoded(
+                make_chunks(source.documents(), *chunks),
+                tokenizer,
+                sep_id,
+                dtype,
+                num_proc,
+                source.describe(),
             ):
-                writer.append(tokens, lengths)
+                if not chunk.piece:
+                    writer.append(tokens, lengths)
+                elif not chunk.last:
+                    writer.append(tokens, ())
+                    open_tokens += int(tokens.size)
+                else:  # the document's last piece: one [SEP] ends it, if it has tokens
+                    length = open_tokens + int(tokens.size)
+                    if length:
+                        tokens, length = np.concatenate([tokens.astype(dtype), sep]), length + 1
+                    writer.append(tokens, (length,))
+                    open_tokens = 0
                 text_bytes += nbytes
                 bar.update(nbytes, int(tokens.size))
         finally:
             bar.close()
         counts = writer.close()
+        if source.fingerprint() != fingerprint:
+            raise ConfigError(
+                f"{source.describe()} changed while it was being prepared; nothing was kept: "
+                "run again"
+            )
         seconds = time.monotonic() - start
         meta = {
             **counts,
+            "vocab_size": vocab_size,
             "tokenizer_sha256": sha,
             "source": source.describe(),
             "text_chars": text_bytes,

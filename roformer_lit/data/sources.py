@@ -14,9 +14,17 @@ as ``.gz``, ``.xz`` or ``.zst`` (the last needs the ``zstandard`` package), and 
 Documents are *streamed* (:func:`iter_documents`): a file is read line by line (or a Parquet
 file batch by batch), so no corpus is ever held in memory. A document is stripped; in
 ``.jsonl``/``.parquet`` its inner line breaks become spaces, so a document is always one line.
-Every problem with a user file raises :class:`roformer_lit.errors.ConfigError` with one line
-that names the file (and the line, for ``.jsonl``). Paths that are not regular files (a FIFO,
-a device) are refused from ``stat`` before anything opens them, so they cannot hang a run.
+Paths that are not regular files (a FIFO, a device) are refused from ``stat`` before anything
+opens them, so they cannot hang a run.
+
+Reading is one guarded layer, shared with fine-tuning's example files
+(:mod:`roformer_lit.finetune.examples`): every file is opened by :func:`open_input` and read
+through :func:`guarded`, so *any* failure while reading it (a corrupt compressed member, a
+library's own error, an exception nobody listed) becomes one
+:class:`~roformer_lit.errors.ConfigError` line naming the file, never a traceback. A
+compressed file must end where its format says it ends: a truncated ``.gz``, ``.xz`` or
+``.zst`` file is refused, never read in part (``.zst`` files are decompressed frame by
+frame, and the file must not end inside a frame).
 """
 
 from __future__ import annotations
@@ -28,11 +36,11 @@ import json
 import lzma
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, TypeVar
 
 from roformer_lit.errors import ConfigError
 
@@ -46,7 +54,6 @@ VALID_EXTENSIONS: tuple[str, ...] = (
 _GLOB_CHARS = "*?["
 _PARQUET_BATCH = 1024
 _SNIFF_BYTES = 1 << 16
-_DECOMPRESSION_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, lzma.LZMAError)
 
 
 def split_extension(path: Path) -> tuple[str, str]:
@@ -162,56 +169,150 @@ def expand_paths(
 
 
 def fingerprint_files(paths: Sequence[Path]) -> list[list[Any]]:
-    """(absolute path, size, mtime in ns) per file: what identifies a prepared corpus's input.
+    """(absolute path, size, mtime, inode, ctime) per file: what identifies a prepared corpus's input.
 
-    Like ``make`` and HF ``datasets`` for local files, a file whose size or modification time
-    changed is read again; content is not hashed (that would read a 20 GB corpus per run).
+    Size and mtime alone miss a file rewritten with the same size and its mtime set back
+    (``cp -p``, ``rsync -t``, ``touch -r``): its stale tokens would train silently. The
+    change time cannot be set back that way: the kernel stamps ``st_ctime`` with the current
+    time on every write, rename into place or metadata change, and no system call sets it.
+    The inode number changes when a file is replaced by another (rsync's rename). So any
+    rewrite gives another fingerprint, and another preparation. The price is a
+    re-preparation after a mere ``chmod``/``chown`` or a copy of the corpus to another
+    file system, never a stale entry. The device number is left out: NFS clients number
+    the same export differently, and every node of a cluster must find the same entry.
+    Content is not hashed: that would read a 20 GB corpus on every run, cached or not.
     """
     out = []
     for p in paths:
         st = check_regular_file(p)
-        out.append([str(p.resolve()), st.st_size, st.st_mtime_ns])
+        out.append([str(p.resolve()), st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns])
     return out
 
 
 # --------------------------------------------------------------------------- reading
-@contextmanager
-def _open_binary(path: Path, compression: str) -> Iterator[IO[bytes]]:
-    check_regular_file(path)
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as e:
-        raise ConfigError(f"cannot read corpus file {path}: {e.strerror or e}") from None
-    try:
-        if compression == ".gz":
-            yield gzip.open(raw, "rb")  # type: ignore[misc]
-        elif compression == ".xz":
-            yield lzma.open(raw, "rb")  # type: ignore[misc]
-        elif compression == ".zst":
-            yield io.BufferedReader(_zstd_reader(raw, path))  # type: ignore[arg-type]
-        else:
-            yield raw
-    finally:
-        raw.close()
+_T = TypeVar("_T")
+#: Compressed bytes handed to the zstd decompressor at a time.
+_ZSTD_CHUNK = 1 << 17
+#: Longest exception text quoted in a message.
+_MAX_DETAIL = 300
 
 
-def _zstd_reader(raw: IO[bytes], path: Path) -> Any:
+def describe_exception(exc: BaseException) -> str:
+    """``Type: message`` of ``exc`` on one line (the type qualified by its module unless it
+    is a builtin, e.g. ``zlib.error``, ``csv.Error``), at most a few hundred characters."""
+    kind = type(exc)
+    module = kind.__module__.lstrip("_")
+    name = kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+    detail = " ".join(str(exc).split())
+    if len(detail) > _MAX_DETAIL:
+        detail = detail[: _MAX_DETAIL - 3] + "..."
+    return f"{name}: {detail}" if detail else name
+
+
+def guarded(what: str, items: Iterable[_T]) -> Iterator[_T]:
+    """The items of ``items``, a reader of one input (``what``: ``corpus file data/a.txt``).
+
+    Guarantees one line for any failure of the reader: a
+    :class:`~roformer_lit.errors.ConfigError` passes unchanged (it already names the input),
+    and every other exception (``OSError``, ``EOFError``, ``zlib.error``, ``csv.Error``,
+    pyarrow's, ``MemoryError``, ...) becomes ``ConfigError("cannot read <what>: <Type>:
+    <message>")``; an ``EOFError`` (a compressed stream that ends early) says the input is
+    truncated. ``KeyboardInterrupt`` and ``SystemExit`` pass. The consumer decides what to do
+    with items already yielded: every caller accepts a file only once it was read to its end.
+    """
+    try:
+        yield from items
+    except ConfigError:
+        raise
+    except EOFError as exc:
+        raise ConfigError(
+            f"cannot read {what}: it is truncated ({describe_exception(exc)})"
+        ) from None
+    except Exception as exc:
+        raise ConfigError(f"cannot read {what}: {describe_exception(exc)}") from None
+
+
+class _ZstdFrames(io.RawIOBase):
+    """The decompressed bytes of a zstd file, frame after frame.
+
+    zstandard's ``stream_reader(read_across_frames=True)`` returns what it has when the input
+    ends inside a frame, so a truncated file reads as a shorter one; here each frame is
+    decompressed by its own ``decompressobj`` and the input must not end before the frame's
+    end (``EOFError`` otherwise)."""
+
+    def __init__(self, raw: IO[bytes], decompressor: Any) -> None:
+        super().__init__()
+        self._raw = raw
+        self._decompressor = decompressor
+        self._frame: Any = None  # the decompressobj of the frame being read, if any
+        self._input = b""  # compressed bytes read past the end of the last frame
+        self._out = b""
+        self._pos = 0
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._pos >= len(self._out) and not self._ended:
+            self._out, self._pos = self._decompress_more(), 0
+        n = min(len(buffer), len(self._out) - self._pos)
+        buffer[:n] = self._out[self._pos : self._pos + n]
+        self._pos += n
+        return n
+
+    def _decompress_more(self) -> bytes:
+        data, self._input = self._input or self._raw.read(_ZSTD_CHUNK), b""
+        if not data:
+            if self._frame is not None:
+                raise EOFError("the zstd stream ends inside a frame")
+            self._ended = True
+            return b""
+        if self._frame is None:
+            self._frame = self._decompressor.decompressobj()
+        out = self._frame.decompress(data)
+        if self._frame.eof:
+            self._input, self._frame = self._frame.unused_data, None
+        return out
+
+
+def _zstd_reader(raw: IO[bytes], path: Path) -> IO[bytes]:
     try:
         import zstandard
     except ImportError:
         raise ConfigError(
             f"reading {path} needs the zstandard package: pip install 'roformer-lit[corpora]'"
         ) from None
-    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    return io.BufferedReader(_ZstdFrames(raw, zstandard.ZstdDecompressor()))
 
 
-def _decompression_errors() -> tuple[type[BaseException], ...]:
+def compression_of(path: Path) -> str:
+    """The compression suffix of ``path`` (one of :data:`COMPRESSIONS`; ``""`` for none)."""
+    name = path.name.lower()
+    return next((c for c in COMPRESSIONS if c and name.endswith(c)), "")
+
+
+@contextmanager
+def open_input(path: Path, compression: str, kind: str = "corpus") -> Iterator[IO[bytes]]:
+    """The decompressed bytes of the regular file ``path`` (``compression``: ``""``, ``.gz``,
+    ``.xz`` or ``.zst``). Read it through :func:`guarded`: a corrupt or truncated stream
+    raises while it is read (``EOFError`` when it ends early, in every format)."""
+    check_regular_file(path, kind)
     try:
-        import zstandard
-
-        return (*_DECOMPRESSION_ERRORS, zstandard.ZstdError)
-    except ImportError:
-        return _DECOMPRESSION_ERRORS
+        raw = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise ConfigError(f"cannot read {kind} file {path}: {e.strerror or e}") from None
+    try:
+        if compression == ".gz":
+            yield gzip.open(raw, "rb")  # type: ignore[misc]
+        elif compression == ".xz":
+            yield lzma.open(raw, "rb")  # type: ignore[misc]
+        elif compression == ".zst":
+            yield _zstd_reader(raw, path)
+        else:
+            yield raw
+    finally:
+        raw.close()
 
 
 def _raw_lines(f: IO[bytes], path: Path) -> Iterator[bytes]:
@@ -240,19 +341,8 @@ def _lines(path: Path, compression: str) -> Iterator[tuple[int, str]]:
     """(line number, decoded line) of a text file; refuses binary and non-UTF-8 content."""
     offset = 0
     content = False
-    errors = _decompression_errors()
-    with _open_binary(path, compression) as f:
-        lines = _raw_lines(f, path)
-        lineno = 0
-        while True:
-            try:
-                line = next(lines, b"")
-            except errors as e:
-                what = compression or "plain text"
-                raise ConfigError(f"cannot decompress {path} as {what}: {e}") from None
-            if not line:
-                break
-            lineno += 1
+    with open_input(path, compression) as f:
+        for lineno, line in enumerate(_raw_lines(f, path), 1):
             nul = line.find(b"\x00")
             if nul >= 0:
                 raise ConfigError(
@@ -292,8 +382,9 @@ def _jsonl_documents(path: Path, compression: str, text_field: str) -> Iterator[
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"{path}:{lineno}: line is not valid JSON ({e.msg})") from None
+        except (ValueError, RecursionError) as e:  # JSONDecodeError; an over-long integer
+            detail = e.msg if isinstance(e, json.JSONDecodeError) else describe_exception(e)
+            raise ConfigError(f"{path}:{lineno}: line is not valid JSON ({detail})") from None
         if not isinstance(obj, dict):
             raise ConfigError(
                 f"{path}:{lineno}: expected a JSON object with field {text_field!r}, "
@@ -312,6 +403,21 @@ def _jsonl_documents(path: Path, compression: str, text_field: str) -> Iterator[
             )
         if doc := _one_line(value):
             yield doc
+
+
+def is_text_type(arrow_type: Any) -> bool:
+    """Whether an Arrow type holds plain strings: ``string``, ``large_string``,
+    ``string_view`` or a dictionary of these (never a list or struct *of* strings)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    is_view = getattr(pa.types, "is_string_view", None)
+    return bool(
+        pa.types.is_string(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or (is_view is not None and is_view(arrow_type))
+    )
 
 
 def _parquet_documents(path: Path, text_field: str) -> Iterator[str]:
@@ -333,8 +439,11 @@ def _parquet_documents(path: Path, text_field: str) -> Iterator[str]:
             "set data.text_field"
         )
     kind = pf.schema_arrow.field(text_field).type
-    if "string" not in str(kind):
-        raise ConfigError(f"{path}: column {text_field!r} must hold strings, it holds {kind}")
+    if not is_text_type(kind):
+        raise ConfigError(
+            f"{path}: column {text_field!r} must hold strings, it holds {kind}; set "
+            "data.text_field to a string column"
+        )
     if pf.metadata.num_rows == 0:
         raise ConfigError(f"corpus file is empty: {path}")
     for batch in pf.iter_batches(batch_size=_PARQUET_BATCH, columns=[text_field]):
@@ -344,7 +453,8 @@ def _parquet_documents(path: Path, text_field: str) -> Iterator[str]:
 
 
 def iter_file_documents(path: Path, text_field: str = "text") -> Iterator[str]:
-    """The documents of one corpus file, streamed (see the module docstring)."""
+    """The documents of one corpus file, streamed (see the module docstring); every failure
+    while reading it is one ConfigError naming the file (:func:`guarded`)."""
     ext, comp = split_extension(path)
     count = 0
     if ext == ".txt":
@@ -353,7 +463,7 @@ def iter_file_documents(path: Path, text_field: str = "text") -> Iterator[str]:
         docs = _jsonl_documents(path, comp, text_field)
     else:
         docs = _parquet_documents(path, text_field)
-    for doc in docs:
+    for doc in guarded(f"corpus file {path}", docs):
         count += 1
         yield doc
     if count == 0:
