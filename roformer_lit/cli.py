@@ -241,12 +241,13 @@ class RoformerCLI(LightningCLI):
 def corpus_label(data: Any) -> str | None:
     """A short name for a run's training corpus when it is not the bundled one (``None``
     then): the dataset's name, or the first training file's (or directory's) name without
-    its extensions; letters, digits, ``.``, ``_`` and ``-`` only, at most 40 characters.
+    its extensions, or the probe task's (``data.probe``); letters, digits, ``.``, ``_`` and
+    ``-`` only, at most 40 characters.
     ``fit`` appends it to the run's name (``rope-softmax-seed0-mycorpus``), so a run on the
     user's corpus is not named like one on the bundled corpus."""
     if data is None:
         return None
-    source = data.get("dataset")
+    source = data.get("dataset") or data.get("probe")
     if source is None:
         files = data.get("train_files")
         if files is None:
@@ -425,6 +426,10 @@ CORPUS_DATA_KEYS = (
     "tokenizer_file",
     "vocab_size",
     "tokenizer_sample_mb",
+    "probe",
+    "probe_min_length",
+    "probe_max_length",
+    "probe_symbols",
 )
 
 
@@ -536,7 +541,11 @@ def validate_config(
                 args=list(args),
                 run=False,
                 seed_everything_default=0,
-                parser_kwargs=mlm_parser_kwargs(subcommands=False),
+                parser_kwargs=(
+                    mlm_parser_kwargs(subcommands=False)
+                    if model_class is MaskedLM
+                    else {"exit_on_error": False}
+                ),
                 auto_configure_optimizers=False,
             )
     except Exception as exc:

@@ -22,16 +22,8 @@ from collections.abc import Sequence
 import torch
 
 from roformer_lit.benchmarks.machine import describe_machine
-from roformer_lit.benchmarks.models import (
-    BERT_BASE,
-    MAX_BATCH,
-    ROUNDS,
-    WARMUP,
-    Runner,
-    Shape,
-    _median_ratio,
-    make_batch,
-)
+from roformer_lit.benchmarks.models import BERT_BASE, MAX_BATCH, ROUNDS, WARMUP, median_ratio
+from roformer_lit.benchmarks.runners import Runner, Shape, make_batch
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
@@ -106,7 +98,7 @@ def bench_pair(
     for backend, runner in runners.items():
         result[f"{backend}_ms"] = statistics.median(runner.timings.step) * 1e3
     if len(runners) == 2:
-        result["ratio"] = _median_ratio(runners["sdpa"].timings.step, runners["flex"].timings.step)
+        result["ratio"] = median_ratio(runners["sdpa"].timings.step, runners["flex"].timings.step)
     del runners
     _free(device)
     return result

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from roformer_lit.benchmarks.runners import hf_reference, ours
+
 
 def _status_mb(field: str) -> float:
     """``VmRSS`` / ``VmHWM`` (peak) of this process from ``/proc/self/status``, in MiB."""
@@ -31,8 +33,6 @@ def _reset_peak_rss() -> None:
 def _measure(
     position: str, attention: str, shape: Any, device_name: str, hf: bool, autocast: bool
 ) -> float:
-    from roformer_lit.benchmarks.models import hf_reference, ours
-
     device = torch.device(device_name)
     torch.set_num_threads(max(torch.get_num_threads(), 1))
     runner = ours(position, attention, shape, device, autocast=autocast, compile=False)

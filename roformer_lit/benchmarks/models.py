@@ -16,8 +16,8 @@ import argparse
 import math
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -25,6 +25,7 @@ from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.benchmarks.flops import gemm_shapes, nominal_peak_flops, training_step_flops
 from roformer_lit.benchmarks.machine import describe_machine
 from roformer_lit.benchmarks.memory import peak_step_memory_mb
+from roformer_lit.benchmarks.runners import Runner, Shape, hf_reference, ours, sync_device
 from roformer_lit.benchmarks.sdpa_backends import backends_taken, describe
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
@@ -37,123 +38,6 @@ HF_REFERENCES = {
     "deberta": "DebertaV2ForMaskedLM",
     "learned": "BertForMaskedLM",
 }
-
-
-@dataclass
-class Shape:
-    batch: int
-    length: int
-    hidden: int
-    layers: int
-    heads: int
-    intermediate: int
-    vocab: int
-
-    def model_kwargs(self) -> dict:
-        return dict(
-            vocab_size=self.vocab,
-            hidden_size=self.hidden,
-            num_layers=self.layers,
-            num_heads=self.heads,
-            intermediate_size=self.intermediate,
-            max_positions=max(512, self.length),
-            attention_dropout=0.0,
-        )
-
-
-@dataclass
-class Timings:
-    step: list[float] = field(default_factory=list)  # forward + backward + optimiser
-    fwd_bwd: list[float] = field(default_factory=list)
-
-
-def make_batch(
-    shape: Shape, device: torch.device, seed: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
-    gen = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, shape.vocab, (shape.batch, shape.length), generator=gen)
-    chosen = torch.rand(shape.batch, shape.length, generator=gen) < 0.15
-    return ids.to(device), torch.where(chosen, ids, -100).to(device)
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-class Runner:
-    """One model, its optimiser and a function computing its loss on the benchmark batch."""
-
-    def __init__(
-        self,
-        model: torch.nn.Module,
-        loss: Callable[[], torch.Tensor],
-        device: torch.device,
-        autocast: bool,
-    ):
-        self.model, self.loss, self.device, self.autocast = model, loss, device, autocast
-        self.optimizer = torch.optim.AdamW(  # fused on GPU, as MaskedLM's own optimiser
-            model.parameters(), lr=1e-5, fused=device.type == "cuda" or None
-        )
-        self.timings = Timings()
-
-    def forward_loss(self) -> torch.Tensor:
-        """The loss, under bf16 autocast when the benchmark asks for it."""
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-            return self.loss()
-
-    def step(self, record: bool = True) -> None:
-        _sync(self.device)
-        start = time.perf_counter()
-        self.forward_loss().backward()
-        _sync(self.device)
-        middle = time.perf_counter()
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        _sync(self.device)
-        if record:
-            self.timings.fwd_bwd.append(middle - start)
-            self.timings.step.append(time.perf_counter() - start)
-
-
-def document_segments(shape: Shape, documents: int, device: torch.device) -> torch.Tensor:
-    """``[B, L]`` segment ids: each block split into ``documents`` equal runs."""
-    ids = torch.arange(shape.length, device=device) * documents // shape.length
-    return ids.expand(shape.batch, shape.length)
-
-
-def ours(
-    position: str,
-    attention: str,
-    shape: Shape,
-    device: torch.device,
-    autocast: bool,
-    compile: bool,
-    documents: int | None = None,
-) -> Runner:
-    """Our model on the benchmark batch; with ``documents``, each block holds that many
-    documents kept apart by ``segment_ids`` (``--data.document_mask``)."""
-    torch.manual_seed(0)
-    model = MaskedLM(
-        position=position, attention=attention, compile=compile, **shape.model_kwargs()
-    )
-    model.to(device).train()
-    ids, labels = make_batch(shape, device)
-    segments = None if documents is None else document_segments(shape, documents, device)
-    return Runner(
-        model, lambda: model.mlm_loss(ids, labels, segment_ids=segments), device, autocast
-    )
-
-
-def hf_reference(our: MaskedLM, shape: Shape, device: torch.device, autocast: bool) -> Runner:
-    from roformer_lit.interop.export import to_hf_model
-
-    hf = to_hf_model(our)
-    if type(hf).__name__ == "BertForMaskedLM" and hasattr(hf, "set_attn_implementation"):
-        hf.set_attn_implementation("sdpa")
-    hf.to(device).train()
-    ids, labels = make_batch(shape, device)
-    return Runner(hf, lambda: hf(input_ids=ids, labels=labels).loss, device, autocast)
 
 
 def matmul_ceiling(
@@ -174,11 +58,11 @@ def matmul_ceiling(
     flops = sum(2 * m * k * n for m, k, n in problems)
     rates = []
     for _ in range(repeats + 1):
-        _sync(device)
+        sync_device(device)
         start = time.perf_counter()
         for a, b in tensors:
             torch.matmul(a, b)
-        _sync(device)
+        sync_device(device)
         rates.append(flops / (time.perf_counter() - start))
     return statistics.median(rates[1:])
 
@@ -199,7 +83,7 @@ def _cell(value: float, spec: str) -> str:
     return "\u2013" if math.isnan(value) else format(value, spec)
 
 
-def _median_ratio(numerators: list[float], denominators: list[float]) -> float:
+def median_ratio(numerators: list[float], denominators: list[float]) -> float:
     return statistics.median(a / b for a, b in zip(numerators, denominators, strict=True))
 
 
@@ -267,7 +151,7 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
     for (p, k), runner in runners.items():
         t = runner.timings
         step = statistics.median(t.step)
-        vs_nope = _median_ratio(t.step, baseline.timings.step) if baseline else float("nan")
+        vs_nope = median_ratio(t.step, baseline.timings.step) if baseline else float("nan")
         flops = training_step_flops(runner.model, shape.batch, length, masked)
         flop_rates[(p, k)] = flops / statistics.median(t.fwd_bwd)
         memory[(p, k)] = (
@@ -283,7 +167,7 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
         )
     hf_rows = []
     for (p, k), runner in hf.items():
-        ratio = _median_ratio(runner.timings.step, runners[(p, k)].timings.step)
+        ratio = median_ratio(runner.timings.step, runners[(p, k)].timings.step)
         ours_tps = tokens / statistics.median(runners[(p, k)].timings.step)
         hf_tps = tokens / statistics.median(runner.timings.step)
         hf_memory = (
@@ -298,7 +182,7 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
     compile_rows = [
         f"| {p} | {k} | {length} | {statistics.median(runners[(p, k)].timings.step) * 1e3:.1f} "
         f"| {statistics.median(runner.timings.step) * 1e3:.1f} "
-        f"| {_median_ratio(runners[(p, k)].timings.step, runner.timings.step):.2f}x "
+        f"| {median_ratio(runners[(p, k)].timings.step, runner.timings.step):.2f}x "
         f"| {compile_seconds[(p, k)]:.0f} |"
         for (p, k), runner in compiled.items()
     ]
@@ -314,7 +198,7 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
     mask_rows = [
         f"| {p} | {k} | {length} | {statistics.median(runners[(p, k)].timings.step) * 1e3:.1f} "
         f"| {statistics.median(runner.timings.step) * 1e3:.1f} "
-        f"| {_median_ratio(runner.timings.step, runners[(p, k)].timings.step):.2f}x |"
+        f"| {median_ratio(runner.timings.step, runners[(p, k)].timings.step):.2f}x |"
         for (p, k), runner in document_masked.items()
     ]
     backend_rows = []

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from roformer_lit.compare.aggregate import aggregate
+from roformer_lit.compare.collect import collect_runs
 from roformer_lit.compare.downstream import aggregate_downstream, is_finetune
 from roformer_lit.compare.downstream_plot import save_downstream_plot
 from roformer_lit.compare.downstream_table import runs_csv as downstream_runs_csv
 from roformer_lit.compare.downstream_table import to_csv as downstream_csv
 from roformer_lit.compare.downstream_table import to_markdown as downstream_markdown
 from roformer_lit.compare.plots import save_plots
-from roformer_lit.compare.runs import collect_runs
 from roformer_lit.compare.table import (
     evaluation_markdown,
     runs_csv,

@@ -1,4 +1,5 @@
-"""Finding run directories and summarising each one: ``collect_runs(logdir)``.
+"""Finding run directories and summarising each one (:func:`summarize_run`); the runs of a
+logdir with their variants are :func:`roformer_lit.compare.collect.collect_runs`.
 
 A run is a directory (at any depth under ``logdir``) holding ``events.out.tfevents.*``
 files, a ``config.yaml`` or an ``hparams.yaml``; other files in it (``evaluations.jsonl``,
@@ -119,47 +120,6 @@ def find_run_dirs(logdir: str | Path, report: Report = warn) -> list[Path]:
             if "checkpoints" in subdirs:  # a run's checkpoints are never a run
                 subdirs.remove("checkpoints")
     return sorted(found)
-
-
-def collect_runs(
-    logdir: str | Path | Sequence[str | Path],
-    *,
-    with_evaluation: bool = False,
-    report: Report = warn,
-) -> list[RunSummary]:
-    """Summaries of the training runs under ``logdir`` (one directory or several) with
-    variant labels assigned.
-
-    ``with_evaluation=True`` keeps evaluation-only runs too (flagged ``evaluation_only``).
-    Damaged runs are reported (one line per problem) and tabled from what can be read, or
-    skipped if nothing can. Raises ConfigError if a ``logdir`` does not exist or there is no
-    usable run at all.
-    """
-    from roformer_lit.compare.variants import assign_variants
-
-    roots = [logdir] if isinstance(logdir, (str, Path)) else list(logdir)
-    where = ", ".join(str(r) for r in roots)
-    dirs = sorted({d for root in roots for d in find_run_dirs(root, report)})
-    if not dirs:
-        raise ConfigError(f"no runs (TensorBoard event files or config.yaml) under {where}")
-    runs = []
-    for run_dir in dirs:
-        run = summarize_run(run_dir)
-        if run.unusable is not None:
-            report(f"{run_dir}: {run.unusable}; skipped")
-            continue
-        for problem in run.problems:
-            report(f"{run_dir}: {problem}; its row shows what could be read")
-        runs.append(run)
-    if not runs:
-        raise ConfigError(
-            f"no usable runs under {where}: all {len(dirs)} run directories were skipped "
-            "(see the warnings)"
-        )
-    training = assign_variants([r for r in runs if not r.evaluation_only])
-    if not with_evaluation:
-        return training
-    return training + [r for r in runs if r.evaluation_only]
 
 
 def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSummary:

@@ -27,7 +27,9 @@ from typing import Any
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.run_files import has_glob
-from roformer_lit.sweep.spec import PRETRAINED_KEY
+
+#: The sweep key naming the pretrained checkpoint(s) a fine-tuning sweep starts from.
+PRETRAINED_KEY = "model.pretrained"
 
 #: What a glob of ``model.pretrained`` must match: the files ``fit`` writes.
 CHECKPOINT_SUFFIX = ".ckpt"

@@ -18,6 +18,12 @@ from typing import Any
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.run_dir import is_moved_aside
+from roformer_lit.sweep.finetune import (
+    PRETRAINED_KEY,
+    check_pretrained,
+    expand_pretrained,
+    pretrained_labels,
+)
 
 #: Top-level keys of a sweep file (``name``, ``base``, ``grid`` are required).
 VALID_KEYS = ("name", "base", "grid", "overrides", "command", "slurm")
@@ -41,8 +47,6 @@ STATUS_FILE = "sweep_status.json"
 KEY_ALIASES = {"seed_everything": "seed"}
 #: What a sweep may run: ``fit`` (pretraining, the default) or ``finetune``.
 COMMANDS = ("fit", "finetune")
-#: ``finetune`` sweeps: the grid key whose values may be globs, named by their run.
-PRETRAINED_KEY = "model.pretrained"
 #: ``finetune`` sweeps: the fine-tuning seed in run names (the pretrained run's own name
 #: usually ends in ``seed<N>`` already): ``movie_polarity-rope-softmax-seed0-ftseed1``.
 FINETUNE_KEY_ALIASES = {"seed_everything": "ftseed"}
@@ -148,12 +152,6 @@ def load_sweep(path: str | Path, root: str = "runs", validate: bool = True) -> S
         raise ConfigError(f"{where}: slurm must be a mapping of executor options")
 
     if command == "finetune":
-        from roformer_lit.sweep.finetune import (
-            check_pretrained,
-            expand_pretrained,
-            pretrained_labels,
-        )
-
         if PRETRAINED_KEY in overrides:
             check_pretrained(
                 overrides[PRETRAINED_KEY], f"{where}: overrides key {PRETRAINED_KEY!r}"
