@@ -17,6 +17,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from roformer_lit import startup_signals
 from roformer_lit.checkpoint_io import share_checkpoint
+from roformer_lit.errors import TrainingDiverged
 
 
 class LastCheckpointAtEnd(Callback):
@@ -232,8 +233,6 @@ class LastGoodCheckpoint(Callback):
     def on_exception(
         self, trainer: Trainer, pl_module: LightningModule, exception: BaseException
     ) -> None:
-        from roformer_lit.module import TrainingDiverged
-
         if not isinstance(exception, TrainingDiverged):
             return
         path = last_checkpoint_path(trainer)

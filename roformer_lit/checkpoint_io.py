@@ -16,7 +16,7 @@ The CLI installs it for every run (``RoformerCLI.instantiate_trainer``).
 It is also the one place that refuses to write a diverged model: a checkpoint whose
 ``state_dict`` holds a NaN or inf (however the weights got there: an update that overflowed
 while the gradients were finite, a poisoned resume) raises
-:class:`~roformer_lit.module.TrainingDiverged` instead of being written, so every
+:class:`~roformer_lit.errors.TrainingDiverged` instead of being written, so every
 checkpoint on disk holds finite weights and the CLI names the last one (exit 3). The check
 costs one ``sum`` per floating tensor and one host sync per device (:func:`first_nonfinite`).
 """
@@ -34,6 +34,9 @@ import torch
 from lightning.fabric.utilities.cloud_io import get_filesystem
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from typing_extensions import override
+
+from roformer_lit.errors import ConfigError, TrainingDiverged
+from roformer_lit.safe_input import check_readable_file
 
 TMP_MARK = ".tmp-"
 
@@ -163,8 +166,6 @@ def refuse_nonfinite(checkpoint: Mapping[str, Any], path: Any) -> None:
     name = first_nonfinite(state_dict)
     if name is None:
         return
-    from roformer_lit.module import TrainingDiverged  # imported here: module -> io stays acyclic
-
     step = int(checkpoint.get("global_step", 0))
     raise TrainingDiverged(
         f"training diverged by step {step}: the weights hold NaN or inf (first: {name}); "
@@ -188,7 +189,6 @@ def _refuse_other_kind(checkpoint: Mapping[str, Any], path: Any, kind: str) -> N
     found = checkpoint_kind(checkpoint)
     if found == kind:
         return
-    from roformer_lit.errors import ConfigError
 
     if found == FINE_TUNING:
         raise ConfigError(
@@ -216,9 +216,6 @@ def read_checkpoint(
     """
     import pickle
     import zipfile
-
-    from roformer_lit.errors import ConfigError
-    from roformer_lit.safe_input import check_readable_file
 
     check_readable_file(path, "checkpoint")
     if not zipfile.is_zipfile(path):

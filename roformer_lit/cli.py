@@ -58,16 +58,16 @@ from roformer_lit.callbacks import (
 )
 from roformer_lit.checkpoint_io import PRETRAINING, AtomicCheckpointIO, read_checkpoint
 from roformer_lit.data.datamodule import MLMDataModule
-from roformer_lit.errors import ConfigError
+from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.final_validation import ValidateAtEnd
-from roformer_lit.model import check_random_positions
-from roformer_lit.module import MaskedLM, TrainingDiverged
+from roformer_lit.model import check_document_mask, check_random_positions
+from roformer_lit.module import MaskedLM
 from roformer_lit.progress import default_progress_bar
 from roformer_lit.quiet import SummaryWithoutFlops
 from roformer_lit.run_logger import RunLogger, unique_version
 from roformer_lit.safe_input import check_readable_file, install_yaml_guard
 from roformer_lit.stored_tokenizer import TOKENIZER_KEY
-from roformer_lit.validation import check_document_mask, check_trainer_arguments
+from roformer_lit.validation import check_trainer_arguments
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
 RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"

@@ -21,6 +21,13 @@ cell; a validation split shorter than one block of ``L`` tokens gets "n/a". When
 more checkpoints differ only in their seeds, a second table gives each such variant's
 mean ± sample std per length (:mod:`roformer_lit.extrapolate_seeds`).
 
+A probe run (``data.probe``, :mod:`roformer_lit.probes`) is evaluated at input lengths:
+for it each ``--lengths`` value is the task's input length ``n`` (``--lengths 16 32 64``
+after training to ``probe_max_length`` 16 is 1x, 2x, 4x), on its validation sequences of
+that length (the run's number of them, fixed by its seed; ``--tokens`` caps them), and its
+cells are answer-token accuracy / exact match (``val/acc`` / ``val/exact``) where the
+corpus rows have ``val/loss``. At ``n = probe_max_length`` the cell is ``validate``'s.
+
 ``--position_kwargs '{scaling: {type: yarn, factor: 4}}'`` evaluates each checkpoint with
 its position scheme's options overridden (merged into the checkpoint's own
 ``position_kwargs``): the model is rebuilt with them and given the checkpoint's weights,
@@ -51,10 +58,11 @@ import torch
 from lightning.pytorch import Trainer
 
 from roformer_lit.checkpoint_io import PRETRAINING, read_checkpoint
-from roformer_lit.data.datamodule import MLMDataModule
+from roformer_lit.data.datamodule import PROBE_VAL_SEQUENCES, MLMDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.extrapolate_seeds import CheckpointLosses, seed_table
 from roformer_lit.module import MaskedLM
+from roformer_lit.probes import ProbeTask, probe_task
 from roformer_lit.run_files import (
     RunFileError,
     expand_arguments,
@@ -65,8 +73,16 @@ from roformer_lit.run_files import (
 from roformer_lit.safe_input import YAMLBombError, safe_yaml_load
 from roformer_lit.tool_arguments import LENGTH, ToolParser, integer
 
-#: Data-module arguments extrapolate sets itself (per length), or that change no result.
-OVERRIDDEN = ("max_length", "batch_size", "max_val_blocks", "max_train_blocks", "num_workers")
+#: Data-module arguments extrapolate sets itself (per length), or that change no result
+#: (``random_positions`` shapes training batches only; validation has the plain positions).
+OVERRIDDEN = (
+    "max_length",
+    "batch_size",
+    "max_val_blocks",
+    "max_train_blocks",
+    "num_workers",
+    "random_positions",
+)
 
 
 @dataclass
@@ -91,6 +107,9 @@ class Evaluation:
     blocks: int = 0
     blocks_available: int = 0
     warning: str | None = None  # the line :func:`main` prints for an "n/a" cell
+    acc: float | None = None  # a probe's answer-token accuracy (val/acc)
+    exact: float | None = None  # a probe's exact match (val/exact)
+    tokens: int = 0  # a probe's sequence length at input length ``length``
 
 
 def run_settings(ckpt: Path, checkpoint: dict[str, Any]) -> RunSettings:
@@ -231,6 +250,11 @@ def validation_loss(model: MaskedLM, data: MLMDataModule, precision: str) -> flo
     """``val/loss`` of ``model`` on ``data``'s validation set, through the model's own
     validation step under a one-device Lightning Trainer (what ``validate`` runs):
     masked-token cross-entropy averaged over all masked tokens (NaN if there are none)."""
+    return validation_results(model, data, precision).get("val/loss", math.nan)
+
+
+def validation_results(model: MaskedLM, data: MLMDataModule, precision: str) -> dict[str, float]:
+    """Every ``val/*`` metric of :func:`validation_loss`'s validation (empty if none)."""
     with _quiet_lightning():
         trainer = Trainer(
             accelerator="auto",
@@ -242,13 +266,34 @@ def validation_loss(model: MaskedLM, data: MLMDataModule, precision: str) -> flo
             enable_model_summary=False,
         )
         results = trainer.validate(model, datamodule=data, verbose=False)
-    return float(results[0].get("val/loss", math.nan)) if results else math.nan
+    return {key: float(value) for key, value in results[0].items()} if results else {}
+
+
+def run_probe(settings: RunSettings) -> ProbeTask | None:
+    """The probe task of the run (None: a corpus run)."""
+    name = settings.data.get("probe")
+    return None if name is None else probe_task(name)
+
+
+def probe_cap(settings: RunSettings, tokens_per_sequence: int, tokens: int | None) -> int:
+    """A probe's validation sequences per length: the run's count, capped by ``--tokens``."""
+    count = settings.max_val_blocks or PROBE_VAL_SEQUENCES
+    return count if tokens is None else max(1, min(count, tokens // tokens_per_sequence))
 
 
 def _data(settings: RunSettings, length: int, batch_size: int, cap: int | None) -> MLMDataModule:
-    """The run's data module at ``length``, its validation set set up (cut into blocks)."""
+    """The run's data module at ``length``, its validation set set up (cut into blocks); a
+    probe's at input length ``length`` (its validation sequences have that length)."""
+    task, lengths = run_probe(settings), {}
+    if task is not None:
+        low = min(settings.data.get("probe_min_length", 1), length)
+        lengths = {"probe_min_length": low, "probe_max_length": length}
+        length = task.sequence_length(length)
     data = MLMDataModule(
-        **settings.data, max_length=length, batch_size=batch_size, max_val_blocks=cap
+        **{**settings.data, **lengths},
+        max_length=length,
+        batch_size=batch_size,
+        max_val_blocks=cap,
     )
     data.setup("validate")
     return data
@@ -269,6 +314,7 @@ def evaluate_checkpoint(
     cell whose ``warning`` says why (printed by :func:`main`, not here).
     """
     budget = token_budget(settings, tokens)
+    task = run_probe(settings)
     vocab = MLMDataModule(**settings.data).tokenizer_vocab_size
     if vocab != model.hparams.vocab_size:
         raise ConfigError(
@@ -279,14 +325,19 @@ def evaluate_checkpoint(
     for length in lengths:
         cell = Evaluation(length)
         cells.append(cell)
-        if model.max_length is not None and length > model.max_length:
+        cell.tokens = length if task is None else task.sequence_length(length)
+        if model.max_length is not None and cell.tokens > model.max_length:
             cell.why_not = f"refused (max_positions={model.max_length})"
             continue
-        cap = None if budget is None else max(budget // length, 1)
-        batch = batch_size_at(settings, length, batch_size)
+        if task is None:
+            cap = None if budget is None else max(budget // length, 1)
+        else:
+            cap = probe_cap(settings, cell.tokens, tokens)
+        batch = batch_size_at(settings, cell.tokens, batch_size)
         try:
             data = _data(settings, length, batch, cap)
-            available = data if cap is None else _data(settings, length, batch, None)
+            whole = cap is None or task is not None
+            available = data if whole else _data(settings, length, batch, None)
         except ConfigError as exc:
             cell.warning = f"{label} at L={length}: {exc}"
             cell.why_not = "n/a (see the warning)"
@@ -294,10 +345,13 @@ def evaluate_checkpoint(
         assert data.val_dataset is not None and available.val_dataset is not None
         cell.blocks, cell.blocks_available = len(data.val_dataset), len(available.val_dataset)
         try:
-            loss = validation_loss(model, data, settings.precision)
+            results = validation_results(model, data, settings.precision)
         except torch.OutOfMemoryError:
             cell.why_not = "n/a (out of memory)"
             continue
+        loss = results.get("val/loss", math.nan)
+        if task is not None:
+            cell.acc, cell.exact = results.get("val/acc"), results.get("val/exact")
         if math.isnan(loss):
             cell.why_not = "n/a (no masked tokens)"
         else:
@@ -310,6 +364,21 @@ def describe(
 ) -> str:
     """The stderr line saying what was evaluated for ``ckpt`` and whether the training
     length's cell is what ``validate`` evaluates."""
+    task = run_probe(settings)
+    if task is not None:
+        trained = settings.data.get("probe_max_length")
+        done = [
+            f"n={c.length}: {c.blocks} sequences of {c.tokens} tokens"
+            + (" (= validate's)" if c.length == trained else "")
+            for c in cells
+            if c.blocks
+        ]
+        return (
+            f"{ckpt}: probe {task.name!r} (trained at n <= {trained}), validation sequences "
+            f"of each input length n seeded by {settings.data.get('seed', 0)}, data settings "
+            f"{settings.source}, precision {settings.precision}; "
+            + ("; ".join(done) if done else "nothing evaluated")
+        )
     parts = []
     for cell in cells:
         if not cell.blocks:
@@ -329,7 +398,11 @@ def describe(
 
 
 def _format(cell: Evaluation) -> str:
-    return f"{cell.loss:.3f}" if cell.loss is not None else str(cell.why_not)
+    if cell.loss is None:
+        return str(cell.why_not)
+    if cell.acc is not None and cell.exact is not None:  # a probe: accuracy / exact match
+        return f"{cell.acc:.3f} / {cell.exact:.3f}"
+    return f"{cell.loss:.3f}"
 
 
 def readable_checkpoints(arguments: Sequence[str]) -> list[tuple[Path, RunSettings]]:
@@ -381,7 +454,14 @@ def build_parser() -> ToolParser:
 def longest_length(model: MaskedLM, settings: RunSettings) -> int:
     """The longest ``--lengths`` value ``model`` can be evaluated at on its run's data: its
     position table's limit, and one block of the shorter of the run's two splits (the data
-    module cuts both)."""
+    module cuts both); for a probe, the longest input length its symbols and the position
+    table allow."""
+    task = run_probe(settings)
+    if task is not None:
+        longest = task.longest(int(settings.data.get("probe_symbols", 16))) or LENGTH.high
+        if model.max_length is not None:
+            longest = min(longest, (model.max_length - 1) // (2 * task.width))
+        return longest
     train, val = MLMDataModule(**settings.data).split_ranges()
     longest = min(stop - start for _, start, stop in (train, val))
     return longest if model.max_length is None else min(longest, model.max_length)
@@ -454,19 +534,34 @@ def main(args: Sequence[str]) -> int:
         cells_text = " | ".join(_format(cell) for cell in cells)
         scheme = hp.position if overrides is None else f"{hp.position} {overrides}"
         rows.append(f"| {path} | {scheme} | {hp.attention} | {cells_text} |")
+        probe = run_probe(settings) is not None
         evaluated.append(
             CheckpointLosses(
                 hparams={**settings.data, **dict(hp)},
-                losses=[c.loss for c in cells],
+                losses=[c.acc if probe else c.loss for c in cells],
                 why_not=[c.why_not for c in cells],
             )
         )
-    print("| checkpoint | scheme | kernel | " + " | ".join(f"L={n}" for n in ns.lengths) + " |")
+    probes = [run_probe(settings) is not None for _, _, settings, _ in results]
+    if any(probes):
+        rows_are = "every row" if all(probes) else "probe rows"
+        print(
+            f"{rows_are}: answer-token accuracy / exact match at input length n "
+            "(val/acc / val/exact)"
+            + ("" if all(probes) else "; other rows: val/loss at sequence length L")
+        )
+    unit = "n" if all(probes) else "L"
+    print(
+        "| checkpoint | scheme | kernel | " + " | ".join(f"{unit}={n}" for n in ns.lengths) + " |"
+    )
     print("|---|---|---|" + "---|" * len(ns.lengths))
     for row in rows:
         print(row)
     over_seeds = seed_table(evaluated, ns.lengths)
     if over_seeds is not None:
-        print("\nOver seeds (mean ± sample std; variants grouped as `compare` groups runs):\n")
+        what = " (probe rows: answer-token accuracy)" if any(probes) else ""
+        print(
+            f"\nOver seeds{what} (mean ± sample std; variants grouped as `compare` groups runs):\n"
+        )
         print(over_seeds)
     return 0

@@ -17,13 +17,57 @@ from torch import Tensor, nn
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.attention.block import SelfAttention
 from roformer_lit.errors import ConfigError
-from roformer_lit.positions import POSITION_SCHEMES, EncoderShape, LayerPosition
+from roformer_lit.positions import POSITION_SCHEMES, EncoderShape, LayerPosition, PositionScheme
 from roformer_lit.positions.base import segment_positions
 from roformer_lit.registry import check_options, lookup
 from roformer_lit.validation import check_model_arguments
 
 #: The kernels that can keep packed documents apart (``segment_ids``).
 SEGMENT_KERNELS = sorted(name for name, k in ATTENTION_KERNELS.items() if k.supports_segments)
+
+
+def check_document_mask(config: Mapping[str, Any]) -> None:
+    """``data.document_mask`` with a kernel that cannot keep documents apart is refused
+    in one line naming the kernels that can, before anything is built."""
+    data, model = config.get("data"), config.get("model")
+    if not data or not model or not data.get("document_mask"):
+        return
+    attention = model.get("attention")
+    kernel = ATTENTION_KERNELS.get(attention)
+    if kernel is not None and not kernel.supports_segments:
+        valid = sorted(name for name, k in ATTENTION_KERNELS.items() if k.supports_segments)
+        raise ConfigError(
+            f"data.document_mask true needs an attention kernel that keeps documents apart; "
+            f"model.attention={attention!r} cannot; valid: {', '.join(valid)}"
+        )
+
+
+def check_random_positions(config: Mapping[str, Any]) -> None:
+    """``data.random_positions`` (the range ``R`` randomized positions are drawn from)
+    against the model section, before anything is built: refused in one line with a scheme
+    that reads no positions (they would change nothing), and with a scheme bounded by its
+    table (its ``max_length``: ``learned``) when ``R > model.max_positions``."""
+    data, model = config.get("data"), config.get("model")
+    if not data or not model or data.get("random_positions") is None:
+        return
+    span, position = data.get("random_positions"), model.get("position")
+    scheme = POSITION_SCHEMES.get(position)
+    if scheme is None:  # an unknown name is refused, with the valid ones, by the encoder
+        return
+    if not scheme.reads_positions:
+        valid = sorted(name for name, cls in POSITION_SCHEMES.items() if cls.reads_positions)
+        raise ConfigError(
+            f"data.random_positions={span} needs a position scheme that reads positions; "
+            f"model.position={position!r} reads none; valid: {', '.join(valid)}"
+        )
+    limit = model.get("max_positions")
+    bounded = scheme.max_length is not PositionScheme.max_length  # overridden: a table's size
+    if bounded and isinstance(limit, int) and isinstance(span, int) and span > limit:
+        raise ConfigError(
+            f"data.random_positions={span} exceeds model.max_positions={limit}, the size of "
+            f"the {position!r} position table; lower data.random_positions or raise "
+            "model.max_positions"
+        )
 
 
 class EncoderLayer(nn.Module):
@@ -153,24 +197,36 @@ class Encoder(nn.Module):
         attention_mask: Tensor | None = None,
         rows: Tensor | None = None,
         segment_ids: Tensor | None = None,
+        position_ids: Tensor | None = None,
     ) -> Tensor:
         """Hidden states ``[B, L, H]``; ``attention_mask`` is True (or 1) at real tokens.
 
         Given ``segment_ids`` (``[B, L]`` int, runs of equal ids: packed documents), a token
         attends only to its own segment and positions restart at 0 in every segment, so each
-        document gets the hidden states it would get alone. Given ``rows`` (``[B, L]``
-        bool), the result is ``forward(...)[rows]``, ``[N, H]``, and the last layer does
-        only the work those rows need: its attention still reads every key and value, but
-        the output projection, FFN and norms run at ``N`` rows.
+        document gets the hidden states it would get alone. Given ``position_ids``
+        (``[B, L]`` long, increasing and distinct along each row: randomized positions),
+        token ``i`` of row ``b`` sits at position ``position_ids[b, i]`` instead of ``i``:
+        the hidden states are those of a longer row with the tokens at those indices and
+        padding, masked out, everywhere else. The two cannot be combined. Given ``rows``
+        (``[B, L]`` bool), the result is ``forward(...)[rows]``, ``[N, H]``, and the last
+        layer does only the work those rows need: its attention still reads every key and
+        value, but the output projection, FFN and norms run at ``N`` rows.
         """
-        positions = None
+        positions = position_ids
         if segment_ids is not None:
             if not self.kernel_supports_segments:
                 raise ConfigError(
                     f"attention {self.attention_name!r} cannot keep documents apart; valid "
                     f"attention kernels with segments: {', '.join(SEGMENT_KERNELS)}"
                 )
-            positions = segment_positions(segment_ids)
+            if position_ids is not None:
+                raise ConfigError(
+                    "randomized positions (position_ids) and packed documents kept apart "
+                    "(segment_ids) cannot be combined: positions restart in every segment; "
+                    "set data.random_positions null or data.document_mask false"
+                )
+            if self.position.uses_segment_positions:  # else None means the same (base.py)
+                positions = segment_positions(segment_ids)
         x = self.position.embed(self.word_embeddings(input_ids), positions)
         x = self.dropout(self.embedding_norm(x))
         key_padding_mask = None if attention_mask is None else attention_mask.bool()

@@ -5,8 +5,9 @@
 The output head runs only at labelled positions. AdamW with linear warmup then linear
 decay (to ``min_lr_ratio * learning_rate``), stepped per optimiser step. Logged scalars:
 ``train/loss``, ``train/lr``, ``val/loss``, ``val/acc`` (micro masked-token accuracy),
-``val/ppl``, ``perf/tokens_per_s``, ``perf/peak_mem_mb`` (and ``train/skipped_batches``
-with ``skip_nonfinite``).
+``val/exact`` (the fraction of sequences with a masked token whose every masked token is
+predicted right: exact match of a probe's answers), ``val/ppl``, ``perf/tokens_per_s``,
+``perf/peak_mem_mb`` (and ``train/skipped_batches`` with ``skip_nonfinite``).
 
 Fault tolerance: a non-finite training loss or gradient stops the run with
 :class:`TrainingDiverged` naming the step, before the optimiser touches the weights (so no
@@ -36,7 +37,7 @@ from torchmetrics import MeanMetric, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
 from roformer_lit.checkpoint_io import refuse_nonfinite
-from roformer_lit.errors import ConfigError
+from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
 from roformer_lit.run_files import warn
 from roformer_lit.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
@@ -47,14 +48,6 @@ IGNORE_INDEX = -100
 _ENCODER_ARGUMENTS = frozenset(inspect.signature(Encoder.__init__).parameters) - {"self"}
 #: With ``skip_nonfinite``, this many non-finite batches in a row still stop the run.
 MAX_CONSECUTIVE_SKIPS = 20
-
-
-class TrainingDiverged(RuntimeError):
-    """The training loss or a gradient became NaN/inf; the run stopped before the update."""
-
-    def __init__(self, message: str, step: int) -> None:
-        super().__init__(message)
-        self.step = step
 
 
 def _numpy() -> Any:
@@ -248,6 +241,7 @@ class MaskedLM(L.LightningModule):
             {
                 "loss": MeanMetric(),
                 "acc": MulticlassAccuracy(vocab_size, average="micro", ignore_index=IGNORE_INDEX),
+                "exact": MeanMetric(),
             }
         )
 
@@ -263,11 +257,16 @@ class MaskedLM(L.LightningModule):
         input_ids: Tensor,
         attention_mask: Tensor | None = None,
         segment_ids: Tensor | None = None,
+        position_ids: Tensor | None = None,
     ) -> Tensor:
         """MLM logits ``[B, L, V]``; ``attention_mask`` is 1/True at real tokens;
         ``segment_ids`` (``[B, L]`` int, runs of equal ids) keeps packed documents apart:
-        attention stays inside a segment and positions restart in each."""
-        hidden = self._encode(input_ids, attention_mask, segment_ids=segment_ids)
+        attention stays inside a segment and positions restart in each; ``position_ids``
+        (``[B, L]``, increasing along each row) places the tokens at those positions
+        (randomized positions; see :meth:`Encoder.forward`)."""
+        hidden = self._encode(
+            input_ids, attention_mask, segment_ids=segment_ids, position_ids=position_ids
+        )
         return self.head(hidden, self.encoder.word_embeddings.weight)
 
     def masked_logits(
@@ -276,6 +275,7 @@ class MaskedLM(L.LightningModule):
         labels: Tensor,
         attention_mask: Tensor | None = None,
         segment_ids: Tensor | None = None,
+        position_ids: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Logits ``[N, V]`` and targets ``[N]`` at the N labelled positions only.
 
@@ -284,10 +284,11 @@ class MaskedLM(L.LightningModule):
         on the data-dependent N) and the positions are selected after it.
         """
         selected = labels != IGNORE_INDEX
+        where = {"segment_ids": segment_ids, "position_ids": position_ids}
         if self._encode is self.encoder:
-            hidden = self.encoder(input_ids, attention_mask, rows=selected, segment_ids=segment_ids)
+            hidden = self.encoder(input_ids, attention_mask, rows=selected, **where)
         else:
-            hidden = self._encode(input_ids, attention_mask, segment_ids=segment_ids)[selected]
+            hidden = self._encode(input_ids, attention_mask, **where)[selected]
         logits = self.head(hidden, self.encoder.word_embeddings.weight)
         return logits, labels[selected]
 
@@ -297,9 +298,12 @@ class MaskedLM(L.LightningModule):
         labels: Tensor,
         attention_mask: Tensor | None = None,
         segment_ids: Tensor | None = None,
+        position_ids: Tensor | None = None,
     ) -> Tensor:
         """Mean cross-entropy over positions whose label is not -100 (0 if there are none)."""
-        return _cross_entropy(*self.masked_logits(input_ids, labels, attention_mask, segment_ids))
+        return _cross_entropy(
+            *self.masked_logits(input_ids, labels, attention_mask, segment_ids, position_ids)
+        )
 
     # -- training -------------------------------------------------------------------------
 
@@ -310,11 +314,14 @@ class MaskedLM(L.LightningModule):
             self._rng_to_restore = None
 
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor | None:
+        """One step; a batch's ``position_ids`` (randomized positions, training batches
+        only) place its tokens (evaluation always uses the ordinary positions)."""
         logits, targets = self.masked_logits(
             batch["input_ids"],
             batch["labels"],
             batch.get("attention_mask"),
             batch.get("segment_ids"),
+            batch.get("position_ids"),
         )
         loss = _cross_entropy(logits, targets)
         finite_here = bool(torch.isfinite(loss.detach()))
@@ -393,6 +400,7 @@ class MaskedLM(L.LightningModule):
         loss = F.cross_entropy(logits.float(), targets)
         metrics["loss"].update(loss, weight=targets.numel())
         metrics["acc"].update(logits, targets)
+        metrics["exact"].update(*_exact_match(logits, batch["labels"]))
 
     def _log_stage(self, metrics: MetricCollection, stage: str) -> None:
         if metrics["loss"].update_count == 0:
@@ -401,6 +409,7 @@ class MaskedLM(L.LightningModule):
         values = {
             f"{stage}/loss": loss,
             f"{stage}/acc": metrics["acc"].compute(),
+            f"{stage}/exact": metrics["exact"].compute(),
             f"{stage}/ppl": torch.exp(loss.clamp(max=50.0)),
         }
         fitting = self.trainer.state.fn == TrainerFn.FITTING and not self.trainer.sanity_checking
@@ -510,6 +519,20 @@ def _cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
     if targets.numel() == 0:
         return logits.sum() * 0.0
     return F.cross_entropy(logits.float(), targets)
+
+
+def _exact_match(logits: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
+    """(fraction of rows whose every labelled position's argmax is right, number of rows
+    with a labelled position): ``logits [N, V]`` are at the N labelled positions of
+    ``labels [B, L]`` in row-major order (:meth:`MaskedLM.masked_logits`)."""
+    selected = labels != IGNORE_INDEX
+    wrong = (logits.argmax(-1) != labels[selected]).long()
+    rows = selected.nonzero()[:, 0]
+    wrong_per_row = torch.zeros(labels.shape[0], dtype=torch.long, device=labels.device)
+    wrong_per_row.index_add_(0, rows, wrong)
+    labelled = selected.any(dim=1)
+    exact = (wrong_per_row[labelled] == 0).float()
+    return exact.mean(), labelled.sum().float()
 
 
 def count_parameters(module: nn.Module) -> int:

@@ -279,21 +279,3 @@ def check_trainer_arguments(arguments: Mapping[str, Any]) -> None:
         value = arguments.get(name)
         if value is not None:
             check(f"trainer.{name}", value, rule)
-
-
-def check_document_mask(config: Mapping[str, Any]) -> None:
-    """``data.document_mask`` with a kernel that cannot keep documents apart is refused
-    in one line naming the kernels that can, before anything is built."""
-    from roformer_lit.attention import ATTENTION_KERNELS  # the kernels import this module
-
-    data, model = config.get("data"), config.get("model")
-    if not data or not model or not data.get("document_mask"):
-        return
-    attention = model.get("attention")
-    kernel = ATTENTION_KERNELS.get(attention)
-    if kernel is not None and not kernel.supports_segments:
-        valid = sorted(name for name, k in ATTENTION_KERNELS.items() if k.supports_segments)
-        raise ConfigError(
-            f"data.document_mask true needs an attention kernel that keeps documents apart; "
-            f"model.attention={attention!r} cannot; valid: {', '.join(valid)}"
-        )

@@ -20,9 +20,8 @@ from cli_helpers import fit_args
 from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES, MaskedLM
 from roformer_lit.checkpoint_io import first_nonfinite, refuse_nonfinite
 from roformer_lit.cli import EXIT_DIVERGED, EXIT_USER_ERROR, main
-from roformer_lit.errors import ConfigError
+from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder
-from roformer_lit.module import TrainingDiverged
 from roformer_lit.registry import option_hints, option_names
 from roformer_lit.validation import MODEL_RULES
 

@@ -2,7 +2,8 @@
 
 Batches are ``{"input_ids": LongTensor[B, L], "labels": LongTensor[B, L]}`` with
 ``labels == -100`` where no prediction is made. Blocks are packed (see
-:mod:`roformer_lit.data.shards`), so there is no padding and no attention mask.
+:mod:`roformer_lit.data.shards`), so there is no padding and no attention mask. With
+``random_positions`` training batches also carry ``position_ids`` (``LongTensor[B, L]``).
 
 Life cycle:
 
@@ -33,7 +34,7 @@ from typing import Any
 import lightning as L
 import torch
 from tokenizers import Tokenizer
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 
 from roformer_lit.data.corpus import BundledSource, split_train_val, validation_count
 from roformer_lit.data.dataset import EpochSampler, MLMBlockDataset, ResumableDataLoader
@@ -41,6 +42,7 @@ from roformer_lit.data.hf_source import HFSource
 from roformer_lit.data.prepare import (
     PreparedCorpus,
     cache_key,
+    entry_lock,
     find_prepared,
     prepare_corpus,
     tokenizer_sha256,
@@ -57,6 +59,20 @@ from roformer_lit.data.tokenizer import (
     training_sample,
 )
 from roformer_lit.errors import ConfigError
+from roformer_lit.probes import (
+    ProbeTask,
+    ProbeTrainBatches,
+    ProbeValidation,
+    probe_task,
+    probe_tokenizer,
+)
+
+#: Training batches per epoch of a probe (each a fresh draw; epochs only renumber them).
+PROBE_EPOCH_BATCHES = 10_000
+#: Validation sequences of a probe when ``max_val_blocks`` is null.
+PROBE_VAL_SEQUENCES = 256
+#: Settings that name or shape a corpus: a probe builds its own data and refuses them.
+_CORPUS_ONLY = ("train_files", "val_files", "dataset", "tokenizer_file", "max_train_blocks")
 
 
 def info(message: str) -> None:
@@ -65,9 +81,51 @@ def info(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _check(ok: bool, name: str, value: object, valid: str) -> None:
     if not ok:
         raise ConfigError(f"data.{name}={value!r} is invalid: must be {valid}")
+
+
+def _check_probe(settings: dict[str, Any]) -> ProbeTask | None:
+    """The probe task ``settings["probe"]`` names (None: the corpus), its settings checked:
+    one ConfigError line for a bad value, a corpus setting beside a probe, or a
+    ``max_length`` shorter than the task's sequences at ``probe_max_length``."""
+    if settings["probe"] is None:
+        return None
+    task = probe_task(settings["probe"])
+    for name in _CORPUS_ONLY:
+        if settings[name] is not None:
+            raise ConfigError(
+                f"data.{name}={settings[name]!r} cannot go with data.probe={task.name!r} "
+                "(a probe builds its own data): leave it null"
+            )
+    if settings["document_mask"]:
+        raise ConfigError(
+            f"data.document_mask=true cannot go with data.probe={task.name!r} (a probe "
+            "sequence is one document): leave it false"
+        )
+    for name, least in (("probe_symbols", 2), ("probe_min_length", 1), ("probe_max_length", 1)):
+        value = settings[name]
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= least
+        _check(ok, name, value, f"an integer >= {least}")
+    symbols, low, high = (
+        settings[k] for k in ("probe_symbols", "probe_min_length", "probe_max_length")
+    )
+    _check(low <= high, "probe_min_length", low, f"<= data.probe_max_length={high}")
+    task.check(high, symbols)
+    _check(settings["seed"] >= 0, "seed", settings["seed"], ">= 0 with data.probe")
+    needed = task.sequence_length(high)
+    if settings["max_length"] < needed:
+        raise ConfigError(
+            f"data.max_length={settings['max_length']} is too short for probe {task.name!r} "
+            f"at data.probe_max_length={high}: its sequences have {needed} tokens; set "
+            f"data.max_length >= {needed}"
+        )
+    return task
 
 
 class MLMDataModule(L.LightningDataModule):
@@ -110,6 +168,26 @@ class MLMDataModule(L.LightningDataModule):
             block each token belongs to, from the document ends the shards keep), so a token
             attends only to its own document and positions restart at each (ModernBERT's
             choice); off (default), documents of a block see each other (BERT, cramming).
+        random_positions: randomized positions (Ruoss et al. 2023) drawn from ``[0, R)``,
+            ``R`` this value (``>= max_length``): every training block carries
+            ``position_ids``, ``max_length`` distinct positions drawn without replacement
+            and sorted, fresh per (seed, epoch, block) like the masking, which the model
+            uses in place of ``0 .. L-1`` (relative schemes see the implied distances).
+            Validation (and ``extrapolate``) uses the ordinary positions. ``None``
+            (default): off. Cannot go with ``document_mask`` (positions restart in every
+            document) or ``probe``.
+        probe: a synthetic position probe of :data:`~roformer_lit.probes.PROBE_TASKS`
+            (``copy``, ``reverse``, ``sort``, ``recall``, ``odds_first``) instead of a corpus;
+            ``None`` (default): the corpus. The data are then built in memory
+            (:mod:`roformer_lit.probes`): the probe's word-level tokenizer, training
+            batches of one input length each, drawn uniformly from ``[probe_min_length,
+            probe_max_length]`` and keyed by ``(seed, epoch, batch)`` (``PROBE_EPOCH_BATCHES``
+            a epoch), and ``max_val_blocks`` (default ``PROBE_VAL_SEQUENCES``) fixed
+            validation sequences at ``probe_max_length``. Only the answer slots are masked
+            and labelled (``mlm_probability`` and ``vocab_size`` are unused); ``max_length``
+            must hold the task's longest sequence; corpus settings are refused.
+        probe_min_length, probe_max_length: the range of the probe's input length ``n``.
+        probe_symbols: the probe's number of symbols (ids ``3 .. 3 + probe_symbols - 1``).
     """
 
     def __init__(
@@ -137,6 +215,11 @@ class MLMDataModule(L.LightningDataModule):
         max_val_blocks: int | None = None,
         max_train_blocks: int | None = None,
         document_mask: bool = False,
+        random_positions: int | None = None,
+        probe: str | None = None,
+        probe_min_length: int = 1,
+        probe_max_length: int = 16,
+        probe_symbols: int = 16,
     ) -> None:
         hparams = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         super().__init__()
@@ -151,6 +234,24 @@ class MLMDataModule(L.LightningDataModule):
         _check(bool(text_field), "text_field", text_field, "a non-empty string")
         _check(dataset is None or bool(dataset), "dataset", dataset, "a name, a directory or null")
         _check(isinstance(document_mask, bool), "document_mask", document_mask, "true or false")
+        _check(
+            random_positions is None
+            or (_is_int(random_positions) and random_positions >= max_length),
+            "random_positions",
+            random_positions,
+            f"an integer >= data.max_length={max_length} (the range positions are drawn "
+            "from) or null",
+        )
+        if random_positions is not None and document_mask:
+            raise ConfigError(
+                f"data.random_positions={random_positions} cannot go with data.document_mask="
+                "true (positions restart in every document): set one of them off"
+            )
+        if random_positions is not None and probe is not None:
+            raise ConfigError(
+                f"data.random_positions={random_positions} cannot go with data.probe="
+                f"{probe!r} (a probe's batches carry no position_ids): set one of them null"
+            )
         for name, cap in (
             ("max_val_blocks", max_val_blocks),
             ("max_train_blocks", max_train_blocks),
@@ -176,6 +277,7 @@ class MLMDataModule(L.LightningDataModule):
                     raise ConfigError(
                         f"data.{name}={value!r} needs data.dataset (a name or a directory)"
                     )
+        self.probe_task = _check_probe(hparams)
         # The requested vocab size is saved as ``requested_vocab_size``: the model's
         # ``vocab_size`` is the tokenizer's real size (linked by the CLI), and Lightning
         # refuses a data-module hyperparameter that contradicts a model one.
@@ -200,6 +302,9 @@ class MLMDataModule(L.LightningDataModule):
         self.max_val_blocks = max_val_blocks
         self.max_train_blocks = max_train_blocks
         self.document_mask = document_mask
+        self.random_positions = random_positions
+        self.probe_min_length, self.probe_max_length = probe_min_length, probe_max_length
+        self.probe_symbols = probe_symbols
 
         self.train_source: DocumentSource
         if dataset is not None:
@@ -220,8 +325,8 @@ class MLMDataModule(L.LightningDataModule):
         self._train_key: str | None = None
         self._prepared: tuple[PreparedCorpus, PreparedCorpus | None] | None = None
         self.tokenizer_path: Path | None = None
-        self.train_dataset: MLMBlockDataset | None = None
-        self.val_dataset: MLMBlockDataset | None = None
+        self.train_dataset: MLMBlockDataset | ProbeTrainBatches | None = None
+        self.val_dataset: MLMBlockDataset | ProbeValidation | None = None
 
     # ----------------------------------------------------------------- cache locations
     @property
@@ -261,6 +366,9 @@ class MLMDataModule(L.LightningDataModule):
     @property
     def tokenizer(self) -> Tokenizer:
         """The tokenizer: the prepared corpus's, ``tokenizer_file``, or trained on a sample."""
+        if self._tokenizer is None and self.probe_task is not None:
+            self._tokenizer = probe_tokenizer(self.probe_symbols)
+            self._special = SpecialTokens.from_tokenizer(self._tokenizer)
         if self._tokenizer is None:
             prepared = find_prepared(self.prepared_root, self.train_key)
             if prepared is not None:
@@ -270,14 +378,7 @@ class MLMDataModule(L.LightningDataModule):
                 tok = load_tokenizer_file(self.tokenizer_file)
                 self.tokenizer_path = Path(self.tokenizer_file).expanduser()
             else:
-                sample = training_sample(
-                    self.train_source.documents(),
-                    self.tokenizer_sample_mb * 1_000_000,
-                    self.val_fraction if self.val_source is None else None,
-                )
-                tok, self.tokenizer_path = load_or_train_tokenizer(
-                    sample, self.vocab_size, self.cache_dir
-                )
+                tok = self._trained_tokenizer()
             self._special = SpecialTokens.from_tokenizer(tok)
             self._tokenizer = tok
             real = tok.get_vocab_size(with_added_tokens=True)
@@ -287,6 +388,25 @@ class MLMDataModule(L.LightningDataModule):
                     f"{self.vocab_size}; training uses a vocabulary of {real}"
                 )
         return self._tokenizer
+
+    def _trained_tokenizer(self) -> Tokenizer:
+        """The tokenizer of a first preparation, trained (or found cached) under the entry's
+        lock: a run preparing the same corpus meanwhile waits, then finds the prepared
+        corpus or this tokenizer in the cache instead of training a different one."""
+        with entry_lock(self.prepared_root, self.train_key):
+            prepared = find_prepared(self.prepared_root, self.train_key)
+            if prepared is not None:
+                self.tokenizer_path = prepared.tokenizer_path
+                return prepared.tokenizer()
+            sample = training_sample(
+                self.train_source.documents(),
+                self.tokenizer_sample_mb * 1_000_000,
+                self.val_fraction if self.val_source is None else None,
+            )
+            tok, self.tokenizer_path = load_or_train_tokenizer(
+                sample, self.vocab_size, self.cache_dir
+            )
+            return tok
 
     @property
     def special_tokens(self) -> SpecialTokens:
@@ -313,6 +433,11 @@ class MLMDataModule(L.LightningDataModule):
     # ----------------------------------------------------------------- preparation
     def prepare(self) -> tuple[PreparedCorpus, PreparedCorpus | None]:
         """The prepared training (and validation) corpus, tokenizing what is not cached yet."""
+        if self.probe_task is not None:
+            raise ConfigError(
+                f"data.probe={self.probe_task.name!r} builds its data in memory: there is no "
+                "corpus to prepare or read"
+            )
         if self._prepared is None:
             tok = self.tokenizer
             kw: dict[str, Any] = dict(num_proc=self.num_proc, log=info)
@@ -327,8 +452,9 @@ class MLMDataModule(L.LightningDataModule):
         return self._prepared
 
     def prepare_data(self) -> None:
-        """Lightning's once-per-node hook: prepare the corpus (a no-op when cached)."""
-        self.prepare()
+        """Lightning's once-per-node hook: prepare the corpus (a no-op when cached or a probe)."""
+        if self.probe_task is None:
+            self.prepare()
 
     def split_ranges(self) -> tuple[tuple[TokenStream, int, int], tuple[TokenStream, int, int]]:
         """((stream, start, stop) of training tokens, (stream, start, stop) of validation)."""
@@ -344,6 +470,8 @@ class MLMDataModule(L.LightningDataModule):
 
     def documents(self) -> tuple[list[str], list[str]]:
         """(train documents, validation documents) as lists (reads them all: small corpora)."""
+        if self.probe_task is not None:
+            self.prepare()  # refused: a probe has no documents
         docs = list(self.train_source.documents())
         if self.val_source is None:
             return split_train_val(docs, self.val_fraction)
@@ -363,11 +491,15 @@ class MLMDataModule(L.LightningDataModule):
             seed=self.seed,
             fixed_masking=(split != "train"),
             document_mask=self.document_mask,
+            random_positions=self.random_positions,
         )
 
     def setup(self, stage: str | None = None) -> None:
         """Map the prepared shards and cut both splits into blocks (once)."""
         if self.train_dataset is not None and self.val_dataset is not None:
+            return
+        if self.probe_task is not None:
+            self._setup_probe()
             return
         train, val = self.split_ranges()
         if self.train_dataset is None:
@@ -375,12 +507,34 @@ class MLMDataModule(L.LightningDataModule):
         if self.val_dataset is None:
             self.val_dataset = self._make_dataset(val, "validation", self.max_val_blocks)
 
+    def _setup_probe(self) -> None:
+        """The probe's training batches and validation sequences (built in memory)."""
+        assert self.probe_task is not None
+        if self.train_dataset is None:
+            self.train_dataset = ProbeTrainBatches(
+                self.probe_task,
+                symbols=self.probe_symbols,
+                min_length=self.probe_min_length,
+                max_length=self.probe_max_length,
+                batch_size=self.batch_size,
+                seed=self.seed,
+                batches=PROBE_EPOCH_BATCHES,
+            )
+        if self.val_dataset is None:
+            self.val_dataset = ProbeValidation(
+                self.probe_task,
+                symbols=self.probe_symbols,
+                length=self.probe_max_length,
+                count=self.max_val_blocks or PROBE_VAL_SEQUENCES,
+                seed=self.seed,
+            )
+
     # ----------------------------------------------------------------- loaders
     def _current_epoch(self) -> int:
         trainer = getattr(self, "trainer", None)
         return int(trainer.current_epoch) if trainer is not None else 0
 
-    def _loader(self, dataset: MLMBlockDataset | None, shuffle: bool) -> DataLoader:
+    def _loader(self, dataset: Dataset | None, shuffle: bool) -> DataLoader:
         if dataset is None:
             self.setup()
             dataset = self.train_dataset if shuffle else self.val_dataset
@@ -393,9 +547,10 @@ class MLMDataModule(L.LightningDataModule):
         # its worker base seed from torch's global RNG, which dropout uses, so the dropout
         # masks of a resumed run would depend on how many iterators were created before.
         loader_class = ResumableDataLoader if shuffle else DataLoader
+        whole_batches = isinstance(dataset, ProbeTrainBatches)  # an item is a batch
         return loader_class(
             dataset,
-            batch_size=self.batch_size,
+            batch_size=None if whole_batches else self.batch_size,
             sampler=sampler,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,

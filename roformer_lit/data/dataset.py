@@ -7,6 +7,11 @@ Masking of sample ``i``:
 * validation (``fixed_masking=True``): seeded from ``(seed, "val", 0, i)`` — identical in
   every epoch and every run with the same seed.
 
+Randomized positions (``random_positions=R``, training only): sample ``i`` also carries
+``position_ids``, ``L`` distinct positions drawn without replacement from ``[0, R)`` and
+sorted, from a generator of its own seeded from ``(seed, "positions", epoch, i)`` (so the
+masking is the same with or without them). Validation samples carry none.
+
 The epoch reaches the dataset through the index: :class:`EpochSampler` yields
 ``(epoch, index)`` pairs, so it works unchanged in DataLoader worker processes.
 Lightning calls ``sampler.set_epoch(epoch)`` at the start of every training epoch.
@@ -34,7 +39,9 @@ from roformer_lit.data.shards import TokenBlocks
 class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
     """Packed ``[N, L]`` blocks; item = ``{"input_ids": [L] int64, "labels": [L] int64}``,
     and with ``document_mask`` also ``"segment_ids": [L] int64``: the document of each token,
-    counted from 0 at the block's first token.
+    counted from 0 at the block's first token; with ``random_positions`` (``R >= L``, not
+    with ``fixed_masking``) also ``"position_ids": [L] int64``, sorted and distinct in
+    ``[0, R)`` (see the module docstring).
 
     ``blocks`` is an ``[N, L]`` tensor or any sequence of ``N`` token rows with a ``shape``
     of ``(N, L)``, such as the memory-mapped :class:`~roformer_lit.data.shards.TokenBlocks`
@@ -52,9 +59,16 @@ class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
         seed: int,
         fixed_masking: bool,
         document_mask: bool = False,
+        random_positions: int | None = None,
     ) -> None:
         if len(blocks.shape) != 2:
             raise ValueError(f"blocks must be [N, L], got shape {tuple(blocks.shape)}")
+        if random_positions is not None and random_positions < blocks.shape[1]:
+            raise ValueError(
+                f"random_positions={random_positions} < block length {blocks.shape[1]}: "
+                "cannot draw that many distinct positions"
+            )
+        self.random_positions = None if fixed_masking else random_positions
         if document_mask and not hasattr(blocks, "document_index"):
             raise ValueError("document_mask needs blocks that know their documents (TokenBlocks)")
         self.document_mask = document_mask
@@ -89,7 +103,18 @@ class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
         if self.document_mask:
             documents = self.blocks.document_index(index)
             sample["segment_ids"] = documents - documents[0]
+        if self.random_positions is not None:
+            sample["position_ids"] = self.position_ids(index, epoch, input_ids.shape[0])
         return sample
+
+    def position_ids(self, index: int, epoch: int, length: int) -> torch.Tensor:
+        """``length`` sorted distinct positions drawn from ``[0, random_positions)`` for
+        sample ``index`` of ``epoch``: a pure function of (seed, epoch, index)."""
+        assert self.random_positions is not None
+        seed = sample_seed(self.seed, "positions", epoch, index)
+        gen = torch.Generator().manual_seed(seed)
+        drawn = torch.randperm(self.random_positions, generator=gen)[:length]
+        return drawn.sort().values
 
     def __getitem__(self, key: int | tuple[int, int]) -> dict[str, torch.Tensor]:
         """``dataset[i]`` (epoch 0) or ``dataset[(epoch, i)]`` as yielded by EpochSampler."""

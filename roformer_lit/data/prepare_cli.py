@@ -44,6 +44,9 @@ def prepare_runs(runs: Sequence[Sequence[str]], say: Any = print) -> int:
         if section in seen:
             continue
         seen.add(section)
+        if dm.probe_task is not None:  # built in memory by each run
+            say(f"data ready: probe {dm.probe_task.name!r} (built in memory, nothing to prepare)")
+            continue
         train, val = dm.prepare()
         say(f"data ready: {train.directory}" + (f" (validation {val.directory})" if val else ""))
     return len(seen)

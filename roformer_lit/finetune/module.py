@@ -36,7 +36,7 @@ from torch import Tensor, nn
 from torchmetrics import MeanMetric
 
 from roformer_lit.checkpoint_io import refuse_nonfinite
-from roformer_lit.errors import ConfigError
+from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.finetune.metrics import make_metrics
 from roformer_lit.finetune.pretrained import check_resumed_pretrained, load_encoder
 from roformer_lit.finetune.tasks import get_task, metrics_for, val_suffixes
@@ -140,8 +140,6 @@ class SequenceClassifier(L.LightningModule):
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
         loss = self.loss(self(batch["input_ids"], batch["attention_mask"]), batch["labels"])
         if not torch.isfinite(loss.detach()):
-            from roformer_lit.module import TrainingDiverged
-
             step = self.trainer.global_step + 1
             raise TrainingDiverged(
                 f"training diverged at step {step}: train/loss is {loss.item()}; lower "

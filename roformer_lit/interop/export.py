@@ -50,10 +50,11 @@ def _check_exportable(model: MaskedLM) -> HFArchitecture:
             f"cannot export rope base={scheme.base:g}: Hugging Face RoFormer hardcodes base "
             f"{HF_ROPE_BASE:g}"
         )
-    if arch.position == "rope" and (scheme.rotated != scheme.shape.head_size or scheme.scaling):
+    partial = scheme.rotated != scheme.shape.head_size or scheme.unrotated_pairs
+    if arch.position == "rope" and (partial or scheme.scaling):
         raise ConfigError(
-            "cannot export rope with rotary_fraction < 1 or scaling: Hugging Face RoFormer "
-            "rotates every dimension at unscaled frequencies"
+            "cannot export rope with rotary_fraction < 1 or scaling (or unrotated_fraction > "
+            "0): Hugging Face RoFormer rotates every dimension at unscaled frequencies"
         )
     return arch
 

@@ -24,7 +24,9 @@ Choices the paper leaves open for an encoder, made here:
 
 The bias depends on (head, ``i - j``) only: one ``[1, h, L, L]`` tensor built once per
 forward and shared by every layer and every example (padding broadcasts it to
-``[B, h, L, L]`` inside the softmax kernel). It needs the full score matrix: softmax only.
+``[B, h, L, L]`` inside the softmax kernel). Given positions (randomized positions) the
+distance is ``|p_i - p_j|`` per example: a ``[B, h, L, L]`` bias. It needs the full score
+matrix: softmax only.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
-from roformer_lit.score_bias import offset_lookup
+from roformer_lit.score_bias import TableLookup, offset_lookup
 from roformer_lit.validation import boolean, check
 
 
@@ -62,6 +64,18 @@ def absolute_distance(length: int, device: torch.device) -> Tensor:
     """``|i - j|`` as an ``[L, L]`` float32 tensor."""
     pos = torch.arange(length, device=device, dtype=torch.float32)
     return (pos[:, None] - pos[None, :]).abs()
+
+
+def position_distance(positions: Tensor) -> Tensor:
+    """``|p_i - p_j|`` per example as a ``[B, L, L]`` float32 tensor."""
+    pos = positions.to(torch.float32)
+    return (pos[:, :, None] - pos[:, None, :]).abs()
+
+
+def _read_distance_bias(
+    slopes: Tensor, distance: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor
+) -> Tensor:
+    return -slopes[h] * distance[b, i, j]
 
 
 class DistanceCache:
@@ -91,6 +105,7 @@ class AlibiPosition(PositionScheme):
     """Symmetric ALiBi: ``-m_h |i - j|`` with the paper's slopes (optionally learned)."""
 
     needs_score_bias = True
+    uses_segment_positions = False
 
     def __init__(self, shape: EncoderShape, *, learnable_slopes: bool = False) -> None:
         super().__init__(shape)
@@ -114,11 +129,19 @@ class AlibiPosition(PositionScheme):
         length: int,
         device: torch.device,
         dtype: torch.dtype,
-        positions: Tensor | None = None,  # unused: the bias depends on i - j only
+        positions: Tensor | None = None,
     ) -> ScoreBias:
         """The bias every layer adds: dense ``[1, h, L, L]`` (built if asked) and its lookup
-        from the ``[h, 2L - 1]`` values ``-m_h |i - j|``."""
+        from the ``[h, 2L - 1]`` values ``-m_h |i - j|``; given positions, ``[B, h, L, L]``
+        and a lookup reading the ``[B, L, L]`` distances ``|p_i - p_j|``."""
         slopes = self.slopes()
+        if positions is not None:
+            distance = position_distance(positions)
+            return ScoreBias(
+                scale=self.scale,
+                build=lambda: (-slopes[:, None, None] * distance[:, None]).to(dtype),
+                lookup=TableLookup(_read_distance_bias, slopes, distance),
+            )
 
         def build() -> Tensor:
             distance = self._distance(length, device)

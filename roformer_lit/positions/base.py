@@ -12,10 +12,21 @@ A scheme acts at up to four points (see ARCHITECTURE.md):
   scheme never imports or calls into the attention block.
 
 ``positions`` (``[B, L]`` long, or None for ``0 .. L-1`` in every row) is each token's
-position inside its segment: with ``segment_ids`` (packed documents kept apart) it restarts
-at 0 in every segment, so a packed document is encoded as it would be alone. A scheme whose
-scores depend only on ``i - j`` (``translation_invariant``) may ignore it: inside a segment
-the offsets are unchanged, and the kernel masks every pair across segments.
+position, and every scheme that reads positions (``reads_positions``) must honour any
+values it is given, distinct and increasing along a row but not necessarily contiguous:
+
+- with ``segment_ids`` (packed documents kept apart) they restart at 0 in every segment,
+  so a packed document is encoded as it would be alone;
+- with randomized positions (Ruoss et al. 2023; ``data.random_positions``) they are a
+  sorted random subset of a larger range, one per example: absolute schemes embed at them,
+  rotary ones rotate by them, and relative ones use the per-example distances
+  ``positions[b, i] - positions[b, j]`` in place of ``i - j``.
+
+Given ``None`` a scheme takes its fast path (shared tables over ``0 .. L-1``), unchanged.
+A scheme whose scores depend on ``p_i - p_j`` only and are built from its own ``[L, L]``
+grid sets ``uses_segment_positions = False``: the encoder then hands it None instead of
+segment positions (inside a segment the offsets equal ``i - j``, and the kernel masks
+every pair across segments), so packed batches keep the shared bias and its small tables.
 
 The encoder calls these hooks and never branches on a scheme's name.
 """
@@ -23,6 +34,7 @@ The encoder calls these hooks and never branches on a scheme's name.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -38,6 +50,7 @@ __all__ = [
     "QKVWeights",
     "ScoreBias",
     "default_scale",
+    "rows_at",
     "sinusoid_angles",
 ]
 
@@ -105,6 +118,11 @@ class PositionScheme(nn.Module):
     #: True if outputs depend only on differences of positions (a shift of every position
     #: changes nothing). The test-suite checks this claim both ways for every scheme.
     translation_invariant: ClassVar[bool] = True
+    #: False if the scheme ignores positions altogether (``nope``): randomized positions
+    #: would change nothing, so the command line refuses them with it.
+    reads_positions: ClassVar[bool] = True
+    #: False if segment positions may be replaced by None (see the module docstring).
+    uses_segment_positions: ClassVar[bool] = True
 
     def __init__(self, shape: EncoderShape) -> None:
         super().__init__()
@@ -154,6 +172,16 @@ def sinusoid_angles(positions: Tensor, dim: int, base: float = 10000.0) -> Tenso
         -torch.arange(0, dim, 2, dtype=torch.float64, device=positions.device) / dim
     )
     return (positions.to(torch.float64)[:, None] * inv_freq[None, :]).to(torch.float32)
+
+
+def rows_at(table: Tensor, positions: Tensor, compute: Callable[[Tensor], Tensor]) -> Tensor:
+    """``table[positions]`` where the table has the row, else ``compute(positions)``: any
+    position gets the very row the fast path reads, and positions past the table (randomized
+    positions, up to ``data.random_positions``) need no table grown to a size read back
+    from the device."""
+    inside = positions < table.shape[0]
+    looked_up = table[positions.clamp(max=table.shape[0] - 1)]
+    return torch.where(inside[..., None], looked_up, compute(positions).to(table))
 
 
 def default_scale(head_size: int) -> float:

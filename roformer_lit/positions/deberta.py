@@ -11,7 +11,9 @@ layer's own projections (``share_att_key``). The p2c term is indexed with ``delt
 as in HF and Microsoft's code (the paper writes ``delta(j, i)``).
 
 Each term is one ``[B, h, L, 2S]`` product gathered with the ``[L, L]`` index; no
-``[L, L, d]`` tensor is built. The bias needs the full score matrix: softmax only.
+``[L, L, d]`` tensor is built. Given positions (randomized positions), the index is
+``delta`` of ``p_i - p_j`` per example, ``[B, L, L]``. The bias needs the full score
+matrix: softmax only.
 """
 
 from __future__ import annotations
@@ -54,6 +56,12 @@ def deberta_index(length: int, buckets: int, max_position: int, device: torch.de
     return (bucketed + buckets).clamp(0, 2 * buckets - 1)
 
 
+def position_index(positions: Tensor, buckets: int, max_position: int) -> Tensor:
+    """``delta`` of ``p_i - p_j`` per example, ``[B, L, L]`` long."""
+    bucketed = log_bucket(positions[:, :, None] - positions[:, None, :], buckets, max_position)
+    return (bucketed + buckets).clamp(0, 2 * buckets - 1)
+
+
 def offset_buckets(length: int, buckets: int, max_position: int, device: torch.device) -> Tensor:
     """``delta`` of every offset ``i - j = -(L-1) .. L-1``: ``[2L - 1]`` long."""
     offsets = torch.arange(-(length - 1), length, device=device)
@@ -69,11 +77,12 @@ class DebertaLayer(LayerPosition):
         self.scale = 1.0 / math.sqrt(shape.head_size * (1 + int(c2p) + int(p2c)))
 
     def score(
-        self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor, Tensor], qkv: QKVWeights
+        self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor, Tensor | None], qkv: QKVWeights
     ) -> ScoreBias:
         """The two ``[h, B, L, 2S]`` products; the dense bias gathers them with the ``[L, L]``
-        index (built if asked), the lookup indexes them with the bucket of ``i - j``."""
-        table, index, offsets = ctx  # [2S, H] layer-normed, [L, L], [2L - 1]
+        index (built if asked), the lookup indexes them with the bucket of ``i - j``; with
+        a per-example ``[B, L, L]`` index (``offsets`` None) both read that index."""
+        table, index, offsets = ctx  # [2S, H] layer-normed, [L, L] or [B, L, L], [2L - 1]
         batch, heads, length, head_size = q.shape
         # Heads-major [h, B*L, d] operands: plain bmm against the [h, 2S, d] tables (no
         # broadcast, so no reduction over the batch in backward); the scale goes on these
@@ -101,7 +110,7 @@ class DebertaLayer(LayerPosition):
             return bias.transpose(0, 1)
 
         def lookup(b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:
-            delta = offsets[i - j + length - 1]
+            delta = index[b, i, j] if offsets is None else offsets[i - j + length - 1]
             c2p = None if by_query is None else by_query[h, b, i, delta]
             p2c = None if by_key is None else by_key[h, b, delta, j]
             if c2p is None:
@@ -115,6 +124,7 @@ class DebertaPosition(PositionScheme):
     """Disentangled relative attention; ``c2p`` / ``p2c`` switch each term for ablations."""
 
     needs_score_bias = True
+    uses_segment_positions = False
 
     def __init__(
         self,
@@ -156,11 +166,15 @@ class DebertaPosition(PositionScheme):
         length: int,
         device: torch.device,
         dtype: torch.dtype,
-        positions: Tensor | None = None,  # unused: the bias depends on i - j only
-    ) -> tuple[Tensor, Tensor, Tensor]:
+        positions: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
         """The layer-normed ``[2S, H]`` table, the ``[L, L]`` bucket index and the bucket
-        of every offset ``i - j = -(L-1) .. L-1`` (``[2L - 1]``)."""
+        of every offset ``i - j = -(L-1) .. L-1`` (``[2L - 1]``); given positions, the
+        per-example ``[B, L, L]`` index and None."""
         table = self.rel_norm(self.rel_embeddings.weight).to(dtype)
+        if positions is not None:
+            buckets, max_position = self.position_buckets, self.max_relative_positions
+            return table, position_index(positions, buckets, max_position), None
         if torch.compiler.is_compiling():  # traced once into the graph (a cache would recompile)
             return table, *self._indices(length, device)
         cached = self._index

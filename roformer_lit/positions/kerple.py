@@ -20,7 +20,8 @@ two learned parameters per head. Choices the paper leaves open, made here:
   reference code (it adds to the scaled attention logits).
 
 The bias depends on (head, ``i - j``) only: one ``[1, h, L, L]`` tensor per layer, shared
-by the batch. It needs the full score matrix: softmax only.
+by the batch; given positions (randomized positions), ``|p_i - p_j|`` per example gives a
+``[B, h, L, L]`` one. It needs the full score matrix: softmax only.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from roformer_lit.positions.alibi import DistanceCache
+from roformer_lit.positions.alibi import DistanceCache, position_distance
 from roformer_lit.positions.base import (
     EncoderShape,
     LayerPosition,
@@ -37,7 +38,7 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
-from roformer_lit.score_bias import offset_lookup
+from roformer_lit.score_bias import TableLookup, offset_lookup
 from roformer_lit.validation import boolean, check
 
 #: The reference code's floor on r1, r2 (here only on their initial values).
@@ -47,6 +48,17 @@ EPS = 1e-2
 def inverse_softplus(x: Tensor) -> Tensor:
     """``softplus^-1(x) = log(exp(x) - 1)`` for ``x > 0``."""
     return x + torch.log(-torch.expm1(-x))
+
+
+def kerple_bias(r1: Tensor, r2: Tensor, distance: Tensor) -> Tensor:
+    """``-r1_h log(1 + r2_h d)`` over per-example distances ``[B, L, L]``: ``[B, h, L, L]``."""
+    return -r1[:, None, None] * torch.log1p(r2[:, None, None] * distance[:, None])
+
+
+def _read_kerple(
+    r1: Tensor, r2: Tensor, distance: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor
+) -> Tensor:
+    return -r1[h] * torch.log1p(r2[h] * distance[b, i, j])
 
 
 class KerpleLayer(LayerPosition):
@@ -64,8 +76,16 @@ class KerpleLayer(LayerPosition):
         return nn.functional.softplus(self.raw_r1), nn.functional.softplus(self.raw_r2)
 
     def score(self, q: Tensor, k: Tensor, ctx: Tensor, qkv: QKVWeights) -> ScoreBias:
-        """Dense ``[1, h, L, L]`` (built if asked) and the lookup from the ``[h]`` strengths."""
+        """Dense ``[1, h, L, L]`` (built if asked) and the lookup from the ``[h]`` strengths;
+        for per-example distances ``ctx[B, L, L]``, ``[B, h, L, L]`` and their lookup."""
         r1, r2 = self.strengths()
+        if ctx.dim() == 3:
+            distance = ctx.to(r2.dtype)
+            return ScoreBias(
+                scale=self.scale,
+                build=lambda: kerple_bias(r1, r2, distance).to(q.dtype),
+                lookup=TableLookup(_read_kerple, r1, r2, distance),
+            )
 
         def build() -> Tensor:
             bias = -r1[:, None, None] * torch.log1p(r2[:, None, None] * ctx.to(r2.dtype))
@@ -81,6 +101,7 @@ class KerplePosition(PositionScheme):
     """Bidirectional KERPLE-log: ``-r1 log(1 + r2 |i - j|)`` per head, learned."""
 
     needs_score_bias = True
+    uses_segment_positions = False
 
     def __init__(self, shape: EncoderShape, *, per_layer: bool = True) -> None:
         super().__init__(shape)
@@ -95,9 +116,12 @@ class KerplePosition(PositionScheme):
         length: int,
         device: torch.device,
         dtype: torch.dtype,
-        positions: Tensor | None = None,  # unused: the bias depends on i - j only
+        positions: Tensor | None = None,
     ) -> Tensor:
-        """``|i - j|``, ``[L, L]`` float32 (each layer applies its own kernel to it)."""
+        """``|i - j|``, ``[L, L]`` float32, or ``|p_i - p_j|``, ``[B, L, L]``, given positions
+        (each layer applies its own kernel to it)."""
+        if positions is not None:
+            return position_distance(positions)
         return self._distance(length, device)
 
     def layer(self, index: int) -> LayerPosition:

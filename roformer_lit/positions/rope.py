@@ -20,6 +20,14 @@ Options:
   of each head are rotated (rounded down to an even count), the other ``d - r`` pass
   through unchanged; the frequencies use ``r`` (``theta_t = base^(-2t/r)``), as HF and
   GPT-NeoX do. ``1`` (the default) is the full rotation, bit for bit today's rope.
+- ``unrotated_fraction`` ``u`` (p-RoPE, Barbero et al., ICLR 2025, "Round and Round We
+  Go! What makes Rotary Positional Encodings useful?", with ``p = 1 - u``): of the
+  ``r/2`` frequency pairs only the ``floor(p r / 2)`` highest-frequency ones rotate, at
+  their usual ``theta_t``; the lowest-frequency rest gets angle 0 (passes unchanged, so
+  its share of ``q . k`` carries semantics independent of position), as the paper's Gemma
+  implementation pads the timescales with infinity. Unlike ``rotary_fraction`` the
+  frequencies of the rotated pairs do not change. ``0`` (the default) is today's rope,
+  bit for bit; ``u`` is in ``[0, 1)`` and must leave a pair rotating.
 - ``scaling: {type, factor[, ...]}`` changes the frequencies to run past the training
   length (``factor`` ``F >= 1``; ``F = 1`` is no scaling at all, bit for bit):
 
@@ -63,6 +71,7 @@ from roformer_lit.positions.base import (
     QKVWeights,
     ScoreBias,
     default_scale,
+    rows_at,
     sinusoid_angles,
 )
 from roformer_lit.validation import (
@@ -81,6 +90,7 @@ SCALING_KEYS = {
     "yarn": ("type", "factor", "original_max_positions", "beta_fast", "beta_slow"),
 }
 FRACTION = Rule("in (0, 1] and finite", lambda v: finite_float_above(0).accepts(v) and v <= 1)
+UNROTATED = Rule("in [0, 1) and finite", lambda v: finite_float_at_least(0).accepts(v) and v < 1)
 
 
 def swap_pairs(x: Tensor) -> Tensor:
@@ -92,7 +102,7 @@ def tables_from_angles(angles: Tensor) -> tuple[Tensor, Tensor]:
     """``cos, signed_sin`` of ``angles[L, r/2]``, each ``[L, r]``: each angle repeated for
     its pair, the sine negated at the pair's first member."""
     angles = angles.repeat_interleave(2, dim=-1)
-    sign = torch.tensor([-1.0, 1.0]).repeat(angles.shape[-1] // 2)
+    sign = torch.tensor([-1.0, 1.0], device=angles.device).repeat(angles.shape[-1] // 2)
     return angles.cos(), angles.sin() * sign
 
 
@@ -213,10 +223,12 @@ class RotaryPosition(PositionScheme):
         base: float = 10000.0,
         rotary_fraction: float = 1.0,
         scaling: dict[str, Any] | None = None,
+        unrotated_fraction: float = 0.0,
     ) -> None:
         super().__init__(shape)
         check("rope base", base, finite_float_above(1))
         check("rope rotary_fraction", rotary_fraction, FRACTION)
+        check("rope unrotated_fraction", unrotated_fraction, UNROTATED)
         head_size = shape.head_size
         if rotary_fraction == 1 and head_size % 2:
             raise ConfigError(
@@ -233,6 +245,20 @@ class RotaryPosition(PositionScheme):
         self.rotary_fraction = float(rotary_fraction)
         self.scaling = None if scaling is None else check_scaling(scaling, self.rotated)
         self.inv_freq, temperature = self.frequencies()
+        pairs = self.rotated // 2
+        self.unrotated_pairs = pairs - math.floor((1 - unrotated_fraction) * pairs + 1e-9)
+        if self.unrotated_pairs == pairs:
+            raise ConfigError(
+                f"rope unrotated_fraction={unrotated_fraction:g} of {pairs} frequency pairs "
+                "rotates none; use a smaller fraction or position=nope"
+            )
+        if self.unrotated_pairs:  # p-RoPE: the lowest frequencies are 0 (no rotation)
+            r = self.rotated
+            full = self.base ** (-torch.arange(0, r, 2, dtype=torch.float64) / r)
+            inv_freq = full if self.inv_freq is None else self.inv_freq
+            self.inv_freq = torch.cat(
+                [inv_freq[: pairs - self.unrotated_pairs], inv_freq.new_zeros(self.unrotated_pairs)]
+            )
         self.register_buffer("cos", torch.empty(0), persistent=False)
         self.register_buffer("signed_sin", torch.empty(0), persistent=False)
         self.cos, self.signed_sin = self.tables(shape.max_positions)
@@ -258,11 +284,15 @@ class RotaryPosition(PositionScheme):
 
     def tables(self, length: int) -> tuple[Tensor, Tensor]:
         """``cos, signed_sin`` ``[length, r]`` in float32 (angles computed in float64)."""
-        positions = torch.arange(length)
+        return self.tables_at(torch.arange(length))
+
+    def tables_at(self, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """``cos, signed_sin`` ``[N, r]`` in float32 at the ``N`` given positions."""
         if self.inv_freq is None:
             angles = sinusoid_angles(positions, self.rotated, self.base)
         else:
-            angles = (positions.to(torch.float64)[:, None] * self.inv_freq).to(torch.float32)
+            inv_freq = self.inv_freq.to(positions.device)
+            angles = (positions.to(torch.float64)[:, None] * inv_freq).to(torch.float32)
         return tables_from_angles(angles)
 
     def prepare(
@@ -272,13 +302,19 @@ class RotaryPosition(PositionScheme):
         dtype: torch.dtype,
         positions: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
-        """``cos, signed_sin``: ``[L, r]``, or ``[B, 1, L, r]`` at the given positions."""
+        """``cos, signed_sin``: ``[L, r]``, or ``[B, 1, L, r]`` at the given positions (any
+        values: past the cached tables they are computed)."""
         if length > self.cos.shape[0]:
             cos, signed_sin = self.tables(length)
             self.cos, self.signed_sin = cos.to(device), signed_sin.to(device)
         if positions is None:
             return self.cos[:length].to(dtype), self.signed_sin[:length].to(dtype)
-        return self.cos[positions][:, None].to(dtype), self.signed_sin[positions][:, None].to(dtype)
+        computed = [t.unflatten(0, positions.shape) for t in self.tables_at(positions.flatten())]
+
+        def at(table: Tensor, fallback: Tensor) -> Tensor:
+            return rows_at(table, positions, lambda _: fallback)[:, None].to(dtype)
+
+        return at(self.cos, computed[0]), at(self.signed_sin, computed[1])
 
     def layer(self, index: int) -> LayerPosition:
         return self._layer

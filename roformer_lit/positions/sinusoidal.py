@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.positions.base import EncoderShape, PositionScheme, sinusoid_angles
+from roformer_lit.positions.base import EncoderShape, PositionScheme, rows_at, sinusoid_angles
 from roformer_lit.validation import boolean, check, finite_float_above
 
 
@@ -21,6 +21,13 @@ def sinusoidal_table(length: int, dim: int, base: float = 10000.0) -> Tensor:
     """The interleaved table ``PE[length, dim]`` in float32."""
     angles = sinusoid_angles(torch.arange(length), dim, base)
     return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)
+
+
+def sinusoidal_rows(positions: Tensor, dim: int, base: float = 10000.0) -> Tensor:
+    """The table's rows at any ``positions`` (any shape, integer): ``[*positions.shape, dim]``."""
+    angles = sinusoid_angles(positions.flatten(), dim, base)
+    rows = torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)
+    return rows.unflatten(0, positions.shape)
 
 
 class SinusoidalPosition(PositionScheme):
@@ -47,8 +54,12 @@ class SinusoidalPosition(PositionScheme):
         )
 
     def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
-        length = x.shape[1]  # positions never exceed L - 1
+        length = x.shape[1]
         if length > self.table.shape[0]:
             self.table = sinusoidal_table(length, self.shape.hidden_size, self.base).to(x.device)
-        table = self.table[:length] if positions is None else self.table[positions]
+        if positions is None:
+            table = self.table[:length]
+        else:
+            hidden, base = self.shape.hidden_size, self.base
+            table = rows_at(self.table, positions, lambda p: sinusoidal_rows(p, hidden, base))
         return x * self.embedding_scale + table.to(x.dtype)

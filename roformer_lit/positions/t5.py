@@ -20,7 +20,8 @@ Choices, stated:
   (normal, std ``init_std``), not T5's ``d_model^-0.5``.
 
 The bias depends on (head, ``i - j``) only: one ``[1, h, L, L]`` tensor per forward
-(per layer with ``per_layer``), shared by the batch. Softmax only.
+(per layer with ``per_layer``), shared by the batch; given positions (randomized
+positions), ``bucket(p_j - p_i)`` per example gives a ``[B, h, L, L]`` one. Softmax only.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
-from roformer_lit.score_bias import offset_lookup
+from roformer_lit.score_bias import TableLookup, offset_lookup
 from roformer_lit.validation import Rule, at_least_int, boolean, check
 
 EVEN_BUCKETS = Rule("an even integer >= 4", lambda v: at_least_int(4).accepts(v) and v % 2 == 0)
@@ -75,11 +76,33 @@ def offset_buckets(
     return t5_bucket(offsets, num_buckets, max_distance)
 
 
+def position_bucket_index(positions: Tensor, num_buckets: int, max_distance: int) -> Tensor:
+    """``bucket(p_j - p_i)`` per example: ``[B, L, L]`` long (row ``i``, column ``j``)."""
+    return t5_bucket(positions[:, None, :] - positions[:, :, None], num_buckets, max_distance)
+
+
+def _read_bucket(
+    weight: Tensor, index: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor
+) -> Tensor:
+    return weight[index[b, i, j], h]
+
+
 def t5_bias(
-    table: nn.Embedding, index: Tensor, offsets: Tensor, dtype: torch.dtype, scale: float
+    table: nn.Embedding,
+    index: Tensor,
+    offsets: Tensor | None,
+    dtype: torch.dtype,
+    scale: float,
 ) -> ScoreBias:
     """The bias ``table[bucket(j - i), h]``: dense ``[1, h, L, L]`` from the ``[L, L]`` index
-    (built if asked), lookup from the ``[2L - 1, h]`` per-offset values."""
+    (built if asked), lookup from the ``[2L - 1, h]`` per-offset values; for a per-example
+    ``[B, L, L]`` index (``offsets`` None), ``[B, h, L, L]`` and a lookup reading it."""
+    if offsets is None:
+        return ScoreBias(
+            scale=scale,
+            build=lambda: table(index).permute(0, 3, 1, 2).to(dtype),
+            lookup=TableLookup(_read_bucket, table.weight, index),
+        )
 
     def build() -> Tensor:
         return table(index).permute(2, 0, 1).to(dtype)[None]
@@ -101,7 +124,7 @@ class T5Layer(LayerPosition):
         self,
         q: Tensor,
         k: Tensor,
-        ctx: tuple[Tensor, Tensor, ScoreBias | None],
+        ctx: tuple[Tensor, Tensor | None, ScoreBias | None],
         qkv: QKVWeights,
     ) -> ScoreBias:
         index, offsets, shared = ctx
@@ -115,6 +138,7 @@ class T5Position(PositionScheme):
     """T5 relative bias: a learned scalar per (bidirectional log bucket, head)."""
 
     needs_score_bias = True
+    uses_segment_positions = False
 
     def __init__(
         self,
@@ -165,10 +189,15 @@ class T5Position(PositionScheme):
         length: int,
         device: torch.device,
         dtype: torch.dtype,
-        positions: Tensor | None = None,  # unused: the bias depends on i - j only
-    ) -> tuple[Tensor, Tensor, ScoreBias | None]:
-        """The bucket indices and, when shared, the bias every layer adds."""
-        index, offsets = self._bucket_index(length, device)
+        positions: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None, ScoreBias | None]:
+        """The bucket indices and, when shared, the bias every layer adds; given positions,
+        the per-example ``[B, L, L]`` index and no per-offset one."""
+        if positions is None:
+            index, offsets = self._bucket_index(length, device)
+        else:
+            index = position_bucket_index(positions, self.num_buckets, self.max_distance)
+            offsets = None
         shared = None
         if self.table is not None:
             shared = t5_bias(self.table, index, offsets, dtype, self.layers[0].scale)

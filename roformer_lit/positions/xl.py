@@ -15,6 +15,16 @@ the ``n + L - 1`` distances ``i0 + n - 1`` down to ``i0 - (L-1)``: one
 ``[B, h, L, 2L - 1]`` product and a gather, this does ``(L + n) / 2L`` of the work, keeps
 the transient ``n / L`` the size, and saves nothing large for backward (a view keeps only
 its geometry; a gather would keep its whole input). No ``[L, L, d]`` tensor is built.
+
+Given positions (randomized positions), the distance is ``p_i - p_j`` per example and the
+table is no longer Toeplitz. With ``S_i = sin(p_i f)``, ``C_i = cos(p_i f)`` and the
+query's position vector split into its sine and cosine halves, ``[s_i, c_i] = W_r^T
+(q_i + v)`` (per head), the angle-difference identities give
+
+    (q_i + v) . W_r R_{p_i - p_j} = [s_i S_i + c_i C_i,  c_i S_i - s_i C_i] . [C_j, S_j]
+
+one ``[B, h, L, H] @ [B, 1, H, L]`` product from per-token sines and cosines (``h / 2``
+times the work of the shifted product, no table over all distances up to the range).
 """
 
 from __future__ import annotations
@@ -69,7 +79,11 @@ class XLLayer(LayerPosition):
         nn.init.normal_(self.u, std=0.02)
         nn.init.normal_(self.v, std=0.02)
 
-    def score(self, q: Tensor, k: Tensor, ctx: Tensor, qkv: QKVWeights) -> ScoreBias:
+    def score(
+        self, q: Tensor, k: Tensor, ctx: Tensor | tuple[Tensor, Tensor], qkv: QKVWeights
+    ) -> ScoreBias:
+        if isinstance(ctx, tuple):
+            return self.score_at_positions(q, k, *ctx)
         rel = ctx  # [2L-1, H], distances L-1 .. -(L-1)
         scale = default_scale(self.head_size)
         batch, heads, length, _ = q.shape
@@ -90,11 +104,25 @@ class XLLayer(LayerPosition):
                 bias[:, :, start : start + rows] = block
         return ScoreBias(bias=bias, scale=scale)
 
+    def score_at_positions(self, q: Tensor, k: Tensor, sin: Tensor, cos: Tensor) -> ScoreBias:
+        """The ``[B, h, L, L]`` score bias at per-example positions, from their sines and
+        cosines ``[B, L, H/2]`` (the identity in the module docstring)."""
+        scale = default_scale(self.head_size)
+        content_bias = (k @ (self.u * scale).transpose(-1, -2)).transpose(-1, -2)  # [B, h, 1, L]
+        queries = (q + self.v) * scale
+        weight = self.r_proj.weight.view(self.num_heads, self.head_size, -1)  # [h, d, H]
+        by_sin, by_cos = (queries @ weight).chunk(2, dim=-1)  # [B, h, L, H/2] each
+        sin_i, cos_i = sin[:, None], cos[:, None]
+        by_query = torch.cat([by_sin * sin_i + by_cos * cos_i, by_cos * sin_i - by_sin * cos_i], -1)
+        by_key = torch.cat([cos, sin], dim=-1)[:, None]  # [B, 1, L, H]
+        return ScoreBias(bias=by_query @ by_key.transpose(-1, -2) + content_bias, scale=scale)
+
 
 class TransformerXLPosition(PositionScheme):
     """Bidirectional Transformer-XL relative attention; ``per_layer`` picks u/v/W_r sharing."""
 
     needs_score_bias = True
+    uses_segment_positions = False
 
     def __init__(self, shape: EncoderShape, *, per_layer: bool = True) -> None:
         super().__init__(shape)
@@ -111,8 +139,14 @@ class TransformerXLPosition(PositionScheme):
         length: int,
         device: torch.device,
         dtype: torch.dtype,
-        positions: Tensor | None = None,  # unused: the bias depends on i - j only
-    ) -> Tensor:
+        positions: Tensor | None = None,
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """The relative sinusoid ``[2L - 1, H]``; given positions, their sines and cosines
+        ``[B, L, H/2]`` each."""
+        if positions is not None:
+            angles = sinusoid_angles(positions.flatten(), self.shape.hidden_size)
+            angles = angles.unflatten(0, positions.shape)
+            return angles.sin().to(dtype), angles.cos().to(dtype)
         if torch.compiler.is_compiling():  # traced once into the graph (a cache would recompile)
             return relative_sinusoid(length, self.shape.hidden_size).to(device, dtype)
         table = self._table

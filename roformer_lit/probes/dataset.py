@@ -1,0 +1,79 @@
+"""The probes' datasets: training batches and the fixed validation set.
+
+* :class:`ProbeTrainBatches`: item ``(epoch, i)`` is a whole batch (load it with
+  ``batch_size=None``) of ``batch_size`` sequences of one input length ``n``, drawn
+  uniformly from ``[min_length, max_length]``; length and content come from the generator
+  of ``(seed, "train", epoch, i)``, so an item is the same in every process, with any
+  number of workers, and after a resume (the loader skips batches by index).
+* :class:`ProbeValidation`: ``count`` sequences of input length ``length``, sequence ``i``
+  from the generator of ``(seed, "val", length, i)``: the same sequences whatever the
+  batch size, and a longer ``count`` only adds sequences.
+
+Items are ``{"input_ids", "labels"}`` int64 tensors (see :func:`~roformer_lit.probes.tasks.generate`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from roformer_lit.probes.tasks import ProbeTask, generate, probe_rng
+
+
+class ProbeTrainBatches(Dataset[dict[str, torch.Tensor]]):
+    """``batches`` training batches per epoch; item ``(epoch, i)`` (as
+    :class:`~roformer_lit.data.dataset.EpochSampler` yields) or ``i`` (epoch 0)."""
+
+    def __init__(
+        self,
+        task: ProbeTask,
+        *,
+        symbols: int,
+        min_length: int,
+        max_length: int,
+        batch_size: int,
+        seed: int,
+        batches: int,
+    ) -> None:
+        self.task, self.symbols, self.seed = task, symbols, seed
+        self.min_length, self.max_length = min_length, max_length
+        self.batch_size, self.batches = batch_size, batches
+
+    def __len__(self) -> int:
+        return self.batches
+
+    def batch(self, index: int, epoch: int = 0) -> dict[str, torch.Tensor]:
+        """Batch ``index`` of ``epoch``: its length, then its sequences, from one generator."""
+        rng = probe_rng(self.seed, "train", epoch, index)
+        n = int(rng.integers(self.min_length, self.max_length + 1))
+        input_ids, labels = generate(self.task, rng, self.batch_size, n, self.symbols)
+        return {"input_ids": torch.from_numpy(input_ids), "labels": torch.from_numpy(labels)}
+
+    def __getitem__(self, key: int | tuple[int, int]) -> dict[str, torch.Tensor]:
+        if isinstance(key, tuple):
+            epoch, index = key
+            return self.batch(int(index), int(epoch))
+        return self.batch(int(key))
+
+
+class ProbeValidation(Dataset[dict[str, torch.Tensor]]):
+    """``count`` fixed sequences of input length ``length`` (item ``i`` or ``(epoch, i)``)."""
+
+    def __init__(
+        self, task: ProbeTask, *, symbols: int, length: int, count: int, seed: int
+    ) -> None:
+        self.length = length
+        pairs = [
+            generate(task, probe_rng(seed, "val", length, i), 1, length, symbols)
+            for i in range(count)
+        ]
+        self.input_ids = torch.from_numpy(np.concatenate([p[0] for p in pairs]))
+        self.labels = torch.from_numpy(np.concatenate([p[1] for p in pairs]))
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    def __getitem__(self, key: int | tuple[int, int]) -> dict[str, torch.Tensor]:
+        index = key[1] if isinstance(key, tuple) else key
+        return {"input_ids": self.input_ids[index], "labels": self.labels[index]}

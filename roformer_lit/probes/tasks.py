@@ -1,0 +1,171 @@
+"""Synthetic position probes as masked-token fill-in: the registry :data:`PROBE_TASKS`.
+
+Every task builds, for an input length ``n``, sequences over ``symbols`` symbols laid out as
+
+    input tokens, [SEP], answer slots
+
+where every answer slot holds ``[MASK]`` in ``input_ids`` and the answer symbol's id in
+``labels``; every other position is labelled ``-100``. The MLM loss, ``val/acc`` (then
+answer-token accuracy) and ``val/exact`` of :class:`~roformer_lit.module.MaskedLM` work on
+them unchanged. Ids: ``[PAD]`` 0, ``[MASK]`` 1, ``[SEP]`` 2, symbol ``s`` is ``3 + s``
+(:data:`FIRST_SYMBOL`); nothing is padded (one ``n`` per batch).
+
+Generation is a pure function of a ``numpy.random.Generator`` (:func:`probe_rng` derives
+it from integers, so the same seed gives the same data in every process and on resume);
+nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from roformer_lit.errors import ConfigError
+
+PAD_ID, MASK_ID, SEP_ID = 0, 1, 2
+#: Id of symbol 0; symbol ``s`` is ``FIRST_SYMBOL + s``.
+FIRST_SYMBOL = 3
+IGNORE_INDEX = -100
+#: Codes of the generator streams (part of every generator's seed).
+STREAMS = {"train": 0, "val": 1}
+
+#: ``build(rng, batch, n, symbols) -> (prefix [B, a], suffix [B, b], answer [b])`` in symbol
+#: indices ``0 .. symbols - 1``; ``answer[j]`` marks the suffix slots that are masked.
+Builder = Callable[[np.random.Generator, int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class ProbeTask:
+    """One probe: how it builds a batch, its sequence length and its longest input."""
+
+    name: str
+    build: Builder
+    #: Tokens per input symbol in the prefix (and in the suffix): 1, or 2 for ``recall``.
+    width: int = 1
+    #: The longest input length ``n`` that ``symbols`` symbols allow (None: unbounded).
+    longest: Callable[[int], int | None] = lambda symbols: None
+
+    def sequence_length(self, n: int) -> int:
+        """Tokens in a sequence of input length ``n`` (prefix, ``[SEP]``, answer slots)."""
+        return 2 * self.width * n + 1
+
+    def check(self, n: int, symbols: int, name: str = "data.probe_max_length") -> None:
+        """A one-line ConfigError if ``n`` is not a valid input length with ``symbols``."""
+        longest = self.longest(symbols)
+        if n < 1 or (longest is not None and n > longest):
+            upper = "" if longest is None else f" and <= {longest} with {symbols} symbols"
+            raise ConfigError(f"{name}={n} is invalid for probe {self.name!r}: must be >= 1{upper}")
+
+
+def _answers(build: Callable[[np.ndarray], np.ndarray]) -> Builder:
+    """A task whose slots are a function of uniformly drawn input symbols (all masked)."""
+
+    def builder(
+        rng: np.random.Generator, batch: int, n: int, symbols: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        inputs = rng.integers(0, symbols, size=(batch, n), dtype=np.int64)
+        answers = np.ascontiguousarray(build(inputs))
+        return inputs, answers, np.ones(answers.shape[1], dtype=bool)
+
+    return builder
+
+
+def _copy(inputs: np.ndarray) -> np.ndarray:
+    """``copy``: slot ``j`` holds input ``j`` (a fixed relative offset ``n + 1``).
+
+    Source: Duplicate String of Delétang et al. 2023, "Neural Networks and the Chomsky
+    Hierarchy" (google-deepmind/randomized_positional_encodings tasks/cs/duplicate_string.py),
+    as fill-in of the second copy."""
+    return inputs
+
+
+def _reverse(inputs: np.ndarray) -> np.ndarray:
+    """``reverse``: slot ``j`` holds input ``n - 1 - j``.
+
+    Source: Reverse String of Delétang et al. 2023 (google-deepmind/
+    randomized_positional_encodings tasks/dcf/reverse_string.py)."""
+    return inputs[:, ::-1]
+
+
+def _sort(inputs: np.ndarray) -> np.ndarray:
+    """``sort``: the slots hold the input sorted ascending (by symbol index).
+
+    Source: Sort (bucket sort) of Delétang et al. 2023 (google-deepmind/
+    randomized_positional_encodings tasks/cs/bucket_sort.py)."""
+    return np.sort(inputs, axis=1)
+
+
+def _odds_first(inputs: np.ndarray) -> np.ndarray:
+    """``odds_first``: the slots hold ``s_1 s_3 s_5 ... s_2 s_4 ...`` (1-indexed as in the
+    paper): the inputs at odd positions, then those at even ones; needs the parity of
+    absolute position.
+
+    Source: Odds First, Delétang et al. 2023 (google-deepmind/randomized_positional_encodings
+    tasks/cs/odds_first.py)."""
+    return np.concatenate([inputs[:, 0::2], inputs[:, 1::2]], axis=1)
+
+
+def _recall(
+    rng: np.random.Generator, batch: int, n: int, symbols: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``recall`` (associative recall): ``n`` key-value pairs ``k1 v1 ... kn vn``, then every
+    key once in a random order, each followed by a masked slot holding its value. Keys are
+    distinct and drawn from the first half of the symbols (``0 .. symbols//2 - 1``), values
+    from the second half, so a key is found by content alone and its value is its right
+    neighbour: a control that relative schemes should find easy. ``n <= symbols // 2``.
+
+    Source: associative recall of Ba et al. 2016 ("Using Fast Weights to Attend to the
+    Recent Past") as used by Fu et al. 2023 ("Hungry Hungry Hippos", MQAR of Arora et al.
+    2023 "Zoology"), as masked fill-in."""
+    half = symbols // 2
+    keys = np.argsort(rng.random((batch, half)), axis=1)[:, :n].astype(np.int64)
+    values = rng.integers(half, symbols, size=(batch, n), dtype=np.int64)
+    order = np.argsort(rng.random((batch, n)), axis=1)
+    prefix = np.stack([keys, values], axis=2).reshape(batch, 2 * n)
+    queried = np.stack(
+        [np.take_along_axis(keys, order, 1), np.take_along_axis(values, order, 1)], axis=2
+    ).reshape(batch, 2 * n)
+    return prefix, queried, np.tile([False, True], n)
+
+
+#: The probe tasks by name.
+PROBE_TASKS: dict[str, ProbeTask] = {
+    "copy": ProbeTask("copy", _answers(_copy)),
+    "reverse": ProbeTask("reverse", _answers(_reverse)),
+    "sort": ProbeTask("sort", _answers(_sort)),
+    "recall": ProbeTask("recall", _recall, width=2, longest=lambda symbols: symbols // 2),
+    "odds_first": ProbeTask("odds_first", _answers(_odds_first)),
+}
+
+
+def probe_task(name: object) -> ProbeTask:
+    """The task called ``name``, or a one-line ConfigError naming the valid ones."""
+    task = PROBE_TASKS.get(name) if isinstance(name, str) else None
+    if task is None:
+        raise ConfigError(
+            f"data.probe={name!r} is not a probe task: valid: {', '.join(PROBE_TASKS)} or null"
+        )
+    return task
+
+
+def probe_rng(seed: int, stream: str, *keys: int) -> np.random.Generator:
+    """The generator of (``seed``, ``stream``, ``keys``): a pure function of its integer
+    arguments (numpy's ``SeedSequence``), the same in every process and platform."""
+    return np.random.default_rng(np.random.SeedSequence([seed, STREAMS[stream], *keys]))
+
+
+def generate(
+    task: ProbeTask, rng: np.random.Generator, batch: int, n: int, symbols: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(input_ids, labels)``, each ``[batch, task.sequence_length(n)]`` int64: the input
+    symbols, ``[SEP]``, the suffix with answer slots ``[MASK]``; labels are the answer ids
+    at the answer slots and ``-100`` everywhere else."""
+    prefix, suffix, answer = task.build(rng, batch, n, symbols)
+    prefix, suffix = prefix + FIRST_SYMBOL, suffix + FIRST_SYMBOL
+    sep = np.full((batch, 1), SEP_ID, dtype=np.int64)
+    ignored = np.full((batch, prefix.shape[1] + 1), IGNORE_INDEX, dtype=np.int64)
+    input_ids = np.concatenate([prefix, sep, np.where(answer, MASK_ID, suffix)], axis=1)
+    labels = np.concatenate([ignored, np.where(answer, suffix, IGNORE_INDEX)], axis=1)
+    return input_ids, labels

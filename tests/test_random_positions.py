@@ -1,0 +1,317 @@
+"""Randomized positions (Ruoss et al. 2023): ``position_ids`` through the seam and the data.
+
+The model oracle is independent of every scheme's code path for positions: running tokens
+at sorted positions ``p`` must give, at every token, the hidden states of a longer row
+``0 .. max(p)`` holding the tokens at indices ``p`` and padding (masked out) elsewhere,
+computed on the ordinary fast path. Parametrised over the registries, so a new scheme or
+kernel is covered the moment it is registered.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from cli_helpers import fit_args
+from model_factory import VALID_PAIRS, random_ids, small_model
+
+from roformer_lit import POSITION_SCHEMES
+from roformer_lit.cli import EXIT_USER_ERROR, main
+from roformer_lit.data.datamodule import MLMDataModule
+from roformer_lit.errors import ConfigError
+from roformer_lit.model import Encoder
+from roformer_lit.positions.base import PositionScheme, QKVWeights
+from roformer_lit.score_bias import dense_from_lookup
+
+READING = [name for name, cls in POSITION_SCHEMES.items() if cls.reads_positions]
+READING_PAIRS = [(p, a) for p, a in VALID_PAIRS if p in READING]
+#: Options that make each scheme's position dependence visible on short rows: FIRE past its
+#: threshold, T5 and DeBERTa into their log buckets and past their last bucket.
+OPTIONS = {
+    "fire": {"threshold": 4.0},
+    "t5": {"num_buckets": 8, "max_distance": 16},
+    "deberta": {"position_buckets": 8, "max_relative_positions": 32},
+}
+#: Positions are drawn from [0, SPAN), past the cached tables of MAX_POSITIONS rows.
+SPAN, MAX_POSITIONS, LENGTH, BATCH = 40, 16, 7, 3
+#: Float64 throughout, but the sinusoid tables are float32 by design (XL's identity path
+#: rounds other angles than its shifted path: ~1e-9 apart).
+TOL = {"rtol": 1e-7, "atol": 1e-8}
+#: Schemes whose positions path is another computation of the same numbers (not bitwise).
+NOT_BITWISE = {"xl": "angle-difference identity instead of the relative sinusoid"}
+
+
+@pytest.fixture
+def double_precision():
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(previous)
+
+
+def model_for(position: str, attention: str = "softmax", **kwargs) -> torch.nn.Module:
+    options = {"position_kwargs": OPTIONS[position]} if position in OPTIONS else {}
+    bounded = POSITION_SCHEMES[position].max_length is not PositionScheme.max_length
+    # a bounded table must hold the range; the others get a short cache, to go past it
+    max_positions = SPAN if bounded else MAX_POSITIONS
+    model = small_model(position, attention, max_positions=max_positions, **options, **kwargs)
+    if position == "fire":  # its random small MLP's bias is ~1e-3: make it count
+        with torch.no_grad():
+            model.encoder.position.fire.mlp[-1].weight.mul_(30.0)
+    return model
+
+
+def random_positions(batch: int, length: int, span: int, seed: int = 5) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    rows = [torch.randperm(span, generator=generator)[:length].sort().values for _ in range(batch)]
+    return torch.stack(rows)
+
+
+def placed_in_longer_rows(ids: torch.Tensor, positions: torch.Tensor):
+    """The longer rows: the tokens at indices ``positions``, other tokens elsewhere (masked
+    out as padding keys), and the key-padding mask."""
+    longer = int(positions.max()) + 1
+    rows = random_ids(ids.shape[0], longer, seed=9)
+    mask = torch.zeros(ids.shape[0], longer, dtype=torch.bool)
+    for b in range(ids.shape[0]):
+        rows[b, positions[b]] = ids[b]
+        mask[b, positions[b]] = True
+    return rows, mask
+
+
+@pytest.mark.usefixtures("double_precision")
+@pytest.mark.parametrize("position,attention", READING_PAIRS)
+def test_positions_equal_tokens_placed_in_a_longer_padded_row(position, attention):
+    model = model_for(position, attention).double()
+    ids = random_ids(BATCH, LENGTH)
+    positions = random_positions(BATCH, LENGTH, SPAN)
+    assert int(positions.max()) >= MAX_POSITIONS  # some positions lie past the cached tables
+    labels = torch.where(
+        torch.rand(ids.shape, generator=torch.Generator().manual_seed(2)) < 0.5, ids, -100
+    )
+    with torch.no_grad():
+        got = model(ids, position_ids=positions)  # first: before a longer row grows a cache
+        logits, _ = model.masked_logits(ids, labels, position_ids=positions)
+        rows, mask = placed_in_longer_rows(ids, positions)
+        longer = model(rows, mask)
+    expected = torch.stack([longer[b, positions[b]] for b in range(BATCH)])
+    torch.testing.assert_close(got, expected, **TOL)
+    torch.testing.assert_close(logits, expected[labels != -100], **TOL)
+
+
+@pytest.mark.parametrize("position,attention", READING_PAIRS)
+def test_ordinary_positions_given_change_nothing(position, attention):
+    model = model_for(position, attention)
+    ids = random_ids(BATCH, LENGTH)
+    arange = torch.arange(LENGTH).expand(BATCH, LENGTH)
+    with torch.no_grad():
+        plain, given = model(ids), model(ids, position_ids=arange)
+    if position in NOT_BITWISE:
+        torch.testing.assert_close(given, plain, rtol=1e-5, atol=1e-6)
+    else:
+        assert torch.equal(given, plain)
+
+
+@pytest.mark.usefixtures("double_precision")
+@pytest.mark.parametrize("position", [p for p in READING if POSITION_SCHEMES[p].needs_score_bias])
+def test_a_bias_lookup_at_positions_is_its_dense_bias(position):
+    """The FlexAttention form of every bias at per-example positions (score_bias.py)."""
+    model = model_for(position).double()
+    scheme, attention = model.encoder.position, model.encoder.layers[0].attention
+    positions = random_positions(BATCH, LENGTH, SPAN)
+    heads, size = attention.num_heads, attention.head_size
+    q, k = torch.randn(2, BATCH, heads, LENGTH, size).unbind(0)
+    weights = QKVWeights(attention.qkv.weight, attention.qkv.bias, heads)
+    with torch.no_grad():
+        ctx = scheme.prepare(LENGTH, torch.device("cpu"), torch.float64, positions)
+        score = scheme.layer(0).score(q, k, ctx, weights)
+        assert score.bias.shape == (BATCH, heads, LENGTH, LENGTH)  # per example
+        if score.lookup is not None:
+            looked_up = dense_from_lookup(score.lookup, BATCH, heads, LENGTH)
+            torch.testing.assert_close(looked_up, score.bias, **TOL)
+
+
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
+@pytest.mark.parametrize("position", ["alibi", "t5", "kerple", "deberta"])
+def test_the_flex_path_takes_positions(position):
+    flex = model_for(position, attention_kwargs={"backend": "flex"}, attention_dropout=0.0)
+    sdpa = model_for(position, attention_kwargs={"backend": "sdpa"}, attention_dropout=0.0)
+    ids, positions = random_ids(BATCH, LENGTH), random_positions(BATCH, LENGTH, SPAN)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            flex(ids, position_ids=positions),
+            sdpa(ids, position_ids=positions),
+            rtol=1e-4,
+            atol=1e-5,
+        )
+
+
+def test_positions_and_segments_together_are_refused_in_one_line():
+    model = small_model("rope")
+    ids = random_ids(1, LENGTH)
+    with pytest.raises(ConfigError, match="cannot be combined") as error:
+        model(ids, segment_ids=torch.zeros_like(ids), position_ids=torch.arange(LENGTH)[None])
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log()`")
+def test_training_step_uses_position_ids_and_evaluation_ignores_them():
+    model = small_model("rope")
+    ids = random_ids(BATCH, LENGTH)
+    batch = {"input_ids": ids, "labels": ids, "position_ids": random_positions(BATCH, LENGTH, SPAN)}
+    plain = {"input_ids": ids, "labels": ids}
+    with torch.no_grad():
+        trained = model.training_step(batch, 0)
+        assert trained != model.training_step(plain, 0)
+        assert trained == model.mlm_loss(ids, ids, position_ids=batch["position_ids"])
+        model._evaluate(batch, model.val_metrics, "val")
+        model._evaluate(plain, model.val_metrics, "val")
+    assert model.val_metrics["loss"].compute() == model.mlm_loss(ids, ids)
+
+
+# -- the data switch ------------------------------------------------------------------------
+
+RANGE = 100
+DATA = dict(max_length=32, batch_size=4, max_train_blocks=32, max_val_blocks=8)
+
+
+def data_module(cache: Path, **kwargs) -> MLMDataModule:
+    dm = MLMDataModule(cache_dir=str(cache), **{**DATA, **kwargs})
+    dm.setup("fit")
+    return dm
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cache")
+    data_module(path)  # prepared once for the module
+    return path
+
+
+def batches(dm: MLMDataModule, count: int) -> list[dict[str, torch.Tensor]]:
+    loader = dm.train_dataloader()
+    iterator = iter(loader)
+    return [next(iterator) for _ in range(count)]
+
+
+def test_training_batches_carry_sorted_distinct_positions_in_range(cache):
+    dm = data_module(cache, random_positions=RANGE)
+    for batch in batches(dm, 3):
+        positions = batch["position_ids"]
+        assert positions.shape == batch["input_ids"].shape and positions.dtype == torch.long
+        assert (positions[:, 1:] > positions[:, :-1]).all()  # sorted and distinct
+        assert positions.min() >= 0 and positions.max() < RANGE
+        assert positions.max() >= DATA["max_length"]  # not the ordinary positions
+        assert len({tuple(row.tolist()) for row in positions}) == len(positions)
+    assert "position_ids" not in next(iter(dm.val_dataloader()))
+    plain = data_module(cache)
+    assert "position_ids" not in batches(plain, 1)[0]
+    # the masking does not change with the switch: the positions have their own generator
+    for key in ("input_ids", "labels"):
+        assert torch.equal(batches(plain, 1)[0][key], batches(dm, 1)[0][key])
+
+
+def test_positions_are_a_function_of_seed_epoch_and_block(cache):
+    first = batches(data_module(cache, random_positions=RANGE), 4)
+    again = batches(data_module(cache, random_positions=RANGE), 4)
+    other_seed = batches(data_module(cache, random_positions=RANGE, seed=1), 1)
+    assert all(
+        torch.equal(a["position_ids"], b["position_ids"]) for a, b in zip(first, again, strict=True)
+    )
+    assert not torch.equal(first[0]["position_ids"], other_seed[0]["position_ids"])
+    dataset = data_module(cache, random_positions=RANGE).train_dataset
+    assert not torch.equal(dataset[(0, 3)]["position_ids"], dataset[(1, 3)]["position_ids"])
+
+
+def test_a_resumed_loader_gives_the_same_positions(cache):
+    skip = 3
+    straight = batches(data_module(cache, random_positions=RANGE), skip + 1)
+    resumed = data_module(cache, random_positions=RANGE).train_dataloader()
+    resumed.load_state_dict({"epoch": 0, "batches": skip})
+    batch = next(iter(resumed))
+    for key in ("input_ids", "labels", "position_ids"):
+        assert torch.equal(batch[key], straight[skip][key])
+
+
+@pytest.mark.parametrize(
+    "settings,words",
+    [
+        ({"random_positions": 16}, ["random_positions=16", "max_length=32"]),
+        ({"random_positions": True}, ["random_positions=True"]),
+        ({"random_positions": 64, "document_mask": True}, ["random_positions", "document_mask"]),
+        ({"random_positions": 64, "probe": "copy"}, ["random_positions", "probe"]),
+    ],
+)
+def test_the_data_module_refuses_in_one_line(cache, settings, words):
+    with pytest.raises(ConfigError) as error:
+        MLMDataModule(cache_dir=str(cache), **{**DATA, **settings})
+    message = str(error.value)
+    assert "\n" not in message and all(word in message for word in words)
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "config,extra,words",
+    [
+        ("rope.yaml", ["--data.random_positions", "16"], ["random_positions=16", "max_length"]),
+        (
+            "rope.yaml",
+            ["--data.random_positions", "64", "--data.document_mask", "true"],
+            ["random_positions", "document_mask"],
+        ),
+        ("nope.yaml", ["--data.random_positions", "64"], ["'nope'", "reads none", "rope"]),
+        (
+            "learned.yaml",
+            ["--data.random_positions", "128", "--model.max_positions", "64"],
+            ["random_positions=128", "max_positions=64", "'learned'"],
+        ),
+    ],
+    ids=["below max_length", "with document_mask", "nope", "past the learned table"],
+)
+def test_the_command_line_refuses_in_one_line(tmp_path, monkeypatch, capsys, config, extra, words):
+    monkeypatch.chdir(tmp_path)
+    assert main(fit_args(config, 2, *extra)) == EXIT_USER_ERROR
+    stderr = capsys.readouterr().err
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in stderr
+    assert all(word in errors[0] for word in words), errors[0]
+    assert not list(tmp_path.rglob("*.ckpt"))
+
+
+@pytest.mark.parametrize("config", ["rope.yaml", "alibi.yaml"])
+def test_fit_with_random_positions(tmp_path, monkeypatch, config):
+    monkeypatch.chdir(tmp_path)
+    seen: list[tuple[bool, int | None]] = []
+    forward = Encoder.forward
+
+    def spy(self, *args, **kwargs):
+        given = kwargs.get("position_ids")
+        seen.append((self.training, None if given is None else int(given.max())))
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(Encoder, "forward", spy)
+    assert main(fit_args(config, 3, "--data.random_positions", "1024")) == 0
+    trained = [largest for training, largest in seen if training]
+    evaluated = [largest for training, largest in seen if not training]
+    assert len(trained) == 3 and all(p is not None and p >= 32 for p in trained)
+    assert evaluated and all(p is None for p in evaluated)
+    checkpoint = torch.load(
+        next(tmp_path.rglob("last.ckpt")), map_location="cpu", weights_only=True
+    )
+    assert checkpoint["datamodule_hyper_parameters"]["random_positions"] == 1024
+    assert all(torch.isfinite(v).all() for v in checkpoint["state_dict"].values())
+
+
+def test_extrapolate_evaluates_past_the_range_with_plain_positions(tmp_path, monkeypatch, capsys):
+    """Evaluation never draws positions, so a length past ``R`` is evaluated, not refused."""
+    monkeypatch.chdir(tmp_path)
+    assert main(fit_args("rope.yaml", 2, "--data.random_positions", "40")) == 0
+    ckpt = next(tmp_path.rglob("last.ckpt"))
+    capsys.readouterr()
+    assert main(["extrapolate", str(ckpt), "--lengths", "32", "64"]) == 0
+    row = capsys.readouterr().out.strip().splitlines()[-1]
+    cells = [cell.strip() for cell in row.split("|")[4:6]]
+    assert all(float(cell) > 0 for cell in cells), row
