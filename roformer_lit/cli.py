@@ -631,11 +631,10 @@ def export_main(args: Sequence[str]) -> None:
     """``export --ckpt_path X --out DIR``: a checkpoint as a complete Hugging Face MLM
     directory (config, weights, tokenizer) that ``pipeline("fill-mask", model=DIR)`` loads.
 
-    The tokenizer is ``--tokenizer`` if given, else the one stored in the checkpoint, else
-    (a checkpoint from before they were stored) the bundled corpus tokenizer when the run's
-    ``config.yaml`` says the run used it. With none, the export is refused unless
-    ``--no_tokenizer`` (the model alone). ``--out`` must be new or empty; nothing is written
-    on any error.
+    The tokenizer is ``--tokenizer`` if given, else the one stored in the checkpoint. A
+    checkpoint that stores none (written before checkpoints carried one) is refused in one
+    line unless given ``--tokenizer`` or ``--no_tokenizer`` (the model alone). ``--out``
+    must be new or empty; nothing is written on any error.
     """
     from roformer_lit.interop.export import check_out_dir, export_hf
     from roformer_lit.interop.tokenizer import export_tokenizer
@@ -664,7 +663,7 @@ def export_main(args: Sequence[str]) -> None:
     checkpoint = read_checkpoint(ckpt, kind=PRETRAINING)  # weights_only, before anything else
     tokenizer, note = None, "exported without a tokenizer (--no_tokenizer)"
     if not ns.no_tokenizer:
-        tokenizer, note = export_tokenizer(checkpoint, ckpt, run_dir_of(ckpt), ns.tokenizer)
+        tokenizer, note = export_tokenizer(checkpoint, ckpt, ns.tokenizer)
         if tokenizer is None:
             raise ConfigError(
                 f"{note}; pass --tokenizer the run's tokenizer.json, or --no_tokenizer to "

@@ -246,15 +246,11 @@ def _quiet_lightning() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def validation_loss(model: MaskedLM, data: MLMDataModule, precision: str) -> float:
-    """``val/loss`` of ``model`` on ``data``'s validation set, through the model's own
-    validation step under a one-device Lightning Trainer (what ``validate`` runs):
-    masked-token cross-entropy averaged over all masked tokens (NaN if there are none)."""
-    return validation_results(model, data, precision).get("val/loss", math.nan)
-
-
 def validation_results(model: MaskedLM, data: MLMDataModule, precision: str) -> dict[str, float]:
-    """Every ``val/*`` metric of :func:`validation_loss`'s validation (empty if none)."""
+    """Every ``val/*`` metric of ``model`` on ``data``'s validation set (empty if none),
+    through the model's own validation step under a one-device Lightning Trainer (what
+    ``validate`` runs); ``val/loss`` is the masked-token cross-entropy averaged over all
+    masked tokens."""
     with _quiet_lightning():
         trainer = Trainer(
             accelerator="auto",

@@ -533,8 +533,3 @@ def _exact_match(logits: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
     labelled = selected.any(dim=1)
     exact = (wrong_per_row[labelled] == 0).float()
     return exact.mean(), labelled.sum().float()
-
-
-def count_parameters(module: nn.Module) -> int:
-    """Distinct trainable parameters (tied weights counted once)."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)

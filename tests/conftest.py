@@ -1,8 +1,46 @@
-"""Shared test set-up: a private tokenizer cache for the whole session."""
+"""Shared test set-up: a private tokenizer cache for the whole session, and the fast tier.
+
+``python -m pytest -m fast`` runs the tests of the core in about two minutes on a 2-core
+CPU: the schemes and kernels against their oracles, the model's properties, masking, data,
+position tasks and every argument rule. The default run (``python -m pytest``) runs them
+too, with every end-to-end guard; ``-m slow`` runs what the default run leaves out.
+"""
 
 from __future__ import annotations
 
 import pytest
+
+#: The test modules of the fast tier (by subject: the network, data, argument rules).
+FAST_MODULES = frozenset(
+    {
+        # the network: schemes, kernels, model
+        "test_math_oracles",
+        "test_bias_scheme_oracles",
+        "test_p_rope",
+        "test_model_properties",
+        "test_seam",
+        "test_segments",
+        "test_sdpa_backends",
+        "test_flex_attention",
+        "test_random_positions",
+        "test_import_graph",
+        # data, masking and position tasks
+        "test_data",
+        "test_probe_tasks",
+        "test_readers_guarded",
+        "test_finetune_inputs",
+        # argument rules
+        "test_bad_arguments",
+        "test_tool_arguments",
+        "test_config_composition",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.stem in FAST_MODULES and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.fast)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,4 +1,4 @@
-"""Prepared corpora (issue 12): same blocks as the old in-memory packing, shards, caching,
+"""Prepared corpora: same blocks as the old in-memory packing, shards, caching,
 atomic preparation, the prepare command, a sweep preparing once, other sources."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Own corpora through the CLI: one path, a list, a glob, a directory; a small vocabulary;
-files that are not regular files (issue 11, items 1 and 2)."""
+files that are not regular files."""
 
 from __future__ import annotations
 

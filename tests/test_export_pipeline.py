@@ -24,7 +24,6 @@ import roformer_lit  # noqa: E402
 from roformer_lit.cli import main  # noqa: E402
 from roformer_lit.data.datamodule import MLMDataModule  # noqa: E402
 from roformer_lit.data.packing import encode_stream  # noqa: E402
-from roformer_lit.interop import bundled_run_tokenizer  # noqa: E402
 from roformer_lit.stored_tokenizer import TOKENIZER_KEY  # noqa: E402
 
 SCHEMES = ("rope", "deberta", "learned")  # every scheme with an HF counterpart
@@ -128,84 +127,39 @@ def _old_checkpoint(ckpt: Path, dest: Path) -> Path:
     return dest
 
 
-def test_old_checkpoint_in_its_run_falls_back_to_the_bundled_tokenizer(runs, tmp_path, capsys):
+@pytest.mark.parametrize("where", ["in-its-run", "outside-any-run"])
+def test_a_checkpoint_without_a_tokenizer_is_refused_then_exported_as_told(
+    where, runs, tmp_path, capsys
+):
+    """No fallback, not even inside a run whose config.yaml trained on the bundled corpus:
+    one error line, nothing written, until ``--tokenizer`` or ``--no_tokenizer`` says how."""
     run = runs["learned"]
-    old = _old_checkpoint(run / "checkpoints" / "last.ckpt", run / "checkpoints" / "old.ckpt")
+    ckpt = run / "checkpoints" / "last.ckpt"
+    folder = run / "checkpoints" if where == "in-its-run" else tmp_path
+    old = _old_checkpoint(ckpt, folder / "old.ckpt")
     try:
         assert roformer_lit.checkpoint_tokenizer(old) is None
-        out = tmp_path / "hf"
-        assert _export("--ckpt_path", old, "--out", out) == 0
-        err = capsys.readouterr().err
-        assert "note:" in err and "stores no tokenizer" in err and "bundled" in err
+        before, run_before = _snapshot(tmp_path), _snapshot(run)
+        capsys.readouterr()
+        assert _export("--ckpt_path", old, "--out", tmp_path / "hf") == 2
+        _one_error_line(capsys.readouterr().err, "stores no tokenizer", str(old), "--tokenizer")
+        assert _snapshot(tmp_path) == before and _snapshot(run) == run_before
+
+        assert _export("--ckpt_path", old, "--out", tmp_path / "bare", "--no_tokenizer") == 0
+        assert "without a tokenizer" in capsys.readouterr().err
+        assert not (tmp_path / "bare" / "tokenizer.json").exists()
+        assert (tmp_path / "bare" / "config.json").is_file()
+
+        tokenizer_json = tmp_path / "tokenizer.json"
+        roformer_lit.checkpoint_tokenizer(ckpt).save(str(tokenizer_json))
+        out = tmp_path / "given"
+        assert _export("--ckpt_path", old, "--out", out, "--tokenizer", tokenizer_json) == 0
+        assert "note:" not in capsys.readouterr().err
         hf_tok = transformers.AutoTokenizer.from_pretrained(out)
-        stored = roformer_lit.checkpoint_tokenizer(run / "checkpoints" / "last.ckpt")
+        stored = roformer_lit.checkpoint_tokenizer(ckpt)
         assert hf_tok.get_vocab() == stored.get_vocab(with_added_tokens=True)
     finally:
         old.unlink()
-
-
-def _fake_run(root: Path, ckpt: Path, data: dict) -> Path:
-    """``root/checkpoints/old.ckpt`` (no tokenizer) beside a config.yaml with ``data``."""
-    import yaml
-
-    (root / "checkpoints").mkdir(parents=True)
-    (root / "config.yaml").write_text(yaml.safe_dump({"data": data}))
-    return _old_checkpoint(ckpt, root / "checkpoints" / "old.ckpt")
-
-
-DEFAULT_DATA = {
-    "train_files": None,
-    "val_files": None,
-    "tokenizer_file": None,
-    "vocab_size": 8192,
-    "val_fraction": 0.05,
-}
-
-
-@pytest.mark.parametrize(
-    "change, bundled",
-    [
-        ({}, True),
-        ({"train_files": ["my.txt"]}, False),
-        ({"tokenizer_file": "tok.json"}, False),
-        ({"vocab_size": 4096}, False),
-        ({"val_fraction": 0.1}, False),
-        ({"val_files": ["val.txt"]}, False),
-    ],
-    ids=["defaults", "own-files", "tokenizer-file", "vocab", "val-fraction", "val-files"],
-)
-def test_the_bundled_fallback_only_for_the_settings_it_was_made_with(change, bundled, tmp_path):
-    import yaml
-
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"data": DEFAULT_DATA | change}))
-    found = bundled_run_tokenizer(tmp_path)
-    assert (found is not None) == bundled
-    if bundled:  # the data module's tokenizer for exactly these settings
-        assert found.to_str() == MLMDataModule().tokenizer.to_str()
-
-
-def test_old_checkpoint_without_a_known_tokenizer_is_refused_then_exported_as_told(
-    runs, tmp_path, capsys
-):
-    ckpt = runs["rope"] / "checkpoints" / "last.ckpt"
-    old = _fake_run(tmp_path / "run", ckpt, DEFAULT_DATA | {"train_files": ["my.txt"]})
-    lone = _old_checkpoint(ckpt, tmp_path / "lone.ckpt")  # outside any run directory
-    for path, why in ((old, "config.yaml does not name"), (lone, "not inside a run directory")):
-        capsys.readouterr()
-        assert _export("--ckpt_path", path, "--out", tmp_path / "hf") == 2
-        _one_error_line(capsys.readouterr().err, "stores no tokenizer", why, "--tokenizer")
-        assert not (tmp_path / "hf").exists()
-
-    assert _export("--ckpt_path", lone, "--out", tmp_path / "bare", "--no_tokenizer") == 0
-    assert "without a tokenizer" in capsys.readouterr().err
-    assert not (tmp_path / "bare" / "tokenizer.json").exists()
-    assert (tmp_path / "bare" / "config.json").is_file()
-
-    tokenizer_json = tmp_path / "tokenizer.json"
-    roformer_lit.checkpoint_tokenizer(ckpt).save(str(tokenizer_json))
-    out = tmp_path / "given"
-    assert _export("--ckpt_path", lone, "--out", out, "--tokenizer", tokenizer_json) == 0
-    assert transformers.AutoTokenizer.from_pretrained(out).mask_token == "[MASK]"
 
 
 @pytest.mark.parametrize(

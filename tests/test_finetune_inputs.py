@@ -1,4 +1,4 @@
-"""Fine-tuning inputs (issue 23, class 6 and new-user item 5): every record goes through one
+"""Fine-tuning inputs: every record goes through one
 check (texts are strings, labels finite numbers of a sane size), a resumed fine-tune keeps
 its pretrained encoder, ``finetune validate`` needs no training file, and the CPU-sized
 config trains on a task of any size."""

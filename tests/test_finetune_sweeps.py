@@ -1,4 +1,4 @@
-"""Issue 14 item 4: ``command: finetune`` sweeps over checkpoint globs, and ``compare``
+"""``command: finetune`` sweeps over checkpoint globs, and ``compare``
 tabling downstream metrics per pretraining variant (checked against numpy on the raw
 values written into synthetic runs)."""
 

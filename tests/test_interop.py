@@ -7,6 +7,8 @@ bias or unit LayerNorm cannot hide a mapping error.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import os
 import sys
 
@@ -19,7 +21,8 @@ from tokenizer_factory import tiny_tokenizer, word  # noqa: E402
 
 import roformer_lit  # noqa: E402
 from roformer_lit import ConfigError, MaskedLM  # noqa: E402
-from roformer_lit.interop import ARCHITECTURES, import_hf  # noqa: E402
+from roformer_lit.interop import ARCHITECTURES, export, import_hf, load  # noqa: E402
+from roformer_lit.interop.architectures.base import HFArchitecture  # noqa: E402
 
 VOCAB = 100
 LENGTH = 40  # longer than every deberta bucket count / max_relative_positions below
@@ -396,3 +399,49 @@ def test_a_failed_export_leaves_nothing_behind(fault, tmp_path, monkeypatch):
     with pytest.raises(expected, match="No space left" if expected is ConfigError else None):
         roformer_lit.export_hf(model, tmp_path / "new" / "deep" / "hf", tiny_tokenizer(VOCAB))
     assert os.listdir(tmp_path) == []  # no export, no staging, no parents it created
+
+
+@pytest.mark.parametrize(
+    "position_kwargs",
+    [
+        {"rotary_fraction": 0.5},
+        {"scaling": {"type": "linear", "factor": 2}},
+        {"scaling": {"type": "yarn", "factor": 4}},
+        {"unrotated_fraction": 0.25},  # p-RoPE: the lowest frequencies do not rotate
+    ],
+    ids=["partial", "linear-scaling", "yarn-scaling", "p-rope"],
+)
+def test_export_refuses_rope_variants_hf_roformer_cannot_compute(position_kwargs, tmp_path):
+    model = MaskedLM(
+        position="rope",
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_layers=1,
+        num_heads=2,
+        position_kwargs=position_kwargs,
+    )
+    with pytest.raises(ConfigError, match="rotates every dimension at unscaled") as info:
+        roformer_lit.export_hf(model, tmp_path / "out", tiny_tokenizer(VOCAB))
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "out").exists()
+
+
+def _string_constants(module) -> set[str]:
+    tree = ast.parse(inspect.getsource(module))
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
+
+
+def test_export_and_import_name_no_architecture_only_its_hooks():
+    """What is particular to one architecture lives in its ``ARCHITECTURES`` entry (a
+    subclass overriding the hooks), never in a branch of the generic export/import code."""
+    names = set()
+    for position, arch in ARCHITECTURES.items():
+        assert arch.position == position
+        assert type(arch) is not HFArchitecture and isinstance(arch, HFArchitecture)
+        names |= {position, arch.model_type, arch.model_class, arch.config_class, arch.prefix}
+    for module in (export, load):
+        assert not names & _string_constants(module), module.__name__

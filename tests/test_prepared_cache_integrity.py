@@ -1,4 +1,4 @@
-"""Prepared-corpus cache integrity (issue 23): an entry is used only once it proves whole,
+"""Prepared-corpus cache integrity: an entry is used only once it proves whole,
 the corpus key sees a rewrite that restores size and mtime, and the tokenizing pool survives
 dead workers, enormous documents and concurrent first preparations."""
 

@@ -1,4 +1,4 @@
-"""Reading input is one guarded layer (issue 23, class 5): every damaged file, in every
+"""Reading input is one guarded layer: every damaged file, in every
 format and compression, for pretraining corpora and fine-tuning examples alike, is refused
 with one ConfigError line naming it, and nothing read before the damage is accepted."""
 

@@ -15,11 +15,10 @@ shared by both directions). The exported directory also holds the model's tokeni
 from roformer_lit.interop.export import export_hf, to_hf_model
 from roformer_lit.interop.load import import_hf
 from roformer_lit.interop.mapping import ARCHITECTURES
-from roformer_lit.interop.tokenizer import bundled_run_tokenizer, hf_tokenizer_files
+from roformer_lit.interop.tokenizer import hf_tokenizer_files
 
 __all__ = [
     "ARCHITECTURES",
-    "bundled_run_tokenizer",
     "export_hf",
     "hf_tokenizer_files",
     "import_hf",

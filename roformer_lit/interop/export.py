@@ -20,6 +20,7 @@ import torch
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import require_transformers
+from roformer_lit.interop.architectures.base import TOKEN_TYPES
 from roformer_lit.interop.mapping import HFArchitecture, architecture_for, links
 from roformer_lit.interop.tokenizer import as_tokenizer, check_vocabulary, hf_tokenizer_files
 
@@ -28,10 +29,10 @@ if TYPE_CHECKING:
 
     from roformer_lit.module import MaskedLM
 
-HF_ROPE_BASE = 10000.0  # HF RoFormer hardcodes it (RoFormerSinusoidalPositionalEmbedding)
-
 
 def _check_exportable(model: MaskedLM) -> HFArchitecture:
+    """``model``'s architecture, or a ConfigError for what HF cannot compute: a kernel or
+    block layout no architecture has, then the scheme's own options (``check_export``)."""
     hp = model.hparams
     arch = architecture_for(hp.position)
     if hp.attention != "softmax":
@@ -44,18 +45,7 @@ def _check_exportable(model: MaskedLM) -> HFArchitecture:
             f"cannot export pre_norm=True: Hugging Face {arch.model_class} has post-LN (BERT) "
             "blocks only; export needs pre_norm=False"
         )
-    scheme = model.encoder.position
-    if arch.position == "rope" and float(scheme.base) != HF_ROPE_BASE:
-        raise ConfigError(
-            f"cannot export rope base={scheme.base:g}: Hugging Face RoFormer hardcodes base "
-            f"{HF_ROPE_BASE:g}"
-        )
-    partial = scheme.rotated != scheme.shape.head_size or scheme.unrotated_pairs
-    if arch.position == "rope" and (partial or scheme.scaling):
-        raise ConfigError(
-            "cannot export rope with rotary_fraction < 1 or scaling (or unrotated_fraction > "
-            "0): Hugging Face RoFormer rotates every dimension at unscaled frequencies"
-        )
+    arch.check_export(model)
     return arch
 
 
@@ -78,7 +68,8 @@ def check_out_dir(out_dir: str | os.PathLike[str]) -> None:
 
 
 def hf_config_kwargs(model: MaskedLM, arch: HFArchitecture) -> dict[str, Any]:
-    """The HF config of ``model``: dimensions, dropouts, epsilon, scheme options."""
+    """The HF config of ``model``: dimensions, dropouts, epsilon, then the scheme options
+    of ``arch.config_kwargs``."""
     hp = model.hparams
     attention_dropout = hp.dropout if hp.attention_dropout is None else hp.attention_dropout
     kwargs: dict[str, Any] = {
@@ -96,23 +87,7 @@ def hf_config_kwargs(model: MaskedLM, arch: HFArchitecture) -> dict[str, Any]:
         "pad_token_id": None,  # the model does not know it; export_hf sets the tokenizer's
         "tie_word_embeddings": True,
     }
-    scheme = model.encoder.position
-    if arch.position == "rope":
-        kwargs.update(embedding_size=hp.hidden_size, rotary_value=False, type_vocab_size=1)
-    elif arch.position == "learned":
-        kwargs.update(type_vocab_size=1)
-    elif arch.position == "deberta":
-        kwargs.update(
-            relative_attention=True,
-            position_buckets=scheme.position_buckets,
-            max_relative_positions=scheme.max_relative_positions,
-            norm_rel_ebd="layer_norm",
-            share_att_key=True,
-            pos_att_type=[t for t, on in (("p2c", scheme.p2c), ("c2p", scheme.c2p)) if on],
-            position_biased_input=False,
-            type_vocab_size=0,
-            legacy=True,
-        )
+    kwargs.update(arch.config_kwargs(model))
     return kwargs
 
 
@@ -141,7 +116,7 @@ def to_hf_model(model: MaskedLM) -> Any:
             raise RuntimeError(f"interop mapping error: {link.ours} -> {link.theirs}")
         state[link.theirs] = tensor.to(device="cpu", dtype=torch.float32).clone()
     for name in arch.derived:
-        if name.endswith("token_type_embeddings.weight"):
+        if name == TOKEN_TYPES:
             # HF always adds token-type row 0; our model has no token types
             state[f"{arch.prefix}.{name}"] = torch.zeros_like(state[f"{arch.prefix}.{name}"])
     hf.load_state_dict(state)
@@ -160,9 +135,8 @@ def export_hf(
     The directory holds ``config.json``, the weights, ``tokenizer.json`` and
     ``tokenizer_config.json`` (see :mod:`roformer_lit.interop.tokenizer`), so
     ``AutoTokenizer``, ``AutoModelForMaskedLM`` and ``pipeline("fill-mask", model=dir)``
-    load it with only ``transformers`` installed. ``rope`` -> ``RoFormerForMaskedLM``,
-    ``deberta`` -> ``DebertaV2ForMaskedLM`` (v3 layout, legacy head), ``learned`` ->
-    ``BertForMaskedLM``.
+    load it with only ``transformers`` installed. The HF class is
+    ``ARCHITECTURES[model.hparams.position].model_class`` (:mod:`roformer_lit.interop`).
 
     Args:
         model: the model to export.

@@ -1,8 +1,10 @@
-"""One name-mapping table per HF architecture, shared by export and import.
+"""One name-mapping table per HF architecture, shared by export and import, and the
+registry of the architectures (:data:`ARCHITECTURES`, one module each in
+:mod:`roformer_lit.interop.architectures`).
 
 Every architecture here uses BERT's post-LN block, so the per-layer names are common; what
 differs is the model prefix, the q/k/v names, the MLM head names and the position tensors.
-A ``Link`` pairs one of our parameters with one HF tensor; ``rows`` selects a slice of our
+A ``Link`` pairs one of our parameters with one HF tensor; ``slot`` selects a slice of our
 fused ``qkv`` (query rows ``[0:H]``, key ``[H:2H]``, value ``[2H:3H]``).
 """
 
@@ -11,6 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.interop.architectures import deberta, learned, rope
+from roformer_lit.interop.architectures.base import HFArchitecture
+
+__all__ = ["ARCHITECTURES", "BY_MODEL_TYPE", "HFArchitecture", "Link", "architecture_for", "links"]
 
 
 @dataclass(frozen=True)
@@ -20,22 +26,6 @@ class Link:
     ours: str
     theirs: str
     slot: int | None = None  # 0/1/2: query/key/value rows of our fused qkv
-
-
-@dataclass(frozen=True)
-class HFArchitecture:
-    """How one of our position schemes is laid out in one HF ``*ForMaskedLM`` class."""
-
-    position: str  # our scheme name
-    model_type: str  # HF ``config.model_type``
-    model_class: str  # HF ``*ForMaskedLM`` class name
-    config_class: str
-    prefix: str  # base-model attribute: roformer / deberta / bert
-    qkv: tuple[str, str, str]  # names of the q/k/v Linears under ``attention.self``
-    #: our scheme's own tensors (ours, theirs without the prefix)
-    position_links: tuple[tuple[str, str], ...]
-    #: HF tensors that are not ours but derived on export / checked on import
-    derived: tuple[str, ...]
 
 
 _HEAD = {
@@ -61,46 +51,9 @@ _LAYER = (
     ("ffn_norm", "output.LayerNorm"),
 )
 
+#: our scheme -> its HF architecture (one module each in ``interop.architectures``)
 ARCHITECTURES: dict[str, HFArchitecture] = {
-    arch.position: arch
-    for arch in (
-        HFArchitecture(
-            position="rope",
-            model_type="roformer",
-            model_class="RoFormerForMaskedLM",
-            config_class="RoFormerConfig",
-            prefix="roformer",
-            qkv=("query", "key", "value"),
-            position_links=(),
-            derived=("embeddings.token_type_embeddings.weight", "encoder.embed_positions.weight"),
-        ),
-        HFArchitecture(
-            position="deberta",
-            model_type="deberta-v2",
-            model_class="DebertaV2ForMaskedLM",
-            config_class="DebertaV2Config",
-            prefix="deberta",
-            qkv=("query_proj", "key_proj", "value_proj"),
-            position_links=(
-                ("encoder.position.rel_embeddings.weight", "encoder.rel_embeddings.weight"),
-                ("encoder.position.rel_norm.weight", "encoder.LayerNorm.weight"),
-                ("encoder.position.rel_norm.bias", "encoder.LayerNorm.bias"),
-            ),
-            derived=(),
-        ),
-        HFArchitecture(
-            position="learned",
-            model_type="bert",
-            model_class="BertForMaskedLM",
-            config_class="BertConfig",
-            prefix="bert",
-            qkv=("query", "key", "value"),
-            position_links=(
-                ("encoder.position.table.weight", "embeddings.position_embeddings.weight"),
-            ),
-            derived=("embeddings.token_type_embeddings.weight",),
-        ),
-    )
+    arch.position: arch for arch in (rope.ARCHITECTURE, deberta.ARCHITECTURE, learned.ARCHITECTURE)
 }
 
 BY_MODEL_TYPE: dict[str, HFArchitecture] = {a.model_type: a for a in ARCHITECTURES.values()}

@@ -1,4 +1,5 @@
-"""The tokenizer files of an exported Hugging Face directory, and where an export finds them.
+"""The tokenizer files of an exported Hugging Face directory, and which tokenizer an export
+of a checkpoint uses.
 
 An exported directory loads with ``AutoTokenizer.from_pretrained`` with nothing beyond
 ``transformers`` and ``tokenizers`` installed: ``tokenizer.json`` is the run's own
@@ -15,21 +16,13 @@ feeds the model what it was trained on.
 from __future__ import annotations
 
 import json
-import lzma
 import os
 from collections.abc import Mapping
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from tokenizers import Tokenizer, processors
 
-from roformer_lit.data.tokenizer import (
-    SPECIAL_TOKENS,
-    SpecialTokens,
-    cache_file_name,
-    load_tokenizer_file,
-)
+from roformer_lit.data.tokenizer import SPECIAL_TOKENS, SpecialTokens, load_tokenizer_file
 from roformer_lit.errors import ConfigError
 from roformer_lit.stored_tokenizer import checkpoint_tokenizer
 
@@ -88,71 +81,23 @@ def hf_tokenizer_files(tokenizer: Tokenizer, model_max_length: int) -> dict[str,
     }
 
 
-def bundled_run_tokenizer(run_dir: str | os.PathLike[str]) -> Tokenizer | None:
-    """The bundled pre-trained tokenizer if ``<run_dir>/config.yaml`` trained on the bundled
-    corpus with the tokenizer settings it was made for, else ``None``.
-
-    For checkpoints written before tokenizers were stored in them. The corpus split the
-    run's tokenizer was trained on is rebuilt and hashed the way
-    :func:`~roformer_lit.data.tokenizer.load_or_train_tokenizer` names its files, so any
-    other setting (vocab size, validation split, own files, a tokenizer file) gives ``None``.
-    """
-    import yaml
-
-    from roformer_lit.data.corpus import load_default_corpus, split_train_val
-
-    try:
-        text = (Path(run_dir) / "config.yaml").read_text(encoding="utf-8")
-        config = yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return None
-    data = config.get("data") if isinstance(config, dict) else None
-    if not isinstance(data, dict) or data.get("train_files") or data.get("tokenizer_file"):
-        return None
-    vocab_size, val_fraction = data.get("vocab_size"), data.get("val_fraction")
-    if not isinstance(vocab_size, int) or not isinstance(val_fraction, float):
-        return None
-    documents = load_default_corpus()
-    if not data.get("val_files"):
-        if not 0.0 < val_fraction < 1.0:
-            return None
-        documents = split_train_val(documents, val_fraction)[0]
-    name = cache_file_name(documents, vocab_size)
-    bundled = resources.files("roformer_lit.data") / "corpus" / f"{name}.xz"
-    if not bundled.is_file():
-        return None
-    return Tokenizer.from_str(lzma.decompress(bundled.read_bytes()).decode("utf-8"))
-
-
 def export_tokenizer(
     checkpoint: Mapping[str, Any],
     ckpt_path: str | os.PathLike[str],
-    run_dir: str | os.PathLike[str] | None,
     tokenizer_file: str | os.PathLike[str] | None = None,
 ) -> tuple[Tokenizer | None, str | None]:
-    """``(tokenizer, note)`` for exporting a checkpoint: ``tokenizer_file`` if given; else
-    the tokenizer stored in the checkpoint; else (a checkpoint from before tokenizers were
-    stored) the bundled one if the run directory's ``config.yaml`` says the run used it,
-    with a note saying so; else ``(None, why)``."""
+    """``(tokenizer, None)`` for exporting a checkpoint: ``tokenizer_file`` if given, else
+    the tokenizer stored in the checkpoint; ``(None, why)`` for a checkpoint that stores
+    none (one written before checkpoints carried their tokenizer), which is then exported
+    only with an explicit tokenizer file or without a tokenizer.
+    """
     if tokenizer_file is not None:
         return load_tokenizer_file(tokenizer_file), None
     stored = checkpoint_tokenizer(checkpoint)
     if stored is not None:
         return stored, None
-    path = os.fspath(ckpt_path)
-    if run_dir is not None:
-        bundled = bundled_run_tokenizer(run_dir)
-        if bundled is not None:
-            return bundled, (
-                f"checkpoint {path} stores no tokenizer (written before checkpoints carried "
-                "one); using the bundled corpus tokenizer that its run's config.yaml names"
-            )
-    where = (
-        "its run's config.yaml does not name the bundled corpus tokenizer"
-        if run_dir is not None
-        else "it is not inside a run directory with a config.yaml"
-    )
     return (
         None,
-        f"checkpoint {path} stores no tokenizer (written before checkpoints carried one) and {where}",
+        f"checkpoint {os.fspath(ckpt_path)} stores no tokenizer (written before checkpoints "
+        "carried one)",
     )

@@ -1,4 +1,4 @@
-"""The careless and the hostile hour: run directories, losing work, files and disks, crafted
+"""Runs under careless and hostile use: run directories, losing work, files and disks, crafted
 checkpoints. Each case asserts the exit code, one ``error:`` line (or the documented
 one-line stop message), no traceback, and that nothing existing changed."""
 
