@@ -669,23 +669,10 @@ def export_main(args: Sequence[str]) -> None:
                 f"{note}; pass --tokenizer the run's tokenizer.json, or --no_tokenizer to "
                 "export the model alone"
             )
-    model = load_checkpoint(ckpt)
+    model = MaskedLM.from_checkpoint(ckpt)
     print(export_hf(model, ns.out, tokenizer, require_tokenizer=False))
     if note is not None:
         print(f"note: {note}", file=sys.stderr)
-
-
-def load_checkpoint(path: Any) -> MaskedLM:
-    """A MaskedLM from a checkpoint, or a ConfigError if the file is not one. The file is
-    checked by :func:`read_checkpoint` and unpickled with ``weights_only=True`` (a crafted
-    checkpoint cannot run code)."""
-    read_checkpoint(path, kind=PRETRAINING)
-    try:
-        return MaskedLM.load_from_checkpoint(path, map_location="cpu", weights_only=True)
-    except ConfigError:
-        raise
-    except Exception as exc:  # a truncated or foreign file
-        raise ConfigError(f"cannot load checkpoint {path}: {type(exc).__name__}: {exc}") from exc
 
 
 #: Extra subcommands beside LightningCLI's: name -> "module:function" taking the remaining

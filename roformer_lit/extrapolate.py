@@ -185,17 +185,6 @@ def open_checkpoint(path: Path) -> dict[str, Any]:
     return read_checkpoint(path, kind=PRETRAINING)
 
 
-def load_model(path: Path) -> MaskedLM:
-    """The MaskedLM of a checkpoint, loaded with ``weights_only=True``, or a ConfigError."""
-    try:
-        return MaskedLM.load_from_checkpoint(path, map_location="cpu", weights_only=True)
-    except ConfigError:
-        raise
-    except Exception as exc:  # a foreign or damaged checkpoint that passed open_checkpoint
-        detail = " ".join(str(exc).split())[:200]
-        raise ConfigError(f"cannot load checkpoint {path}: {type(exc).__name__}: {detail}") from exc
-
-
 def parse_position_kwargs(text: str | None) -> dict[str, Any] | None:
     """``--position_kwargs`` (a YAML/JSON mapping) as a dict, or a one-line ConfigError."""
     if text is None:
@@ -500,7 +489,7 @@ def main(args: Sequence[str]) -> int:
     skipped: list[str] = []
     for path, settings in ready:
         try:
-            model = load_model(path)
+            model = MaskedLM.from_checkpoint(path)
             if overrides is not None:
                 model = with_position_kwargs(model, overrides, str(path))
             cells = evaluate_checkpoint(

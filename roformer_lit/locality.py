@@ -31,8 +31,9 @@ import torch
 from torch import Tensor
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.extrapolate import load_model, readable_checkpoints
+from roformer_lit.extrapolate import readable_checkpoints
 from roformer_lit.model import Encoder
+from roformer_lit.module import MaskedLM
 from roformer_lit.positions.base import QKVWeights
 from roformer_lit.run_files import warn
 from roformer_lit.score_bias import dense_from_lookup
@@ -119,7 +120,7 @@ def main(args: Sequence[str]) -> int:
     print("|---|---|---|---|---|---|")
     for path, length in ready:
         try:
-            model = load_model(path)
+            model = MaskedLM.from_checkpoint(path)
         except ConfigError as exc:
             if len(ready) == 1:
                 raise

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import random
 import resource
 import time
@@ -36,7 +37,7 @@ from torch import Tensor, nn
 from torchmetrics import MeanMetric, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
-from roformer_lit.checkpoint_io import refuse_nonfinite
+from roformer_lit.checkpoint_io import PRETRAINING, read_checkpoint, refuse_nonfinite
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
 from roformer_lit.run_files import warn
@@ -234,6 +235,25 @@ class MaskedLM(L.LightningModule):
         self._consecutive_skips = 0
         self._last_batch_end: float | None = None
         self._rng_to_restore: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike[str]) -> MaskedLM:
+        """The model of a pretraining checkpoint, on the CPU: the one loader every command
+        that reads a checkpoint's model uses (``export``, ``extrapolate``, ``locality``).
+        The file is checked by :func:`~roformer_lit.checkpoint_io.read_checkpoint` (a
+        regular file, a PyTorch archive, a pretraining checkpoint; one ConfigError line
+        otherwise) and unpickled with ``weights_only=True``, so a crafted checkpoint cannot
+        run code; a checkpoint that does not fit its own hyperparameters is one line too."""
+        read_checkpoint(path, kind=PRETRAINING)
+        try:
+            return cls.load_from_checkpoint(path, map_location="cpu", weights_only=True)
+        except ConfigError:
+            raise
+        except Exception as exc:  # a truncated or foreign file that passed the checks
+            detail = " ".join(str(exc).split())[:200]
+            raise ConfigError(
+                f"cannot load checkpoint {path}: {type(exc).__name__}: {detail}"
+            ) from exc
 
     @staticmethod
     def _stage_metrics(vocab_size: int) -> MetricCollection:

@@ -497,11 +497,12 @@ def rope_run(tmp_path_factory):
 def test_extrapolate_with_scaling_rebuilds_the_model_with_its_weights(
     rope_run, monkeypatch, capsys
 ):
-    from roformer_lit.extrapolate import load_model, with_position_kwargs
+    from roformer_lit.extrapolate import with_position_kwargs
+    from roformer_lit.module import MaskedLM
 
     workdir, ckpt = rope_run
     monkeypatch.chdir(workdir)
-    model = load_model(ckpt)
+    model = MaskedLM.from_checkpoint(ckpt)
     yarn = {"scaling": {"type": "yarn", "factor": 4, "original_max_positions": 32}}
     scaled = with_position_kwargs(model, yarn, "ckpt")
     assert scaled.hparams.position_kwargs == yarn

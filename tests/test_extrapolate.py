@@ -17,10 +17,10 @@ from cli_helpers import CONFIGS, TINY, fit_args
 from roformer_lit.cli import main
 from roformer_lit.extrapolate import (
     evaluate_checkpoint,
-    load_model,
     open_checkpoint,
     run_settings,
 )
+from roformer_lit.module import MaskedLM
 
 TRAIN_LENGTH = 32  # TINY's data.max_length
 VAL_BLOCKS = 16  # TINY's data.max_val_blocks
@@ -49,7 +49,7 @@ def _validate_loss(workdir: Path, run: Path, *overrides: str) -> float:
 
 def _cells(ckpt: Path, lengths: list[int], **kwargs) -> list:
     settings = run_settings(ckpt, open_checkpoint(ckpt))
-    return evaluate_checkpoint(load_model(ckpt), settings, lengths, **kwargs)
+    return evaluate_checkpoint(MaskedLM.from_checkpoint(ckpt), settings, lengths, **kwargs)
 
 
 def test_at_the_training_length_extrapolate_equals_validate(trained, capsys):
