@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import shutil
 import statistics
+from pathlib import Path
 
 import matplotlib.image
 import pytest
@@ -309,3 +310,40 @@ def test_a_failed_attempt_a_sweep_moved_aside_is_never_a_seed(sweep, tmp_path):
     assert [r.seed for r in runs] == [1]
     assert [r.path.name for r in runs] == ["nope-softmax-seed1"]
     assert len(reports) == 1 and "nope-softmax-seed1.failed-1" in reports[0], reports
+
+
+def test_compare_reads_the_constructor_defaults_without_importing_them():
+    """The defaults compare reads from source equal the live signatures (the oracle), and
+    reading runs imports none of the training stack."""
+    import inspect
+    import subprocess
+    import sys
+
+    from roformer_lit.compare.variants import SAVED_CLASSES, constructor_defaults
+    from roformer_lit.data.datamodule import MLMDataModule
+    from roformer_lit.finetune.datamodule import TaskDataModule
+    from roformer_lit.finetune.module import SequenceClassifier
+    from roformer_lit.module import MaskedLM
+
+    live = {c.__name__: c for c in (MaskedLM, MLMDataModule, SequenceClassifier, TaskDataModule)}
+    package = Path(roformer_lit_root())
+    for source, name in SAVED_CLASSES:
+        read = constructor_defaults(package / source, name)
+        signature = inspect.signature(live[name].__init__).parameters
+        expected = {
+            k: p.default for k, p in signature.items() if p.default is not inspect.Parameter.empty
+        }
+        assert read == expected, name
+    probe = (
+        "import sys; import roformer_lit.compare as c; c.variants.saved_defaults(); "
+        "print(any(m in sys.modules for m in ('roformer_lit.module', "
+        "'roformer_lit.data.datamodule', 'roformer_lit.finetune.module')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def roformer_lit_root() -> str:
+    import roformer_lit
+
+    return str(Path(roformer_lit.__file__).parent)

@@ -18,11 +18,12 @@ seeds of one variant.
 
 from __future__ import annotations
 
+import ast
 import functools
-import inspect
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from roformer_lit.compare.runs import RunSummary
@@ -46,24 +47,62 @@ def flatten(hparams: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+#: The classes whose constructor arguments runs save as hyperparameters: (source file
+#: relative to the package, class name). Read as source (:func:`saved_defaults`), so
+#: reading runs never imports the training stack.
+SAVED_CLASSES = (
+    ("module.py", "MaskedLM"),
+    ("data/datamodule.py", "MLMDataModule"),
+    ("finetune/module.py", "SequenceClassifier"),
+    ("finetune/datamodule.py", "TaskDataModule"),
+)
+
+
+def constructor_defaults(source: Path, class_name: str) -> dict[str, Any]:
+    """The literal default values of ``class_name.__init__``'s arguments in ``source``, read
+    with ``ast`` (a default that is not a literal is left out)."""
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    args = item.args
+                    positional = args.posonlyargs + args.args
+                    pairs = list(
+                        zip(
+                            positional[len(positional) - len(args.defaults) :],
+                            args.defaults,
+                            strict=True,
+                        )
+                    )
+                    pairs += [
+                        (a, d)
+                        for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+                        if d is not None
+                    ]
+                    out = {}
+                    for arg, default in pairs:
+                        try:
+                            out[arg.arg] = ast.literal_eval(default)
+                        except ValueError:
+                            continue
+                    return out
+    raise LookupError(f"{class_name}.__init__ not found in {source}")
+
+
 @functools.cache
 def saved_defaults() -> dict[str, Any]:
     """Constructor defaults of the classes whose arguments runs save as hyperparameters
-    (the MLM and fine-tuning modules and data modules), for the names on which they all
-    agree. A run made before a hyperparameter existed (``document_mask``, say) does not save
-    it and had its default, so it is compared as having that value."""
-    from roformer_lit.data.datamodule import MLMDataModule
-    from roformer_lit.finetune.datamodule import TaskDataModule
-    from roformer_lit.finetune.module import SequenceClassifier
-    from roformer_lit.module import MaskedLM
-
+    (:data:`SAVED_CLASSES`), for the names on which they all agree. A run made before a
+    hyperparameter existed (``document_mask``, say) does not save it and had its default,
+    so it is compared as having that value."""
+    package = Path(__file__).resolve().parent.parent
     seen: dict[str, set[str]] = {}
     values: dict[str, Any] = {}
-    for cls in (MaskedLM, MLMDataModule, SequenceClassifier, TaskDataModule):
-        for name, param in inspect.signature(cls.__init__).parameters.items():
-            if param.default is not inspect.Parameter.empty:
-                seen.setdefault(name, set()).add(_format(param.default))
-                values[name] = param.default
+    for source, class_name in SAVED_CLASSES:
+        for name, default in constructor_defaults(package / source, class_name).items():
+            seen.setdefault(name, set()).add(_format(default))
+            values[name] = default
     return {name: values[name] for name, formats in seen.items() if len(formats) == 1}
 
 
