@@ -161,7 +161,9 @@ def generate(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(input_ids, labels)``, each ``[batch, task.sequence_length(n)]`` int64: the input
     symbols, ``[SEP]``, the suffix with answer slots ``[MASK]``; labels are the answer ids
-    at the answer slots and ``-100`` everywhere else."""
+    at the answer slots and ``-100`` everywhere else. A ConfigError if the task cannot
+    build input length ``n`` with ``symbols`` symbols."""
+    task.check(n, symbols, name="input length n")
     prefix, suffix, answer = task.build(rng, batch, n, symbols)
     prefix, suffix = prefix + FIRST_SYMBOL, suffix + FIRST_SYMBOL
     sep = np.full((batch, 1), SEP_ID, dtype=np.int64)
