@@ -95,8 +95,8 @@ class SummaryWithoutFlops(ModelSummary):
         **summarize_kwargs: Any,
     ) -> None:
         columns = [(name, values) for name, values in summary_data if name != "FLOPs"]
-        rows = [[""] + [name for name, _ in columns]]
-        rows += [[str(i)] + [values[i] for _, values in columns] for i in range(len(columns[0][1]))]
+        rows = [[name.strip() for name, _ in columns]]  # the first column is the index
+        rows += [[values[i] for _, values in columns] for i in range(len(columns[0][1]))]
         widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
         lines = [
             " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows
@@ -105,7 +105,8 @@ class SummaryWithoutFlops(ModelSummary):
         lines += [
             "-" * len(lines[0]),
             f"{get_human_readable_count(trainable_parameters)} trainable params, "
-            f"{get_human_readable_count(total_parameters - trainable_parameters)} non-trainable, "
+            f"{get_human_readable_count(total_parameters - trainable_parameters).strip()} "
+            "non-trainable, "
             f"{get_formatted_model_size(model_size)} MB",
         ]
         print("\n".join(lines), flush=True)

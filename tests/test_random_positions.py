@@ -240,7 +240,6 @@ def test_a_resumed_loader_gives_the_same_positions(cache):
         ({"random_positions": 16}, ["random_positions=16", "max_length=32"]),
         ({"random_positions": True}, ["random_positions=True"]),
         ({"random_positions": 64, "document_mask": True}, ["random_positions", "document_mask"]),
-        ({"random_positions": 64, "probe": "copy"}, ["random_positions", "probe"]),
     ],
 )
 def test_the_data_module_refuses_in_one_line(cache, settings, words):
@@ -315,3 +314,39 @@ def test_extrapolate_evaluates_past_the_range_with_plain_positions(tmp_path, mon
     row = capsys.readouterr().out.strip().splitlines()[-1]
     cells = [cell.strip() for cell in row.split("|")[4:6]]
     assert all(float(cell) > 0 for cell in cells), row
+
+
+# -- position probes ----------------------------------------------------------------------
+
+
+def probe_module(random_positions: int | None) -> MLMDataModule:
+    dm = MLMDataModule(
+        probe="copy",
+        probe_min_length=4,
+        probe_max_length=8,
+        probe_symbols=8,
+        max_length=17,
+        batch_size=6,
+        seed=3,
+        random_positions=random_positions,
+    )
+    dm.setup("fit")
+    return dm
+
+
+def test_probe_training_batches_carry_random_positions_and_the_same_symbols():
+    on, off = probe_module(256), probe_module(None)
+    for index in range(4):
+        with_positions = on.train_dataset.batch(index, epoch=1)
+        without = off.train_dataset.batch(index, epoch=1)
+        assert "position_ids" not in without
+        for key in ("input_ids", "labels"):  # the positions have a stream of their own
+            assert torch.equal(with_positions[key], without[key])
+        positions = with_positions["position_ids"]
+        assert positions.shape == with_positions["input_ids"].shape
+        assert bool((positions[:, 1:] > positions[:, :-1]).all())  # sorted, distinct
+        assert int(positions.min()) >= 0 and int(positions.max()) < 256
+        assert len({tuple(row.tolist()) for row in positions}) > 1  # per sequence
+        again = probe_module(256).train_dataset.batch(index, epoch=1)["position_ids"]
+        assert torch.equal(again, positions)
+    assert "position_ids" not in on.val_dataset[0]

@@ -175,7 +175,8 @@ class MLMDataModule(L.LightningDataModule):
             uses in place of ``0 .. L-1`` (relative schemes see the implied distances).
             Validation (and ``extrapolate``) uses the ordinary positions. ``None``
             (default): off. Cannot go with ``document_mask`` (positions restart in every
-            document) or ``probe``.
+            document). With ``probe``, each training batch's positions come from a stream
+            of their own (:mod:`roformer_lit.probes.dataset`).
         probe: a synthetic position probe of :data:`~roformer_lit.probes.PROBE_TASKS`
             (``copy``, ``reverse``, ``sort``, ``recall``, ``odds_first``) instead of a corpus;
             ``None`` (default): the corpus. The data are then built in memory
@@ -246,11 +247,6 @@ class MLMDataModule(L.LightningDataModule):
             raise ConfigError(
                 f"data.random_positions={random_positions} cannot go with data.document_mask="
                 "true (positions restart in every document): set one of them off"
-            )
-        if random_positions is not None and probe is not None:
-            raise ConfigError(
-                f"data.random_positions={random_positions} cannot go with data.probe="
-                f"{probe!r} (a probe's batches carry no position_ids): set one of them null"
             )
         for name, cap in (
             ("max_val_blocks", max_val_blocks),
@@ -519,6 +515,7 @@ class MLMDataModule(L.LightningDataModule):
                 batch_size=self.batch_size,
                 seed=self.seed,
                 batches=PROBE_EPOCH_BATCHES,
+                random_positions=self.random_positions,
             )
         if self.val_dataset is None:
             self.val_dataset = ProbeValidation(

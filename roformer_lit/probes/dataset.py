@@ -10,6 +10,10 @@
   batch size, and a longer ``count`` only adds sequences.
 
 Items are ``{"input_ids", "labels"}`` int64 tensors (see :func:`~roformer_lit.probes.tasks.generate`).
+With ``random_positions`` ``R`` (Ruoss et al. 2023), a training batch also carries
+``position_ids``: per sequence, ``L`` distinct positions of ``[0, R)`` drawn without
+replacement and sorted, from the generator of ``(seed, "positions", epoch, i)`` -- a stream
+of its own, so the batch's symbols are the same with the switch on or off.
 """
 
 from __future__ import annotations
@@ -19,6 +23,13 @@ import torch
 from torch.utils.data import Dataset
 
 from roformer_lit.probes.tasks import ProbeTask, generate, probe_rng
+
+
+def random_positions(rng: np.random.Generator, rows: int, length: int, limit: int) -> torch.Tensor:
+    """``[rows, length]`` int64: per row, ``length`` distinct positions of ``[0, limit)``,
+    sorted (a row of a uniform random subset)."""
+    chosen = np.stack([np.sort(rng.choice(limit, size=length, replace=False)) for _ in range(rows)])
+    return torch.from_numpy(chosen.astype(np.int64))
 
 
 class ProbeTrainBatches(Dataset[dict[str, torch.Tensor]]):
@@ -35,8 +46,10 @@ class ProbeTrainBatches(Dataset[dict[str, torch.Tensor]]):
         batch_size: int,
         seed: int,
         batches: int,
+        random_positions: int | None = None,
     ) -> None:
         self.task, self.symbols, self.seed = task, symbols, seed
+        self.random_positions = random_positions
         self.min_length, self.max_length = min_length, max_length
         self.batch_size, self.batches = batch_size, batches
 
@@ -48,7 +61,15 @@ class ProbeTrainBatches(Dataset[dict[str, torch.Tensor]]):
         rng = probe_rng(self.seed, "train", epoch, index)
         n = int(rng.integers(self.min_length, self.max_length + 1))
         input_ids, labels = generate(self.task, rng, self.batch_size, n, self.symbols)
-        return {"input_ids": torch.from_numpy(input_ids), "labels": torch.from_numpy(labels)}
+        batch = {"input_ids": torch.from_numpy(input_ids), "labels": torch.from_numpy(labels)}
+        if self.random_positions is not None:
+            batch["position_ids"] = random_positions(
+                probe_rng(self.seed, "positions", epoch, index),
+                input_ids.shape[0],
+                input_ids.shape[1],
+                self.random_positions,
+            )
+        return batch
 
     def __getitem__(self, key: int | tuple[int, int]) -> dict[str, torch.Tensor]:
         if isinstance(key, tuple):
