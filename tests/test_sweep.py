@@ -394,9 +394,63 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "finetune": 2 * 3,  # two (fake) pretrained checkpoints, three fine-tuning seeds
         "finetune_cpu": 2 * 3,  # two (fake) pretrained checkpoints, three fine-tuning seeds
         "finetune_cpu_position_lr": 2,  # two (fake) checkpoints, one fine-tuning seed
+        # every scheme x 4 tasks x random positions off/on x 3 seeds, less nope x on
+        "probes": len(POSITION_SCHEMES) * 4 * 2 * 3 - 4 * 3,
+        "probes_quick": 4 * 3 * 2 * 3 - 3 * 3,
     }
     expected = expected[path.stem]
     assert len(lines) == expected
+
+
+# --- exclusions ---------------------------------------------------------------------------
+
+
+EXCLUDE_GRID = {"a": [1, 2, 3], "b": ["x", "y"], "c": [None, 7]}
+
+
+@pytest.mark.parametrize(
+    "exclude",
+    [
+        [{"a": 1}],
+        [{"a": 2, "b": "y"}],
+        [{"b": "x", "c": 7}, {"a": 3}],
+        [{"c": None}],
+    ],
+)
+def test_exclude_drops_exactly_the_matching_combinations(exclude):
+    import itertools
+
+    kept = [dict(run.values) for run in expand(EXCLUDE_GRID, exclude=exclude)]
+    every = [
+        dict(zip(EXCLUDE_GRID, v, strict=True)) for v in itertools.product(*EXCLUDE_GRID.values())
+    ]
+    expected = [c for c in every if not any(all(c[k] == v for k, v in e.items()) for e in exclude)]
+    assert kept == expected and len(kept) < len(every)
+    assert len({run.version for run in expand(EXCLUDE_GRID, exclude=exclude)}) == len(kept)
+
+
+@pytest.mark.parametrize(
+    "exclude,words",
+    [
+        ({"model.position": "nope"}, ["exclude must be a list"]),
+        ([{"model.attention": "softmax"}], ["exclude key", "model.attention", "grid keys"]),
+        ([{"model.position": "xl"}], ["exclude value", "'xl'", "model.position"]),
+        ([{}], ["exclude must be a list"]),
+    ],
+)
+def test_a_bad_exclude_is_one_line(exclude, words, tmp_path, monkeypatch, capsys):
+    sweep = tmp_path / "s.yaml"
+    data = {
+        "name": "s",
+        "base": str(CONFIGS / "rope.yaml"),
+        "grid": {"model.position": ["nope", "rope"]},
+        "exclude": exclude,
+    }
+    sweep.write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--config", str(sweep), "--dry-run"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and all(w in errors[0] for w in words), errors
 
 
 # --- run names ----------------------------------------------------------------------------

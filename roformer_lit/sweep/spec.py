@@ -26,7 +26,7 @@ from roformer_lit.sweep.finetune import (
 )
 
 #: Top-level keys of a sweep file (``name``, ``base``, ``grid`` are required).
-VALID_KEYS = ("name", "base", "grid", "overrides", "command", "slurm")
+VALID_KEYS = ("name", "base", "grid", "exclude", "overrides", "command", "slurm")
 REQUIRED_KEYS = ("name", "base", "grid")
 #: Keys the sweep sets itself: a grid or an override may not set them.
 OWNED_KEYS = (
@@ -151,6 +151,7 @@ def load_sweep(path: str | Path, root: str = "runs", validate: bool = True) -> S
     if not isinstance(slurm, dict):
         raise ConfigError(f"{where}: slurm must be a mapping of executor options")
 
+    exclude = _check_exclude(raw.get("exclude"), grid, where)
     if command == "finetune":
         if PRETRAINED_KEY in overrides:
             check_pretrained(
@@ -159,10 +160,10 @@ def load_sweep(path: str | Path, root: str = "runs", validate: bool = True) -> S
         grid = expand_pretrained(grid, where)
         labels = {PRETRAINED_KEY: pretrained_labels(grid.get(PRETRAINED_KEY, []))}
         sweep = Sweep(path, name, base, grid, dict(overrides), command, dict(slurm))
-        sweep.runs = expand(grid, labels, FINETUNE_KEY_ALIASES)
+        sweep.runs = expand(grid, labels, FINETUNE_KEY_ALIASES, exclude)
     else:
         sweep = Sweep(path, name, base, grid, dict(overrides), command, dict(slurm))
-        sweep.runs = expand(grid)
+        sweep.runs = expand(grid, exclude=exclude)
     if validate:
         validate_sweep(sweep, root)
     return sweep
@@ -231,15 +232,46 @@ def _check_grid(grid: Any, where: str) -> dict[str, list[Any]]:
     return {k: list(v) for k, v in grid.items()}
 
 
+def _check_exclude(exclude: Any, grid: Mapping[str, list[Any]], where: str) -> list[dict]:
+    """``exclude``: a list of partial combinations (grid key -> value); a combination that
+    matches every key of one of them is not run (``{model.position: nope,
+    data.random_positions: 1024}``: a pair that has no meaning). Each key must be a grid key
+    and each value one of its grid values, else one line."""
+    if exclude is None:
+        return []
+    if not isinstance(exclude, list) or not all(isinstance(e, dict) and e for e in exclude):
+        raise ConfigError(f"{where}: exclude must be a list of mappings of grid keys to values")
+    for entry in exclude:
+        for key, value in entry.items():
+            if key not in grid:
+                raise ConfigError(
+                    f"{where}: exclude key {key!r} is not a grid key; grid keys: {', '.join(grid)}"
+                )
+            if value not in grid[key]:
+                raise ConfigError(
+                    f"{where}: exclude value {value!r} of {key!r} is not in its grid values "
+                    f"{grid[key]!r}"
+                )
+    return [dict(e) for e in exclude]
+
+
 def expand(
     grid: Mapping[str, list[Any]],
     labels: Mapping[str, Mapping[str, str]] | None = None,
     aliases: Mapping[str, str] | None = None,
+    exclude: Sequence[Mapping[str, Any]] = (),
 ) -> list[Run]:
     """Every combination, in grid order (the last key varies fastest), with unique names
-    (``labels`` and ``aliases``: see :func:`version_names`)."""
+    (``labels`` and ``aliases``: see :func:`version_names`), less those matching an
+    ``exclude`` entry on all its keys."""
     keys = list(grid)
-    combos = [tuple(zip(keys, values, strict=True)) for values in itertools.product(*grid.values())]
+    combos = [
+        combo
+        for combo in (
+            tuple(zip(keys, values, strict=True)) for values in itertools.product(*grid.values())
+        )
+        if not any(all(dict(combo)[k] == v for k, v in e.items()) for e in exclude)
+    ]
     names = version_names(combos, labels, aliases)
     return [Run(v, combo) for v, combo in zip(names, combos, strict=True)]
 
