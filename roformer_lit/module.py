@@ -22,67 +22,27 @@ from __future__ import annotations
 import inspect
 import math
 import os
-import random
 import resource
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-import lightning as L
 import torch
 import torch.nn.functional as F
 from lightning.pytorch.trainer.states import TrainerFn
-from lightning.pytorch.utilities import rank_zero_only
-from torch import Tensor, nn
+from torch import Tensor
 from torchmetrics import MeanMetric, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
-from roformer_lit.checkpoint_io import PRETRAINING, read_checkpoint, refuse_nonfinite
+from roformer_lit.checkpoint_io import PRETRAINING, read_checkpoint
 from roformer_lit.errors import ConfigError, TrainingDiverged
+from roformer_lit.lifecycle import RunModule
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
-from roformer_lit.run_files import warn
-from roformer_lit.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
 from roformer_lit.validation import MODEL_RULES, check_model_arguments
 
 IGNORE_INDEX = -100
 #: Arguments the ``Encoder`` receives and validates itself.
 _ENCODER_ARGUMENTS = frozenset(inspect.signature(Encoder.__init__).parameters) - {"self"}
-#: With ``skip_nonfinite``, this many non-finite batches in a row still stop the run.
-MAX_CONSECUTIVE_SKIPS = 20
-
-
-def _numpy() -> Any:
-    try:
-        import numpy
-    except ImportError:  # pragma: no cover - numpy comes with tensorboard
-        return None
-    return numpy
-
-
-def collect_rng_states() -> dict[str, Any]:
-    """The global generators' states: torch CPU (and CUDA if initialised), Python, NumPy."""
-    states: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
-    if (np := _numpy()) is not None:  # as plain types and a tensor: loads with weights_only
-        name, keys, pos, has_gauss, gauss = np.random.get_state()
-        states["numpy"] = [name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss]
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        states["torch.cuda"] = torch.cuda.get_rng_state_all()
-    return states
-
-
-def restore_rng_states(states: Mapping[str, Any]) -> None:
-    """Inverse of :func:`collect_rng_states` (keys that are missing are left alone)."""
-    if "torch" in states:
-        torch.set_rng_state(torch.as_tensor(states["torch"]).cpu())
-    if "python" in states:
-        version, internal, gauss = states["python"]
-        random.setstate((version, tuple(internal), gauss))
-    if "numpy" in states and (np := _numpy()) is not None:
-        name, keys, pos, has_gauss, gauss = states["numpy"]
-        np.random.set_state((name, np.asarray(keys).astype(np.uint32), pos, has_gauss, gauss))
-    cuda = states.get("torch.cuda")
-    if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
-        torch.cuda.set_rng_state_all([torch.as_tensor(s).cpu() for s in cuda])
 
 
 def _peak_memory_mb(device: torch.device) -> float:
@@ -92,52 +52,7 @@ def _peak_memory_mb(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def adamw(
-    module: nn.Module,
-    learning_rate: float,
-    weight_decay: float,
-    betas: Sequence[float],
-    position_lr_scale: float = 1.0,
-) -> torch.optim.AdamW:
-    """AdamW with weight decay on matrices only (none on biases, norms and embeddings);
-    fused into one kernel when every parameter is on the GPU.
-
-    The position scheme's own parameters (every ``Encoder.position`` below ``module``: T5's
-    bucket table, FIRE's MLP, KERPLE's and learnable ALiBi's per-head scalars, learned
-    tables, XL's and DeBERTa's projections) train at ``position_lr_scale * learning_rate``
-    (the schedule multiplies every group alike); with 1 there is one rate for everything.
-    """
-    positional = {
-        id(p) for m in module.modules() if isinstance(m, Encoder) for p in m.position.parameters()
-    }
-    split = position_lr_scale != 1.0  # else the two groups checkpoints have always had
-    if split and not positional:
-        rank_zero_only(warn)(
-            f"model.position_lr_scale={position_lr_scale:g} has no effect: the position "
-            "scheme has no parameters"
-        )
-    groups: dict[tuple[bool, bool], list[nn.Parameter]] = {(True, False): [], (False, False): []}
-    for name, param in module.named_parameters():
-        if param.requires_grad:
-            decays = not (param.ndim < 2 or "embeddings" in name)
-            groups.setdefault((decays, split and id(param) in positional), []).append(param)
-    everything = [p for params in groups.values() for p in params]
-    return torch.optim.AdamW(
-        [
-            {
-                "params": params,
-                "weight_decay": weight_decay if decays else 0.0,
-                "lr": learning_rate * (position_lr_scale if scaled else 1.0),
-            }
-            for (decays, scaled), params in groups.items()
-        ],
-        lr=learning_rate,
-        betas=tuple(betas),
-        fused=all(p.is_cuda for p in everything) or None,
-    )
-
-
-class MaskedLM(L.LightningModule):
+class MaskedLM(RunModule):
     """An encoder MLM with a registered position scheme and attention kernel.
 
     Args:
@@ -231,10 +146,7 @@ class MaskedLM(L.LightningModule):
         self.val_metrics = self._stage_metrics(vocab_size)
         self.test_metrics = self._stage_metrics(vocab_size)
         self.best_val_loss = math.inf
-        self.skipped_batches = 0
-        self._consecutive_skips = 0
         self._last_batch_end: float | None = None
-        self._rng_to_restore: Mapping[str, Any] | None = None
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike[str]) -> MaskedLM:
@@ -327,12 +239,6 @@ class MaskedLM(L.LightningModule):
 
     # -- training -------------------------------------------------------------------------
 
-    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
-        if self._rng_to_restore is not None:  # the first batch after a resume
-            if self._trainer is not None and self.trainer.ckpt_path is not None:
-                restore_rng_states(self._rng_to_restore)
-            self._rng_to_restore = None
-
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor | None:
         """One step; a batch's ``position_ids`` (randomized positions, training batches
         only) place its tokens (evaluation always uses the ordinary positions)."""
@@ -344,19 +250,7 @@ class MaskedLM(L.LightningModule):
             batch.get("position_ids"),
         )
         loss = _cross_entropy(logits, targets)
-        finite_here = bool(torch.isfinite(loss.detach()))
-        # Under DDP every rank must skip or stop together (a rank that returned None while
-        # the others ran backward would hang the gradient all-reduce).
-        finite = self._all_ranks_agree(finite_here)
-        if finite:
-            self._consecutive_skips = 0
-        else:
-            if finite_here:
-                what = "train/loss is not finite on another rank"
-            else:
-                what = f"train/loss is {loss.detach().item()}"
-                what += f" on rank {self.global_rank}" if self._world_size() > 1 else ""
-            self._nonfinite(what)
+        finite = self.loss_is_finite(loss)  # skips (skip_nonfinite) or stops the run
         if self.hparams.get("skip_nonfinite", False):
             self.log("train/skipped_batches", float(self.skipped_batches))
         if not finite:
@@ -369,33 +263,6 @@ class MaskedLM(L.LightningModule):
             self.train_acc(logits.detach(), targets)
             self.log("train/acc", self.train_acc, on_step=True, on_epoch=False)
         return loss
-
-    def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
-        if getattr(self.trainer.precision_plugin, "scaler", None) is not None:
-            return  # fp16 loss scaling: the GradScaler skips overflowing steps itself
-        grads = [p.grad for p in self.parameters() if p.grad is not None]
-        if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
-            return
-        self._nonfinite("a gradient is not finite")
-        for group in optimizer.param_groups:  # skipped: AdamW leaves params without grads
-            for param in group["params"]:
-                param.grad = None
-
-    def _nonfinite(self, what: str) -> None:
-        """Count and skip the batch (``skip_nonfinite``) or stop the run."""
-        step = self.trainer.global_step + 1 if self._trainer is not None else 0
-        if self.hparams.get("skip_nonfinite", False):
-            self.skipped_batches += 1
-            self._consecutive_skips += 1
-            if self._consecutive_skips <= MAX_CONSECUTIVE_SKIPS:
-                return
-            what = f"{what} ({self._consecutive_skips} batches in a row were skipped)"
-        raise TrainingDiverged(
-            f"training diverged at step {step}: {what}; the weights of step {step - 1} are "
-            "kept (no update was made); lower model.learning_rate, or set "
-            "model.skip_nonfinite true to skip such batches",
-            step=step,
-        )
 
     def on_train_batch_end(self, outputs: Any, batch: Mapping[str, Tensor], batch_idx: int) -> None:
         now = time.perf_counter()
@@ -446,42 +313,6 @@ class MaskedLM(L.LightningModule):
         self.log_dict(values, prog_bar=stage == "val", sync_dist=True)
         metrics.reset()
 
-    def _world_size(self) -> int:
-        return self.trainer.world_size if self._trainer is not None else 1
-
-    def _all_ranks_agree(self, decision: bool) -> bool:
-        """True iff ``decision`` is True on every rank (itself on one device)."""
-        if self._world_size() == 1:
-            return decision
-        return bool(self.trainer.strategy.reduce_boolean_decision(decision, all=True))
-
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        refuse_nonfinite(checkpoint, "the checkpoint")  # on every rank: they stop together
-        checkpoint["best_val_loss"] = self.best_val_loss
-        checkpoint["skipped_batches"] = self.skipped_batches
-        checkpoint["rng_states"] = collect_rng_states()
-        tokenizer_json = trainer_tokenizer_json(self._trainer)
-        if tokenizer_json is not None:  # the run's tokenizer travels with its weights
-            checkpoint[TOKENIZER_KEY] = tokenizer_json
-        if self._world_size() > 1:  # every rank's generators, not only rank 0's
-            # Lightning builds the checkpoint on every rank (and meets them all at a
-            # barrier after writing it), so this collective cannot be left waiting.
-            per_rank: list[Any] = [None] * self._world_size()
-            torch.distributed.all_gather_object(per_rank, checkpoint["rng_states"])
-            checkpoint["rng_states_per_rank"] = per_rank
-
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        self.best_val_loss = checkpoint.get("best_val_loss", math.inf)
-        self.skipped_batches = int(checkpoint.get("skipped_batches", 0))
-        # Restored at the first training batch, not now: creating the trainer's loaders and
-        # loops between here and there must not shift the generators. Each rank takes its
-        # own states when the world size is unchanged, else rank 0's.
-        per_rank = checkpoint.get("rng_states_per_rank")
-        if per_rank is not None and len(per_rank) == self._world_size():
-            self._rng_to_restore = per_rank[self.global_rank]
-        else:
-            self._rng_to_restore = checkpoint.get("rng_states")
-
     def validation_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
         self._evaluate(batch, self.val_metrics, "val")
 
@@ -500,38 +331,18 @@ class MaskedLM(L.LightningModule):
             batch["input_ids"], batch.get("attention_mask"), batch.get("segment_ids")
         ).argmax(-1)
 
-    def configure_optimizers(self) -> dict[str, Any]:
-        hp = self.hparams
-        optimizer = adamw(
-            self,
-            hp.learning_rate,
-            hp.weight_decay,
-            hp.betas,
-            hp.position_lr_scale,
-        )
-        total = self._total_steps()
-        warmup = min(hp.warmup_steps, max(total - 1, 0))
+    # -- the run lifecycle (RunModule) ----------------------------------------------------
 
-        def schedule(step: int) -> float:
-            if step < warmup:
-                return (step + 1) / (warmup + 1)
-            progress = min((step - warmup) / max(total - warmup, 1), 1.0)
-            return hp.min_lr_ratio + (1.0 - hp.min_lr_ratio) * (1.0 - progress)
+    def warmup_steps(self, total: int) -> int:
+        return self.hparams.warmup_steps
 
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-        return {
-            "optimizer": optimizer,
-            "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
-        }
+    def save_run_state(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["best_val_loss"] = self.best_val_loss
+        checkpoint["skipped_batches"] = self.skipped_batches
 
-    def _total_steps(self) -> int:
-        trainer = self._trainer
-        if trainer is None:
-            return 1
-        if trainer.max_steps and trainer.max_steps > 0:
-            return trainer.max_steps
-        estimate = trainer.estimated_stepping_batches
-        return int(estimate) if math.isfinite(estimate) else 100_000
+    def load_run_state(self, checkpoint: Mapping[str, Any]) -> None:
+        self.best_val_loss = checkpoint.get("best_val_loss", math.inf)
+        self.skipped_batches = int(checkpoint.get("skipped_batches", 0))
 
 
 def _cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:

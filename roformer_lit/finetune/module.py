@@ -28,20 +28,16 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
-import lightning as L
-import torch
 import torch.nn.functional as F
 from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor, nn
 from torchmetrics import MeanMetric
 
-from roformer_lit.checkpoint_io import refuse_nonfinite
-from roformer_lit.errors import ConfigError, TrainingDiverged
+from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.metrics import make_metrics
 from roformer_lit.finetune.pretrained import check_resumed_pretrained, load_encoder
 from roformer_lit.finetune.tasks import get_task, metrics_for, val_suffixes
-from roformer_lit.module import adamw, collect_rng_states, restore_rng_states
-from roformer_lit.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
+from roformer_lit.lifecycle import RunModule
 
 POOLINGS = ("cls", "mean")
 
@@ -56,7 +52,7 @@ def pool(hidden: Tensor, attention_mask: Tensor | None, pooling: str) -> Tensor:
     return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
 
 
-class SequenceClassifier(L.LightningModule):
+class SequenceClassifier(RunModule):
     """Fine-tunes a pretrained encoder on a sequence classification or regression task.
 
     Args:
@@ -112,7 +108,6 @@ class SequenceClassifier(L.LightningModule):
         self.val_suffixes = val_suffixes(spec)
         self.val_metrics = nn.ModuleList(make_metrics(names, num_labels) for _ in self.val_suffixes)
         self.val_losses = nn.ModuleList(MeanMetric() for _ in self.val_suffixes)
-        self._rng_to_restore: Mapping[str, Any] | None = None
 
     @property
     def max_length(self) -> int | None:
@@ -131,21 +126,9 @@ class SequenceClassifier(L.LightningModule):
         return F.cross_entropy(logits.float(), labels)
 
     # -- training -------------------------------------------------------------------------
-    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
-        if self._rng_to_restore is not None:  # the first batch after a resume
-            if self.trainer.ckpt_path is not None:
-                restore_rng_states(self._rng_to_restore)
-            self._rng_to_restore = None
-
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
         loss = self.loss(self(batch["input_ids"], batch["attention_mask"]), batch["labels"])
-        if not torch.isfinite(loss.detach()):
-            step = self.trainer.global_step + 1
-            raise TrainingDiverged(
-                f"training diverged at step {step}: train/loss is {loss.item()}; lower "
-                "model.learning_rate",
-                step=step,
-            )
+        self.loss_is_finite(loss)  # a non-finite loss stops the run (TrainingDiverged)
         self.log("train/loss", loss, prog_bar=True)
         self.log("train/lr", float(self.trainer.optimizers[0].param_groups[0]["lr"]))
         return loss
@@ -173,49 +156,11 @@ class SequenceClassifier(L.LightningModule):
             losses.reset()
             metrics.reset()
 
-    # -- optimiser ------------------------------------------------------------------------
-    def configure_optimizers(self) -> dict[str, Any]:
-        hp = self.hparams
-        optimizer = adamw(self, hp.learning_rate, hp.weight_decay, hp.betas)
-        total = self._total_steps()
-        warmup = min(int(hp.warmup_ratio * total), max(total - 1, 0))
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: linear_schedule(step, warmup, total)
-        )
-        return {
-            "optimizer": optimizer,
-            "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
-        }
-
-    def _total_steps(self) -> int:
-        """The trainer's total optimiser steps: ``max_steps`` if set, else ``max_epochs``
-        times the steps of an epoch, counted from the data module's training set (Lightning's
-        ``estimated_stepping_batches`` would build the training loader before a resumed run
-        restores its position, so the resume would not be exact)."""
-        trainer = self._trainer
-        if trainer is None:
-            return 1
-        if trainer.max_steps and trainer.max_steps > 0:
-            return trainer.max_steps
-        batches = getattr(trainer.datamodule, "train_batches", None)
-        epochs = trainer.max_epochs
-        if batches is None or epochs is None or epochs < 0:
-            estimate = trainer.estimated_stepping_batches
-            return int(estimate) if math.isfinite(estimate) else 100_000
-        limit = trainer.limit_train_batches
-        if limit is not None:
-            batches = min(batches, limit) if isinstance(limit, int) else int(batches * limit)
-        return max(1, math.ceil(batches / trainer.accumulate_grad_batches) * epochs)
-
     # -- checkpoints ----------------------------------------------------------------------
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        refuse_nonfinite(checkpoint, "the checkpoint")
-        checkpoint["rng_states"] = collect_rng_states()
-        tokenizer_json = trainer_tokenizer_json(self._trainer)
-        if tokenizer_json is not None:
-            checkpoint[TOKENIZER_KEY] = tokenizer_json
+    def warmup_steps(self, total: int) -> int:
+        return int(self.hparams.warmup_ratio * total)
 
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+    def load_run_state(self, checkpoint: Mapping[str, Any]) -> None:
         """Resuming (``fit``) refuses a checkpoint fine-tuned from another pretrained run
         than ``pretrained`` (:func:`check_resumed_pretrained`; the CLI checks it before
         anything is built, this covers ``Trainer.fit(ckpt_path=...)``)."""
@@ -223,12 +168,3 @@ class SequenceClassifier(L.LightningModule):
         if trainer is not None and trainer.state.fn == TrainerFn.FITTING:
             recorded = (checkpoint.get("hyper_parameters") or {}).get("pretrained")
             check_resumed_pretrained(trainer.ckpt_path, recorded, self.hparams.pretrained)
-        self._rng_to_restore = checkpoint.get("rng_states")
-
-
-def linear_schedule(step: int, warmup: int, total: int) -> float:
-    """The learning-rate factor at ``step``: ``(step + 1) / (warmup + 1)`` while warming up,
-    then ``1 - (step - warmup) / (total - warmup)``, never below 0."""
-    if step < warmup:
-        return (step + 1) / (warmup + 1)
-    return max(0.0, 1.0 - (step - warmup) / max(total - warmup, 1))

@@ -1,0 +1,300 @@
+"""``RunModule``: the run lifecycle every LightningModule of the project shares.
+
+:class:`~roformer_lit.module.MaskedLM` (pretraining) and
+:class:`~roformer_lit.finetune.module.SequenceClassifier` (fine-tuning) keep only what is
+theirs (the network, the loss, the metrics); this base gives both
+
+* **exact resume**: every checkpoint carries the random generators (torch CPU and CUDA,
+  Python, NumPy; every rank's under DDP), restored just before the first training batch
+  after a resume, so dropout continues exactly where it stopped; and the run's tokenizer,
+  so a checkpoint is usable without the corpus (:mod:`roformer_lit.stored_tokenizer`);
+* **the non-finite guard**: a NaN/inf training loss or gradient stops the run with
+  :class:`~roformer_lit.errors.TrainingDiverged` naming the step, before the optimiser
+  touches the weights (with a module's ``skip_nonfinite`` hyperparameter the batch is
+  skipped and counted instead); under DDP the ranks decide together; no checkpoint with
+  NaN/inf weights is ever written;
+* **the optimiser and schedule**: AdamW with weight decay on matrices only
+  (:func:`adamw`; the position scheme's own parameters at ``position_lr_scale`` times the
+  rate where a module has that hyperparameter), and per optimiser step
+
+      lr(s) = lr * (s + 1) / (w + 1)                               for s < w
+      lr(s) = lr * (f + (1 - f) * (1 - min((s - w) / (T - w), 1)))  afterwards
+
+  with ``w`` the module's warm-up steps (:meth:`RunModule.warmup_steps`), ``f`` its
+  ``min_lr_ratio`` (0 if it has none) and ``T`` the trainer's total optimiser steps
+  (:meth:`RunModule.total_steps`: ``max_steps``, else counted from the data module, never
+  Lightning's estimate, which would build the training loader before a resumed run
+  restores its position).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.utilities import rank_zero_only
+from torch import nn
+
+from roformer_lit.checkpoint_io import refuse_nonfinite
+from roformer_lit.errors import TrainingDiverged
+from roformer_lit.model import Encoder
+from roformer_lit.run_files import warn
+from roformer_lit.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
+
+#: With ``skip_nonfinite``, this many non-finite batches in a row still stop the run.
+MAX_CONSECUTIVE_SKIPS = 20
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy comes with tensorboard
+        return None
+    return numpy
+
+
+def collect_rng_states() -> dict[str, Any]:
+    """The global generators' states: torch CPU (and CUDA if initialised), Python, NumPy."""
+    states: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
+    if (np := _numpy()) is not None:  # as plain types and a tensor: loads with weights_only
+        name, keys, pos, has_gauss, gauss = np.random.get_state()
+        states["numpy"] = [name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss]
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states["torch.cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def restore_rng_states(states: Mapping[str, Any]) -> None:
+    """Inverse of :func:`collect_rng_states` (keys that are missing are left alone)."""
+    if "torch" in states:
+        torch.set_rng_state(torch.as_tensor(states["torch"]).cpu())
+    if "python" in states:
+        version, internal, gauss = states["python"]
+        random.setstate((version, tuple(internal), gauss))
+    if "numpy" in states and (np := _numpy()) is not None:
+        name, keys, pos, has_gauss, gauss = states["numpy"]
+        np.random.set_state((name, np.asarray(keys).astype(np.uint32), pos, has_gauss, gauss))
+    cuda = states.get("torch.cuda")
+    if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all([torch.as_tensor(s).cpu() for s in cuda])
+
+
+def adamw(
+    module: nn.Module,
+    learning_rate: float,
+    weight_decay: float,
+    betas: Sequence[float],
+    position_lr_scale: float = 1.0,
+) -> torch.optim.AdamW:
+    """AdamW with weight decay on matrices only (none on biases, norms and embeddings);
+    fused into one kernel when every parameter is on the GPU.
+
+    The position scheme's own parameters (every ``Encoder.position`` below ``module``: T5's
+    bucket table, FIRE's MLP, KERPLE's and learnable ALiBi's per-head scalars, learned
+    tables, XL's and DeBERTa's projections) train at ``position_lr_scale * learning_rate``
+    (the schedule multiplies every group alike); with 1 there is one rate for everything.
+    """
+    positional = {
+        id(p) for m in module.modules() if isinstance(m, Encoder) for p in m.position.parameters()
+    }
+    split = position_lr_scale != 1.0
+    if split and not positional:
+        rank_zero_only(warn)(
+            f"model.position_lr_scale={position_lr_scale:g} has no effect: the position "
+            "scheme has no parameters"
+        )
+    groups: dict[tuple[bool, bool], list[nn.Parameter]] = {(True, False): [], (False, False): []}
+    for name, param in module.named_parameters():
+        if param.requires_grad:
+            decays = not (param.ndim < 2 or "embeddings" in name)
+            groups.setdefault((decays, split and id(param) in positional), []).append(param)
+    everything = [p for params in groups.values() for p in params]
+    return torch.optim.AdamW(
+        [
+            {
+                "params": params,
+                "weight_decay": weight_decay if decays else 0.0,
+                "lr": learning_rate * (position_lr_scale if scaled else 1.0),
+            }
+            for (decays, scaled), params in groups.items()
+        ],
+        lr=learning_rate,
+        betas=tuple(betas),
+        fused=all(p.is_cuda for p in everything) or None,
+    )
+
+
+def warmup_then_linear(step: int, warmup: int, total: int, floor: float = 0.0) -> float:
+    """The learning-rate factor at optimiser step ``step``: ``(step + 1) / (warmup + 1)``
+    while warming up, then linear from 1 down to ``floor`` at ``total`` (and ``floor``
+    after it)."""
+    if step < warmup:
+        return (step + 1) / (warmup + 1)
+    progress = min((step - warmup) / max(total - warmup, 1), 1.0)
+    return floor + (1.0 - floor) * (1.0 - progress)
+
+
+class RunModule(L.LightningModule):
+    """The lifecycle of a trained module (see the module docstring). A subclass saves its
+    hyperparameters (``learning_rate``, ``weight_decay``, ``betas``; optionally
+    ``position_lr_scale``, ``min_lr_ratio``, ``skip_nonfinite``), implements
+    :meth:`warmup_steps`, and may add its own state to checkpoints through
+    :meth:`save_run_state` / :meth:`load_run_state`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rng_to_restore: Mapping[str, Any] | None = None
+        self.skipped_batches = 0
+        self._consecutive_skips = 0
+
+    # -- what a subclass provides -----------------------------------------------------------
+
+    def warmup_steps(self, total: int) -> int:
+        """Optimiser steps of linear warm-up, given ``total`` steps."""
+        raise NotImplementedError
+
+    def save_run_state(self, checkpoint: dict[str, Any]) -> None:
+        """Add the subclass's own state to a checkpoint being saved."""
+
+    def load_run_state(self, checkpoint: Mapping[str, Any]) -> None:
+        """Read the subclass's own state back from a checkpoint being restored."""
+
+    # -- exact resume -----------------------------------------------------------------------
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        if self._rng_to_restore is not None:  # the first batch after a resume
+            if self._trainer is not None and self.trainer.ckpt_path is not None:
+                restore_rng_states(self._rng_to_restore)
+            self._rng_to_restore = None
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        refuse_nonfinite(checkpoint, "the checkpoint")  # on every rank: they stop together
+        self.save_run_state(checkpoint)
+        checkpoint["rng_states"] = collect_rng_states()
+        tokenizer_json = trainer_tokenizer_json(self._trainer)
+        if tokenizer_json is not None:  # the run's tokenizer travels with its weights
+            checkpoint[TOKENIZER_KEY] = tokenizer_json
+        if self._world_size() > 1:  # every rank's generators, not only rank 0's
+            # Lightning builds the checkpoint on every rank (and meets them all at a
+            # barrier after writing it), so this collective cannot be left waiting.
+            per_rank: list[Any] = [None] * self._world_size()
+            torch.distributed.all_gather_object(per_rank, checkpoint["rng_states"])
+            checkpoint["rng_states_per_rank"] = per_rank
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.load_run_state(checkpoint)
+        # Restored at the first training batch, not now: creating the trainer's loaders and
+        # loops between here and there must not shift the generators. Each rank takes its
+        # own states when the world size is unchanged, else rank 0's.
+        per_rank = checkpoint.get("rng_states_per_rank")
+        if per_rank is not None and len(per_rank) == self._world_size():
+            self._rng_to_restore = per_rank[self.global_rank]
+        else:
+            self._rng_to_restore = checkpoint.get("rng_states")
+
+    # -- the non-finite guard ---------------------------------------------------------------
+
+    def _world_size(self) -> int:
+        return self.trainer.world_size if self._trainer is not None else 1
+
+    def _all_ranks_agree(self, decision: bool) -> bool:
+        """True iff ``decision`` is True on every rank (itself on one device)."""
+        if self._world_size() == 1:
+            return decision
+        return bool(self.trainer.strategy.reduce_boolean_decision(decision, all=True))
+
+    def loss_is_finite(self, loss: torch.Tensor) -> bool:
+        """Whether to train on this batch: True if the loss is finite on every rank; else
+        the batch is skipped (``skip_nonfinite``; the caller returns None) or the run stops
+        with :class:`TrainingDiverged`. Under DDP every rank decides the same (a rank that
+        returned None while the others ran backward would hang the gradient all-reduce)."""
+        finite_here = bool(torch.isfinite(loss.detach()))
+        finite = self._all_ranks_agree(finite_here)
+        if finite:
+            self._consecutive_skips = 0
+            return True
+        if finite_here:
+            what = "train/loss is not finite on another rank"
+        else:
+            what = f"train/loss is {loss.detach().item()}"
+            what += f" on rank {self.global_rank}" if self._world_size() > 1 else ""
+        self._nonfinite(what)
+        return False
+
+    def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        if getattr(self.trainer.precision_plugin, "scaler", None) is not None:
+            return  # fp16 loss scaling: the GradScaler skips overflowing steps itself
+        grads = [p.grad for p in self.parameters() if p.grad is not None]
+        if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
+            return
+        self._nonfinite("a gradient is not finite")
+        for group in optimizer.param_groups:  # skipped: AdamW leaves params without grads
+            for param in group["params"]:
+                param.grad = None
+
+    def _nonfinite(self, what: str) -> None:
+        """Count and skip the batch (``skip_nonfinite``) or stop the run."""
+        step = self.trainer.global_step + 1 if self._trainer is not None else 0
+        can_skip = "skip_nonfinite" in self.hparams
+        if self.hparams.get("skip_nonfinite", False):
+            self.skipped_batches += 1
+            self._consecutive_skips += 1
+            if self._consecutive_skips <= MAX_CONSECUTIVE_SKIPS:
+                return
+            what = f"{what} ({self._consecutive_skips} batches in a row were skipped)"
+        how = (
+            "lower model.learning_rate, or set model.skip_nonfinite true to skip such batches"
+            if can_skip
+            else "lower model.learning_rate"
+        )
+        raise TrainingDiverged(
+            f"training diverged at step {step}: {what}; the weights of step {step - 1} are "
+            f"kept (no update was made); {how}",
+            step=step,
+        )
+
+    # -- optimiser and schedule -------------------------------------------------------------
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        hp = self.hparams
+        optimizer = adamw(
+            self,
+            hp.learning_rate,
+            hp.weight_decay,
+            hp.betas,
+            hp.get("position_lr_scale", 1.0),
+        )
+        total = self.total_steps()
+        warmup = min(self.warmup_steps(total), max(total - 1, 0))
+        floor = float(hp.get("min_lr_ratio", 0.0))
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: warmup_then_linear(step, warmup, total, floor)
+        )
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
+        }
+
+    def total_steps(self) -> int:
+        """The trainer's total optimiser steps: ``max_steps`` if set, else ``max_epochs``
+        times the steps of an epoch, counted from the data module's ``train_batches`` when
+        it has them (Lightning's ``estimated_stepping_batches`` builds the training loader
+        before a resumed run restores its position), else Lightning's estimate."""
+        trainer = self._trainer
+        if trainer is None:
+            return 1
+        if trainer.max_steps and trainer.max_steps > 0:
+            return trainer.max_steps
+        batches = getattr(trainer.datamodule, "train_batches", None)
+        epochs = trainer.max_epochs
+        if batches is None or epochs is None or epochs < 0:
+            estimate = trainer.estimated_stepping_batches
+            return int(estimate) if math.isfinite(estimate) else 100_000
+        limit = trainer.limit_train_batches
+        if limit is not None:
+            batches = min(batches, limit) if isinstance(limit, int) else int(batches * limit)
+        return max(1, math.ceil(batches / trainer.accumulate_grad_batches) * epochs)
