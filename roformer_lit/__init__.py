@@ -1,7 +1,7 @@
 """roformer-lit: encoder MLM pretraining with swappable position schemes and attention kernels.
 
 The public names are imported on first use (PEP 562), so ``python -m roformer_lit`` can
-guard its signals (:mod:`roformer_lit.startup_signals`) before torch and Lightning load.
+guard its signals (:mod:`roformer_lit.training.startup_signals`) before torch and Lightning load.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from roformer_lit.errors import ConfigError
     from roformer_lit.module import MaskedLM
     from roformer_lit.positions import POSITION_SCHEMES
-    from roformer_lit.stored_tokenizer import checkpoint_tokenizer
+    from roformer_lit.training.stored_tokenizer import checkpoint_tokenizer
 
 __all__ = [
     "ATTENTION_KERNELS",
@@ -35,7 +35,7 @@ _LAZY = {
     "POSITION_SCHEMES": "roformer_lit.positions",
     "ConfigError": "roformer_lit.errors",
     "MaskedLM": "roformer_lit.module",
-    "checkpoint_tokenizer": "roformer_lit.stored_tokenizer",
+    "checkpoint_tokenizer": "roformer_lit.training.stored_tokenizer",
 }
 
 

@@ -12,3 +12,8 @@ class TrainingDiverged(RuntimeError):
     def __init__(self, message: str, step: int) -> None:
         super().__init__(message)
         self.step = step
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (whitespace runs folded to one space)."""
+    return " ".join(str(exc).split())

@@ -34,10 +34,10 @@ from torch import Tensor
 from torchmetrics import MeanMetric, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
-from roformer_lit.checkpoint_io import PRETRAINING, read_checkpoint
 from roformer_lit.errors import ConfigError, TrainingDiverged
-from roformer_lit.lifecycle import RunModule
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
+from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
+from roformer_lit.training.lifecycle import RunModule
 from roformer_lit.validation import MODEL_RULES, check_model_arguments
 
 IGNORE_INDEX = -100
@@ -152,7 +152,7 @@ class MaskedLM(RunModule):
     def from_checkpoint(cls, path: str | os.PathLike[str]) -> MaskedLM:
         """The model of a pretraining checkpoint, on the CPU: the one loader every command
         that reads a checkpoint's model uses (``export``, ``extrapolate``, ``locality``).
-        The file is checked by :func:`~roformer_lit.checkpoint_io.read_checkpoint` (a
+        The file is checked by :func:`~roformer_lit.training.checkpoint_io.read_checkpoint` (a
         regular file, a PyTorch archive, a pretraining checkpoint; one ConfigError line
         otherwise) and unpickled with ``weights_only=True``, so a crafted checkpoint cannot
         run code; a checkpoint that does not fit its own hyperparameters is one line too."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import fit_args
 
-from roformer_lit.cli import main
+from roformer_lit.commands import main
 
 PRETRAINED_RUN = Path("runs") / "mlm" / "rope-softmax-seed0"
 #: Common words of the bundled corpus (so the tokenizer keeps them whole).

@@ -13,7 +13,7 @@ import torch
 import yaml
 from cli_helpers import CONFIGS, TINY, fit_args
 
-from roformer_lit.cli import main
+from roformer_lit.commands import main
 
 RUN = Path("runs") / "mlm" / "rope-softmax-seed0"
 CKPT = str(RUN / "checkpoints" / "last.ckpt")

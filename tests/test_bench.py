@@ -10,7 +10,7 @@ from model_factory import VALID_PAIRS, random_ids, small_model
 from torch.utils.flop_counter import FlopCounterMode
 
 from roformer_lit.benchmarks.flops import gemm_shapes
-from roformer_lit.cli import main
+from roformer_lit.commands import main
 
 TINY_BENCH = [
     "--hidden",

@@ -14,7 +14,7 @@ import torch
 from cli_helpers import fit_args
 from model_factory import random_ids, small_model
 
-from roformer_lit.cli import main
+from roformer_lit.commands import main
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions import POSITION_SCHEMES, EncoderShape
 
@@ -497,8 +497,8 @@ def rope_run(tmp_path_factory):
 def test_extrapolate_with_scaling_rebuilds_the_model_with_its_weights(
     rope_run, monkeypatch, capsys
 ):
-    from roformer_lit.extrapolate import with_position_kwargs
     from roformer_lit.module import MaskedLM
+    from roformer_lit.results.extrapolate import with_position_kwargs
 
     workdir, ckpt = rope_run
     monkeypatch.chdir(workdir)

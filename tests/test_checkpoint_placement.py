@@ -12,8 +12,8 @@ import pytest
 import torch
 from cli_helpers import fit_args
 
-from roformer_lit.checkpoint_io import atomic_torch_save
-from roformer_lit.cli import EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_USER_ERROR, main
+from roformer_lit.training.checkpoint_io import atomic_torch_save
 
 RUN = Path("runs") / "mlm" / "rope-softmax-seed0"
 

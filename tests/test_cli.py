@@ -12,8 +12,8 @@ import pytest
 import torch
 from cli_helpers import CONFIGS, REPO, TINY, fit_args
 
-from roformer_lit.cli import main
-from roformer_lit.events import read_run
+from roformer_lit.commands import main
+from roformer_lit.results.events import read_run
 
 SCALARS = [
     "train/loss",

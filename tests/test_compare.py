@@ -11,8 +11,8 @@ import matplotlib.image
 import pytest
 from cli_helpers import CONFIGS, TINY
 
-from roformer_lit.cli import main
-from roformer_lit.compare import (
+from roformer_lit.commands import main
+from roformer_lit.results.compare import (
     COLUMNS,
     RunSummary,
     aggregate,
@@ -24,7 +24,7 @@ from roformer_lit.compare import (
     val_loss_figure,
     variant_labels,
 )
-from roformer_lit.events import read_run
+from roformer_lit.results.events import read_run
 
 SCHEMES = ("nope", "rope")
 SEEDS = (1, 2)
@@ -319,11 +319,11 @@ def test_compare_reads_the_constructor_defaults_without_importing_them():
     import subprocess
     import sys
 
-    from roformer_lit.compare.variants import SAVED_CLASSES, constructor_defaults
     from roformer_lit.data.datamodule import MLMDataModule
     from roformer_lit.finetune.datamodule import TaskDataModule
     from roformer_lit.finetune.module import SequenceClassifier
     from roformer_lit.module import MaskedLM
+    from roformer_lit.results.compare.variants import SAVED_CLASSES, constructor_defaults
 
     live = {c.__name__: c for c in (MaskedLM, MLMDataModule, SequenceClassifier, TaskDataModule)}
     package = Path(roformer_lit_root())
@@ -335,7 +335,7 @@ def test_compare_reads_the_constructor_defaults_without_importing_them():
         }
         assert read == expected, name
     probe = (
-        "import sys; import roformer_lit.compare as c; c.variants.saved_defaults(); "
+        "import sys; import roformer_lit.results.compare as c; c.variants.saved_defaults(); "
         "print(any(m in sys.modules for m in ('roformer_lit.module', "
         "'roformer_lit.data.datamodule', 'roformer_lit.finetune.module')))"
     )

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from cli_helpers import CONFIGS
 
-from roformer_lit.cli import BASE_CONFIG, validate_config
+from roformer_lit.commands.pretrain import BASE_CONFIG, validate_config
 
 OVERLAYS = sorted(p.name for p in CONFIGS.glob("*.yaml") if p.name != "base.yaml")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cli_helpers import CONFIGS, TINY, fit_args
 
-from roformer_lit.cli import main
+from roformer_lit.commands import main
 
 NOISE = ("litlogger", "LeafSpec", "FLOPs", "dirpath has changed", "already configured with model")
 

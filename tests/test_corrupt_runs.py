@@ -20,7 +20,7 @@ import torch
 from cli_helpers import fit_args
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
-from roformer_lit.cli import main
+from roformer_lit.commands import main
 
 
 def _chmod_denies() -> bool:

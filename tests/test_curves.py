@@ -15,9 +15,9 @@ from cli_helpers import CONFIGS, TINY
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams import plugin_data_pb2
 
-from roformer_lit.cli import main
-from roformer_lit.events import read_run
-from roformer_lit.run_logger import FLUSH_SECS, RunLogger
+from roformer_lit.commands import main
+from roformer_lit.results.events import read_run
+from roformer_lit.training.run_logger import FLUSH_SECS, RunLogger
 
 STEPS = 12
 WARMUP = 2  # TINY's model.warmup_steps
@@ -152,7 +152,7 @@ def test_every_run_ends_with_a_validation(
 def test_piped_fit_prints_progress_lines(tmp_path, monkeypatch, capsys):
     """The CLI's default display, stdout not a terminal: step lines and validation lines."""
     monkeypatch.chdir(tmp_path)
-    every = ["--trainer.callbacks+=roformer_lit.progress.StepProgress"]
+    every = ["--trainer.callbacks+=roformer_lit.training.progress.StepProgress"]
     every += ["--trainer.callbacks.every_n_steps", "4"]
     run = fit(tmp_path, "v", 8, 4, "--trainer.enable_progress_bar", "true", *every)
     out = capsys.readouterr().out.splitlines()

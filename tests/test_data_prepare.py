@@ -21,7 +21,7 @@ import yaml
 from cli_helpers import CONFIGS, REPO, TINY, fit_args
 
 import roformer_lit.data.prepare as prepmod
-from roformer_lit.cli import main
+from roformer_lit.commands import main
 from roformer_lit.data import (
     FileSource,
     MLMBlockDataset,
@@ -530,7 +530,7 @@ def test_hub_dataset_name_config_split_and_streaming(
 _RSS_FIT = textwrap.dedent(
     """
     import resource, sys
-    from roformer_lit.cli import main
+    from roformer_lit.commands import main
     code = main(sys.argv[1:])
     print("MAXRSS_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)
     sys.exit(code)

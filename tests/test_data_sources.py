@@ -11,7 +11,8 @@ import pytest
 import yaml
 from cli_helpers import fit_args
 
-from roformer_lit.cli import main, validate_config
+from roformer_lit.commands import main
+from roformer_lit.commands.pretrain import validate_config
 from roformer_lit.data import MLMDataModule, load_default_corpus, read_documents
 from roformer_lit.data.sources import expand_paths
 from roformer_lit.errors import ConfigError

@@ -25,7 +25,7 @@ from test_fault_tolerance import (
     wait_for_checkpoint,
 )
 
-from roformer_lit.cli import EXIT_DIVERGED
+from roformer_lit.commands import EXIT_DIVERGED
 
 DDP = ["--trainer.accelerator", "cpu", "--trainer.devices", "2", "--trainer.strategy", "ddp"]
 TIMEOUT = 240
@@ -66,9 +66,7 @@ def write_script(directory: Path, name: str, patch: str) -> Path:
     """A ``python -m roformer_lit`` stand-in that applies ``patch`` to MaskedLM first;
     Lightning's launcher re-runs it for rank 1, so the patch holds on every rank."""
     script = directory / name
-    header = (
-        "import sys\nfrom roformer_lit.cli import main\nfrom roformer_lit.module import MaskedLM\n"
-    )
+    header = "import sys\nfrom roformer_lit.commands import main\nfrom roformer_lit.module import MaskedLM\n"
     footer = "\nsys.exit(main(sys.argv[1:]))\n"
     script.write_text(header + textwrap.dedent(patch) + footer)
     return script

@@ -14,7 +14,7 @@ import pytest
 import torch
 from cli_helpers import CONFIGS, fit_args
 
-from roformer_lit.cli import EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_USER_ERROR, main
 from roformer_lit.data.datamodule import MLMDataModule
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import CONFIGS, TINY, fit_args
 
-from roformer_lit.cli import EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_USER_ERROR, main
 
 RUN = Path("runs") / "mlm" / "rope-softmax-seed0-own"
 LAST = RUN / "checkpoints" / "last.ckpt"

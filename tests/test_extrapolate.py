@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from cli_helpers import CONFIGS, TINY, fit_args
 
-from roformer_lit.cli import main
-from roformer_lit.extrapolate import (
+from roformer_lit.commands import main
+from roformer_lit.module import MaskedLM
+from roformer_lit.results.extrapolate import (
     evaluate_checkpoint,
     open_checkpoint,
     run_settings,
 )
-from roformer_lit.module import MaskedLM
 
 TRAIN_LENGTH = 32  # TINY's data.max_length
 VAL_BLOCKS = 16  # TINY's data.max_val_blocks
@@ -125,7 +125,7 @@ def test_checkpoints_that_differ_only_in_seed_are_summarised_over_seeds(trained,
 
 
 def test_a_cell_only_some_seeds_could_evaluate_is_not_averaged():
-    from roformer_lit.extrapolate_seeds import cell
+    from roformer_lit.results.extrapolate_seeds import cell
 
     assert cell([1.0, 2.0, 4.0], [None] * 3) == f"2.333 ± {statistics.stdev([1, 2, 4]):.3f}"
     assert cell([None, None], ["refused (max_positions=64)"] * 2) == "refused (max_positions=64)"

@@ -16,11 +16,11 @@ import torch
 from cli_helpers import CONFIGS, TINY, fit_args
 from lightning.pytorch import Callback
 
-from roformer_lit.checkpoint_io import AtomicCheckpointIO, atomic_torch_save
-from roformer_lit.cli import EXIT_DIVERGED, EXIT_PREEMPTED, main
+from roformer_lit.commands import EXIT_DIVERGED, EXIT_PREEMPTED, main
 from roformer_lit.data.dataset import EpochSampler, ResumableDataLoader
-from roformer_lit.events import read_run
 from roformer_lit.module import MaskedLM
+from roformer_lit.results.events import read_run
+from roformer_lit.training.checkpoint_io import AtomicCheckpointIO, atomic_torch_save
 
 STEPS = 40
 #: 16 batches per epoch (128 blocks / 8): a run of 40 steps crosses two epoch boundaries.
@@ -184,7 +184,7 @@ def test_signal_saves_last_ckpt_exits_75_and_resumes_exactly(
     sig, where, stopped_at, uninterrupted, tmp_path, monkeypatch, capsys
 ):
     monkeypatch.chdir(tmp_path)
-    import roformer_lit.cli as cli
+    import roformer_lit.commands.pretrain as cli
 
     original = cli.RoformerCLI.instantiate_trainer
 
@@ -257,7 +257,7 @@ def test_a_crash_during_a_save_leaves_the_previous_checkpoint(tmp_path, monkeypa
 
 def test_the_cli_installs_the_atomic_checkpoint_io(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    import roformer_lit.cli as cli
+    import roformer_lit.commands.pretrain as cli
 
     seen = []
     original = cli.RoformerCLI.instantiate_trainer

@@ -19,8 +19,8 @@ from finetune_helpers import (
 )
 from lightning.pytorch import Callback
 
-from roformer_lit.cli import EXIT_PREEMPTED, main
-from roformer_lit.events import read_run
+from roformer_lit.commands import EXIT_PREEMPTED, main
+from roformer_lit.results.events import read_run
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "finetune"
 
@@ -154,7 +154,7 @@ def test_a_preempted_finetune_resumes_exactly(pretrained, tmp_path, monkeypatch)
     monkeypatch.chdir(straight)
     assert main(args) == 0
     monkeypatch.chdir(stopped)
-    import roformer_lit.cli as cli
+    import roformer_lit.commands.pretrain as cli
 
     original = cli.RoformerCLI.instantiate_trainer
 

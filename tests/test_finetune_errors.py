@@ -8,7 +8,7 @@ import pytest
 import torch
 from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
 
-from roformer_lit.cli import EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_USER_ERROR, main
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "finetune"
 

@@ -16,7 +16,7 @@ from cli_helpers import fit_args
 from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
 from lightning.pytorch.trainer.states import TrainerFn
 
-from roformer_lit.cli import EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_USER_ERROR, main
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.examples import examples_from_rows, read_local
 from roformer_lit.finetune.module import SequenceClassifier

@@ -16,7 +16,7 @@ from roformer_lit.finetune.examples import examples_from_rows
 from roformer_lit.finetune.metrics import make_metrics
 from roformer_lit.finetune.module import pool
 from roformer_lit.finetune.tasks import TASKS, get_task, metrics_for, val_suffixes
-from roformer_lit.lifecycle import warmup_then_linear as linear_schedule
+from roformer_lit.training.lifecycle import warmup_then_linear as linear_schedule
 
 
 def computed(names: tuple[str, ...], num_labels: int, preds, target) -> dict[str, float]:

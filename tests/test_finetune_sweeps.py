@@ -15,9 +15,9 @@ import pytest
 import yaml
 from torch.utils.tensorboard import SummaryWriter
 
-from roformer_lit.cli import main
-from roformer_lit.compare import collect_runs
-from roformer_lit.compare.downstream import aggregate_downstream, is_finetune
+from roformer_lit.commands import main
+from roformer_lit.results.compare import collect_runs
+from roformer_lit.results.compare.downstream import aggregate_downstream, is_finetune
 from roformer_lit.sweep import runner
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(
 
 PROBE = """
 import json, resource, sys, torch
-from roformer_lit.host_memory import keep_freed_memory
+from roformer_lit.training.host_memory import keep_freed_memory
 applied = keep_freed_memory() if sys.argv[1] == "keep" else False
 
 def faults_of_one_step():

@@ -13,8 +13,8 @@ from cli_helpers import fit_args
 from model_factory import small_model
 
 from roformer_lit import POSITION_SCHEMES
-from roformer_lit.cli import main
-from roformer_lit.locality import bias_prior, local_mass
+from roformer_lit.commands import main
+from roformer_lit.results.locality import bias_prior, local_mass
 
 LENGTH = 24
 

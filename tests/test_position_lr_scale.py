@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from roformer_lit import POSITION_SCHEMES
-from roformer_lit.lifecycle import adamw
+from roformer_lit.training.lifecycle import adamw
 from tests.model_factory import small_model
 
 SCALE = 8.0

@@ -22,7 +22,7 @@ from cli_helpers import CONFIGS, TINY
 
 import roformer_lit.data.prepare as prepmod
 import roformer_lit.data.tokenizer as tokmod
-from roformer_lit.cli import main
+from roformer_lit.commands import main
 from roformer_lit.data import FileSource, MLMDataModule, encode_stream, load_default_corpus
 from roformer_lit.data.prepare import cache_key, find_prepared, prepare_corpus
 from roformer_lit.data.shards import DOC_ENDS_FILE, META_FILE, TOKENIZER_FILE

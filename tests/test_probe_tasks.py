@@ -13,15 +13,15 @@ import pytest
 import torch
 from cli_helpers import CONFIGS
 
-from roformer_lit.cli import main as cli_main
+from roformer_lit.commands import main as cli_main
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.data.dataset import ResumableDataLoader
+from roformer_lit.data.probes import PROBE_TASKS, generate, probe_rng, probe_tokenizer
+from roformer_lit.data.probes.tasks import FIRST_SYMBOL, MASK_ID, PAD_ID, SEP_ID
 from roformer_lit.errors import ConfigError
-from roformer_lit.events import read_run
 from roformer_lit.module import _exact_match
-from roformer_lit.probes import PROBE_TASKS, generate, probe_rng, probe_tokenizer
-from roformer_lit.probes.tasks import FIRST_SYMBOL, MASK_ID, PAD_ID, SEP_ID
-from roformer_lit.stored_tokenizer import checkpoint_tokenizer
+from roformer_lit.results.events import read_run
+from roformer_lit.training.stored_tokenizer import checkpoint_tokenizer
 
 SYMBOLS = 10
 
@@ -145,7 +145,7 @@ def _digest(seed: int) -> str:
 
 DIGEST_SCRIPT = """
 import hashlib
-from roformer_lit.probes import PROBE_TASKS, generate, probe_rng
+from roformer_lit.data.probes import PROBE_TASKS, generate, probe_rng
 h = hashlib.sha256()
 for name in sorted(PROBE_TASKS):
     for array in generate(PROBE_TASKS[name], probe_rng(3, "train", 0, 4), 6, 4, {symbols}):

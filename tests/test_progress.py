@@ -1,4 +1,4 @@
-"""The progress display (:mod:`roformer_lit.progress`) on a tiny model with a fake clock.
+"""The progress display (:mod:`roformer_lit.training.progress`) on a tiny model with a fake clock.
 
 The model advances the clock by 1 s per training batch and 0.25 s per validation batch,
 so every rate, elapsed time and ETA in the printed lines is known in advance: tokens/s
@@ -20,7 +20,7 @@ from lightning.pytorch.callbacks import TQDMProgressBar
 from torch.utils.data import DataLoader, Dataset
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.progress import (
+from roformer_lit.training.progress import (
     StepProgress,
     default_progress_bar,
     format_duration,
@@ -250,7 +250,7 @@ def test_bad_settings_are_refused(kwargs):
 def test_ddp_prints_each_line_once(tmp_path):
     """Two gloo ranks through the CLI, stdout piped: rank 0 alone prints."""
     args = fit_args("rope.yaml", 6, "--trainer.enable_progress_bar", "true")
-    args += ["--trainer.callbacks+=roformer_lit.progress.StepProgress"]
+    args += ["--trainer.callbacks+=roformer_lit.training.progress.StepProgress"]
     args += ["--trainer.callbacks.every_n_steps", "2", "--trainer.callbacks.every_n_seconds", "0"]
     args += ["--trainer.accelerator", "cpu", "--trainer.devices", "2", "--trainer.strategy", "ddp"]
     proc = subprocess.run(

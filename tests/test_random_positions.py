@@ -17,7 +17,7 @@ from cli_helpers import fit_args
 from model_factory import VALID_PAIRS, random_ids, small_model
 
 from roformer_lit import POSITION_SCHEMES
-from roformer_lit.cli import EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_USER_ERROR, main
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder

@@ -17,7 +17,7 @@ import pytest
 import zstandard
 from cli_helpers import fit_args
 
-from roformer_lit.cli import EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_USER_ERROR, main
 from roformer_lit.data.hf_source import HFSource
 from roformer_lit.data.sources import iter_file_documents
 from roformer_lit.errors import ConfigError

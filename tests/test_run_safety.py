@@ -20,10 +20,10 @@ import pytest
 import torch
 from cli_helpers import CONFIGS, fit_args
 
-from roformer_lit import run_dir
-from roformer_lit.cli import EXIT_INTERRUPTED, EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_INTERRUPTED, EXIT_USER_ERROR, main
 from roformer_lit.errors import ConfigError
 from roformer_lit.safe_input import MAX_YAML_NODES, YAMLBombError, check_yaml_size
+from roformer_lit.training import run_dir
 
 RUN = Path("runs") / "mlm" / "rope-softmax-seed0"
 LAST = RUN / "checkpoints" / "last.ckpt"
@@ -156,7 +156,7 @@ def test_a_second_writer_on_a_run_is_refused(work):
         [
             sys.executable,
             "-c",
-            "import sys, time; from roformer_lit import run_dir; run_dir.lock(sys.argv[1]); "
+            "import sys, time; from roformer_lit.training import run_dir; run_dir.lock(sys.argv[1]); "
             "print('locked', flush=True); time.sleep(120)",
             str(work / RUN),
         ],

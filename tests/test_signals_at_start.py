@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import fit_args
 
-from roformer_lit.cli import EXIT_INTERRUPTED, EXIT_PREEMPTED
+from roformer_lit.commands import EXIT_INTERRUPTED, EXIT_PREEMPTED
 
 EXPECTED_CODE = {signal.SIGINT: EXIT_INTERRUPTED, signal.SIGTERM: EXIT_PREEMPTED}
 

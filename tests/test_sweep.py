@@ -17,7 +17,7 @@ import yaml
 from cli_helpers import CONFIGS
 
 from roformer_lit import POSITION_SCHEMES
-from roformer_lit.cli import main
+from roformer_lit.commands import main
 from roformer_lit.sweep import runner, slurm
 from roformer_lit.sweep.spec import expand, version_names
 
@@ -297,7 +297,7 @@ def test_exit_0_without_a_checkpoint_is_not_finished(tmp_path, monkeypatch):
 BAD = {
     "unknown top-level key": (
         {"name": "x", "base": "BASE", "grid": {"model.position": ["nope"]}, "grids": {}},
-        "unknown key 'grids'; valid keys: name, base, grid, overrides",
+        "unknown key 'grids'; valid keys: name, base, grid, exclude, overrides",
     ),
     "grid value not a list": (
         {"name": "x", "base": "BASE", "grid": {"model.position": "nope"}},

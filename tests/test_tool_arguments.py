@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from cli_helpers import CONFIGS
 
-from roformer_lit import extrapolate, sweep
+from roformer_lit import sweep
 from roformer_lit.benchmarks import corpus_scale, data_pipeline, flex_vs_sdpa, models
-from roformer_lit.cli import EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_USER_ERROR, main
+from roformer_lit.results import extrapolate
 from roformer_lit.tool_arguments import bounded_arguments, unbounded_numeric_arguments
 
 #: tool -> (the arguments before the one under test, its parser)

@@ -47,6 +47,13 @@ from roformer_lit.data.prepare import (
     prepare_corpus,
     tokenizer_sha256,
 )
+from roformer_lit.data.probes import (
+    ProbeTask,
+    ProbeTrainBatches,
+    ProbeValidation,
+    probe_task,
+    probe_tokenizer,
+)
 from roformer_lit.data.shards import TokenBlocks, TokenStream
 from roformer_lit.data.sources import DocumentSource, FileSource, expand_paths
 from roformer_lit.data.tokenizer import (
@@ -59,13 +66,6 @@ from roformer_lit.data.tokenizer import (
     training_sample,
 )
 from roformer_lit.errors import ConfigError
-from roformer_lit.probes import (
-    ProbeTask,
-    ProbeTrainBatches,
-    ProbeValidation,
-    probe_task,
-    probe_tokenizer,
-)
 
 #: Training batches per epoch of a probe (each a fresh draw; epochs only renumber them).
 PROBE_EPOCH_BATCHES = 10_000
@@ -176,11 +176,11 @@ class MLMDataModule(L.LightningDataModule):
             Validation (and ``extrapolate``) uses the ordinary positions. ``None``
             (default): off. Cannot go with ``document_mask`` (positions restart in every
             document). With ``probe``, each training batch's positions come from a stream
-            of their own (:mod:`roformer_lit.probes.dataset`).
-        probe: a synthetic position probe of :data:`~roformer_lit.probes.PROBE_TASKS`
+            of their own (:mod:`roformer_lit.data.probes.dataset`).
+        probe: a synthetic position probe of :data:`~roformer_lit.data.probes.PROBE_TASKS`
             (``copy``, ``reverse``, ``sort``, ``recall``, ``odds_first``) instead of a corpus;
             ``None`` (default): the corpus. The data are then built in memory
-            (:mod:`roformer_lit.probes`): the probe's word-level tokenizer, training
+            (:mod:`roformer_lit.data.probes`): the probe's word-level tokenizer, training
             batches of one input length each, drawn uniformly from ``[probe_min_length,
             probe_max_length]`` and keyed by ``(seed, epoch, batch)`` (``PROBE_EPOCH_BATCHES``
             a epoch), and ``max_val_blocks`` (default ``PROBE_VAL_SEQUENCES``) fixed

@@ -17,7 +17,7 @@ from roformer_lit.data.datamodule import MLMDataModule
 
 def datamodule_of(fit_args: Sequence[str]) -> MLMDataModule:
     """The data module that ``fit`` with these arguments would build (nothing else is built)."""
-    from roformer_lit.cli import validate_config
+    from roformer_lit.commands.pretrain import validate_config
 
     args = list(fit_args)
     if args and args[0] == "fit":

@@ -2,7 +2,7 @@
 and ``python -m roformer_lit finetune validate --config ... --ckpt_path <fine-tuned ckpt>``.
 
 LightningCLI ``fit`` of a :class:`SequenceClassifier` on a :class:`TaskDataModule`, with
-everything :class:`~roformer_lit.cli.RoformerCLI` gives ``fit`` (run directories, atomic
+everything :class:`~roformer_lit.commands.pretrain.RoformerCLI` gives ``fit`` (run directories, atomic
 last/best checkpoints, exact resume with ``--ckpt_path``, preemption, progress, one-line
 errors). What differs:
 
@@ -34,26 +34,25 @@ from pathlib import Path
 from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
-from roformer_lit import run_dir
-from roformer_lit.callbacks import LastCheckpointAtEnd, RunCheckpoint
-from roformer_lit.checkpoint_io import FINE_TUNING, checkpoint_kind, read_checkpoint
-from roformer_lit.cli import (
-    _SPECIAL_CKPT_PATHS,
+from roformer_lit.commands.pretrain import (
     LIGHTNING_SUBCOMMANDS,
     RUN_LOGGER,
+    SPECIAL_CKPT_PATHS,
     RoformerCLI,
     RunConfigSaver,
-    _is_run_logger,
-    _one_line,
+    is_run_logger,
     run_dir_of,
 )
-from roformer_lit.errors import ConfigError
-from roformer_lit.final_validation import ValidateAtEnd
+from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.finetune.datamodule import TaskDataModule
 from roformer_lit.finetune.module import SequenceClassifier
 from roformer_lit.finetune.pretrained import check_resumed_pretrained, read_pretrained
 from roformer_lit.finetune.tasks import TASKS, get_task
-from roformer_lit.run_logger import unique_version
+from roformer_lit.training import run_dir
+from roformer_lit.training.callbacks import LastCheckpointAtEnd, RunCheckpoint
+from roformer_lit.training.checkpoint_io import FINE_TUNING, checkpoint_kind, read_checkpoint
+from roformer_lit.training.final_validation import ValidateAtEnd
+from roformer_lit.training.run_logger import unique_version
 from roformer_lit.validation import check_trainer_arguments
 
 #: ``checkpoint.monitor`` default: replaced by ``val/<the task's main metric>``.
@@ -103,7 +102,7 @@ class FinetuneCLI(RoformerCLI):
                 "finetune validate needs --ckpt_path: a fine-tuning checkpoint such as "
                 "runs/finetune/<run>/checkpoints/best.ckpt"
             )
-        if ckpt is None or str(ckpt) in _SPECIAL_CKPT_PATHS or "://" in str(ckpt):
+        if ckpt is None or str(ckpt) in SPECIAL_CKPT_PATHS or "://" in str(ckpt):
             return
         if not Path(ckpt).is_file():
             raise ConfigError(f"checkpoint not found: {ckpt}")
@@ -152,7 +151,7 @@ class FinetuneCLI(RoformerCLI):
         spec = get_task(config.data.task)
         checkpoint = read_pretrained(config.model.pretrained)  # one line if it is not one
         logger = config.trainer.logger
-        if self.subcommand == "fit" and _is_run_logger(logger):
+        if self.subcommand == "fit" and is_run_logger(logger):
             args = logger.init_args
             ckpt = config.get("ckpt_path")
             own_run = run_dir_of(ckpt) if ckpt else None
@@ -170,7 +169,7 @@ class FinetuneCLI(RoformerCLI):
         except (ValueError, TypeError) as exc:
             if isinstance(exc, ConfigError):
                 raise
-            raise ConfigError(f"invalid settings: {_one_line(exc)}") from exc
+            raise ConfigError(f"invalid settings: {one_line(exc)}") from exc
         limit = self.model.max_length
         if limit is not None and self.datamodule.max_length > limit:
             raise ConfigError(

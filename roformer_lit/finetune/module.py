@@ -37,7 +37,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.metrics import make_metrics
 from roformer_lit.finetune.pretrained import check_resumed_pretrained, load_encoder
 from roformer_lit.finetune.tasks import get_task, metrics_for, val_suffixes
-from roformer_lit.lifecycle import RunModule
+from roformer_lit.training.lifecycle import RunModule
 
 POOLINGS = ("cls", "mean")
 

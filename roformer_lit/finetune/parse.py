@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from roformer_lit.cli import validate_config
+from roformer_lit.commands.pretrain import validate_config
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.cli import FinetuneCLI
 from roformer_lit.finetune.datamodule import TaskDataModule

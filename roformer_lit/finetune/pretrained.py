@@ -3,9 +3,9 @@
 The encoder is rebuilt from the checkpoint's ``hyper_parameters`` (position scheme,
 attention kernel, sizes; a key the checkpoint lacks takes ``MaskedLM``'s default) and
 loaded with its ``encoder.*`` weights (strictly: every weight present and of its shape).
-The tokenizer is the one stored in the checkpoint (:mod:`roformer_lit.stored_tokenizer`),
+The tokenizer is the one stored in the checkpoint (:mod:`roformer_lit.training.stored_tokenizer`),
 so the run works on any machine. Every file is read with
-:func:`~roformer_lit.checkpoint_io.read_checkpoint` (``weights_only``).
+:func:`~roformer_lit.training.checkpoint_io.read_checkpoint` (``weights_only``).
 
 A resumed fine-tune continues from the pretrained checkpoint it started from
 (:func:`check_resumed_pretrained`): naming another one would rebuild the encoder with that
@@ -21,10 +21,10 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from roformer_lit.checkpoint_io import PRETRAINING, checkpoint_kind, read_checkpoint
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder
-from roformer_lit.stored_tokenizer import checkpoint_tokenizer
+from roformer_lit.training.checkpoint_io import PRETRAINING, checkpoint_kind, read_checkpoint
+from roformer_lit.training.stored_tokenizer import checkpoint_tokenizer
 
 #: Encoder arguments, and the defaults ``MaskedLM`` gives them.
 _ENCODER_KEYS = tuple(p for p in inspect.signature(Encoder.__init__).parameters if p != "self")

@@ -108,9 +108,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(args: Sequence[str]) -> int:
-    from roformer_lit import run_dir
     from roformer_lit.sweep import runner, slurm
     from roformer_lit.sweep.spec import load_sweep, shell_line
+    from roformer_lit.training import run_dir
 
     ns = _parser().parse_args(list(args))
     if ns.devices is not None and ns.launcher == "slurm":

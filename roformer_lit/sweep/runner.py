@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roformer_lit.run_dir import holder as run_dir_lock_holder
-from roformer_lit.run_dir import move_aside
 from roformer_lit.sweep.spec import LOGS_DIR, STATUS_FILE, shell_line
+from roformer_lit.training.run_dir import holder as run_dir_lock_holder
+from roformer_lit.training.run_dir import move_aside
 
 MARKER = "sweep_done.json"
 TAIL_LINES = 20

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.run_dir import is_moved_aside
 from roformer_lit.sweep.finetune import (
     PRETRAINED_KEY,
     check_pretrained,
     expand_pretrained,
     pretrained_labels,
 )
+from roformer_lit.training.run_dir import is_moved_aside
 
 #: Top-level keys of a sweep file (``name``, ``base``, ``grid`` are required).
 VALID_KEYS = ("name", "base", "grid", "exclude", "overrides", "command", "slurm")
@@ -393,7 +393,7 @@ def validate_sweep(sweep: Sweep, root: str) -> None:
     if sweep.command == "finetune":
         from roformer_lit.finetune.parse import validate_finetune_config as validate_config
     else:
-        from roformer_lit.cli import validate_config
+        from roformer_lit.commands.pretrain import validate_config
 
     where = str(sweep.path)
     with _quiet_seed():

@@ -4,7 +4,7 @@ One panel per task, its main metric (``val/<metric>`` of the best validation) on
 one position per row (variant) on the x axis: the dot is the mean over pretraining seeds of
 the per-checkpoint means; the thick bar is ± the std over pretraining seeds, the thin
 bar beside it ± the std over fine-tuning seeds (definitions:
-:mod:`roformer_lit.compare.downstream`); small grey dots are the per-checkpoint means.
+:mod:`roformer_lit.results.compare.downstream`); small grey dots are the per-checkpoint means.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from roformer_lit.compare.downstream import DownstreamRow
+from roformer_lit.results.compare.downstream import DownstreamRow
 
 PLOT_FILE = "downstream.png"
 _OFFSET = 0.15

@@ -31,10 +31,10 @@ import torch
 from torch import Tensor
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.extrapolate import readable_checkpoints
 from roformer_lit.model import Encoder
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions.base import QKVWeights
+from roformer_lit.results.extrapolate import readable_checkpoints
 from roformer_lit.run_files import warn
 from roformer_lit.score_bias import dense_from_lookup
 

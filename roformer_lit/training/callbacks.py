@@ -15,9 +15,9 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-from roformer_lit import startup_signals
-from roformer_lit.checkpoint_io import share_checkpoint
 from roformer_lit.errors import TrainingDiverged
+from roformer_lit.training import startup_signals
+from roformer_lit.training.checkpoint_io import share_checkpoint
 
 
 class LastCheckpointAtEnd(Callback):

@@ -5,7 +5,7 @@ that differs), ``pretrain seeds``, ``fine-tune seeds``, the pretrained runs' ``M
 val/loss`` and ``MLM best val/loss`` (mean ± std over pretraining seeds), then for every
 metric of the tasks shown (the main one first) ``val/<m> ± fine-tune`` and
 ``val/<m> ± pretrain``: the same mean with the std over fine-tuning seeds and over
-pretraining seeds (definitions: :mod:`roformer_lit.compare.downstream`); a ``note`` column
+pretraining seeds (definitions: :mod:`roformer_lit.results.compare.downstream`); a ``note`` column
 when a row has notes. The CSV has the same numbers at full precision, mean and stds in
 their own columns.
 """
@@ -16,8 +16,8 @@ import csv
 import io
 from collections.abc import Sequence
 
-from roformer_lit.compare.downstream import DownstreamRow
-from roformer_lit.compare.table import NOTE, _md_line, format_stat
+from roformer_lit.results.compare.downstream import DownstreamRow
+from roformer_lit.results.compare.table import NOTE, _md_line, format_stat
 
 DECIMALS = 4
 MLM = {"final_val_loss": "MLM final val/loss", "best_val_loss": "MLM best val/loss"}

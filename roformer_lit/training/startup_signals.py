@@ -5,10 +5,10 @@ the model) into a ``KeyboardInterrupt`` traceback, and SIGTERM into death by sig
 143) that leaves a half-claimed run directory behind. :func:`install` (called first thing
 by ``python -m roformer_lit``, importing nothing but the standard library) makes both an
 exception the CLI catches: SIGINT raises ``KeyboardInterrupt`` as usual, SIGTERM raises
-:class:`Terminated`. ``roformer_lit.cli.main`` then removes what this process created,
+:class:`Terminated`. ``roformer_lit.commands.pretrain.main`` then removes what this process created,
 prints one line and exits 130 (Ctrl-C) or 75 (SIGTERM; EX_TEMPFAIL: run it again).
 
-Once the training loop runs, :class:`roformer_lit.callbacks.Preemption` owns the signals
+Once the training loop runs, :class:`roformer_lit.training.callbacks.Preemption` owns the signals
 (finish the step, save ``last.ckpt``): it calls :func:`hand_over`, and this module's SIGTERM
 handler, which Lightning keeps in its chain, does nothing until :func:`take_back`.
 

@@ -1,6 +1,6 @@
 """The probes' tokenizer: a word-level ``tokenizers.Tokenizer`` built in memory.
 
-Its vocabulary is exactly the ids of :mod:`roformer_lit.probes.tasks`: ``[PAD]`` 0,
+Its vocabulary is exactly the ids of :mod:`roformer_lit.data.probes.tasks`: ``[PAD]`` 0,
 ``[MASK]`` 1, ``[SEP]`` 2, then the symbol names ``s0``, ``s1``, ... at ids 3, 4, ...;
 words are split at whitespace, so ``"s3 s0 [SEP] [MASK]"`` encodes to ``[6, 3, 2, 1]``
 (a word outside the vocabulary encodes to ``[PAD]``: there is no ``[UNK]``).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
 
-from roformer_lit.probes.tasks import FIRST_SYMBOL, MASK_ID, PAD_ID, SEP_ID
+from roformer_lit.data.probes.tasks import FIRST_SYMBOL, MASK_ID, PAD_ID, SEP_ID
 
 #: The special tokens of a probe vocabulary, by id.
 PROBE_SPECIALS = {PAD_ID: "[PAD]", MASK_ID: "[MASK]", SEP_ID: "[SEP]"}

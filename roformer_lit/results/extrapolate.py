@@ -19,9 +19,9 @@ settings. A line on stderr per checkpoint says which blocks were evaluated at ea
 A scheme that cannot encode a length (``learned`` past its table) gets "refused" in its
 cell; a validation split shorter than one block of ``L`` tokens gets "n/a". When two or
 more checkpoints differ only in their seeds, a second table gives each such variant's
-mean ± sample std per length (:mod:`roformer_lit.extrapolate_seeds`).
+mean ± sample std per length (:mod:`roformer_lit.results.extrapolate_seeds`).
 
-A probe run (``data.probe``, :mod:`roformer_lit.probes`) is evaluated at input lengths:
+A probe run (``data.probe``, :mod:`roformer_lit.data.probes`) is evaluated at input lengths:
 for it each ``--lengths`` value is the task's input length ``n`` (``--lengths 16 32 64``
 after training to ``probe_max_length`` 16 is 1x, 2x, 4x), on its validation sequences of
 that length (the run's number of them, fixed by its seed; ``--tokens`` caps them), and its
@@ -57,12 +57,11 @@ from typing import Any
 import torch
 from lightning.pytorch import Trainer
 
-from roformer_lit.checkpoint_io import PRETRAINING, read_checkpoint
 from roformer_lit.data.datamodule import PROBE_VAL_SEQUENCES, MLMDataModule
+from roformer_lit.data.probes import ProbeTask, probe_task
 from roformer_lit.errors import ConfigError
-from roformer_lit.extrapolate_seeds import CheckpointLosses, seed_table
 from roformer_lit.module import MaskedLM
-from roformer_lit.probes import ProbeTask, probe_task
+from roformer_lit.results.extrapolate_seeds import CheckpointLosses, seed_table
 from roformer_lit.run_files import (
     RunFileError,
     expand_arguments,
@@ -72,6 +71,7 @@ from roformer_lit.run_files import (
 )
 from roformer_lit.safe_input import YAMLBombError, safe_yaml_load
 from roformer_lit.tool_arguments import LENGTH, ToolParser, integer
+from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
 
 #: Data-module arguments extrapolate sets itself (per length), or that change no result
 #: (``random_positions`` shapes training batches only; validation has the plain positions).
@@ -90,6 +90,9 @@ class RunSettings:
     """How a checkpoint's run validated: its data, block length, batch size, cap, precision."""
 
     data: dict[str, Any] = field(default_factory=dict)
+    #: Every data setting the run saved, the ones evaluation overrides included: what
+    #: tells the run apart from others (the seed table groups checkpoints by it).
+    saved: dict[str, Any] = field(default_factory=dict)
     train_length: int | None = None
     batch_size: int | None = None
     max_val_blocks: int | None = None
@@ -140,6 +143,7 @@ def run_settings(ckpt: Path, checkpoint: dict[str, Any]) -> RunSettings:
         data = {**data, "vocab_size": data["requested_vocab_size"]}
     accepted = inspect.signature(MLMDataModule.__init__).parameters
     settings.data = {k: v for k, v in data.items() if k in accepted and k not in OVERRIDDEN}
+    settings.saved = {k: v for k, v in data.items() if k in accepted}
     settings.train_length = _positive_int(data.get("max_length"))
     settings.batch_size = _positive_int(data.get("batch_size"))
     settings.max_val_blocks = _positive_int(data.get("max_val_blocks"))
@@ -176,7 +180,7 @@ def batch_size_at(settings: RunSettings, length: int, batch_size: int | None) ->
 
 
 def open_checkpoint(path: Path) -> dict[str, Any]:
-    """The checkpoint at ``path`` (:func:`roformer_lit.checkpoint_io.read_checkpoint`), with a
+    """The checkpoint at ``path`` (:func:`roformer_lit.training.checkpoint_io.read_checkpoint`), with a
     hint for a run directory given instead of its checkpoint."""
     if os.path.isdir(path):
         raise ConfigError(
@@ -522,7 +526,7 @@ def main(args: Sequence[str]) -> int:
         probe = run_probe(settings) is not None
         evaluated.append(
             CheckpointLosses(
-                hparams={**settings.data, **dict(hp)},
+                hparams={**settings.saved, **dict(hp)},
                 losses=[c.acc if probe else c.loss for c in cells],
                 why_not=[c.why_not for c in cells],
             )
@@ -542,7 +546,7 @@ def main(args: Sequence[str]) -> int:
     print("|---|---|---|" + "---|" * len(ns.lengths))
     for row in rows:
         print(row)
-    over_seeds = seed_table(evaluated, ns.lengths)
+    over_seeds = seed_table(evaluated, ns.lengths, unit)
     if over_seeds is not None:
         what = " (probe rows: answer-token accuracy)" if any(probes) else ""
         print(

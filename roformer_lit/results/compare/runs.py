@@ -1,9 +1,9 @@
 """Finding run directories and summarising each one (:func:`summarize_run`); the runs of a
-logdir with their variants are :func:`roformer_lit.compare.collect.collect_runs`.
+logdir with their variants are :func:`roformer_lit.results.compare.collect.collect_runs`.
 
 A run is a directory (at any depth under ``logdir``) holding ``events.out.tfevents.*``
 files, a ``config.yaml`` or an ``hparams.yaml``; other files in it (``evaluations.jsonl``,
-``checkpoints/`` ...) are ignored. Its scalars come from :func:`roformer_lit.events.read_run`,
+``checkpoints/`` ...) are ignored. Its scalars come from :func:`roformer_lit.results.events.read_run`,
 its hyperparameters from ``hparams.yaml`` (model and data hyperparameters, flat) plus a few
 trainer keys of ``config.yaml`` that change what a run measures (:data:`TRAINER_KEYS`), and
 its seed from ``config.yaml``'s ``seed_everything``.
@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.events import EVENT_FILE_GLOB, RunEvents, Scalar, read_run
-from roformer_lit.run_dir import is_moved_aside
+from roformer_lit.results.events import EVENT_FILE_GLOB, RunEvents, Scalar, read_run
 from roformer_lit.run_files import RunFileError, read_yaml_mapping, warn
+from roformer_lit.training.run_dir import is_moved_aside
 
 #: ``config.yaml`` keys that join the hyperparameters a variant is told apart by.
 TRAINER_KEYS = ("max_steps", "precision", "accumulate_grad_batches", "gradient_clip_val")
@@ -68,7 +68,7 @@ class RunSummary:
     #: ``(step, seconds since the run's first scalar, val/loss)`` in logging order.
     val_loss_series: list[tuple[int, float, float]] = field(default_factory=list)
     evaluation_only: bool = False
-    #: Set by :func:`roformer_lit.compare.variants.assign_variants`; ``position-attention``
+    #: Set by :func:`roformer_lit.results.compare.variants.assign_variants`; ``position-attention``
     #: until then.
     variant: str = ""
     #: Run files that could not be read completely, ``"<file>: <why>"`` each.

@@ -10,13 +10,13 @@ one experiment), ``aggregate`` (mean/std), ``table`` (markdown, CSV), ``plots`` 
 ``cli`` (the command).
 """
 
-from roformer_lit.compare.aggregate import METRICS, Stat, VariantRow, aggregate
-from roformer_lit.compare.cli import main
-from roformer_lit.compare.collect import collect_runs
-from roformer_lit.compare.plots import save_plots, val_loss_figure, variant_curve
-from roformer_lit.compare.runs import RunSummary, find_run_dirs, summarize_run
-from roformer_lit.compare.table import COLUMNS, csv_columns, to_csv, to_markdown
-from roformer_lit.compare.variants import assign_variants, differing_keys, variant_labels
+from roformer_lit.results.compare.aggregate import METRICS, Stat, VariantRow, aggregate
+from roformer_lit.results.compare.cli import main
+from roformer_lit.results.compare.collect import collect_runs
+from roformer_lit.results.compare.plots import save_plots, val_loss_figure, variant_curve
+from roformer_lit.results.compare.runs import RunSummary, find_run_dirs, summarize_run
+from roformer_lit.results.compare.table import COLUMNS, csv_columns, to_csv, to_markdown
+from roformer_lit.results.compare.variants import assign_variants, differing_keys, variant_labels
 
 __all__ = [
     "COLUMNS",

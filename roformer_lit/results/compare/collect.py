@@ -1,15 +1,15 @@
 """``collect_runs(logdir)``: the summarised runs of one or several logdirs, with the variant
-labels that tell them apart (:mod:`roformer_lit.compare.runs` finds and summarises runs,
-:mod:`roformer_lit.compare.variants` labels them)."""
+labels that tell them apart (:mod:`roformer_lit.results.compare.runs` finds and summarises runs,
+:mod:`roformer_lit.results.compare.variants` labels them)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-from roformer_lit.compare.runs import Report, RunSummary, find_run_dirs, summarize_run
-from roformer_lit.compare.variants import assign_variants
 from roformer_lit.errors import ConfigError
+from roformer_lit.results.compare.runs import Report, RunSummary, find_run_dirs, summarize_run
+from roformer_lit.results.compare.variants import assign_variants
 from roformer_lit.run_files import warn
 
 

@@ -1,7 +1,7 @@
 """``extrapolate``'s second table: each variant's loss per length over its seeds.
 
 Checkpoints are grouped into variants exactly as ``compare`` groups runs
-(:func:`roformer_lit.compare.variants.variant_labels` over the model's and the data's
+(:func:`roformer_lit.results.compare.variants.variant_labels` over the model's and the data's
 hyperparameters): checkpoints whose settings differ only in seeds are the seeds of one
 variant. Per variant and length, with ``x_s`` the loss of seed ``s`` and ``n`` seeds:
 
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roformer_lit.compare.variants import variant_labels
+from roformer_lit.results.compare.variants import variant_labels
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,11 @@ def cell(values: Sequence[float | None], reasons: Sequence[str | None]) -> str:
     return f"n/a ({len(finite)} of {len(values)} evaluated)"
 
 
-def seed_table(checkpoints: Sequence[CheckpointLosses], lengths: Sequence[int]) -> str | None:
-    """The markdown table over seeds, or None when no variant has two checkpoints."""
+def seed_table(
+    checkpoints: Sequence[CheckpointLosses], lengths: Sequence[int], unit: str = "L"
+) -> str | None:
+    """The markdown table over seeds, or None when no variant has two checkpoints; columns
+    are headed ``<unit>=<length>`` (``n`` for a probe's input lengths)."""
     labels = variant_labels([c.hparams for c in checkpoints])
     groups: dict[str, list[CheckpointLosses]] = {}
     for label, checkpoint in zip(labels, checkpoints, strict=True):
@@ -58,5 +61,5 @@ def seed_table(checkpoints: Sequence[CheckpointLosses], lengths: Sequence[int]) 
         rows.append(f"| {label} | {len(members)} | " + " | ".join(cells) + " |")
     if not rows:
         return None
-    head = "| variant | seeds | " + " | ".join(f"L={n}" for n in lengths) + " |"
+    head = "| variant | seeds | " + " | ".join(f"{unit}={n}" for n in lengths) + " |"
     return "\n".join([head, "|---|---|" + "---|" * len(lengths), *rows])

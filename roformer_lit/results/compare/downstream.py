@@ -14,7 +14,7 @@ run's ``checkpoint.monitor`` if it names one, else the task's first metric); eve
 ``val/<metric>`` is its value at that same step.
 
 Rows are (task, pretraining variant, fine-tuning settings that differ between the runs).
-The pretraining variant is the label :func:`roformer_lit.compare.variants.assign_variants`
+The pretraining variant is the label :func:`roformer_lit.results.compare.variants.assign_variants`
 gives the pretrained runs among themselves (``rope-softmax``, ...). With checkpoints
 ``c = 1..C`` of a row (one per pretraining seed) and ``x_ci`` the metric of the ``n_c``
 fine-tuning seeds of checkpoint ``c``::
@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roformer_lit.compare.aggregate import Stat
-from roformer_lit.compare.runs import RUN_FILES, Report, RunSummary, summarize_run
-from roformer_lit.compare.variants import assign_variants, differing_keys, flatten
-from roformer_lit.events import EVENT_FILE_GLOB, RunEvents, read_run
+from roformer_lit.results.compare.aggregate import Stat
+from roformer_lit.results.compare.runs import RUN_FILES, Report, RunSummary, summarize_run
+from roformer_lit.results.compare.variants import assign_variants, differing_keys, flatten
+from roformer_lit.results.events import EVENT_FILE_GLOB, RunEvents, read_run
 from roformer_lit.run_files import RunFileError, read_yaml_mapping, warn
 
 #: Fine-tuning hyperparameters that never split rows (the row has them already, or a seed).

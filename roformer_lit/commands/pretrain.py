@@ -1,84 +1,56 @@
-"""The command line: ``python -m roformer_lit {fit,validate,test,predict,export} ...``.
+"""``fit``, ``validate``, ``test``, ``predict``: pretraining through LightningCLI.
 
-``fit``/``validate``/``test``/``predict`` go through LightningCLI (every ``--model.*``,
-``--data.*``, ``--trainer.*`` key, ``--config``, ``--print_config``); ``vocab_size`` is
-linked from the data module to the model. Runs are logged under
-``runs/<experiment>/<position>-<attention>-seed<N>[-k]/`` and never overwrite each other.
-
-Exit codes (each non-zero one comes with one line on stderr, never a traceback):
-
-* 0 -- done;
-* 2 (``EXIT_USER_ERROR``) -- a user mistake: bad config or flag, unreadable corpus, a
-  checkpoint that is missing, truncated, not a checkpoint, or from another model;
-* 3 (``EXIT_DIVERGED``) -- the training loss or a gradient became NaN/inf; the line names
-  the step and the last good checkpoint (nothing newer was written);
-* 75 (``EXIT_PREEMPTED``, ``EX_TEMPFAIL``) -- stopped by SIGTERM or SIGUSR1 after saving
-  ``last.ckpt``; rerun with ``--ckpt_path`` that file to continue exactly where it stopped;
-* 130 (``EXIT_INTERRUPTED``) -- stopped by Ctrl-C: a first Ctrl-C finishes the step and
-  saves ``last.ckpt`` as a preemption does, a second one stops at once.
-
-Unreadable input, a read-only or full disk and a file where a directory belongs are
-reported the same way as user mistakes (one line, exit 2). A run directory this process
-created is removed again when the run fails before it wrote any checkpoint
-(:mod:`roformer_lit.run_dir`).
-
-Fault tolerance: every checkpoint is written atomically (:mod:`roformer_lit.checkpoint_io`)
-and holds the data position and the random generators, so a run killed at any point and
-restarted with ``--ckpt_path <run>/checkpoints/last.ckpt`` continues as if uninterrupted.
+Every ``--model.*``, ``--data.*``, ``--trainer.*`` key, ``--config`` (composed on
+:data:`BASE_CONFIG`), ``--print_config``; ``vocab_size`` is linked from the data module to
+the model. Runs are logged under ``runs/<experiment>/<position>-<attention>-seed<N>[-k]/``
+and never overwrite each other; the checkpoint options, the pairing of a checkpoint with
+its corpus and tokenizer, and the checks before anything is built live here. The entry
+point and exit codes: :mod:`roformer_lit.commands`.
 """
 
 from __future__ import annotations
 
-import importlib
+import argparse
 import json
-import os
 import re
-import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from jsonargparse import ArgumentParser
+from jsonargparse import ArgumentError
 from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelSummary
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.plugins.io import TorchCheckpointIO
-from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-from roformer_lit import quiet, run_dir, startup_signals
-from roformer_lit.callbacks import (
+from roformer_lit.data.datamodule import MLMDataModule
+from roformer_lit.errors import ConfigError, one_line
+from roformer_lit.model import check_document_mask, check_random_positions
+from roformer_lit.module import MaskedLM
+from roformer_lit.training import run_dir
+from roformer_lit.training.callbacks import (
     LastCheckpointAtEnd,
     LastGoodCheckpoint,
     Preemption,
     RunCheckpoint,
     checkpoint_step,
 )
-from roformer_lit.checkpoint_io import PRETRAINING, AtomicCheckpointIO, read_checkpoint
-from roformer_lit.data.datamodule import MLMDataModule
-from roformer_lit.errors import ConfigError, TrainingDiverged
-from roformer_lit.final_validation import ValidateAtEnd
-from roformer_lit.model import check_document_mask, check_random_positions
-from roformer_lit.module import MaskedLM
-from roformer_lit.progress import default_progress_bar
-from roformer_lit.quiet import SummaryWithoutFlops
-from roformer_lit.run_logger import RunLogger, unique_version
-from roformer_lit.safe_input import check_readable_file, install_yaml_guard
-from roformer_lit.stored_tokenizer import TOKENIZER_KEY
+from roformer_lit.training.checkpoint_io import PRETRAINING, AtomicCheckpointIO, read_checkpoint
+from roformer_lit.training.final_validation import ValidateAtEnd
+from roformer_lit.training.progress import default_progress_bar
+from roformer_lit.training.quiet import SummaryWithoutFlops
+from roformer_lit.training.run_logger import RunLogger, unique_version
+from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY
 from roformer_lit.validation import check_trainer_arguments
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
 RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"
 
-EXIT_USER_ERROR = 2
-EXIT_DIVERGED = 3
-EXIT_PREEMPTED = startup_signals.EXIT_PREEMPTED  # EX_TEMPFAIL: try again (with --ckpt_path)
-EXIT_INTERRUPTED = startup_signals.EXIT_INTERRUPTED  # the shell's Ctrl-C; last.ckpt if trained
-
 #: ``--ckpt_path`` values Lightning resolves itself (not file paths).
-_SPECIAL_CKPT_PATHS = ("last", "best", "hpc")
+SPECIAL_CKPT_PATHS = ("last", "best", "hpc")
 #: Hyperparameters that must match between a checkpoint and the model it is loaded into.
 _ARCHITECTURE_KEYS = (
     "position",
@@ -150,7 +122,7 @@ class RoformerCLI(LightningCLI):
             self.config = self.parser.parse_object({subcommand: section}, self.config)
 
     def before_instantiate_classes(self) -> None:
-        """Pick and claim the run directory (:mod:`roformer_lit.run_dir`): resume into a
+        """Pick and claim the run directory (:mod:`roformer_lit.training.run_dir`): resume into a
         checkpoint's own run, or a new readable one. ``validate``/``test``/``predict`` make no
         run of their own: their results are appended to the evaluated run's
         ``evaluations.jsonl`` (:meth:`_run_subcommand`)."""
@@ -160,11 +132,11 @@ class RoformerCLI(LightningCLI):
         check_random_positions(config)
         logger = config.trainer.logger
         if self.subcommand != "fit":
-            if _is_run_logger(logger):
+            if is_run_logger(logger):
                 config.trainer.logger = False
             return
         check_checkpoint_placement(config)
-        if not _is_run_logger(logger):
+        if not is_run_logger(logger):
             return
         args = logger.init_args
         root, name = args.get("save_dir") or "runs", args.get("name") or "default"
@@ -213,7 +185,7 @@ class RoformerCLI(LightningCLI):
         except (ValueError, TypeError) as exc:  # a class refused its arguments
             if isinstance(exc, ConfigError):
                 raise
-            raise ConfigError(f"invalid settings: {_one_line(exc)}") from exc
+            raise ConfigError(f"invalid settings: {one_line(exc)}") from exc
         _check_lengths(self.model, self.datamodule)
         checkpoint, self._checkpoint = getattr(self, "_checkpoint", None), None
         if checkpoint is not None:
@@ -320,7 +292,7 @@ def _record_evaluation(subcommand: str, config: Any, trainer: Trainer) -> Path |
     gets no record (Lightning's printed table is the result)."""
 
     ckpt = config.get("ckpt_path")
-    if not trainer.is_global_zero or ckpt is None or str(ckpt) in _SPECIAL_CKPT_PATHS:
+    if not trainer.is_global_zero or ckpt is None or str(ckpt) in SPECIAL_CKPT_PATHS:
         return None
     run = run_dir_of(ckpt)
     if run is None:
@@ -359,7 +331,7 @@ def _inspect_checkpoint(
     file, a file that is not a roformer_lit checkpoint, or one of another architecture than
     ``model_config`` (keys still at their ``defaults`` are taken from the checkpoint
     instead). Returns (path, checkpoint) for the checks after instantiation."""
-    if ckpt_path is None or str(ckpt_path) in _SPECIAL_CKPT_PATHS:
+    if ckpt_path is None or str(ckpt_path) in SPECIAL_CKPT_PATHS:
         return None
     path = str(ckpt_path)
     if "://" in path:  # remote: left to Lightning
@@ -549,8 +521,8 @@ def validate_config(
                 auto_configure_optimizers=False,
             )
     except Exception as exc:
-        if _is_argument_error(exc):
-            raise ConfigError(_one_line(exc)) from exc
+        if is_argument_error(exc):
+            raise ConfigError(one_line(exc)) from exc
         raise
     return cli.config
 
@@ -574,7 +546,7 @@ def _is_inside(path: Path, directory: Path) -> bool:
     return path.resolve().is_relative_to(directory.resolve())
 
 
-def _is_run_logger(logger: Any) -> bool:
+def is_run_logger(logger: Any) -> bool:
     return (
         logger is not None
         and not isinstance(logger, bool)
@@ -596,7 +568,7 @@ def _check_lengths(model: MaskedLM, datamodule: MLMDataModule) -> None:
 #: The base experiment every pretraining config composes on: the per-scheme files in
 #: ``configs/`` hold only what their ablation changes. In a source checkout (the README's
 #: editable install) it lies beside the package.
-BASE_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "base.yaml"
+BASE_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "base.yaml"
 
 
 def mlm_parser_kwargs(subcommands: bool = True, **extra: Any) -> dict[str, Any]:
@@ -627,184 +599,6 @@ def lightning_main(args: Sequence[str] | None) -> None:
     )
 
 
-def export_main(args: Sequence[str]) -> None:
-    """``export --ckpt_path X --out DIR``: a checkpoint as a complete Hugging Face MLM
-    directory (config, weights, tokenizer) that ``pipeline("fill-mask", model=DIR)`` loads.
-
-    The tokenizer is ``--tokenizer`` if given, else the one stored in the checkpoint. A
-    checkpoint that stores none (written before checkpoints carried one) is refused in one
-    line unless given ``--tokenizer`` or ``--no_tokenizer`` (the model alone). ``--out``
-    must be new or empty; nothing is written on any error.
-    """
-    from roformer_lit.interop.export import check_out_dir, export_hf
-    from roformer_lit.interop.tokenizer import export_tokenizer
-
-    parser = ArgumentParser(prog="python -m roformer_lit export", exit_on_error=False)
-    parser.add_argument("--ckpt_path", type=str, required=True, help="a .ckpt written by fit")
-    parser.add_argument("--out", type=str, required=True, help="new HF model directory")
-    parser.add_argument(
-        "--tokenizer",
-        type=str | None,
-        default=None,
-        help="tokenizer.json to export (default: the one stored in the checkpoint)",
-    )
-    parser.add_argument(
-        "--no_tokenizer",
-        action="store_true",
-        help="export the model without a tokenizer (AutoTokenizer / pipeline cannot load it)",
-    )
-    ns = parser.parse_args(list(args))
-    if ns.tokenizer is not None and ns.no_tokenizer:
-        raise ConfigError("--tokenizer and --no_tokenizer exclude each other; give one of them")
-    ckpt = Path(ns.ckpt_path)
-    if not ckpt.is_file():
-        raise ConfigError(f"checkpoint not found: {ckpt}")
-    check_out_dir(ns.out)
-    checkpoint = read_checkpoint(ckpt, kind=PRETRAINING)  # weights_only, before anything else
-    tokenizer, note = None, "exported without a tokenizer (--no_tokenizer)"
-    if not ns.no_tokenizer:
-        tokenizer, note = export_tokenizer(checkpoint, ckpt, ns.tokenizer)
-        if tokenizer is None:
-            raise ConfigError(
-                f"{note}; pass --tokenizer the run's tokenizer.json, or --no_tokenizer to "
-                "export the model alone"
-            )
-    model = MaskedLM.from_checkpoint(ckpt)
-    print(export_hf(model, ns.out, tokenizer, require_tokenizer=False))
-    if note is not None:
-        print(f"note: {note}", file=sys.stderr)
-
-
-#: Extra subcommands beside LightningCLI's: name -> "module:function" taking the remaining
-#: arguments and returning an exit code (or None for 0). Imported only when called.
-EXTRA_COMMANDS: dict[str, str] = {
-    "export": "roformer_lit.cli:export_main",
-    "sweep": "roformer_lit.sweep:main",
-    "compare": "roformer_lit.compare:main",
-    "bench": "roformer_lit.benchmarks.models:main",
-    "bench-data": "roformer_lit.benchmarks.data_pipeline:run",
-    "bench-flex": "roformer_lit.benchmarks.flex_vs_sdpa:main",
-    "extrapolate": "roformer_lit.extrapolate:main",
-    "locality": "roformer_lit.locality:main",
-    "prepare": "roformer_lit.data.prepare_cli:main",
-    "finetune": "roformer_lit.finetune.cli:main",
-}
-
-
-def _extra_command(name: str) -> Callable[[Sequence[str]], Any]:
-    module_name, function = EXTRA_COMMANDS[name].split(":")
-    return getattr(importlib.import_module(module_name), function)
-
-
-def main(args: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 2 user error, 3 diverged, 75 preempted,
-    130 interrupted by Ctrl-C; see the module docstring)."""
-    argv = list(sys.argv[1:] if args is None else args)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(f"more commands: {', '.join(EXTRA_COMMANDS)} (each takes --help)\n")
-    try:
-        quiet.install()
-        install_yaml_guard()
-        _check_config_files(argv)
-        if argv and argv[0] in EXTRA_COMMANDS:
-            result = _extra_command(argv[0])(argv[1:])
-            return result if isinstance(result, int) else 0
-        lightning_main(argv if args is not None else None)
-    except SIGTERMException as exc:
-        info = getattr(exc, "preemption", None)
-        if info is None:
-            print("stopped by a signal; no checkpoint was saved", file=sys.stderr)
-            return EXIT_PREEMPTED
-        interrupted = info["signal"] == "SIGINT"
-        print(
-            f"{'interrupted by Ctrl-C' if interrupted else 'preempted by ' + info['signal']} at "
-            f"step {info['step']}: saved {info['checkpoint']}; continue with --ckpt_path "
-            f"{info['checkpoint']}",
-            file=sys.stderr,
-        )
-        return EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED
-    except TrainingDiverged as exc:
-        last = getattr(exc, "last_checkpoint", None)
-        where = (
-            f"; last checkpoint: {last[0]} (step {last[1]})"
-            if last
-            else "; no checkpoint was written before it"
-        )
-        print(f"error: {exc}{where}", file=sys.stderr)
-        return EXIT_DIVERGED
-    except (KeyboardInterrupt, startup_signals.Terminated) as exc:
-        return _stopped_outside_training(exc)
-    except SystemExit as exc:  # Lightning answers a KeyboardInterrupt with sys.exit(1)
-        if isinstance(exc.__context__, KeyboardInterrupt):
-            return _stopped_outside_training(exc.__context__)
-        raise
-    except OSError as exc:  # unreadable input, read-only or full disk, a file in the way
-        run_dir.discard_if_unused()
-        print(f"error: {_describe_os_error(exc)}", file=sys.stderr)
-        return EXIT_USER_ERROR
-    except Exception as exc:
-        from lightning.fabric.utilities.exceptions import MisconfigurationException
-
-        if (
-            isinstance(exc, ConfigError)
-            or _is_argument_error(exc)
-            or isinstance(exc, MisconfigurationException)
-        ):
-            run_dir.discard_if_unused()
-            print(f"error: {_one_line(exc)}", file=sys.stderr)
-            return EXIT_USER_ERROR
-        stop = startup_signals.stopping_signal()
-        if stop is not None:  # a signal surfaced as another error (an interrupted import)
-            return _stopped_outside_training(stop)
-        raise
-    finally:
-        run_dir.release_all()
-    failures = quiet.background_failures()
-    if failures:  # a background thread died (TensorBoard's writer): the run did not finish well
-        failure = failures[0]
-        what = _describe_os_error(failure) if isinstance(failure, OSError) else _one_line(failure)
-        print(f"error: a background writer failed: {what}", file=sys.stderr)
-        return EXIT_USER_ERROR
-    return 0
-
-
-def _stopped_outside_training(exc: BaseException) -> int:
-    """Ctrl-C or SIGTERM that the training loop did not take over (start-up, corpus
-    preparation, an evaluation, a second Ctrl-C): remove what this process created that
-    holds no checkpoint, say so in one line, exit 130 (Ctrl-C) or 75 (SIGTERM)."""
-    removed = run_dir.discard_if_unused()
-    return startup_signals.report_stop(exc, str(removed[0]) if removed else None)
-
-
-def _describe_os_error(exc: OSError) -> str:
-    """``<what went wrong>: <file>`` for an OSError, one line."""
-    what = exc.strerror or _one_line(exc) or type(exc).__name__
-    where = os.fsdecode(exc.filename) if exc.filename is not None else ""
-    if exc.filename2 is not None:
-        where = f"{where} -> {os.fsdecode(exc.filename2)}"
-    return f"{what}: {where}" if where else what
-
-
-def _check_config_files(argv: Sequence[str]) -> None:
-    """Every ``--config``/``-c`` file must be a regular readable file (a FIFO would hang the
-    parser, a directory confuse it)."""
-    for i, arg in enumerate(argv):
-        path = None
-        if arg in ("--config", "-c") and i + 1 < len(argv):
-            path = argv[i + 1]
-        elif arg.startswith("--config="):
-            path = arg.split("=", 1)[1]
-        if path is not None and not path.lstrip().startswith(("{", "[")):
-            check_readable_file(path, "config file")
-
-
-def _is_argument_error(exc: BaseException) -> bool:
-    import argparse
-
-    from jsonargparse import ArgumentError
-
+def is_argument_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a command-line parsing error (argparse's or jsonargparse's)."""
     return isinstance(exc, (ArgumentError, argparse.ArgumentError))
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())

@@ -12,9 +12,9 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-from roformer_lit.compare.aggregate import METRICS, Stat, VariantRow
-from roformer_lit.compare.runs import RunSummary
-from roformer_lit.compare.variants import differing_keys, flatten
+from roformer_lit.results.compare.aggregate import METRICS, Stat, VariantRow
+from roformer_lit.results.compare.runs import RunSummary
+from roformer_lit.results.compare.variants import differing_keys, flatten
 
 #: Decimal places per metric in the markdown table (the CSV keeps full precision).
 DECIMALS = {

@@ -9,7 +9,7 @@
   from the generator of ``(seed, "val", length, i)``: the same sequences whatever the
   batch size, and a longer ``count`` only adds sequences.
 
-Items are ``{"input_ids", "labels"}`` int64 tensors (see :func:`~roformer_lit.probes.tasks.generate`).
+Items are ``{"input_ids", "labels"}`` int64 tensors (see :func:`~roformer_lit.data.probes.tasks.generate`).
 With ``random_positions`` ``R`` (Ruoss et al. 2023), a training batch also carries
 ``position_ids``: per sequence, ``L`` distinct positions of ``[0, R)`` drawn without
 replacement and sorted, from the generator of ``(seed, "positions", epoch, i)`` -- a stream
@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from roformer_lit.probes.tasks import ProbeTask, generate, probe_rng
+from roformer_lit.data.probes.tasks import ProbeTask, generate, probe_rng
 
 
 def random_positions(rng: np.random.Generator, rows: int, length: int, limit: int) -> torch.Tensor:

@@ -7,7 +7,7 @@ theirs (the network, the loss, the metrics); this base gives both
 * **exact resume**: every checkpoint carries the random generators (torch CPU and CUDA,
   Python, NumPy; every rank's under DDP), restored just before the first training batch
   after a resume, so dropout continues exactly where it stopped; and the run's tokenizer,
-  so a checkpoint is usable without the corpus (:mod:`roformer_lit.stored_tokenizer`);
+  so a checkpoint is usable without the corpus (:mod:`roformer_lit.training.stored_tokenizer`);
 * **the non-finite guard**: a NaN/inf training loss or gradient stops the run with
   :class:`~roformer_lit.errors.TrainingDiverged` naming the step, before the optimiser
   touches the weights (with a module's ``skip_nonfinite`` hyperparameter the batch is
@@ -39,11 +39,11 @@ import torch
 from lightning.pytorch.utilities import rank_zero_only
 from torch import nn
 
-from roformer_lit.checkpoint_io import refuse_nonfinite
 from roformer_lit.errors import TrainingDiverged
 from roformer_lit.model import Encoder
 from roformer_lit.run_files import warn
-from roformer_lit.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
+from roformer_lit.training.checkpoint_io import refuse_nonfinite
+from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
 
 #: With ``skip_nonfinite``, this many non-finite batches in a row still stop the run.
 MAX_CONSECUTIVE_SKIPS = 20

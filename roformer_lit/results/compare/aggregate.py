@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from roformer_lit.compare.runs import RunSummary
+from roformer_lit.results.compare.runs import RunSummary
 
 #: Metric attribute of RunSummary -> column heading, in table order.
 METRICS: dict[str, str] = {

@@ -19,7 +19,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from roformer_lit.compare.aggregate import VariantRow
+from roformer_lit.results.compare.aggregate import VariantRow
 
 Axis = Literal["step", "time"]
 PLOT_FILES: dict[Axis, str] = {"step": "val_loss_vs_step.png", "time": "val_loss_vs_time.png"}

@@ -16,8 +16,8 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from roformer_lit.checkpoint_io import read_checkpoint
 from roformer_lit.errors import ConfigError
+from roformer_lit.training.checkpoint_io import read_checkpoint
 
 #: Top-level checkpoint key holding ``Tokenizer.to_str()`` of the run's tokenizer.
 TOKENIZER_KEY = "tokenizer_json"

@@ -8,23 +8,23 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from roformer_lit.compare.aggregate import aggregate
-from roformer_lit.compare.collect import collect_runs
-from roformer_lit.compare.downstream import aggregate_downstream, is_finetune
-from roformer_lit.compare.downstream_plot import save_downstream_plot
-from roformer_lit.compare.downstream_table import runs_csv as downstream_runs_csv
-from roformer_lit.compare.downstream_table import to_csv as downstream_csv
-from roformer_lit.compare.downstream_table import to_markdown as downstream_markdown
-from roformer_lit.compare.plots import save_plots
-from roformer_lit.compare.table import (
+from roformer_lit.errors import ConfigError
+from roformer_lit.results.compare.aggregate import aggregate
+from roformer_lit.results.compare.collect import collect_runs
+from roformer_lit.results.compare.downstream import aggregate_downstream, is_finetune
+from roformer_lit.results.compare.downstream_plot import save_downstream_plot
+from roformer_lit.results.compare.downstream_table import runs_csv as downstream_runs_csv
+from roformer_lit.results.compare.downstream_table import to_csv as downstream_csv
+from roformer_lit.results.compare.downstream_table import to_markdown as downstream_markdown
+from roformer_lit.results.compare.plots import save_plots
+from roformer_lit.results.compare.table import (
     evaluation_markdown,
     runs_csv,
     to_csv,
     to_markdown,
     write_text,
 )
-from roformer_lit.compare.variants import assign_variants
-from roformer_lit.errors import ConfigError
+from roformer_lit.results.compare.variants import assign_variants
 from roformer_lit.run_files import expand_arguments, warn
 
 USAGE = """Compare the training runs under LOGDIR (any depth; several LOGDIRs and quoted globs

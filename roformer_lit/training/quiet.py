@@ -2,7 +2,7 @@
 
 * Lightning's advertisement for its cloud logger (printed on every run) and its
   "Detected KeyboardInterrupt, attempting graceful shutdown" line (the CLI prints its own
-  one line, :func:`roformer_lit.cli.main`);
+  one line, :func:`roformer_lit.commands.pretrain.main`);
 * PyTorch's ``isinstance(treespec, LeafSpec)`` deprecation warning, raised from inside
   Lightning, which a user cannot act on;
 * on ``validate``/``test``, Lightning's "The dirpath has changed from ..." about the

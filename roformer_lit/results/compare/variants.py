@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from roformer_lit.compare.runs import RunSummary
+from roformer_lit.results.compare.runs import RunSummary
 
 #: Hyperparameters that never tell variants apart.
 IGNORED_KEYS = frozenset(
@@ -96,7 +96,7 @@ def saved_defaults() -> dict[str, Any]:
     (:data:`SAVED_CLASSES`), for the names on which they all agree. A run made before a
     hyperparameter existed (``document_mask``, say) does not save it and had its default,
     so it is compared as having that value."""
-    package = Path(__file__).resolve().parent.parent
+    package = Path(__file__).resolve().parents[2]  # roformer_lit/
     seen: dict[str, set[str]] = {}
     values: dict[str, Any] = {}
     for source, class_name in SAVED_CLASSES:

@@ -1,0 +1,165 @@
+"""The command line: ``python -m roformer_lit <command> ...``, and its exit codes.
+
+``fit``/``validate``/``test``/``predict`` go through LightningCLI
+(:mod:`roformer_lit.commands.pretrain`); the other commands are listed in
+:data:`EXTRA_COMMANDS` (each imported only when called). Exit codes (each non-zero one
+comes with one line on stderr, never a traceback):
+
+* 0 -- done;
+* 2 (``EXIT_USER_ERROR``) -- a user mistake: bad config or flag, unreadable corpus, a
+  checkpoint that is missing, truncated, not a checkpoint, or from another model;
+* 3 (``EXIT_DIVERGED``) -- the training loss or a gradient became NaN/inf; the line names
+  the step and the last good checkpoint (nothing newer was written);
+* 75 (``EXIT_PREEMPTED``, ``EX_TEMPFAIL``) -- stopped by SIGTERM or SIGUSR1 (after saving
+  ``last.ckpt`` when training ran); rerun with ``--ckpt_path`` that file to continue;
+* 130 (``EXIT_INTERRUPTED``) -- stopped by Ctrl-C: a first Ctrl-C finishes the step and
+  saves ``last.ckpt`` as a preemption does, a second one stops at once.
+
+Unreadable input, a read-only or full disk and a file where a directory belongs are
+reported as user mistakes (one line, exit 2). A run directory this process created is
+removed again when the command fails before it wrote any checkpoint
+(:mod:`roformer_lit.training.run_dir`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+from roformer_lit.commands.pretrain import is_argument_error, lightning_main
+from roformer_lit.errors import ConfigError, TrainingDiverged, one_line
+from roformer_lit.safe_input import check_readable_file, install_yaml_guard
+from roformer_lit.training import quiet, run_dir, startup_signals
+
+EXIT_USER_ERROR = 2
+EXIT_DIVERGED = 3
+EXIT_PREEMPTED = startup_signals.EXIT_PREEMPTED  # EX_TEMPFAIL: try again (with --ckpt_path)
+EXIT_INTERRUPTED = startup_signals.EXIT_INTERRUPTED  # the shell's Ctrl-C; last.ckpt if trained
+
+
+#: Extra subcommands beside LightningCLI's: name -> "module:function" taking the remaining
+#: arguments and returning an exit code (or None for 0). Imported only when called.
+EXTRA_COMMANDS: dict[str, str] = {
+    "export": "roformer_lit.commands.export:export_main",
+    "sweep": "roformer_lit.sweep:main",
+    "compare": "roformer_lit.results.compare:main",
+    "bench": "roformer_lit.benchmarks.models:main",
+    "bench-data": "roformer_lit.benchmarks.data_pipeline:run",
+    "bench-flex": "roformer_lit.benchmarks.flex_vs_sdpa:main",
+    "extrapolate": "roformer_lit.results.extrapolate:main",
+    "locality": "roformer_lit.results.locality:main",
+    "prepare": "roformer_lit.data.prepare_cli:main",
+    "finetune": "roformer_lit.finetune.cli:main",
+}
+
+
+def _extra_command(name: str) -> Callable[[Sequence[str]], Any]:
+    module_name, function = EXTRA_COMMANDS[name].split(":")
+    return getattr(importlib.import_module(module_name), function)
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 ok, 2 user error, 3 diverged, 75 preempted,
+    130 interrupted by Ctrl-C; see the module docstring)."""
+    argv = list(sys.argv[1:] if args is None else args)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(f"more commands: {', '.join(EXTRA_COMMANDS)} (each takes --help)\n")
+    try:
+        quiet.install()
+        install_yaml_guard()
+        _check_config_files(argv)
+        if argv and argv[0] in EXTRA_COMMANDS:
+            result = _extra_command(argv[0])(argv[1:])
+            return result if isinstance(result, int) else 0
+        lightning_main(argv if args is not None else None)
+    except SIGTERMException as exc:
+        info = getattr(exc, "preemption", None)
+        if info is None:
+            print("stopped by a signal; no checkpoint was saved", file=sys.stderr)
+            return EXIT_PREEMPTED
+        interrupted = info["signal"] == "SIGINT"
+        print(
+            f"{'interrupted by Ctrl-C' if interrupted else 'preempted by ' + info['signal']} at "
+            f"step {info['step']}: saved {info['checkpoint']}; continue with --ckpt_path "
+            f"{info['checkpoint']}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED
+    except TrainingDiverged as exc:
+        last = getattr(exc, "last_checkpoint", None)
+        where = (
+            f"; last checkpoint: {last[0]} (step {last[1]})"
+            if last
+            else "; no checkpoint was written before it"
+        )
+        print(f"error: {exc}{where}", file=sys.stderr)
+        return EXIT_DIVERGED
+    except (KeyboardInterrupt, startup_signals.Terminated) as exc:
+        return _stopped_outside_training(exc)
+    except SystemExit as exc:  # Lightning answers a KeyboardInterrupt with sys.exit(1)
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            return _stopped_outside_training(exc.__context__)
+        raise
+    except OSError as exc:  # unreadable input, read-only or full disk, a file in the way
+        run_dir.discard_if_unused()
+        print(f"error: {_describe_os_error(exc)}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except Exception as exc:
+        from lightning.fabric.utilities.exceptions import MisconfigurationException
+
+        if (
+            isinstance(exc, ConfigError)
+            or is_argument_error(exc)
+            or isinstance(exc, MisconfigurationException)
+        ):
+            run_dir.discard_if_unused()
+            print(f"error: {one_line(exc)}", file=sys.stderr)
+            return EXIT_USER_ERROR
+        stop = startup_signals.stopping_signal()
+        if stop is not None:  # a signal surfaced as another error (an interrupted import)
+            return _stopped_outside_training(stop)
+        raise
+    finally:
+        run_dir.release_all()
+    failures = quiet.background_failures()
+    if failures:  # a background thread died (TensorBoard's writer): the run did not finish well
+        failure = failures[0]
+        what = _describe_os_error(failure) if isinstance(failure, OSError) else one_line(failure)
+        print(f"error: a background writer failed: {what}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    return 0
+
+
+def _stopped_outside_training(exc: BaseException) -> int:
+    """Ctrl-C or SIGTERM that the training loop did not take over (start-up, corpus
+    preparation, an evaluation, a second Ctrl-C): remove what this process created that
+    holds no checkpoint, say so in one line, exit 130 (Ctrl-C) or 75 (SIGTERM)."""
+    removed = run_dir.discard_if_unused()
+    return startup_signals.report_stop(exc, str(removed[0]) if removed else None)
+
+
+def _describe_os_error(exc: OSError) -> str:
+    """``<what went wrong>: <file>`` for an OSError, one line."""
+    what = exc.strerror or one_line(exc) or type(exc).__name__
+    where = os.fsdecode(exc.filename) if exc.filename is not None else ""
+    if exc.filename2 is not None:
+        where = f"{where} -> {os.fsdecode(exc.filename2)}"
+    return f"{what}: {where}" if where else what
+
+
+def _check_config_files(argv: Sequence[str]) -> None:
+    """Every ``--config``/``-c`` file must be a regular readable file (a FIFO would hang the
+    parser, a directory confuse it)."""
+    for i, arg in enumerate(argv):
+        path = None
+        if arg in ("--config", "-c") and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith("--config="):
+            path = arg.split("=", 1)[1]
+        if path is not None and not path.lstrip().startswith(("{", "[")):
+            check_readable_file(path, "config file")
