@@ -1,4 +1,10 @@
-"""The model's and optimiser's arguments, checked in one place against one table.
+"""Arguments, checked in one way: declarative tables of :class:`Rule`.
+
+Every class that takes user arguments declares them in a table (name -> rule) and calls
+:func:`check_arguments`: the model and optimiser here (:data:`MODEL_RULES`), the data
+module (``DATA_RULES`` in :mod:`roformer_lit.data.datamodule`), fine-tuning's module and
+data module, the trainer settings (:func:`check_trainer_arguments`); schemes and kernels
+check their options with :func:`check` and the same rules.
 
 :data:`MODEL_RULES` maps every argument of :class:`~roformer_lit.module.MaskedLM` to a
 :class:`Rule` (its type and valid range, in words); :data:`CROSS_RULES` are the checks that
@@ -89,7 +95,26 @@ finite_non_negative_float = finite_float_at_least(0)
 unit_interval_open_right = Rule("in [0, 1)", lambda v: _is_finite_number(v) and 0 <= v < 1)
 #: ``0 <= r <= 1``.
 unit_interval = Rule("in [0, 1]", lambda v: _is_finite_number(v) and 0 <= v <= 1)
+#: ``0 < p < 1``: a masking rate, a held-out fraction.
+unit_interval_open = Rule("in (0, 1)", lambda v: _is_finite_number(v) and 0 < v < 1)
 boolean = Rule("true or false", lambda v: isinstance(v, bool))
+
+
+def one_of(*choices: Any) -> Rule:
+    """One of ``choices`` (compared with ``==``; a bool is not taken for 0 or 1)."""
+    return Rule(
+        f"one of {', '.join(map(str, choices))}",
+        lambda v: not isinstance(v, bool) and any(v == c for c in choices),
+    )
+
+
+def int_in(low: int, high: int) -> Rule:
+    """An integer (never a bool) in ``[low, high]``."""
+    return Rule(f"an integer in {low}..{high}", lambda v: _is_int(v) and low <= v <= high)
+
+
+#: A string with something in it (a field name, a dataset name).
+non_empty_text = Rule("a non-empty string", lambda v: isinstance(v, str) and bool(v))
 text = Rule("a string", lambda v: isinstance(v, str))
 mapping = Rule("a mapping of option names to values", lambda v: isinstance(v, Mapping))
 
@@ -219,14 +244,22 @@ CROSS_RULES: list[tuple[tuple[str, ...], Callable[[Mapping[str, Any]], None]]] =
 ]
 
 
+def check_arguments(arguments: Mapping[str, Any], rules: Mapping[str, Rule], prefix: str) -> None:
+    """Check each of ``arguments`` that ``rules`` knows: the one way every class of the
+    project checks its arguments (the model, the data modules, fine-tuning, the schemes
+    and kernels through :func:`check`). The first failure is one ConfigError line,
+    ``<prefix><argument> must be <expected>, got <value>``."""
+    for name, value in arguments.items():
+        rule = rules.get(name)
+        if rule is not None:
+            check(prefix + name, value, rule)
+
+
 def check_model_arguments(arguments: Mapping[str, Any]) -> None:
     """Check each of ``arguments`` that :data:`MODEL_RULES` knows, then the cross rules
     whose arguments are all present; the first failure is one ConfigError line naming
     ``model.<argument>``, the wrong value and the valid ones."""
-    for name, value in arguments.items():
-        rule = MODEL_RULES.get(name)
-        if rule is not None:
-            check(PREFIX + name, value, rule)
+    check_arguments(arguments, MODEL_RULES, PREFIX)
     for needed, cross_check in CROSS_RULES:
         if all(name in arguments for name in needed):
             cross_check(arguments)

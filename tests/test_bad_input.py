@@ -69,7 +69,10 @@ CASES: dict[str, tuple[list[str], str]] = {
     "unknown_scheme": (fit("--model.position", "rotary"), "rotary"),
     "negative_hidden": (fit("--model.hidden_size", "-32"), "hidden_size must be a positive"),
     "zero_heads": (fit("--model.num_heads", "0"), "num_heads must be a positive"),
-    "negative_batch": (fit("--data.batch_size", "-8"), "data.batch_size=-8"),
+    "negative_batch": (
+        fit("--data.batch_size", "-8"),
+        "data.batch_size must be a positive integer, got -8",
+    ),
     "negative_steps": (fit("--trainer.max_steps", "-5"), "max_steps"),
     "config_unknown_key": (
         ["fit", "--config", str(CONFIGS / "rope.yaml"), "--config", "bad_key.yaml", *TINY],

@@ -383,7 +383,7 @@ def test_jsonl_and_compressed_reading(tmp_path: Path) -> None:
     ],
 )
 def test_argument_validation(kw: dict[str, object], name: str, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=rf"{name}={kw[name]!r}.*must be"):
+    with pytest.raises(ConfigError, match=rf"data\.{name} must be .*, got {kw[name]!r}"):
         MLMDataModule(cache_dir=str(tmp_path), **kw)  # type: ignore[arg-type]
 
 

@@ -37,6 +37,7 @@ from roformer_lit.attention.base import AttentionKernel, Rotation
 from roformer_lit.attention.flex import flex_softmax
 from roformer_lit.errors import ConfigError
 from roformer_lit.score_bias import BiasLookup, ScoreBias, TableLookup
+from roformer_lit.validation import check, one_of
 
 BACKENDS = ("auto", "sdpa", "flex")
 #: ``auto`` takes FlexAttention for learned per-distance biases from this length on (at 512
@@ -52,10 +53,7 @@ class SoftmaxAttention(AttentionKernel):
 
     def __init__(self, *, backend: Literal["auto", "sdpa", "flex"] = "auto") -> None:
         super().__init__()
-        if backend not in BACKENDS:
-            raise ConfigError(
-                f"softmax attention backend must be one of {', '.join(BACKENDS)}, got {backend!r}"
-            )
+        check("softmax attention backend", backend, one_of(*BACKENDS))
         self.backend = backend
 
     def _flex_lookup(self, q: Tensor, bias: ScoreBias, dropout_p: float) -> BiasLookup | None:

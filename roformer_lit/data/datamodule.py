@@ -66,6 +66,17 @@ from roformer_lit.data.tokenizer import (
     training_sample,
 )
 from roformer_lit.errors import ConfigError
+from roformer_lit.validation import (
+    Rule,
+    at_least_int,
+    boolean,
+    check_arguments,
+    non_empty_text,
+    non_negative_int,
+    optional,
+    positive_int,
+    unit_interval_open,
+)
 
 #: Training batches per epoch of a probe (each a fresh draw; epochs only renumber them).
 PROBE_EPOCH_BATCHES = 10_000
@@ -81,13 +92,31 @@ def info(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check(ok: bool, name: str, value: object, valid: str) -> None:
-    if not ok:
-        raise ConfigError(f"data.{name}={value!r} is invalid: must be {valid}")
+#: Every argument of :class:`MLMDataModule` with a range of its own, and what it accepts
+#: (checked by :func:`~roformer_lit.validation.check_arguments`; the settings that must
+#: agree with each other are checked after it).
+DATA_RULES: dict[str, Rule] = {
+    "val_fraction": unit_interval_open,
+    "text_field": non_empty_text,
+    "dataset": optional(non_empty_text),
+    "dataset_streaming": boolean,
+    "vocab_size": at_least_int(100),
+    "tokenizer_sample_mb": positive_int,
+    "max_length": at_least_int(8),
+    "batch_size": positive_int,
+    "mlm_probability": unit_interval_open,
+    "num_workers": non_negative_int,
+    "num_proc": optional(positive_int),
+    "seed": non_negative_int,
+    "max_val_blocks": optional(positive_int),
+    "max_train_blocks": optional(positive_int),
+    "document_mask": boolean,
+    "random_positions": optional(at_least_int(8)),
+    "probe": optional(non_empty_text),
+    "probe_min_length": positive_int,
+    "probe_max_length": positive_int,
+    "probe_symbols": at_least_int(2),
+}
 
 
 def _check_probe(settings: dict[str, Any]) -> ProbeTask | None:
@@ -108,16 +137,14 @@ def _check_probe(settings: dict[str, Any]) -> ProbeTask | None:
             f"data.document_mask=true cannot go with data.probe={task.name!r} (a probe "
             "sequence is one document): leave it false"
         )
-    for name, least in (("probe_symbols", 2), ("probe_min_length", 1), ("probe_max_length", 1)):
-        value = settings[name]
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= least
-        _check(ok, name, value, f"an integer >= {least}")
     symbols, low, high = (
         settings[k] for k in ("probe_symbols", "probe_min_length", "probe_max_length")
     )
-    _check(low <= high, "probe_min_length", low, f"<= data.probe_max_length={high}")
+    if low > high:
+        raise ConfigError(
+            f"data.probe_min_length must be <= data.probe_max_length={high}, got {low}"
+        )
     task.check(high, symbols)
-    _check(settings["seed"] >= 0, "seed", settings["seed"], ">= 0 with data.probe")
     needed = task.sequence_length(high)
     if settings["max_length"] < needed:
         raise ConfigError(
@@ -224,35 +251,17 @@ class MLMDataModule(L.LightningDataModule):
     ) -> None:
         hparams = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         super().__init__()
-        _check(max_length >= 8, "max_length", max_length, ">= 8")
-        _check(batch_size >= 1, "batch_size", batch_size, ">= 1")
-        _check(0.0 < mlm_probability < 1.0, "mlm_probability", mlm_probability, "in (0, 1)")
-        _check(vocab_size >= 100, "vocab_size", vocab_size, ">= 100")
-        _check(tokenizer_sample_mb >= 1, "tokenizer_sample_mb", tokenizer_sample_mb, ">= 1")
-        _check(num_workers >= 0, "num_workers", num_workers, ">= 0")
-        _check(num_proc is None or num_proc >= 1, "num_proc", num_proc, ">= 1 or null")
-        _check(0.0 < val_fraction < 1.0, "val_fraction", val_fraction, "in (0, 1)")
-        _check(bool(text_field), "text_field", text_field, "a non-empty string")
-        _check(dataset is None or bool(dataset), "dataset", dataset, "a name, a directory or null")
-        _check(isinstance(document_mask, bool), "document_mask", document_mask, "true or false")
-        _check(
-            random_positions is None
-            or (_is_int(random_positions) and random_positions >= max_length),
-            "random_positions",
-            random_positions,
-            f"an integer >= data.max_length={max_length} (the range positions are drawn "
-            "from) or null",
-        )
+        check_arguments(hparams, DATA_RULES, "data.")
+        if random_positions is not None and random_positions < max_length:
+            raise ConfigError(
+                f"data.random_positions must be >= data.max_length={max_length} (the range "
+                f"positions are drawn from) or null, got {random_positions}"
+            )
         if random_positions is not None and document_mask:
             raise ConfigError(
                 f"data.random_positions={random_positions} cannot go with data.document_mask="
                 "true (positions restart in every document): set one of them off"
             )
-        for name, cap in (
-            ("max_val_blocks", max_val_blocks),
-            ("max_train_blocks", max_train_blocks),
-        ):
-            _check(cap is None or cap >= 1, name, cap, ">= 1 or null")
         if dataset is not None and train_files is not None:
             raise ConfigError(
                 "data.train_files and data.dataset both name the training corpus: give one"

@@ -39,6 +39,15 @@ from roformer_lit.finetune.examples import (
 )
 from roformer_lit.finetune.pretrained import load_tokenizer
 from roformer_lit.finetune.tasks import TaskSpec, get_task
+from roformer_lit.validation import (
+    Rule,
+    at_least_int,
+    check_arguments,
+    int_in,
+    non_negative_int,
+    optional,
+    positive_int,
+)
 
 #: Most classes a head may have (given as ``data.num_labels`` or inferred from the labels).
 MAX_LABELS = 1 << 16
@@ -57,6 +66,16 @@ class EncodedTask(Dataset[tuple[list[int], int | float]]):
     def __getitem__(self, key: int | tuple[int, int]) -> tuple[list[int], int | float]:
         index = key[1] if isinstance(key, tuple) else key
         return self.ids[index], self.labels[index]
+
+
+#: The arguments of :class:`TaskDataModule` with a range of their own (checked by
+#: :func:`~roformer_lit.validation.check_arguments`).
+TASK_DATA_RULES: dict[str, Rule] = {
+    "max_length": at_least_int(3),  # [CLS] x [SEP]
+    "batch_size": positive_int,
+    "num_workers": non_negative_int,
+    "num_labels": optional(int_in(1, MAX_LABELS)),  # 1: a regression
+}
 
 
 class TaskDataModule(L.LightningDataModule):
@@ -97,22 +116,13 @@ class TaskDataModule(L.LightningDataModule):
         super().__init__()
         self.spec: TaskSpec = get_task(task)
         self.task = task
-        for name, value, low in (
-            ("max_length", max_length, 3),
-            ("batch_size", batch_size, 1),
-            ("num_workers", num_workers, 0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"data.{name}={value!r} is invalid: must be an integer >= {low}")
-        if num_labels is not None and (
-            isinstance(num_labels, bool)
-            or not isinstance(num_labels, int)
-            or not 1 <= num_labels <= MAX_LABELS
-        ):
-            raise ConfigError(
-                f"data.num_labels={num_labels!r} is invalid: must be an integer in "
-                f"1..{MAX_LABELS} (1: a regression) or null"
-            )
+        arguments = {
+            "max_length": max_length,
+            "batch_size": batch_size,
+            "num_workers": num_workers,
+            "num_labels": num_labels,
+        }
+        check_arguments(arguments, TASK_DATA_RULES, "data.")
         self.train_paths: list[Path] | None = None
         self.val_paths: list[Path] = []
         if self.spec.source == "local":

@@ -24,7 +24,6 @@ generators (dropout continues exactly after a resume) and the tokenizer.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -33,11 +32,22 @@ from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor, nn
 from torchmetrics import MeanMetric
 
-from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.metrics import make_metrics
 from roformer_lit.finetune.pretrained import check_resumed_pretrained, load_encoder
 from roformer_lit.finetune.tasks import get_task, metrics_for, val_suffixes
 from roformer_lit.training.lifecycle import RunModule
+from roformer_lit.validation import (
+    Rule,
+    check_arguments,
+    finite_non_negative_float,
+    finite_positive_float,
+    one_of,
+    optional,
+    pair,
+    positive_int,
+    unit_interval,
+    unit_interval_open_right,
+)
 
 POOLINGS = ("cls", "mean")
 
@@ -50,6 +60,22 @@ def pool(hidden: Tensor, attention_mask: Tensor | None, pooling: str) -> Tensor:
         return hidden.mean(dim=1)
     mask = attention_mask.to(hidden.dtype).unsqueeze(-1)
     return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
+#: The arguments of :class:`SequenceClassifier` with a range of their own (checked by
+#: :func:`~roformer_lit.validation.check_arguments`; ``pretrained`` by
+#: :func:`~roformer_lit.finetune.pretrained.read_pretrained`).
+CLASSIFIER_RULES: dict[str, Rule] = {
+    "num_labels": positive_int,  # linked from the data module: 1 is a regression
+    "pooling": one_of(*POOLINGS),
+    "learning_rate": finite_non_negative_float,
+    "weight_decay": finite_non_negative_float,
+    "betas": pair(unit_interval_open_right),
+    "warmup_ratio": unit_interval,
+    "classifier_dropout": unit_interval_open_right,
+    "dropout": optional(unit_interval_open_right),
+    "init_std": finite_positive_float,
+}
 
 
 class SequenceClassifier(RunModule):
@@ -82,18 +108,8 @@ class SequenceClassifier(RunModule):
         init_std: float = 0.02,
     ) -> None:
         super().__init__()
-        if num_labels is None or isinstance(num_labels, bool) or num_labels < 1:
-            raise ConfigError(f"model.num_labels={num_labels!r} is invalid: must be >= 1")
-        if pooling not in POOLINGS:
-            raise ConfigError(f"model.pooling={pooling!r} is invalid; valid: {', '.join(POOLINGS)}")
-        for name, value, high in (
-            ("learning_rate", learning_rate, math.inf),
-            ("weight_decay", weight_decay, math.inf),
-            ("warmup_ratio", warmup_ratio, 1.0),
-            ("classifier_dropout", classifier_dropout, 1.0),
-        ):
-            if not 0 <= value <= high or (name == "classifier_dropout" and value == 1.0):
-                raise ConfigError(f"model.{name}={value!r} is out of range")
+        arguments = {k: v for k, v in locals().items() if k in CLASSIFIER_RULES}
+        check_arguments(arguments, CLASSIFIER_RULES, "model.")
         self.save_hyperparameters()
         self.encoder = load_encoder(pretrained, dropout)
         hidden = self.encoder.word_embeddings.embedding_dim

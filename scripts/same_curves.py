@@ -1,0 +1,29 @@
+"""Compare two runs' logged curves bit for bit: ``python scripts/same_curves.py RUN_A RUN_B``.
+
+For every scalar tag both runs logged under ``train/`` and ``val/``, prints how many points
+each has and whether every (step, value) pair is identical (float equality, no tolerance);
+exits 1 if any differs. Used to prove that a refactor changes no number (the quick-start
+run before and after, on one machine)."""
+
+from __future__ import annotations
+
+import sys
+
+from roformer_lit.results.events import read_run
+
+
+def main(argv: list[str]) -> int:
+    a, b = (read_run(path).scalars for path in argv[1:3])
+    tags = sorted(t for t in set(a) & set(b) if t.startswith(("train/", "val/")))
+    different = 0
+    for tag in tags:
+        left = [(s.step, s.value) for s in a[tag]]
+        right = [(s.step, s.value) for s in b[tag]]
+        same = left == right
+        different += not same
+        print(f"{tag}: {len(left)} vs {len(right)} points, {'identical' if same else 'DIFFERENT'}")
+    return 1 if different or not tags else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
