@@ -82,3 +82,25 @@ def test_later_configs_override_earlier_ones():
     resolved = validate_config(["--config", str(CONFIGS / "alibi.yaml"), "--config", str(size)])
     for key in ("model.position", "model.hidden_size", "data.max_length", "trainer.max_steps"):
         assert resolved[key] == expected[key], key
+
+
+@pytest.mark.parametrize(
+    "old", sorted(__import__("roformer_lit.commands").commands.MOVED_CLASS_PATHS)
+)
+def test_a_config_saved_by_an_earlier_version_gets_the_new_class_path_in_one_line(
+    old, tmp_path, capsys
+):
+    import importlib
+
+    from roformer_lit.commands import MOVED_CLASS_PATHS, main
+
+    new = MOVED_CLASS_PATHS[old]
+    module, name = new.rsplit(".", 1)
+    assert hasattr(importlib.import_module(module), name)  # the new path is real
+    saved = tmp_path / "config.yaml"
+    saved.write_text(f"trainer:\n  logger:\n    class_path: {old}\n", encoding="utf-8")
+    before = saved.read_bytes()
+    assert main(["fit", "--config", str(saved)]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and old in errors[0] and new in errors[0]
+    assert saved.read_bytes() == before

@@ -27,6 +27,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from lightning.pytorch.utilities.exceptions import SIGTERMException
@@ -163,3 +164,32 @@ def _check_config_files(argv: Sequence[str]) -> None:
             path = arg.split("=", 1)[1]
         if path is not None and not path.lstrip().startswith(("{", "[")):
             check_readable_file(path, "config file")
+            _refuse_moved_class_paths(path)
+
+
+#: Class paths that configs saved by earlier versions name (a run's ``config.yaml``), and
+#: where those classes live now.
+MOVED_CLASS_PATHS = {
+    "roformer_lit.run_logger.RunLogger": "roformer_lit.training.run_logger.RunLogger",
+    "roformer_lit.callbacks.LastCheckpointAtEnd": (
+        "roformer_lit.training.callbacks.LastCheckpointAtEnd"
+    ),
+    "roformer_lit.final_validation.ValidateAtEnd": (
+        "roformer_lit.training.final_validation.ValidateAtEnd"
+    ),
+}
+
+
+def _refuse_moved_class_paths(path: str) -> None:
+    """A config saved by an earlier version names classes that have moved: one line naming
+    the old class path and the new one (the file is not changed)."""
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return  # the parser reports it
+    for old, new in MOVED_CLASS_PATHS.items():
+        if old in text:
+            raise ConfigError(
+                f"config file {path} names {old}, which this version calls {new}; replace "
+                "it in the file (a config saved by an earlier version of roformer-lit)"
+            )
