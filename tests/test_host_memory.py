@@ -1,7 +1,9 @@
 """keep_freed_memory: a large block freed and allocated again is not page-faulted in again.
 
 Measured by minor page faults (not time), in fresh interpreters: the setting is
-process-wide and cannot be undone.
+process-wide and cannot be undone. The probe imports what ``python -m roformer_lit`` has
+imported when it applies the setting (``roformer_lit.commands``): with torch 2.14's CUDA
+build and nothing else imported yet, glibc served the block by mmap regardless.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ pytestmark = pytest.mark.skipif(
 
 PROBE = """
 import json, resource, sys, torch
+import roformer_lit.commands  # what python -m roformer_lit has imported when it applies it
 from roformer_lit.training.host_memory import keep_freed_memory
 applied = keep_freed_memory() if sys.argv[1] == "keep" else False
 
