@@ -1,4 +1,5 @@
-"""Each scheme and kernel against a slow oracle written from REFERENCE.md's formulas."""
+"""Each scheme and kernel against a slow oracle written from its paper's formula (stated in each
+scheme's module docstring)."""
 
 from __future__ import annotations
 
@@ -196,7 +197,7 @@ def test_xl_score_equals_formula(per_layer, block_rows, monkeypatch):
 
 
 def deberta_delta(i: int, j: int, buckets: int, max_position: int) -> int:
-    """delta(i, j) from REFERENCE.md, scalar by scalar."""
+    """delta(i, j) from the DeBERTa paper (the deberta module docstring), scalar by scalar."""
     rel = i - j
     mid = buckets // 2
     if abs(rel) <= mid:

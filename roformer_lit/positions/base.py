@@ -1,6 +1,6 @@
 """The seam between a position scheme and the encoder.
 
-A scheme acts at up to four points (see ARCHITECTURE.md):
+A scheme acts at up to four points:
 
 - ``embed(x, positions)``: once, on the token embeddings ``x[B, L, H]`` (absolute schemes);
 - ``prepare(length, device, dtype, positions)``: once per forward, a context shared by all
