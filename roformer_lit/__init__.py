@@ -6,9 +6,16 @@ guard its signals (:mod:`roformer_lit.training.startup_signals`) before torch an
 
 from __future__ import annotations
 
-import importlib
-import os
-from typing import TYPE_CHECKING, Any
+import sys
+
+if sys.argv[:1] == ["-m"]:  # being found by `python -m roformer_lit...`: the command line
+    from roformer_lit.training import startup_signals  # standard library only
+
+    startup_signals.install()  # before anything else is imported (Ctrl-C, SIGTERM)
+
+import importlib  # noqa: E402
+import os  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
