@@ -7,14 +7,10 @@ import sys
 from roformer_lit.training import startup_signals
 
 if __name__ == "__main__":
-    startup_signals.install()
-    try:
-        from roformer_lit.commands import main
-        from roformer_lit.training.host_memory import keep_freed_memory
-    except BaseException as exc:  # a signal while importing, whatever error it surfaced as
-        stop = exc if isinstance(exc, KeyboardInterrupt) else startup_signals.stopping_signal()
-        if stop is None:
-            raise
-        sys.exit(startup_signals.report_stop(stop))
+    startup_signals.install()  # until imports_done, a signal exits at once with one line
+    from roformer_lit.commands import main
+    from roformer_lit.training.host_memory import keep_freed_memory
+
+    startup_signals.imports_done()  # from here a signal raises, and the command cleans up
     keep_freed_memory()
     sys.exit(main())

@@ -52,6 +52,34 @@ def test_a_signal_at_start_up_exits_cleanly_and_leaves_no_run(tmp_path, signum, 
     assert not list(Path(tmp_path / "cache").glob("prepared/*.tmp*"))
 
 
+IMPORTING_THEN_SIGNALLED = """
+import os, signal, sys, time
+from roformer_lit.training import startup_signals
+startup_signals.install()
+os.kill(os.getpid(), getattr(signal, sys.argv[1]))  # as if it came inside `import torch`
+time.sleep(30)
+print("not stopped")
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_while_importing_exits_at_once_without_unwinding(signum):
+    """Before the imports are done a signal must not raise: an exception unwinding through
+    torch's C++ import code aborts the process (pybind11, SIGABRT, a C++ stack dump)."""
+    result = subprocess.run(
+        [sys.executable, "-c", IMPORTING_THEN_SIGNALLED, signal.Signals(signum).name],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == EXPECTED_CODE[signum], result.stderr
+    assert "not stopped" not in result.stdout
+    assert result.stderr.splitlines() == [
+        line for line in result.stderr.splitlines() if line.startswith("error:")
+    ]
+    assert len(result.stderr.splitlines()) == 1 and "without saving" in result.stderr
+
+
 def test_a_run_directory_deleted_under_a_run_gives_one_line_and_no_thread_traceback(tmp_path):
     """TensorBoard's writer thread fails first; its traceback must not reach the user."""
     proc = subprocess.Popen(

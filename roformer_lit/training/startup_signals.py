@@ -8,6 +8,12 @@ exception the CLI catches: SIGINT raises ``KeyboardInterrupt`` as usual, SIGTERM
 :class:`Terminated`. ``roformer_lit.commands.pretrain.main`` then removes what this process created,
 prints one line and exits 130 (Ctrl-C) or 75 (SIGTERM; EX_TEMPFAIL: run it again).
 
+While the command's modules are still being imported (torch, Lightning), a signal ends the
+process at once (:func:`_exit_now`: the one line, then ``os._exit``): nothing has been
+created yet, and an exception raised there can cross C++ code that cannot pass it on
+(pybind11 inside ``import torch`` aborts with SIGABRT). :func:`imports_done` switches to
+raising.
+
 Once the training loop runs, :class:`roformer_lit.training.callbacks.Preemption` owns the signals
 (finish the step, save ``last.ckpt``): it calls :func:`hand_over`, and this module's SIGTERM
 handler, which Lightning keeps in its chain, does nothing until :func:`take_back`.
@@ -30,6 +36,8 @@ _handed_over = False
 #: The signal that stopped start-up, if one did (an interrupted import can surface as
 #: another error, a RecursionError or an ImportError: :func:`stopping_signal` tells).
 _received: int | None = None
+#: Whether the command is still importing its modules (a signal exits at once).
+_importing = False
 
 
 class Terminated(BaseException):
@@ -41,8 +49,20 @@ class Terminated(BaseException):
         self.signal_name = signal.Signals(signum).name
 
 
+def _exit_now(signum: int) -> None:
+    """The one line and the exit code for a signal during the imports, without unwinding."""
+    interrupted = signum == signal.SIGINT
+    os.write(
+        2,
+        f"error: {_what(interrupted)} outside the training loop: stopped without saving\n".encode(),
+    )
+    os._exit(EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED)
+
+
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     global _received
+    if _importing:
+        _exit_now(signum)
     if not _handed_over:
         _received = signum
         raise Terminated(signum)
@@ -51,6 +71,8 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 def on_sigint(signum: int, frame: FrameType | None) -> None:
     """Python's Ctrl-C (``KeyboardInterrupt``), remembering that it came."""
     global _received
+    if _importing:
+        _exit_now(signum)
     _received = signum
     raise KeyboardInterrupt
 
@@ -67,17 +89,25 @@ _fork_hook_registered = False
 
 
 def install() -> None:
-    """SIGTERM raises :class:`Terminated` and SIGINT ``KeyboardInterrupt`` (main thread only);
-    every process forked from here afterwards starts with :func:`ignore_in_worker`."""
-    global _handed_over, _fork_hook_registered
+    """Until :func:`imports_done`, SIGTERM and SIGINT end the process at once with the one
+    line; afterwards SIGTERM raises :class:`Terminated` and SIGINT ``KeyboardInterrupt``
+    (main thread only). Every process forked from here starts with :func:`ignore_in_worker`."""
+    global _handed_over, _fork_hook_registered, _importing
     _handed_over = False
     if threading.current_thread() is not threading.main_thread():
         return
+    _importing = True
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, on_sigint)
     if not _fork_hook_registered:
         os.register_at_fork(after_in_child=ignore_in_worker)
         _fork_hook_registered = True
+
+
+def imports_done() -> None:
+    """The command's modules are loaded: a signal now raises, and the command cleans up."""
+    global _importing
+    _importing = False
 
 
 def hand_over() -> None:
@@ -97,13 +127,19 @@ EXIT_INTERRUPTED = 130
 EXIT_PREEMPTED = 75
 
 
+def _what(interrupted: bool) -> str:
+    return "interrupted (Ctrl-C)" if interrupted else "stopped by SIGTERM"
+
+
 def report_stop(exc: BaseException, removed: str | None = None) -> int:
     """Print the one line for a Ctrl-C (``KeyboardInterrupt``) or SIGTERM (:class:`Terminated`)
     outside the training loop and return the exit code (130 or 75)."""
     interrupted = isinstance(exc, KeyboardInterrupt)
-    what = "interrupted (Ctrl-C)" if interrupted else "stopped by SIGTERM"
     left = f"; removed the new run directory {removed}" if removed else ""
-    print(f"error: {what} outside the training loop: stopped without saving{left}", file=sys.stderr)
+    print(
+        f"error: {_what(interrupted)} outside the training loop: stopped without saving{left}",
+        file=sys.stderr,
+    )
     return EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED
 
 
