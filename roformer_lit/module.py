@@ -240,8 +240,7 @@ class MaskedLM(RunModule):
     # -- training -------------------------------------------------------------------------
 
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor | None:
-        """One step; a batch's ``position_ids`` (randomized positions, training batches
-        only) place its tokens (evaluation always uses the ordinary positions)."""
+        """One step; a batch's ``position_ids`` (randomized positions) place its tokens."""
         logits, targets = self.masked_logits(
             batch["input_ids"],
             batch["labels"],
@@ -276,11 +275,14 @@ class MaskedLM(RunModule):
         self._last_batch_end = None
 
     def _evaluate(self, batch: Mapping[str, Tensor], metrics: MetricCollection, stage: str) -> None:
+        """Loss, accuracy and exact match of one evaluation batch; ``position_ids`` only when
+        the data module put them there (``data.validation_positions: random``)."""
         logits, targets = self.masked_logits(
             batch["input_ids"],
             batch["labels"],
             batch.get("attention_mask"),
             batch.get("segment_ids"),
+            batch.get("position_ids"),
         )
         if targets.numel() == 0:
             return

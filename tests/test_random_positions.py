@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import fit_args
+from cli_helpers import CONFIGS, fit_args
 from model_factory import VALID_PAIRS, random_ids, small_model
 
 from roformer_lit import POSITION_SCHEMES
@@ -21,6 +21,7 @@ from roformer_lit.commands import EXIT_USER_ERROR, main
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder
+from roformer_lit.module import MaskedLM
 from roformer_lit.positions.base import PositionScheme, QKVWeights
 from roformer_lit.score_bias import dense_from_lookup
 
@@ -156,7 +157,9 @@ def test_positions_and_segments_together_are_refused_in_one_line():
 
 
 @pytest.mark.filterwarnings("ignore:You are trying to `self.log()`")
-def test_training_step_uses_position_ids_and_evaluation_ignores_them():
+def test_training_and_evaluation_steps_place_tokens_at_the_batch_positions():
+    """Both steps use a batch's ``position_ids``; whether validation batches carry them is
+    the data module's decision (``validation_positions``)."""
     model = small_model("rope")
     ids = random_ids(BATCH, LENGTH)
     batch = {"input_ids": ids, "labels": ids, "position_ids": random_positions(BATCH, LENGTH, SPAN)}
@@ -164,10 +167,12 @@ def test_training_step_uses_position_ids_and_evaluation_ignores_them():
     with torch.no_grad():
         trained = model.training_step(batch, 0)
         assert trained != model.training_step(plain, 0)
-        assert trained == model.mlm_loss(ids, ids, position_ids=batch["position_ids"])
-        model._evaluate(batch, model.val_metrics, "val")
-        model._evaluate(plain, model.val_metrics, "val")
-    assert model.val_metrics["loss"].compute() == model.mlm_loss(ids, ids)
+        placed = model.mlm_loss(ids, ids, position_ids=batch["position_ids"])
+        assert trained == placed
+        for evaluated, expected in ((batch, placed), (plain, model.mlm_loss(ids, ids))):
+            model.val_metrics.reset()
+            model._evaluate(evaluated, model.val_metrics, "val")
+            assert torch.allclose(model.val_metrics["loss"].compute(), expected)
 
 
 # -- the data switch ------------------------------------------------------------------------
@@ -234,9 +239,36 @@ def test_a_resumed_loader_gives_the_same_positions(cache):
         assert torch.equal(batch[key], straight[skip][key])
 
 
+def test_validation_positions_random_gives_validation_fixed_draws_of_their_own(cache):
+    dm = data_module(cache, random_positions=RANGE, validation_positions="random")
+    val = dm.val_dataset
+    for index in range(len(val)):
+        positions = val[index]["position_ids"]
+        assert bool((positions[1:] > positions[:-1]).all())  # sorted and distinct
+        assert int(positions.min()) >= 0 and int(positions.max()) < RANGE
+        assert torch.equal(val[(3, index)]["position_ids"], positions)  # fixed in every epoch
+    again = data_module(cache, random_positions=RANGE, validation_positions="random").val_dataset
+    assert all(torch.equal(again[i]["position_ids"], val[i]["position_ids"]) for i in range(4))
+    rows = {tuple(val[i]["position_ids"].tolist()) for i in range(len(val))}
+    assert len(rows) == len(val)  # per block
+    train = dm.train_dataset
+    assert not torch.equal(train[(0, 0)]["position_ids"], val[0]["position_ids"])  # own stream
+    ordinary = data_module(cache, random_positions=RANGE).val_dataset
+    for key in ("input_ids", "labels"):  # the masking is the one validation always has
+        assert torch.equal(ordinary[0][key], val[0][key])
+
+
 @pytest.mark.parametrize(
     "settings,words",
     [
+        (
+            {"validation_positions": "random"},
+            ["validation_positions='random'", "needs data.random_positions"],
+        ),
+        (
+            {"validation_positions": "shuffled", "random_positions": 64},
+            ["data.validation_positions", "'shuffled'", "ordinary", "random"],
+        ),
         ({"random_positions": 16}, ["random_positions", "max_length=32", "got 16"]),
         ({"random_positions": True}, ["random_positions", "got True"]),
         ({"random_positions": 64, "document_mask": True}, ["random_positions", "document_mask"]),
@@ -284,8 +316,11 @@ def test_the_command_line_refuses_in_one_line(tmp_path, monkeypatch, capsys, con
     assert not list(tmp_path.rglob("*.ckpt"))
 
 
-@pytest.mark.parametrize("config", ["rope.yaml", "alibi.yaml"])
-def test_fit_with_random_positions(tmp_path, monkeypatch, config):
+@pytest.mark.parametrize(
+    "config,validation",
+    [("rope.yaml", "ordinary"), ("alibi.yaml", "ordinary"), ("rope.yaml", "random")],
+)
+def test_fit_with_random_positions(tmp_path, monkeypatch, config, validation):
     monkeypatch.chdir(tmp_path)
     seen: list[tuple[bool, int | None]] = []
     forward = Encoder.forward
@@ -296,11 +331,15 @@ def test_fit_with_random_positions(tmp_path, monkeypatch, config):
         return forward(self, *args, **kwargs)
 
     monkeypatch.setattr(Encoder, "forward", spy)
-    assert main(fit_args(config, 3, "--data.random_positions", "1024")) == 0
+    switch = ["--data.random_positions", "1024", "--data.validation_positions", validation]
+    assert main(fit_args(config, 3, *switch)) == 0
     trained = [largest for training, largest in seen if training]
     evaluated = [largest for training, largest in seen if not training]
     assert len(trained) == 3 and all(p is not None and p >= 32 for p in trained)
-    assert evaluated and all(p is None for p in evaluated)
+    if validation == "ordinary":
+        assert evaluated and all(p is None for p in evaluated)
+    else:
+        assert evaluated and all(p is not None and p >= 32 for p in evaluated)
     checkpoint = torch.load(
         next(tmp_path.rglob("last.ckpt")), map_location="cpu", weights_only=True
     )
@@ -323,17 +362,21 @@ def test_extrapolate_evaluates_past_the_range_with_plain_positions(tmp_path, mon
 # -- position probes ----------------------------------------------------------------------
 
 
+PROBE_SETTINGS: dict = dict(
+    probe="copy",
+    probe_min_length=4,
+    probe_max_length=8,
+    probe_symbols=8,
+    max_length=17,
+    batch_size=6,
+    seed=3,
+    max_val_blocks=12,
+    random_positions=256,
+)
+
+
 def probe_module(random_positions: int | None) -> MLMDataModule:
-    dm = MLMDataModule(
-        probe="copy",
-        probe_min_length=4,
-        probe_max_length=8,
-        probe_symbols=8,
-        max_length=17,
-        batch_size=6,
-        seed=3,
-        random_positions=random_positions,
-    )
+    dm = MLMDataModule(**{**PROBE_SETTINGS, "random_positions": random_positions})
     dm.setup("fit")
     return dm
 
@@ -354,3 +397,118 @@ def test_probe_training_batches_carry_random_positions_and_the_same_symbols():
         again = probe_module(256).train_dataset.batch(index, epoch=1)["position_ids"]
         assert torch.equal(again, positions)
     assert "position_ids" not in on.val_dataset[0]
+
+
+def test_probe_validation_at_random_positions_keeps_its_sequences():
+    ordinary = probe_module(256).val_dataset
+    dm = MLMDataModule(**{**PROBE_SETTINGS, "validation_positions": "random"})
+    dm.setup("validate")
+    drawn = dm.val_dataset
+    assert len(drawn) == len(ordinary)
+    for index in range(len(drawn)):
+        for key in ("input_ids", "labels"):
+            assert torch.equal(drawn[index][key], ordinary[index][key])
+        positions = drawn[index]["position_ids"]
+        assert positions.shape == drawn[index]["input_ids"].shape
+        assert bool((positions[1:] > positions[:-1]).all()) and int(positions.max()) < 256
+    fewer = MLMDataModule(
+        **{**PROBE_SETTINGS, "validation_positions": "random", "max_val_blocks": 5}
+    )
+    fewer.setup("validate")  # a shorter validation set is a prefix of the longer one
+    assert all(
+        torch.equal(fewer.val_dataset[i]["position_ids"], drawn[i]["position_ids"])
+        for i in range(5)
+    )
+
+
+PROBE_FIT = [
+    "fit",
+    "--config",
+    str(CONFIGS / "probes" / "copy.yaml"),
+    "--model.hidden_size",
+    "32",
+    "--model.intermediate_size",
+    "64",
+    "--data.probe_min_length",
+    "4",
+    "--data.probe_max_length",
+    "8",
+    "--data.max_length",
+    "17",
+    "--data.max_val_blocks",
+    "16",
+    "--data.random_positions",
+    "40",
+    "--trainer.max_steps",
+    "30",
+    "--trainer.val_check_interval",
+    "30",
+    "--trainer.enable_model_summary",
+    "false",
+]
+
+
+def evaluation_by_hand(ckpt: Path, validation_positions: str) -> tuple[float, float]:
+    """The answer-token accuracy and loss on the run's validation sequences, computed outside
+    Lightning: one forward pass of the whole set, the batch's positions given explicitly."""
+    model = MaskedLM.from_checkpoint(ckpt).eval()
+    saved = torch.load(ckpt, map_location="cpu", weights_only=True)["datamodule_hyper_parameters"]
+    saved["vocab_size"] = saved.pop("requested_vocab_size")
+    data = MLMDataModule(**{**saved, "validation_positions": validation_positions})
+    data.setup("validate")
+    val = data.val_dataset
+    items = [val[i] for i in range(len(val))]
+    ids = torch.stack([item["input_ids"] for item in items])
+    labels = torch.stack([item["labels"] for item in items])
+    positions = None
+    if validation_positions == "random":
+        positions = torch.stack([item["position_ids"] for item in items])
+    with torch.no_grad():
+        logits, targets = model.masked_logits(ids, labels, position_ids=positions)
+    accuracy = float((logits.argmax(-1) == targets).double().mean())
+    return accuracy, float(torch.nn.functional.cross_entropy(logits, targets))
+
+
+def extrapolate_cells(args: list[str], capsys) -> tuple[list[str], str]:
+    capsys.readouterr()
+    assert main(["extrapolate", *args]) == 0
+    out, err = capsys.readouterr()
+    row = [line for line in out.splitlines() if line.startswith("| ") and ".ckpt" in line][0]
+    return [c.strip() for c in row.strip("|").split("|")][3:], err
+
+
+def test_extrapolate_at_random_positions_draws_them_as_training_did(tmp_path, monkeypatch, capsys):
+    """``--positions random`` (Ruoss et al.'s evaluation) against an oracle outside Lightning,
+    and beside it the ordinary positions; past ``R`` the cell is n/a with the reason."""
+    monkeypatch.chdir(tmp_path)
+    assert main(PROBE_FIT) == 0
+    (ckpt,) = tmp_path.glob("runs/probes/*/checkpoints/last.ckpt")
+    for positions in ("random", "ordinary"):
+        cells, err = extrapolate_cells(
+            [str(ckpt), "--lengths", "8", "32", "--positions", positions], capsys
+        )
+        accuracy = float(cells[0].split(" / ")[0])
+        expected = evaluation_by_hand(ckpt, positions)[0]
+        assert accuracy == pytest.approx(expected, abs=6e-4), positions
+        if positions == "random":
+            assert cells[1].startswith("n/a"), cells
+            assert "random_positions" in err and "1024" not in err
+            assert "at random positions of [0, 40)" in err and "(= validate's)" not in err
+        else:
+            assert "at the ordinary positions" in err and "(= validate's)" in err
+    assert evaluation_by_hand(ckpt, "random")[1] != evaluation_by_hand(ckpt, "ordinary")[1]
+
+
+def test_random_positions_at_evaluation_are_refused_for_a_run_trained_without(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    plain = [arg for arg in PROBE_FIT if arg not in ("--data.random_positions", "40")]
+    assert main([*plain[:-4], "--trainer.max_steps", "2", *plain[-2:]]) == 0
+    (ckpt,) = tmp_path.glob("runs/probes/*/checkpoints/last.ckpt")
+    capsys.readouterr()
+    assert main(["extrapolate", str(ckpt), "--positions", "random"]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in err
+    assert "--positions random needs a run trained with data.random_positions" in lines[0]

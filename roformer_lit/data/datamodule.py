@@ -73,6 +73,7 @@ from roformer_lit.validation import (
     check_arguments,
     non_empty_text,
     non_negative_int,
+    one_of,
     optional,
     positive_int,
     unit_interval_open,
@@ -112,6 +113,7 @@ DATA_RULES: dict[str, Rule] = {
     "max_train_blocks": optional(positive_int),
     "document_mask": boolean,
     "random_positions": optional(at_least_int(8)),
+    "validation_positions": one_of("ordinary", "random"),
     "probe": optional(non_empty_text),
     "probe_min_length": positive_int,
     "probe_max_length": positive_int,
@@ -200,8 +202,8 @@ class MLMDataModule(L.LightningDataModule):
             ``position_ids``, ``max_length`` distinct positions drawn without replacement
             and sorted, fresh per (seed, epoch, block) like the masking, which the model
             uses in place of ``0 .. L-1`` (relative schemes see the implied distances).
-            Validation (and ``extrapolate``) uses the ordinary positions. ``None``
-            (default): off. Cannot go with ``document_mask`` (positions restart in every
+            Validation uses the ordinary positions unless ``validation_positions`` is
+            ``random``. ``None`` (default): off. Cannot go with ``document_mask`` (positions restart in every
             document). With ``probe``, each training batch's positions come from a stream
             of their own (:mod:`roformer_lit.data.probes.dataset`).
         probe: a synthetic position probe of :data:`~roformer_lit.data.probes.PROBE_TASKS`
@@ -216,6 +218,11 @@ class MLMDataModule(L.LightningDataModule):
             must hold the task's longest sequence; corpus settings are refused.
         probe_min_length, probe_max_length: the range of the probe's input length ``n``.
         probe_symbols: the probe's number of symbols (ids ``3 .. 3 + probe_symbols - 1``).
+        validation_positions: where validation places its tokens: ``ordinary`` (default,
+            ``0 .. L-1``) or ``random`` (needs ``random_positions``): every validation
+            sequence carries sorted distinct positions of ``[0, R)`` drawn as training
+            draws them, fixed per (seed, sequence) -- the protocol of Ruoss et al. 2023,
+            whose evaluation draws positions as their training does.
     """
 
     def __init__(
@@ -248,6 +255,7 @@ class MLMDataModule(L.LightningDataModule):
         probe_min_length: int = 1,
         probe_max_length: int = 16,
         probe_symbols: int = 16,
+        validation_positions: str = "ordinary",
     ) -> None:
         hparams = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         super().__init__()
@@ -256,6 +264,11 @@ class MLMDataModule(L.LightningDataModule):
             raise ConfigError(
                 f"data.random_positions must be >= data.max_length={max_length} (the range "
                 f"positions are drawn from) or null, got {random_positions}"
+            )
+        if validation_positions == "random" and random_positions is None:
+            raise ConfigError(
+                "data.validation_positions='random' needs data.random_positions (the range "
+                "[0, R) positions are drawn from): set it, or validation_positions: ordinary"
             )
         if random_positions is not None and document_mask:
             raise ConfigError(
@@ -308,6 +321,7 @@ class MLMDataModule(L.LightningDataModule):
         self.max_train_blocks = max_train_blocks
         self.document_mask = document_mask
         self.random_positions = random_positions
+        self.validation_positions = validation_positions
         self.probe_min_length, self.probe_max_length = probe_min_length, probe_max_length
         self.probe_symbols = probe_symbols
 
@@ -496,7 +510,7 @@ class MLMDataModule(L.LightningDataModule):
             seed=self.seed,
             fixed_masking=(split != "train"),
             document_mask=self.document_mask,
-            random_positions=self.random_positions,
+            random_positions=self._positions_range(split),
         )
 
     def setup(self, stage: str | None = None) -> None:
@@ -533,7 +547,14 @@ class MLMDataModule(L.LightningDataModule):
                 length=self.probe_max_length,
                 count=self.max_val_blocks or PROBE_VAL_SEQUENCES,
                 seed=self.seed,
+                random_positions=self._positions_range("validation"),
             )
+
+    def _positions_range(self, split: str) -> int | None:
+        """The range randomized positions of ``split`` are drawn from (None: ordinary)."""
+        if split != "train" and self.validation_positions != "random":
+            return None
+        return self.random_positions
 
     # ----------------------------------------------------------------- loaders
     def _current_epoch(self) -> int:

@@ -7,10 +7,12 @@ Masking of sample ``i``:
 * validation (``fixed_masking=True``): seeded from ``(seed, "val", 0, i)`` — identical in
   every epoch and every run with the same seed.
 
-Randomized positions (``random_positions=R``, training only): sample ``i`` also carries
-``position_ids``, ``L`` distinct positions drawn without replacement from ``[0, R)`` and
-sorted, from a generator of its own seeded from ``(seed, "positions", epoch, i)`` (so the
-masking is the same with or without them). Validation samples carry none.
+Randomized positions (``random_positions=R``): sample ``i`` also carries ``position_ids``,
+``L`` distinct positions drawn without replacement from ``[0, R)`` and sorted, from a
+generator of its own seeded from ``(seed, "positions", epoch, i)`` in training and
+``(seed, "val_positions", 0, i)`` in validation (so the masking is the same with or without
+them). The data module gives a validation dataset ``R`` only with ``validation_positions:
+random``.
 
 The epoch reaches the dataset through the index: :class:`EpochSampler` yields
 ``(epoch, index)`` pairs, so it works unchanged in DataLoader worker processes.
@@ -39,8 +41,8 @@ from roformer_lit.data.shards import TokenBlocks
 class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
     """Packed ``[N, L]`` blocks; item = ``{"input_ids": [L] int64, "labels": [L] int64}``,
     and with ``document_mask`` also ``"segment_ids": [L] int64``: the document of each token,
-    counted from 0 at the block's first token; with ``random_positions`` (``R >= L``, not
-    with ``fixed_masking``) also ``"position_ids": [L] int64``, sorted and distinct in
+    counted from 0 at the block's first token; with ``random_positions`` (``R >= L``) also
+    ``"position_ids": [L] int64``, sorted and distinct in
     ``[0, R)`` (see the module docstring).
 
     ``blocks`` is an ``[N, L]`` tensor or any sequence of ``N`` token rows with a ``shape``
@@ -68,7 +70,7 @@ class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
                 f"random_positions={random_positions} < block length {blocks.shape[1]}: "
                 "cannot draw that many distinct positions"
             )
-        self.random_positions = None if fixed_masking else random_positions
+        self.random_positions = random_positions
         if document_mask and not hasattr(blocks, "document_index"):
             raise ValueError("document_mask needs blocks that know their documents (TokenBlocks)")
         self.document_mask = document_mask
@@ -111,7 +113,8 @@ class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
         """``length`` sorted distinct positions drawn from ``[0, random_positions)`` for
         sample ``index`` of ``epoch``: a pure function of (seed, epoch, index)."""
         assert self.random_positions is not None
-        seed = sample_seed(self.seed, "positions", epoch, index)
+        stream = "val_positions" if self.fixed_masking else "positions"
+        seed = sample_seed(self.seed, stream, epoch, index)
         gen = torch.Generator().manual_seed(seed)
         drawn = torch.randperm(self.random_positions, generator=gen)[:length]
         return drawn.sort().values

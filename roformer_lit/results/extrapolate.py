@@ -28,6 +28,13 @@ that length (the run's number of them, fixed by its seed; ``--tokens`` caps them
 cells are answer-token accuracy / exact match (``val/acc`` / ``val/exact``) where the
 corpus rows have ``val/loss``. At ``n = probe_max_length`` the cell is ``validate``'s.
 
+Randomized positions: a run trained with ``data.random_positions`` ``R`` is evaluated at
+the ordinary positions ``0 .. L-1`` unless ``--positions random`` (or the run's own
+``data.validation_positions: random``): then every validation sequence carries sorted
+distinct positions drawn from ``[0, R)``, fixed per (seed, length, sequence), as training
+drew them -- the protocol of Ruoss et al. 2023, whose evaluation draws positions the way
+their training does. A length whose sequences are longer than ``R`` is "n/a" there.
+
 ``--position_kwargs '{scaling: {type: yarn, factor: 4}}'`` evaluates each checkpoint with
 its position scheme's options overridden (merged into the checkpoint's own
 ``position_kwargs``): the model is rebuilt with them and given the checkpoint's weights,
@@ -43,6 +50,7 @@ than tensors and plain data is refused, never unpickled. A checkpoint that canno
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import logging
 import math
@@ -73,8 +81,8 @@ from roformer_lit.safe_input import YAMLBombError, safe_yaml_load
 from roformer_lit.tool_arguments import LENGTH, ToolParser, integer
 from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
 
-#: Data-module arguments extrapolate sets itself (per length), or that change no result
-#: (``random_positions`` shapes training batches only; validation has the plain positions).
+#: Data-module arguments extrapolate sets itself (per length; the positions per ``--positions``),
+#: or that change no result.
 OVERRIDDEN = (
     "max_length",
     "batch_size",
@@ -82,7 +90,11 @@ OVERRIDDEN = (
     "max_train_blocks",
     "num_workers",
     "random_positions",
+    "validation_positions",
 )
+
+#: ``--positions`` values: where evaluation places the tokens (see the module docstring).
+POSITIONS = ("ordinary", "random")
 
 
 @dataclass
@@ -98,6 +110,24 @@ class RunSettings:
     max_val_blocks: int | None = None
     precision: str = "32-true"
     source: str = "at their defaults (the bundled corpus)"
+    #: Where evaluation places the tokens: ``ordinary`` or ``random`` (from ``[0, R)``).
+    positions: str = "ordinary"
+
+    @property
+    def random_range(self) -> int | None:
+        """The run's ``data.random_positions`` ``R`` (None: trained at ordinary positions)."""
+        return _positive_int(self.saved.get("random_positions"))
+
+    def with_positions(self, positions: str | None) -> RunSettings:
+        """These settings evaluated at ``positions`` (None: as the run validated); a
+        ConfigError if ``random`` is asked of a run trained without randomized positions."""
+        chosen = positions or str(self.saved.get("validation_positions") or "ordinary")
+        if chosen == "random" and self.random_range is None:
+            raise ConfigError(
+                "--positions random needs a run trained with data.random_positions; this one "
+                "was trained at the ordinary positions (use --positions ordinary)"
+            )
+        return dataclasses.replace(self, positions=chosen)
 
 
 @dataclass
@@ -273,11 +303,14 @@ def probe_cap(settings: RunSettings, tokens_per_sequence: int, tokens: int | Non
 def _data(settings: RunSettings, length: int, batch_size: int, cap: int | None) -> MLMDataModule:
     """The run's data module at ``length``, its validation set set up (cut into blocks); a
     probe's at input length ``length`` (its validation sequences have that length)."""
-    task, lengths = run_probe(settings), {}
+    task = run_probe(settings)
+    lengths: dict[str, Any] = {}
     if task is not None:
         low = min(settings.data.get("probe_min_length", 1), length)
         lengths = {"probe_min_length": low, "probe_max_length": length}
         length = task.sequence_length(length)
+    if settings.positions == "random":
+        lengths.update(random_positions=settings.random_range, validation_positions="random")
     data = MLMDataModule(
         **{**settings.data, **lengths},
         max_length=length,
@@ -354,17 +387,19 @@ def describe(
     """The stderr line saying what was evaluated for ``ckpt`` and whether the training
     length's cell is what ``validate`` evaluates."""
     task = run_probe(settings)
+    as_validated = settings.positions == (settings.saved.get("validation_positions") or "ordinary")
     if task is not None:
         trained = settings.data.get("probe_max_length")
         done = [
             f"n={c.length}: {c.blocks} sequences of {c.tokens} tokens"
-            + (" (= validate's)" if c.length == trained else "")
+            + (" (= validate's)" if c.length == trained and as_validated else "")
             for c in cells
             if c.blocks
         ]
         return (
             f"{ckpt}: probe {task.name!r} (trained at n <= {trained}), validation sequences "
-            f"of each input length n seeded by {settings.data.get('seed', 0)}, data settings "
+            f"of each input length n seeded by {settings.data.get('seed', 0)}, "
+            f"{_positions_text(settings)}, data settings "
             f"{settings.source}, precision {settings.precision}; "
             + ("; ".join(done) if done else "nothing evaluated")
         )
@@ -373,17 +408,24 @@ def describe(
         if not cell.blocks:
             continue
         part = f"L={cell.length}: blocks 0-{cell.blocks - 1} of {cell.blocks_available}"
-        if cell.length == settings.train_length:
+        if cell.length == settings.train_length and as_validated:
             validated = min(settings.max_val_blocks or cell.blocks_available, cell.blocks_available)
             same = validated == cell.blocks
             part += " (= validate's)" if same else f" (validate: blocks 0-{validated - 1})"
         parts.append(part)
     amount = f"its first {budget} tokens" if budget is not None else "all of it"
     return (
-        f"{ckpt}: validation split, {amount} at each length; data settings "
+        f"{ckpt}: validation split, {amount} at each length, {_positions_text(settings)}; "
+        "data settings "
         f"{settings.source}, masking seed {settings.data.get('seed', 0)}, precision "
         f"{settings.precision}; " + ("; ".join(parts) if parts else "nothing evaluated")
     )
+
+
+def _positions_text(settings: RunSettings) -> str:
+    if settings.positions == "random":
+        return f"at random positions of [0, {settings.random_range})"
+    return "at the ordinary positions"
 
 
 def _format(cell: Evaluation) -> str:
@@ -430,6 +472,14 @@ def build_parser() -> ToolParser:
         type=integer(1, 1 << 20),
         default=None,
         help="blocks per batch (default: the run's tokens per batch)",
+    )
+    parser.add_argument(
+        "--positions",
+        choices=POSITIONS,
+        default=None,
+        help="where the tokens sit: ordinary (0..L-1) or random (sorted draws from [0, R) "
+        "as a data.random_positions run trained; Ruoss et al. 2023's evaluation); default: "
+        "as the run validated",
     )
     parser.add_argument(
         "--position_kwargs",
@@ -491,8 +541,9 @@ def main(args: Sequence[str]) -> int:
     ready = readable_checkpoints(ns.checkpoints)
     results: list[tuple[Path, MaskedLM, RunSettings, list[Evaluation]]] = []
     skipped: list[str] = []
-    for path, settings in ready:
+    for path, run in ready:
         try:
+            settings = run.with_positions(ns.positions)
             model = MaskedLM.from_checkpoint(path)
             if overrides is not None:
                 model = with_position_kwargs(model, overrides, str(path))

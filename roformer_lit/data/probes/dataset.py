@@ -13,7 +13,9 @@ Items are ``{"input_ids", "labels"}`` int64 tensors (see :func:`~roformer_lit.da
 With ``random_positions`` ``R`` (Ruoss et al. 2023), a training batch also carries
 ``position_ids``: per sequence, ``L`` distinct positions of ``[0, R)`` drawn without
 replacement and sorted, from the generator of ``(seed, "positions", epoch, i)`` -- a stream
-of its own, so the batch's symbols are the same with the switch on or off.
+of its own, so the batch's symbols are the same with the switch on or off. Validation
+sequences carry them only when asked (``validation_positions: random``): sequence ``i``'s
+from the generator of ``(seed, "val_positions", length, i)``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from torch.utils.data import Dataset
 from roformer_lit.data.probes.tasks import ProbeTask, generate, probe_rng
 
 
-def random_positions(rng: np.random.Generator, rows: int, length: int, limit: int) -> torch.Tensor:
+def draw_positions(rng: np.random.Generator, rows: int, length: int, limit: int) -> torch.Tensor:
     """``[rows, length]`` int64: per row, ``length`` distinct positions of ``[0, limit)``,
     sorted (a row of a uniform random subset)."""
     chosen = np.stack([np.sort(rng.choice(limit, size=length, replace=False)) for _ in range(rows)])
@@ -63,7 +65,7 @@ class ProbeTrainBatches(Dataset[dict[str, torch.Tensor]]):
         input_ids, labels = generate(self.task, rng, self.batch_size, n, self.symbols)
         batch = {"input_ids": torch.from_numpy(input_ids), "labels": torch.from_numpy(labels)}
         if self.random_positions is not None:
-            batch["position_ids"] = random_positions(
+            batch["position_ids"] = draw_positions(
                 probe_rng(self.seed, "positions", epoch, index),
                 input_ids.shape[0],
                 input_ids.shape[1],
@@ -82,7 +84,14 @@ class ProbeValidation(Dataset[dict[str, torch.Tensor]]):
     """``count`` fixed sequences of input length ``length`` (item ``i`` or ``(epoch, i)``)."""
 
     def __init__(
-        self, task: ProbeTask, *, symbols: int, length: int, count: int, seed: int
+        self,
+        task: ProbeTask,
+        *,
+        symbols: int,
+        length: int,
+        count: int,
+        seed: int,
+        random_positions: int | None = None,
     ) -> None:
         self.length = length
         pairs = [
@@ -91,10 +100,24 @@ class ProbeValidation(Dataset[dict[str, torch.Tensor]]):
         ]
         self.input_ids = torch.from_numpy(np.concatenate([p[0] for p in pairs]))
         self.labels = torch.from_numpy(np.concatenate([p[1] for p in pairs]))
+        self.position_ids: torch.Tensor | None = None
+        if random_positions is not None:
+            tokens = self.input_ids.shape[1]
+            self.position_ids = torch.cat(
+                [
+                    draw_positions(
+                        probe_rng(seed, "val_positions", length, i), 1, tokens, random_positions
+                    )
+                    for i in range(count)
+                ]
+            )
 
     def __len__(self) -> int:
         return self.input_ids.shape[0]
 
     def __getitem__(self, key: int | tuple[int, int]) -> dict[str, torch.Tensor]:
         index = key[1] if isinstance(key, tuple) else key
-        return {"input_ids": self.input_ids[index], "labels": self.labels[index]}
+        item = {"input_ids": self.input_ids[index], "labels": self.labels[index]}
+        if self.position_ids is not None:
+            item["position_ids"] = self.position_ids[index]
+        return item

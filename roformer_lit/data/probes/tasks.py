@@ -29,7 +29,7 @@ PAD_ID, MASK_ID, SEP_ID = 0, 1, 2
 FIRST_SYMBOL = 3
 IGNORE_INDEX = -100
 #: Codes of the generator streams (part of every generator's seed).
-STREAMS = {"train": 0, "val": 1, "positions": 2}
+STREAMS = {"train": 0, "val": 1, "positions": 2, "val_positions": 3}
 
 #: ``build(rng, batch, n, symbols) -> (prefix [B, a], suffix [B, b], answer [b])`` in symbol
 #: indices ``0 .. symbols - 1``; ``answer[j]`` marks the suffix slots that are masked.
