@@ -398,7 +398,8 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "probes": len(POSITION_SCHEMES) * 4 * 2 * 3 - 4 * 3,
         "probes_quick": 4 * 3 * 2 * 3 - 3 * 3,
         "probes_others": 6 * 3 * 2 * 3,  # the six other schemes, all of which read positions
-        "probes_sort": 4 * 2 * 3 - 3,  # four schemes x sort x off/on x 3 seeds, less nope x on
+        "probes_sort": len(POSITION_SCHEMES) * 2 * 3 - 3,  # every scheme x sort, less nope x on
+        "probes_prope": 2 * 4 * 3,  # two unrotated fractions x four tasks x three seeds
     }
     expected = expected[path.stem]
     assert len(lines) == expected
