@@ -512,3 +512,29 @@ def test_random_positions_at_evaluation_are_refused_for_a_run_trained_without(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in err
     assert "--positions random needs a run trained with data.random_positions" in lines[0]
+
+
+def test_validate_and_resume_keep_the_runs_positions(tmp_path, monkeypatch):
+    """A checkpoint's randomized positions and validation protocol are what ``validate``
+    evaluates with and what ``fit --ckpt_path`` continues with, when the command leaves them
+    at their defaults (as its corpus and tokenizer are)."""
+    monkeypatch.chdir(tmp_path)
+    switch = ["--data.random_positions", "1024", "--data.validation_positions", "random"]
+    assert main(fit_args("rope.yaml", 2, *switch)) == 0
+    ckpt = next(tmp_path.rglob("last.ckpt"))
+    seen: list[tuple[bool, int | None]] = []
+    forward = Encoder.forward
+
+    def spy(self, *args, **kwargs):
+        given = kwargs.get("position_ids")
+        seen.append((self.training, None if given is None else int(given.max())))
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(Encoder, "forward", spy)
+    validate = [a if a != "fit" else "validate" for a in fit_args("rope.yaml", 2)]
+    assert main([*validate, "--ckpt_path", str(ckpt)]) == 0
+    assert seen and all(not training and p is not None and p >= 32 for training, p in seen)
+    seen.clear()
+    assert main([*fit_args("rope.yaml", 4), "--ckpt_path", str(ckpt)]) == 0
+    trained = [p for training, p in seen if training]
+    assert len(trained) == 2 and all(p is not None and p >= 32 for p in trained)

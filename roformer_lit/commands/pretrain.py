@@ -385,7 +385,10 @@ def _check_checkpoint_fits(path: str, checkpoint: dict[str, Any], model: MaskedL
 #: Data settings that decide which corpus and which tokenizer a run trained on: an
 #: evaluation of its checkpoint takes them from the checkpoint when left at their defaults.
 #: (How it is evaluated -- max_length, batch_size, max_val_blocks -- stays the user's.)
-CORPUS_DATA_KEYS = (
+#: Data settings a checkpoint's run is continued and evaluated with when the command leaves
+#: them at their defaults: its corpus and tokenizer, its probe, and where its tokens sit
+#: (document masking, randomized positions, the validation protocol).
+RUN_DATA_KEYS = (
     "train_files",
     "val_files",
     "val_fraction",
@@ -402,15 +405,19 @@ CORPUS_DATA_KEYS = (
     "probe_min_length",
     "probe_max_length",
     "probe_symbols",
+    "document_mask",
+    "random_positions",
+    "validation_positions",
 )
 
 
 def _saved_data_settings(
     checkpoint: dict[str, Any], data_config: Any, subcommand: str, cli: LightningCLI
 ) -> dict[str, Any]:
-    """The corpus and tokenizer settings (:data:`CORPUS_DATA_KEYS`) a checkpoint's run was
-    trained with, for every one the user left at its default: ``validate --config configs/rope.yaml --ckpt_path <run>/...``
-    then evaluates on the run's own corpus and tokenizer, not the bundled one. A key the
+    """The data settings (:data:`RUN_DATA_KEYS`) a checkpoint's run was trained with, for
+    every one the user left at its default: ``validate --config configs/rope.yaml --ckpt_path
+    <run>/...`` then evaluates on the run's own corpus and tokenizer, at its own positions
+    (document masking, randomized positions), and ``fit --ckpt_path`` continues with them. A key the
     user set is kept; :func:`_check_same_tokenizer` refuses the pairing if it changes the
     tokenizer."""
     saved = checkpoint.get("datamodule_hyper_parameters")
@@ -424,7 +431,7 @@ def _saved_data_settings(
         key: value
         for key, value in saved.items()
         if key in data_config
-        and key in CORPUS_DATA_KEYS
+        and key in RUN_DATA_KEYS
         and data_config.get(key) == defaults.get(key)
         and value != data_config.get(key)
     }
