@@ -5,6 +5,8 @@ the data module's probe mode, its refusals, ``val/exact``, and fit + extrapolate
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 import subprocess
 import sys
 
@@ -12,7 +14,9 @@ import numpy as np
 import pytest
 import torch
 from cli_helpers import CONFIGS
+from lightning.pytorch.callbacks import Callback
 
+from roformer_lit.commands import EXIT_PREEMPTED
 from roformer_lit.commands import main as cli_main
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.data.dataset import ResumableDataLoader
@@ -334,3 +338,83 @@ def test_fit_then_extrapolate_a_probe_run(tmp_path, monkeypatch, capsys):
         assert 0.0 <= exact <= acc <= 1.0
     assert "n=8: 16 sequences of 17 tokens (= validate's)" in err
     assert "n=16: 16 sequences of 33 tokens" in err
+
+
+def probe_fit(steps: int, *extra: str) -> list[str]:
+    return [
+        "fit",
+        "--config",
+        str(CONFIGS / "probes" / "reverse.yaml"),
+        "--model.hidden_size",
+        "32",
+        "--model.intermediate_size",
+        "64",
+        "--data.probe_min_length",
+        "3",
+        "--data.probe_max_length",
+        "8",
+        "--data.max_length",
+        "17",
+        "--data.max_val_blocks",
+        "8",
+        "--model.dropout",
+        "0.1",
+        "--trainer.max_steps",
+        str(steps),
+        "--trainer.val_check_interval",
+        "3",
+        "--trainer.enable_model_summary",
+        "false",
+        *extra,
+    ]
+
+
+class StopAt(Callback):
+    """Sends SIGTERM to this process during train step ``step`` (a preemption)."""
+
+    def __init__(self, step: int) -> None:
+        self.step, self.sent = step, False
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if not self.sent and trainer.global_step + 1 == self.step:
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+@pytest.mark.parametrize(
+    "positions", [[], ["--data.random_positions", "64"]], ids=["plain", "random-positions"]
+)
+def test_a_preempted_probe_run_resumes_bit_identical(tmp_path, monkeypatch, positions):
+    """Preempted (SIGTERM) at step 4 of 6 and continued from its ``last.ckpt``, a probe run
+    (with dropout, with and without randomized positions) ends with the weights of an
+    uninterrupted one, bit for bit."""
+    import roformer_lit.commands.pretrain as pretrain
+
+    args = probe_fit(6, *positions)
+    finals = []
+    for preempt in (False, True):
+        run_dir = tmp_path / ("preempted" if preempt else "straight")
+        run_dir.mkdir()
+        monkeypatch.chdir(run_dir)
+        if preempt:
+            original = pretrain.RoformerCLI.instantiate_trainer
+
+            def with_stop(self, original=original, **kwargs):
+                trainer = original(self, **kwargs)
+                trainer.callbacks.append(StopAt(4))
+                return trainer
+
+            monkeypatch.setattr(pretrain.RoformerCLI, "instantiate_trainer", with_stop)
+            assert cli_main(args) == EXIT_PREEMPTED
+            monkeypatch.setattr(pretrain.RoformerCLI, "instantiate_trainer", original)
+            (ckpt,) = run_dir.rglob("last.ckpt")
+            assert torch.load(ckpt, map_location="cpu", weights_only=True)["global_step"] == 4
+            assert cli_main([*args, "--ckpt_path", str(ckpt)]) == 0
+        else:
+            assert cli_main(args) == 0
+        (ckpt,) = run_dir.rglob("last.ckpt")
+        finals.append(torch.load(ckpt, map_location="cpu", weights_only=True))
+    straight, resumed = finals
+    assert straight["global_step"] == resumed["global_step"] == 6
+    for key, value in straight["state_dict"].items():
+        assert torch.equal(value, resumed["state_dict"][key]), key
