@@ -139,6 +139,68 @@ def test_recall_keys_and_values_use_the_two_halves():
         assert len(set(row.tolist())) == SYMBOLS // 2  # distinct keys
 
 
+HINTED = [name for name, task in PROBE_TASKS.items() if task.hint is not None]
+
+
+@pytest.mark.parametrize("name", HINTED)
+@pytest.mark.parametrize("hint", [0.3, 0.9])
+def test_a_hinted_batch_still_answers_as_the_oracle_and_partners_the_hinted_share(name, hint):
+    """A training hint changes which sequences are drawn, never the rule that answers them;
+    for ``recall`` about ``hint`` of the values are their keys' partners (key + half),
+    against 1 / half by chance."""
+    half, n, rows = SYMBOLS // 2, SYMBOLS // 2, 400
+    rng = probe_rng(0, "train", 0, 1)
+    input_ids, labels = generate(PROBE_TASKS[name], rng, rows, n, SYMBOLS, hint)
+    for row, row_labels in zip(input_ids.tolist(), labels.tolist(), strict=True):
+        assert [label for label in row_labels if label != -100] == ORACLES[name](row)
+    pairs = input_ids[:, : 2 * n] - FIRST_SYMBOL
+    partnered = float((pairs[:, 1::2] == pairs[:, 0::2] + half).mean())
+    expected = hint + (1 - hint) / half
+    assert abs(partnered - expected) < 4 * (expected * (1 - expected) / (rows * n)) ** 0.5
+
+
+def test_no_hint_draws_the_same_batches_as_ever():
+    for name in HINTED:
+        plain = _batch(name, 4)
+        zero = generate(PROBE_TASKS[name], probe_rng(0, "train", 0, 4), 6, 4, SYMBOLS, 0.0)
+        assert all(np.array_equal(a, b) for a, b in zip(plain, zero, strict=True))
+
+
+def test_the_hint_shapes_training_batches_only():
+    settings = dict(
+        probe="recall", probe_min_length=2, probe_max_length=4, probe_symbols=8, max_length=17
+    )
+    hinted = MLMDataModule(**settings, probe_hint=0.9, max_val_blocks=64)
+    plain = MLMDataModule(**settings, max_val_blocks=64)
+    for dm in (hinted, plain):
+        dm.setup("fit")
+    assert torch.equal(hinted.val_dataset.input_ids, plain.val_dataset.input_ids)
+    batch = hinted.train_dataset.batch(0)["input_ids"]
+    n = (batch.shape[1] - 1) // 4
+    pairs = batch[:, : 2 * n] - FIRST_SYMBOL
+    assert float((pairs[:, 1::2] == pairs[:, 0::2] + 4).float().mean()) > 0.8
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (
+            {"probe": "copy", "probe_hint": 0.5},
+            "data.probe_hint=0.5 means nothing for probe 'copy'",
+        ),
+        ({"probe": None, "probe_hint": 0.5}, "data.probe_hint=0.5 needs data.probe"),
+        ({"probe": "recall", "probe_hint": 1.0}, "data.probe_hint must be in [0, 1), got 1.0"),
+        ({"probe": "recall", "probe_hint": -0.1}, "data.probe_hint must be in [0, 1), got -0.1"),
+    ],
+)
+def test_a_bad_hint_is_one_line(overrides, message):
+    with pytest.raises(ConfigError) as error:
+        MLMDataModule(probe_max_length=4, max_length=17, probe_symbols=8, **overrides)
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+    if overrides["probe"] == "copy":
+        assert "recall" in str(error.value)
+
+
 def _digest(seed: int) -> str:
     h = hashlib.sha256()
     for name in sorted(PROBE_TASKS):

@@ -48,6 +48,7 @@ from roformer_lit.data.prepare import (
     tokenizer_sha256,
 )
 from roformer_lit.data.probes import (
+    PROBE_TASKS,
     ProbeTask,
     ProbeTrainBatches,
     ProbeValidation,
@@ -77,6 +78,7 @@ from roformer_lit.validation import (
     optional,
     positive_int,
     unit_interval_open,
+    unit_interval_open_right,
 )
 
 #: Training batches per epoch of a probe (each a fresh draw; epochs only renumber them).
@@ -118,6 +120,7 @@ DATA_RULES: dict[str, Rule] = {
     "probe_min_length": positive_int,
     "probe_max_length": positive_int,
     "probe_symbols": at_least_int(2),
+    "probe_hint": unit_interval_open_right,
 }
 
 
@@ -126,6 +129,11 @@ def _check_probe(settings: dict[str, Any]) -> ProbeTask | None:
     one ConfigError line for a bad value, a corpus setting beside a probe, or a
     ``max_length`` shorter than the task's sequences at ``probe_max_length``."""
     if settings["probe"] is None:
+        if settings["probe_hint"]:
+            raise ConfigError(
+                f"data.probe_hint={settings['probe_hint']} needs data.probe (a task that takes "
+                "a hint); leave it 0 for a corpus"
+            )
         return None
     task = probe_task(settings["probe"])
     for name in _CORPUS_ONLY:
@@ -147,6 +155,12 @@ def _check_probe(settings: dict[str, Any]) -> ProbeTask | None:
             f"data.probe_min_length must be <= data.probe_max_length={high}, got {low}"
         )
     task.check(high, symbols)
+    if settings["probe_hint"] and task.hint is None:
+        takers = ", ".join(name for name, t in PROBE_TASKS.items() if t.hint is not None)
+        raise ConfigError(
+            f"data.probe_hint={settings['probe_hint']} means nothing for probe {task.name!r} "
+            f"(the tasks that take a hint: {takers}); leave it 0"
+        )
     needed = task.sequence_length(high)
     if settings["max_length"] < needed:
         raise ConfigError(
@@ -218,6 +232,10 @@ class MLMDataModule(L.LightningDataModule):
             must hold the task's longest sequence; corpus settings are refused.
         probe_min_length, probe_max_length: the range of the probe's input length ``n``.
         probe_symbols: the probe's number of symbols (ids ``3 .. 3 + probe_symbols - 1``).
+        probe_hint: a training hint in ``[0, 1)`` for the tasks that take one (``recall``:
+            the share of training pairs whose value is its key's fixed partner; see
+            :mod:`roformer_lit.data.probes.tasks`); validation is never hinted. 0 (default):
+            none.
         validation_positions: where validation places its tokens: ``ordinary`` (default,
             ``0 .. L-1``) or ``random`` (needs ``random_positions``): every validation
             sequence carries sorted distinct positions of ``[0, R)`` drawn as training
@@ -255,6 +273,7 @@ class MLMDataModule(L.LightningDataModule):
         probe_min_length: int = 1,
         probe_max_length: int = 16,
         probe_symbols: int = 16,
+        probe_hint: float = 0.0,
         validation_positions: str = "ordinary",
     ) -> None:
         hparams = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
@@ -324,6 +343,7 @@ class MLMDataModule(L.LightningDataModule):
         self.validation_positions = validation_positions
         self.probe_min_length, self.probe_max_length = probe_min_length, probe_max_length
         self.probe_symbols = probe_symbols
+        self.probe_hint = probe_hint
 
         self.train_source: DocumentSource
         if dataset is not None:
@@ -539,6 +559,7 @@ class MLMDataModule(L.LightningDataModule):
                 seed=self.seed,
                 batches=PROBE_EPOCH_BATCHES,
                 random_positions=self.random_positions,
+                hint=self.probe_hint,
             )
         if self.val_dataset is None:
             self.val_dataset = ProbeValidation(

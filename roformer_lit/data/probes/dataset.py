@@ -5,6 +5,8 @@
   uniformly from ``[min_length, max_length]``; length and content come from the generator
   of ``(seed, "train", epoch, i)``, so an item is the same in every process, with any
   number of workers, and after a resume (the loader skips batches by index).
+  A task's training hint (``hint``, :attr:`~roformer_lit.data.probes.tasks.ProbeTask.hint`)
+  shapes these batches only.
 * :class:`ProbeValidation`: ``count`` sequences of input length ``length``, sequence ``i``
   from the generator of ``(seed, "val", length, i)``: the same sequences whatever the
   batch size, and a longer ``count`` only adds sequences.
@@ -49,8 +51,9 @@ class ProbeTrainBatches(Dataset[dict[str, torch.Tensor]]):
         seed: int,
         batches: int,
         random_positions: int | None = None,
+        hint: float = 0.0,
     ) -> None:
-        self.task, self.symbols, self.seed = task, symbols, seed
+        self.task, self.symbols, self.seed, self.hint = task, symbols, seed, hint
         self.random_positions = random_positions
         self.min_length, self.max_length = min_length, max_length
         self.batch_size, self.batches = batch_size, batches
@@ -62,7 +65,7 @@ class ProbeTrainBatches(Dataset[dict[str, torch.Tensor]]):
         """Batch ``index`` of ``epoch``: its length, then its sequences, from one generator."""
         rng = probe_rng(self.seed, "train", epoch, index)
         n = int(rng.integers(self.min_length, self.max_length + 1))
-        input_ids, labels = generate(self.task, rng, self.batch_size, n, self.symbols)
+        input_ids, labels = generate(self.task, rng, self.batch_size, n, self.symbols, self.hint)
         batch = {"input_ids": torch.from_numpy(input_ids), "labels": torch.from_numpy(labels)}
         if self.random_positions is not None:
             batch["position_ids"] = draw_positions(

@@ -31,9 +31,12 @@ IGNORE_INDEX = -100
 #: Codes of the generator streams (part of every generator's seed).
 STREAMS = {"train": 0, "val": 1, "positions": 2, "val_positions": 3}
 
-#: ``build(rng, batch, n, symbols) -> (prefix [B, a], suffix [B, b], answer [b])`` in symbol
-#: indices ``0 .. symbols - 1``; ``answer[j]`` marks the suffix slots that are masked.
-Builder = Callable[[np.random.Generator, int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+#: ``build(rng, batch, n, symbols, hint) -> (prefix [B, a], suffix [B, b], answer [b])`` in
+#: symbol indices ``0 .. symbols - 1``; ``answer[j]`` marks the suffix slots that are masked;
+#: ``hint`` is the task's training hint (0: none; see :attr:`ProbeTask.hint`).
+Builder = Callable[
+    [np.random.Generator, int, int, int, float], tuple[np.ndarray, np.ndarray, np.ndarray]
+]
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ class ProbeTask:
     width: int = 1
     #: The longest input length ``n`` that ``symbols`` symbols allow (None: unbounded).
     longest: Callable[[int], int | None] = lambda symbols: None
+    #: What ``data.probe_hint`` does to this task's training batches (None: it takes none).
+    hint: str | None = None
 
     def sequence_length(self, n: int) -> int:
         """Tokens in a sequence of input length ``n`` (prefix, ``[SEP]``, answer slots)."""
@@ -63,7 +68,7 @@ def _answers(build: Callable[[np.ndarray], np.ndarray]) -> Builder:
     """A task whose slots are a function of uniformly drawn input symbols (all masked)."""
 
     def builder(
-        rng: np.random.Generator, batch: int, n: int, symbols: int
+        rng: np.random.Generator, batch: int, n: int, symbols: int, hint: float = 0.0
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         inputs = rng.integers(0, symbols, size=(batch, n), dtype=np.int64)
         answers = np.ascontiguousarray(build(inputs))
@@ -108,7 +113,7 @@ def _odds_first(inputs: np.ndarray) -> np.ndarray:
 
 
 def _recall(
-    rng: np.random.Generator, batch: int, n: int, symbols: int
+    rng: np.random.Generator, batch: int, n: int, symbols: int, hint: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``recall`` (associative recall): ``n`` key-value pairs ``k1 v1 ... kn vn``, then every
     key once in a random order, each followed by a masked slot holding its value. Keys are
@@ -116,12 +121,22 @@ def _recall(
     from the second half, so a key is found by content alone and its value is its right
     neighbour: a control that relative schemes should find easy. ``n <= symbols // 2``.
 
+    With ``hint`` ``h > 0`` (training batches only), each pair's value is, with probability
+    ``h``, its key's fixed partner ``key + symbols // 2`` instead of a uniform draw. Without
+    it the lookup has no gradient path: reading the key beside a slot helps only once the
+    key can be found in the pairs, and finding it helps only once the key is read, so the
+    models stay at guessing among the values present. The partner makes reading the key
+    useful on its own, the lookup forms on top of it, and validation (never hinted) then
+    measures the lookup alone.
+
     Source: associative recall of Ba et al. 2016 ("Using Fast Weights to Attend to the
     Recent Past") as used by Fu et al. 2023 ("Hungry Hungry Hippos", MQAR of Arora et al.
     2023 "Zoology"), as masked fill-in."""
     half = symbols // 2
     keys = np.argsort(rng.random((batch, half)), axis=1)[:, :n].astype(np.int64)
     values = rng.integers(half, symbols, size=(batch, n), dtype=np.int64)
+    if hint > 0:  # drawn only when hinted: unhinted batches are the same as ever
+        values = np.where(rng.random((batch, n)) < hint, keys + half, values)
     order = np.argsort(rng.random((batch, n)), axis=1)
     prefix = np.stack([keys, values], axis=2).reshape(batch, 2 * n)
     queried = np.stack(
@@ -135,7 +150,13 @@ PROBE_TASKS: dict[str, ProbeTask] = {
     "copy": ProbeTask("copy", _answers(_copy)),
     "reverse": ProbeTask("reverse", _answers(_reverse)),
     "sort": ProbeTask("sort", _answers(_sort)),
-    "recall": ProbeTask("recall", _recall, width=2, longest=lambda symbols: symbols // 2),
+    "recall": ProbeTask(
+        "recall",
+        _recall,
+        width=2,
+        longest=lambda symbols: symbols // 2,
+        hint="the share of training pairs whose value is its key's fixed partner",
+    ),
     "odds_first": ProbeTask("odds_first", _answers(_odds_first)),
 }
 
@@ -157,14 +178,20 @@ def probe_rng(seed: int, stream: str, *keys: int) -> np.random.Generator:
 
 
 def generate(
-    task: ProbeTask, rng: np.random.Generator, batch: int, n: int, symbols: int
+    task: ProbeTask,
+    rng: np.random.Generator,
+    batch: int,
+    n: int,
+    symbols: int,
+    hint: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(input_ids, labels)``, each ``[batch, task.sequence_length(n)]`` int64: the input
     symbols, ``[SEP]``, the suffix with answer slots ``[MASK]``; labels are the answer ids
     at the answer slots and ``-100`` everywhere else. A ConfigError if the task cannot
-    build input length ``n`` with ``symbols`` symbols."""
+    build input length ``n`` with ``symbols`` symbols. ``hint``: the task's training hint
+    (:attr:`ProbeTask.hint`; 0 for validation)."""
     task.check(n, symbols, name="input length n")
-    prefix, suffix, answer = task.build(rng, batch, n, symbols)
+    prefix, suffix, answer = task.build(rng, batch, n, symbols, hint)
     prefix, suffix = prefix + FIRST_SYMBOL, suffix + FIRST_SYMBOL
     sep = np.full((batch, 1), SEP_ID, dtype=np.int64)
     ignored = np.full((batch, prefix.shape[1] + 1), IGNORE_INDEX, dtype=np.int64)
