@@ -400,6 +400,7 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "probes_others": 6 * 3 * 2 * 3,  # the six other schemes, all of which read positions
         "probes_sort": len(POSITION_SCHEMES) * 2 * 3 - 3,  # every scheme x sort, less nope x on
         "probes_prope": 2 * 4 * 3,  # two unrotated fractions x four tasks x three seeds
+        "probes_recall": len(POSITION_SCHEMES) * 3,  # every scheme x three seeds
     }
     expected = expected[path.stem]
     assert len(lines) == expected
