@@ -401,6 +401,7 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "probes_sort": len(POSITION_SCHEMES) * 2 * 3 - 3,  # every scheme x sort, less nope x on
         "probes_prope": 2 * 4 * 3,  # two unrotated fractions x four tasks x three seeds
         "probes_recall": len(POSITION_SCHEMES) * 3,  # every scheme x three seeds
+        "probes_recall_rp": (len(POSITION_SCHEMES) - 1) * 3,  # the schemes reading positions
     }
     expected = expected[path.stem]
     assert len(lines) == expected
