@@ -46,3 +46,34 @@ def fit_args(config: str = "rope.yaml", steps: int = 30, *extra: str) -> list[st
         str(max(steps // 2, 1)),
         *extra,
     ]
+
+
+def probe_fit_args(
+    task: str = "copy", steps: int = 4, val_every: int = 2, min_length: int = 4, *extra: str
+) -> list[str]:
+    """``fit`` on ``configs/probes/<task>.yaml`` with a small encoder (hidden 32), inputs of
+    ``min_length`` to 8 symbols and 16 validation sequences: a run of a few seconds."""
+    return [
+        "fit",
+        "--config",
+        str(CONFIGS / "probes" / f"{task}.yaml"),
+        "--model.hidden_size",
+        "32",
+        "--model.intermediate_size",
+        "64",
+        "--data.probe_min_length",
+        str(min_length),
+        "--data.probe_max_length",
+        "8",
+        "--data.max_length",
+        "17",
+        "--data.max_val_blocks",
+        "16",
+        "--trainer.max_steps",
+        str(steps),
+        "--trainer.val_check_interval",
+        str(val_every),
+        "--trainer.enable_model_summary",
+        "false",
+        *extra,
+    ]

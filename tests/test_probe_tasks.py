@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from cli_helpers import CONFIGS
+from cli_helpers import probe_fit_args
 from lightning.pytorch.callbacks import Callback
 
 from roformer_lit.commands import EXIT_PREEMPTED
@@ -359,29 +359,7 @@ def test_exact_match_counts_rows_with_every_labelled_token_right(labels, predict
 
 def test_fit_then_extrapolate_a_probe_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    args = [
-        "fit",
-        "--config",
-        str(CONFIGS / "probes" / "copy.yaml"),
-        "--model.hidden_size",
-        "32",
-        "--model.intermediate_size",
-        "64",
-        "--data.probe_min_length",
-        "4",
-        "--data.probe_max_length",
-        "8",
-        "--data.max_length",
-        "17",
-        "--data.max_val_blocks",
-        "16",
-        "--trainer.max_steps",
-        "4",
-        "--trainer.val_check_interval",
-        "2",
-        "--trainer.enable_model_summary",
-        "false",
-    ]
+    args = probe_fit_args("copy", 4, 2)
     assert cli_main(args) == 0
     (ckpt,) = tmp_path.glob("runs/probes/*/checkpoints/last.ckpt")
     assert ckpt.parent.parent.name == "rope-softmax-seed0-copy"  # named after the task
@@ -403,32 +381,7 @@ def test_fit_then_extrapolate_a_probe_run(tmp_path, monkeypatch, capsys):
 
 
 def probe_fit(steps: int, *extra: str) -> list[str]:
-    return [
-        "fit",
-        "--config",
-        str(CONFIGS / "probes" / "reverse.yaml"),
-        "--model.hidden_size",
-        "32",
-        "--model.intermediate_size",
-        "64",
-        "--data.probe_min_length",
-        "3",
-        "--data.probe_max_length",
-        "8",
-        "--data.max_length",
-        "17",
-        "--data.max_val_blocks",
-        "8",
-        "--model.dropout",
-        "0.1",
-        "--trainer.max_steps",
-        str(steps),
-        "--trainer.val_check_interval",
-        "3",
-        "--trainer.enable_model_summary",
-        "false",
-        *extra,
-    ]
+    return probe_fit_args("reverse", steps, 3, 3, "--model.dropout", "0.1", *extra)
 
 
 class StopAt(Callback):

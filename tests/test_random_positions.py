@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import CONFIGS, fit_args
+from cli_helpers import fit_args, probe_fit_args
 from model_factory import VALID_PAIRS, random_ids, small_model
 
 from roformer_lit import POSITION_SCHEMES
@@ -421,31 +421,7 @@ def test_probe_validation_at_random_positions_keeps_its_sequences():
     )
 
 
-PROBE_FIT = [
-    "fit",
-    "--config",
-    str(CONFIGS / "probes" / "copy.yaml"),
-    "--model.hidden_size",
-    "32",
-    "--model.intermediate_size",
-    "64",
-    "--data.probe_min_length",
-    "4",
-    "--data.probe_max_length",
-    "8",
-    "--data.max_length",
-    "17",
-    "--data.max_val_blocks",
-    "16",
-    "--data.random_positions",
-    "40",
-    "--trainer.max_steps",
-    "30",
-    "--trainer.val_check_interval",
-    "30",
-    "--trainer.enable_model_summary",
-    "false",
-]
+PROBE_FIT = probe_fit_args("copy", 30, 30, 4, "--data.random_positions", "40")
 
 
 def evaluation_by_hand(ckpt: Path, validation_positions: str) -> tuple[float, float]:
@@ -503,8 +479,7 @@ def test_random_positions_at_evaluation_are_refused_for_a_run_trained_without(
     tmp_path, monkeypatch, capsys
 ):
     monkeypatch.chdir(tmp_path)
-    plain = [arg for arg in PROBE_FIT if arg not in ("--data.random_positions", "40")]
-    assert main([*plain[:-4], "--trainer.max_steps", "2", *plain[-2:]]) == 0
+    assert main(probe_fit_args("copy", 2, 2)) == 0
     (ckpt,) = tmp_path.glob("runs/probes/*/checkpoints/last.ckpt")
     capsys.readouterr()
     assert main(["extrapolate", str(ckpt), "--positions", "random"]) == EXIT_USER_ERROR
