@@ -316,12 +316,8 @@ def test_the_command_line_refuses_in_one_line(tmp_path, monkeypatch, capsys, con
     assert not list(tmp_path.rglob("*.ckpt"))
 
 
-@pytest.mark.parametrize(
-    "config,validation",
-    [("rope.yaml", "ordinary"), ("alibi.yaml", "ordinary"), ("rope.yaml", "random")],
-)
-def test_fit_with_random_positions(tmp_path, monkeypatch, config, validation):
-    monkeypatch.chdir(tmp_path)
+def record_positions(monkeypatch) -> list[tuple[bool, int | None]]:
+    """Every encoder call from now on, as (training?, largest position id or None)."""
     seen: list[tuple[bool, int | None]] = []
     forward = Encoder.forward
 
@@ -331,6 +327,16 @@ def test_fit_with_random_positions(tmp_path, monkeypatch, config, validation):
         return forward(self, *args, **kwargs)
 
     monkeypatch.setattr(Encoder, "forward", spy)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "config,validation",
+    [("rope.yaml", "ordinary"), ("alibi.yaml", "ordinary"), ("rope.yaml", "random")],
+)
+def test_fit_with_random_positions(tmp_path, monkeypatch, config, validation):
+    monkeypatch.chdir(tmp_path)
+    seen = record_positions(monkeypatch)
     switch = ["--data.random_positions", "1024", "--data.validation_positions", validation]
     assert main(fit_args(config, 3, *switch)) == 0
     trained = [largest for training, largest in seen if training]
@@ -497,15 +503,7 @@ def test_validate_and_resume_keep_the_runs_positions(tmp_path, monkeypatch):
     switch = ["--data.random_positions", "1024", "--data.validation_positions", "random"]
     assert main(fit_args("rope.yaml", 2, *switch)) == 0
     ckpt = next(tmp_path.rglob("last.ckpt"))
-    seen: list[tuple[bool, int | None]] = []
-    forward = Encoder.forward
-
-    def spy(self, *args, **kwargs):
-        given = kwargs.get("position_ids")
-        seen.append((self.training, None if given is None else int(given.max())))
-        return forward(self, *args, **kwargs)
-
-    monkeypatch.setattr(Encoder, "forward", spy)
+    seen = record_positions(monkeypatch)
     validate = [a if a != "fit" else "validate" for a in fit_args("rope.yaml", 2)]
     assert main([*validate, "--ckpt_path", str(ckpt)]) == 0
     assert seen and all(not training and p is not None and p >= 32 for training, p in seen)

@@ -81,6 +81,9 @@ from roformer_lit.validation import (
     unit_interval_open_right,
 )
 
+#: Where validation places its tokens (``validation_positions``): ``0 .. L-1``, or sorted
+#: draws from ``[0, random_positions)`` as training draws them.
+VALIDATION_POSITIONS = ("ordinary", "random")
 #: Training batches per epoch of a probe (each a fresh draw; epochs only renumber them).
 PROBE_EPOCH_BATCHES = 10_000
 #: Validation sequences of a probe when ``max_val_blocks`` is null.
@@ -115,7 +118,7 @@ DATA_RULES: dict[str, Rule] = {
     "max_train_blocks": optional(positive_int),
     "document_mask": boolean,
     "random_positions": optional(at_least_int(8)),
-    "validation_positions": one_of("ordinary", "random"),
+    "validation_positions": one_of(*VALIDATION_POSITIONS),
     "probe": optional(non_empty_text),
     "probe_min_length": positive_int,
     "probe_max_length": positive_int,

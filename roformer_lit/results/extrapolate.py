@@ -65,7 +65,11 @@ from typing import Any
 import torch
 from lightning.pytorch import Trainer
 
-from roformer_lit.data.datamodule import PROBE_VAL_SEQUENCES, MLMDataModule
+from roformer_lit.data.datamodule import (
+    PROBE_VAL_SEQUENCES,
+    VALIDATION_POSITIONS,
+    MLMDataModule,
+)
 from roformer_lit.data.probes import ProbeTask, probe_task
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
@@ -93,9 +97,6 @@ OVERRIDDEN = (
     "validation_positions",
 )
 
-#: ``--positions`` values: where evaluation places the tokens (see the module docstring).
-POSITIONS = ("ordinary", "random")
-
 
 @dataclass
 class RunSettings:
@@ -118,10 +119,15 @@ class RunSettings:
         """The run's ``data.random_positions`` ``R`` (None: trained at ordinary positions)."""
         return _positive_int(self.saved.get("random_positions"))
 
+    @property
+    def validated_positions(self) -> str:
+        """Where the run's own validation placed its tokens (``ordinary`` or ``random``)."""
+        return str(self.saved.get("validation_positions") or "ordinary")
+
     def with_positions(self, positions: str | None) -> RunSettings:
         """These settings evaluated at ``positions`` (None: as the run validated); a
         ConfigError if ``random`` is asked of a run trained without randomized positions."""
-        chosen = positions or str(self.saved.get("validation_positions") or "ordinary")
+        chosen = positions or self.validated_positions
         if chosen == "random" and self.random_range is None:
             raise ConfigError(
                 "--positions random needs a run trained with data.random_positions; this one "
@@ -387,7 +393,7 @@ def describe(
     """The stderr line saying what was evaluated for ``ckpt`` and whether the training
     length's cell is what ``validate`` evaluates."""
     task = run_probe(settings)
-    as_validated = settings.positions == (settings.saved.get("validation_positions") or "ordinary")
+    as_validated = settings.positions == settings.validated_positions
     if task is not None:
         trained = settings.data.get("probe_max_length")
         done = [
@@ -475,7 +481,7 @@ def build_parser() -> ToolParser:
     )
     parser.add_argument(
         "--positions",
-        choices=POSITIONS,
+        choices=VALIDATION_POSITIONS,
         default=None,
         help="where the tokens sit: ordinary (0..L-1) or random (sorted draws from [0, R) "
         "as a data.random_positions run trained; Ruoss et al. 2023's evaluation); default: "
