@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import time
 import warnings
 from collections.abc import Sequence
@@ -43,6 +42,8 @@ from roformer_lit.training.final_validation import ValidateAtEnd
 from roformer_lit.training.progress import default_progress_bar
 from roformer_lit.training.quiet import SummaryWithoutFlops
 from roformer_lit.training.run_logger import RunLogger, unique_version
+from roformer_lit.training.run_name import run_stem
+from roformer_lit.training.run_report import RunReport
 from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY
 from roformer_lit.validation import check_trainer_arguments
 
@@ -154,11 +155,8 @@ class RoformerCLI(LightningCLI):
                     own_run.name,
                 )
                 return
-            stem = f"{config.model.position}-{config.model.attention}-seed{config.seed_everything}"
-            corpus = corpus_label(config.get("data"))
-            stem = f"{stem}-{corpus}" if corpus else stem
             claim = run_dir.claim_new if leader else unique_version
-            args.version = claim(root, name, stem)
+            args.version = claim(root, name, run_stem(config))
             return
         version = str(args.version)
         resuming = ckpt is not None and _is_inside(Path(ckpt), Path(root) / name / version)
@@ -202,35 +200,12 @@ class RoformerCLI(LightningCLI):
             if not any(isinstance(c, ModelSummary) for c in configured):
                 extras["callbacks"] = [*configured, SummaryWithoutFlops()]
         trainer = super().instantiate_trainer(**{**extras, **kwargs})
-        for callback_class in (Preemption, LastGoodCheckpoint):
+        for callback_class in (Preemption, LastGoodCheckpoint, RunReport):
             if not any(isinstance(c, callback_class) for c in trainer.callbacks):
                 trainer.callbacks.append(callback_class())
         if type(trainer.strategy.checkpoint_io) is TorchCheckpointIO:
             trainer.strategy.checkpoint_io = AtomicCheckpointIO()
         return trainer
-
-
-def corpus_label(data: Any) -> str | None:
-    """A short name for a run's training corpus when it is not the bundled one (``None``
-    then): the dataset's name, or the first training file's (or directory's) name without
-    its extensions, or the probe task's (``data.probe``); letters, digits, ``.``, ``_`` and
-    ``-`` only, at most 40 characters.
-    ``fit`` appends it to the run's name (``rope-softmax-seed0-mycorpus``), so a run on the
-    user's corpus is not named like one on the bundled corpus."""
-    if data is None:
-        return None
-    source = data.get("dataset") or data.get("probe")
-    if source is None:
-        files = data.get("train_files")
-        if files is None:
-            return None
-        first = files if isinstance(files, str) else next(iter(files), None)
-        if first is None:
-            return None
-        name = Path(str(first).rstrip("/")).name
-        source = name.split(".")[0] or name
-    label = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(str(source).rstrip("/")).name).strip("._-")
-    return label[:40] or None
 
 
 def check_checkpoint_placement(config: Any) -> None:
