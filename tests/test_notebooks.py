@@ -1,50 +1,41 @@
-"""The notebooks execute top to bottom (nbclient) and draw something, so they never rot."""
+"""The notebooks execute top to bottom and draw something, so they never rot.
+
+They run through the very function users call (``python scripts/run_notebooks.py``)."""
 
 from __future__ import annotations
 
-import json
-import sys
+import importlib.util
 from pathlib import Path
 
 import pytest
 
-nbclient = pytest.importorskip("nbclient")
-nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("nbclient")
+pytest.importorskip("nbformat")
 pytest.importorskip("ipykernel")
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "run_notebooks.py"
 
 
-@pytest.fixture
-def kernel(tmp_path, monkeypatch) -> str:
-    """A ``python3`` kernelspec that runs this very interpreter (first on JUPYTER_PATH)."""
-    spec_dir = tmp_path / "jupyter" / "kernels" / "python3"
-    spec_dir.mkdir(parents=True)
-    spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (test)",
-        "language": "python",
-    }
-    (spec_dir / "kernel.json").write_text(json.dumps(spec))
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    return "python3"
+def load_runner():
+    spec = importlib.util.spec_from_file_location("run_notebooks", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_notebook_is_listed() -> None:
+    assert load_runner().names() == ["compare", "positions"]
 
 
 @pytest.mark.slow  # ~13 s each (a Jupyter kernel and a training run): documentation, not numerics
 @pytest.mark.parametrize("name", ["positions", "compare"])
-def test_notebook_runs_and_draws(name, kernel, tmp_path):
-    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "strip outputs"
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    client = nbclient.NotebookClient(
-        nb,
-        kernel_name=kernel,
-        timeout=240,
-        resources={"metadata": {"path": str(workdir)}},
-    )
-    client.execute()  # raises CellExecutionError on the first failing cell
+def test_notebook_runs_and_draws(name, tmp_path):
+    runner = load_runner()
+    import nbformat
+
+    source = nbformat.read(runner.NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    assert all(not c.get("outputs") for c in source.cells if c.cell_type == "code"), "strip outputs"
+    nb = runner.execute(name, tmp_path)  # raises CellExecutionError on the first failing cell
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     images = [o for o in outputs if "image/png" in o.get("data", {})]
