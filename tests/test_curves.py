@@ -178,7 +178,11 @@ def test_default_display_and_its_switch(tmp_path, monkeypatch, capsys):
     assert "step 2/2 | loss " in out and "step 2/2 | val/loss " in out
     fit(tmp_path, "off", 2, 2)  # TINY: --trainer.enable_progress_bar false
     out = capsys.readouterr().out
-    assert "step 2/2" not in out
+    # no progress lines: only the run's one closing line (training/run_report.py)
+    assert [line for line in out.splitlines() if "step 2/2" in line] == [
+        line for line in out.splitlines() if line.startswith("finished at step 2/2 | val/loss ")
+    ]
+    assert "finished at step 2/2" in out and "| loss " not in out
 
 
 def test_experiment_configs_validate_often():

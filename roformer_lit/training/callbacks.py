@@ -18,6 +18,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from roformer_lit.errors import TrainingDiverged
 from roformer_lit.training import startup_signals
 from roformer_lit.training.checkpoint_io import share_checkpoint
+from roformer_lit.training.lightning_compat import stop_as_if_sigterm, validation_follows_batch
 
 
 class LastCheckpointAtEnd(Callback):
@@ -160,7 +161,7 @@ class Preemption(Callback):
         if self._forward is not None:
             self._forward(signal.SIGTERM, None)
         elif self._trainer is not None:
-            self._trainer._signal_connector.received_sigterm = True
+            stop_as_if_sigterm(self._trainer)
 
     def _save(self, trainer: Trainer) -> None:
         path = last_checkpoint_path(trainer)
@@ -176,7 +177,7 @@ class Preemption(Callback):
     def on_train_batch_end(
         self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
-        if self._pending and not _validation_follows(trainer):
+        if self._pending and not validation_follows_batch(trainer):
             self._stop()  # saved in on_exception, after the step
 
     def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
@@ -207,15 +208,6 @@ class Preemption(Callback):
                 "step": self._saved[0],
                 "checkpoint": self._saved[1],
             }
-
-
-def _validation_follows(trainer: Trainer) -> bool:
-    """Whether Lightning will validate after the current training batch."""
-    loop = trainer.fit_loop.epoch_loop
-    try:
-        return bool(loop._should_check_val_fx(trainer.fit_loop._data_fetcher))
-    except Exception:  # a Lightning without these internals: stop after the batch
-        return False
 
 
 def checkpoint_step(path: Path) -> int | None:

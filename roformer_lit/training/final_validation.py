@@ -16,6 +16,12 @@ from typing import Any
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.utilities import rank_zero_info
 
+from roformer_lit.training.lightning_compat import (
+    can_stop_early,
+    ready_batches_reached,
+    validates_after_batch,
+)
+
 
 class ValidateAtEnd(Callback):
     """Validate after the last training step unless the schedule already does."""
@@ -39,15 +45,11 @@ class ValidateAtEnd(Callback):
     ) -> None:
         if trainer.should_stop or not _is_last_batch_of_run(trainer):
             return
-        loop = trainer.fit_loop.epoch_loop
-        data_fetcher = trainer.fit_loop._data_fetcher
-        try:
-            if not loop._should_check_val_epoch() or loop._should_check_val_fx(data_fetcher):
-                return  # validation disabled, or the schedule validates here anyway
-            if not trainer.fit_loop._can_stop_early:
-                return  # min_steps/min_epochs not met: the loop will not stop here
-        except Exception:  # a Lightning without these internals: leave the schedule alone
-            return
+        scheduled = validates_after_batch(trainer)
+        if scheduled is None or scheduled:
+            return  # validation off, the schedule validates here anyway, or internals gone
+        if not can_stop_early(trainer):
+            return  # min_steps/min_epochs not met: the loop will not stop here
         # Lightning validates after a batch when the run was asked to stop (its early
         # stopping path); the loop ends here anyway, at max_steps or its last epoch.
         trainer.should_stop = True
@@ -67,11 +69,7 @@ def _is_last_batch_of_run(trainer: Trainer) -> bool:
     max_epochs = trainer.max_epochs if trainer.max_epochs is not None else -1
     if max_epochs < 0 or trainer.current_epoch + 1 < max_epochs:
         return False
-    loop = trainer.fit_loop.epoch_loop
-    try:
-        return bool(loop.batch_progress.is_last_batch or loop._num_ready_batches_reached())
-    except Exception:
-        return False
+    return ready_batches_reached(trainer)
 
 
 def schedule_gap(trainer: Trainer) -> str | None:

@@ -1,0 +1,90 @@
+"""Every reach into Lightning's (and torch's DataLoader's) private API, in one module.
+
+Lightning has no public hook for a few things the framework needs; each reach is one
+function here, so a Lightning release that moves an internal breaks one place, and
+``tests/test_lightning_compat.py`` has one test per reach that fails when it stops working
+(``pyproject.toml`` bounds ``lightning`` to the releases those tests have passed on).
+
+========================================  ==================================================
+reach                                     what for
+========================================  ==================================================
+:func:`validation_follows_batch`          stop on a signal after the validation that follows
+                                          the current batch (``callbacks.Preemption``)
+:func:`validates_after_batch`             validate after the last step when the schedule
+                                          does not (``final_validation.ValidateAtEnd``)
+:func:`can_stop_early`                    the same: ``min_steps``/``min_epochs`` met
+:func:`ready_batches_reached`             the same: the epoch's last batch, by count
+:func:`stop_as_if_sigterm`                end the loop as Lightning's own SIGTERM handler does
+:func:`subcommand_defaults`               the defaults of one LightningCLI subcommand's
+                                          section, to tell typed values from defaults
+:data:`CLI_OVERRIDES`                     LightningCLI's private methods the CLI overrides
+========================================  ==================================================
+
+One private reach into torch stays where it must, as a property override:
+``data.dataset.ResumableDataLoader._index_sampler`` (exact resume inside an epoch); its
+test is beside these.
+
+A reach that fails at run time (an internal gone) answers as if the feature were off: the
+run goes on, and only the test says the reach broke.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lightning.pytorch import Trainer
+
+#: LightningCLI methods (private in Lightning) that ``commands.pretrain.RoformerCLI`` and
+#: ``finetune.cli`` override; the test checks Lightning still calls each one.
+CLI_OVERRIDES = ("_parse_ckpt_path", "_set_seed")
+
+
+def validation_follows_batch(trainer: Trainer) -> bool:
+    """Whether Lightning validates after the training batch now ending."""
+    loop = trainer.fit_loop.epoch_loop
+    try:
+        return bool(loop._should_check_val_fx(trainer.fit_loop._data_fetcher))
+    except Exception:  # a Lightning without these internals
+        return False
+
+
+def validates_after_batch(trainer: Trainer) -> bool | None:
+    """Whether the schedule validates after this batch anyway (``True``), validation is off
+    for this epoch (``True``: nothing to add), or it does not (``False``); ``None`` when the
+    internals are gone."""
+    loop = trainer.fit_loop.epoch_loop
+    try:
+        if not loop._should_check_val_epoch():
+            return True
+        return bool(loop._should_check_val_fx(trainer.fit_loop._data_fetcher))
+    except Exception:
+        return None
+
+
+def can_stop_early(trainer: Trainer) -> bool:
+    """Whether the fit loop would stop now if asked (``min_steps``/``min_epochs`` met)."""
+    try:
+        return bool(trainer.fit_loop._can_stop_early)
+    except Exception:
+        return False
+
+
+def ready_batches_reached(trainer: Trainer) -> bool:
+    """Whether the epoch's batches are used up (its last batch, by count)."""
+    loop = trainer.fit_loop.epoch_loop
+    try:
+        return bool(loop.batch_progress.is_last_batch or loop._num_ready_batches_reached())
+    except Exception:
+        return False
+
+
+def stop_as_if_sigterm(trainer: Trainer) -> None:
+    """Make the loop raise ``SIGTERMException`` after the current step, as Lightning's own
+    SIGTERM handler does (``trainer.received_sigterm`` is read-only)."""
+    trainer._signal_connector.received_sigterm = True
+
+
+def subcommand_defaults(cli: Any, subcommand: str, section: str) -> dict[str, Any]:
+    """The defaults of ``section`` (``model``, ``data``) of one LightningCLI subcommand."""
+    defaults = cli._subcommand_parsers[subcommand].get_defaults().get(section)
+    return dict(defaults) if defaults is not None else {}

@@ -1,0 +1,168 @@
+"""One test per reach into Lightning's private API (roformer_lit.training.lightning_compat).
+
+Each test runs a tiny real fit and checks the reach answers what Lightning then does, so a
+Lightning release that moves an internal fails here, by name, instead of silently turning a
+feature off."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from lightning.pytorch import Callback, Trainer
+from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.demos.boring_classes import BoringModel
+from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+from roformer_lit.data.dataset import ResumableDataLoader
+from roformer_lit.training import lightning_compat as compat
+
+
+class Record(Callback):
+    """Calls ``probe(trainer)`` after every training batch; notes the steps validated at."""
+
+    def __init__(self, probe) -> None:
+        self.probe, self.answers, self.validated = probe, {}, []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self.answers[(trainer.current_epoch, batch_idx, trainer.global_step)] = self.probe(trainer)
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        if not trainer.sanity_checking:
+            self.validated.append(trainer.global_step)
+
+
+def fit(callback: Callback, **trainer_args: Any) -> Trainer:
+    args = dict(
+        max_steps=6,
+        val_check_interval=2,
+        limit_val_batches=1,
+        num_sanity_val_steps=0,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+        devices=1,
+    )
+    trainer = Trainer(**{**args, **trainer_args}, callbacks=[callback])
+    trainer.fit(BoringModel())
+    return trainer
+
+
+def test_validation_follows_batch_answers_what_the_loop_does() -> None:
+    record = Record(compat.validation_follows_batch)
+    fit(record)
+    assert record.validated == [2, 4, 6]
+    assert sorted(step for (_, _, step), follows in record.answers.items() if follows) == [2, 4, 6]
+
+
+def test_validates_after_batch_answers_what_the_loop_does() -> None:
+    record = Record(compat.validates_after_batch)
+    fit(record)
+    assert None not in record.answers.values()
+    assert sorted(step for (_, _, step), yes in record.answers.items() if yes) == record.validated
+
+
+def test_validates_after_batch_is_true_in_an_epoch_without_validation() -> None:
+    record = Record(compat.validates_after_batch)
+    fit(
+        record,
+        max_steps=4,
+        limit_train_batches=2,
+        val_check_interval=None,
+        check_val_every_n_epoch=2,
+    )
+    # epoch 0 never validates (True: nothing for ValidateAtEnd to add); epoch 1 at its end
+    assert record.answers[(0, 0, 1)] is True and record.answers[(0, 1, 2)] is True
+    assert record.validated == [4]
+
+
+def test_can_stop_early_follows_min_steps() -> None:
+    record = Record(compat.can_stop_early)
+    fit(record, min_steps=4, max_steps=6, min_epochs=0)
+    assert {step: yes for (_, _, step), yes in record.answers.items()} == {
+        1: False,
+        2: False,
+        3: False,
+        4: True,
+        5: True,
+        6: True,
+    }
+
+
+def test_ready_batches_reached_at_the_last_batch_of_each_epoch() -> None:
+    record = Record(compat.ready_batches_reached)
+    fit(record, max_steps=-1, max_epochs=2, limit_train_batches=3, val_check_interval=None)
+    last = sorted((epoch, batch) for (epoch, batch, _), yes in record.answers.items() if yes)
+    assert last == [(0, 2), (1, 2)]
+
+
+def test_stop_as_if_sigterm_ends_the_loop_after_the_step() -> None:
+    class StopAtThree(Callback):
+        seen: list[BaseException] = []
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            if trainer.global_step == 3:
+                compat.stop_as_if_sigterm(trainer)
+
+        def on_exception(self, trainer, pl_module, exception) -> None:
+            self.seen.append(exception)
+            self.step = trainer.global_step
+
+    callback = StopAtThree()
+    trainer = None
+    with pytest.raises(SIGTERMException):
+        trainer = fit(callback, val_check_interval=None, limit_val_batches=0)
+    assert len(callback.seen) == 1 and isinstance(callback.seen[0], SIGTERMException)
+    assert callback.step == 3  # after the step it was asked in, not later
+    assert trainer is None
+
+
+class Abort(Exception):
+    pass
+
+
+@pytest.mark.parametrize("name", compat.CLI_OVERRIDES)
+def test_lightning_cli_still_calls_each_overridden_method(name: str) -> None:
+    called = []
+
+    def spy(self) -> None:
+        called.append(name)
+        getattr(LightningCLI, name)(self)
+
+    class Spying(LightningCLI):
+        def before_instantiate_classes(self) -> None:
+            raise Abort
+
+    setattr(Spying, name, spy)
+    with pytest.raises(Abort):
+        Spying(BoringModel, args=["fit", "--trainer.max_steps", "1"], save_config_callback=None)
+    assert called == [name]
+
+
+def test_subcommand_defaults_are_the_parsers_defaults() -> None:
+    seen = {}
+
+    class Capture(LightningCLI):
+        def before_instantiate_classes(self) -> None:
+            seen["trainer"] = compat.subcommand_defaults(self, "fit", "trainer")
+            raise Abort
+
+    with pytest.raises(Abort):
+        Capture(BoringModel, args=["fit", "--trainer.max_steps", "7"], save_config_callback=None)
+    assert seen["trainer"]["max_steps"] == -1  # the default, not the typed 7
+    assert "max_epochs" in seen["trainer"]
+
+
+def test_the_resumable_loader_index_sampler_skips_what_was_handed_out() -> None:
+    """torch's ``DataLoader._index_sampler`` (overridden by ResumableDataLoader)."""
+    data = torch.arange(12)
+    first = ResumableDataLoader(data, batch_size=2)
+    iterator = iter(first)
+    seen = [next(iterator), next(iterator)]
+    resumed = ResumableDataLoader(data, batch_size=2)
+    resumed.load_state_dict(first.state_dict())
+    rest = list(resumed)
+    assert torch.equal(torch.cat([*seen, *rest]), data)
