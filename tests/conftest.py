@@ -23,6 +23,7 @@ FAST_MODULES = frozenset(
         "test_sdpa_backends",
         "test_flex_attention",
         "test_random_positions",
+        "test_state_dict",
         "test_import_graph",
         # data, masking and position tasks
         "test_data",
