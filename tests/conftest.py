@@ -34,6 +34,7 @@ FAST_MODULES = frozenset(
         "test_bad_arguments",
         "test_tool_arguments",
         "test_config_composition",
+        "test_checkpoint_settings",
     }
 )
 
