@@ -200,3 +200,22 @@ def test_the_guide_shows_the_table_as_it_is():
             for name in re.findall(r"`([a-z_]+\.[a-z_]+)`", cells[0]):
                 shown[name] = (cells[1], cells[2])
     assert shown == CHECKPOINT_SETTINGS
+
+
+@pytest.mark.parametrize(
+    "ours,theirs,same",
+    [
+        ("own.txt", ["own.txt"], True),
+        (["a.txt", "b.txt"], "a.txt", False),
+        ((0.9, 0.98), [0.9, 0.98], True),
+        ({}, None, True),
+        ({"base": 100}, None, False),
+        (0.001, 1.0e-3, True),
+        (None, 0, False),
+    ],
+)
+def test_same_setting(ours, theirs, same):
+    from roformer_lit.commands.checkpoint_settings import same_setting
+
+    assert same_setting(ours, theirs) is same
+    assert same_setting(theirs, ours) is same

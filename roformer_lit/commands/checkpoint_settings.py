@@ -204,6 +204,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def same_setting(a: Any, b: Any) -> bool:
+    """Whether two values of a setting are the same: as plain data (:func:`_plain`), a
+    single file name equal to a list holding only it (``own.txt`` and ``[own.txt]``)."""
+    a, b = _plain(a), _plain(b)
+    if isinstance(a, str) and isinstance(b, list):
+        a = [a]
+    if isinstance(b, str) and isinstance(a, list):
+        b = [b]
+    return a == b
+
+
 def saved_settings(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
     """``section.key`` -> value of every model and data setting a checkpoint's run had."""
     found: dict[str, Any] = {}
@@ -242,7 +253,7 @@ def checkpoint_settings(
         if current is None or key not in current or name in MACHINE_SETTINGS:
             continue
         ours = current.get(key)
-        if _plain(ours) == _plain(saved):
+        if same_setting(ours, saved):
             continue
         if name not in typed:
             fill.setdefault(section, {})[key] = saved
@@ -282,6 +293,7 @@ __all__ = [
     "REFUSE",
     "checkpoint_settings",
     "config_file_keys",
+    "same_setting",
     "saved_settings",
     "typed_keys",
 ]
