@@ -36,7 +36,11 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
-from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
+from roformer_lit.training.checkpoint_io import (
+    PRETRAINING,
+    drop_duplicate_weights,
+    read_checkpoint,
+)
 from roformer_lit.training.lifecycle import RunModule
 from roformer_lit.validation import MODEL_RULES, check_model_arguments
 
@@ -141,7 +145,11 @@ class MaskedLM(RunModule):
                 + " ".join(str(exc).split())[:200]
             ) from None
         self.apply(lambda m: init_bert_weights(m, init_std))
-        self._encode = torch.compile(self.encoder) if compile else self.encoder
+        # the encoder is registered once, as ``encoder``; the (compiled) callable that runs
+        # it is kept outside the module tree, so no tensor has a second name in state_dict
+        object.__setattr__(
+            self, "_encode", torch.compile(self.encoder) if compile else self.encoder
+        )
         self.train_acc = MulticlassAccuracy(vocab_size, average="micro")
         self.val_metrics = self._stage_metrics(vocab_size)
         self.test_metrics = self._stage_metrics(vocab_size)
@@ -328,9 +336,13 @@ class MaskedLM(RunModule):
         self._log_stage(self.test_metrics, "test")
 
     def predict_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
-        """The most likely token at each position ``[B, L]``."""
+        """The most likely token at each position ``[B, L]``, the tokens placed as
+        validation places them (a batch's ``position_ids``, segments)."""
         return self(
-            batch["input_ids"], batch.get("attention_mask"), batch.get("segment_ids")
+            batch["input_ids"],
+            batch.get("attention_mask"),
+            batch.get("segment_ids"),
+            batch.get("position_ids"),
         ).argmax(-1)
 
     # -- the run lifecycle (RunModule) ----------------------------------------------------
@@ -343,6 +355,7 @@ class MaskedLM(RunModule):
         checkpoint["skipped_batches"] = self.skipped_batches
 
     def load_run_state(self, checkpoint: Mapping[str, Any]) -> None:
+        drop_duplicate_weights(checkpoint)  # before Lightning loads the state_dict
         self.best_val_loss = checkpoint.get("best_val_loss", math.inf)
         self.skipped_batches = int(checkpoint.get("skipped_batches", 0))
 

@@ -2,7 +2,8 @@
 
 * :func:`check_readable_file`: a path must name a *regular* file we can read. A FIFO, a
   device or a directory would block (or fail obscurely) when opened; they are refused
-  with one line before anything opens them.
+  with one line before anything opens them. :func:`read_text_file` also requires UTF-8
+  text (a binary or Latin-1 file is one line, not a ``UnicodeDecodeError``).
 * :func:`safe_yaml_load`: YAML through ``yaml.SafeLoader``, refusing documents whose
   aliases expand to more than :data:`MAX_YAML_NODES` nodes (a "billion laughs" alias bomb
   is a few hundred bytes that expand exponentially) and recursive aliases. Installed as
@@ -39,6 +40,28 @@ def check_readable_file(path: str | os.PathLike[str], what: str) -> Path:
     if not os.access(p, os.R_OK):
         raise ConfigError(f"cannot read {what} {path}: permission denied")
     return p
+
+
+def read_text_file(path: str | os.PathLike[str], what: str) -> str:
+    """The text of the regular file ``path`` (:func:`check_readable_file`), which must be
+    UTF-8 without NUL bytes: a binary file, or text in another encoding, is one ConfigError
+    line naming the file and the first offending byte (never a ``UnicodeDecodeError``)."""
+    p = check_readable_file(path, what)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    bad = data.find(b"\0")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = exc.start if bad < 0 else min(bad, exc.start)
+    if bad >= 0:
+        raise ConfigError(
+            f"{what} {path} is not UTF-8 text (byte 0x{data[bad]:02x} at offset {bad}): a "
+            "binary file, or text in another encoding; give a UTF-8 YAML file"
+        )
+    return text
 
 
 class YAMLBombError(Exception):

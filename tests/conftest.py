@@ -23,6 +23,7 @@ FAST_MODULES = frozenset(
         "test_sdpa_backends",
         "test_flex_attention",
         "test_random_positions",
+        "test_state_dict",
         "test_import_graph",
         # data, masking and position tasks
         "test_data",
@@ -34,6 +35,7 @@ FAST_MODULES = frozenset(
         "test_tool_arguments",
         "test_config_composition",
         "test_run_name",
+        "test_checkpoint_settings",
     }
 )
 

@@ -111,7 +111,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "ckpt_other_vocabulary": (
         fit("--data.train_files", "[small.txt]", "--data.vocab_size", "300", "--ckpt_path", CKPT),
-        "has vocab_size=8192, this run's tokenizer has",
+        "was trained with train_files=None, this run has data.train_files=['small.txt']",
     ),
     "validate_other_scheme": (
         ["validate", "--config", str(CONFIGS / "rope.yaml"), *TINY, "--model.position", "nope"]

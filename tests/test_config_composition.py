@@ -104,3 +104,66 @@ def test_a_config_saved_by_an_earlier_version_gets_the_new_class_path_in_one_lin
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and old in errors[0] and new in errors[0]
     assert saved.read_bytes() == before
+
+
+#: Config files no parser can read as text: (name, bytes).
+UNREADABLE_CONFIGS = {
+    "binary": b"\xff\xfe\x00\x01\x80\x81binary",
+    "latin-1": "model:\n  position: r\u00e9pe\n".encode("latin-1"),
+    "nul byte": b"model:\n  position: rope\x00\n",
+    "utf-16": "model:\n  position: rope\n".encode("utf-16"),
+}
+
+
+@pytest.mark.parametrize("option", ["--config", "--data"])
+@pytest.mark.parametrize("command", ["fit", "validate", "finetune"])
+@pytest.mark.parametrize("kind", sorted(UNREADABLE_CONFIGS))
+def test_a_config_file_that_is_not_utf8_text_is_one_line(
+    kind, command, option, tmp_path, capsys, monkeypatch
+):
+    from roformer_lit.commands import main
+
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(UNREADABLE_CONFIGS[kind])
+    assert main([command, option, str(bad)]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and str(bad) in errors[0] and "UTF-8" in errors[0], err[-2000:]
+    assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]  # nothing created
+
+
+#: Configs that mention an old class path without naming a class by it: (text, refused).
+MENTIONS = {
+    "a comment": ("# was roformer_lit.run_logger.RunLogger\nmodel:\n  position: rope\n", False),
+    "a string value": (
+        "trainer:\n  logger:\n    class_path: roformer_lit.training.run_logger.RunLogger\n"
+        "    init_args:\n      name: roformer_lit.run_logger.RunLogger\n",
+        False,
+    ),
+    "a key": ("data:\n  roformer_lit.callbacks.LastCheckpointAtEnd: 1\n", False),
+    "a class_path in a list": (
+        "trainer:\n  callbacks:\n  - class_path: roformer_lit.callbacks.LastCheckpointAtEnd\n",
+        True,
+    ),
+    "a class_path with spaces": (
+        "trainer:\n  logger:\n    class_path: ' roformer_lit.run_logger.RunLogger '\n",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MENTIONS))
+def test_only_class_path_values_count_as_naming_a_moved_class(case, tmp_path):
+    from roformer_lit.commands import check_config_files
+    from roformer_lit.errors import ConfigError
+
+    text, refused = MENTIONS[case]
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    if refused:
+        with pytest.raises(ConfigError, match="which this version calls"):
+            check_config_files(["fit", "--config", str(path)])
+    else:
+        check_config_files(["fit", "--config", str(path)])

@@ -1,7 +1,7 @@
 """Evaluation never pairs a model with a tokenizer it was not trained with.
 
-``validate``/``test`` with ``--ckpt_path`` take the data settings the user left at their
-defaults from the checkpoint's run (so the README's form ``validate --config
+``validate``/``test`` with ``--ckpt_path`` take the data settings the user did not type
+on the command line from the checkpoint's run (so the README's form ``validate --config
 configs/rope.yaml --ckpt_path <run>/checkpoints/last.ckpt`` evaluates on the run's own
 corpus), and refuse, in one line and without touching the run, any data settings that give
 another tokenizer than the one stored in the checkpoint."""

@@ -286,3 +286,61 @@ def test_the_module_refuses_another_pretrained_encoder_when_resumed(pretrained, 
                 model.on_load_checkpoint(checkpoint)
         else:
             model.on_load_checkpoint(checkpoint)
+
+
+#: (texts, share of their tokens that tiny_tokenizer cannot encode), by counting words:
+#: ``w<i>`` with 5 <= i < 100 is a token of its own, anything else one [UNK].
+UNKNOWN_SHARES = {
+    "all known": (["w5 w6", "w7"], 0.0),
+    "all unknown": (["the movie was great"], 1.0),
+    "a third": (["w5 w6 movie", "w9 w10 fine"], 2 / 6),
+    "out of range id": (["w5 w100"], 1 / 2),
+    "no tokens": (["", "   "], 0.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNKNOWN_SHARES))
+def test_unknown_share_counts_unknown_tokens(case):
+    from tokenizer_factory import tiny_tokenizer
+
+    from roformer_lit.finetune.pretrained import unknown_share
+
+    texts, expected = UNKNOWN_SHARES[case]
+    assert unknown_share(tiny_tokenizer(100), texts) == pytest.approx(expected)
+
+
+def test_a_position_task_checkpoint_is_refused(tmp_path, monkeypatch, capsys):
+    """A probe run's tokenizer encodes English as padding: fine-tuning it would train on
+    nothing; refused in one line before a run directory is made."""
+    from cli_helpers import probe_fit_args
+
+    monkeypatch.chdir(tmp_path)
+    assert main(probe_fit_args("copy", 2, 2)) == 0
+    (probe,) = Path("runs").glob("probes/*/checkpoints/last.ckpt")
+    write_csv(tmp_path / "train.csv", keyword_rows(16, seed=1))
+    write_csv(tmp_path / "val.csv", keyword_rows(8, seed=2))
+    line = error_line(local(probe, tmp_path / "train.csv", tmp_path / "val.csv"), capsys)
+    assert str(probe) in line and "position task 'copy'" in line, line
+    assert not list(Path("runs").glob("finetune/*/")), "a refused run left its directory"
+
+
+def test_a_tokenizer_that_cannot_encode_the_task_is_refused(
+    pretrained, tmp_path, monkeypatch, capsys
+):
+    """The pretrained checkpoint with a tokenizer of ``w<i>`` words only: every word of the
+    task is [UNK]; refused in one line naming the share; the real tokenizer fine-tunes."""
+    from tokenizer_factory import tiny_tokenizer
+
+    from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY
+
+    monkeypatch.chdir(tmp_path)
+    checkpoint = torch.load(pretrained, map_location="cpu", weights_only=True)
+    checkpoint[TOKENIZER_KEY] = tiny_tokenizer(100).to_str()
+    other = tmp_path / "words.ckpt"
+    torch.save(checkpoint, other)
+    write_csv(tmp_path / "train.csv", keyword_rows(16, seed=1))
+    write_csv(tmp_path / "val.csv", keyword_rows(8, seed=2))
+    line = error_line(local(other, tmp_path / "train.csv", tmp_path / "val.csv"), capsys)
+    assert str(other) in line and "100%" in line and "unknown or padding" in line, line
+    assert not list(Path("runs").glob("finetune/*/")), "a refused run left its directory"
+    assert main(local(pretrained, tmp_path / "train.csv", tmp_path / "val.csv")) == 0

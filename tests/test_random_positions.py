@@ -497,8 +497,8 @@ def test_random_positions_at_evaluation_are_refused_for_a_run_trained_without(
 
 def test_validate_and_resume_keep_the_runs_positions(tmp_path, monkeypatch):
     """A checkpoint's randomized positions and validation protocol are what ``validate``
-    evaluates with and what ``fit --ckpt_path`` continues with, when the command leaves them
-    at their defaults (as its corpus and tokenizer are)."""
+    evaluates with and what ``fit --ckpt_path`` continues with, unless typed on the command
+    line (as its corpus and tokenizer are)."""
     monkeypatch.chdir(tmp_path)
     switch = ["--data.random_positions", "1024", "--data.validation_positions", "random"]
     assert main(fit_args("rope.yaml", 2, *switch)) == 0

@@ -27,14 +27,18 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from roformer_lit.commands.pretrain import is_argument_error, lightning_main
 from roformer_lit.errors import ConfigError, TrainingDiverged, one_line
-from roformer_lit.safe_input import check_readable_file, install_yaml_guard
+from roformer_lit.safe_input import (
+    YAMLBombError,
+    install_yaml_guard,
+    read_text_file,
+    safe_yaml_load,
+)
 from roformer_lit.training import quiet, run_dir, startup_signals
 
 EXIT_USER_ERROR = 2
@@ -73,7 +77,7 @@ def main(args: Sequence[str] | None = None) -> int:
     try:
         quiet.install()
         install_yaml_guard()
-        _check_config_files(argv)
+        check_config_files(argv)
         if argv and argv[0] in EXTRA_COMMANDS:
             result = _extra_command(argv[0])(argv[1:])
             return result if isinstance(result, int) else 0
@@ -153,18 +157,38 @@ def _describe_os_error(exc: OSError) -> str:
     return f"{what}: {where}" if where else what
 
 
-def _check_config_files(argv: Sequence[str]) -> None:
-    """Every ``--config``/``-c`` file must be a regular readable file (a FIFO would hang the
-    parser, a directory confuse it)."""
+#: Options whose value may be a YAML file the parser reads: ``--config`` and LightningCLI's
+#: sections (``--data my_data.yaml`` reads a file as that section's config).
+CONFIG_OPTIONS = (
+    "--config",
+    "-c",
+    "--model",
+    "--data",
+    "--trainer",
+    "--checkpoint",
+    "--optimizer",
+    "--lr_scheduler",
+)
+
+
+def check_config_files(argv: Sequence[str]) -> None:
+    """Every config file an option names (:data:`CONFIG_OPTIONS`), for every command, before
+    any parser reads it: a regular readable file (a FIFO would hang the parser, a directory
+    confuse it) of UTF-8 text (a binary file is one line, not a ``UnicodeDecodeError``:
+    :func:`~roformer_lit.safe_input.read_text_file`) naming no moved class path. A section's
+    value that names no file (inline YAML, a class name) is the parser's."""
     for i, arg in enumerate(argv):
-        path = None
-        if arg in ("--config", "-c") and i + 1 < len(argv):
-            path = argv[i + 1]
-        elif arg.startswith("--config="):
-            path = arg.split("=", 1)[1]
-        if path is not None and not path.lstrip().startswith(("{", "[")):
-            check_readable_file(path, "config file")
-            _refuse_moved_class_paths(path)
+        option, _, value = arg.partition("=")
+        if option not in CONFIG_OPTIONS:
+            continue
+        if not _:
+            if i + 1 >= len(argv):
+                continue
+            value = argv[i + 1]
+        if value.lstrip().startswith(("{", "[")):
+            continue  # inline YAML or JSON
+        if option in ("--config", "-c") or os.path.lexists(os.path.expanduser(value)):
+            refuse_moved_class_paths(value, read_text_file(value, "config file"))
 
 
 #: Class paths that configs saved by earlier versions name (a run's ``config.yaml``), and
@@ -180,16 +204,37 @@ MOVED_CLASS_PATHS = {
 }
 
 
-def _refuse_moved_class_paths(path: str) -> None:
+def class_paths(document: Any) -> list[str]:
+    """Every string value of a ``class_path`` key anywhere in a parsed YAML document."""
+    found: list[str] = []
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            value = node.get("class_path")
+            if isinstance(value, str):
+                found.append(value)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def refuse_moved_class_paths(path: str, text: str) -> None:
     """A config saved by an earlier version names classes that have moved: one line naming
-    the old class path and the new one (the file is not changed)."""
+    the old class path and the new one (the file is not changed). Only ``class_path``
+    values of the parsed YAML count: a comment or another value that mentions an old path
+    is no reference to a class. A file that does not parse is left to the parser's error."""
+    import yaml
+
     try:
-        text = Path(path).expanduser().read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        document = safe_yaml_load(text)
+    except (yaml.YAMLError, YAMLBombError):
         return  # the parser reports it
-    for old, new in MOVED_CLASS_PATHS.items():
-        if old in text:
+    for named in class_paths(document):
+        new = MOVED_CLASS_PATHS.get(named.strip())
+        if new is not None:
             raise ConfigError(
-                f"config file {path} names {old}, which this version calls {new}; replace "
-                "it in the file (a config saved by an earlier version of roformer-lit)"
+                f"config file {path} names {named.strip()}, which this version calls {new}; "
+                "replace it in the file (a config saved by an earlier version of roformer-lit)"
             )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -25,6 +26,11 @@ from lightning.pytorch.callbacks import ModelSummary
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
+from roformer_lit.commands.checkpoint_settings import (
+    checkpoint_settings,
+    config_file_keys,
+    typed_keys,
+)
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.model import check_document_mask, check_random_positions
@@ -52,16 +58,6 @@ RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"
 
 #: ``--ckpt_path`` values Lightning resolves itself (not file paths).
 SPECIAL_CKPT_PATHS = ("last", "best", "hpc")
-#: Hyperparameters that must match between a checkpoint and the model it is loaded into.
-_ARCHITECTURE_KEYS = (
-    "position",
-    "attention",
-    "hidden_size",
-    "num_layers",
-    "num_heads",
-    "intermediate_size",
-    "pre_norm",
-)
 
 
 class RoformerCLI(LightningCLI):
@@ -91,36 +87,46 @@ class RoformerCLI(LightningCLI):
             }
         )
 
+    def parse_arguments(self, parser: LightningArgumentParser, args: Any) -> None:
+        """Parse as LightningCLI does, keeping the command line for :meth:`_parse_ckpt_path`
+        (what the user typed, :func:`~roformer_lit.commands.checkpoint_settings.typed_keys`)."""
+        self._argv = (
+            [str(a) for a in (sys.argv[1:] if args is None else args)]
+            if (args is None or isinstance(args, (list, tuple)))
+            else []
+        )
+        super().parse_arguments(parser, args)
+
     def _parse_ckpt_path(self) -> None:
-        """Check ``--ckpt_path`` before anything is built: it must be a readable checkpoint
-        whose architecture does not contradict the configured model (one ``error:`` line,
-        not a PyTorch traceback). Lightning then fills the model section from the
-        checkpoint's hyperparameters; here only the keys the user left at their defaults
-        are filled, so an explicit ``--model.*`` choice is never silently replaced."""
+        """Check ``--ckpt_path`` before anything is built: it must be a readable pretraining
+        checkpoint (one ``error:`` line, not a PyTorch traceback). Its run's model and data
+        settings then replace the command's, except those typed on the command line, which
+        the table of :mod:`~roformer_lit.commands.checkpoint_settings` lets win (with a
+        ``note:`` line) or refuses in one line."""
         self._checkpoint = None
         subcommand = self.config.get("subcommand")
         if not subcommand:
             return
         config = self.config[subcommand]
-        defaults = self._subcommand_parsers[subcommand].get_defaults().get("model")
-        self._checkpoint = _inspect_checkpoint(config.get("ckpt_path"), config.model, defaults)
+        self._checkpoint = _inspect_checkpoint(config.get("ckpt_path"))
         if self._checkpoint is None:
             return
-        hparams = self._checkpoint[1].get("hyper_parameters") or {}
-        fill = {
-            key: value
-            for key, value in hparams.items()
-            if key in config.model
-            and key != "vocab_size"  # linked from the data module, checked after instantiation
-            and defaults is not None
-            and config.model.get(key) == defaults.get(key)
-        }
-        section = {"model": fill} if fill else {}
-        data = _saved_data_settings(self._checkpoint[1], config.get("data"), subcommand, self)
-        if data:
-            section["data"] = data
-        if section:
-            self.config = self.parser.parse_object({subcommand: section}, self.config)
+        path, checkpoint = self._checkpoint
+        options = getattr(self._subcommand_parsers[subcommand], "_option_string_actions", {})
+        argv = getattr(self, "_argv", [])
+        fill, notes = checkpoint_settings(
+            checkpoint,
+            config,
+            typed_keys(argv, options),
+            resume=subcommand == "fit",
+            path=path,
+            from_files=config_file_keys(argv, options),
+        )
+        if _get_rank() in (None, 0):
+            for note in notes:
+                print(note, file=sys.stderr, flush=True)
+        if fill:
+            self.config = self.parser.parse_object({subcommand: fill}, self.config)
 
     def before_instantiate_classes(self) -> None:
         """Pick and claim the run directory (:mod:`roformer_lit.training.run_dir`): resume into a
@@ -299,13 +305,10 @@ def _plain(namespace: Any) -> Any:
     return as_dict() if callable(as_dict) else namespace
 
 
-def _inspect_checkpoint(
-    ckpt_path: Any, model_config: Any, defaults: Any = None
-) -> tuple[str, dict[str, Any]] | None:
+def _inspect_checkpoint(ckpt_path: Any) -> tuple[str, dict[str, Any]] | None:
     """Read ``--ckpt_path`` (memory-mapped) and refuse, with one line, a missing or unreadable
-    file, a file that is not a roformer_lit checkpoint, or one of another architecture than
-    ``model_config`` (keys still at their ``defaults`` are taken from the checkpoint
-    instead). Returns (path, checkpoint) for the checks after instantiation."""
+    file, or a file that is not a roformer_lit pretraining checkpoint. Returns (path,
+    checkpoint) for the settings it decides and the checks after instantiation."""
     if ckpt_path is None or str(ckpt_path) in SPECIAL_CKPT_PATHS:
         return None
     path = str(ckpt_path)
@@ -313,19 +316,7 @@ def _inspect_checkpoint(
         return None
     if not Path(path).is_file():
         raise ConfigError(f"checkpoint not found: {path}")
-    checkpoint = read_checkpoint(path, kind=PRETRAINING)
-    hparams = checkpoint.get("hyper_parameters") or {}
-    for key in _ARCHITECTURE_KEYS:
-        if key in hparams and model_config.get(key) is not None:
-            saved, wanted = hparams[key], model_config.get(key)
-            if defaults is not None and wanted == defaults.get(key):
-                continue  # not chosen by the user: the checkpoint's value is used
-            if saved != wanted:
-                raise ConfigError(
-                    f"checkpoint {path} was trained with {key}={saved!r}, this run has "
-                    f"model.{key}={wanted!r}; use the checkpoint run's config (its config.yaml)"
-                )
-    return path, checkpoint
+    return path, read_checkpoint(path, kind=PRETRAINING)
 
 
 def _check_checkpoint_fits(path: str, checkpoint: dict[str, Any], model: MaskedLM) -> None:
@@ -355,61 +346,6 @@ def _check_checkpoint_fits(path: str, checkpoint: dict[str, Any], model: MaskedL
             if unexpected:
                 what += ("; " if what else "") + f"unexpected {', '.join(unexpected[:3])}"
             raise ConfigError(f"checkpoint {path} does not fit this model: {what}")
-
-
-#: Data settings that decide which corpus and which tokenizer a run trained on: an
-#: evaluation of its checkpoint takes them from the checkpoint when left at their defaults.
-#: (How it is evaluated -- max_length, batch_size, max_val_blocks -- stays the user's.)
-#: Data settings a checkpoint's run is continued and evaluated with when the command leaves
-#: them at their defaults: its corpus and tokenizer, its probe, and where its tokens sit
-#: (document masking, randomized positions, the validation protocol).
-RUN_DATA_KEYS = (
-    "train_files",
-    "val_files",
-    "val_fraction",
-    "text_field",
-    "dataset",
-    "dataset_config",
-    "dataset_split",
-    "dataset_val_split",
-    "dataset_streaming",
-    "tokenizer_file",
-    "vocab_size",
-    "tokenizer_sample_mb",
-    "probe",
-    "probe_min_length",
-    "probe_max_length",
-    "probe_symbols",
-    "document_mask",
-    "random_positions",
-    "validation_positions",
-)
-
-
-def _saved_data_settings(
-    checkpoint: dict[str, Any], data_config: Any, subcommand: str, cli: LightningCLI
-) -> dict[str, Any]:
-    """The data settings (:data:`RUN_DATA_KEYS`) a checkpoint's run was trained with, for
-    every one the user left at its default: ``validate --config configs/rope.yaml --ckpt_path
-    <run>/...`` then evaluates on the run's own corpus and tokenizer, at its own positions
-    (document masking, randomized positions), and ``fit --ckpt_path`` continues with them. A key the
-    user set is kept; :func:`_check_same_tokenizer` refuses the pairing if it changes the
-    tokenizer."""
-    saved = checkpoint.get("datamodule_hyper_parameters")
-    if not isinstance(saved, dict) or data_config is None:
-        return {}
-    saved = dict(saved)
-    if "requested_vocab_size" in saved:  # the data module saves data.vocab_size under this name
-        saved["vocab_size"] = saved.pop("requested_vocab_size")
-    defaults = cli._subcommand_parsers[subcommand].get_defaults().get("data") or {}
-    return {
-        key: value
-        for key, value in saved.items()
-        if key in data_config
-        and key in RUN_DATA_KEYS
-        and data_config.get(key) == defaults.get(key)
-        and value != data_config.get(key)
-    }
 
 
 def _tokenizer_identity(tokenizer_json: str) -> dict[str, Any]:

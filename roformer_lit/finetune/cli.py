@@ -34,6 +34,7 @@ from pathlib import Path
 from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
+from roformer_lit.commands.checkpoint_settings import typed_keys
 from roformer_lit.commands.pretrain import (
     LIGHTNING_SUBCOMMANDS,
     RUN_LOGGER,
@@ -119,8 +120,9 @@ class FinetuneCLI(RoformerCLI):
             check_resumed_pretrained(ckpt, hparams.get("pretrained"), config.model.pretrained)
 
     def _take_settings_from(self, ckpt: str, hparams: dict) -> None:
-        """``validate``: the model section comes from the fine-tuned checkpoint (keys left at
-        their defaults), and the task must be the one it was fine-tuned on."""
+        """``validate``: the model section comes from the fine-tuned checkpoint (every key not
+        typed on the command line: :func:`~roformer_lit.commands.checkpoint_settings.typed_keys`;
+        a typed one wins), and the task must be the one it was fine-tuned on."""
         config = self.config["validate"]
         task = hparams.get("task")
         if task is not None and config.data.task != task:
@@ -128,11 +130,12 @@ class FinetuneCLI(RoformerCLI):
                 f"--ckpt_path {ckpt} was fine-tuned on task {task!r}, not data.task="
                 f"{config.data.task!r}; pass --data.task {task} (or its config)"
             )
-        defaults = self._subcommand_parsers["validate"].get_defaults().get("model")
+        options = getattr(self._subcommand_parsers["validate"], "_option_string_actions", {})
+        typed = typed_keys(getattr(self, "_argv", []), options)
         fill = {
             key: value
             for key, value in hparams.items()
-            if key in config.model and key != "task" and config.model.get(key) == defaults.get(key)
+            if key in config.model and key != "task" and f"model.{key}" not in typed
         }
         data = {}
         saved_labels = hparams.get("num_labels")

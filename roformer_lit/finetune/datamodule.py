@@ -37,7 +37,7 @@ from roformer_lit.finetune.examples import (
     read_local,
     read_shipped,
 )
-from roformer_lit.finetune.pretrained import load_tokenizer
+from roformer_lit.finetune.pretrained import check_tokenizer_covers, load_tokenizer
 from roformer_lit.finetune.tasks import TaskSpec, get_task
 from roformer_lit.validation import (
     Rule,
@@ -256,6 +256,8 @@ class TaskDataModule(L.LightningDataModule):
 
     def _encode(self, split: str) -> EncodedTask:
         examples = self._examples(split)
+        texts = [t for e in examples for t in (e.text, e.text_pair) if t]
+        check_tokenizer_covers(self.tokenizer, texts, self.pretrained, self._where(split))
         ids = encode_examples(
             self.tokenizer,
             [e.text for e in examples],

@@ -4,7 +4,10 @@ The encoder is rebuilt from the checkpoint's ``hyper_parameters`` (position sche
 attention kernel, sizes; a key the checkpoint lacks takes ``MaskedLM``'s default) and
 loaded with its ``encoder.*`` weights (strictly: every weight present and of its shape).
 The tokenizer is the one stored in the checkpoint (:mod:`roformer_lit.training.stored_tokenizer`),
-so the run works on any machine. Every file is read with
+so the run works on any machine. A checkpoint of a position task (``data.probe``: a
+word-level tokenizer of the task's symbols) is refused, and so is any tokenizer that encodes
+more than half of a sample of the task's text as unknown or padding
+(:func:`check_tokenizer_covers`, called as each split is encoded). Every file is read with
 :func:`~roformer_lit.training.checkpoint_io.read_checkpoint` (``weights_only``).
 
 A resumed fine-tune continues from the pretrained checkpoint it started from
@@ -55,6 +58,13 @@ def read_pretrained(path: str | Path) -> dict[str, Any]:
         raise ConfigError(
             f"model.pretrained: {path} is not a pretraining checkpoint (one written by "
             "python -m roformer_lit fit)"
+        )
+    probe = (checkpoint.get("datamodule_hyper_parameters") or {}).get("probe")
+    if probe is not None:
+        raise ConfigError(
+            f"model.pretrained: {path} was trained on the position task {probe!r} "
+            "(data.probe): its tokenizer knows only the task's symbols and cannot encode "
+            "text; fine-tune a checkpoint pretrained on a corpus"
         )
     return checkpoint
 
@@ -107,6 +117,43 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
             f"{tokenizer.get_vocab_size()} tokens; the checkpoint is inconsistent"
         )
     return tokenizer
+
+
+#: Most texts of a split :func:`check_tokenizer_covers` encodes.
+COVERAGE_SAMPLE = 256
+#: Largest share of a task's tokens that may be unknown or padding: above it the tokenizer
+#: was not made for text like the task's (a probe's word-level tokenizer gives 100 %; the
+#: bundled corpus's WordPiece gives well under 1 % on English).
+MAX_UNKNOWN_SHARE = 0.5
+
+
+def unknown_share(tokenizer: Tokenizer, texts: list[str]) -> float:
+    """Share of the tokens of ``texts`` (no special tokens added) that are ``[UNK]`` or
+    ``[PAD]``: what a tokenizer could not encode. 0 when the texts give no token."""
+    bad = {tokenizer.token_to_id(t) for t in ("[UNK]", "[PAD]")} - {None}
+    total = unknown = 0
+    for encoding in tokenizer.encode_batch(texts, add_special_tokens=False):
+        total += len(encoding.ids)
+        unknown += sum(1 for i in encoding.ids if i in bad)
+    return unknown / total if total else 0.0
+
+
+def check_tokenizer_covers(
+    tokenizer: Tokenizer, texts: list[str], pretrained: Any, where: str
+) -> None:
+    """Refuse, in one line, fine-tuning with a tokenizer that encodes more than
+    :data:`MAX_UNKNOWN_SHARE` of the first :data:`COVERAGE_SAMPLE` texts of ``where`` as
+    unknown or padding: the encoder would see (almost) nothing of the task and train on
+    nothing."""
+    sample = [t for t in texts[:COVERAGE_SAMPLE] if t]
+    share = unknown_share(tokenizer, sample)
+    if share > MAX_UNKNOWN_SHARE:
+        raise ConfigError(
+            f"model.pretrained: the tokenizer of {pretrained} encodes {share:.0%} of the "
+            f"tokens of {where} (first {len(sample)} texts) as unknown or padding (at most "
+            f"{MAX_UNKNOWN_SHARE:.0%}): it was not made for this text; fine-tune a checkpoint "
+            "pretrained on a corpus like the task's"
+        )
 
 
 def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:

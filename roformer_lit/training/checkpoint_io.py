@@ -174,6 +174,24 @@ def refuse_nonfinite(checkpoint: Mapping[str, Any], path: Any) -> None:
     )
 
 
+#: Prefixes of state_dict keys that name a tensor a second time: checkpoints written
+#: before the model registered its encoder once hold every encoder tensor also under
+#: ``_encode.`` (``_encode._orig_mod.`` when compiled). They are dropped on load.
+DUPLICATE_WEIGHT_PREFIXES = ("_encode.",)
+
+
+def drop_duplicate_weights(checkpoint: Any) -> None:
+    """Remove, in place, the state_dict entries under :data:`DUPLICATE_WEIGHT_PREFIXES`
+    (the same tensors as the ``encoder.*`` ones), so an old checkpoint loads strictly into
+    today's model. Called by :func:`read_checkpoint` and by ``MaskedLM.on_load_checkpoint``
+    (Lightning's resume and ``load_from_checkpoint``)."""
+    state_dict = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
+    if not isinstance(state_dict, dict):
+        return
+    for key in [k for k in state_dict if k.startswith(DUPLICATE_WEIGHT_PREFIXES)]:
+        del state_dict[key]
+
+
 PRETRAINING = "pretraining"
 FINE_TUNING = "fine-tuning"
 
@@ -246,6 +264,7 @@ def read_checkpoint(
         raise ConfigError(f"{path} is not a roformer_lit checkpoint (it has no state_dict)")
     if kind is not None:
         _refuse_other_kind(checkpoint, path, kind)
+    drop_duplicate_weights(checkpoint)
     return checkpoint
 
 

@@ -1,0 +1,299 @@
+"""What ``fit``/``validate``/``test``/``predict --ckpt_path`` take from the checkpoint.
+
+**The rule.** Given a checkpoint, every model and data setting of its run comes from the
+checkpoint; only a flag typed on the command line (``--data.max_length 64``,
+``--model.position_kwargs '{...}'``, ``--data '{max_length: 64}'``) changes one. Values
+from ``--config`` files -- the shipped ``configs/base.yaml`` read first, a scheme config,
+a run's ``config.yaml``, your own -- never replace the run's own (one ``note:`` line lists
+those that differed), so ``validate --config configs/rope.yaml --ckpt_path RUN`` evaluates
+exactly as the run validated itself, whatever the config says. What was typed is read
+from the command line by :func:`typed_keys`, not from equality with a default: a typed
+``--data.validation_positions ordinary`` counts as typed.
+
+**A typed value that differs from the run's** is handled per key and per use by
+:data:`CHECKPOINT_SETTINGS` (``evaluate``: validate, test, predict; ``resume``: fit):
+
+* ``refuse`` -- one ``error:`` line naming the key, the typed value and the run's;
+* ``notice`` -- it wins, with one ``note:`` line ("evaluating at data.max_length=512, the
+  run trained at 128");
+* ``quiet`` -- it wins silently (it does not change what is measured or trained:
+  ``batch_size`` of an evaluation, the learning rate of an evaluation).
+
+Settings of the machine rather than the run (:data:`MACHINE_SETTINGS`: workers, cache) are
+always the command's. A tokenizer change is refused after the data module is built
+(``pretrain._check_same_tokenizer``), whatever the keys say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from roformer_lit.errors import ConfigError
+
+REFUSE, NOTICE, QUIET = "refuse", "notice", "quiet"
+
+#: Setting -> (what a typed value that differs from the run's does in an evaluation, and
+#: in a resumed ``fit``). The one place these choices are made; docs/guide/runs.md shows it.
+CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
+    # the network: its shape cannot change under its weights
+    "model.position": (REFUSE, REFUSE),
+    "model.attention": (REFUSE, REFUSE),
+    "model.hidden_size": (REFUSE, REFUSE),
+    "model.num_layers": (REFUSE, REFUSE),
+    "model.num_heads": (REFUSE, REFUSE),
+    "model.intermediate_size": (REFUSE, REFUSE),
+    "model.pre_norm": (REFUSE, REFUSE),
+    # the scheme's options (RoPE scaling at evaluation), tables, numerics
+    "model.position_kwargs": (NOTICE, REFUSE),
+    "model.attention_kwargs": (NOTICE, NOTICE),
+    "model.max_positions": (NOTICE, REFUSE),
+    "model.layer_norm_eps": (NOTICE, REFUSE),
+    # training only
+    "model.dropout": (QUIET, NOTICE),
+    "model.attention_dropout": (QUIET, NOTICE),
+    "model.learning_rate": (QUIET, NOTICE),
+    "model.weight_decay": (QUIET, NOTICE),
+    "model.betas": (QUIET, NOTICE),
+    "model.warmup_steps": (QUIET, NOTICE),
+    "model.min_lr_ratio": (QUIET, NOTICE),
+    "model.position_lr_scale": (QUIET, NOTICE),
+    "model.init_std": (QUIET, QUIET),
+    "model.compile": (QUIET, QUIET),
+    "model.skip_nonfinite": (QUIET, QUIET),
+    # the corpus: another corpus can be evaluated (with the run's tokenizer), not resumed on
+    "data.train_files": (NOTICE, REFUSE),
+    "data.val_files": (NOTICE, REFUSE),
+    "data.val_fraction": (NOTICE, REFUSE),
+    "data.text_field": (NOTICE, REFUSE),
+    "data.dataset": (NOTICE, REFUSE),
+    "data.dataset_config": (NOTICE, REFUSE),
+    "data.dataset_split": (NOTICE, REFUSE),
+    "data.dataset_val_split": (NOTICE, REFUSE),
+    "data.dataset_streaming": (NOTICE, REFUSE),
+    # the tokenizer: refused after the data module is built if it gives another tokenizer
+    "data.tokenizer_file": (NOTICE, NOTICE),
+    "data.vocab_size": (NOTICE, NOTICE),
+    "data.tokenizer_sample_mb": (NOTICE, NOTICE),
+    # what validation measures, and what training sees
+    "data.max_length": (NOTICE, REFUSE),
+    "data.max_val_blocks": (NOTICE, REFUSE),
+    "data.mlm_probability": (NOTICE, REFUSE),
+    "data.seed": (NOTICE, REFUSE),
+    "data.document_mask": (NOTICE, REFUSE),
+    "data.random_positions": (NOTICE, REFUSE),
+    "data.validation_positions": (NOTICE, REFUSE),
+    "data.probe": (NOTICE, REFUSE),
+    "data.probe_min_length": (NOTICE, REFUSE),
+    "data.probe_max_length": (NOTICE, REFUSE),
+    "data.probe_symbols": (NOTICE, REFUSE),
+    "data.probe_hint": (QUIET, REFUSE),
+    "data.batch_size": (QUIET, REFUSE),
+    "data.max_train_blocks": (QUIET, REFUSE),
+}
+
+#: Settings of the machine, not of the run: always the command's own.
+MACHINE_SETTINGS = ("model.vocab_size", "data.num_workers", "data.num_proc", "data.cache_dir")
+
+#: Sections a checkpoint fills, and where the checkpoint keeps each one's settings.
+SECTIONS = {"model": "hyper_parameters", "data": "datamodule_hyper_parameters"}
+#: The data module saves ``data.vocab_size`` under this name.
+_SAVED_AS = {"data.vocab_size": "requested_vocab_size"}
+
+
+def _option_dest(name: str, options: Mapping[str, Any]) -> str | None:
+    """The parser destination of a command-line option as argparse resolves it: the exact
+    option, a dotted key inside one (``--model.position_kwargs.base``), or an unambiguous
+    abbreviation (``--data.max_len``); None for anything else."""
+    if name in options:
+        return getattr(options[name], "dest", None)
+    dests = {getattr(a, "dest", None) for o, a in options.items() if o.startswith(name)}
+    if len(dests) == 1:
+        return dests.pop()
+    while "." in name:
+        name = name.rsplit(".", 1)[0]
+        if name in options:
+            return getattr(options[name], "dest", None)
+    return None
+
+
+def _inline_keys(value: str) -> list[str]:
+    """The keys of an inline YAML mapping given to a whole section (``--data '{...}'``);
+    none for a file name (a config file) or anything else."""
+    from roformer_lit.safe_input import safe_yaml_load
+
+    try:
+        parsed = safe_yaml_load(value)
+    except Exception:
+        return []
+    if not isinstance(parsed, dict):
+        return []
+    inner = parsed.get("init_args")
+    return [str(k) for k in (inner if isinstance(inner, dict) else parsed)]
+
+
+def typed_keys(args: Sequence[str], options: Mapping[str, Any]) -> set[str]:
+    """The ``model.*``/``data.*`` settings typed on the command line ``args``: the one
+    function that says what the user typed (``options``: the parser's option strings ->
+    actions, to resolve abbreviations). ``--data.max_length 64``, ``--data.max_len=64``,
+    ``--data.train_files+ x`` and the keys of an inline ``--data '{max_length: 64}'``
+    count; ``--config`` files and ``--data file.yaml`` do not (see the module)."""
+    typed: set[str] = set()
+    for i, arg in enumerate(args):
+        if not arg.startswith("--"):
+            continue
+        name, equals, value = arg.partition("=")
+        dest = _option_dest(name.rstrip("+"), options)
+        if dest is None:
+            continue
+        section, _, key = dest.partition(".")
+        if section not in SECTIONS:
+            continue
+        if key:
+            typed.add(f"{section}.{key.split('.')[0]}")
+            continue
+        if not equals:
+            value = args[i + 1] if i + 1 < len(args) else ""
+        typed.update(f"{section}.{k}" for k in _inline_keys(value))
+    return typed
+
+
+def config_file_keys(args: Sequence[str], options: Mapping[str, Any]) -> set[str]:
+    """The ``model.*``/``data.*`` settings the ``--config`` files of ``args`` (and a section
+    given as a file, ``--data my_data.yaml``) set: what the ``note:`` line of replaced
+    values looks at. Unreadable files give nothing here (the parser reports them)."""
+    from roformer_lit.safe_input import read_text_file, safe_yaml_load
+
+    found: set[str] = set()
+    for i, arg in enumerate(args):
+        name, equals, value = arg.partition("=")
+        dest = _option_dest(name, options) if name.startswith("--") or name == "-c" else None
+        if name == "-c":
+            dest = "config"
+        if dest not in ("config", *SECTIONS):
+            continue
+        if not equals:
+            value = args[i + 1] if i + 1 < len(args) else ""
+        try:
+            document = safe_yaml_load(read_text_file(value, "config file"))
+        except Exception:
+            continue
+        if not isinstance(document, dict):
+            continue
+        sections = {dest: document} if dest in SECTIONS else document
+        for section in SECTIONS:
+            values = sections.get(section)
+            if isinstance(values, dict):
+                inner = values.get("init_args")
+                found.update(
+                    f"{section}.{k}" for k in (inner if isinstance(inner, dict) else values)
+                )
+    return found
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain data for comparison: mappings as dicts (an empty one as None,
+    as jsonargparse reads ``{}``), tuples as lists."""
+    as_dict = getattr(value, "as_dict", None)
+    if callable(as_dict):
+        value = as_dict()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()} or None
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def same_setting(a: Any, b: Any) -> bool:
+    """Whether two values of a setting are the same: as plain data (:func:`_plain`), a
+    single file name equal to a list holding only it (``own.txt`` and ``[own.txt]``)."""
+    a, b = _plain(a), _plain(b)
+    if isinstance(a, str) and isinstance(b, list):
+        a = [a]
+    if isinstance(b, str) and isinstance(a, list):
+        b = [b]
+    return a == b
+
+
+def saved_settings(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
+    """``section.key`` -> value of every model and data setting a checkpoint's run had."""
+    found: dict[str, Any] = {}
+    for section, where in SECTIONS.items():
+        saved = checkpoint.get(where)
+        if not isinstance(saved, Mapping):
+            continue
+        for key, value in saved.items():
+            found[f"{section}.{key}"] = value
+    for name, saved_as in _SAVED_AS.items():
+        section = name.split(".")[0]
+        if f"{section}.{saved_as}" in found:
+            found[name] = found.pop(f"{section}.{saved_as}")
+    return found
+
+
+def checkpoint_settings(
+    checkpoint: Mapping[str, Any],
+    config: Any,
+    typed: Iterable[str],
+    resume: bool,
+    path: str,
+    from_files: Iterable[str] = (),
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Apply the rule and the table to a command's parsed ``config`` (its ``model`` and
+    ``data`` sections): returns ``({section: {key: the run's value}}`` to set, the ``note:``
+    lines to print), or raises ConfigError (one line) for a typed value the table refuses.
+    ``from_files``: the settings ``--config`` files gave (for the note)."""
+    typed, from_files = set(typed), set(from_files)
+    fill: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    replaced: list[str] = []
+    for name, saved in sorted(saved_settings(checkpoint).items()):
+        section, key = name.split(".", 1)
+        current = config.get(section)
+        if current is None or key not in current or name in MACHINE_SETTINGS:
+            continue
+        ours = current.get(key)
+        if same_setting(ours, saved):
+            continue
+        if name not in typed:
+            fill.setdefault(section, {})[key] = saved
+            if name in from_files:
+                replaced.append(f"{name}={_plain(ours)!r} -> {_plain(saved)!r}")
+            continue
+        action = CHECKPOINT_SETTINGS.get(name, (QUIET, QUIET))[resume]
+        if action == REFUSE:
+            advice = (
+                "a resumed run continues as it trained: leave the flag out, or train a new run"
+                if resume
+                else "its weights were trained for that: leave the flag out"
+            )
+            raise ConfigError(
+                f"checkpoint {path} was trained with {key}={_plain(saved)!r}, this run has "
+                f"{name}={_plain(ours)!r}; {advice}"
+            )
+        if action == NOTICE:
+            doing = "resuming with" if resume else "evaluating at"
+            notes.append(
+                f"note: {doing} {name}={_plain(ours)!r}, the run trained at {_plain(saved)!r}"
+            )
+    if replaced:
+        notes.insert(
+            0,
+            f"note: the run's own settings (from {path}) replace the --config files': "
+            + ", ".join(replaced),
+        )
+    return fill, notes
+
+
+__all__ = [
+    "CHECKPOINT_SETTINGS",
+    "MACHINE_SETTINGS",
+    "NOTICE",
+    "QUIET",
+    "REFUSE",
+    "checkpoint_settings",
+    "config_file_keys",
+    "same_setting",
+    "saved_settings",
+    "typed_keys",
+]

@@ -1,0 +1,221 @@
+"""What a command given ``--ckpt_path`` takes from the checkpoint: the rule (the run's own
+settings, unless typed on the command line), the one function that reads what was typed,
+and the table of what a typed value that differs from the run's does.
+
+Builds no Trainer (fast tier); the end-to-end checks are in
+``tests/test_checkpoint_settings_cli.py``."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from roformer_lit.commands.checkpoint_settings import (
+    CHECKPOINT_SETTINGS,
+    MACHINE_SETTINGS,
+    NOTICE,
+    QUIET,
+    REFUSE,
+    checkpoint_settings,
+    config_file_keys,
+    typed_keys,
+)
+from roformer_lit.commands.pretrain import RoformerCLI, mlm_parser_kwargs
+from roformer_lit.data.datamodule import MLMDataModule
+from roformer_lit.errors import ConfigError
+from roformer_lit.module import MaskedLM
+
+
+class _Parser(RoformerCLI):
+    def before_instantiate_classes(self) -> None:
+        pass
+
+    def instantiate_classes(self) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def options():
+    """The option strings -> actions of the pretraining parser (as ``fit`` has them)."""
+    cli = _Parser(
+        MaskedLM,
+        MLMDataModule,
+        args=[],
+        run=False,
+        parser_kwargs=mlm_parser_kwargs(subcommands=False),
+        auto_configure_optimizers=False,
+    )
+    return cli.parser._option_string_actions
+
+
+#: command line -> the settings typed on it.
+TYPED = {
+    "a flag": (["--data.max_length", "64"], {"data.max_length"}),
+    "a flag with =": (["--data.max_length=64"], {"data.max_length"}),
+    "an abbreviation": (["--data.max_len", "64"], {"data.max_length"}),
+    "the default value": (
+        ["--data.validation_positions", "ordinary"],
+        {"data.validation_positions"},
+    ),
+    "null": (["--data.random_positions", "null"], {"data.random_positions"}),
+    "an inline section": (
+        ["--data", "{max_length: 64, seed: 1}"],
+        {"data.max_length", "data.seed"},
+    ),
+    "an inline section with =": (["--model={hidden_size: 32}"], {"model.hidden_size"}),
+    "a list append": (["--data.train_files+", "a.txt"], {"data.train_files"}),
+    "model and data": (
+        ["fit", "--model.position_kwargs", "{base: 100}", "--data.seed", "3"],
+        {"model.position_kwargs", "data.seed"},
+    ),
+    "a config file": (["--config", "configs/rope.yaml"], set()),
+    "a section file": (["--data", "my_data.yaml"], set()),
+    "other sections": (["--trainer.max_steps", "5", "--seed_everything", "3"], set()),
+    "a value that looks like a key": (["--trainer.logger.init_args.name", "data.seed"], set()),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TYPED))
+def test_typed_keys_reads_the_command_line(case, options):
+    args, expected = TYPED[case]
+    assert typed_keys(args, options) == expected
+
+
+def test_config_file_keys_lists_what_the_files_set(options, tmp_path):
+    (tmp_path / "a.yaml").write_text("model:\n  hidden_size: 8\ndata:\n  max_length: 9\n")
+    (tmp_path / "d.yaml").write_text("seed: 2\nprobe: copy\n")
+    args = ["--config", str(tmp_path / "a.yaml"), "--data", str(tmp_path / "d.yaml")]
+    assert config_file_keys(args, options) == {
+        "model.hidden_size",
+        "data.max_length",
+        "data.seed",
+        "data.probe",
+    }
+
+
+def _arguments(cls: type) -> list[str]:
+    return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
+
+ARGUMENTS = [f"model.{a}" for a in _arguments(MaskedLM)] + [
+    f"data.{a}" for a in _arguments(MLMDataModule)
+]
+
+
+@pytest.mark.parametrize("name", ARGUMENTS)
+def test_every_setting_is_in_the_table_or_the_machines(name):
+    assert (name in CHECKPOINT_SETTINGS) != (name in MACHINE_SETTINGS), name
+
+
+@pytest.mark.parametrize("name", sorted(CHECKPOINT_SETTINGS))
+def test_the_table_names_real_settings_and_actions(name):
+    assert name in ARGUMENTS
+    assert set(CHECKPOINT_SETTINGS[name]) <= {REFUSE, NOTICE, QUIET}
+
+
+def _checkpoint(name: str, value: object) -> dict:
+    section, key = name.split(".")
+    where = "hyper_parameters" if section == "model" else "datamodule_hyper_parameters"
+    if name == "data.vocab_size":
+        key = "requested_vocab_size"  # how the data module saves it
+    return {where: {key: value}}
+
+
+def _config(name: str, value: object) -> dict:
+    section, key = name.split(".")
+    return {"model": {}, "data": {}, section: {key: value}}
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["evaluate", "resume"])
+@pytest.mark.parametrize("name", sorted(CHECKPOINT_SETTINGS))
+def test_a_typed_value_that_differs_does_what_the_table_says(name, resume):
+    action = CHECKPOINT_SETTINGS[name][resume]
+    checkpoint, config = _checkpoint(name, "theirs"), _config(name, "ours")
+    if action == REFUSE:
+        with pytest.raises(ConfigError) as info:
+            checkpoint_settings(checkpoint, config, {name}, resume, "run.ckpt")
+        line = str(info.value)
+        assert "\n" not in line and name in line and "'theirs'" in line and "'ours'" in line
+        return
+    fill, notes = checkpoint_settings(checkpoint, config, {name}, resume, "run.ckpt")
+    assert fill == {}  # the typed value stays
+    if action == NOTICE:
+        assert len(notes) == 1 and f"{name}='ours'" in notes[0] and "'theirs'" in notes[0]
+    else:
+        assert notes == []
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["evaluate", "resume"])
+@pytest.mark.parametrize("name", sorted(CHECKPOINT_SETTINGS))
+def test_an_untyped_value_is_the_runs(name, resume):
+    section, key = name.split(".")
+    checkpoint, config = _checkpoint(name, "theirs"), _config(name, "ours")
+    fill, notes = checkpoint_settings(checkpoint, config, set(), resume, "run.ckpt")
+    assert fill == {section: {key: "theirs"}} and notes == []
+    # from a --config file: replaced, and the note says so
+    fill, notes = checkpoint_settings(checkpoint, config, set(), resume, "run.ckpt", {name})
+    assert fill == {section: {key: "theirs"}}
+    assert len(notes) == 1 and f"{name}='ours' -> 'theirs'" in notes[0]
+
+
+@pytest.mark.parametrize("name", MACHINE_SETTINGS)
+def test_machine_settings_stay_the_commands(name):
+    fill, notes = checkpoint_settings(
+        _checkpoint(name, 4), _config(name, 2), set(), False, "run.ckpt"
+    )
+    assert fill == {} and notes == []
+
+
+def test_a_typed_default_is_typed():
+    """The bug this module fixes: a typed value equal to the default was taken for "left
+    alone" and silently replaced by the run's."""
+    checkpoint = _checkpoint("data.validation_positions", "random")
+    config = _config("data.validation_positions", "ordinary")  # the default
+    fill, notes = checkpoint_settings(
+        checkpoint, config, {"data.validation_positions"}, False, "run.ckpt"
+    )
+    assert fill == {} and "evaluating at data.validation_positions='ordinary'" in notes[0]
+    with pytest.raises(ConfigError, match="data.validation_positions='ordinary'"):
+        checkpoint_settings(checkpoint, config, {"data.validation_positions"}, True, "run.ckpt")
+
+
+def test_equal_values_need_nothing():
+    checkpoint = {"hyper_parameters": {"betas": (0.9, 0.98), "position_kwargs": None}}
+    config = {"model": {"betas": [0.9, 0.98], "position_kwargs": {}}, "data": {}}
+    typed = {"model.betas", "model.position_kwargs"}
+    assert checkpoint_settings(checkpoint, config, typed, True, "run.ckpt") == ({}, [])
+
+
+def test_the_guide_shows_the_table_as_it_is():
+    """docs/guide/runs.md's table of typed settings equals :data:`CHECKPOINT_SETTINGS`."""
+    import re
+    from pathlib import Path
+
+    guide = Path(__file__).resolve().parents[1] / "docs" / "guide" / "runs.md"
+    shown: dict[str, tuple[str, str]] = {}
+    for line in guide.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[1] in (REFUSE, NOTICE, QUIET):
+            for name in re.findall(r"`([a-z_]+\.[a-z_]+)`", cells[0]):
+                shown[name] = (cells[1], cells[2])
+    assert shown == CHECKPOINT_SETTINGS
+
+
+@pytest.mark.parametrize(
+    "ours,theirs,same",
+    [
+        ("own.txt", ["own.txt"], True),
+        (["a.txt", "b.txt"], "a.txt", False),
+        ((0.9, 0.98), [0.9, 0.98], True),
+        ({}, None, True),
+        ({"base": 100}, None, False),
+        (0.001, 1.0e-3, True),
+        (None, 0, False),
+    ],
+)
+def test_same_setting(ours, theirs, same):
+    from roformer_lit.commands.checkpoint_settings import same_setting
+
+    assert same_setting(ours, theirs) is same
+    assert same_setting(theirs, ours) is same
