@@ -142,18 +142,19 @@ def test_lightning_cli_still_calls_each_overridden_method(name: str) -> None:
     assert called == [name]
 
 
-def test_subcommand_defaults_are_the_parsers_defaults() -> None:
+def test_subcommand_options_resolve_what_was_typed() -> None:
     seen = {}
 
     class Capture(LightningCLI):
         def before_instantiate_classes(self) -> None:
-            seen["trainer"] = compat.subcommand_defaults(self, "fit", "trainer")
+            seen["options"] = compat.subcommand_options(self, "fit")
             raise Abort
 
     with pytest.raises(Abort):
         Capture(BoringModel, args=["fit", "--trainer.max_steps", "7"], save_config_callback=None)
-    assert seen["trainer"]["max_steps"] == -1  # the default, not the typed 7
-    assert "max_epochs" in seen["trainer"]
+    options = seen["options"]
+    assert options["--trainer.max_steps"].dest == "trainer.max_steps"
+    assert "--ckpt_path" in options and "--config" in options
 
 
 def test_the_resumable_loader_index_sampler_skips_what_was_handed_out() -> None:

@@ -17,7 +17,11 @@ METRICS = {"val/loss": 0.5, "val/acc": 0.75, "val/exact": 0.25, "train/loss": 0.
 
 @pytest.mark.parametrize(
     ("step", "max_steps", "head"),
-    [(10, 10, "finished at step 10/10"), (4, 10, "stopped at step 4/10"), (7, None, "finished at step 7")],
+    [
+        (10, 10, "finished at step 10/10"),
+        (4, 10, "stopped at step 4/10"),
+        (7, None, "finished at step 7"),
+    ],
 )
 def test_the_head_says_whether_the_run_reached_its_limit(step, max_steps, head) -> None:
     assert summary_line(step, max_steps, METRICS, "runs/x", "task").startswith(head + " |")
@@ -40,7 +44,9 @@ def test_non_finite_and_missing_metrics() -> None:
 
 
 def _report_lines(out: str) -> list[str]:
-    return [line for line in out.splitlines() if line.startswith(("finished at step", "stopped at"))]
+    return [
+        line for line in out.splitlines() if line.startswith(("finished at step", "stopped at"))
+    ]
 
 
 @pytest.mark.parametrize(

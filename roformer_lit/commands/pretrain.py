@@ -45,6 +45,7 @@ from roformer_lit.training.callbacks import (
 )
 from roformer_lit.training.checkpoint_io import PRETRAINING, AtomicCheckpointIO, read_checkpoint
 from roformer_lit.training.final_validation import ValidateAtEnd
+from roformer_lit.training.lightning_compat import subcommand_options
 from roformer_lit.training.progress import default_progress_bar
 from roformer_lit.training.quiet import SummaryWithoutFlops
 from roformer_lit.training.run_logger import RunLogger, unique_version
@@ -112,7 +113,7 @@ class RoformerCLI(LightningCLI):
         if self._checkpoint is None:
             return
         path, checkpoint = self._checkpoint
-        options = getattr(self._subcommand_parsers[subcommand], "_option_string_actions", {})
+        options = subcommand_options(self, subcommand)
         argv = getattr(self, "_argv", [])
         fill, notes = checkpoint_settings(
             checkpoint,
@@ -132,7 +133,7 @@ class RoformerCLI(LightningCLI):
         """Pick and claim the run directory (:mod:`roformer_lit.training.run_dir`): resume into a
         checkpoint's own run, or a new readable one. ``validate``/``test``/``predict`` make no
         run of their own: their results are appended to the evaluated run's
-        ``evaluations.jsonl`` (:meth:`_run_subcommand`)."""
+        ``evaluations.jsonl`` (:meth:`after_validate`, :meth:`after_test`)."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         check_trainer_arguments(config.trainer)  # before anything is built or created
         check_document_mask(config)
@@ -178,10 +179,13 @@ class RoformerCLI(LightningCLI):
             raise ConfigError(f"seed_everything={seed} is out of range: must be in [0, 2**32 - 1]")
         super()._set_seed()
 
-    def _run_subcommand(self, subcommand: str) -> None:
-        super()._run_subcommand(subcommand)
-        if subcommand in ("validate", "test"):
-            _record_evaluation(subcommand, self.config[subcommand], self.trainer)
+    def after_validate(self) -> None:
+        """LightningCLI's hook after ``validate``: the result goes to the run's record."""
+        _record_evaluation("validate", self.config["validate"], self.trainer)
+
+    def after_test(self) -> None:
+        """LightningCLI's hook after ``test``: the result goes to the run's record."""
+        _record_evaluation("test", self.config["test"], self.trainer)
 
     def instantiate_classes(self) -> None:
         try:

@@ -53,6 +53,7 @@ from roformer_lit.training import run_dir
 from roformer_lit.training.callbacks import LastCheckpointAtEnd, RunCheckpoint
 from roformer_lit.training.checkpoint_io import FINE_TUNING, checkpoint_kind, read_checkpoint
 from roformer_lit.training.final_validation import ValidateAtEnd
+from roformer_lit.training.lightning_compat import subcommand_options
 from roformer_lit.training.run_logger import unique_version
 from roformer_lit.validation import check_trainer_arguments
 
@@ -130,7 +131,7 @@ class FinetuneCLI(RoformerCLI):
                 f"--ckpt_path {ckpt} was fine-tuned on task {task!r}, not data.task="
                 f"{config.data.task!r}; pass --data.task {task} (or its config)"
             )
-        options = getattr(self._subcommand_parsers["validate"], "_option_string_actions", {})
+        options = subcommand_options(self, "validate")
         typed = typed_keys(getattr(self, "_argv", []), options)
         fill = {
             key: value

@@ -15,8 +15,8 @@ reach                                     what for
 :func:`can_stop_early`                    the same: ``min_steps``/``min_epochs`` met
 :func:`ready_batches_reached`             the same: the epoch's last batch, by count
 :func:`stop_as_if_sigterm`                end the loop as Lightning's own SIGTERM handler does
-:func:`subcommand_defaults`               the defaults of one LightningCLI subcommand's
-                                          section, to tell typed values from defaults
+:func:`subcommand_options`                one LightningCLI subcommand's option strings,
+                                          to tell what the user typed
 :data:`CLI_OVERRIDES`                     LightningCLI's private methods the CLI overrides
 ========================================  ==================================================
 
@@ -84,7 +84,7 @@ def stop_as_if_sigterm(trainer: Trainer) -> None:
     trainer._signal_connector.received_sigterm = True
 
 
-def subcommand_defaults(cli: Any, subcommand: str, section: str) -> dict[str, Any]:
-    """The defaults of ``section`` (``model``, ``data``) of one LightningCLI subcommand."""
-    defaults = cli._subcommand_parsers[subcommand].get_defaults().get(section)
-    return dict(defaults) if defaults is not None else {}
+def subcommand_options(cli: Any, subcommand: str) -> dict[str, Any]:
+    """One LightningCLI subcommand's option strings -> argparse actions (its parser's
+    ``_option_string_actions``), to resolve what was typed, abbreviations included."""
+    return dict(getattr(cli._subcommand_parsers[subcommand], "_option_string_actions", {}))
