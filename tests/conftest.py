@@ -24,6 +24,7 @@ FAST_MODULES = frozenset(
         "test_flex_attention",
         "test_random_positions",
         "test_import_graph",
+        "test_statistics",
         # data, masking and position tasks
         "test_data",
         "test_probe_tasks",
