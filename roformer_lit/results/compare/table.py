@@ -15,6 +15,7 @@ from pathlib import Path
 from roformer_lit.results.compare.aggregate import METRICS, Stat, VariantRow
 from roformer_lit.results.compare.runs import RunSummary
 from roformer_lit.results.compare.variants import differing_keys, flatten
+from roformer_lit.results.statistics import CONFIDENCE, t_quantile
 
 #: Decimal places per metric in the markdown table (the CSV keeps full precision).
 DECIMALS = {
@@ -82,9 +83,11 @@ def _hparam_columns(rows: Sequence[VariantRow]) -> list[str]:
 
 def csv_columns(rows: Sequence[VariantRow]) -> list[str]:
     """``variant, n_seeds, seeds, position, attention``, the hyperparameters that differ
-    between variants, ``<metric>_mean, <metric>_std`` for every metric of METRICS, then
-    ``note``."""
-    metric_columns = [f"{m}_{part}" for m in METRICS for part in ("mean", "std")]
+    between variants, ``<metric>_mean, <metric>_std, <metric>_ci_low, <metric>_ci_high``
+    for every metric of METRICS (the 95 % Student-t interval of the mean over seeds, empty
+    with one seed), then ``note``."""
+    parts = ("mean", "std", "ci_low", "ci_high")
+    metric_columns = [f"{m}_{part}" for m in METRICS for part in parts]
     return ["variant", "n_seeds", "seeds", "position", "attention"] + (
         _hparam_columns(rows) + metric_columns + [NOTE]
     )
@@ -111,9 +114,21 @@ def to_csv(rows: Sequence[VariantRow]) -> str:
             stat = row.stats[metric]
             record[f"{metric}_mean"] = "" if stat.mean is None else repr(stat.mean)
             record[f"{metric}_std"] = "" if stat.std is None else repr(stat.std)
+            low, high = interval(stat)
+            record[f"{metric}_ci_low"] = "" if low is None else repr(low)
+            record[f"{metric}_ci_high"] = "" if high is None else repr(high)
         record[NOTE] = "; ".join(row.notes)
         writer.writerow(record)
     return buffer.getvalue()
+
+
+def interval(stat: Stat) -> tuple[float | None, float | None]:
+    """The 95 % Student-t interval of ``stat``'s mean: ``mean ∓ t_{0.975, n-1} std / sqrt(n)``
+    (None, None with fewer than two runs)."""
+    if stat.mean is None or stat.std is None or stat.n < 2:
+        return None, None
+    half = t_quantile(0.5 + CONFIDENCE / 2, stat.n - 1) * stat.std / stat.n**0.5
+    return stat.mean - half, stat.mean + half
 
 
 def runs_csv(runs: Sequence[RunSummary]) -> str:
