@@ -117,3 +117,25 @@ def test_a_cell_s_verdict(exact: float, acc: float, expected: str) -> None:
         "solved" if expected == "solved" else "> baseline on every seed" if expected else ""
     )
     assert seed_verdict([cell, below]) == ""
+
+
+def test_split_test_evaluates_other_sequences_from_another_stream(recall_run: Path, tmp_path):
+    """``--split test``: held-out sequences (the ``test`` generator stream), baselines scored
+    on them; a corpus run has no such split (one line)."""
+    from roformer_lit.data.probes import baseline_scores
+
+    got = {}
+    for split in ("val", "test"):
+        out = tmp_path / f"{split}.csv"
+        argv = ["extrapolate", str(recall_run), "--lengths", "6", "--csv", str(out)]
+        assert main([*argv, "--split", split]) == 0
+        got[split] = {(r["name"], r["metric"]): float(r["value"]) for r in _rows(out)}
+    task = PROBE_TASKS["recall"]
+    for split, stream in (("val", "val"), ("test", "test")):
+        data = ProbeValidation(task, symbols=32, length=6, count=16, seed=0, stream=stream)
+        scores = baseline_scores(task, data.input_ids.numpy(), data.labels.numpy(), 32)
+        majority = next(s.acc for s in scores if s.rule == "majority")
+        assert got[split][("baseline:majority", "acc")] == pytest.approx(majority, abs=1e-12)
+    val = ProbeValidation(task, symbols=32, length=6, count=16, seed=0)
+    test = ProbeValidation(task, symbols=32, length=6, count=16, seed=0, stream="test")
+    assert not (val.input_ids == test.input_ids).all()

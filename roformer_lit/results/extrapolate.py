@@ -422,6 +422,11 @@ def evaluate_checkpoint(
     """
     budget = token_budget(settings, tokens)
     task = run_probe(settings)
+    if task is None and settings.split == "test":
+        raise ConfigError(
+            "--split test needs a position-task run: a corpus run has one held-out split, "
+            "its validation (use --split val)"
+        )
     vocab = MLMDataModule(**settings.data).tokenizer_vocab_size
     if vocab != model.hparams.vocab_size:
         raise ConfigError(
@@ -675,7 +680,7 @@ def main(args: Sequence[str]) -> int:
     skipped: list[str] = []
     for path, run in ready:
         try:
-            settings = run.with_positions(ns.positions)
+            settings = dataclasses.replace(run.with_positions(ns.positions), split=ns.split)
             model = MaskedLM.from_checkpoint(path)
             if overrides is not None:
                 model = with_position_kwargs(model, overrides, str(path))
