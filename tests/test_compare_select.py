@@ -132,3 +132,15 @@ def test_a_run_still_training_is_marked_unfinished(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "seed 1: unfinished: last validated at step 10 of 30" in out
     assert "seed 0: unfinished" not in out
+
+
+def test_the_markdown_cell_gives_the_t_interval():
+    stats = pytest.importorskip("scipy.stats")
+    from roformer_lit.results.compare.aggregate import Stat
+    from roformer_lit.results.compare.table import format_stat
+
+    values = [4.38, 4.46, 4.46]
+    low, high = stats.t.interval(0.95, 2, loc=sum(values) / 3, scale=stats.sem(values))
+    text = format_stat(Stat.of(values), 3, with_interval=True)
+    assert text.endswith(f"[{low:.3f}, {high:.3f}]") and " ± " in text
+    assert "[" not in format_stat(Stat.of(values), 3)

@@ -33,13 +33,22 @@ COLUMNS = ["variant", "seeds", *METRICS.values()]
 NOTE = "note"
 
 
-def format_stat(stat: Stat, decimals: int) -> str:
-    """``mean ± std``; the mean alone with one run; ``–`` if no run logged it."""
+#: Metrics whose markdown cells add the 95 % t-interval of the mean (the measured ones).
+WITH_INTERVAL = ("final_val_loss", "best_val_loss", "val_acc", "val_ppl")
+
+
+def format_stat(stat: Stat, decimals: int, with_interval: bool = False) -> str:
+    """``mean ± std`` (with ``with_interval``: ``mean ± std [low, high]``, the 95 %
+    t-interval); the mean alone with one run; ``–`` if no run logged it."""
     if stat.mean is None:
         return "–"
     if stat.std is None:
         return f"{stat.mean:.{decimals}f}"
-    return f"{stat.mean:.{decimals}f} ± {stat.std:.{decimals}f}"
+    text = f"{stat.mean:.{decimals}f} ± {stat.std:.{decimals}f}"
+    low, high = interval(stat)
+    if with_interval and low is not None and high is not None:
+        text += f" [{low:.{decimals}f}, {high:.{decimals}f}]"
+    return text
 
 
 def format_seeds(row: VariantRow) -> str:
@@ -48,15 +57,16 @@ def format_seeds(row: VariantRow) -> str:
 
 
 def to_markdown(rows: Sequence[VariantRow]) -> str:
-    """One line per variant; columns :data:`COLUMNS`, values ``mean ± std`` over seeds, and a
-    final :data:`NOTE` column if any row has notes."""
+    """One line per variant; columns :data:`COLUMNS`, values ``mean ± std`` over seeds (the
+    validation metrics also ``[low, high]``, the 95 % t-interval of the mean), and a final
+    :data:`NOTE` column if any row has notes."""
     with_notes = any(row.notes for row in rows)
     columns = [*COLUMNS, NOTE] if with_notes else COLUMNS
     align = ["---"] + ["---:"] * (len(COLUMNS) - 1) + (["---"] if with_notes else [])
     lines = [_md_line(columns), _md_line(align)]
     for row in rows:
         cells = [row.variant, format_seeds(row)]
-        cells += [format_stat(row.stats[m], DECIMALS[m]) for m in METRICS]
+        cells += [format_stat(row.stats[m], DECIMALS[m], m in WITH_INTERVAL) for m in METRICS]
         if with_notes:
             cells.append("; ".join(row.notes))
         lines.append(_md_line(cells))
