@@ -220,3 +220,17 @@ def test_a_corpus_run_logs_no_exact_match(trained):
     scalars = read_run(run).scalars
     assert "val/loss" in scalars and "val/acc" in scalars
     assert "val/exact" not in scalars
+
+
+def test_lengths_past_the_corpus_are_one_warning_naming_lengths(trained, capsys):
+    """Several lengths longer than the corpus's validation split: one warning line naming
+    them and --lengths (the setting to change here), never data.max_length."""
+    _, run = trained
+    ckpt = run / "checkpoints" / "last.ckpt"
+    capsys.readouterr()
+    argv = ["extrapolate", str(ckpt), "--lengths", "32", "65536", "100000", "131072"]
+    assert main(argv) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
+    assert len(warnings) == 1, warnings
+    assert "--lengths 65536 100000 131072" in warnings[0] and "use --lengths up to" in warnings[0]
+    assert "data.max_length" not in warnings[0]

@@ -386,13 +386,35 @@ def unigram_loss(data: MLMDataModule) -> float | None:
     return -math.fsum(c / total * math.log(c / total) for c in counts.values())
 
 
-def length_problem(settings: RunSettings, length: int, tokens: int) -> str | None:
+def shortest_split(settings: RunSettings) -> int | None:
+    """Tokens in the shorter of a corpus run's two splits (the data module cuts both into
+    blocks, so no block can be longer); None for a probe or when the data cannot be read
+    (building the data module then says why)."""
+    if run_probe(settings) is not None:
+        return None
+    try:
+        train, val = MLMDataModule(**settings.data).split_ranges()
+    except (ConfigError, OSError):
+        return None
+    return min(stop - start for _, start, stop in (train, val))
+
+
+def length_problem(
+    settings: RunSettings, length: int, tokens: int, shortest: int | None = None
+) -> str | None:
     """Why ``length`` cannot be evaluated for this run before anything is built, or None: a
-    corpus block under :data:`LENGTH`'s minimum, an input length the task cannot build,
-    sequences longer than the random-position range."""
+    corpus block under :data:`LENGTH`'s minimum or longer than the shorter corpus split
+    (``shortest`` tokens), an input length the task cannot build, sequences longer than
+    the random-position range. The reason names ``--lengths``, the setting to change, and
+    not the length itself, so that :func:`warn_once` says it once for every length."""
     task = run_probe(settings)
     if task is None and length < LENGTH.low:
         return f"a corpus block needs at least {LENGTH.low:g} tokens"
+    if task is None and shortest is not None and length > shortest:
+        return (
+            f"the run's shorter corpus split holds {shortest} tokens, less than one block "
+            f"(both splits are cut into blocks): use --lengths up to {shortest}"
+        )
     if task is not None:
         try:
             task.check(length, int(settings.data.get("probe_symbols", 16)), name="input length")
@@ -434,6 +456,7 @@ def evaluate_checkpoint(
             "the data settings do not match its run"
         )
     cells: list[Evaluation] = []
+    shortest = shortest_split(settings)
     for length in lengths:
         cell = Evaluation(length)
         cells.append(cell)
@@ -441,7 +464,7 @@ def evaluate_checkpoint(
         if model.max_length is not None and cell.tokens > model.max_length:
             cell.why_not = f"refused (max_positions={model.max_length})"
             continue
-        problem = length_problem(settings, length, cell.tokens)
+        problem = length_problem(settings, length, cell.tokens, shortest)
         if problem is not None:
             cell.warning, cell.why_not = problem, "n/a (see the warning)"
             continue
