@@ -41,6 +41,16 @@ its position scheme's options overridden (merged into the checkpoint's own
 e.g. RoPE's frequency scaling at evaluation time, without retraining. Options that would
 change the weights' shapes are refused (the weights do not fit).
 
+Beside the runs (:mod:`roformer_lit.results.extrapolate_rows`): each row names its
+checkpoint's step; rows ``baseline:<rule>`` give the position task's trivial baselines
+(:mod:`roformer_lit.data.probes.baselines`) or a corpus run's unigram loss, scored on the
+same sequences; a probe cell says ``solved`` (exact match >= ``--solved``, default 0.9) or
+``> baseline``; the table over seeds gives ``mean [95 % t-interval]``. ``--csv FILE``
+writes every cell as long rows ``name,length,metric,value,step``. ``--split test``
+evaluates a position task on held-out sequences of another generator stream (what one
+reports after choosing on validation). A problem that makes several lengths "n/a" is one
+``warning:`` line naming them.
+
 Checkpoints are loaded with ``weights_only=True``: a file holding pickled objects other
 than tensors and plain data is refused, never unpickled. A checkpoint that cannot be used
 (missing, truncated, not a checkpoint, refused, its data unreadable) is skipped with one
