@@ -28,6 +28,7 @@ FAST_MODULES = frozenset(
         # data, masking and position tasks
         "test_data",
         "test_probe_tasks",
+        "test_probe_baselines",
         "test_readers_guarded",
         "test_finetune_inputs",
         # argument rules
