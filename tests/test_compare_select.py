@@ -46,13 +46,13 @@ def write_run(run: Path, position: str, lr: float, seed: int, acc: float, steps:
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("select")
-    rows = [["name", "length", "metric", "value", "step"]]
+    rows = [["name", "length", "metric", "value"]]
     for (position, lr), accs in SELECTION.items():
         for seed, acc in enumerate(accs):
             run = root / "runs" / f"{position}-lr{lr}-seed{seed}"
             write_run(run, position, lr, seed, acc, STEPS)
             ckpt = run / "checkpoints" / "last.ckpt"
-            rows.append([str(ckpt), "64", "acc", repr(REPORTED[(position, lr)][seed]), "30"])
+            rows.append([str(ckpt), "64", "acc", repr(REPORTED[(position, lr)][seed])])
     report = root / "test.csv"
     with report.open("w", newline="") as handle:
         csv.writer(handle).writerows(rows)

@@ -48,14 +48,17 @@ def test_csv_has_the_runs_and_the_majority_baseline_of_the_same_sequences(
     nope_copy: Path, tmp_path: Path, capsys
 ) -> None:
     out = tmp_path / "cells.csv"
-    assert main(["extrapolate", str(nope_copy), "--lengths", "8", "16", "--csv", str(out)]) == 0
+    budget = tmp_path / "budget.csv"
+    argv = ["extrapolate", str(nope_copy), "--lengths", "8", "16", "--csv", str(out)]
+    assert main([*argv, "--budget", str(budget)]) == 0
     rows = _rows(out)
-    assert list(rows[0]) == ["name", "length", "metric", "value", "step"]
+    assert list(rows[0]) == ["name", "length", "metric", "value"]
+    assert list(_rows(budget)[0]) == ["name", "step", "length", "metric", "value"]
+    assert {r["step"] for r in _rows(budget) if r["name"] == str(nope_copy)} == {"200"}
     runs = [r for r in rows if r["name"] == str(nope_copy)]
     assert {(r["length"], r["metric"]) for r in runs} == {
         (n, m) for n in ("8", "16") for m in ("acc", "exact", "loss")
     }
-    assert {r["step"] for r in runs} == {"200"}
     for n in (8, 16):
         # oracle: the majority rule sequence by sequence on the run's validation sequences
         data = ProbeValidation(PROBE_TASKS["copy"], symbols=16, length=n, count=64, seed=0)

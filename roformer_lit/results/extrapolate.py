@@ -46,7 +46,8 @@ checkpoint's step; rows ``baseline:<rule>`` give the position task's trivial bas
 (:mod:`roformer_lit.data.probes.baselines`) or a corpus run's unigram loss, scored on the
 same sequences; a probe cell says ``solved`` (exact match >= ``--solved``, default 0.9) or
 ``> baseline``; the table over seeds gives ``mean [95 % t-interval]``. ``--csv FILE``
-writes every cell as long rows ``name,length,metric,value,step``. ``--split test``
+writes every cell as long rows ``name,length,metric,value``; ``--budget FILE`` the same with
+each checkpoint's ``step`` (``name,step,length,metric,value``). ``--split test``
 evaluates a position task on held-out sequences of another generator stream (what one
 reports after choosing on validation). A problem that makes several lengths "n/a" is one
 ``warning:`` line naming them.
@@ -639,8 +640,14 @@ def build_parser() -> ToolParser:
     parser.add_argument(
         "--csv",
         default=None,
-        help="also write every cell as long rows name,length,metric,value,step, "
+        help="also write every cell as long rows name,length,metric,value, "
         "baselines as rows named baseline:<rule>",
+    )
+    parser.add_argument(
+        "--budget",
+        default=None,
+        help="also write the rows with each checkpoint's step, name,step,length,metric,value "
+        "(accuracy against training steps over step=N.ckpt checkpoints)",
     )
     parser.add_argument(
         "--solved",
@@ -734,7 +741,7 @@ def main(args: Sequence[str]) -> int:
     for message in skipped:
         warn(f"{message}; skipped")
     print_tables(results, ns.lengths, overrides, ns.tokens, ns.solved)
-    if ns.csv is not None:
+    if ns.csv is not None or ns.budget is not None:
         tables = [
             CheckpointRows(
                 str(path),
@@ -743,13 +750,16 @@ def main(args: Sequence[str]) -> int:
             )
             for path, _, settings, cells in results
         ]
-        target = Path(ns.csv)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(to_csv(tables), encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot write --csv {target}: {exc.strerror or exc}") from exc
-        print(f"wrote {target}", file=sys.stderr)
+        for option, where, with_step in (("--csv", ns.csv, False), ("--budget", ns.budget, True)):
+            if where is None:
+                continue
+            target = Path(where)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(to_csv(tables, with_step), encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot write {option} {target}: {exc.strerror or exc}") from exc
+            print(f"wrote {target}", file=sys.stderr)
     return 0
 
 

@@ -1,9 +1,10 @@
 """``extrapolate``'s results as long rows, baselines beside the runs, and each cell's verdict.
 
 * :func:`long_rows` / :func:`to_csv`: the ``--csv FILE`` contents, one row per
-  (checkpoint or baseline, length, metric): columns ``name,length,metric,value,step``
-  (``metric``: ``acc``, ``exact`` or ``loss``; ``step``: the checkpoint's optimiser steps,
-  empty for baselines). Baselines are rows named ``baseline:<rule>``
+  (checkpoint or baseline, length, metric): columns ``name,length,metric,value``
+  (``metric``: ``acc``, ``exact`` or ``loss``); ``--budget FILE`` is the same with a
+  ``step`` column after ``name`` (the checkpoint's optimiser steps, empty for baselines):
+  accuracy against training steps. Baselines are rows named ``baseline:<rule>``
   (:mod:`roformer_lit.data.probes.baselines` for position tasks, ``baseline:unigram`` for
   corpus runs); with several position tasks in one call, ``baseline:<rule>:<task>``.
 * A baseline row's value at a length is the mean of the rule's score over the distinct sets
@@ -24,7 +25,8 @@ from dataclasses import dataclass, field
 
 #: Default exact-match threshold of a "solved" cell.
 SOLVED_AT = 0.9
-COLUMNS = ("name", "length", "metric", "value", "step")
+COLUMNS = ("name", "length", "metric", "value")
+BUDGET_COLUMNS = ("name", "step", "length", "metric", "value")
 
 
 @dataclass
@@ -107,13 +109,15 @@ def long_rows(checkpoints: Sequence[CheckpointRows]) -> list[tuple[str, int, str
     return rows
 
 
-def to_csv(checkpoints: Sequence[CheckpointRows]) -> str:
-    """The ``--csv`` file's text (``COLUMNS``, full precision)."""
+def to_csv(checkpoints: Sequence[CheckpointRows], with_step: bool = False) -> str:
+    """The ``--csv`` file's text (:data:`COLUMNS`, full precision); with ``with_step``, the
+    ``--budget`` file's (:data:`BUDGET_COLUMNS`)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    writer.writerow(BUDGET_COLUMNS if with_step else COLUMNS)
     for name, length, metric, value, step in long_rows(checkpoints):
-        writer.writerow([name, length, metric, repr(float(value)), step])
+        row = [name, length, metric, repr(float(value))]
+        writer.writerow([name, step, *row[1:]] if with_step else row)
     return buffer.getvalue()
 
 

@@ -8,7 +8,7 @@
 (or ``--trainer.callbacks+=roformer_lit.training.step_checkpoints.StepCheckpoints
 --trainer.callbacks.steps='[1500, 3000]'``). After optimiser step ``N`` of ``steps`` the
 run's checkpoint is written beside ``last.ckpt`` as ``step=N.ckpt`` (its ``global_step`` is
-``N``); ``extrapolate`` evaluates such files like any checkpoint and its ``--csv`` puts
+``N``); ``extrapolate`` evaluates such files like any checkpoint and its ``--budget`` puts
 ``N`` in the ``step`` column, which gives accuracy against training steps from one run.
 That is an honest budget curve only with a learning-rate schedule that does not depend on
 the total step count (``model.lr_schedule: constant``; see ``docs/guide/runs.md``).
