@@ -5,8 +5,8 @@
 The output head runs only at labelled positions. AdamW with linear warmup then linear
 decay (to ``min_lr_ratio * learning_rate``), stepped per optimiser step. Logged scalars:
 ``train/loss``, ``train/lr``, ``val/loss``, ``val/acc`` (micro masked-token accuracy),
-``val/exact`` (the fraction of sequences with a masked token whose every masked token is
-predicted right: exact match of a probe's answers), ``val/ppl``, ``perf/tokens_per_s``,
+``val/exact`` (position tasks only: the fraction of sequences with a masked token whose
+every masked token is predicted right, exact match of a probe's answers), ``val/ppl``, ``perf/tokens_per_s``,
 ``perf/peak_mem_mb`` (and ``train/skipped_batches`` with ``skip_nonfinite``).
 
 Fault tolerance: a non-finite training loss or gradient stops the run with
@@ -71,6 +71,12 @@ class MaskedLM(RunModule):
         position_kwargs, attention_kwargs: options of the scheme / kernel.
         learning_rate, weight_decay, betas, warmup_steps, min_lr_ratio: AdamW and schedule;
             the decay runs to ``trainer.max_steps`` (or the trainer's estimate).
+        lr_schedule: ``linear`` (warm-up, then linear decay to ``trainer.max_steps``: the
+            default), ``constant`` (warm-up, then ``learning_rate``: independent of the
+            step count, so checkpoints at several steps serve several budgets) or ``wsd``
+            (warm-up, stable, then linear decay over the last ``decay_fraction`` of the
+            steps after warm-up); :func:`roformer_lit.training.lifecycle.lr_factor`.
+        decay_fraction: the share of post-warm-up steps ``wsd`` decays over, in (0, 1].
         position_lr_scale: the position scheme's parameters train at this multiple of
             ``learning_rate`` (1: one rate). Learned biases that start at zero (T5, FIRE)
             move about one learning rate per AdamW step, so a short run leaves them near
@@ -105,6 +111,8 @@ class MaskedLM(RunModule):
         warmup_steps: int = 100,
         min_lr_ratio: float = 0.0,
         position_lr_scale: float = 1.0,
+        lr_schedule: str = "linear",
+        decay_fraction: float = 0.2,
         init_std: float = 0.02,
         compile: bool = False,
         skip_nonfinite: bool = False,
@@ -306,9 +314,12 @@ class MaskedLM(RunModule):
         values = {
             f"{stage}/loss": loss,
             f"{stage}/acc": metrics["acc"].compute(),
-            f"{stage}/exact": metrics["exact"].compute(),
             f"{stage}/ppl": torch.exp(loss.clamp(max=50.0)),
         }
+        # exact match means something only where the masked tokens are one answer (a
+        # position task); on a corpus it would be the share of blocks with no wrong token
+        if getattr(getattr(self.trainer, "datamodule", None), "probe_task", None) is not None:
+            values[f"{stage}/exact"] = metrics["exact"].compute()
         fitting = self.trainer.state.fn == TrainerFn.FITTING and not self.trainer.sanity_checking
         if stage == "val" and fitting:
             if not math.isfinite(float(loss)):  # every rank sees the same synced mean

@@ -140,6 +140,8 @@ MODEL_RULES: dict[str, Rule] = {
     "warmup_steps": non_negative_int,
     "min_lr_ratio": unit_interval,
     "position_lr_scale": finite_positive_float,
+    "lr_schedule": one_of("linear", "constant", "wsd"),
+    "decay_fraction": Rule("in (0, 1]", lambda v: _is_finite_number(v) and 0 < v <= 1),
     "init_std": finite_positive_float,
     "compile": boolean,
     "skip_nonfinite": boolean,

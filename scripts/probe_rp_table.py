@@ -6,9 +6,11 @@
 ``ON.txt``: output holding runs trained with them (either protocol). Rows are told apart and
 matched by the sweep's run names, ``<scheme>-<task>-random_positions=none-seed<k>`` (off) and
 ``<scheme>-<task>-random_positions<R>-seed<k>`` (on), and paired by seed; other rows of
-either file are ignored. A cell is
-``off → on`` (answer-token accuracy, mean over seeds); ``▲`` marks a cell where on is above
-off on every seed, ``▼`` below on every seed, and no mark a cell the seeds disagree on.
+either file are ignored. A cell is ``off → on`` (answer-token accuracy, mean over seeds),
+then the paired t-test of on against off over the seeds, its p-value Holm-corrected over
+every cell of the table (:mod:`roformer_lit.results.statistics`): ``▲ p=…`` where on is
+above off at adjusted p < 0.05, ``▼ p=…`` where below, ``n.s.`` where the seeds do not
+separate them (and ``n.s.`` with fewer than two seeds).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from roformer_lit.results.statistics import holm, paired_t_test, verdict
 
 RUN = re.compile(
     r"/(?P<scheme>[a-z0-9_]+)-(?P<task>[a-z_]+)-random_positions(?P<range>=none|\d+)"
@@ -47,22 +51,36 @@ def main(off_path: str, on_path: str) -> None:
     lengths, off = read(Path(off_path), on=False)
     _, on = read(Path(on_path), on=True)
     seeds_seen = sorted({s for runs in (off, on) for by_seed in runs.values() for s in by_seed})
-    print(f"Seeds {seeds_seen}, paired; off → on, mean answer-token accuracy:\n")
-    print("| scheme | task | " + " | ".join(lengths) + " |")
-    print("|---|---|" + "---|" * len(lengths))
-    for key in sorted(set(off) & set(on)):
+    keys = sorted(set(off) & set(on))
+    cells: dict[tuple[tuple[str, str], int], tuple[list[float], list[float]]] = {}
+    for key in keys:
         seeds = sorted(set(off[key]) & set(on[key]))
-        cells = []
         for i in range(len(lengths)):
             before = [off[key][s][i] for s in seeds]
             after = [on[key][s][i] for s in seeds]
-            mark = ""
-            if all(a > b for a, b in zip(after, before, strict=True)):
-                mark = " ▲"
-            elif all(a < b for a, b in zip(after, before, strict=True)):
-                mark = " ▼"
-            cells.append(f"{statistics.mean(before):.3f} → {statistics.mean(after):.3f}{mark}")
-        print(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
+            if before and all(v == v for v in before + after):  # no NaN (n/a) cell
+                cells[(key, i)] = (before, after)
+    tested = [c for c, (before, _) in cells.items() if len(before) >= 2]
+    adjusted = dict(zip(tested, holm([paired_t_test(*cells[c]) for c in tested]), strict=True))
+    print(
+        f"Seeds {seeds_seen}, paired; off → on, mean answer-token accuracy; paired t-test "
+        f"by seed, Holm-corrected over the {len(tested)} cells compared:\n"
+    )
+    print("| scheme | task | " + " | ".join(lengths) + " |")
+    print("|---|---|" + "---|" * len(lengths))
+    for key in keys:
+        texts = []
+        for i in range(len(lengths)):
+            if (key, i) not in cells:
+                texts.append("n/a")
+                continue
+            before, after = cells[(key, i)]
+            mark = "n.s."
+            if (key, i) in adjusted and verdict(adjusted[(key, i)]) != "n.s.":
+                arrow = "▲" if statistics.mean(after) > statistics.mean(before) else "▼"
+                mark = f"{arrow} {verdict(adjusted[(key, i)])}"
+            texts.append(f"{statistics.mean(before):.3f} → {statistics.mean(after):.3f} {mark}")
+        print(f"| {key[0]} | {key[1]} | " + " | ".join(texts) + " |")
 
 
 if __name__ == "__main__":

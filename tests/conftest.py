@@ -25,9 +25,11 @@ FAST_MODULES = frozenset(
         "test_random_positions",
         "test_state_dict",
         "test_import_graph",
+        "test_statistics",
         # data, masking and position tasks
         "test_data",
         "test_probe_tasks",
+        "test_probe_baselines",
         "test_readers_guarded",
         "test_finetune_inputs",
         # argument rules

@@ -253,6 +253,8 @@ BAD_VALUES: dict[str, list[Any]] = {
     "warmup_steps": [-1, 1.5, True],
     "min_lr_ratio": [-0.1, 1.1, math.nan],
     "position_lr_scale": [0.0, -1.0, math.inf, math.nan],
+    "lr_schedule": ["cosine", None, 1],
+    "decay_fraction": [0.0, -0.1, 1.5, math.nan, True],
     "init_std": [0.0, -0.02, math.inf, math.nan],
     "compile": [0, "false"],
     "skip_nonfinite": [1, None],

@@ -173,8 +173,13 @@ def test_figure_lines_are_the_variants(sweep, axis):
     _, labels = ax.get_legend_handles_labels()
     assert labels == [row.variant for row in rows]
     assert ax.get_xlabel() == (
-        "training step" if axis == "step" else "wall time since run start (s)"
+        "optimizer steps done (as the table's steps column)"
+        if axis == "step"
+        else "wall time since run start (s)"
     )
+    if axis == "step":  # the last point sits at the table's steps, not one before
+        last = max(max(line.get_xdata()) for line in ax.get_lines())
+        assert last == max(row.stats["steps"].mean for row in rows)
     assert "val/loss" in ax.get_ylabel()
     assert ax.get_title()
 

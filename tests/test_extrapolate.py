@@ -92,8 +92,10 @@ def test_a_different_token_budget_is_said_to_differ_from_validate(trained, capsy
 
 
 def test_checkpoints_that_differ_only_in_seed_are_summarised_over_seeds(trained, capsys):
-    """The second table's cell is the mean and sample std of the first table's cells for
-    the seeds of one variant (oracle: :mod:`statistics` on the per-checkpoint rows)."""
+    """The second table's cell is the mean and 95 % t-interval of the first table's cells
+    for the seeds of one variant (oracle: :mod:`statistics` and scipy's t quantile on the
+    per-checkpoint rows)."""
+    t = pytest.importorskip("scipy.stats").t
     workdir, run0 = trained
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(workdir)
@@ -115,19 +117,29 @@ def test_checkpoints_that_differ_only_in_seed_are_summarised_over_seeds(trained,
     assert cells[0] == "2"
     for i, text in enumerate(cells[1:]):
         column = [seed[i] for seed in losses]
-        mean, std = (float(x) for x in text.split(" ± "))
+        mean, low, high = _interval(text)
+        half = t.ppf(0.975, 1) * statistics.stdev(column) / 2**0.5
         assert mean == pytest.approx(statistics.fmean(column), abs=1.5e-3)  # of rounded cells
-        assert std == pytest.approx(statistics.stdev(column), abs=1.5e-3)
+        assert (high - low) / 2 == pytest.approx(half, abs=2e-2)
     # one checkpoint alone: nothing to summarise
     capsys.readouterr()
     assert main(["extrapolate", ckpts[0], "--lengths", "32"]) == 0
     assert "Over seeds" not in capsys.readouterr().out
 
 
+def _interval(text: str) -> tuple[float, float, float]:
+    """``mean [low, high]`` as three floats."""
+    mean, rest = text.split(" [")
+    low, high = rest.rstrip("]").split(", ")
+    return float(mean), float(low), float(high)
+
+
 def test_a_cell_only_some_seeds_could_evaluate_is_not_averaged():
     from roformer_lit.results.extrapolate_seeds import cell
 
-    assert cell([1.0, 2.0, 4.0], [None] * 3) == f"2.333 ± {statistics.stdev([1, 2, 4]):.3f}"
+    t = pytest.importorskip("scipy.stats").t
+    half = t.ppf(0.975, 2) * statistics.stdev([1, 2, 4]) / 3**0.5
+    assert cell([1.0, 2.0, 4.0], [None] * 3) == f"2.333 [{7 / 3 - half:.3f}, {7 / 3 + half:.3f}]"
     assert cell([None, None], ["refused (max_positions=64)"] * 2) == "refused (max_positions=64)"
     assert cell([1.0, None], [None, "n/a (out of memory)"]) == "n/a (1 of 2 evaluated)"
 
@@ -198,3 +210,27 @@ def test_the_valid_lengths_named_are_the_ones_that_evaluate(trained, learned, ca
     available = int(re.search(r"L=32: blocks 0-\d+ of (\d+)", capsys.readouterr().err).group(1))
     assert available * 32 <= longest < (available + 1) * 32
     _nothing(["extrapolate", str(ckpt), "--lengths", str(longest + 1)], capsys)
+
+
+def test_a_corpus_run_logs_no_exact_match(trained):
+    """``val/exact`` means something on a position task only; an MLM run does not log it."""
+    from roformer_lit.results.events import read_run
+
+    _, run = trained
+    scalars = read_run(run).scalars
+    assert "val/loss" in scalars and "val/acc" in scalars
+    assert "val/exact" not in scalars
+
+
+def test_lengths_past_the_corpus_are_one_warning_naming_lengths(trained, capsys):
+    """Several lengths longer than the corpus's validation split: one warning line naming
+    them and --lengths (the setting to change here), never data.max_length."""
+    _, run = trained
+    ckpt = run / "checkpoints" / "last.ckpt"
+    capsys.readouterr()
+    argv = ["extrapolate", str(ckpt), "--lengths", "32", "65536", "100000", "131072"]
+    assert main(argv) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
+    assert len(warnings) == 1, warnings
+    assert "--lengths 65536 100000 131072" in warnings[0] and "use --lengths up to" in warnings[0]
+    assert "data.max_length" not in warnings[0]

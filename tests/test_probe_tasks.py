@@ -370,11 +370,12 @@ def test_fit_then_extrapolate_a_probe_run(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     assert cli_main(["extrapolate", str(ckpt), "--lengths", "8", "16"]) == 0
     out, err = capsys.readouterr()
-    header, row = [line for line in out.splitlines() if line.startswith("| ")]
+    header, *baselines, row = [line for line in out.splitlines() if line.startswith("| ")]
     assert header.startswith("| checkpoint | scheme | kernel | n=8 | n=16 |")
+    assert [b.split("|")[1].strip() for b in baselines] == ["baseline:majority", "baseline:uniform"]
     cells = [c.strip() for c in row.strip("|").split("|")][3:]
-    for cell in cells:
-        acc, exact = (float(x) for x in cell.split(" / "))
+    for cell in cells:  # "acc / exact", then the cell's verdict if any
+        acc, exact = (float(x.split()[0]) for x in cell.split(" / "))
         assert 0.0 <= exact <= acc <= 1.0
     assert "n=8: 16 sequences of 17 tokens (= validate's)" in err
     assert "n=16: 16 sequences of 33 tokens" in err

@@ -402,6 +402,10 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "probes_prope": 2 * 4 * 3,  # two unrotated fractions x four tasks x three seeds
         "probes_recall": len(POSITION_SCHEMES) * 3,  # every scheme x three seeds
         "probes_recall_rp": (len(POSITION_SCHEMES) - 1) * 3,  # the schemes reading positions
+        # {rope, learned} x {copy, reverse} x random positions off/on x 2 rates x 5 seeds
+        "study_budget_lr": 2 * 2 * 2 * 2 * 5,
+        # (every scheme + rope at base 100 and p-RoPE at base 100) x 4 tasks x 2 rates x 5 seeds
+        "study_schemes_selected": (len(POSITION_SCHEMES) + 2) * 4 * 2 * 5,
     }
     expected = expected[path.stem]
     assert len(lines) == expected

@@ -58,6 +58,7 @@ ARGUMENTS: list[tuple[str, str, str]] = [
     ("extrapolate", "--lengths", "count"),
     ("extrapolate", "--tokens", "count"),
     ("extrapolate", "--batch-size", "count"),
+    ("extrapolate", "--solved", "unit"),
     ("sweep", "--jobs", "count"),
 ]
 #: kind -> the values each argument of that kind must refuse
@@ -65,6 +66,7 @@ BAD: dict[str, list[str]] = {
     "count": ["0", "-1", HUGE, "1.5", "x"],
     "zero": ["-1", HUGE, "1.5", "x"],
     "real": ["0", "-1", "1e400", "nan", "x"],
+    "unit": ["-0.1", "1.5", "nan", "x"],
 }
 CASES = [
     pytest.param(tool, flag, value, id=f"{tool}{flag}={value[:6]}")

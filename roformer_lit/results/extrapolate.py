@@ -41,6 +41,17 @@ its position scheme's options overridden (merged into the checkpoint's own
 e.g. RoPE's frequency scaling at evaluation time, without retraining. Options that would
 change the weights' shapes are refused (the weights do not fit).
 
+Beside the runs (:mod:`roformer_lit.results.extrapolate_rows`): each row names its
+checkpoint's step; rows ``baseline:<rule>`` give the position task's trivial baselines
+(:mod:`roformer_lit.data.probes.baselines`) or a corpus run's unigram loss, scored on the
+same sequences; a probe cell says ``solved`` (exact match >= ``--solved``, default 0.9) or
+``> baseline``; the table over seeds gives ``mean [95 % t-interval]``. ``--csv FILE``
+writes every cell as long rows ``name,length,metric,value``; ``--budget FILE`` the same with
+each checkpoint's ``step`` (``name,step,length,metric,value``). ``--split test``
+evaluates a position task on held-out sequences of another generator stream (what one
+reports after choosing on validation). A problem that makes several lengths "n/a" is one
+``warning:`` line naming them.
+
 Checkpoints are loaded with ``weights_only=True``: a file holding pickled objects other
 than tensors and plain data is refused, never unpickled. A checkpoint that cannot be used
 (missing, truncated, not a checkpoint, refused, its data unreadable) is skipped with one
@@ -70,9 +81,17 @@ from roformer_lit.data.datamodule import (
     VALIDATION_POSITIONS,
     MLMDataModule,
 )
-from roformer_lit.data.probes import ProbeTask, probe_task
+from roformer_lit.data.probes import ProbeTask, ProbeValidation, baseline_scores, probe_task
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
+from roformer_lit.results.extrapolate_rows import (
+    SOLVED_AT,
+    CellScores,
+    CheckpointRows,
+    baseline_table_rows,
+    to_csv,
+    verdict,
+)
 from roformer_lit.results.extrapolate_seeds import CheckpointLosses, seed_table
 from roformer_lit.run_files import (
     RunFileError,
@@ -82,7 +101,7 @@ from roformer_lit.run_files import (
     warn,
 )
 from roformer_lit.safe_input import YAMLBombError, safe_yaml_load
-from roformer_lit.tool_arguments import LENGTH, ToolParser, integer
+from roformer_lit.tool_arguments import LENGTH, MAX_LENGTH, ToolParser, integer, real
 from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
 
 #: Data-module arguments extrapolate sets itself (per length; the positions per ``--positions``),
@@ -113,6 +132,11 @@ class RunSettings:
     source: str = "at their defaults (the bundled corpus)"
     #: Where evaluation places the tokens: ``ordinary`` or ``random`` (from ``[0, R)``).
     positions: str = "ordinary"
+    #: The checkpoint's optimiser steps (its ``global_step``; None if it has none).
+    step: int | None = None
+    #: Which sequences a position task is evaluated on: ``val`` (its validation
+    #: sequences) or ``test`` (held-out ones from another generator stream).
+    split: str = "val"
 
     @property
     def random_range(self) -> int | None:
@@ -149,6 +173,25 @@ class Evaluation:
     acc: float | None = None  # a probe's answer-token accuracy (val/acc)
     exact: float | None = None  # a probe's exact match (val/exact)
     tokens: int = 0  # a probe's sequence length at input length ``length``
+    #: A probe's baselines on the same sequences, ``rule -> (acc, exact)``.
+    baselines: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: A corpus run's unigram baseline loss on the same masked tokens.
+    unigram_loss: float | None = None
+    #: What identifies the evaluated sequences (the same for every seed of a sweep).
+    sequences: tuple[Any, ...] | None = None
+
+    def scores(self, task: str | None) -> CellScores:
+        """This cell as :mod:`roformer_lit.results.extrapolate_rows` takes it."""
+        return CellScores(
+            length=self.length,
+            acc=self.acc if self.loss is not None else None,
+            exact=self.exact if self.loss is not None else None,
+            loss=self.loss,
+            baselines=self.baselines,
+            unigram_loss=self.unigram_loss,
+            sequences=self.sequences,
+            task=task,
+        )
 
 
 def run_settings(ckpt: Path, checkpoint: dict[str, Any]) -> RunSettings:
@@ -324,7 +367,76 @@ def _data(settings: RunSettings, length: int, batch_size: int, cap: int | None) 
         max_val_blocks=cap,
     )
     data.setup("validate")
+    if task is not None and settings.split == "test":
+        assert data.val_dataset is not None
+        data.val_dataset = ProbeValidation(
+            task,
+            symbols=data.probe_symbols,
+            length=lengths["probe_max_length"],
+            count=len(data.val_dataset),
+            seed=data.seed,
+            random_positions=settings.random_range if settings.positions == "random" else None,
+            stream="test",
+        )
     return data
+
+
+def unigram_loss(data: MLMDataModule) -> float | None:
+    """The loss of predicting every masked token by the unigram distribution of the masked
+    tokens themselves: their entropy ``-Σ p log p`` (nats, as ``val/loss``), under the run's
+    tokenizer. None without masked tokens."""
+    counts: dict[int, int] = {}
+    for batch in data.val_dataloader():
+        labels = batch["labels"]
+        tokens, frequencies = torch.unique(labels[labels != -100], return_counts=True)
+        for token, count in zip(tokens.tolist(), frequencies.tolist(), strict=True):
+            counts[token] = counts.get(token, 0) + count
+    total = sum(counts.values())
+    if not total:
+        return None
+    return -math.fsum(c / total * math.log(c / total) for c in counts.values())
+
+
+def shortest_split(settings: RunSettings) -> int | None:
+    """Tokens in the shorter of a corpus run's two splits (the data module cuts both into
+    blocks, so no block can be longer); None for a probe or when the data cannot be read
+    (building the data module then says why)."""
+    if run_probe(settings) is not None:
+        return None
+    try:
+        train, val = MLMDataModule(**settings.data).split_ranges()
+    except (ConfigError, OSError):
+        return None
+    return min(stop - start for _, start, stop in (train, val))
+
+
+def length_problem(
+    settings: RunSettings, length: int, tokens: int, shortest: int | None = None
+) -> str | None:
+    """Why ``length`` cannot be evaluated for this run before anything is built, or None: a
+    corpus block under :data:`LENGTH`'s minimum or longer than the shorter corpus split
+    (``shortest`` tokens), an input length the task cannot build, sequences longer than
+    the random-position range. The reason names ``--lengths``, the setting to change, and
+    not the length itself, so that :func:`warn_once` says it once for every length."""
+    task = run_probe(settings)
+    if task is None and length < LENGTH.low:
+        return f"a corpus block needs at least {LENGTH.low:g} tokens"
+    if task is None and shortest is not None and length > shortest:
+        return (
+            f"the run's shorter corpus split holds {shortest} tokens, less than one block "
+            f"(both splits are cut into blocks): use --lengths up to {shortest}"
+        )
+    if task is not None:
+        try:
+            task.check(length, int(settings.data.get("probe_symbols", 16)), name="input length")
+        except ConfigError as exc:
+            return str(exc)
+    if settings.positions == "random" and tokens > (settings.random_range or 0):
+        return (
+            "the sequences are longer than the run's data.random_positions="
+            f"{settings.random_range} (shorter --lengths, or --positions ordinary)"
+        )
+    return None
 
 
 def evaluate_checkpoint(
@@ -343,6 +455,11 @@ def evaluate_checkpoint(
     """
     budget = token_budget(settings, tokens)
     task = run_probe(settings)
+    if task is None and settings.split == "test":
+        raise ConfigError(
+            "--split test needs a position-task run: a corpus run has one held-out split, "
+            "its validation (use --split val)"
+        )
     vocab = MLMDataModule(**settings.data).tokenizer_vocab_size
     if vocab != model.hparams.vocab_size:
         raise ConfigError(
@@ -350,12 +467,17 @@ def evaluate_checkpoint(
             "the data settings do not match its run"
         )
     cells: list[Evaluation] = []
+    shortest = shortest_split(settings)
     for length in lengths:
         cell = Evaluation(length)
         cells.append(cell)
         cell.tokens = length if task is None else task.sequence_length(length)
         if model.max_length is not None and cell.tokens > model.max_length:
             cell.why_not = f"refused (max_positions={model.max_length})"
+            continue
+        problem = length_problem(settings, length, cell.tokens, shortest)
+        if problem is not None:
+            cell.warning, cell.why_not = problem, "n/a (see the warning)"
             continue
         if task is None:
             cap = None if budget is None else max(budget // length, 1)
@@ -367,8 +489,7 @@ def evaluate_checkpoint(
             whole = cap is None or task is not None
             available = data if whole else _data(settings, length, batch, None)
         except ConfigError as exc:
-            cell.warning = f"{label} at L={length}: {exc}"
-            cell.why_not = "n/a (see the warning)"
+            cell.warning, cell.why_not = str(exc), "n/a (see the warning)"
             continue
         assert data.val_dataset is not None and available.val_dataset is not None
         cell.blocks, cell.blocks_available = len(data.val_dataset), len(available.val_dataset)
@@ -380,6 +501,17 @@ def evaluate_checkpoint(
         loss = results.get("val/loss", math.nan)
         if task is not None:
             cell.acc, cell.exact = results.get("val/acc"), results.get("val/exact")
+            symbols = data.probe_symbols
+            sequences = data.val_dataset
+            assert isinstance(sequences, ProbeValidation)
+            scores = baseline_scores(
+                task, sequences.input_ids.numpy(), sequences.labels.numpy(), symbols
+            )
+            cell.baselines = {b.rule: (b.acc, b.exact) for b in scores}
+            cell.sequences = (task.name, symbols, data.seed, len(sequences), settings.split)
+        else:
+            cell.unigram_loss = unigram_loss(data)
+            cell.sequences = (settings.source, str(settings.data), data.seed, cell.blocks)
         if math.isnan(loss):
             cell.why_not = "n/a (no masked tokens)"
         else:
@@ -453,7 +585,12 @@ def readable_checkpoints(arguments: Sequence[str]) -> list[tuple[Path, RunSettin
     ready: list[tuple[Path, RunSettings]] = []
     for path in paths:
         try:
-            ready.append((path, run_settings(path, open_checkpoint(path))))
+            checkpoint = open_checkpoint(path)
+            settings = run_settings(path, checkpoint)
+            settings.step = _positive_int(checkpoint.get("global_step")) or (
+                0 if checkpoint.get("global_step") == 0 else None
+            )
+            ready.append((path, settings))
         except ConfigError as exc:
             problems.append(str(exc))
     if not ready:
@@ -466,7 +603,14 @@ def readable_checkpoints(arguments: Sequence[str]) -> list[tuple[Path, RunSettin
 def build_parser() -> ToolParser:
     parser = ToolParser("extrapolate", description=__doc__)
     parser.add_argument("checkpoints", nargs="+", help="checkpoint files (quoted globs too)")
-    parser.add_argument("--lengths", nargs="+", type=LENGTH, default=[128, 256, 512, 1024, 2048])
+    parser.add_argument(
+        "--lengths",
+        nargs="+",
+        type=integer(1, MAX_LENGTH),
+        default=[128, 256, 512, 1024, 2048],
+        help="sequence lengths L of a corpus run (>= 8 tokens), input lengths n of a "
+        "position task (as its task allows)",
+    )
     parser.add_argument(
         "--tokens",
         type=integer(1, 2**40),
@@ -492,6 +636,32 @@ def build_parser() -> ToolParser:
         default=None,
         help="position-scheme options merged into each checkpoint's, as YAML, e.g. "
         "'{scaling: {type: yarn, factor: 4}}' (same weights, no retraining)",
+    )
+    parser.add_argument(
+        "--csv",
+        default=None,
+        help="also write every cell as long rows name,length,metric,value, "
+        "baselines as rows named baseline:<rule>",
+    )
+    parser.add_argument(
+        "--budget",
+        default=None,
+        help="also write the rows with each checkpoint's step, name,step,length,metric,value "
+        "(accuracy against training steps over step=N.ckpt checkpoints)",
+    )
+    parser.add_argument(
+        "--solved",
+        type=real(0.0, 1.0),
+        default=SOLVED_AT,
+        help="exact match at or above which a position-task cell reads 'solved' "
+        f"(default {SOLVED_AT})",
+    )
+    parser.add_argument(
+        "--split",
+        choices=("val", "test"),
+        default="val",
+        help="position tasks: their validation sequences (val), or held-out ones from "
+        "another generator stream (test), for reporting what was selected on val",
     )
     return parser
 
@@ -526,9 +696,10 @@ def nothing_evaluated(
             longest = longest_length(model, settings)
         except ConfigError:  # its data is unreadable: the reasons say so
             longest = 0
+        low = 1 if run_probe(settings) is not None else int(LENGTH.low)
         valid = (
-            f"valid --lengths: {LENGTH.low:g} to {longest}"
-            if longest >= LENGTH.low
+            f"valid --lengths: {low} to {longest}"
+            if longest >= low
             else "no length is valid for its data"
         )
         parts.append(f"{path}: {', '.join(reasons)}; {valid}")
@@ -549,7 +720,7 @@ def main(args: Sequence[str]) -> int:
     skipped: list[str] = []
     for path, run in ready:
         try:
-            settings = run.with_positions(ns.positions)
+            settings = dataclasses.replace(run.with_positions(ns.positions), split=ns.split)
             model = MaskedLM.from_checkpoint(path)
             if overrides is not None:
                 model = with_position_kwargs(model, overrides, str(path))
@@ -569,45 +740,101 @@ def main(args: Sequence[str]) -> int:
         raise ConfigError(nothing_evaluated(results, ns.lengths, skipped))
     for message in skipped:
         warn(f"{message}; skipped")
+    print_tables(results, ns.lengths, overrides, ns.tokens, ns.solved)
+    if ns.csv is not None or ns.budget is not None:
+        tables = [
+            CheckpointRows(
+                str(path),
+                settings.step,
+                [cell.scores(_task_name(settings)) for cell in cells],
+            )
+            for path, _, settings, cells in results
+        ]
+        for option, where, with_step in (("--csv", ns.csv, False), ("--budget", ns.budget, True)):
+            if where is None:
+                continue
+            target = Path(where)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(to_csv(tables, with_step), encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot write {option} {target}: {exc.strerror or exc}") from exc
+            print(f"wrote {target}", file=sys.stderr)
+    return 0
+
+
+def _task_name(settings: RunSettings) -> str | None:
+    task = run_probe(settings)
+    return None if task is None else task.name
+
+
+def warn_once(label: str, cells: Sequence[Evaluation], unit: str) -> None:
+    """One ``warning:`` line per distinct problem of a checkpoint, naming every length it
+    applies to (not one line per length)."""
+    by_problem: dict[str, list[int]] = {}
+    for cell in cells:
+        if cell.warning is not None:
+            by_problem.setdefault(cell.warning, []).append(cell.length)
+    for problem, lengths in by_problem.items():
+        warn(f"{label} at --lengths {' '.join(str(n) for n in lengths)} ({unit}): {problem}")
+
+
+def print_tables(
+    results: Sequence[tuple[Path, MaskedLM, RunSettings, list[Evaluation]]],
+    lengths: Sequence[int],
+    overrides: dict[str, Any] | None,
+    tokens: int | None,
+    threshold: float,
+) -> None:
+    """The per-checkpoint table (with each checkpoint's step, each probe cell's verdict and
+    the baselines' rows), then the table over seeds (mean [95 % t-interval])."""
     rows: list[str] = []
     evaluated: list[CheckpointLosses] = []
+    probes = [run_probe(settings) is not None for _, _, settings, _ in results]
     for path, model, settings, cells in results:
-        for cell in cells:
-            if cell.warning is not None:
-                warn(cell.warning)
-        print(describe(path, settings, cells, token_budget(settings, ns.tokens)), file=sys.stderr)
-        hp = model.hparams
-        cells_text = " | ".join(_format(cell) for cell in cells)
-        scheme = hp.position if overrides is None else f"{hp.position} {overrides}"
-        rows.append(f"| {path} | {scheme} | {hp.attention} | {cells_text} |")
         probe = run_probe(settings) is not None
+        warn_once(str(path), cells, "n" if probe else "L")
+        print(describe(path, settings, cells, token_budget(settings, tokens)), file=sys.stderr)
+        hp = model.hparams
+        texts = []
+        for cell in cells:
+            mark = verdict(cell.scores(None), threshold) if probe else ""
+            texts.append(_format(cell) + (f" {mark}" if mark else ""))
+        scheme = hp.position if overrides is None else f"{hp.position} {overrides}"
+        step = "step ?" if settings.step is None else f"step {settings.step}"
+        rows.append(f"| {path} ({step}) | {scheme} | {hp.attention} | {' | '.join(texts)} |")
         evaluated.append(
             CheckpointLosses(
                 hparams={**settings.saved, **dict(hp)},
                 losses=[c.acc if probe else c.loss for c in cells],
                 why_not=[c.why_not for c in cells],
+                scores=[c.scores(None) for c in cells] if probe else None,
             )
         )
-    probes = [run_probe(settings) is not None for _, _, settings, _ in results]
+    tables = [
+        CheckpointRows(str(p), s.step, [c.scores(_task_name(s)) for c in cells])
+        for p, _, s, cells in results
+    ]
+    rows = baseline_table_rows(tables, lengths, any(probes)) + rows
     if any(probes):
         rows_are = "every row" if all(probes) else "probe rows"
         print(
             f"{rows_are}: answer-token accuracy / exact match at input length n "
             "(val/acc / val/exact)"
             + ("" if all(probes) else "; other rows: val/loss at sequence length L")
+            + f"; 'solved': exact match >= {threshold:g}; '> baseline': accuracy above the "
+            "best baseline row on the same sequences"
         )
     unit = "n" if all(probes) else "L"
-    print(
-        "| checkpoint | scheme | kernel | " + " | ".join(f"{unit}={n}" for n in ns.lengths) + " |"
-    )
-    print("|---|---|---|" + "---|" * len(ns.lengths))
+    print("| checkpoint | scheme | kernel | " + " | ".join(f"{unit}={n}" for n in lengths) + " |")
+    print("|---|---|---|" + "---|" * len(lengths))
     for row in rows:
         print(row)
-    over_seeds = seed_table(evaluated, ns.lengths, unit)
+    over_seeds = seed_table(evaluated, lengths, unit, threshold)
     if over_seeds is not None:
         what = " (probe rows: answer-token accuracy)" if any(probes) else ""
         print(
-            f"\nOver seeds{what} (mean ± sample std; variants grouped as `compare` groups runs):\n"
+            f"\nOver seeds{what} (mean [95 % t-interval]; variants grouped as `compare` "
+            "groups runs):\n"
         )
         print(over_seeds)
-    return 0

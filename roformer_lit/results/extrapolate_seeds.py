@@ -3,9 +3,16 @@
 Checkpoints are grouped into variants exactly as ``compare`` groups runs
 (:func:`roformer_lit.results.compare.variants.variant_labels` over the model's and the data's
 hyperparameters): checkpoints whose settings differ only in seeds are the seeds of one
-variant. Per variant and length, with ``x_s`` the loss of seed ``s`` and ``n`` seeds:
+variant. Per variant and length, with ``x_s`` the loss of seed ``s`` and ``n`` seeds, the
+cell is ``mean [low, high]``, the mean and its 95 % Student-t interval
+(:func:`roformer_lit.results.statistics.mean_interval`):
 
-    mean = (1/n) Σ_s x_s        std = sqrt(Σ_s (x_s − mean)² / (n − 1))   (sample std)
+    mean = (1/n) Σ_s x_s        s = sqrt(Σ_s (x_s − mean)² / (n − 1))
+    low, high = mean ∓ t_{0.975, n−1} · s / sqrt(n)
+
+A position task's cell adds its verdict over the seeds
+(:func:`roformer_lit.results.extrapolate_rows.seed_verdict`: ``solved``, ``> baseline on
+every seed``, or nothing).
 
 A cell some seed could not evaluate says so ("refused ..." when none could, "n/a (k of n
 evaluated)" when only some could) instead of averaging over fewer seeds. Variants with a
@@ -14,12 +21,13 @@ single checkpoint are left out: the first table already shows them.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from roformer_lit.results.compare.variants import variant_labels
+from roformer_lit.results.extrapolate_rows import SOLVED_AT, CellScores, seed_verdict
+from roformer_lit.results.statistics import mean_interval
 
 
 @dataclass(frozen=True)
@@ -29,20 +37,25 @@ class CheckpointLosses:
     hparams: Mapping[str, Any]  # model and data hyperparameters, seeds included
     losses: Sequence[float | None]  # per length, None where not evaluated
     why_not: Sequence[str | None]  # per length, the reason where not evaluated
+    #: A position task's cells with their baselines (None: a corpus run).
+    scores: Sequence[CellScores] | None = None
 
 
 def cell(values: Sequence[float | None], reasons: Sequence[str | None]) -> str:
-    """``mean ± std`` of one variant at one length (see the module docstring)."""
+    """``mean [low, high]`` of one variant at one length (see the module docstring)."""
     finite = [v for v in values if v is not None]
     if len(finite) == len(values):
-        return f"{statistics.fmean(finite):.3f} ± {statistics.stdev(finite):.3f}"
+        return mean_interval(finite).text(3)
     if not finite:
         return next((r for r in reasons if r), "n/a")
     return f"n/a ({len(finite)} of {len(values)} evaluated)"
 
 
 def seed_table(
-    checkpoints: Sequence[CheckpointLosses], lengths: Sequence[int], unit: str = "L"
+    checkpoints: Sequence[CheckpointLosses],
+    lengths: Sequence[int],
+    unit: str = "L",
+    threshold: float = SOLVED_AT,
 ) -> str | None:
     """The markdown table over seeds, or None when no variant has two checkpoints; columns
     are headed ``<unit>=<length>`` (``n`` for a probe's input lengths)."""
@@ -54,10 +67,12 @@ def seed_table(
     for label, members in groups.items():
         if len(members) < 2:
             continue
-        cells = [
-            cell([m.losses[i] for m in members], [m.why_not[i] for m in members])
-            for i in range(len(lengths))
-        ]
+        cells = []
+        for i in range(len(lengths)):
+            text = cell([m.losses[i] for m in members], [m.why_not[i] for m in members])
+            scored = [m.scores[i] for m in members if m.scores is not None]
+            mark = seed_verdict(scored, threshold) if len(scored) == len(members) else ""
+            cells.append(text + (f" {mark}" if mark else ""))
         rows.append(f"| {label} | {len(members)} | " + " | ".join(cells) + " |")
     if not rows:
         return None

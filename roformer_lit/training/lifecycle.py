@@ -24,7 +24,15 @@ theirs (the network, the loss, the metrics); this base gives both
   ``min_lr_ratio`` (0 if it has none) and ``T`` the trainer's total optimiser steps
   (:meth:`RunModule.total_steps`: ``max_steps``, else counted from the data module, never
   Lightning's estimate, which would build the training loader before a resumed run
-  restores its position).
+  restores its position). That is ``lr_schedule: linear``, the default; a module with an
+  ``lr_schedule`` hyperparameter may instead ask for (:func:`lr_factor`)
+
+      constant:  lr(s) = lr * (s + 1) / (w + 1) for s < w, then lr       (T plays no part)
+      wsd:       warm-up, then lr until step T - D, then linearly down to f * lr at T,
+                 with D = ceil(decay_fraction * (T - w)) decay steps (warm-up-stable-decay)
+
+  A ``constant`` run's weights at step ``N`` are those of a ``constant`` run of ``N``
+  steps: one run with checkpoints kept at several steps serves several budgets.
 """
 
 from __future__ import annotations
@@ -126,6 +134,34 @@ def adamw(
         betas=tuple(betas),
         fused=all(p.is_cuda for p in everything) or None,
     )
+
+
+#: The ``lr_schedule`` values (:func:`lr_factor`).
+LR_SCHEDULES = ("linear", "constant", "wsd")
+
+
+def lr_factor(
+    step: int,
+    warmup: int,
+    total: int,
+    floor: float = 0.0,
+    schedule: str = "linear",
+    decay_fraction: float = 0.2,
+) -> float:
+    """The learning-rate factor at optimiser step ``step`` under ``schedule`` (module
+    docstring); ``linear`` is :func:`warmup_then_linear`."""
+    if schedule == "linear":
+        return warmup_then_linear(step, warmup, total, floor)
+    if step < warmup:
+        return (step + 1) / (warmup + 1)
+    if schedule == "constant":
+        return 1.0
+    decay = max(math.ceil(decay_fraction * max(total - warmup, 0)), 1)
+    start = total - decay
+    if step < start:
+        return 1.0
+    progress = min((step - start) / decay, 1.0)
+    return floor + (1.0 - floor) * (1.0 - progress)
 
 
 def warmup_then_linear(step: int, warmup: int, total: int, floor: float = 0.0) -> float:
@@ -269,10 +305,14 @@ class RunModule(L.LightningModule):
             hp.get("position_lr_scale", 1.0),
         )
         total = self.total_steps()
-        warmup = min(self.warmup_steps(total), max(total - 1, 0))
+        schedule = str(hp.get("lr_schedule", "linear"))
+        warmup = self.warmup_steps(total)
+        if schedule != "constant":  # constant takes nothing from the total, warm-up neither
+            warmup = min(warmup, max(total - 1, 0))
         floor = float(hp.get("min_lr_ratio", 0.0))
+        fraction = float(hp.get("decay_fraction", 0.2))
         scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: warmup_then_linear(step, warmup, total, floor)
+            optimizer, lambda step: lr_factor(step, warmup, total, floor, schedule, fraction)
         )
         return {
             "optimizer": optimizer,

@@ -17,7 +17,9 @@ With ``random_positions`` ``R`` (Ruoss et al. 2023), a training batch also carri
 replacement and sorted, from the generator of ``(seed, "positions", epoch, i)`` -- a stream
 of its own, so the batch's symbols are the same with the switch on or off. Validation
 sequences carry them only when asked (``validation_positions: random``): sequence ``i``'s
-from the generator of ``(seed, "val_positions", length, i)``.
+from the generator of ``(seed, "val_positions", length, i)``. With ``stream="test"`` the
+same is drawn from the ``test`` / ``test_positions`` streams instead: other sequences, which
+``extrapolate --split test`` reports on (a selection made on validation never sees them).
 """
 
 from __future__ import annotations
@@ -95,10 +97,11 @@ class ProbeValidation(Dataset[dict[str, torch.Tensor]]):
         count: int,
         seed: int,
         random_positions: int | None = None,
+        stream: str = "val",
     ) -> None:
         self.length = length
         pairs = [
-            generate(task, probe_rng(seed, "val", length, i), 1, length, symbols)
+            generate(task, probe_rng(seed, stream, length, i), 1, length, symbols)
             for i in range(count)
         ]
         self.input_ids = torch.from_numpy(np.concatenate([p[0] for p in pairs]))
@@ -109,7 +112,10 @@ class ProbeValidation(Dataset[dict[str, torch.Tensor]]):
             self.position_ids = torch.cat(
                 [
                     draw_positions(
-                        probe_rng(seed, "val_positions", length, i), 1, tokens, random_positions
+                        probe_rng(seed, f"{stream}_positions", length, i),
+                        1,
+                        tokens,
+                        random_positions,
                     )
                     for i in range(count)
                 ]

@@ -29,7 +29,14 @@ PAD_ID, MASK_ID, SEP_ID = 0, 1, 2
 FIRST_SYMBOL = 3
 IGNORE_INDEX = -100
 #: Codes of the generator streams (part of every generator's seed).
-STREAMS = {"train": 0, "val": 1, "positions": 2, "val_positions": 3}
+STREAMS = {
+    "train": 0,
+    "val": 1,
+    "positions": 2,
+    "val_positions": 3,
+    "test": 4,  # extrapolate --split test: held-out sequences no validation ever saw
+    "test_positions": 5,
+}
 
 #: ``build(rng, batch, n, symbols, hint) -> (prefix [B, a], suffix [B, b], answer [b])`` in
 #: symbol indices ``0 .. symbols - 1``; ``answer[j]`` marks the suffix slots that are masked;
@@ -51,6 +58,12 @@ class ProbeTask:
     longest: Callable[[int], int | None] = lambda symbols: None
     #: What ``data.probe_hint`` does to this task's training batches (None: it takes none).
     hint: str | None = None
+    #: The trivial baselines it admits (names of
+    #: :data:`~roformer_lit.data.probes.baselines.RULES`), scored beside every evaluation.
+    baselines: tuple[str, ...] = ("majority", "uniform")
+    #: The symbols an answer slot can hold, ``(low, high)`` (``low .. high - 1``) for
+    #: ``symbols`` symbols.
+    alphabet: Callable[[int], tuple[int, int]] = lambda symbols: (0, symbols)
 
     def sequence_length(self, n: int) -> int:
         """Tokens in a sequence of input length ``n`` (prefix, ``[SEP]``, answer slots)."""
@@ -149,13 +162,14 @@ def _recall(
 PROBE_TASKS: dict[str, ProbeTask] = {
     "copy": ProbeTask("copy", _answers(_copy)),
     "reverse": ProbeTask("reverse", _answers(_reverse)),
-    "sort": ProbeTask("sort", _answers(_sort)),
+    "sort": ProbeTask("sort", _answers(_sort), baselines=("majority", "uniform", "relative_place")),
     "recall": ProbeTask(
         "recall",
         _recall,
         width=2,
         longest=lambda symbols: symbols // 2,
         hint="the share of training pairs whose value is its key's fixed partner",
+        alphabet=lambda symbols: (symbols // 2, symbols),
     ),
     "odds_first": ProbeTask("odds_first", _answers(_odds_first)),
 }

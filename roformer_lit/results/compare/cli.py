@@ -17,6 +17,9 @@ from roformer_lit.results.compare.downstream_table import runs_csv as downstream
 from roformer_lit.results.compare.downstream_table import to_csv as downstream_csv
 from roformer_lit.results.compare.downstream_table import to_markdown as downstream_markdown
 from roformer_lit.results.compare.plots import save_plots
+from roformer_lit.results.compare.select import read_report, reported, select
+from roformer_lit.results.compare.select import to_csv as selected_csv
+from roformer_lit.results.compare.select import to_markdown as selected_markdown
 from roformer_lit.results.compare.table import (
     evaluation_markdown,
     runs_csv,
@@ -40,7 +43,16 @@ pretraining variant (the pretrained runs' position-attention and differing hyper
 read from the run of each fine-tune's model.pretrained checkpoint), the task's metrics of
 each run's best validation as mean ± std over fine-tuning seeds and over pretraining seeds,
 beside the pretrained runs' MLM val/loss; --out adds downstream.csv, downstream.md,
-downstream_runs.csv and downstream.png."""
+downstream_runs.csv and downstream.png.
+
+With --select KEY --by METRIC (e.g. --select learning_rate --by val_acc), runs that differ
+only in KEY and seed form a group, and each group is reported at its own best KEY: the
+value whose mean METRIC over seeds (logged at validation, at the training length) is best.
+--report FILE (extrapolate --split test --csv FILE) adds the chosen runs' numbers from that
+other evaluation; the choice never reads it. compare.csv then has one row per group, the
+chosen value in the column named after KEY, every mean with <metric>_ci_low and
+<metric>_ci_high (95 % t-interval over seeds). A run that has not validated at its
+max_steps is marked unfinished in the note column."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,6 +66,26 @@ def build_parser() -> argparse.ArgumentParser:
         "logdir", nargs="+", help="directories holding runs, e.g. runs/ or runs/mlm"
     )
     parser.add_argument("--out", default=None, help="write CSV, markdown and PNG plots here")
+    parser.add_argument(
+        "--select",
+        default=None,
+        metavar="KEY",
+        help="report each group of runs at its best value of this hyperparameter",
+    )
+    parser.add_argument(
+        "--by",
+        default=None,
+        metavar="METRIC",
+        help="the selection metric (val_loss, best_val_loss, val_ppl: lowest; val_acc, "
+        "val_exact: highest), as logged at validation",
+    )
+    parser.add_argument(
+        "--report",
+        default=None,
+        metavar="CSV",
+        help="with --select: an extrapolate --csv file (ideally --split test) whose rows "
+        "give the chosen runs' reported numbers",
+    )
     return parser
 
 
@@ -94,6 +126,10 @@ def main(args: Sequence[str]) -> int:
     if finetune:  # MLM runs are labelled among themselves, without the fine-tunes
         mlm = [r for r in training if not is_finetune(r)]
         training = assign_variants(mlm) if mlm else []
+    if (ns.select is None) != (ns.by is None) or (ns.report is not None and ns.select is None):
+        raise ConfigError("compare: --select KEY and --by METRIC go together (--report needs them)")
+    if ns.select is not None:
+        return _main_selected(ns, training, out)
     rows = aggregate(training)
     table = to_markdown(rows) if training else ""
     if training:
@@ -124,6 +160,31 @@ def main(args: Sequence[str]) -> int:
                     write_text(out / "downstream_runs.csv", downstream_runs_csv(downstream)),
                     save_downstream_plot(downstream, out),
                 ]
+        except OSError as exc:
+            target = exc.filename or out
+            raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        for path in written:
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _main_selected(ns: argparse.Namespace, training: list, out: Path | None) -> int:
+    """``--select KEY --by METRIC``: each group at its chosen value (see
+    :mod:`roformer_lit.results.compare.select`)."""
+    groups = select(training, ns.select, ns.by)
+    if not groups:
+        raise ConfigError(f"compare: no run logged {ns.by}; nothing to select on")
+    if ns.report is not None:
+        reported(groups, read_report(Path(ns.report)))
+    table = selected_markdown(groups, ns.by)
+    print(table)
+    if out is not None:
+        try:
+            written = [
+                write_text(out / "compare.csv", selected_csv(groups, ns.by)),
+                write_text(out / "compare.md", table),
+                write_text(out / "runs.csv", runs_csv(training)),
+            ]
         except OSError as exc:
             target = exc.filename or out
             raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from exc

@@ -47,7 +47,8 @@ def variant_curve(row: VariantRow, x: Axis = "step") -> Curve:
     for step in sorted(by_step):
         points = by_step[step]
         values = [v for _, v in points]
-        curve.x.append(step if x == "step" else sum(t for t, _ in points) / len(points))
+        # steps done (the 0-based logged step + 1), as the table's ``steps`` column counts
+        curve.x.append(step + 1 if x == "step" else sum(t for t, _ in points) / len(points))
         curve.mean.append(sum(values) / len(values))
         curve.low.append(min(values))
         curve.high.append(max(values))
@@ -76,7 +77,11 @@ def val_loss_figure(rows: Sequence[VariantRow], x: Axis = "step") -> Figure:
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(_plain_number))  # 1, not 10^0
         ax.yaxis.set_minor_formatter(FuncFormatter(_minor_label))
-    ax.set_xlabel("training step" if x == "step" else f"wall time since run start ({unit})")
+    ax.set_xlabel(
+        "optimizer steps done (as the table's steps column)"
+        if x == "step"
+        else f"wall time since run start ({unit})"
+    )
     ax.set_ylabel("val/loss (masked-LM cross-entropy, nats)")
     seeds = sorted({row.n for row in rows})
     band = "band: min–max over seeds" if max(seeds, default=1) > 1 else "one seed each"

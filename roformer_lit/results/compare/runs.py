@@ -60,6 +60,7 @@ class RunSummary:
     final_val_loss: float | None = None
     best_val_loss: float | None = None
     val_acc: float | None = None
+    val_exact: float | None = None  # a position task's last val/exact
     val_ppl: float | None = None
     steps: int | None = None  # optimizer steps done: last logged step + 1 (0-based steps)
     tokens_per_s: float | None = None  # median over the run
@@ -75,6 +76,8 @@ class RunSummary:
     problems: list[str] = field(default_factory=list)
     #: Why the run has nothing to table (it is then skipped), or None.
     unusable: str | None = None
+    #: The run's ``trainer.max_steps`` (None: not set, or no ``config.yaml``).
+    max_steps: int | None = None
 
     def __post_init__(self) -> None:
         if not self.variant:
@@ -84,7 +87,28 @@ class RunSummary:
     def notes(self) -> list[str]:
         """What a reader of its table row must know: file problems, a missing val/loss."""
         missing = [] if self.final_val_loss is not None else ["no val/loss logged"]
-        return [*self.problems, *missing]
+        unfinished = [] if self.finished else [f"unfinished: {self.progress}"]
+        return [*self.problems, *missing, *unfinished]
+
+    @property
+    def last_validated_step(self) -> int | None:
+        """Optimiser steps done at the last validation (its 0-based step + 1)."""
+        return self.val_loss_series[-1][0] + 1 if self.val_loss_series else None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run validated at its ``max_steps`` (every fit validates after its
+        last step): False for a run still training or stopped early; True when unknown."""
+        if self.max_steps is None or self.evaluation_only:
+            return True
+        return (self.last_validated_step or 0) >= self.max_steps
+
+    @property
+    def progress(self) -> str:
+        """``last validated at step N of M`` (the notes of an unfinished run)."""
+        done = self.last_validated_step
+        at = "no validation yet" if done is None else f"last validated at step {done}"
+        return f"{at} of {self.max_steps}"
 
 
 def _is_run_dir(files: Sequence[str]) -> bool:
@@ -164,6 +188,7 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         final_val_loss=events.last("val/loss"),
         best_val_loss=min((s.value for s in val_loss), default=None),
         val_acc=events.last("val/acc"),
+        val_exact=events.last("val/exact"),
         val_ppl=events.last("val/ppl"),
         steps=_steps(all_points),
         tokens_per_s=statistics.median(tokens) if tokens else None,
@@ -173,7 +198,14 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         evaluation_only=bool(_EVAL_VERSION.search(run_dir.name)) or not trained,
         problems=problems,
         unusable=_unusable(events),
+        max_steps=_max_steps(trainer),
     )
+
+
+def _max_steps(trainer: dict[str, Any]) -> int | None:
+    value = trainer.get("max_steps")
+    ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return value if ok else None
 
 
 def _unusable(events: RunEvents) -> str | None:

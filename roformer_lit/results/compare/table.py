@@ -15,6 +15,7 @@ from pathlib import Path
 from roformer_lit.results.compare.aggregate import METRICS, Stat, VariantRow
 from roformer_lit.results.compare.runs import RunSummary
 from roformer_lit.results.compare.variants import differing_keys, flatten
+from roformer_lit.results.statistics import CONFIDENCE, t_quantile
 
 #: Decimal places per metric in the markdown table (the CSV keeps full precision).
 DECIMALS = {
@@ -32,13 +33,22 @@ COLUMNS = ["variant", "seeds", *METRICS.values()]
 NOTE = "note"
 
 
-def format_stat(stat: Stat, decimals: int) -> str:
-    """``mean ± std``; the mean alone with one run; ``–`` if no run logged it."""
+#: Metrics whose markdown cells add the 95 % t-interval of the mean (the measured ones).
+WITH_INTERVAL = ("final_val_loss", "best_val_loss", "val_acc", "val_ppl")
+
+
+def format_stat(stat: Stat, decimals: int, with_interval: bool = False) -> str:
+    """``mean ± std`` (with ``with_interval``: ``mean ± std [low, high]``, the 95 %
+    t-interval); the mean alone with one run; ``–`` if no run logged it."""
     if stat.mean is None:
         return "–"
     if stat.std is None:
         return f"{stat.mean:.{decimals}f}"
-    return f"{stat.mean:.{decimals}f} ± {stat.std:.{decimals}f}"
+    text = f"{stat.mean:.{decimals}f} ± {stat.std:.{decimals}f}"
+    low, high = interval(stat)
+    if with_interval and low is not None and high is not None:
+        text += f" [{low:.{decimals}f}, {high:.{decimals}f}]"
+    return text
 
 
 def format_seeds(row: VariantRow) -> str:
@@ -47,15 +57,16 @@ def format_seeds(row: VariantRow) -> str:
 
 
 def to_markdown(rows: Sequence[VariantRow]) -> str:
-    """One line per variant; columns :data:`COLUMNS`, values ``mean ± std`` over seeds, and a
-    final :data:`NOTE` column if any row has notes."""
+    """One line per variant; columns :data:`COLUMNS`, values ``mean ± std`` over seeds (the
+    validation metrics also ``[low, high]``, the 95 % t-interval of the mean), and a final
+    :data:`NOTE` column if any row has notes."""
     with_notes = any(row.notes for row in rows)
     columns = [*COLUMNS, NOTE] if with_notes else COLUMNS
     align = ["---"] + ["---:"] * (len(COLUMNS) - 1) + (["---"] if with_notes else [])
     lines = [_md_line(columns), _md_line(align)]
     for row in rows:
         cells = [row.variant, format_seeds(row)]
-        cells += [format_stat(row.stats[m], DECIMALS[m]) for m in METRICS]
+        cells += [format_stat(row.stats[m], DECIMALS[m], m in WITH_INTERVAL) for m in METRICS]
         if with_notes:
             cells.append("; ".join(row.notes))
         lines.append(_md_line(cells))
@@ -82,9 +93,11 @@ def _hparam_columns(rows: Sequence[VariantRow]) -> list[str]:
 
 def csv_columns(rows: Sequence[VariantRow]) -> list[str]:
     """``variant, n_seeds, seeds, position, attention``, the hyperparameters that differ
-    between variants, ``<metric>_mean, <metric>_std`` for every metric of METRICS, then
-    ``note``."""
-    metric_columns = [f"{m}_{part}" for m in METRICS for part in ("mean", "std")]
+    between variants, ``<metric>_mean, <metric>_std, <metric>_ci_low, <metric>_ci_high``
+    for every metric of METRICS (the 95 % Student-t interval of the mean over seeds, empty
+    with one seed), then ``note``."""
+    parts = ("mean", "std", "ci_low", "ci_high")
+    metric_columns = [f"{m}_{part}" for m in METRICS for part in parts]
     return ["variant", "n_seeds", "seeds", "position", "attention"] + (
         _hparam_columns(rows) + metric_columns + [NOTE]
     )
@@ -111,9 +124,21 @@ def to_csv(rows: Sequence[VariantRow]) -> str:
             stat = row.stats[metric]
             record[f"{metric}_mean"] = "" if stat.mean is None else repr(stat.mean)
             record[f"{metric}_std"] = "" if stat.std is None else repr(stat.std)
+            low, high = interval(stat)
+            record[f"{metric}_ci_low"] = "" if low is None else repr(low)
+            record[f"{metric}_ci_high"] = "" if high is None else repr(high)
         record[NOTE] = "; ".join(row.notes)
         writer.writerow(record)
     return buffer.getvalue()
+
+
+def interval(stat: Stat) -> tuple[float | None, float | None]:
+    """The 95 % Student-t interval of ``stat``'s mean: ``mean ∓ t_{0.975, n-1} std / sqrt(n)``
+    (None, None with fewer than two runs)."""
+    if stat.mean is None or stat.std is None or stat.n < 2:
+        return None, None
+    half = t_quantile(0.5 + CONFIDENCE / 2, stat.n - 1) * stat.std / stat.n**0.5
+    return stat.mean - half, stat.mean + half
 
 
 def runs_csv(runs: Sequence[RunSummary]) -> str:

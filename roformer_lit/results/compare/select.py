@@ -1,0 +1,249 @@
+"""``compare LOGDIR --select KEY --by METRIC``: each group of runs at its own best ``KEY``.
+
+A **group** is every run that agrees on every hyperparameter but ``KEY`` and the seeds (the
+variant label ``compare`` gives the runs once ``KEY`` is left out). Per group and value
+``v`` of ``KEY``, the **selection score** is the mean over seeds of ``METRIC`` as the run
+logged it during training: its validation metric at the training length, on validation
+sequences (:data:`SELECTION_METRICS`; ``min`` for losses and perplexity, ``max`` for
+accuracy and exact match). The chosen value is the best score (ties: the first value in
+sorted order); a value some seed did not log the metric for is not a candidate.
+
+The **reported evaluation** is a different one, never read by the selection: the long CSV
+``extrapolate --split test --csv FILE`` writes (held-out sequences from another generator
+stream at the lengths one reports), given as ``--report FILE``. Only the chosen value's
+runs are looked up there (a checkpoint row belongs to the run whose ``checkpoints/`` holds
+it). :func:`select` takes run summaries alone; :func:`reported` takes the chosen runs and the
+CSV rows, so the choice cannot depend on the reported numbers (a test builds runs whose
+best value differs between the two and checks which is chosen).
+
+Every mean comes with its 95 % Student-t interval over seeds
+(:func:`roformer_lit.results.statistics.mean_interval`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.results.compare.aggregate import METRICS
+from roformer_lit.results.compare.runs import RunSummary
+from roformer_lit.results.compare.variants import flatten, variant_labels
+from roformer_lit.results.statistics import Interval, mean_interval
+
+#: ``--by`` name -> (RunSummary attribute, which is better).
+SELECTION_METRICS: dict[str, tuple[str, Callable[[Sequence[float]], float]]] = {
+    "val_loss": ("final_val_loss", min),
+    "final_val_loss": ("final_val_loss", min),
+    "best_val_loss": ("best_val_loss", min),
+    "val_ppl": ("val_ppl", min),
+    "val_acc": ("val_acc", max),
+    "val_exact": ("val_exact", max),
+}
+
+
+@dataclass
+class SelectedGroup:
+    """One group at its chosen value of the key."""
+
+    group: str
+    key: str
+    value: Any
+    runs: list[RunSummary]
+    #: ``value -> (mean selection score, seeds)`` of every candidate value.
+    candidates: dict[Any, tuple[float, int]]
+    #: ``metric -> interval`` of the chosen runs' logged metrics (:data:`METRICS`).
+    stats: dict[str, Interval | None] = field(default_factory=dict)
+    #: ``(metric, length) -> interval`` from the reported evaluation.
+    report: dict[tuple[str, int], Interval] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def resolve_key(key: str, runs: Sequence[RunSummary]) -> str:
+    """``KEY`` as the runs' flattened hyperparameters name it (``model.``/``data.`` prefixes
+    dropped), or a ConfigError naming the keys whose values differ between the runs."""
+    flats = [flatten(r.hparams) for r in runs]
+    for candidate in (key, key.removeprefix("model.").removeprefix("data.")):
+        if any(candidate in f for f in flats):
+            return candidate
+    differing = sorted({k for f in flats for k in f if len({repr(g.get(k)) for g in flats}) > 1})
+    raise ConfigError(
+        f"compare: --select {key} is no hyperparameter of these runs; keys that differ "
+        f"between them: {', '.join(differing) or 'none'}"
+    )
+
+
+def select(runs: Sequence[RunSummary], key: str, by: str) -> list[SelectedGroup]:
+    """Each group of ``runs`` at the value of ``key`` with the best mean ``by`` (module
+    docstring). Reads nothing but the run summaries."""
+    if by not in SELECTION_METRICS:
+        raise ConfigError(
+            f"compare: --by {by} is not a selection metric: valid: {', '.join(SELECTION_METRICS)}"
+        )
+    attribute, best = SELECTION_METRICS[by]
+    key = resolve_key(key, runs)
+    identities = []
+    for run in runs:
+        flat = flatten({**run.hparams, "position": run.position, "attention": run.attention})
+        flat.pop(key, None)
+        identities.append(flat)
+    labels = variant_labels(identities)
+    groups: dict[str, dict[Any, list[RunSummary]]] = {}
+    for label, run in zip(labels, runs, strict=True):
+        value = flatten(run.hparams).get(key)
+        groups.setdefault(label, {}).setdefault(value, []).append(run)
+    selected = []
+    for label, by_value in groups.items():
+        candidates: dict[Any, tuple[float, int]] = {}
+        notes = []
+        for value in sorted(by_value, key=repr):
+            scores = [getattr(r, attribute) for r in by_value[value]]
+            finite = [s for s in scores if s is not None and math.isfinite(s)]
+            if len(finite) < len(scores) or not finite:
+                notes.append(f"{key}={value}: {len(scores) - len(finite)} run(s) without {by}")
+                continue
+            candidates[value] = (math.fsum(finite) / len(finite), len(finite))
+        if not candidates:
+            continue
+        target = best(mean for mean, _ in candidates.values())
+        chosen = next(v for v, (mean, _) in candidates.items() if mean == target)
+        members = sorted(by_value[chosen], key=lambda r: (r.seed is None, r.seed or 0))
+        stats = {}
+        for metric in METRICS:
+            values = [getattr(r, metric) for r in members]
+            finite = [float(v) for v in values if v is not None and math.isfinite(v)]
+            stats[metric] = mean_interval(finite) if finite else None
+        notes += [f"seed {r.seed}: {n}" for r in members for n in r.notes]
+        selected.append(SelectedGroup(label, key, chosen, members, candidates, stats, {}, notes))
+    return selected
+
+
+def read_report(path: Path) -> list[dict[str, str]]:
+    """The rows of an ``extrapolate --csv`` file, or a one-line ConfigError."""
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"compare: cannot read --report {path}: {exc}") from None
+    needed = {"name", "length", "metric", "value"}
+    if rows and not needed <= set(rows[0]):
+        raise ConfigError(
+            f"compare: --report {path} is not an extrapolate --csv file (columns "
+            f"{', '.join(sorted(needed))} expected)"
+        )
+    return rows
+
+
+def _run_of(checkpoint: str) -> Path:
+    path = Path(checkpoint)
+    return path.parent.parent if path.parent.name == "checkpoints" else path.parent
+
+
+def reported(groups: Sequence[SelectedGroup], rows: Sequence[Mapping[str, str]]) -> None:
+    """Fill each group's :attr:`SelectedGroup.report` from the reported evaluation's rows of
+    its chosen runs (one value per run, metric and length: the run's last such row)."""
+    per_run: dict[str, dict[tuple[str, int], float]] = {}
+    for row in rows:
+        if row["name"].startswith("baseline:"):
+            continue
+        run = os.path.realpath(_run_of(row["name"]))
+        per_run.setdefault(run, {})[(row["metric"], int(row["length"]))] = float(row["value"])
+    for group in groups:
+        cells: dict[tuple[str, int], list[float]] = {}
+        missing = 0
+        for run in group.runs:
+            got = per_run.get(os.path.realpath(run.path))
+            if got is None:
+                missing += 1
+                continue
+            for cell, value in got.items():
+                cells.setdefault(cell, []).append(value)
+        group.report = {
+            cell: mean_interval(values)
+            for cell, values in sorted(cells.items())
+            if len(values) == len(group.runs)
+        }
+        if missing:
+            group.notes.append(f"{missing} of {len(group.runs)} chosen runs not in --report")
+
+
+def report_column(metric: str, length: int) -> str:
+    """``report_<metric>_n<length>``: the prefix of a reported cell's CSV columns."""
+    return f"report_{metric}_n{length}"
+
+
+def to_csv(groups: Sequence[SelectedGroup], by: str) -> str:
+    """One row per group: ``group``, the key's column (its chosen value), ``n_seeds``,
+    ``seeds``, ``selected_by``, ``candidates`` (each value's mean score), then per metric
+    ``<metric>_mean, <metric>_ci_low, <metric>_ci_high`` (the chosen runs' logged metrics:
+    these are on the selection split), per reported cell the same three with prefix
+    :func:`report_column`, then ``note``."""
+    key = groups[0].key if groups else "value"
+    cells = sorted({c for g in groups for c in g.report})
+    columns = ["group", key, "n_seeds", "seeds", "selected_by", "candidates"]
+    for metric in METRICS:
+        columns += [f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high"]
+    for metric, length in cells:
+        name = report_column(metric, length)
+        columns += [f"{name}_mean", f"{name}_ci_low", f"{name}_ci_high"]
+    columns.append("note")
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for group in groups:
+        record: dict[str, object] = {
+            "group": group.group,
+            key: group.value,
+            "n_seeds": len(group.runs),
+            "seeds": " ".join("" if r.seed is None else str(r.seed) for r in group.runs),
+            "selected_by": f"mean {by} over seeds (validation, training length)",
+            "candidates": "; ".join(
+                f"{v}: {m:.6g} ({n})" for v, (m, n) in group.candidates.items()
+            ),
+            "note": "; ".join(group.notes),
+        }
+        for metric in METRICS:
+            record.update(_interval_cells(metric, group.stats.get(metric)))
+        for cell in cells:
+            record.update(_interval_cells(report_column(*cell), group.report.get(cell)))
+        writer.writerow(record)
+    return buffer.getvalue()
+
+
+def _interval_cells(prefix: str, interval: Interval | None) -> dict[str, str]:
+    if interval is None:
+        return {f"{prefix}_mean": "", f"{prefix}_ci_low": "", f"{prefix}_ci_high": ""}
+    return {
+        f"{prefix}_mean": repr(interval.mean),
+        f"{prefix}_ci_low": "" if interval.low is None else repr(interval.low),
+        f"{prefix}_ci_high": "" if interval.high is None else repr(interval.high),
+    }
+
+
+def to_markdown(groups: Sequence[SelectedGroup], by: str) -> str:
+    """The console table: group, chosen value, seeds, each candidate's mean score, the
+    selection metric's interval, and each reported cell as ``mean [low, high]``."""
+    key = groups[0].key if groups else "value"
+    cells = sorted({c for g in groups for c in g.report})
+    attribute = SELECTION_METRICS[by][0]
+    head = ["group", f"{key} (chosen)", "seeds", f"mean {by} per {key}", f"{by} (selection)"]
+    head += [f"{metric} n={length} (reported)" for metric, length in cells]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for group in groups:
+        interval = group.stats.get(attribute)
+        row = [
+            group.group,
+            str(group.value),
+            str(len(group.runs)),
+            ", ".join(f"{v}: {m:.4f}" for v, (m, _) in group.candidates.items()),
+            "–" if interval is None else interval.text(4),
+        ]
+        row += [group.report[c].text(3) if c in group.report else "–" for c in cells]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)

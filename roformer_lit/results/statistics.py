@@ -1,0 +1,185 @@
+"""Statistics over seeds, with the standard library alone (no scipy at run time).
+
+* :func:`mean_interval`: the 95 % **Student-t interval** of a mean over ``n`` seeds,
+
+      mean ± t_{1-α/2, n-1} · s / sqrt(n)      s: the sample std (ddof = 1)
+
+  (it assumes the seeds' values are independent draws of a roughly normal quantity; with
+  bimodal outcomes such as 1.000 / 0.4 it is wide, as it should be, and can leave [0, 1]).
+* :func:`paired_t_test`: two variants paired by seed (randomized positions off/on): the
+  two-sided p-value of the one-sample t-test of the per-seed differences ``d_s = b_s - a_s``,
+
+      t = mean(d) / (sd(d) / sqrt(n)),    p = 2 · (1 - F_{n-1}(|t|)).
+
+  Differences that are all zero give p = 1; equal nonzero differences (sd 0) give p = 0.
+* :func:`sign_test`: the exact two-sided sign test of the same pairs (ties dropped):
+  ``p = min(1, 2 · P(X <= min(k, m - k)))``, ``X ~ Binomial(m, 1/2)``. It assumes nothing
+  about the shape of the outcomes (bimodal ones included), but with ``m`` pairs its
+  smallest p-value is ``2^(1-m)``: 0.0625 with 5 seeds, so it can never separate two
+  variants at α = 0.05 with five seeds. The seed tables therefore use the paired t-test and
+  report the sign test beside it (see ``docs/guide/compare.md``).
+* :func:`holm`: Holm's step-down correction of ``m`` p-values (family-wise error ≤ α):
+  with ``p_(1) <= ... <= p_(m)``, the adjusted ``p̃_(i) = max_{j<=i} min(1, (m-j+1) p_(j))``.
+* :func:`verdict`: a compared cell's text, ``"n.s."`` when its adjusted p-value is ≥ α.
+
+The t distribution's CDF is ``1 - I_x(ν/2, 1/2) / 2`` at ``x = ν / (ν + t²)`` for ``t >= 0``,
+with ``I`` the regularized incomplete beta function (Lentz's continued fraction, as in
+Numerical Recipes §6.4); its quantile is found by bisection of the CDF. Tests check all of
+these against scipy on fixed inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Confidence of the intervals and level of the tests.
+CONFIDENCE = 0.95
+ALPHA = 0.05
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny, eps = 1e-300, 1e-16
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 10_000):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < eps:
+            break
+    return h
+
+
+def incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function ``I_x(a, b)`` for ``0 <= x <= 1``."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    front = math.exp(log_front)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """The CDF of Student's t with ``df`` degrees of freedom at ``t``."""
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < p:
+        low, high = high, high * 2.0
+    for _ in range(200):
+        middle = 0.5 * (low + high)
+        if t_cdf(middle, df) < p:
+            low = middle
+        else:
+            high = middle
+        if high - low <= 1e-15 * max(1.0, high):
+            break
+    return 0.5 * (low + high)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean over ``n`` values and its t-interval (``low``/``high`` None when ``n < 2``)."""
+
+    mean: float
+    low: float | None
+    high: float | None
+    n: int
+
+    def text(self, decimals: int = 3) -> str:
+        """``mean [low, high]``, the mean alone when there is no interval."""
+        if self.low is None or self.high is None:
+            return f"{self.mean:.{decimals}f}"
+        return f"{self.mean:.{decimals}f} [{self.low:.{decimals}f}, {self.high:.{decimals}f}]"
+
+
+def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """The mean of ``values`` and its two-sided Student-t interval (module docstring)."""
+    if not values:
+        raise ValueError("no values")
+    n = len(values)
+    mean = math.fsum(values) / n
+    if n < 2:
+        return Interval(mean, None, None, n)
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t_quantile(0.5 + confidence / 2.0, n - 1) * sd / math.sqrt(n)
+    return Interval(mean, mean - half, mean + half, n)
+
+
+def paired_t_test(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided p-value of the paired t-test of ``b`` against ``a`` (paired by index)."""
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError("a paired test needs two equally long sequences of >= 2 values")
+    diffs = [y - x for x, y in zip(a, b, strict=True)]
+    n = len(diffs)
+    mean = math.fsum(diffs) / n
+    sd = math.sqrt(math.fsum((d - mean) ** 2 for d in diffs) / (n - 1))
+    if sd == 0.0:
+        return 1.0 if mean == 0.0 else 0.0
+    t = mean / (sd / math.sqrt(n))
+    return min(1.0, 2.0 * (1.0 - t_cdf(abs(t), n - 1)))
+
+
+def sign_test(a: Sequence[float], b: Sequence[float]) -> float:
+    """Exact two-sided sign test of ``b`` against ``a`` (paired by index, ties dropped)."""
+    if len(a) != len(b):
+        raise ValueError("a paired test needs two equally long sequences")
+    up = sum(y > x for x, y in zip(a, b, strict=True))
+    down = sum(y < x for x, y in zip(a, b, strict=True))
+    m = up + down
+    if m == 0:
+        return 1.0
+    k = min(up, down)
+    tail = math.fsum(math.comb(m, i) for i in range(k + 1)) / 2.0**m
+    return min(1.0, 2.0 * tail)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-adjusted p-values, in the order given (module docstring)."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def verdict(adjusted_p: float, alpha: float = ALPHA) -> str:
+    """``"n.s."`` when the data do not separate the pair at level ``alpha``, else ``p=…``."""
+    return "n.s." if not adjusted_p < alpha else f"p={adjusted_p:.3g}"

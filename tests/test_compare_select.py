@@ -1,0 +1,146 @@
+"""``compare --select KEY --by METRIC``: each group at its own best value, chosen on the
+logged validation metric and never on the reported evaluation; intervals in compare.csv;
+unfinished runs marked."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import yaml
+from torch.utils.tensorboard import SummaryWriter
+
+from roformer_lit.commands import main
+
+STEPS = 30
+#: (position, learning rate) -> val/acc per seed at the training length (selection) and
+#: test-split accuracy at n=64 per seed (reported): the best value differs between the two.
+SELECTION = {
+    ("rope", 0.001): [0.90, 0.92, 0.91],
+    ("rope", 0.003): [0.80, 0.82, 0.81],
+    ("alibi", 0.001): [0.50, 0.52, 0.51],
+    ("alibi", 0.003): [0.70, 0.71, 0.69],
+}
+REPORTED = {
+    ("rope", 0.001): [0.30, 0.31, 0.32],
+    ("rope", 0.003): [0.60, 0.61, 0.62],
+    ("alibi", 0.001): [0.65, 0.66, 0.67],
+    ("alibi", 0.003): [0.20, 0.21, 0.22],
+}
+
+
+def write_run(run: Path, position: str, lr: float, seed: int, acc: float, steps: int) -> None:
+    (run / "checkpoints").mkdir(parents=True)
+    hparams = {"position": position, "attention": "softmax", "learning_rate": lr}
+    (run / "hparams.yaml").write_text(yaml.safe_dump(hparams), encoding="utf-8")
+    config = {"seed_everything": seed, "trainer": {"max_steps": STEPS}}
+    (run / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    writer = SummaryWriter(str(run))
+    for step in range(9, steps, 10):
+        writer.add_scalar("val/loss", 2.0 - acc, step, walltime=1000.0 + step)
+        writer.add_scalar("val/acc", acc, step, walltime=1000.0 + step)
+    writer.close()
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("select")
+    rows = [["name", "length", "metric", "value"]]
+    for (position, lr), accs in SELECTION.items():
+        for seed, acc in enumerate(accs):
+            run = root / "runs" / f"{position}-lr{lr}-seed{seed}"
+            write_run(run, position, lr, seed, acc, STEPS)
+            ckpt = run / "checkpoints" / "last.ckpt"
+            rows.append([str(ckpt), "64", "acc", repr(REPORTED[(position, lr)][seed])])
+    report = root / "test.csv"
+    with report.open("w", newline="") as handle:
+        csv.writer(handle).writerows(rows)
+    return root, report
+
+
+def _compare(root: Path, report: Path | None, out: Path, by: str = "val_acc") -> list[dict]:
+    argv = ["compare", str(root / "runs"), "--out", str(out), "--select", "learning_rate"]
+    argv += ["--by", by] + ([] if report is None else ["--report", str(report)])
+    assert main(argv) == 0
+    with (out / "compare.csv").open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_each_group_is_at_its_best_value_on_selection_never_on_the_report(sweep, tmp_path):
+    root, report = sweep
+    rows = {r["group"]: r for r in _compare(root, report, tmp_path / "a")}
+    assert set(rows) == {"rope-softmax", "alibi-softmax"}
+    # the selection split picks 1e-3 for rope and 3e-3 for alibi; the report would pick
+    # the opposite: the choice follows selection
+    assert float(rows["rope-softmax"]["learning_rate"]) == 0.001
+    assert float(rows["alibi-softmax"]["learning_rate"]) == 0.003
+    # the reported numbers are the chosen runs' (mean of the report's three seeds)
+    assert float(rows["rope-softmax"]["report_acc_n64_mean"]) == pytest.approx(0.31)
+    assert float(rows["alibi-softmax"]["report_acc_n64_mean"]) == pytest.approx(0.21)
+    # a report that says otherwise changes nothing about the choice
+    without = {r["group"]: r["learning_rate"] for r in _compare(root, None, tmp_path / "b")}
+    assert without == {g: r["learning_rate"] for g, r in rows.items()}
+
+
+def test_intervals_are_student_t_over_seeds(sweep, tmp_path):
+    stats = pytest.importorskip("scipy.stats")
+    root, report = sweep
+    rows = {r["group"]: r for r in _compare(root, report, tmp_path / "c")}
+    accs = SELECTION[("rope", 0.001)]
+    mean = sum(accs) / 3
+    low, high = stats.t.interval(0.95, 2, loc=mean, scale=stats.sem(accs))
+    row = rows["rope-softmax"]
+    assert float(row["val_acc_mean"]) == pytest.approx(mean)
+    assert float(row["val_acc_ci_low"]) == pytest.approx(low)
+    assert float(row["val_acc_ci_high"]) == pytest.approx(high)
+    reported = REPORTED[("rope", 0.001)]
+    low, high = stats.t.interval(0.95, 2, loc=0.31, scale=stats.sem(reported))
+    assert float(row["report_acc_n64_ci_low"]) == pytest.approx(low)
+
+
+def test_a_loss_is_selected_at_its_minimum(sweep, tmp_path):
+    root, _ = sweep
+    rows = {r["group"]: r for r in _compare(root, None, tmp_path / "d", by="val_loss")}
+    # val/loss = 2 - acc: the same choice as the highest accuracy
+    assert float(rows["rope-softmax"]["learning_rate"]) == 0.001
+    assert float(rows["alibi-softmax"]["learning_rate"]) == 0.003
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--select", "learning_rate"], "--select KEY and --by METRIC go together"),
+        (["--select", "warmup", "--by", "val_acc"], "no hyperparameter of these runs"),
+        (["--select", "learning_rate", "--by", "val_speed"], "valid: val_loss"),
+    ],
+)
+def test_bad_selection_is_one_line(sweep, tmp_path, capsys, argv, message):
+    root, _ = sweep
+    capsys.readouterr()
+    assert main(["compare", str(root / "runs"), "--out", str(tmp_path / "e"), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error:") and message in err[-1]
+    assert not (tmp_path / "e").exists()
+
+
+def test_a_run_still_training_is_marked_unfinished(tmp_path, capsys):
+    write_run(tmp_path / "runs" / "rope-seed0", "rope", 0.001, 0, 0.5, STEPS)
+    write_run(tmp_path / "runs" / "rope-seed1", "rope", 0.001, 1, 0.5, 11)
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert "seed 1: unfinished: last validated at step 10 of 30" in out
+    assert "seed 0: unfinished" not in out
+
+
+def test_the_markdown_cell_gives_the_t_interval():
+    stats = pytest.importorskip("scipy.stats")
+    from roformer_lit.results.compare.aggregate import Stat
+    from roformer_lit.results.compare.table import format_stat
+
+    values = [4.38, 4.46, 4.46]
+    low, high = stats.t.interval(0.95, 2, loc=sum(values) / 3, scale=stats.sem(values))
+    text = format_stat(Stat.of(values), 3, with_interval=True)
+    assert text.endswith(f"[{low:.3f}, {high:.3f}]") and " ± " in text
+    assert "[" not in format_stat(Stat.of(values), 3)
