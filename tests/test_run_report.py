@@ -24,22 +24,17 @@ METRICS = {"val/loss": 0.5, "val/acc": 0.75, "val/exact": 0.25, "train/loss": 0.
     ],
 )
 def test_the_head_says_whether_the_run_reached_its_limit(step, max_steps, head) -> None:
-    assert summary_line(step, max_steps, METRICS, "runs/x", "task").startswith(head + " |")
+    assert summary_line(step, max_steps, METRICS, "runs/x").startswith(head + " |")
 
 
-def test_a_task_run_shows_exact_match_and_a_corpus_run_does_not() -> None:
-    task = summary_line(10, 10, METRICS, "runs/x", "task")
-    corpus = summary_line(10, 10, METRICS, "runs/x", "corpus")
-    assert "val/exact 0.2500" in task
-    assert "val/exact" not in corpus
-    for line in (task, corpus):
-        assert "val/loss 0.5000 | val/acc 0.7500" in line
-        assert "train/loss" not in line
-        assert line.endswith("| run runs/x")
+def test_validation_metrics_lead_in_order_and_nothing_else_shows() -> None:
+    line = summary_line(10, 10, METRICS, "runs/x")
+    assert "| val/loss 0.5000 | val/acc 0.7500 | val/exact 0.2500 | run runs/x" in line
+    assert "train/loss" not in line
 
 
 def test_non_finite_and_missing_metrics() -> None:
-    line = summary_line(3, 3, {"val/loss": math.nan}, None, "corpus")
+    line = summary_line(3, 3, {"val/loss": math.nan}, None)
     assert line == "finished at step 3/3 | no validation"
 
 

@@ -8,8 +8,7 @@ main process, whatever the display::
 
 ``stopped`` replaces ``finished`` when the run ended before its step limit (early stopping,
 a limit on epochs or time). The metrics are the last validation's (Lightning's
-``callback_metrics``); ``val/exact`` shows only where a run logged it with meaning (position
-tasks: see :data:`MEANINGLESS`). A run that ends by a signal or an error reports through
+``callback_metrics``), as the module logged them (``val/exact`` only for position tasks). A run that ends by a signal or an error reports through
 its own exit path instead (:mod:`roformer_lit.training.callbacks`).
 """
 
@@ -24,9 +23,6 @@ from typing import Any
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.utilities import rank_zero_only
 
-#: Metrics a run logs that mean nothing for it, by what it trains on: exact match of every
-#: masked token of a sequence is a position task's score, not a corpus run's.
-MEANINGLESS = {"corpus": ("val/exact",)}
 #: The metrics that lead the line, in this order; the others follow by name.
 FIRST = ("val/loss", "val/acc", "val/exact")
 
@@ -36,18 +32,16 @@ def summary_line(
     max_steps: int | None,
     metrics: Mapping[str, float],
     run: str | None,
-    kind: str = "corpus",
 ) -> str:
     """The one line (see the module doc)."""
     finished = max_steps is None or max_steps <= 0 or step >= max_steps
     head = f"{'finished' if finished else 'stopped'} at step {step}"
     if max_steps is not None and max_steps > 0:
         head += f"/{max_steps}"
-    hidden = set(MEANINGLESS.get(kind, ()))
     parts = [head]
     order = {name: i for i, name in enumerate(FIRST)}
     for name in sorted(metrics, key=lambda n: (order.get(n, len(order)), n)):
-        if name.startswith("val/") and name not in hidden and math.isfinite(metrics[name]):
+        if name.startswith("val/") and math.isfinite(metrics[name]):
             parts.append(f"{name} {metrics[name]:.4f}")
     if len(parts) == 1:
         parts.append("no validation")
@@ -83,14 +77,11 @@ class RunReport(Callback):
 
     @rank_zero_only
     def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        task = getattr(getattr(trainer, "datamodule", None), "probe_task", None)
-        kind = "corpus" if task is None else "task"
         max_steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
         line = summary_line(
             trainer.global_step,
             max_steps,
             _scalars(trainer.callback_metrics),
             _run_dir(trainer),
-            kind,
         )
         print(line, flush=True)
