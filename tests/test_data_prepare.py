@@ -362,7 +362,7 @@ def test_prepare_command_then_fit_reads_the_cache(
 def test_a_two_run_sweep_prepares_once(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from roformer_lit.data.prepare_cli import datamodule_of
+    from roformer_lit.commands.prepare import datamodule_of
     from roformer_lit.sweep import runner
 
     monkeypatch.chdir(tmp_path)

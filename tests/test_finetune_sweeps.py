@@ -146,7 +146,7 @@ def test_checkpoint_values_are_checked_before_anything_launches(
 ):
     """Every ``model.pretrained`` value must name checkpoint files when the sweep starts:
     otherwise one line naming the value, and nothing is prepared, created or launched."""
-    import roformer_lit.data.prepare_cli as prepare_cli
+    import roformer_lit.commands.prepare as prepare_cli
 
     fake_checkpoints(tmp_path)
     notes = tmp_path / "runs/positions/rope-softmax-seed0/checkpoints/notes.txt"
@@ -178,7 +178,7 @@ def test_an_unknown_command_names_the_valid_ones(tmp_path, monkeypatch, capsys):
 
 
 def test_a_finetune_sweep_prepares_no_data_and_resumes_like_fit(tmp_path, monkeypatch, capsys):
-    import roformer_lit.data.prepare_cli as prepare_cli
+    import roformer_lit.commands.prepare as prepare_cli
 
     fake_checkpoints(tmp_path, ["rope-softmax-seed0"])
     write_sweep(tmp_path / "sweep.yaml", ["runs/positions/*/checkpoints/last.ckpt"])

@@ -595,7 +595,7 @@ def test_slurm_without_sbatch_is_one_line_and_launches_nothing(
 ):
     """No local fallback: without SLURM's commands on PATH, one line before anything is
     prepared, created, launched or submitted."""
-    import roformer_lit.data.prepare_cli as prepare_cli
+    import roformer_lit.commands.prepare as prepare_cli
 
     pytest.importorskip("submitit")
     empty = tmp_path / "empty-bin"

@@ -58,7 +58,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "bench-flex": "roformer_lit.benchmarks.flex_vs_sdpa:main",
     "extrapolate": "roformer_lit.results.extrapolate:main",
     "locality": "roformer_lit.results.locality:main",
-    "prepare": "roformer_lit.data.prepare_cli:main",
+    "prepare": "roformer_lit.commands.prepare:main",
     "finetune": "roformer_lit.finetune.cli:main",
 }
 

@@ -185,7 +185,7 @@ def main(args: Sequence[str]) -> int:
     for task in skipped:
         print(f"skipped {task.version} (finished)", flush=True)
     if todo and sweep.command == "fit":  # prepare the MLM data once, before any run starts
-        from roformer_lit.data.prepare_cli import prepare_runs
+        from roformer_lit.commands.prepare import prepare_runs
 
         prepare_runs([sweep.fit_args(r, root) for r in sweep.runs if actions[r.version] != "skip"])
 
