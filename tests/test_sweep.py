@@ -177,37 +177,35 @@ def test_resume_an_interrupted_run_from_its_last_checkpoint(grid4, tmp_path, mon
 
 
 def test_a_failing_run_does_not_stop_the_others_and_is_retried_alone(tmp_path, monkeypatch, capsys):
-    # rope base must be > 1: parses fine, fails when the child builds the model (exit 2)
-    grid = {"model.position": ["rope"], "model.position_kwargs": [{}, {"base": 0.5}]}
-    write_sweep(tmp_path / "sweep.yaml", grid=grid, name="fails")
+    # an absurd but finite learning rate passes every check and diverges in training (exit 3)
+    grid = {"model.learning_rate": [5e-4, 1e30]}
+    write_sweep(tmp_path / "sweep.yaml", grid=grid, name="fails", **{"trainer.max_steps": 4})
     monkeypatch.chdir(tmp_path)
     launches = Launches(real=True)
     monkeypatch.setattr(runner, "launch", launches)
     assert main(["sweep", "--config", "sweep.yaml"]) == 1
-    assert launches.versions() == ["rope-default", "rope-base=0.5"]
+    good, bad = "learning_rate0.0005", "learning_rate1e+30"
+    assert launches.versions() == [good, bad]
     out = capsys.readouterr().out
     table = out[out.index("version") :]
-    assert "rope-default" in table and "finished" in table
-    failed_row = next(line for line in table.splitlines() if line.startswith("rope-base=0.5"))
-    assert "failed" in failed_row and " 2 " in failed_row and "rope base must be > 1" in failed_row
-    assert "1 of 2 runs failed: rope-base=0.5" in out
+    assert good in table and "finished" in table
+    failed_row = next(line for line in table.splitlines() if line.startswith(bad))
+    assert "failed" in failed_row and " 3 " in failed_row and "training diverged" in failed_row
+    assert f"1 of 2 runs failed: {bad}" in out
     sweep_dir = tmp_path / "runs" / "fails"
-    assert (sweep_dir / "rope-default" / "sweep_done.json").is_file()
+    assert (sweep_dir / good / "sweep_done.json").is_file()
     status = runner.read_json(sweep_dir / "sweep_status.json")["runs"]
-    assert status["rope-default"]["status"] == "finished"
-    assert (status["rope-base=0.5"]["status"], status["rope-base=0.5"]["exit_code"]) == (
-        "failed",
-        2,
-    )
-    assert any("rope base must be > 1" in line for line in status["rope-base=0.5"]["stderr_tail"])
-    assert "rope base must be > 1" in (sweep_dir / "sweep_logs" / "rope-base=0.5.err").read_text()
+    assert status[good]["status"] == "finished"
+    assert (status[bad]["status"], status[bad]["exit_code"]) == ("failed", 3)
+    assert any("training diverged" in line for line in status[bad]["stderr_tail"])
+    assert "training diverged" in (sweep_dir / "sweep_logs" / f"{bad}.err").read_text()
 
     # the retry launches only the failed run (faked here: it fails again)
     retry = Launches(code=3)
     monkeypatch.setattr(runner, "launch", retry)
     assert main(["sweep", "--config", "sweep.yaml"]) == 1
-    assert retry.versions() == ["rope-base=0.5"]
-    record = runner.read_json(sweep_dir / "sweep_logs" / "rope-base=0.5.json")
+    assert retry.versions() == [bad]
+    record = runner.read_json(sweep_dir / "sweep_logs" / f"{bad}.json")
     assert (record["attempts"], record["exit_code"]) == (2, 3)
 
 

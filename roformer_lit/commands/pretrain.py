@@ -26,9 +26,9 @@ from lightning.pytorch.callbacks import ModelSummary
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
+from roformer_lit.commands.prelaunch import check_fit_config
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError, one_line
-from roformer_lit.model import check_document_mask, check_random_positions
 from roformer_lit.module import MaskedLM
 from roformer_lit.training import run_dir
 from roformer_lit.training.callbacks import (
@@ -44,7 +44,7 @@ from roformer_lit.training.progress import default_progress_bar
 from roformer_lit.training.quiet import SummaryWithoutFlops
 from roformer_lit.training.run_logger import RunLogger, unique_version
 from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY
-from roformer_lit.validation import check_trainer_arguments
+from roformer_lit.validation import check_run_arguments
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
 RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"
@@ -127,9 +127,7 @@ class RoformerCLI(LightningCLI):
         run of their own: their results are appended to the evaluated run's
         ``evaluations.jsonl`` (:meth:`_run_subcommand`)."""
         config = self.config[self.subcommand] if self.subcommand else self.config
-        check_trainer_arguments(config.trainer)  # before anything is built or created
-        check_document_mask(config)
-        check_random_positions(config)
+        self.check_before_launch(config)  # before anything is built or created
         logger = config.trainer.logger
         if self.subcommand != "fit":
             if is_run_logger(logger):
@@ -167,11 +165,14 @@ class RoformerCLI(LightningCLI):
         if leader:
             run_dir.claim_named(root, name, version, resuming)
 
+    def check_before_launch(self, config: Any) -> None:
+        """The pre-launch check ``sweep`` runs on each combination too
+        (:func:`roformer_lit.commands.prelaunch.check_fit_config`)."""
+        check_fit_config(config)
+
     def _set_seed(self) -> None:
         """Seed everything, refusing a seed numpy cannot take with one line."""
-        seed = self._get(self.config, "seed_everything")
-        if not isinstance(seed, bool) and isinstance(seed, int) and not 0 <= seed < 2**32:
-            raise ConfigError(f"seed_everything={seed} is out of range: must be in [0, 2**32 - 1]")
+        check_run_arguments({"seed_everything": self._get(self.config, "seed_everything")})
         super()._set_seed()
 
     def _run_subcommand(self, subcommand: str) -> None:
@@ -531,6 +532,7 @@ def validate_config(
         if is_argument_error(exc):
             raise ConfigError(one_line(exc)) from exc
         raise
+    cli.check_before_launch(cli.config)  # the very check fit runs before it starts
     return cli.config
 
 
