@@ -313,6 +313,18 @@ val_interval = Rule(
     ),
     (1, INT64_MAX),
 )
+
+
+def _as_count(value: Any) -> int | None:
+    """``value`` as the integer Lightning reads it as (``3``, ``"3"``, ``"-1"``), or None
+    for anything else (``"auto"``, a list of device ids)."""
+    if _is_int(value):
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
 #: ``-1`` (no limit) or a positive count.
 limit_or_unbounded = Rule(
     f"-1 (no limit) or an integer in 1..{INT64_MAX}",
@@ -342,6 +354,18 @@ TRAINER_RULES: dict[str, Rule] = {
     "accumulate_grad_batches": size(1),
     "num_sanity_val_steps": steps(-1),
     "num_nodes": size(1),
+    "devices": Rule(
+        f"'auto', a list of device ids, -1 (every device) or an integer in 1..{MAX_WORKERS}",
+        lambda v: _as_count(v) is None or _as_count(v) == -1 or 1 <= _as_count(v) <= MAX_WORKERS,
+        (-1, MAX_WORKERS),
+    ),
+    "fast_dev_run": Rule(
+        f"true, false or an integer in 0..{INT64_MAX} (batches)",
+        lambda v: isinstance(v, bool) or (_is_int(v) and 0 <= v <= INT64_MAX),
+        (0, INT64_MAX),
+    ),
+    "overfit_batches": batch_limit,
+    "reload_dataloaders_every_n_epochs": steps(0),
     "gradient_clip_val": finite_non_negative_float,
     "limit_train_batches": batch_limit,
     "limit_val_batches": batch_limit,

@@ -31,6 +31,7 @@ FAST_MODULES = frozenset(
         "test_finetune_inputs",
         # argument rules
         "test_bad_arguments",
+        "test_integer_ranges",
         "test_tool_arguments",
         "test_config_composition",
     }
