@@ -456,6 +456,63 @@ def test_a_bad_exclude_is_one_line(exclude, words, tmp_path, monkeypatch, capsys
     assert len(errors) == 1 and all(w in errors[0] for w in words), errors
 
 
+#: Values that compare equal in Python but are different settings (as YAML writes them).
+LOOKALIKES = [True, 1, 1.0, "1"]
+
+
+@pytest.mark.parametrize("excluded", LOOKALIKES)
+def test_exclude_matches_by_type_and_value(excluded):
+    grid = {"a": list(LOOKALIKES), "b": ["x"]}
+    kept = [dict(run.values)["a"] for run in expand(grid, exclude=[{"a": excluded}])]
+    # the oracle: identity of the YAML value, by its type and its text
+    expected = [v for v in LOOKALIKES if (type(v), repr(v)) != (type(excluded), repr(excluded))]
+    assert [(type(v), v) for v in kept] == [(type(v), v) for v in expected]
+
+
+@pytest.mark.parametrize(
+    "grid,exclude,shown",
+    [
+        ({"seed_everything": [0, 1]}, [{"seed_everything": True}], "True"),
+        ({"data.document_mask": [True, False]}, [{"data.document_mask": 1}], "1"),
+        ({"model.warmup_steps": [1, 2]}, [{"model.warmup_steps": 1.0}], "1.0"),
+    ],
+)
+def test_an_exclude_value_of_another_type_is_one_line(
+    grid, exclude, shown, tmp_path, monkeypatch, capsys
+):
+    data = {"name": "s", "base": str(CONFIGS / "rope.yaml"), "grid": grid, "exclude": exclude}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--config", "s.yaml", "--dry-run"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f"exclude value {shown} of " in errors[0], errors
+    assert "by type and value" in errors[0]
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_excluding_every_combination_is_one_line_and_runs_nothing(
+    dry_run, tmp_path, monkeypatch, capsys
+):
+    data = {
+        "name": "s",
+        "base": str(CONFIGS / "rope.yaml"),
+        "grid": {"model.position": ["nope", "rope"], "seed_everything": [0, 1]},
+        "exclude": [{"model.position": "nope"}, {"model.position": "rope"}],
+    }
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    capsys.readouterr()
+    assert main(["sweep", "--config", "s.yaml", *(["--dry-run"] if dry_run else [])]) == 2
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert (
+        len(errors) == 1 and "exclude removes every one of the grid's 4 combinations" in errors[0]
+    )
+    assert captured.out == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
 # --- run names ----------------------------------------------------------------------------
 
 
