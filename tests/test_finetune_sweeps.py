@@ -139,6 +139,29 @@ def test_an_exclude_naming_a_glob_drops_the_checkpoints_it_matched(
     assert kept == expected
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_every_finetune_combination_goes_through_the_finetune_rules_first(
+    dry_run, tmp_path, monkeypatch, capsys
+):
+    fake_checkpoints(tmp_path)
+    write_sweep(
+        tmp_path / "sweep.yaml",
+        ["runs/positions/*/checkpoints/last.ckpt"],
+        overrides={"data.batch_size": 2**63},
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    capsys.readouterr()
+    assert main(["sweep", "--config", "sweep.yaml", *(["--dry-run"] if dry_run else [])]) == 2
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and captured.out == ""
+    assert ": run movie_polarity-nope-softmax-seed0-ftseed0 (" in errors[0]
+    assert f"data.batch_size must be an integer in 1..2147483647, got {2**63}" in errors[0]
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
 def test_a_glob_matching_nothing_is_one_error_line(tmp_path, monkeypatch, capsys):
     write_sweep(tmp_path / "sweep.yaml", ["runs/nothing/*/checkpoints/last.ckpt"])
     monkeypatch.chdir(tmp_path)

@@ -405,6 +405,109 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
     assert len(lines) == expected
 
 
+# --- the pre-launch check: every combination through fit's rules ----------------------------
+
+#: A probe run's settings (the tiny overrides' corpus block limit is refused beside a probe).
+PROBE = {"data.max_train_blocks": None, "data.max_length": 17, "data.probe_max_length": 8}
+#: name -> (grid, extra overrides, the bad run's name, text of fit's rule in the line)
+BAD_COMBINATIONS = {
+    "unknown_task": (
+        {"data.probe": ["copy", "copyy"]},
+        PROBE,
+        "copyy",
+        "data.probe='copyy' is not a probe task",
+    ),
+    "probe_length_past_max_length": (
+        {"data.probe_max_length": [8, 9]},
+        {"data.max_train_blocks": None, "data.max_length": 17, "data.probe": "copy"},
+        "probe_max_length9",
+        "data.max_length=17 is too short for probe 'copy'",
+    ),
+    "random_positions_below_the_length": (
+        {"data.random_positions": [64, 16]},
+        {},
+        "random_positions16",
+        "data.random_positions must be >= data.max_length=32",
+    ),
+    "scheme_option_out_of_range": (
+        {"model.position_kwargs": [{}, {"base": 0.5}]},
+        {},
+        "base=0.5",
+        "rope base must be > 1 and finite, got 0.5",
+    ),
+    "kernel_cannot_take_the_scheme": (
+        {"model.position": ["rope", "alibi"], "model.attention": ["linear"]},
+        {},
+        "alibi-linear",
+        "position 'alibi' adds a score bias, which attention 'linear' cannot take",
+    ),
+    "random_positions_with_a_scheme_reading_none": (
+        {"model.position": ["rope", "nope"]},
+        {"data.random_positions": 64},
+        "nope",
+        "needs a position scheme that reads positions",
+    ),
+    "length_past_the_position_table": (
+        {"model.max_positions": [64, 16]},
+        {"model.position": "learned"},
+        "max_positions16",
+        "data.max_length=32 exceeds the 'learned' position table",
+    ),
+    "document_mask_with_a_kernel_that_cannot": (
+        {"model.attention": ["softmax", "linear"]},
+        {"data.document_mask": True},
+        "linear",
+        "data.document_mask true needs an attention kernel that keeps documents apart",
+    ),
+    "huge_integer": (
+        {"data.probe_symbols": [16, 2**63]},
+        {**PROBE, "data.probe": "copy"},
+        f"probe_symbols{2**63}",
+        f"data.probe_symbols must be an integer in 2..2147483647, got {2**63}",
+    ),
+}
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+@pytest.mark.parametrize("case", list(BAD_COMBINATIONS))
+def test_every_combination_goes_through_fits_rules_before_anything_starts(
+    case, dry_run, tmp_path, monkeypatch, capsys
+):
+    grid, overrides, bad_run, rule = BAD_COMBINATIONS[case]
+    write_sweep(tmp_path / "sweep.yaml", grid=grid, name="bad", **overrides)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    capsys.readouterr()
+    code = main(["sweep", "--config", "sweep.yaml", *(["--dry-run"] if dry_run else [])])
+    captured = capsys.readouterr()
+    assert code == 2, captured.err[-2000:]
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in captured.err, captured.err[-2000:]
+    assert f": run {bad_run} (" in errors[0] and rule in errors[0], errors[0]
+    assert captured.out == ""  # not one command printed, not one run announced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.yaml"]
+
+
+def test_fit_and_sweep_share_one_pre_launch_check(monkeypatch, tmp_path):
+    """The sweep's check of a combination is the very function fit calls before it starts."""
+    from roformer_lit.commands import prelaunch, pretrain
+
+    seen = []
+    real = prelaunch.check_fit_config
+    monkeypatch.setattr(pretrain, "check_fit_config", lambda c: seen.append(c) or real(c))
+    write_sweep(tmp_path / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    assert main(["sweep", "--config", "sweep.yaml", "--dry-run"]) == 0
+    # each combination (the base with the overrides alone is only parsed: the grid completes it)
+    assert [(c.model.position, c.model.attention) for c in seen] == [
+        ("nope", "softmax"),
+        ("nope", "linear"),
+        ("rope", "softmax"),
+        ("rope", "linear"),
+    ]
+
+
 # --- exclusions ---------------------------------------------------------------------------
 
 

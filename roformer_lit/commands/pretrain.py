@@ -505,11 +505,14 @@ def validate_config(
     model_class: type = MaskedLM,
     data_class: type = MLMDataModule,
     parse_only: type[LightningCLI] | None = None,
+    prelaunch: bool = True,
 ) -> Any:
     """Parse ``fit`` arguments (``--config`` files and ``--key value`` overrides) for the given
     model and data classes, with ``parse_only`` (a CLI class that builds nothing; default
-    :class:`_ParseOnly`), without instantiating anything; returns the namespace or raises
-    ConfigError with one line."""
+    :class:`_ParseOnly`), without instantiating anything, then apply the CLI's pre-launch
+    check (``check_before_launch``: every rule ``fit`` applies before it starts) unless
+    ``prelaunch`` is False (a partial config: parsed only); returns the namespace or
+    raises ConfigError with one line."""
     try:
         with warnings.catch_warnings():
             # LightningCLI warns whenever ``args`` is given while ``sys.argv`` holds a command
@@ -532,7 +535,8 @@ def validate_config(
         if is_argument_error(exc):
             raise ConfigError(one_line(exc)) from exc
         raise
-    cli.check_before_launch(cli.config)  # the very check fit runs before it starts
+    if prelaunch:
+        cli.check_before_launch(cli.config)  # the very check fit runs before it starts
     return cli.config
 
 

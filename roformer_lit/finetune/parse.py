@@ -21,9 +21,9 @@ class _ParseOnly(FinetuneCLI):
         pass
 
 
-def validate_finetune_config(args: Sequence[str]) -> Any:
+def validate_finetune_config(args: Sequence[str], prelaunch: bool = True) -> Any:
     """Parse ``finetune`` arguments (``--config`` files and ``--key value`` overrides) without
     reading the checkpoint or the data; the task name is checked too. Returns the namespace
     or raises ConfigError with one line (the check ``finetune`` runs before it starts:
     :func:`~roformer_lit.finetune.prelaunch.check_finetune_config`)."""
-    return validate_config(args, SequenceClassifier, TaskDataModule, _ParseOnly)
+    return validate_config(args, SequenceClassifier, TaskDataModule, _ParseOnly, prelaunch)

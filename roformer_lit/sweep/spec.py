@@ -437,7 +437,11 @@ def _quiet_seed() -> Iterator[None]:
 
 
 def validate_sweep(sweep: Sweep, root: str) -> None:
-    """Parse the overrides alone, then every combination, without building anything."""
+    """Parse the base with the overrides alone (a partial config: the grid completes it),
+    then put every combination through the pre-launch check the command runs before it
+    starts (``fit``: :func:`roformer_lit.commands.prelaunch.check_fit_config`; ``finetune``:
+    :func:`roformer_lit.finetune.prelaunch.check_finetune_config`), without building
+    anything; the first bad combination is one line naming its run and the rule."""
     if sweep.command == "finetune":
         from roformer_lit.finetune.parse import validate_finetune_config as validate_config
     else:
@@ -451,7 +455,7 @@ def validate_sweep(sweep: Sweep, root: str) -> None:
                 base_args += [f"--{key}", cli_value(value)]
             if sweep.command == "finetune" and PRETRAINED_KEY not in sweep.overrides:
                 base_args += [f"--{PRETRAINED_KEY}", "CHECKPOINT"]  # set by each run
-            validate_config(base_args[1:])
+            validate_config(base_args[1:], prelaunch=False)
         except ConfigError as exc:
             raise ConfigError(f"{where}: base {sweep.base} with the overrides: {exc}") from exc
         for run in sweep.runs:
