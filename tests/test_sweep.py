@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -207,6 +209,73 @@ def test_a_failing_run_does_not_stop_the_others_and_is_retried_alone(tmp_path, m
     assert retry.versions() == [bad]
     record = runner.read_json(sweep_dir / "sweep_logs" / f"{bad}.json")
     assert (record["attempts"], record["exit_code"]) == (2, 3)
+
+
+# --- signals: a sweep stops its fits as a fit stops itself ---------------------------------
+
+
+def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 240) -> None:
+    end = time.monotonic() + timeout
+    while not path.is_file():
+        assert proc.poll() is None, f"the sweep ended first: {proc.communicate()[1][-2000:]}"
+        assert time.monotonic() < end, f"no {path} after {timeout}s"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    "signum,code",
+    [
+        (signal.SIGTERM, 75),
+        pytest.param(signal.SIGINT, 130, marks=pytest.mark.slow),
+    ],
+)
+def test_a_signal_stops_the_running_fit_with_its_checkpoint_and_starts_nothing_new(
+    signum, code, tmp_path
+):
+    """Three runs, one at a time, each far too long to finish: the signal reaches the
+    sweep once the first has a checkpoint. The sweep passes it on (the fit saves
+    ``last.ckpt`` and exits as a fit stopped by it does), starts neither queued run, and
+    exits with the fit's code at once; the same command then resumes the stopped run."""
+    grid = {"seed_everything": [0, 1, 2]}
+    write_sweep(
+        tmp_path / "sweep.yaml",
+        grid=grid,
+        name="sig",
+        **{"trainer.max_steps": 100_000, "trainer.val_check_interval": 2},
+    )
+    sweep = [sys.executable, "-m", "roformer_lit", "sweep", "--config", "sweep.yaml"]
+    proc = subprocess.Popen(
+        sweep, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    sweep_dir = tmp_path / "runs" / "sig"
+    first = sweep_dir / "seed0" / "checkpoints" / "last.ckpt"
+    wait_for(first, proc)
+    proc.send_signal(signum)
+    t0 = time.monotonic()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err[-3000:]
+    assert time.monotonic() - t0 < 90  # the fit's step and save, not 100 000 steps
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(f"sweep stopped by {signum.name}")
+    record = runner.read_json(sweep_dir / "sweep_logs" / "seed0.json")
+    assert record["exit_code"] == code  # the fit itself stopped by the signal, not killed
+    fit_err = (sweep_dir / "sweep_logs" / "seed0.err").read_text()
+    stopped = "interrupted by Ctrl-C" if signum == signal.SIGINT else "preempted by SIGTERM"
+    assert f"{stopped} at step " in fit_err
+    step = int(fit_err.split(f"{stopped} at step ")[1].split(":")[0])
+    assert torch.load(first, map_location="cpu", weights_only=False)["global_step"] == step
+    assert not (sweep_dir / "seed1").exists() and not (sweep_dir / "seed2").exists()
+    assert "start seed1" not in out and "start seed2" not in out
+    assert not (sweep_dir / "seed0" / "sweep_done.json").exists()
+
+    dry = subprocess.run(
+        [*sweep, "--dry-run"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    commands = [shlex.split(line) for line in dry.stdout.strip().splitlines()]
+    assert [arg(c, VERSION) for c in commands] == ["seed0", "seed1", "seed2"]
+    assert arg(commands[0], "--ckpt_path") == "runs/sig/seed0/checkpoints/last.ckpt"
+    assert all("--ckpt_path" not in c for c in commands[1:])
 
 
 # --- without real fits ---------------------------------------------------------------------
