@@ -31,11 +31,16 @@ their key (``seed1``, ``max_length256``), booleans as ``key=value``, mappings as
 joined with ``+`` (``{c2p: true, p2c: false}`` -> ``c2p+no-p2c``, ``{}`` -> ``default``);
 e.g. ``xl-softmax-seed1``. If that is ambiguous, names become ``position=xl,seed=1``.
 
-Every combination is checked by the CLI's parser before anything runs or is created.
-Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0) are skipped;
+Every combination goes through the check the command runs before it starts
+(:func:`roformer_lit.commands.prelaunch.check_fit_config`, or fine-tuning's) before anything
+runs or is created, ``--dry-run`` or not; the first bad one is one line naming its run and
+the rule. ``exclude:`` drops combinations (matched by type and value, see
+:mod:`roformer_lit.sweep.spec`); excluding all of them is an error. Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0) are skipped;
 interrupted runs resume from their ``last.ckpt``; a partial run without a checkpoint is moved
 aside to ``<version>.failed-<k>``. A failed run does not stop the others; the sweep ends with
-a summary table and exit code 1 if any run failed. See :mod:`roformer_lit.sweep.runner` for
+a summary table and exit code 1 if any run failed. SIGTERM (exit 75) or Ctrl-C (130) is
+passed on once to the running fits, which save ``last.ckpt`` and stop; nothing queued starts,
+and the same command resumes them. See :mod:`roformer_lit.sweep.runner` for
 the files under ``<root>/<name>/``.
 
 ``--launcher slurm`` submits one job array with sbatch (:mod:`roformer_lit.sweep.slurm`); on
