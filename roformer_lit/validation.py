@@ -35,12 +35,28 @@ FLOAT32_MAX = 3.4028234663852886e38
 PREFIX = "model."
 
 
+#: The largest size a user may give (a tensor dimension, a vocabulary, a count of
+#: sequences or workers): a C ``int``, the widest index every kernel, tokenizer and numpy
+#: build takes. A size below it that cannot fit the machine is refused by a memory check.
+INT32_MAX = 2**31 - 1
+#: The largest count of steps, epochs or batches (Lightning counts them in int64).
+INT64_MAX = 2**63 - 1
+#: The largest seed: numpy's legacy seeding (``seed_everything``) takes ``0 .. 2**32 - 1``.
+SEED_MAX = 2**32 - 1
+
+
 @dataclass(frozen=True)
 class Rule:
-    """One argument's check: ``accepts(value)``, and the valid values in words."""
+    """One argument's check: ``accepts(value)``, and the valid values in words.
+
+    ``integers`` is the range ``(low, high)`` of the integers the rule accepts (None: it
+    takes no integers): every integer setting declares both bounds, so a huge value is
+    refused in one line before it reaches numpy or torch (and the tests try one above
+    ``high`` for every such setting)."""
 
     expected: str
     accepts: Callable[[Any], bool]
+    integers: tuple[int, int] | None = None
 
 
 def _is_int(value: Any) -> bool:
@@ -71,7 +87,7 @@ def finite_float_at_least(low: float) -> Rule:
 
 def optional(rule: Rule) -> Rule:
     """``None`` or what ``rule`` accepts."""
-    return Rule(f"null or {rule.expected}", lambda v: v is None or rule.accepts(v))
+    return Rule(f"null or {rule.expected}", lambda v: v is None or rule.accepts(v), rule.integers)
 
 
 def pair(rule: Rule) -> Rule:
@@ -110,7 +126,26 @@ def one_of(*choices: Any) -> Rule:
 
 def int_in(low: int, high: int) -> Rule:
     """An integer (never a bool) in ``[low, high]``."""
-    return Rule(f"an integer in {low}..{high}", lambda v: _is_int(v) and low <= v <= high)
+    return Rule(
+        f"an integer in {low}..{high}", lambda v: _is_int(v) and low <= v <= high, (low, high)
+    )
+
+
+def size(low: int = 1) -> Rule:
+    """A size (a length, a width, a count of items): an integer in ``low ..``
+    :data:`INT32_MAX`."""
+    return int_in(low, INT32_MAX)
+
+
+def steps(low: int = 0) -> Rule:
+    """A count of steps, epochs or batches: an integer in ``low ..`` :data:`INT64_MAX`."""
+    return int_in(low, INT64_MAX)
+
+
+#: A seed: ``0 .. 2**32 - 1`` (what numpy and ``seed_everything`` take).
+seed = int_in(0, SEED_MAX)
+#: Worker processes (data loading, tokenizing): at most this many (each is a process).
+MAX_WORKERS = 1024
 
 
 #: A string with something in it (a field name, a dataset name).
@@ -122,12 +157,12 @@ mapping = Rule("a mapping of option names to values", lambda v: isinstance(v, Ma
 MODEL_RULES: dict[str, Rule] = {
     "position": text,
     "attention": text,
-    "vocab_size": at_least_int(2),  # one token: no prediction to make (and no metric)
-    "hidden_size": positive_int,
-    "num_layers": positive_int,
-    "num_heads": positive_int,
-    "intermediate_size": positive_int,
-    "max_positions": positive_int,
+    "vocab_size": size(2),  # one token: no prediction to make (and no metric)
+    "hidden_size": size(),
+    "num_layers": size(),
+    "num_heads": size(),
+    "intermediate_size": size(),
+    "max_positions": size(),
     "dropout": unit_interval_open_right,
     "attention_dropout": optional(unit_interval_open_right),
     "layer_norm_eps": finite_positive_float,
@@ -137,7 +172,7 @@ MODEL_RULES: dict[str, Rule] = {
     "learning_rate": finite_positive_float,
     "weight_decay": finite_non_negative_float,
     "betas": pair(unit_interval_open_right),
-    "warmup_steps": non_negative_int,
+    "warmup_steps": steps(0),
     "min_lr_ratio": unit_interval,
     "position_lr_scale": finite_positive_float,
     "lr_schedule": one_of("linear", "constant", "wsd"),
@@ -211,7 +246,9 @@ def _position_lr_fits_float32(args: Mapping[str, Any]) -> None:
     )
 
 
-def _physical_memory_bytes() -> int | None:
+def physical_memory_bytes() -> int | None:
+    """This machine's memory in bytes (None where the platform does not say): what every
+    size check compares a size's bytes with, before anything is allocated."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):  # not every platform has them
@@ -225,7 +262,7 @@ def _weights_fit_in_memory(args: Mapping[str, Any]) -> None:
     vocab, hidden = args["vocab_size"], args["hidden_size"]
     layers, inner = args["num_layers"], args["intermediate_size"]
     need = 4 * (vocab * hidden + layers * (4 * hidden * hidden + 2 * hidden * inner))
-    have = _physical_memory_bytes()
+    have = physical_memory_bytes()
     if have is not None and need > have:
         raise ConfigError(
             f"the model's weights alone need at least {need / 2**30:.3g} GiB ({PREFIX}vocab_size="
@@ -270,21 +307,40 @@ def check_model_arguments(arguments: Mapping[str, Any]) -> None:
 #: A validation interval: a number of training batches (``>= 1``), a fraction of an epoch in
 #: ``(0, 1]``, or a duration Lightning parses. (Lightning takes 0 and then divides by it.)
 val_interval = Rule(
-    "an integer >= 1 (batches), a fraction of an epoch in (0, 1], or a duration",
+    f"an integer in 1..{INT64_MAX} (batches), a fraction of an epoch in (0, 1], or a duration",
     lambda v: (
-        (_is_int(v) and v >= 1)
+        (_is_int(v) and 1 <= v <= INT64_MAX)
         or (_is_finite_number(v) and not _is_int(v) and 0 < v <= 1)
         or not isinstance(v, numbers.Number)  # a duration ('DD:HH:MM:SS', ...): Lightning's
     ),
+    (1, INT64_MAX),
 )
+
+
+def _as_count(value: Any) -> int | None:
+    """``value`` as the integer Lightning reads it as (``3``, ``"3"``, ``"-1"``), or None
+    for anything else (``"auto"``, a list of device ids)."""
+    if _is_int(value):
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
 #: ``-1`` (no limit) or a positive count.
 limit_or_unbounded = Rule(
-    "-1 (no limit) or an integer >= 1", lambda v: _is_int(v) and (v == -1 or v >= 1)
+    f"-1 (no limit) or an integer in 1..{INT64_MAX}",
+    lambda v: _is_int(v) and (v == -1 or 1 <= v <= INT64_MAX),
+    (-1, INT64_MAX),
 )
 #: ``limit_*_batches``: a count of batches or a fraction of them.
 batch_limit = Rule(
-    "an integer >= 0 (batches) or a fraction in [0, 1]",
-    lambda v: (_is_int(v) and v >= 0) or (_is_finite_number(v) and not _is_int(v) and 0 <= v <= 1),
+    f"an integer in 0..{INT64_MAX} (batches) or a fraction in [0, 1]",
+    lambda v: (
+        (_is_int(v) and 0 <= v <= INT64_MAX)
+        or (_is_finite_number(v) and not _is_int(v) and 0 <= v <= 1)
+    ),
+    (0, INT64_MAX),
 )
 
 #: The ``Trainer`` settings Lightning does not check itself (it crashes later, or divides by
@@ -292,19 +348,61 @@ batch_limit = Rule(
 TRAINER_RULES: dict[str, Rule] = {
     "max_steps": limit_or_unbounded,
     "max_epochs": limit_or_unbounded,
-    "min_steps": non_negative_int,
-    "min_epochs": non_negative_int,
+    "min_steps": steps(0),
+    "min_epochs": steps(0),
     "val_check_interval": val_interval,
-    "check_val_every_n_epoch": positive_int,
-    "log_every_n_steps": non_negative_int,
-    "accumulate_grad_batches": positive_int,
-    "num_sanity_val_steps": at_least_int(-1),
+    "check_val_every_n_epoch": steps(1),
+    "log_every_n_steps": steps(0),
+    "accumulate_grad_batches": size(1),
+    "num_sanity_val_steps": steps(-1),
+    "num_nodes": size(1),
+    "devices": Rule(
+        f"'auto', a list of device ids, -1 (every device) or an integer in 1..{MAX_WORKERS}",
+        lambda v: _as_count(v) is None or _as_count(v) == -1 or 1 <= _as_count(v) <= MAX_WORKERS,
+        (-1, MAX_WORKERS),
+    ),
+    "fast_dev_run": Rule(
+        f"true, false or an integer in 0..{INT64_MAX} (batches)",
+        lambda v: isinstance(v, bool) or (_is_int(v) and 0 <= v <= INT64_MAX),
+        (0, INT64_MAX),
+    ),
+    "overfit_batches": batch_limit,
+    "reload_dataloaders_every_n_epochs": steps(0),
     "gradient_clip_val": finite_non_negative_float,
     "limit_train_batches": batch_limit,
     "limit_val_batches": batch_limit,
     "limit_test_batches": batch_limit,
     "limit_predict_batches": batch_limit,
 }
+
+
+def check_fits_in_memory(need: int, what: str) -> None:
+    """A ConfigError ``"<what> need <n> GiB; this machine has <m> GiB"`` when ``need`` bytes
+    exceed this machine's memory: a size refused before it is allocated."""
+    have = physical_memory_bytes()
+    if have is not None and need > have:
+        raise ConfigError(
+            f"{what} need {need / 2**30:.3g} GiB; this machine has {have / 2**30:.3g} GiB"
+        )
+
+
+#: The top-level settings of a run beside ``model.``, ``data.`` and ``trainer.``:
+#: ``seed_everything`` is ``true`` (a random seed), ``false`` (none) or a seed.
+RUN_RULES: dict[str, Rule] = {
+    "seed_everything": Rule(
+        f"true, false or {seed.expected}",
+        lambda v: isinstance(v, bool) or seed.accepts(v),
+        seed.integers,
+    ),
+}
+
+
+def check_run_arguments(arguments: Mapping[str, Any]) -> None:
+    """Each top-level setting of :data:`RUN_RULES` that is set (not None)."""
+    for name, rule in RUN_RULES.items():
+        value = arguments.get(name)
+        if value is not None:
+            check(name, value, rule)
 
 
 def check_trainer_arguments(arguments: Mapping[str, Any]) -> None:

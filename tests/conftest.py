@@ -34,6 +34,7 @@ FAST_MODULES = frozenset(
         "test_finetune_inputs",
         # argument rules
         "test_bad_arguments",
+        "test_integer_ranges",
         "test_tool_arguments",
         "test_config_composition",
         "test_run_name",

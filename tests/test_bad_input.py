@@ -67,11 +67,17 @@ CASES: dict[str, tuple[list[str], str]] = {
         "valid attention kernels for 'deberta': softmax",
     ),
     "unknown_scheme": (fit("--model.position", "rotary"), "rotary"),
-    "negative_hidden": (fit("--model.hidden_size", "-32"), "hidden_size must be a positive"),
-    "zero_heads": (fit("--model.num_heads", "0"), "num_heads must be a positive"),
+    "negative_hidden": (
+        fit("--model.hidden_size", "-32"),
+        "hidden_size must be an integer in 1..2147483647, got -32",
+    ),
+    "zero_heads": (
+        fit("--model.num_heads", "0"),
+        "num_heads must be an integer in 1..2147483647, got 0",
+    ),
     "negative_batch": (
         fit("--data.batch_size", "-8"),
-        "data.batch_size must be a positive integer, got -8",
+        "data.batch_size must be an integer in 1..2147483647, got -8",
     ),
     "negative_steps": (fit("--trainer.max_steps", "-5"), "max_steps"),
     "config_unknown_key": (

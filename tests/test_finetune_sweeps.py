@@ -98,6 +98,70 @@ def test_checkpoints_of_one_run_name_runs_by_run_and_file(tmp_path, monkeypatch,
     ]
 
 
+@pytest.mark.parametrize(
+    "excluded,gone",
+    [
+        (
+            "runs/positions/rope-*/checkpoints/last.ckpt",
+            ["rope-softmax-seed0", "rope-softmax-seed1"],
+        ),
+        ("runs/positions/nope-softmax-seed0/checkpoints/last.ckpt", ["nope-softmax-seed0"]),
+    ],
+)
+def test_an_exclude_naming_a_glob_drops_the_checkpoints_it_matched(
+    excluded, gone, tmp_path, monkeypatch, capsys
+):
+    """The grid has two globs; an exclusion may name one of them (every file it matched)
+    or one expanded file."""
+    fake_checkpoints(tmp_path)
+    globs = [
+        "runs/positions/nope-*/checkpoints/last.ckpt",
+        "runs/positions/rope-*/checkpoints/last.ckpt",
+    ]
+    write_sweep(
+        tmp_path / "sweep.yaml",
+        globs,
+        exclude=[{"model.pretrained": excluded, "seed_everything": 1}],
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    assert main(["sweep", "--config", "sweep.yaml", "--dry-run"]) == 0
+    commands = [shlex.split(line) for line in capsys.readouterr().out.strip().splitlines()]
+    kept = {
+        (Path(arg(c, "--model.pretrained")).parts[2], arg(c, "--seed_everything")) for c in commands
+    }
+    expected = {
+        (run, str(seed))
+        for run in PRETRAINED_RUNS
+        for seed in (0, 1)
+        if not (run in gone and seed == 1)
+    }
+    assert kept == expected
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_every_finetune_combination_goes_through_the_finetune_rules_first(
+    dry_run, tmp_path, monkeypatch, capsys
+):
+    fake_checkpoints(tmp_path)
+    write_sweep(
+        tmp_path / "sweep.yaml",
+        ["runs/positions/*/checkpoints/last.ckpt"],
+        overrides={"data.batch_size": 2**63},
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    capsys.readouterr()
+    assert main(["sweep", "--config", "sweep.yaml", *(["--dry-run"] if dry_run else [])]) == 2
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and captured.out == ""
+    assert ": run movie_polarity-nope-softmax-seed0-ftseed0 (" in errors[0]
+    assert f"data.batch_size must be an integer in 1..2147483647, got {2**63}" in errors[0]
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
 def test_a_glob_matching_nothing_is_one_error_line(tmp_path, monkeypatch, capsys):
     write_sweep(tmp_path / "sweep.yaml", ["runs/nothing/*/checkpoints/last.ckpt"])
     monkeypatch.chdir(tmp_path)

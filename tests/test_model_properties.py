@@ -160,8 +160,8 @@ def test_incompatible_pairs_are_refused_naming_valid_kernels(position, attention
             r"not divisible by num_heads 3.*\[1, 2, 5, 10, 25, 50\]",
         ),
         ({"hidden_size": 30, "num_heads": 2}, r"rope needs an even head size.*15"),
-        ({"hidden_size": 0}, r"hidden_size must be a positive integer"),
-        ({"num_layers": -1}, r"num_layers must be a positive integer"),
+        ({"hidden_size": 0}, r"hidden_size must be an integer in 1\.\."),
+        ({"num_layers": -1}, r"num_layers must be an integer in 1\.\."),
         ({"dropout": 1.5}, r"dropout must be in \[0, 1\)"),
         (
             {"position": "deberta", "position_kwargs": {"c2p": False, "p2c": False}},

@@ -300,9 +300,15 @@ def test_resumed_loader_continues_with_the_same_batches():
         ({"tokenizer_file": "t.json"}, "data.tokenizer_file='t.json' cannot go with data.probe"),
         ({"max_train_blocks": 5}, "data.max_train_blocks=5 cannot go with data.probe"),
         ({"document_mask": True}, "data.document_mask=true cannot go with data.probe"),
-        ({"probe_symbols": 1}, "data.probe_symbols must be an integer >= 2, got 1"),
-        ({"probe_min_length": 0}, "data.probe_min_length must be a positive integer, got 0"),
-        ({"probe_max_length": 1.5}, "data.probe_max_length must be a positive integer, got 1.5"),
+        ({"probe_symbols": 1}, "data.probe_symbols must be an integer in 2..2147483647, got 1"),
+        (
+            {"probe_min_length": 0},
+            "data.probe_min_length must be an integer in 1..2147483647, got 0",
+        ),
+        (
+            {"probe_max_length": 1.5},
+            "data.probe_max_length must be an integer in 1..2147483647, got 1.5",
+        ),
         (
             {"probe_min_length": 7},
             "data.probe_min_length must be <= data.probe_max_length=6, got 7",
@@ -315,7 +321,7 @@ def test_resumed_loader_continues_with_the_same_batches():
             {"probe": "recall", "probe_max_length": 9, "max_length": 40},
             "data.probe_max_length=9 is invalid for probe 'recall'.*<= 8 with 16 symbols",
         ),
-        ({"seed": -1}, "data.seed must be an integer >= 0, got -1"),
+        ({"seed": -1}, "data.seed must be an integer in 0..4294967295, got -1"),
     ],
 )
 def test_bad_probe_settings_are_one_line(overrides, message):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -177,38 +179,103 @@ def test_resume_an_interrupted_run_from_its_last_checkpoint(grid4, tmp_path, mon
 
 
 def test_a_failing_run_does_not_stop_the_others_and_is_retried_alone(tmp_path, monkeypatch, capsys):
-    # rope base must be > 1: parses fine, fails when the child builds the model (exit 2)
-    grid = {"model.position": ["rope"], "model.position_kwargs": [{}, {"base": 0.5}]}
-    write_sweep(tmp_path / "sweep.yaml", grid=grid, name="fails")
+    # an absurd but finite learning rate passes every check and diverges in training (exit 3)
+    grid = {"model.learning_rate": [5e-4, 1e30]}
+    write_sweep(tmp_path / "sweep.yaml", grid=grid, name="fails", **{"trainer.max_steps": 4})
     monkeypatch.chdir(tmp_path)
     launches = Launches(real=True)
     monkeypatch.setattr(runner, "launch", launches)
     assert main(["sweep", "--config", "sweep.yaml"]) == 1
-    assert launches.versions() == ["rope-default", "rope-base=0.5"]
+    good, bad = "learning_rate0.0005", "learning_rate1e+30"
+    assert launches.versions() == [good, bad]
     out = capsys.readouterr().out
     table = out[out.index("version") :]
-    assert "rope-default" in table and "finished" in table
-    failed_row = next(line for line in table.splitlines() if line.startswith("rope-base=0.5"))
-    assert "failed" in failed_row and " 2 " in failed_row and "rope base must be > 1" in failed_row
-    assert "1 of 2 runs failed: rope-base=0.5" in out
+    assert good in table and "finished" in table
+    failed_row = next(line for line in table.splitlines() if line.startswith(bad))
+    assert "failed" in failed_row and " 3 " in failed_row and "training diverged" in failed_row
+    assert f"1 of 2 runs failed: {bad}" in out
     sweep_dir = tmp_path / "runs" / "fails"
-    assert (sweep_dir / "rope-default" / "sweep_done.json").is_file()
+    assert (sweep_dir / good / "sweep_done.json").is_file()
     status = runner.read_json(sweep_dir / "sweep_status.json")["runs"]
-    assert status["rope-default"]["status"] == "finished"
-    assert (status["rope-base=0.5"]["status"], status["rope-base=0.5"]["exit_code"]) == (
-        "failed",
-        2,
-    )
-    assert any("rope base must be > 1" in line for line in status["rope-base=0.5"]["stderr_tail"])
-    assert "rope base must be > 1" in (sweep_dir / "sweep_logs" / "rope-base=0.5.err").read_text()
+    assert status[good]["status"] == "finished"
+    assert (status[bad]["status"], status[bad]["exit_code"]) == ("failed", 3)
+    assert any("training diverged" in line for line in status[bad]["stderr_tail"])
+    assert "training diverged" in (sweep_dir / "sweep_logs" / f"{bad}.err").read_text()
 
     # the retry launches only the failed run (faked here: it fails again)
     retry = Launches(code=3)
     monkeypatch.setattr(runner, "launch", retry)
     assert main(["sweep", "--config", "sweep.yaml"]) == 1
-    assert retry.versions() == ["rope-base=0.5"]
-    record = runner.read_json(sweep_dir / "sweep_logs" / "rope-base=0.5.json")
+    assert retry.versions() == [bad]
+    record = runner.read_json(sweep_dir / "sweep_logs" / f"{bad}.json")
     assert (record["attempts"], record["exit_code"]) == (2, 3)
+
+
+# --- signals: a sweep stops its fits as a fit stops itself ---------------------------------
+
+
+def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 240) -> None:
+    end = time.monotonic() + timeout
+    while not path.is_file():
+        assert proc.poll() is None, f"the sweep ended first: {proc.communicate()[1][-2000:]}"
+        assert time.monotonic() < end, f"no {path} after {timeout}s"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    "signum,code",
+    [
+        (signal.SIGTERM, 75),
+        pytest.param(signal.SIGINT, 130, marks=pytest.mark.slow),
+    ],
+)
+def test_a_signal_stops_the_running_fit_with_its_checkpoint_and_starts_nothing_new(
+    signum, code, tmp_path
+):
+    """Three runs, one at a time, each far too long to finish: the signal reaches the
+    sweep once the first has a checkpoint. The sweep passes it on (the fit saves
+    ``last.ckpt`` and exits as a fit stopped by it does), starts neither queued run, and
+    exits with the fit's code at once; the same command then resumes the stopped run."""
+    grid = {"seed_everything": [0, 1, 2]}
+    write_sweep(
+        tmp_path / "sweep.yaml",
+        grid=grid,
+        name="sig",
+        **{"trainer.max_steps": 100_000, "trainer.val_check_interval": 2},
+    )
+    sweep = [sys.executable, "-m", "roformer_lit", "sweep", "--config", "sweep.yaml"]
+    proc = subprocess.Popen(
+        sweep, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    sweep_dir = tmp_path / "runs" / "sig"
+    first = sweep_dir / "seed0" / "checkpoints" / "last.ckpt"
+    wait_for(first, proc)
+    proc.send_signal(signum)
+    t0 = time.monotonic()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err[-3000:]
+    assert time.monotonic() - t0 < 90  # the fit's step and save, not 100 000 steps
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(f"sweep stopped by {signum.name}")
+    record = runner.read_json(sweep_dir / "sweep_logs" / "seed0.json")
+    assert record["exit_code"] == code  # the fit itself stopped by the signal, not killed
+    fit_err = (sweep_dir / "sweep_logs" / "seed0.err").read_text()
+    stopped = "interrupted by Ctrl-C" if signum == signal.SIGINT else "preempted by SIGTERM"
+    assert f"{stopped} at step " in fit_err
+    step = int(fit_err.split(f"{stopped} at step ")[1].split(":")[0])
+    assert torch.load(first, map_location="cpu", weights_only=False)["global_step"] == step
+    assert not (sweep_dir / "seed1").exists() and not (sweep_dir / "seed2").exists()
+    assert "start seed1" not in out and "start seed2" not in out
+    assert not (sweep_dir / "seed0" / "sweep_done.json").exists()
+
+    dry = subprocess.run(
+        [*sweep, "--dry-run"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    commands = [shlex.split(line) for line in dry.stdout.strip().splitlines()]
+    assert [arg(c, VERSION) for c in commands] == ["seed0", "seed1", "seed2"]
+    assert arg(commands[0], "--ckpt_path") == "runs/sig/seed0/checkpoints/last.ckpt"
+    assert all("--ckpt_path" not in c for c in commands[1:])
 
 
 # --- without real fits ---------------------------------------------------------------------
@@ -411,6 +478,109 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
     assert len(lines) == expected
 
 
+# --- the pre-launch check: every combination through fit's rules ----------------------------
+
+#: A probe run's settings (the tiny overrides' corpus block limit is refused beside a probe).
+PROBE = {"data.max_train_blocks": None, "data.max_length": 17, "data.probe_max_length": 8}
+#: name -> (grid, extra overrides, the bad run's name, text of fit's rule in the line)
+BAD_COMBINATIONS = {
+    "unknown_task": (
+        {"data.probe": ["copy", "copyy"]},
+        PROBE,
+        "copyy",
+        "data.probe='copyy' is not a probe task",
+    ),
+    "probe_length_past_max_length": (
+        {"data.probe_max_length": [8, 9]},
+        {"data.max_train_blocks": None, "data.max_length": 17, "data.probe": "copy"},
+        "probe_max_length9",
+        "data.max_length=17 is too short for probe 'copy'",
+    ),
+    "random_positions_below_the_length": (
+        {"data.random_positions": [64, 16]},
+        {},
+        "random_positions16",
+        "data.random_positions must be >= data.max_length=32",
+    ),
+    "scheme_option_out_of_range": (
+        {"model.position_kwargs": [{}, {"base": 0.5}]},
+        {},
+        "base=0.5",
+        "rope base must be > 1 and finite, got 0.5",
+    ),
+    "kernel_cannot_take_the_scheme": (
+        {"model.position": ["rope", "alibi"], "model.attention": ["linear"]},
+        {},
+        "alibi-linear",
+        "position 'alibi' adds a score bias, which attention 'linear' cannot take",
+    ),
+    "random_positions_with_a_scheme_reading_none": (
+        {"model.position": ["rope", "nope"]},
+        {"data.random_positions": 64},
+        "nope",
+        "needs a position scheme that reads positions",
+    ),
+    "length_past_the_position_table": (
+        {"model.max_positions": [64, 16]},
+        {"model.position": "learned"},
+        "max_positions16",
+        "data.max_length=32 exceeds the 'learned' position table",
+    ),
+    "document_mask_with_a_kernel_that_cannot": (
+        {"model.attention": ["softmax", "linear"]},
+        {"data.document_mask": True},
+        "linear",
+        "data.document_mask true needs an attention kernel that keeps documents apart",
+    ),
+    "huge_integer": (
+        {"data.probe_symbols": [16, 2**63]},
+        {**PROBE, "data.probe": "copy"},
+        f"probe_symbols{2**63}",
+        f"data.probe_symbols must be an integer in 2..2147483647, got {2**63}",
+    ),
+}
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+@pytest.mark.parametrize("case", list(BAD_COMBINATIONS))
+def test_every_combination_goes_through_fits_rules_before_anything_starts(
+    case, dry_run, tmp_path, monkeypatch, capsys
+):
+    grid, overrides, bad_run, rule = BAD_COMBINATIONS[case]
+    write_sweep(tmp_path / "sweep.yaml", grid=grid, name="bad", **overrides)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    capsys.readouterr()
+    code = main(["sweep", "--config", "sweep.yaml", *(["--dry-run"] if dry_run else [])])
+    captured = capsys.readouterr()
+    assert code == 2, captured.err[-2000:]
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in captured.err, captured.err[-2000:]
+    assert f": run {bad_run} (" in errors[0] and rule in errors[0], errors[0]
+    assert captured.out == ""  # not one command printed, not one run announced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.yaml"]
+
+
+def test_fit_and_sweep_share_one_pre_launch_check(monkeypatch, tmp_path):
+    """The sweep's check of a combination is the very function fit calls before it starts."""
+    from roformer_lit.commands import prelaunch, pretrain
+
+    seen = []
+    real = prelaunch.check_fit_config
+    monkeypatch.setattr(pretrain, "check_fit_config", lambda c: seen.append(c) or real(c))
+    write_sweep(tmp_path / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    assert main(["sweep", "--config", "sweep.yaml", "--dry-run"]) == 0
+    # each combination (the base with the overrides alone is only parsed: the grid completes it)
+    assert [(c.model.position, c.model.attention) for c in seen] == [
+        ("nope", "softmax"),
+        ("nope", "linear"),
+        ("rope", "softmax"),
+        ("rope", "linear"),
+    ]
+
+
 # --- exclusions ---------------------------------------------------------------------------
 
 
@@ -460,6 +630,63 @@ def test_a_bad_exclude_is_one_line(exclude, words, tmp_path, monkeypatch, capsys
     assert main(["sweep", "--config", str(sweep), "--dry-run"]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and all(w in errors[0] for w in words), errors
+
+
+#: Values that compare equal in Python but are different settings (as YAML writes them).
+LOOKALIKES = [True, 1, 1.0, "1"]
+
+
+@pytest.mark.parametrize("excluded", LOOKALIKES)
+def test_exclude_matches_by_type_and_value(excluded):
+    grid = {"a": list(LOOKALIKES), "b": ["x"]}
+    kept = [dict(run.values)["a"] for run in expand(grid, exclude=[{"a": excluded}])]
+    # the oracle: identity of the YAML value, by its type and its text
+    expected = [v for v in LOOKALIKES if (type(v), repr(v)) != (type(excluded), repr(excluded))]
+    assert [(type(v), v) for v in kept] == [(type(v), v) for v in expected]
+
+
+@pytest.mark.parametrize(
+    "grid,exclude,shown",
+    [
+        ({"seed_everything": [0, 1]}, [{"seed_everything": True}], "True"),
+        ({"data.document_mask": [True, False]}, [{"data.document_mask": 1}], "1"),
+        ({"model.warmup_steps": [1, 2]}, [{"model.warmup_steps": 1.0}], "1.0"),
+    ],
+)
+def test_an_exclude_value_of_another_type_is_one_line(
+    grid, exclude, shown, tmp_path, monkeypatch, capsys
+):
+    data = {"name": "s", "base": str(CONFIGS / "rope.yaml"), "grid": grid, "exclude": exclude}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--config", "s.yaml", "--dry-run"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f"exclude value {shown} of " in errors[0], errors
+    assert "by type and value" in errors[0]
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_excluding_every_combination_is_one_line_and_runs_nothing(
+    dry_run, tmp_path, monkeypatch, capsys
+):
+    data = {
+        "name": "s",
+        "base": str(CONFIGS / "rope.yaml"),
+        "grid": {"model.position": ["nope", "rope"], "seed_everything": [0, 1]},
+        "exclude": [{"model.position": "nope"}, {"model.position": "rope"}],
+    }
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    capsys.readouterr()
+    assert main(["sweep", "--config", "s.yaml", *(["--dry-run"] if dry_run else [])]) == 2
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert (
+        len(errors) == 1 and "exclude removes every one of the grid's 4 combinations" in errors[0]
+    )
+    assert captured.out == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
 
 
 # --- run names ----------------------------------------------------------------------------

@@ -31,9 +31,9 @@ from roformer_lit.commands.checkpoint_settings import (
     config_file_keys,
     typed_keys,
 )
+from roformer_lit.commands.prelaunch import check_fit_config
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError, one_line
-from roformer_lit.model import check_document_mask, check_random_positions
 from roformer_lit.module import MaskedLM
 from roformer_lit.training import run_dir
 from roformer_lit.training.callbacks import (
@@ -52,7 +52,7 @@ from roformer_lit.training.run_logger import RunLogger, unique_version
 from roformer_lit.training.run_name import run_stem
 from roformer_lit.training.run_report import RunReport
 from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY
-from roformer_lit.validation import check_trainer_arguments
+from roformer_lit.validation import check_run_arguments
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
 RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"
@@ -135,9 +135,7 @@ class RoformerCLI(LightningCLI):
         run of their own: their results are appended to the evaluated run's
         ``evaluations.jsonl`` (:meth:`after_validate`, :meth:`after_test`)."""
         config = self.config[self.subcommand] if self.subcommand else self.config
-        check_trainer_arguments(config.trainer)  # before anything is built or created
-        check_document_mask(config)
-        check_random_positions(config)
+        self.check_before_launch(config)  # before anything is built or created
         logger = config.trainer.logger
         if self.subcommand != "fit":
             if is_run_logger(logger):
@@ -172,11 +170,14 @@ class RoformerCLI(LightningCLI):
         if leader:
             run_dir.claim_named(root, name, version, resuming)
 
+    def check_before_launch(self, config: Any) -> None:
+        """The pre-launch check ``sweep`` runs on each combination too
+        (:func:`roformer_lit.commands.prelaunch.check_fit_config`)."""
+        check_fit_config(config)
+
     def _set_seed(self) -> None:
         """Seed everything, refusing a seed numpy cannot take with one line."""
-        seed = self._get(self.config, "seed_everything")
-        if not isinstance(seed, bool) and isinstance(seed, int) and not 0 <= seed < 2**32:
-            raise ConfigError(f"seed_everything={seed} is out of range: must be in [0, 2**32 - 1]")
+        check_run_arguments({"seed_everything": self._get(self.config, "seed_everything")})
         super()._set_seed()
 
     def after_validate(self) -> None:
@@ -419,11 +420,14 @@ def validate_config(
     model_class: type = MaskedLM,
     data_class: type = MLMDataModule,
     parse_only: type[LightningCLI] | None = None,
+    prelaunch: bool = True,
 ) -> Any:
     """Parse ``fit`` arguments (``--config`` files and ``--key value`` overrides) for the given
     model and data classes, with ``parse_only`` (a CLI class that builds nothing; default
-    :class:`_ParseOnly`), without instantiating anything; returns the namespace or raises
-    ConfigError with one line."""
+    :class:`_ParseOnly`), without instantiating anything, then apply the CLI's pre-launch
+    check (``check_before_launch``: every rule ``fit`` applies before it starts) unless
+    ``prelaunch`` is False (a partial config: parsed only); returns the namespace or
+    raises ConfigError with one line."""
     try:
         with warnings.catch_warnings():
             # LightningCLI warns whenever ``args`` is given while ``sys.argv`` holds a command
@@ -446,6 +450,8 @@ def validate_config(
         if is_argument_error(exc):
             raise ConfigError(one_line(exc)) from exc
         raise
+    if prelaunch:
+        cli.check_before_launch(cli.config)  # the very check fit runs before it starts
     return cli.config
 
 

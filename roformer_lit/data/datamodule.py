@@ -68,15 +68,17 @@ from roformer_lit.data.tokenizer import (
 )
 from roformer_lit.errors import ConfigError
 from roformer_lit.validation import (
+    MAX_WORKERS,
     Rule,
-    at_least_int,
     boolean,
     check_arguments,
+    check_fits_in_memory,
+    int_in,
     non_empty_text,
-    non_negative_int,
     one_of,
     optional,
-    positive_int,
+    seed,
+    size,
     unit_interval_open,
     unit_interval_open_right,
 )
@@ -106,23 +108,23 @@ DATA_RULES: dict[str, Rule] = {
     "text_field": non_empty_text,
     "dataset": optional(non_empty_text),
     "dataset_streaming": boolean,
-    "vocab_size": at_least_int(100),
-    "tokenizer_sample_mb": positive_int,
-    "max_length": at_least_int(8),
-    "batch_size": positive_int,
+    "vocab_size": size(100),
+    "tokenizer_sample_mb": size(),
+    "max_length": size(8),
+    "batch_size": size(),
     "mlm_probability": unit_interval_open,
-    "num_workers": non_negative_int,
-    "num_proc": optional(positive_int),
-    "seed": non_negative_int,
-    "max_val_blocks": optional(positive_int),
-    "max_train_blocks": optional(positive_int),
+    "num_workers": int_in(0, MAX_WORKERS),
+    "num_proc": optional(int_in(1, MAX_WORKERS)),
+    "seed": seed,
+    "max_val_blocks": optional(size()),
+    "max_train_blocks": optional(size()),
     "document_mask": boolean,
-    "random_positions": optional(at_least_int(8)),
+    "random_positions": optional(size(8)),
     "validation_positions": one_of(*VALIDATION_POSITIONS),
     "probe": optional(non_empty_text),
-    "probe_min_length": positive_int,
-    "probe_max_length": positive_int,
-    "probe_symbols": at_least_int(2),
+    "probe_min_length": size(),
+    "probe_max_length": size(),
+    "probe_symbols": size(2),
     "probe_hint": unit_interval_open_right,
 }
 
@@ -171,6 +173,84 @@ def _check_probe(settings: dict[str, Any]) -> ProbeTask | None:
             f"at data.probe_max_length={high}: its sequences have {needed} tokens; set "
             f"data.max_length >= {needed}"
         )
+    return task
+
+
+#: A guess on the high side of what one symbol of a probe vocabulary costs (its entry in
+#: the Python dict and in the tokenizer's own tables): the vocabulary's bytes.
+PROBE_BYTES_PER_SYMBOL = 256
+
+
+def data_bytes(settings: dict[str, Any], task: ProbeTask | None) -> tuple[int, str]:
+    """A lower bound on the bytes the data settings allocate at once, and what in words:
+    a batch's ``input_ids``, ``labels`` and ``position_ids`` (``3 * 8 * B * L``); with
+    ``random_positions`` ``R`` one draw of positions (a permutation of ``[0, R)``, ``8 R``);
+    for a probe its validation set (``3 * 8 * N * L``, ``N`` sequences), its vocabulary
+    (:data:`PROBE_BYTES_PER_SYMBOL` per symbol) and a batch's draw over the symbols
+    (``8 * B * S``: ``recall`` orders the keys of each row)."""
+    batch, length = settings["batch_size"], settings["max_length"]
+    need = 3 * 8 * batch * length
+    names = ["data.batch_size", "data.max_length"]
+    if settings["random_positions"] is not None:
+        need += 8 * settings["random_positions"]
+        names.append("data.random_positions")
+    if task is not None:
+        symbols = settings["probe_symbols"]
+        count = settings["max_val_blocks"] or PROBE_VAL_SEQUENCES
+        need += 3 * 8 * count * length + PROBE_BYTES_PER_SYMBOL * symbols + 8 * batch * symbols
+        names += ["data.max_val_blocks", "data.probe_symbols"]
+    values = ", ".join(f"{name}={settings[name.split('.')[1]]}" for name in names)
+    return need, f"the data settings ({values})"
+
+
+def check_data_arguments(settings: dict[str, Any]) -> ProbeTask | None:
+    """Every check of :class:`MLMDataModule`'s arguments that reads nothing and builds
+    nothing (``settings``: every argument by name): the :data:`DATA_RULES`, the settings
+    that must agree with each other, the probe's (:func:`_check_probe`), and the bytes the
+    sizes would allocate against this machine's memory (:func:`data_bytes`). The first
+    failure is one ConfigError line. ``fit`` and ``sweep`` call it before anything is
+    created (:mod:`roformer_lit.commands.prelaunch`), the data module again when it is
+    built. Returns the probe task (None: the corpus)."""
+    check_arguments(settings, DATA_RULES, "data.")
+    span, length = settings["random_positions"], settings["max_length"]
+    if span is not None and span < length:
+        raise ConfigError(
+            f"data.random_positions must be >= data.max_length={length} (the range "
+            f"positions are drawn from) or null, got {span}"
+        )
+    if settings["validation_positions"] == "random" and span is None:
+        raise ConfigError(
+            "data.validation_positions='random' needs data.random_positions (the range "
+            "[0, R) positions are drawn from): set it, or validation_positions: ordinary"
+        )
+    if span is not None and settings["document_mask"]:
+        raise ConfigError(
+            f"data.random_positions={span} cannot go with data.document_mask="
+            "true (positions restart in every document): set one of them off"
+        )
+    dataset = settings["dataset"]
+    if dataset is not None and settings["train_files"] is not None:
+        raise ConfigError(
+            "data.train_files and data.dataset both name the training corpus: give one"
+        )
+    if settings["dataset_val_split"] is not None and settings["val_files"] is not None:
+        raise ConfigError(
+            "data.val_files and data.dataset_val_split both name the validation corpus: give one"
+        )
+    if dataset is None:  # settings that only mean something for a datasets source
+        for name, default in (
+            ("dataset_val_split", None),
+            ("dataset_config", None),
+            ("dataset_split", "train"),
+            ("dataset_streaming", False),
+        ):
+            value = settings[name]
+            if value != default:
+                raise ConfigError(
+                    f"data.{name}={value!r} needs data.dataset (a name or a directory)"
+                )
+    task = _check_probe(settings)
+    check_fits_in_memory(*data_bytes(settings, task))
     return task
 
 
@@ -281,43 +361,7 @@ class MLMDataModule(L.LightningDataModule):
     ) -> None:
         hparams = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         super().__init__()
-        check_arguments(hparams, DATA_RULES, "data.")
-        if random_positions is not None and random_positions < max_length:
-            raise ConfigError(
-                f"data.random_positions must be >= data.max_length={max_length} (the range "
-                f"positions are drawn from) or null, got {random_positions}"
-            )
-        if validation_positions == "random" and random_positions is None:
-            raise ConfigError(
-                "data.validation_positions='random' needs data.random_positions (the range "
-                "[0, R) positions are drawn from): set it, or validation_positions: ordinary"
-            )
-        if random_positions is not None and document_mask:
-            raise ConfigError(
-                f"data.random_positions={random_positions} cannot go with data.document_mask="
-                "true (positions restart in every document): set one of them off"
-            )
-        if dataset is not None and train_files is not None:
-            raise ConfigError(
-                "data.train_files and data.dataset both name the training corpus: give one"
-            )
-        if dataset_val_split is not None and val_files is not None:
-            raise ConfigError(
-                "data.val_files and data.dataset_val_split both name the validation corpus: "
-                "give one"
-            )
-        if dataset is None:  # settings that only mean something for a datasets source
-            for name, value, default in (
-                ("dataset_val_split", dataset_val_split, None),
-                ("dataset_config", dataset_config, None),
-                ("dataset_split", dataset_split, "train"),
-                ("dataset_streaming", dataset_streaming, False),
-            ):
-                if value != default:
-                    raise ConfigError(
-                        f"data.{name}={value!r} needs data.dataset (a name or a directory)"
-                    )
-        self.probe_task = _check_probe(hparams)
+        self.probe_task = check_data_arguments(hparams)
         # The requested vocab size is saved as ``requested_vocab_size``: the model's
         # ``vocab_size`` is the tokenizer's real size (linked by the CLI), and Lightning
         # refuses a data-module hyperparameter that contradicts a model one.

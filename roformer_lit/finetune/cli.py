@@ -30,6 +30,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
@@ -47,6 +48,7 @@ from roformer_lit.commands.pretrain import (
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.finetune.datamodule import TaskDataModule
 from roformer_lit.finetune.module import SequenceClassifier
+from roformer_lit.finetune.prelaunch import check_finetune_config
 from roformer_lit.finetune.pretrained import check_resumed_pretrained, read_pretrained
 from roformer_lit.finetune.tasks import TASKS, get_task
 from roformer_lit.training import run_dir
@@ -55,7 +57,6 @@ from roformer_lit.training.checkpoint_io import FINE_TUNING, checkpoint_kind, re
 from roformer_lit.training.final_validation import ValidateAtEnd
 from roformer_lit.training.lightning_compat import subcommand_options
 from roformer_lit.training.run_logger import unique_version
-from roformer_lit.validation import check_trainer_arguments
 
 #: ``checkpoint.monitor`` default: replaced by ``val/<the task's main metric>``.
 AUTO_MONITOR = "auto"
@@ -147,11 +148,15 @@ class FinetuneCLI(RoformerCLI):
             update = {"validate": {"model": fill, "data": data}}
             self.config = self.parser.parse_object(update, self.config)
 
+    def check_before_launch(self, config: Any) -> None:
+        """The fine-tuning rules, shared with ``sweep`` (:func:`check_finetune_config`)."""
+        check_finetune_config(config)
+
     def before_instantiate_classes(self) -> None:
         """Resolve the monitored metric and name a new run ``<task>-<position>-seed<N>``;
         the rest (resuming into a checkpoint's own run, locking) is RoformerCLI's."""
         config = self.config[self.subcommand] if self.subcommand else self.config
-        check_trainer_arguments(config.trainer)
+        self.check_before_launch(config)
         spec = get_task(config.data.task)
         checkpoint = read_pretrained(config.model.pretrained)  # one line if it is not one
         logger = config.trainer.logger

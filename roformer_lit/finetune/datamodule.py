@@ -39,15 +39,8 @@ from roformer_lit.finetune.examples import (
 )
 from roformer_lit.finetune.pretrained import check_tokenizer_covers, load_tokenizer
 from roformer_lit.finetune.tasks import TaskSpec, get_task
-from roformer_lit.validation import (
-    Rule,
-    at_least_int,
-    check_arguments,
-    int_in,
-    non_negative_int,
-    optional,
-    positive_int,
-)
+from roformer_lit.validation import MAX_WORKERS, Rule, check_arguments, int_in, optional, size
+from roformer_lit.validation import seed as seed_rule
 
 #: Most classes a head may have (given as ``data.num_labels`` or inferred from the labels).
 MAX_LABELS = 1 << 16
@@ -71,10 +64,11 @@ class EncodedTask(Dataset[tuple[list[int], int | float]]):
 #: The arguments of :class:`TaskDataModule` with a range of their own (checked by
 #: :func:`~roformer_lit.validation.check_arguments`).
 TASK_DATA_RULES: dict[str, Rule] = {
-    "max_length": at_least_int(3),  # [CLS] x [SEP]
-    "batch_size": positive_int,
-    "num_workers": non_negative_int,
+    "max_length": size(3),  # [CLS] x [SEP]
+    "batch_size": size(),
+    "num_workers": int_in(0, MAX_WORKERS),
     "num_labels": optional(int_in(1, MAX_LABELS)),  # 1: a regression
+    "seed": seed_rule,
 }
 
 
@@ -121,6 +115,7 @@ class TaskDataModule(L.LightningDataModule):
             "batch_size": batch_size,
             "num_workers": num_workers,
             "num_labels": num_labels,
+            "seed": seed,
         }
         check_arguments(arguments, TASK_DATA_RULES, "data.")
         self.train_paths: list[Path] | None = None

@@ -44,7 +44,7 @@ from roformer_lit.validation import (
     one_of,
     optional,
     pair,
-    positive_int,
+    size,
     unit_interval,
     unit_interval_open_right,
 )
@@ -66,7 +66,7 @@ def pool(hidden: Tensor, attention_mask: Tensor | None, pooling: str) -> Tensor:
 #: :func:`~roformer_lit.validation.check_arguments`; ``pretrained`` by
 #: :func:`~roformer_lit.finetune.pretrained.read_pretrained`).
 CLASSIFIER_RULES: dict[str, Rule] = {
-    "num_labels": positive_int,  # linked from the data module: 1 is a regression
+    "num_labels": size(),  # linked from the data module: 1 is a regression
     "pooling": one_of(*POOLINGS),
     "learning_rate": finite_non_negative_float,
     "weight_decay": finite_non_negative_float,

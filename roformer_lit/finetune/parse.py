@@ -6,11 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from roformer_lit.commands.pretrain import validate_config
-from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.cli import FinetuneCLI
 from roformer_lit.finetune.datamodule import TaskDataModule
 from roformer_lit.finetune.module import SequenceClassifier
-from roformer_lit.finetune.tasks import get_task
 
 
 class _ParseOnly(FinetuneCLI):
@@ -23,12 +21,9 @@ class _ParseOnly(FinetuneCLI):
         pass
 
 
-def validate_finetune_config(args: Sequence[str]) -> Any:
+def validate_finetune_config(args: Sequence[str], prelaunch: bool = True) -> Any:
     """Parse ``finetune`` arguments (``--config`` files and ``--key value`` overrides) without
     reading the checkpoint or the data; the task name is checked too. Returns the namespace
-    or raises ConfigError with one line."""
-    config = validate_config(args, SequenceClassifier, TaskDataModule, _ParseOnly)
-    get_task(config.data.task)
-    if config.model.pretrained is None:
-        raise ConfigError("model.pretrained is not set: give the checkpoint to fine-tune")
-    return config
+    or raises ConfigError with one line (the check ``finetune`` runs before it starts:
+    :func:`~roformer_lit.finetune.prelaunch.check_finetune_config`)."""
+    return validate_config(args, SequenceClassifier, TaskDataModule, _ParseOnly, prelaunch)

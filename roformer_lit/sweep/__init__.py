@@ -31,11 +31,16 @@ their key (``seed1``, ``max_length256``), booleans as ``key=value``, mappings as
 joined with ``+`` (``{c2p: true, p2c: false}`` -> ``c2p+no-p2c``, ``{}`` -> ``default``);
 e.g. ``xl-softmax-seed1``. If that is ambiguous, names become ``position=xl,seed=1``.
 
-Every combination is checked by the CLI's parser before anything runs or is created.
-Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0) are skipped;
+Every combination goes through the check the command runs before it starts
+(:func:`roformer_lit.commands.prelaunch.check_fit_config`, or fine-tuning's) before anything
+runs or is created, ``--dry-run`` or not; the first bad one is one line naming its run and
+the rule. ``exclude:`` drops combinations (matched by type and value, see
+:mod:`roformer_lit.sweep.spec`); excluding all of them is an error. Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0) are skipped;
 interrupted runs resume from their ``last.ckpt``; a partial run without a checkpoint is moved
 aside to ``<version>.failed-<k>``. A failed run does not stop the others; the sweep ends with
-a summary table and exit code 1 if any run failed. See :mod:`roformer_lit.sweep.runner` for
+a summary table and exit code 1 if any run failed. SIGTERM (exit 75) or Ctrl-C (130) is
+passed on once to the running fits, which save ``last.ckpt`` and stop; nothing queued starts,
+and the same command resumes them. See :mod:`roformer_lit.sweep.runner` for
 the files under ``<root>/<name>/``.
 
 ``--launcher slurm`` submits one job array with sbatch (:mod:`roformer_lit.sweep.slurm`); on
@@ -210,12 +215,12 @@ def main(args: Sequence[str]) -> int:
     def on_result(record: dict[str, Any]) -> None:
         runner.write_status(sweep_dir, meta, tasks)
 
-    completed = local.run(on_result)
+    local.run(on_result)
     runner.write_status(sweep_dir, meta, tasks)
     for task in todo:
         record = local.results.get(task.version, {"status": "not started"})
         rows[task.version] = {**record, "note": _note(record)}
-    return _finish([rows[t.version] for t in tasks], sweep_dir, interrupted=not completed)
+    return _finish([rows[t.version] for t in tasks], sweep_dir, stopped_by=local.stopped_by)
 
 
 def _note(record: dict[str, Any]) -> str:
@@ -229,16 +234,28 @@ def _note(record: dict[str, Any]) -> str:
     return note[:120]
 
 
-def _finish(rows: list[dict[str, Any]], sweep_dir: Path, interrupted: bool = False) -> int:
+def _finish(rows: list[dict[str, Any]], sweep_dir: Path, stopped_by: int | None = None) -> int:
+    """The summary table and the exit code: 0 all finished, 1 a run failed, and 75
+    (SIGTERM) or 130 (Ctrl-C) when a signal stopped the sweep (its running fits saved
+    their ``last.ckpt``; the same command continues)."""
+    import signal
+
     from roformer_lit.sweep.runner import summary_table
+    from roformer_lit.training.startup_signals import EXIT_INTERRUPTED, EXIT_PREEMPTED
 
     print()
     print(summary_table(rows))
     failed = [r for r in rows if r.get("status") not in ("finished", "skipped")]
     print()
-    if interrupted:
-        print(f"interrupted; run the same command again to continue ({sweep_dir})")
-        return 130
+    if stopped_by is not None:
+        name = signal.Signals(stopped_by).name
+        print(f"stopped by {name}; run the same command again to continue ({sweep_dir})")
+        print(
+            f"sweep stopped by {name}: the running fits saved last.ckpt and stopped, nothing "
+            "else was started; run the same command again to continue",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else EXIT_PREEMPTED
     if failed:
         print(
             f"{len(failed)} of {len(rows)} runs failed: {', '.join(str(r['version']) for r in failed)}"

@@ -39,16 +39,23 @@ def is_glob(value: Any) -> bool:
     return isinstance(value, str) and has_glob(value)
 
 
-def expand_pretrained(grid: Mapping[str, list[Any]], where: str) -> dict[str, list[Any]]:
+def expand_pretrained(
+    grid: Mapping[str, list[Any]], where: str
+) -> tuple[dict[str, list[Any]], dict[str, tuple[str, ...]]]:
     """``grid`` with the globs among its ``model.pretrained`` values expanded (sorted), every
-    value checked to be a checkpoint file (:func:`check_pretrained`) before anything runs."""
+    value checked to be a checkpoint file (:func:`check_pretrained`) before anything runs;
+    and where each expanded path came from (path -> the grid values, globs or the path
+    itself, that gave it), so an ``exclude`` naming a glob matches every file it matched."""
     out = {k: list(v) for k, v in grid.items()}
+    origins: dict[str, tuple[str, ...]] = {}
     if PRETRAINED_KEY not in grid:
-        return out
+        return out, origins
     values: list[Any] = []
     for value in grid[PRETRAINED_KEY]:
         if not is_glob(value):
             values.append(check_pretrained(value, f"{where}: grid key {PRETRAINED_KEY!r}"))
+            if isinstance(value, str):
+                origins[value] = (*origins.get(value, ()), value)
             continue
         matches = sorted(glob.glob(value, recursive=True))
         if not matches:
@@ -65,8 +72,10 @@ def expand_pretrained(grid: Mapping[str, list[Any]], where: str) -> dict[str, li
                     "runs/<sweep>/*/checkpoints/last.ckpt"
                 )
         values.extend(matches)
+        for match in matches:
+            origins[match] = (*origins.get(match, ()), value)
     out[PRETRAINED_KEY] = list(dict.fromkeys(values))  # a file matched twice: once
-    return out
+    return out, origins
 
 
 def check_pretrained(value: Any, where: str) -> Any:

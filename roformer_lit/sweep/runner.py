@@ -190,7 +190,10 @@ def launch(
     started: Callable[[subprocess.Popen], None] | None = None,
 ) -> int:
     """Start one ``fit`` process, wait for it, return its exit code (tests replace this).
-    On Linux the child gets SIGTERM when this process dies (:func:`_die_with_parent`)."""
+    On Linux the child gets SIGTERM when this process dies (:func:`_die_with_parent`). The
+    child runs in a session of its own: a Ctrl-C at the terminal reaches the sweep alone,
+    which passes exactly one signal on (:meth:`LocalRunner.run`); two would stop a fit
+    without its ``last.ckpt``."""
     proc = subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -198,6 +201,7 @@ def launch(
         stdout=stdout,
         stderr=stderr,
         preexec_fn=_die_with_parent(os.getpid()),
+        start_new_session=True,
     )
     if started is not None:
         started(proc)
@@ -310,6 +314,8 @@ class LocalRunner:
         self.lock = threading.Lock()
         self.procs: dict[str, subprocess.Popen] = {}
         self.stopping = threading.Event()
+        #: The signal that stopped the sweep (SIGTERM or SIGINT), passed on to every run.
+        self.stopped_by: int | None = None
         self.results: dict[str, dict[str, Any]] = {}
 
     def _print(self, line: str) -> None:
@@ -338,7 +344,7 @@ class LocalRunner:
                 task,
                 extra_env=gpu["env"],
                 extra_args=gpu["args"],
-                started=lambda p: self.procs.__setitem__(task.version, p),
+                started=lambda p: self._started(task.version, p),
                 on_start=on_start,
             )
         finally:
@@ -354,39 +360,74 @@ class LocalRunner:
             )
         return record
 
+    def _started(self, version: str, proc: subprocess.Popen) -> None:
+        """Register a run's process; one started while the sweep stops gets the signal too."""
+        with self.lock:
+            self.procs[version] = proc
+            if self.stopped_by is not None and proc.poll() is None:
+                proc.send_signal(self.stopped_by)
+
+    def _stop(self, signum: int) -> None:
+        """Start nothing new and pass ``signum`` on to every running fit, once: each saves
+        its ``last.ckpt`` and exits (75 for SIGTERM, 130 for SIGINT), as a fit stopped by
+        the signal does; the next sweep resumes them."""
+        with self.lock:
+            self.stopped_by = signum
+            self.stopping.set()
+            running = [p for p in self.procs.values() if p.poll() is None]
+            for proc in running:
+                proc.send_signal(signum)
+        name = signal.Signals(signum).name
+        self._print(
+            f"{name}: stopping {len(running)} running fit(s), each saves last.ckpt; starting "
+            "no other (run the same command again to continue)"
+        )
+
     def run(self, on_result: Callable[[dict[str, Any]], None] | None = None) -> bool:
-        """Run every task; returns False if interrupted (Ctrl-C)."""
+        """Run every task; returns False if stopped by a signal (:attr:`stopped_by`: Ctrl-C's
+        SIGINT or SIGTERM). A signal starts nothing new, passes the signal on to the running
+        fits (:meth:`_stop`) and waits only for them; a second Ctrl-C kills them."""
+        from roformer_lit.training.startup_signals import Terminated
+
         pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sweep")
         futures = [pool.submit(self._one, i + 1, t) for i, t in enumerate(self.tasks)]
-        interrupted = False
         try:
-            for task, future in zip(self.tasks, futures, strict=True):
-                while True:
-                    try:
-                        record = future.result(timeout=0.5)
-                        break
-                    except FutureTimeout:
-                        continue
-                self.results[task.version] = record
-                if on_result is not None:
-                    on_result(record)
-        except KeyboardInterrupt:
-            interrupted = True
-            self.stopping.set()
-            self._print("interrupted: stopping the running fits (they resume next time)")
-            for proc in list(self.procs.values()):
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGINT)
-            for task, future in zip(self.tasks, futures, strict=True):
+            try:
+                for task, future in zip(self.tasks, futures, strict=True):
+                    while True:
+                        try:
+                            record = future.result(timeout=0.5)
+                            break
+                        except FutureTimeout:
+                            continue
+                    self.results[task.version] = record
+                    if on_result is not None:
+                        on_result(record)
+            except (KeyboardInterrupt, Terminated) as exc:
+                self._stop(signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM)
+            if self.stopped_by is not None:
+                self._wait_for_the_stopped(futures)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return self.stopped_by is None
+
+    def _wait_for_the_stopped(self, futures: Sequence[Any]) -> None:
+        """Collect every task's record after a stop; a repeated SIGTERM changes nothing, a
+        second Ctrl-C kills the fits at once."""
+        from roformer_lit.training.startup_signals import Terminated
+
+        for task, future in zip(self.tasks, futures, strict=True):
+            while True:
                 try:
                     self.results[task.version] = future.result()
-                except KeyboardInterrupt:  # pragma: no cover - a second Ctrl-C
-                    for proc in list(self.procs.values()):
-                        proc.kill()
+                    break
+                except Terminated:
+                    continue
+                except KeyboardInterrupt:
+                    with self.lock:
+                        for proc in list(self.procs.values()):
+                            proc.kill()
                     raise
-        finally:
-            pool.shutdown(wait=True)
-        return not interrupted
 
 
 #: Appended to every command run with ``--devices``.

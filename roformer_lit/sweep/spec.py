@@ -151,19 +151,29 @@ def load_sweep(path: str | Path, root: str = "runs", validate: bool = True) -> S
     if not isinstance(slurm, dict):
         raise ConfigError(f"{where}: slurm must be a mapping of executor options")
 
-    exclude = _check_exclude(raw.get("exclude"), grid, where)
+    origins: dict[str, dict[Any, tuple[Any, ...]]] = {}
     if command == "finetune":
         if PRETRAINED_KEY in overrides:
             check_pretrained(
                 overrides[PRETRAINED_KEY], f"{where}: overrides key {PRETRAINED_KEY!r}"
             )
-        grid = expand_pretrained(grid, where)
+        expanded, paths = expand_pretrained(grid, where)
+        origins[PRETRAINED_KEY] = dict(paths)
+        exclude = _check_exclude(raw.get("exclude"), grid, where, expanded)
+        grid = expanded
         labels = {PRETRAINED_KEY: pretrained_labels(grid.get(PRETRAINED_KEY, []))}
         sweep = Sweep(path, name, base, grid, dict(overrides), command, dict(slurm))
-        sweep.runs = expand(grid, labels, FINETUNE_KEY_ALIASES, exclude)
+        sweep.runs = expand(grid, labels, FINETUNE_KEY_ALIASES, exclude, origins)
     else:
+        exclude = _check_exclude(raw.get("exclude"), grid, where)
         sweep = Sweep(path, name, base, grid, dict(overrides), command, dict(slurm))
         sweep.runs = expand(grid, exclude=exclude)
+    if not sweep.runs:
+        total = len(list(itertools.product(*grid.values())))
+        raise ConfigError(
+            f"{where}: exclude removes every one of the grid's {total} combinations: nothing "
+            "would run; narrow or drop an exclude entry"
+        )
     if validate:
         validate_sweep(sweep, root)
     return sweep
@@ -232,11 +242,31 @@ def _check_grid(grid: Any, where: str) -> dict[str, list[Any]]:
     return {k: list(v) for k, v in grid.items()}
 
 
-def _check_exclude(exclude: Any, grid: Mapping[str, list[Any]], where: str) -> list[dict]:
+def same_value(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` equal in type and value, all the way down (as YAML wrote them):
+    ``true`` is not ``1``, ``1.0`` is not ``1``, ``"1"`` is not ``1``; mappings and lists
+    item by item. Exclusions match grid values this way."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _check_exclude(
+    exclude: Any,
+    grid: Mapping[str, list[Any]],
+    where: str,
+    expanded: Mapping[str, list[Any]] | None = None,
+) -> list[dict]:
     """``exclude``: a list of partial combinations (grid key -> value); a combination that
     matches every key of one of them is not run (``{model.position: nope,
     data.random_positions: 1024}``: a pair that has no meaning). Each key must be a grid key
-    and each value one of its grid values, else one line."""
+    and each value one of its grid values as written, or (``expanded``: a fine-tuning
+    sweep's checkpoint globs) one of the values they expand to; values are compared by
+    type and value (:func:`same_value`); else one line."""
     if exclude is None:
         return []
     if not isinstance(exclude, list) or not all(isinstance(e, dict) and e for e in exclude):
@@ -247,12 +277,28 @@ def _check_exclude(exclude: Any, grid: Mapping[str, list[Any]], where: str) -> l
                 raise ConfigError(
                     f"{where}: exclude key {key!r} is not a grid key; grid keys: {', '.join(grid)}"
                 )
-            if value not in grid[key]:
+            allowed = [*grid[key], *(expanded or {}).get(key, [])]
+            if not any(same_value(value, v) for v in allowed):
                 raise ConfigError(
                     f"{where}: exclude value {value!r} of {key!r} is not in its grid values "
-                    f"{grid[key]!r}"
+                    f"{grid[key]!r} (compared by type and value: true is not 1, 1.0 is not 1)"
                 )
     return [dict(e) for e in exclude]
+
+
+def _excluded(
+    combo: Mapping[str, Any],
+    entry: Mapping[str, Any],
+    origins: Mapping[str, Mapping[Any, tuple[Any, ...]]],
+) -> bool:
+    """Whether ``combo`` matches ``entry`` on every key: the same value (:func:`same_value`)
+    or, for a key with ``origins``, a grid value (a glob) its value was expanded from."""
+    for key, wanted in entry.items():
+        value = combo[key]
+        sources = origins.get(key, {}).get(value, ()) if isinstance(value, str) else ()
+        if not same_value(value, wanted) and not any(same_value(s, wanted) for s in sources):
+            return False
+    return True
 
 
 def expand(
@@ -260,17 +306,19 @@ def expand(
     labels: Mapping[str, Mapping[str, str]] | None = None,
     aliases: Mapping[str, str] | None = None,
     exclude: Sequence[Mapping[str, Any]] = (),
+    origins: Mapping[str, Mapping[Any, tuple[Any, ...]]] | None = None,
 ) -> list[Run]:
     """Every combination, in grid order (the last key varies fastest), with unique names
     (``labels`` and ``aliases``: see :func:`version_names`), less those matching an
-    ``exclude`` entry on all its keys."""
+    ``exclude`` entry on all its keys (:func:`_excluded`; ``origins``: key -> expanded
+    value -> the grid values it came from)."""
     keys = list(grid)
     combos = [
         combo
         for combo in (
             tuple(zip(keys, values, strict=True)) for values in itertools.product(*grid.values())
         )
-        if not any(all(dict(combo)[k] == v for k, v in e.items()) for e in exclude)
+        if not any(_excluded(dict(combo), e, origins or {}) for e in exclude)
     ]
     names = version_names(combos, labels, aliases)
     return [Run(v, combo) for v, combo in zip(names, combos, strict=True)]
@@ -389,7 +437,11 @@ def _quiet_seed() -> Iterator[None]:
 
 
 def validate_sweep(sweep: Sweep, root: str) -> None:
-    """Parse the overrides alone, then every combination, without building anything."""
+    """Parse the base with the overrides alone (a partial config: the grid completes it),
+    then put every combination through the pre-launch check the command runs before it
+    starts (``fit``: :func:`roformer_lit.commands.prelaunch.check_fit_config`; ``finetune``:
+    :func:`roformer_lit.finetune.prelaunch.check_finetune_config`), without building
+    anything; the first bad combination is one line naming its run and the rule."""
     if sweep.command == "finetune":
         from roformer_lit.finetune.parse import validate_finetune_config as validate_config
     else:
@@ -403,7 +455,7 @@ def validate_sweep(sweep: Sweep, root: str) -> None:
                 base_args += [f"--{key}", cli_value(value)]
             if sweep.command == "finetune" and PRETRAINED_KEY not in sweep.overrides:
                 base_args += [f"--{PRETRAINED_KEY}", "CHECKPOINT"]  # set by each run
-            validate_config(base_args[1:])
+            validate_config(base_args[1:], prelaunch=False)
         except ConfigError as exc:
             raise ConfigError(f"{where}: base {sweep.base} with the overrides: {exc}") from exc
         for run in sweep.runs:
