@@ -18,6 +18,8 @@ FAST_MODULES = frozenset(
         "test_bias_scheme_oracles",
         "test_p_rope",
         "test_model_properties",
+        "test_blocks",
+        "test_layer_plans",
         "test_seam",
         "test_segments",
         "test_sdpa_backends",

@@ -35,6 +35,7 @@ from torch import Tensor
 
 from roformer_lit.attention.base import AttentionKernel, Rotation
 from roformer_lit.attention.flex import flex_softmax
+from roformer_lit.attention.window import band_half_width, band_mask
 from roformer_lit.errors import ConfigError
 from roformer_lit.score_bias import BiasLookup, ScoreBias, TableLookup
 from roformer_lit.validation import check, one_of
@@ -50,6 +51,7 @@ class SoftmaxAttention(AttentionKernel):
 
     supports_score_bias = True
     supports_segments = True
+    supports_window = True
 
     def __init__(self, *, backend: Literal["auto", "sdpa", "flex"] = "auto") -> None:
         super().__init__()
@@ -90,9 +92,11 @@ class SoftmaxAttention(AttentionKernel):
         rotate: Rotation | None = None,
         dropout_p: float = 0.0,
         segment_ids: Tensor | None = None,
+        window: int | None = None,
     ) -> Tensor:
         if rotate is not None:
             q, k = rotate(q), rotate(k)
+        half = band_half_width(window, q.shape[-2])
         lookup = None if bias is None else self._flex_lookup(q, bias, dropout_p)
         if lookup is not None:
             return flex_softmax(
@@ -103,6 +107,7 @@ class SoftmaxAttention(AttentionKernel):
                 lookup=lookup,
                 key_padding_mask=key_padding_mask,
                 segment_ids=segment_ids,
+                half_window=half,
             )
         mask = None
         if key_padding_mask is not None:
@@ -110,6 +115,9 @@ class SoftmaxAttention(AttentionKernel):
         if segment_ids is not None:  # block-diagonal: [B, 1, L, L]
             same = segment_ids[:, None, :, None] == segment_ids[:, None, None, :]
             mask = same if mask is None else same & mask
+        if half is not None:  # the band |i - j| <= half; a query always sees itself
+            band = band_mask(q.shape[-2], half, q.device)
+            mask = band if mask is None else (band & mask) | band_mask(q.shape[-2], 0, q.device)
         dense = None if bias is None else bias.bias
         if dense is not None:
             mask = dense if mask is None else dense.masked_fill(~mask, -torch.inf)

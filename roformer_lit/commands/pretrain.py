@@ -28,6 +28,7 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from roformer_lit.data.datamodule import MLMDataModule
 from roformer_lit.errors import ConfigError, one_line
+from roformer_lit.layer_plan import plan_label
 from roformer_lit.model import check_document_mask, check_random_positions
 from roformer_lit.module import MaskedLM
 from roformer_lit.training import run_dir
@@ -60,6 +61,8 @@ _ARCHITECTURE_KEYS = (
     "num_heads",
     "intermediate_size",
     "pre_norm",
+    "block",
+    "layer_plan",
 )
 
 
@@ -155,6 +158,8 @@ class RoformerCLI(LightningCLI):
                 )
                 return
             stem = f"{config.model.position}-{config.model.attention}-seed{config.seed_everything}"
+            plan = plan_label(_plain(config.model.get("layer_plan")))
+            stem = f"{stem}-{plan}" if plan else stem
             corpus = corpus_label(config.get("data"))
             stem = f"{stem}-{corpus}" if corpus else stem
             claim = run_dir.claim_new if leader else unique_version

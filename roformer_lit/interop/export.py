@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from roformer_lit.blocks import BlockOptions
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import require_transformers
 from roformer_lit.interop.architectures.base import TOKEN_TYPES
 from roformer_lit.interop.mapping import HFArchitecture, architecture_for, links
 from roformer_lit.interop.tokenizer import as_tokenizer, check_vocabulary, hf_tokenizer_files
+from roformer_lit.layer_plan import LayerSpec, resolve_plan
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -44,6 +46,21 @@ def _check_exportable(model: MaskedLM) -> HFArchitecture:
         raise ConfigError(
             f"cannot export pre_norm=True: Hugging Face {arch.model_class} has post-LN (BERT) "
             "blocks only; export needs pre_norm=False"
+        )
+    plain = LayerSpec("", hp.position, dict(hp.position_kwargs or {}), None)
+    specs = resolve_plan(hp.get("layer_plan"), hp.num_layers, hp.position, hp.position_kwargs)
+    if any(spec.window is not None or spec.scheme_key != plain.scheme_key for spec in specs):
+        raise ConfigError(
+            f"cannot export model.layer_plan: Hugging Face {arch.model_class} has one position "
+            "scheme and global attention in every layer; export needs a plan without windows "
+            "or per-layer position settings (or layer_plan null)"
+        )
+    changed = BlockOptions.from_config(hp.get("block"), hp.pre_norm).changed()
+    if changed:
+        listed = ", ".join(f"{key}={value}" for key, value in changed.items())
+        raise ConfigError(
+            f"cannot export model.block {listed}: Hugging Face {arch.model_class} has BERT's "
+            "block only (gelu MLP, LayerNorm with bias, linear biases); export needs block null"
         )
     arch.check_export(model)
     return arch
