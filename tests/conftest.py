@@ -20,6 +20,7 @@ FAST_MODULES = frozenset(
         "test_model_properties",
         "test_blocks",
         "test_layer_plans",
+        "test_windowed_attention",
         "test_seam",
         "test_segments",
         "test_sdpa_backends",

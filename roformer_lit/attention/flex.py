@@ -46,7 +46,7 @@ def flex_softmax(
     v: Tensor,
     *,
     scale: float,
-    lookup: BiasLookup,
+    lookup: BiasLookup | None,
     key_padding_mask: Tensor | None,
     segment_ids: Tensor | None = None,
     half_window: int | None = None,
@@ -60,7 +60,8 @@ def flex_softmax(
         lookup = lookup.cast(q.dtype)  # the kernel's compute dtype, as SDPA casts its mask
 
     def score_mod(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
-        score = score + lookup(b, h, q_idx, kv_idx).to(score.dtype)
+        if lookup is not None:
+            score = score + lookup(b, h, q_idx, kv_idx).to(score.dtype)
         if key_padding_mask is not None:
             score = torch.where(key_padding_mask[b, kv_idx], score, -torch.inf)
         if segment_ids is not None:
