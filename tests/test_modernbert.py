@@ -129,3 +129,76 @@ def test_what_modernbert_cannot_express_is_refused_in_one_line(changes, expected
     message = str(error.value)
     assert "\n" not in message and expected in message, message
     assert "ModernBertForMaskedLM cannot express it" in message
+
+
+def hf_modernbert(dtype: torch.dtype = torch.float64, **changes):
+    """A random ``ModernBertForMaskedLM`` built by transformers alone (our code plays no
+    part): 6 layers, a global layer every third, window 8, perturbed weights."""
+    from transformers import ModernBertConfig, ModernBertForMaskedLM
+
+    settings = dict(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=6,
+        num_attention_heads=2,
+        max_position_embeddings=64,
+        local_attention=WINDOW,
+        pad_token_id=0,
+        bos_token_id=None,
+        eos_token_id=None,
+        cls_token_id=None,
+        sep_token_id=None,
+    )
+    settings.update(changes)
+    torch.manual_seed(1)
+    hf = ModernBertForMaskedLM(ModernBertConfig(**settings)).to(dtype)
+    with torch.no_grad():
+        for param in hf.parameters():
+            param.add_(0.05 * torch.randn_like(param))
+    return hf.eval()
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"norm_bias": True, "attention_bias": True, "mlp_bias": True, "classifier_bias": True},
+        {"hidden_activation": "silu", "num_hidden_layers": 4},
+    ],
+    ids=["base", "biases", "swiglu"],
+)
+def test_an_hf_modernbert_imports_with_the_same_logits(changes, tmp_path):
+    import roformer_lit
+
+    hf = hf_modernbert(**changes)
+    model = roformer_lit.import_hf(hf)
+    assert model.hparams.layer_plan["pattern"][0] == "global"
+    length = 3 * WINDOW + 2
+    ids = random_ids(2, length)
+    mask = torch.ones(2, length, dtype=torch.long)
+    mask[1, length - 5 :] = 0
+    with torch.no_grad():
+        ours, theirs = model(ids, mask), hf(input_ids=ids, attention_mask=mask).logits
+    real = mask.bool()
+    torch.testing.assert_close(ours[real], theirs[real], atol=1e-8, rtol=1e-8)
+    hf.float().save_pretrained(tmp_path / "hf")  # and from a directory
+    from_dir = roformer_lit.import_hf(tmp_path / "hf")
+    assert from_dir.hparams.layer_plan == model.hparams.layer_plan
+
+
+def test_export_then_import_gives_back_the_same_model():
+    import roformer_lit
+
+    model = recipe_model(torch.float32)
+    back = roformer_lit.import_hf(to_modernbert(model))
+    assert back.hparams.block == {
+        "mlp": "geglu",
+        "norm": "layernorm",
+        "norm_bias": False,
+        "linear_bias": False,
+        "first_norm": False,
+    }
+    ids = random_ids(2, 3 * WINDOW)
+    with torch.no_grad():
+        assert torch.equal(back(ids), model(ids))

@@ -192,3 +192,92 @@ def to_modernbert(model: MaskedLM, dtype: torch.dtype = torch.float32) -> Any:
     state["decoder.weight"] = state["model.embeddings.tok_embeddings.weight"]
     hf.load_state_dict(state)
     return hf.eval()
+
+
+def _import_refuse(setting: str) -> None:
+    raise ConfigError(f"cannot import this {MODEL_CLASS}: {setting}")
+
+
+def _layer_plan(config: Any) -> dict[str, Any]:
+    """The plan of ``config.layer_types``: the shortest repeating pattern, global layers
+    with the full-attention RoPE base, local ones with the window and the sliding base."""
+    names = {"full_attention": "global", "sliding_attention": "local"}
+    kinds = list(config.layer_types)
+    unknown = sorted(set(kinds) - set(names))
+    if unknown:
+        _import_refuse(f"layer_types {unknown}; valid: {', '.join(names)}")
+    types: dict[str, Any] = {}
+    for kind in dict.fromkeys(kinds):
+        rope = config.rope_parameters[kind]
+        if rope.get("rope_type", "default") != "default":
+            _import_refuse(f"rope_type {rope.get('rope_type')!r} in {kind} layers; only 'default'")
+        settings: dict[str, Any] = {"position_kwargs": {"base": float(rope["rope_theta"])}}
+        if kind == "sliding_attention":
+            settings["window"] = int(config.local_attention)
+        types[names[kind]] = settings
+    layers = [names[kind] for kind in kinds]
+    period = next(
+        p
+        for p in range(1, len(layers) + 1)
+        if len(layers) % p == 0 and layers == layers[:p] * (len(layers) // p)
+    )
+    return {"pattern": layers[:period], "types": types}
+
+
+def from_modernbert(hf: Any) -> MaskedLM:
+    """A ``MaskedLM`` (eval mode) equal to a ``ModernBertForMaskedLM``: pre-norm, its GLU,
+    norms, biases and plan; a one-line ConfigError for what our encoder cannot compute."""
+    from roformer_lit.module import MaskedLM
+
+    config = hf.config
+    activation = {value: key for key, value in _ACTIVATION.items()}.get(config.hidden_activation)
+    if activation is None:
+        _import_refuse(f"hidden_activation {config.hidden_activation!r}; valid: gelu, silu")
+    if config.classifier_activation != "gelu":
+        _import_refuse(f"classifier_activation {config.classifier_activation!r}; only 'gelu'")
+    biases = {config.attention_bias, config.mlp_bias, config.classifier_bias}
+    if len(biases) > 1:
+        _import_refuse(
+            "attention_bias, mlp_bias and classifier_bias differ; our linear_bias sets all three"
+        )
+    if getattr(config, "sparse_prediction", False):
+        _import_refuse("sparse_prediction true")
+    model = MaskedLM(
+        position="rope",
+        attention="softmax",
+        vocab_size=config.vocab_size,
+        hidden_size=config.hidden_size,
+        num_layers=config.num_hidden_layers,
+        num_heads=config.num_attention_heads,
+        intermediate_size=config.intermediate_size,
+        max_positions=config.max_position_embeddings,
+        dropout=float(config.mlp_dropout),
+        attention_dropout=float(config.attention_dropout),
+        layer_norm_eps=config.norm_eps,
+        pre_norm=True,
+        init_std=config.initializer_range,
+        block={
+            "mlp": activation,
+            "norm": "layernorm",
+            "norm_bias": None if config.norm_bias else False,
+            "linear_bias": biases.pop(),
+            "first_norm": False,
+        },
+        layer_plan=_layer_plan(config),
+    )
+    state = {k: v.detach().to(device="cpu") for k, v in hf.state_dict().items()}
+    if not torch.equal(state["decoder.weight"], state["model.embeddings.tok_embeddings.weight"]):
+        _import_refuse("its decoder is not tied to the token embeddings")
+    state.setdefault("decoder.bias", torch.zeros(config.vocab_size))  # decoder_bias false
+    model = model.to(state["decoder.weight"].dtype)  # the HF model's precision
+    heads, layers = config.num_attention_heads, config.num_hidden_layers
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            theirs = _their_name(name, layers)
+            if theirs not in state:
+                raise RuntimeError(f"ModernBERT mapping error: {theirs} missing")
+            tensor = state[theirs]
+            if ".attention.qkv." in name:
+                tensor = _qkv_to_halves(tensor, heads, inverse=True)
+            param.copy_(tensor)
+    return model.eval()
