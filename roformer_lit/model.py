@@ -295,10 +295,11 @@ class Encoder(nn.Module):
                     "(segment_ids) cannot be combined: positions restart in every segment; "
                     "set data.random_positions null or data.document_mask false"
                 )
-            in_segments = segment_positions(segment_ids)
+            if any(s.uses_segment_positions for s in self.position_schemes()):
+                in_segments = segment_positions(segment_ids)  # else None means the same
 
         def positions_for(scheme: PositionScheme) -> Tensor | None:
-            # else None means the same (positions/base.py)
+            # a scheme without uses_segment_positions takes None (positions/base.py)
             if in_segments is not None and scheme.uses_segment_positions:
                 return in_segments
             return positions
