@@ -104,3 +104,24 @@ def test_a_config_saved_by_an_earlier_version_gets_the_new_class_path_in_one_lin
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and old in errors[0] and new in errors[0]
     assert saved.read_bytes() == before
+
+
+RECIPES = sorted(p.name for p in (CONFIGS / "recipes").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("size", [None, "base.yaml"])
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_a_recipe_composes_like_any_config_and_builds_its_model(recipe, size):
+    """``configs/recipes/*``: base + recipe (+ a size overlay) resolve to the merged YAML,
+    and the model section builds (a plan's pattern divides the size's layers)."""
+    from roformer_lit import MaskedLM
+
+    files = [CONFIGS / "recipes" / recipe] + ([CONFIGS / "size" / size] if size else [])
+    expected = merged(BASE_CONFIG, *files)
+    args = [arg for f in files for arg in ("--config", str(f))]
+    resolved = validate_config(args)
+    for key in ("block", "layer_plan", "num_layers", "pre_norm"):
+        assert resolved[f"model.{key}"] == expected["model"].get(key), key
+    model = {**expected["model"], "vocab_size": 64, "hidden_size": 32, "num_heads": 2}
+    model["intermediate_size"] = 48
+    MaskedLM(**model)
