@@ -198,6 +198,12 @@ class Encoder(nn.Module):
         shape = EncoderShape(hidden_size, num_heads, num_layers, max_positions, layer_norm_eps)
         keys = list(dict.fromkeys(spec.scheme_key for spec in specs))
         model_key = model_spec.scheme_key
+        used = list(dict.fromkeys(spec.position for spec in specs))
+        if position not in used:
+            raise ConfigError(
+                f"no layer of model.layer_plan uses model.position {position!r}; set "
+                f"model.position to a scheme a layer uses: {', '.join(used)}"
+            )
         if len(keys) == 1:  # one scheme everywhere: the model's, with the layers' options
             model_spec = specs[0]
         self.position = build_scheme(
@@ -206,8 +212,8 @@ class Encoder(nn.Module):
         if len(keys) > 1 and model_key not in keys and _has_parameters(self.position):
             raise ConfigError(
                 f"every layer of model.layer_plan overrides model.position {position!r}, whose "
-                f"parameters would then train nothing; set model.position to a scheme a layer "
-                f"uses: {', '.join(dict.fromkeys(spec.position for spec in specs))}"
+                f"parameters would then train nothing; give one layer type the model's "
+                f"position_kwargs, or set model.position to another scheme a layer uses"
             )
         # (group name or None for the model's scheme, index among the group's layers)
         self._layer_scheme: list[tuple[str | None, int]] = []

@@ -250,6 +250,20 @@ def test_layer_schemes_train_at_the_position_rate():
                     "types": {"a": {"position": "nope"}, "b": {"position": "rope"}},
                 },
             },
+            "no layer of model.layer_plan uses model.position 't5'; set model.position to a "
+            "scheme a layer uses: nope, rope",
+        ),
+        (
+            {
+                "position": "t5",
+                "layer_plan": {
+                    "pattern": ["a", "b"],
+                    "types": {
+                        "a": {"position_kwargs": {"num_buckets": 8}},
+                        "b": {"position_kwargs": {"num_buckets": 16}},
+                    },
+                },
+            },
             "parameters would then train nothing",
         ),
     ],
