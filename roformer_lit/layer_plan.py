@@ -30,6 +30,7 @@ one type everywhere (or no plan) is the model without a plan, bit for bit.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -146,9 +147,14 @@ def resolve_plan(
     return [specs[name] for name in names]
 
 
+#: The longest plan label in a run name; a longer one is cut and given a digest of the whole.
+MAX_LABEL = 80
+
+
 def plan_label(plan: Mapping[str, Any] | None) -> str:
-    """A short label of a plan for run names: ``local-local-global`` (the pattern, or the
-    layers' types), with each windowed type's window (``local128``); ``""`` for no plan."""
+    """A short label of a plan for run names: ``local128x2-global`` (the pattern, or the
+    layers' types, with each windowed type's window and runs of one type counted); ``""``
+    for no plan. Labels past :data:`MAX_LABEL` characters end in a digest of the whole."""
     if not isinstance(plan, Mapping):
         return ""
     names = plan.get("pattern") or plan.get("layers")
@@ -161,4 +167,14 @@ def plan_label(plan: Mapping[str, Any] | None) -> str:
         window = settings.get("window") if isinstance(settings, Mapping) else None
         return f"{name}{window}" if window is not None else str(name)
 
-    return "-".join(label(name) for name in names)
+    runs: list[list[Any]] = []
+    for name in map(label, names):
+        if runs and runs[-1][0] == name:
+            runs[-1][1] += 1
+        else:
+            runs.append([name, 1])
+    text = "-".join(name if count == 1 else f"{name}x{count}" for name, count in runs)
+    if len(text) <= MAX_LABEL:
+        return text
+    digest = hashlib.sha1(text.encode()).hexdigest()[:8]
+    return f"{text[: MAX_LABEL - 9]}-{digest}"

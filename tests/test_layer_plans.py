@@ -172,8 +172,12 @@ def test_windowed_layers_keep_packed_documents_apart_for_every_scheme(position):
 
 def test_a_plan_shows_in_the_run_name_and_compares_variant_columns():
     plan = {"pattern": ["local", "local", "global"], "types": {"local": {"window": 128}}}
-    assert plan_label(plan) == "local128-local128-global"
+    assert plan_label(plan) == "local128x2-global"
     assert plan_label(None) == ""
+    modernbert_base = {"layers": (["global", "local", "local"] * 8)[:22], "types": {}}
+    label = plan_label(modernbert_base)
+    assert len(label) <= 80 and label.startswith("global-localx2-global")
+    assert label != plan_label({**modernbert_base, "layers": modernbert_base["layers"][:21]})
     other = {"pattern": ["local", "local", "global"], "types": {"local": {"window": 64}}}
     base = {"position": "rope", "attention": "softmax"}
     labels = variant_labels([base, {**base, "layer_plan": plan}, {**base, "layer_plan": other}])
