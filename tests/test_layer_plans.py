@@ -9,9 +9,9 @@ import math
 
 import pytest
 import torch
-from model_factory import random_ids, small_model
+from model_factory import VALID_PAIRS, random_ids, small_model
 
-from roformer_lit import POSITION_SCHEMES
+from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES
 from roformer_lit.errors import ConfigError
 from roformer_lit.layer_plan import plan_label
 from roformer_lit.positions.base import PositionScheme
@@ -29,19 +29,42 @@ def _same_model(a, b, ids, mask):
         assert torch.equal(a.encoder(ids, mask), b.encoder(ids, mask))
 
 
-@pytest.mark.parametrize("position", list(POSITION_SCHEMES))
-@pytest.mark.parametrize(
-    "plan",
-    [
-        {"pattern": ["all"]},
-        {"pattern": ["a", "a"], "types": {"a": {"window": 1000}}},  # longer than the rows
-        {"layers": ["a", "a"], "types": {"a": {"position_kwargs": {}}}},
-    ],
-)
-def test_one_type_everywhere_is_the_model_without_a_plan(position, plan):
+ONE_TYPE_PLANS = [
+    {"pattern": ["all"]},
+    {"pattern": ["a", "a"], "types": {"a": {"window": 1000}}},  # longer than the rows
+    {"layers": ["a", "a"], "types": {"a": {"position_kwargs": {}}}},
+]
+
+
+@pytest.mark.parametrize("position,attention", VALID_PAIRS)
+@pytest.mark.parametrize("plan", ONE_TYPE_PLANS)
+def test_one_type_everywhere_is_the_model_without_a_plan(position, attention, plan):
+    windowed = any("window" in t for t in plan.get("types", {}).values())
+    if windowed and not ATTENTION_KERNELS[attention].supports_window:
+        pytest.skip(f"{attention} takes no window (refused below)")
     ids, mask = random_ids(2, 12), torch.ones(2, 12, dtype=torch.bool)
     mask[0, 9:] = False
-    _same_model(small_model(position), small_model(position, layer_plan=plan), ids, mask)
+    plain, planned = (
+        small_model(position, attention),
+        small_model(position, attention, layer_plan=plan),
+    )
+    _same_model(plain, planned, ids, mask)
+
+
+@pytest.mark.parametrize("attention", sorted(ATTENTION_KERNELS))
+def test_per_layer_rope_bases_and_nope_layers_work_on_every_kernel(attention):
+    """Per-layer schemes without a score bias have a meaning on every kernel: a plan of
+    RoPE base 500 and NoPE layers builds, runs and is not the plain RoPE model."""
+    plan = {
+        "pattern": ["a", "b"],
+        "types": {"a": {"position_kwargs": {"base": 500.0}}, "b": {"position": "nope"}},
+    }
+    ids = random_ids(1, 10)
+    with torch.no_grad():
+        planned = small_model("rope", attention, layer_plan=plan).encoder(ids)
+        plain = small_model("rope", attention).encoder(ids)
+    assert torch.isfinite(planned).all()
+    assert not torch.allclose(planned, plain, atol=1e-4)
 
 
 def test_a_plan_restating_the_model_options_is_the_model_with_them():
