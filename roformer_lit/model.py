@@ -4,19 +4,26 @@ x = LN(E[ids] (+ absolute positions));  x = Block_l(x) for l < num_layers
 post-LN block (BERT): x = LN(x + Attn(x));  x = LN(x + FFN(x))
 pre-LN block:         x = x + Attn(LN(x));  x = x + FFN(LN(x));  final LN
 FFN(x) = W_2 gelu(W_1 x);  head(x) = LN(gelu(W x)) E^T + b  (decoder tied to E)
+
+``model.block`` swaps the MLP (GeGLU, SwiGLU), the norm (RMSNorm, LayerNorm without bias)
+and drops linear biases (:mod:`roformer_lit.blocks`); ``model.layer_plan`` gives each
+layer its own scheme, options and window (:mod:`roformer_lit.layer_plan`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.attention import ATTENTION_KERNELS, AttentionKernel
 from roformer_lit.attention.block import SelfAttention
+from roformer_lit.blocks import BlockOptions
 from roformer_lit.errors import ConfigError
+from roformer_lit.layer_plan import LayerSpec, resolve_plan
 from roformer_lit.positions import POSITION_SCHEMES, EncoderShape, LayerPosition, PositionScheme
 from roformer_lit.positions.base import segment_positions
 from roformer_lit.registry import check_options, lookup
@@ -71,7 +78,9 @@ def check_random_positions(config: Mapping[str, Any]) -> None:
 
 
 class EncoderLayer(nn.Module):
-    """One transformer block, post-LN (BERT) or pre-LN."""
+    """One transformer block, post-LN (BERT) or pre-LN, built with ``block``'s options
+    (:mod:`roformer_lit.blocks`); ``attention_norm`` False: no norm before the attention
+    (ModernBERT's first layer)."""
 
     def __init__(
         self,
@@ -81,18 +90,25 @@ class EncoderLayer(nn.Module):
         dropout: float,
         layer_norm_eps: float,
         pre_norm: bool,
+        block: BlockOptions | None = None,
+        attention_norm: bool = True,
     ) -> None:
         super().__init__()
+        block = block or BlockOptions()
         self.attention = attention
-        self.attention_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
-        self.ffn_in = nn.Linear(hidden_size, intermediate_size)
-        self.ffn_out = nn.Linear(intermediate_size, hidden_size)
-        self.ffn_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.attention_norm = (
+            block.norm_layer(hidden_size, layer_norm_eps) if attention_norm else nn.Identity()
+        )
+        bias = block.linear_bias
+        self.ffn_in = nn.Linear(hidden_size, block.ffn_widths(intermediate_size), bias=bias)
+        self.ffn_out = nn.Linear(intermediate_size, hidden_size, bias=bias)
+        self.ffn_norm = block.norm_layer(hidden_size, layer_norm_eps)
         self.dropout = nn.Dropout(dropout)
         self.pre_norm = pre_norm
+        self.block = block
 
     def ffn(self, x: Tensor) -> Tensor:
-        return self.ffn_out(nn.functional.gelu(self.ffn_in(x)))
+        return self.ffn_out(self.block.ffn_activation(self.ffn_in(x)))
 
     def forward(
         self,
@@ -118,7 +134,15 @@ class EncoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-    """Token embeddings, a position scheme and ``num_layers`` blocks sharing one kernel."""
+    """Token embeddings, a position scheme and ``num_layers`` blocks.
+
+    ``block`` (:mod:`roformer_lit.blocks`) chooses the MLP, norms and biases; ``layer_plan``
+    (:mod:`roformer_lit.layer_plan`) gives each layer its own scheme, scheme options and
+    window. Layers whose scheme and options are equal share one scheme instance: the
+    model's (``position``, embedding too) or one in ``layer_positions`` (built over the
+    layers that use it, numbered among themselves). Without a plan, or with one whose
+    layers all resolve alike, there is one scheme, as without a plan.
+    """
 
     def __init__(
         self,
@@ -137,6 +161,8 @@ class Encoder(nn.Module):
         pre_norm: bool,
         position_kwargs: Mapping[str, Any] | None,
         attention_kwargs: Mapping[str, Any] | None,
+        block: Mapping[str, Any] | None = None,
+        layer_plan: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         check_model_arguments(
@@ -155,41 +181,89 @@ class Encoder(nn.Module):
                 "pre_norm": pre_norm,
                 "position_kwargs": position_kwargs,
                 "attention_kwargs": attention_kwargs,
+                "block": block,
+                "layer_plan": layer_plan,
             }
         )
         scheme_cls = lookup(POSITION_SCHEMES, position, "position")
         kernel_cls = lookup(ATTENTION_KERNELS, attention, "attention")
-        position_options = check_options(scheme_cls, position_kwargs, "position", position)
+        check_options(scheme_cls, position_kwargs, "position", position)
         kernel_options = check_options(kernel_cls, attention_kwargs, "attention", attention)
-        if scheme_cls.needs_score_bias and not kernel_cls.supports_score_bias:
-            valid = sorted(n for n, k in ATTENTION_KERNELS.items() if k.supports_score_bias)
-            raise ConfigError(
-                f"position {position!r} adds a score bias, which attention {attention!r} cannot "
-                f"take; valid attention kernels for {position!r}: {', '.join(valid)}"
-            )
+        options = BlockOptions.from_config(block, pre_norm)
+        model_spec = LayerSpec("", position, dict(position_kwargs or {}), None)
+        specs = resolve_plan(layer_plan, num_layers, position, position_kwargs)
+        check_plan(specs, model_spec, kernel_cls, attention)
         self.attention_name = attention
         self.kernel_supports_segments = kernel_cls.supports_segments
         shape = EncoderShape(hidden_size, num_heads, num_layers, max_positions, layer_norm_eps)
-        self.position = scheme_cls(shape, **position_options)
+        keys = list(dict.fromkeys(spec.scheme_key for spec in specs))
+        model_key = model_spec.scheme_key
+        used = list(dict.fromkeys(spec.position for spec in specs))
+        if position not in used:
+            raise ConfigError(
+                f"no layer of model.layer_plan uses model.position {position!r}; set "
+                f"model.position to a scheme a layer uses: {', '.join(used)}"
+            )
+        if len(keys) == 1:  # one scheme everywhere: the model's, with the layers' options
+            model_spec = specs[0]
+        self.position = build_scheme(
+            model_spec, replace(shape, num_layers=_count(specs, model_spec.scheme_key, num_layers))
+        )
+        if len(keys) > 1 and model_key not in keys and _has_parameters(self.position):
+            raise ConfigError(
+                f"every layer of model.layer_plan overrides model.position {position!r}, whose "
+                f"parameters would then train nothing; give one layer type the model's "
+                f"position_kwargs, or set model.position to another scheme a layer uses"
+            )
+        # (group name or None for the model's scheme, index among the group's layers)
+        self._layer_scheme: list[tuple[str | None, int]] = []
+        groups: dict[tuple[str, str], str | None] = {model_spec.scheme_key: None}
+        others: dict[str, PositionScheme] = {}
+        for spec in specs:
+            if spec.scheme_key not in groups:
+                groups[spec.scheme_key] = spec.type
+                others[spec.type] = build_scheme(
+                    spec, replace(shape, num_layers=_count(specs, spec.scheme_key, 0))
+                )
+            group = groups[spec.scheme_key]
+            used = sum(1 for g, _ in self._layer_scheme if g == group)
+            self._layer_scheme.append((group, used))
         self.word_embeddings = nn.Embedding(vocab_size, hidden_size)
-        self.embedding_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.embedding_norm = options.norm_layer(hidden_size, layer_norm_eps)
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
             EncoderLayer(
                 SelfAttention(
-                    hidden_size, num_heads, kernel_cls(**kernel_options), attention_dropout
+                    hidden_size,
+                    num_heads,
+                    kernel_cls(**kernel_options),
+                    attention_dropout,
+                    bias=options.linear_bias,
+                    window=spec.window,
                 ),
                 hidden_size,
                 intermediate_size,
                 dropout,
                 layer_norm_eps,
                 pre_norm,
+                options,
+                attention_norm=options.first_norm or index > 0,
             )
-            for _ in range(num_layers)
+            for index, spec in enumerate(specs)
         )
         self.final_norm = (
-            nn.LayerNorm(hidden_size, eps=layer_norm_eps) if pre_norm else nn.Identity()
+            options.norm_layer(hidden_size, layer_norm_eps) if pre_norm else nn.Identity()
         )
+        if others:  # registered last: no plan leaves the parameters' order and init as before
+            self.layer_positions = nn.ModuleDict(others)
+
+    def position_schemes(self) -> list[PositionScheme]:
+        """Every scheme instance of the encoder: the model's first, then the plan's."""
+        extra = getattr(self, "layer_positions", None)
+        return [self.position, *(extra.values() if extra is not None else ())]
+
+    def _scheme(self, group: str | None) -> PositionScheme:
+        return self.position if group is None else self.layer_positions[group]
 
     def forward(
         self,
@@ -207,12 +281,14 @@ class Encoder(nn.Module):
         (``[B, L]`` long, increasing and distinct along each row: randomized positions),
         token ``i`` of row ``b`` sits at position ``position_ids[b, i]`` instead of ``i``:
         the hidden states are those of a longer row with the tokens at those indices and
-        padding, masked out, everywhere else. The two cannot be combined. Given ``rows``
-        (``[B, L]`` bool), the result is ``forward(...)[rows]``, ``[N, H]``, and the last
-        layer does only the work those rows need: its attention still reads every key and
-        value, but the output projection, FFN and norms run at ``N`` rows.
+        padding, masked out, everywhere else (a layer's window counts tokens, not
+        positions). The two cannot be combined. Given ``rows`` (``[B, L]`` bool), the result
+        is ``forward(...)[rows]``, ``[N, H]``, and the last layer does only the work those
+        rows need: its attention still reads every key and value, but the output
+        projection, FFN and norms run at ``N`` rows.
         """
         positions = position_ids
+        in_segments = None
         if segment_ids is not None:
             if not self.kernel_supports_segments:
                 raise ConfigError(
@@ -225,26 +301,107 @@ class Encoder(nn.Module):
                     "(segment_ids) cannot be combined: positions restart in every segment; "
                     "set data.random_positions null or data.document_mask false"
                 )
-            if self.position.uses_segment_positions:  # else None means the same (base.py)
-                positions = segment_positions(segment_ids)
-        x = self.position.embed(self.word_embeddings(input_ids), positions)
+            if any(s.uses_segment_positions for s in self.position_schemes()):
+                in_segments = segment_positions(segment_ids)  # else None means the same
+
+        def positions_for(scheme: PositionScheme) -> Tensor | None:
+            # a scheme without uses_segment_positions takes None (positions/base.py)
+            if in_segments is not None and scheme.uses_segment_positions:
+                return in_segments
+            return positions
+
+        x = self.position.embed(self.word_embeddings(input_ids), positions_for(self.position))
         x = self.dropout(self.embedding_norm(x))
         key_padding_mask = None if attention_mask is None else attention_mask.bool()
-        ctx = self.position.prepare(input_ids.shape[1], x.device, x.dtype, positions)
+        length = input_ids.shape[1]
+        contexts = {
+            group: self._scheme(group).prepare(
+                length, x.device, x.dtype, positions_for(self._scheme(group))
+            )
+            for group in dict.fromkeys(g for g, _ in self._layer_scheme)
+        }
         last = len(self.layers) - 1
         for index, layer in enumerate(self.layers):
+            group, local = self._layer_scheme[index]
+            hooks = self._scheme(group).layer(local)
             layer_rows = rows if index == last else None
-            x = layer(x, ctx, key_padding_mask, self.position.layer(index), layer_rows, segment_ids)
+            x = layer(x, contexts[group], key_padding_mask, hooks, layer_rows, segment_ids)
         return self.final_norm(x)
+
+
+def _count(specs: list[LayerSpec], key: tuple[str, str], empty: int) -> int:
+    """How many layers use scheme ``key`` (``empty`` if none: a scheme that only embeds)."""
+    return sum(1 for spec in specs if spec.scheme_key == key) or max(empty, 1)
+
+
+def _has_parameters(module: nn.Module) -> bool:
+    return any(True for _ in module.parameters())
+
+
+def build_scheme(spec: LayerSpec, shape: EncoderShape) -> PositionScheme:
+    """The scheme ``spec`` names, with its checked options, over ``shape``."""
+    scheme_cls = lookup(POSITION_SCHEMES, spec.position, "position")
+    options = check_options(scheme_cls, spec.position_kwargs, "position", spec.position)
+    return scheme_cls(shape, **options)
+
+
+def _embeds(scheme_cls: type[PositionScheme]) -> bool:
+    """True if the scheme adds positions to the embeddings (overrides ``embed``)."""
+    return scheme_cls.embed is not PositionScheme.embed
+
+
+def check_plan(
+    specs: list[LayerSpec],
+    model: LayerSpec,
+    kernel_cls: type[AttentionKernel],
+    attention: str,
+) -> None:
+    """The combinations a plan cannot have, each refused in one line with the valid values:
+    a layer scheme whose score bias the kernel cannot take; a window on a kernel without
+    windows; a scheme that adds to the embeddings (once, before every layer) in a plan
+    whose layers differ from the model's scheme or options (it cannot vary per layer)."""
+    for spec in specs:
+        scheme_cls = lookup(POSITION_SCHEMES, spec.position, "position")
+        if scheme_cls.needs_score_bias and not kernel_cls.supports_score_bias:
+            valid = sorted(n for n, k in ATTENTION_KERNELS.items() if k.supports_score_bias)
+            where = "" if spec.position == model.position else f" (layer type {spec.type!r})"
+            raise ConfigError(
+                f"position {spec.position!r}{where} adds a score bias, which attention "
+                f"{attention!r} cannot take; valid attention kernels for {spec.position!r}: "
+                f"{', '.join(valid)}"
+            )
+        if spec.window is not None and not kernel_cls.supports_window:
+            valid = sorted(n for n, k in ATTENTION_KERNELS.items() if k.supports_window)
+            raise ConfigError(
+                f"model.layer_plan type {spec.type!r} has window {spec.window}, which attention "
+                f"{attention!r} cannot restrict to; valid attention kernels with windows: "
+                f"{', '.join(valid)}"
+            )
+    varied = [spec for spec in specs if spec.scheme_key != model.scheme_key]
+    embedding = [name for name in (model.position, *(s.position for s in varied))]
+    embedding = [name for name in embedding if _embeds(POSITION_SCHEMES[name])]
+    if varied and embedding:
+        valid = sorted(n for n, cls in POSITION_SCHEMES.items() if not _embeds(cls))
+        raise ConfigError(
+            f"position {embedding[0]!r} adds positions to the embeddings once, so it cannot vary "
+            f"per layer in model.layer_plan; valid per-layer schemes: {', '.join(valid)}"
+        )
 
 
 class MLMHead(nn.Module):
     """``LN(gelu(W x)) E^T + b`` with the decoder tied to the word embeddings ``E``."""
 
-    def __init__(self, vocab_size: int, hidden_size: int, layer_norm_eps: float) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        hidden_size: int,
+        layer_norm_eps: float,
+        block: BlockOptions | None = None,
+    ) -> None:
         super().__init__()
-        self.dense = nn.Linear(hidden_size, hidden_size)
-        self.norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        block = block or BlockOptions()
+        self.dense = nn.Linear(hidden_size, hidden_size, bias=block.linear_bias)
+        self.norm = block.norm_layer(hidden_size, layer_norm_eps)
         self.bias = nn.Parameter(torch.zeros(vocab_size))
 
     def forward(self, hidden: Tensor, word_embeddings: Tensor) -> Tensor:
@@ -254,11 +411,12 @@ class MLMHead(nn.Module):
 
 
 def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
-    """BERT initialisation: normal(0, std) weights, zero biases, unit LayerNorms."""
+    """BERT initialisation: normal(0, std) weights, zero biases, unit norms."""
     if isinstance(module, (nn.Linear, nn.Embedding)):
         nn.init.normal_(module.weight, std=std)
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
-    elif isinstance(module, nn.LayerNorm):
+    elif isinstance(module, (nn.LayerNorm, nn.RMSNorm)):
         nn.init.ones_(module.weight)
-        nn.init.zeros_(module.bias)
+        if getattr(module, "bias", None) is not None:
+            nn.init.zeros_(module.bias)

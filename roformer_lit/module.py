@@ -34,6 +34,7 @@ from torch import Tensor
 from torchmetrics import MeanMetric, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
+from roformer_lit.blocks import BlockOptions
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
 from roformer_lit.training.checkpoint_io import (
@@ -69,6 +70,11 @@ class MaskedLM(RunModule):
         layer_norm_eps: LayerNorm epsilon everywhere.
         pre_norm: pre-LN blocks instead of BERT's post-LN.
         position_kwargs, attention_kwargs: options of the scheme / kernel.
+        block: the block's options (:mod:`roformer_lit.blocks`: ``mlp`` gelu/geglu/swiglu,
+            ``norm`` layernorm/rmsnorm, ``norm_bias``, ``linear_bias``, ``first_norm``);
+            None is BERT's block.
+        layer_plan: each layer's scheme, options and window (:mod:`roformer_lit.layer_plan`);
+            None: every layer global with ``position``.
         learning_rate, weight_decay, betas, warmup_steps, min_lr_ratio: AdamW and schedule;
             the decay runs to ``trainer.max_steps`` (or the trainer's estimate).
         lr_schedule: ``linear`` (warm-up, then linear decay to ``trainer.max_steps``: the
@@ -105,6 +111,8 @@ class MaskedLM(RunModule):
         pre_norm: bool = False,
         position_kwargs: dict[str, Any] | None = None,
         attention_kwargs: dict[str, Any] | None = None,
+        block: dict[str, Any] | None = None,
+        layer_plan: dict[str, Any] | None = None,
         learning_rate: float = 5e-4,
         weight_decay: float = 0.01,
         betas: tuple[float, float] = (0.9, 0.98),
@@ -142,8 +150,12 @@ class MaskedLM(RunModule):
                 pre_norm=pre_norm,
                 position_kwargs=position_kwargs,
                 attention_kwargs=attention_kwargs,
+                block=block,
+                layer_plan=layer_plan,
             )
-            self.head = MLMHead(vocab_size, hidden_size, layer_norm_eps)
+            self.head = MLMHead(
+                vocab_size, hidden_size, layer_norm_eps, BlockOptions.from_config(block, pre_norm)
+            )
         except RuntimeError as exc:  # torch's CPU allocator and CUDA OOM say "allocate"
             if "allocate" not in str(exc):
                 raise

@@ -169,6 +169,8 @@ MODEL_RULES: dict[str, Rule] = {
     "pre_norm": boolean,
     "position_kwargs": optional(mapping),
     "attention_kwargs": optional(mapping),
+    "block": optional(mapping),  # its keys: roformer_lit.blocks.BLOCK_RULES
+    "layer_plan": optional(mapping),  # its keys: roformer_lit.layer_plan
     "learning_rate": finite_positive_float,
     "weight_decay": finite_non_negative_float,
     "betas": pair(unit_interval_open_right),

@@ -262,6 +262,8 @@ BAD_VALUES: dict[str, list[Any]] = {
     "attention": [["softmax"]],
     "position_kwargs": [[1, 2], "base=3"],
     "attention_kwargs": [5],
+    "block": [[1], "geglu"],
+    "layer_plan": [["local"], 3],
 }
 
 

@@ -123,3 +123,18 @@ def test_bench_refuses_more_documents_than_tokens(capsys):
     assert main(["bench", "--lengths", "16", "--document-mask", "17", *TINY_BENCH]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: bench: --document-mask 17")
+
+
+def test_bench_times_layer_plans_against_all_global_for_kernels_with_windows(capsys):
+    """``--plans W``: all-local and 2:1 plans beside all-global, as ratios, in one run."""
+    argv = ["bench", "--lengths", "16", "--schemes", "rope", "--kernels", "softmax", "linear"]
+    assert main([*argv, "--plans", "4", "--no-mfu", "--no-backends", *TINY_BENCH]) == 0
+    out = capsys.readouterr().out
+    assert "all-local / all-global (window 4)" in out and "2:1 / all-global" in out
+    rows = re.findall(
+        r"^\| (\w+) \| (\w+) \| 16 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| ([\d.]+)x \| ([\d.]+)x \|$",
+        out,
+        re.M,
+    )
+    assert {(p, k) for p, k, *_ in rows} == {("rope", "softmax")}  # linear has no windows
+    assert all(float(r) > 0 for *_, a, b in rows for r in (a, b))

@@ -53,3 +53,27 @@ def test_training_steps_after_the_first_do_not_recompile(position, attention):
     with torch._dynamo.config.patch(error_on_recompile=True):
         for _ in range(2):
             compiled(ids, None).sum().backward()
+
+
+@pytest.mark.parametrize("position", ["rope", "alibi", "t5"])
+def test_a_layer_plan_with_windows_traces_as_one_graph(position):
+    """Per-layer schemes and windows (the banded path: rows longer than window_block) add
+    no graph break."""
+    plan = {
+        "pattern": ["local", "global"],
+        "types": {"local": {"window": 4}, "global": {"position": "nope"}},
+    }
+    model = small_model(
+        position, layer_plan=plan, block={"mlp": "geglu"}, attention_kwargs={"window_block": 4}
+    )
+    ids = random_ids(2, 12)
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, 8:] = False
+    torch._dynamo.reset()
+    explanation = torch._dynamo.explain(model.encoder)(ids, mask)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    compiled = torch.compile(model.encoder, backend="aot_eager")
+    with torch.no_grad():
+        torch.testing.assert_close(
+            compiled(ids, mask), model.encoder(ids, mask), atol=1e-5, rtol=1e-5
+        )

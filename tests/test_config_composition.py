@@ -167,3 +167,24 @@ def test_only_class_path_values_count_as_naming_a_moved_class(case, tmp_path):
             check_config_files(["fit", "--config", str(path)])
     else:
         check_config_files(["fit", "--config", str(path)])
+
+
+RECIPES = sorted(p.name for p in (CONFIGS / "recipes").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("size", [None, "base.yaml"])
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_a_recipe_composes_like_any_config_and_builds_its_model(recipe, size):
+    """``configs/recipes/*``: base + recipe (+ a size overlay) resolve to the merged YAML,
+    and the model section builds (a plan's pattern divides the size's layers)."""
+    from roformer_lit import MaskedLM
+
+    files = [CONFIGS / "recipes" / recipe] + ([CONFIGS / "size" / size] if size else [])
+    expected = merged(BASE_CONFIG, *files)
+    args = [arg for f in files for arg in ("--config", str(f))]
+    resolved = validate_config(args)
+    for key in ("block", "layer_plan", "num_layers", "pre_norm"):
+        assert resolved[f"model.{key}"] == expected["model"].get(key), key
+    model = {**expected["model"], "vocab_size": 64, "hidden_size": 32, "num_heads": 2}
+    model["intermediate_size"] = 48
+    MaskedLM(**model)

@@ -252,10 +252,32 @@ def test_export_of_a_scheme_without_hf_counterpart_names_the_exportable_ones(pos
         ({"position": "learned", "attention": "linear"}, "softmax"),
         ({"position": "rope", "pre_norm": True}, "pre_norm"),
         ({"position": "rope", "position_kwargs": {"base": 500.0}}, "base=500"),
+        ({"position": "rope", "block": {"mlp": "geglu"}}, "model.block mlp=geglu"),
+        ({"position": "rope", "block": {"linear_bias": False}}, "linear_bias=False"),
+        (
+            {"position": "rope", "layer_plan": {"pattern": ["g"], "types": {"g": {"window": 8}}}},
+            "model.layer_plan",
+        ),
+        (  # a RoFormer with position-free layers never exports as plain RoFormer
+            {
+                "position": "rope",
+                "layer_plan": {"layers": ["r", "n"], "types": {"n": {"position": "nope"}}},
+                "num_layers": 2,
+            },
+            "model.layer_plan",
+        ),
+        (  # one type everywhere, but not the model's scheme
+            {
+                "position": "rope",
+                "layer_plan": {"pattern": ["a"], "types": {"a": {"position": "alibi"}}},
+            },
+            "model.layer_plan",
+        ),
     ],
 )
 def test_export_refuses_settings_hf_cannot_represent(kwargs, pattern, tmp_path):
-    model = MaskedLM(vocab_size=VOCAB, hidden_size=32, num_layers=1, num_heads=2, **kwargs)
+    kwargs = {"num_layers": 1, **kwargs}
+    model = MaskedLM(vocab_size=VOCAB, hidden_size=32, num_heads=2, **kwargs)
     with pytest.raises(ConfigError, match=pattern):
         roformer_lit.export_hf(model, tmp_path / "out")
     assert not (tmp_path / "out").exists()

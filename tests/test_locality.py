@@ -112,3 +112,9 @@ def test_missing_and_non_checkpoint_files(alibi_checkpoint, tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.err.startswith(f"warning: cannot read checkpoint {junk}")
     assert len(captured.out.strip().splitlines()) == 3
+
+
+def test_a_plan_with_several_schemes_has_no_single_prior():
+    plan = {"pattern": ["a", "b"], "types": {"b": {"position": "t5"}}}
+    prior = bias_prior(small_model("alibi", layer_plan=plan).encoder, LENGTH)
+    assert isinstance(prior, str) and "layer plan" in prior

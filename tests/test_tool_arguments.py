@@ -43,6 +43,7 @@ ARGUMENTS: list[tuple[str, str, str]] = [
     ("bench", "--warmup", "zero"),
     ("bench", "--peak-tflops", "real"),
     ("bench", "--document-mask", "count"),
+    ("bench", "--plans", "count"),
     ("bench-data", "--batch-size", "count"),
     ("bench-data", "--max-length", "count"),
     ("bench-data", "--num-workers", "zero"),

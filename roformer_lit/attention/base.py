@@ -13,14 +13,16 @@ Rotation = Callable[[Tensor], Tensor]
 
 
 class AttentionKernel(nn.Module):
-    """``forward(q, k, v, scale, bias, key_padding_mask, rotate, dropout_p, segment_ids)``
-    ``-> [B, h, L, d]``.
+    """``forward(q, k, v, scale, bias, key_padding_mask, rotate, dropout_p, segment_ids,``
+    ``window) -> [B, h, L, d]``.
 
     ``q, k, v``: ``[B, h, L, d]``. ``bias``: the scheme's additive, already-scaled score
     bias (:class:`~roformer_lit.score_bias.ScoreBias`: dense and/or lookup form) or None.
     ``key_padding_mask``: bool ``[B, L]``, True at real tokens, or None (packed batches).
     ``segment_ids``: ``[B, L]`` int or None; with it a token attends only to tokens of its
-    own segment (block-diagonal). ``rotate``: the scheme's query/key rotation, or None; the
+    own segment (block-diagonal). ``window``: None (global) or ``w >= 1``: query ``i``
+    attends to key ``j`` only where ``|i - j| <= w // 2`` (the layer's plan; only kernels
+    with ``supports_window`` receive one). ``rotate``: the scheme's query/key rotation, or None; the
     kernel decides where it applies. Options are keyword-only ``__init__`` arguments.
     """
 
@@ -28,6 +30,8 @@ class AttentionKernel(nn.Module):
     supports_score_bias: ClassVar[bool] = False
     #: Whether the kernel can keep segments apart (``segment_ids``: packed documents).
     supports_segments: ClassVar[bool] = False
+    #: Whether the kernel can restrict attention to a sliding window (``window``).
+    supports_window: ClassVar[bool] = False
 
     def forward(
         self,
@@ -41,5 +45,6 @@ class AttentionKernel(nn.Module):
         rotate: Rotation | None = None,
         dropout_p: float = 0.0,
         segment_ids: Tensor | None = None,
+        window: int | None = None,
     ) -> Tensor:
         raise NotImplementedError

@@ -3,7 +3,8 @@
     q, k, v = split(x W_qkv + b_qkv);  out = kernel(q, k, v, scale, bias, mask, rotate) W_o + b_o
 
 The block is the same for every scheme: it asks the layer's position hooks for a score
-bias and a rotation and hands both to the kernel. Given ``rows`` (``[B, L]`` bool), the
+bias and a rotation and hands both to the kernel, with the layer's window (its layer
+plan; None: global). ``bias=False`` drops ``b_qkv`` and ``b_o``. Given ``rows`` (``[B, L]`` bool), the
 output projection runs at those rows only and the result is ``[N, H]``.
 """
 
@@ -22,16 +23,24 @@ class SelfAttention(nn.Module):
     """Self-attention over ``[B, L, H]`` with ``num_heads`` heads."""
 
     def __init__(
-        self, hidden_size: int, num_heads: int, kernel: AttentionKernel, attention_dropout: float
+        self,
+        hidden_size: int,
+        num_heads: int,
+        kernel: AttentionKernel,
+        attention_dropout: float,
+        *,
+        bias: bool = True,
+        window: int | None = None,
     ) -> None:
         super().__init__()
         self.num_heads = num_heads
         self.head_size = hidden_size // num_heads
         self.hidden_size = hidden_size
-        self.qkv = nn.Linear(hidden_size, 3 * hidden_size)
-        self.out = nn.Linear(hidden_size, hidden_size)
+        self.qkv = nn.Linear(hidden_size, 3 * hidden_size, bias=bias)
+        self.out = nn.Linear(hidden_size, hidden_size, bias=bias)
         self.kernel = kernel
         self.attention_dropout = attention_dropout
+        self.window = window
 
     def forward(
         self,
@@ -57,6 +66,7 @@ class SelfAttention(nn.Module):
             rotate=partial(position.rotate, ctx=ctx) if position.rotates else None,
             dropout_p=self.attention_dropout if self.training else 0.0,
             segment_ids=segment_ids,
+            window=self.window,
         )
         out = out.transpose(1, 2)  # [B, L, h, d]
         if rows is not None:

@@ -46,23 +46,32 @@ def flex_softmax(
     v: Tensor,
     *,
     scale: float,
-    lookup: BiasLookup,
+    lookup: BiasLookup | None,
     key_padding_mask: Tensor | None,
     segment_ids: Tensor | None = None,
+    half_window: int | None = None,
 ) -> Tensor:
     """``softmax(q k^T * scale + lookup + mask) v`` for ``q, k, v`` ``[B, h, L, d]``; the
-    mask is ``-inf`` at padded keys and across segments."""
+    mask is ``-inf`` at padded keys, across segments and, given ``half_window``, where
+    ``|i - j| > half_window``. The window is also a block mask: on CUDA, tiles wholly
+    outside the band are skipped, so a windowed layer's cost grows linearly with ``L``."""
 
     if isinstance(lookup, TableLookup):
         lookup = lookup.cast(q.dtype)  # the kernel's compute dtype, as SDPA casts its mask
 
     def score_mod(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
-        score = score + lookup(b, h, q_idx, kv_idx).to(score.dtype)
+        if lookup is not None:
+            score = score + lookup(b, h, q_idx, kv_idx).to(score.dtype)
         if key_padding_mask is not None:
             score = torch.where(key_padding_mask[b, kv_idx], score, -torch.inf)
         if segment_ids is not None:
             score = torch.where(segment_ids[b, q_idx] == segment_ids[b, kv_idx], score, -torch.inf)
+        if half_window is not None:  # a query always sees itself (attention/window.py)
+            inside = ((q_idx - kv_idx).abs() <= half_window) | (q_idx == kv_idx)
+            score = torch.where(inside, score, -torch.inf)
         return score
+
+    block_mask = None
 
     if q.device.type == "cuda":
         attend = _flex_attention()
@@ -74,5 +83,18 @@ def flex_softmax(
                 f"softmax backend 'flex' trains on CUDA only (PyTorch has no FlexAttention "
                 f"backward on {q.device.type}); use backend 'auto' or 'sdpa' here"
             )
+    if half_window is not None and q.device.type == "cuda":
+        block_mask = window_block_mask(q.shape[-2], half_window, q.device)
     v = v.to(q.dtype)
-    return attend(q, k.to(q.dtype), v, score_mod=score_mod, scale=scale)
+    return attend(q, k.to(q.dtype), v, score_mod=score_mod, block_mask=block_mask, scale=scale)
+
+
+def window_block_mask(length: int, half_window: int, device: torch.device):
+    """FlexAttention's block mask of the band ``|i - j| <= half_window`` (one for every
+    batch row and head): tiles outside it are never computed."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    def in_band(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        return (q_idx - kv_idx).abs() <= half_window
+
+    return create_block_mask(in_band, None, None, length, length, device=device)

@@ -40,9 +40,12 @@ class LinearAttention(AttentionKernel):
         rotate: Rotation | None = None,
         dropout_p: float = 0.0,
         segment_ids: Tensor | None = None,
+        window: int | None = None,
     ) -> Tensor:
         if bias is not None and bias.adds_bias:
             raise ValueError("linear attention cannot add a score bias")
+        if window is not None:
+            raise ValueError("linear attention cannot restrict to a window")
         if segment_ids is not None:
             raise ConfigError(
                 "attention 'linear' cannot keep documents apart (its sums run over the whole "

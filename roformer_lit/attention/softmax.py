@@ -23,6 +23,13 @@ on, with attention dropout off (FlexAttention has none); SDPA otherwise. ``sdpa`
 SDPA. ``flex``: FlexAttention wherever the scheme gives a lookup (DeBERTa's halves its
 memory at 2048 tokens for ~15 % more time; fixed ALiBi saves memory and is slower), SDPA
 for the others. FlexAttention trains on CUDA only; on CPU it runs forward-only, unfused.
+
+A windowed layer (``window``, its layer plan) whose band is narrower than the sequence
+takes, on CUDA without attention dropout (backend not ``sdpa``), FlexAttention with a
+block mask of the band (the bias, if any, inside its ``score_mod``); elsewhere, when the
+sequence is longer than ``window_block`` queries, the banded computation of
+:mod:`roformer_lit.attention.banded` (blocks of ``window_block`` queries, each against its
+window's keys only: cost linear in the length); else dense SDPA with the band in its mask.
 """
 
 from __future__ import annotations
@@ -33,11 +40,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from roformer_lit.attention.banded import banded_softmax
 from roformer_lit.attention.base import AttentionKernel, Rotation
 from roformer_lit.attention.flex import flex_softmax
+from roformer_lit.attention.window import band_half_width, band_mask
 from roformer_lit.errors import ConfigError
-from roformer_lit.score_bias import BiasLookup, ScoreBias, TableLookup
-from roformer_lit.validation import check, one_of
+from roformer_lit.score_bias import BiasLookup, ScoreBias, TableLookup, lookup_of_dense
+from roformer_lit.validation import check, one_of, positive_int
 
 BACKENDS = ("auto", "sdpa", "flex")
 #: ``auto`` takes FlexAttention for learned per-distance biases from this length on (at 512
@@ -50,11 +59,21 @@ class SoftmaxAttention(AttentionKernel):
 
     supports_score_bias = True
     supports_segments = True
+    supports_window = True
 
-    def __init__(self, *, backend: Literal["auto", "sdpa", "flex"] = "auto") -> None:
+    def __init__(
+        self, *, backend: Literal["auto", "sdpa", "flex"] = "auto", window_block: int = 128
+    ) -> None:
         super().__init__()
         check("softmax attention backend", backend, one_of(*BACKENDS))
+        check("softmax attention window_block", window_block, positive_int)
         self.backend = backend
+        self.window_block = window_block
+
+    def _flex_window(self, q: Tensor, dropout_p: float) -> bool:
+        """Whether a windowed layer runs on FlexAttention with a block mask (CUDA, no
+        dropout, backend not ``sdpa``); else the banded SDPA computation."""
+        return q.device.type == "cuda" and dropout_p == 0 and self.backend != "sdpa"
 
     def _flex_lookup(self, q: Tensor, bias: ScoreBias, dropout_p: float) -> BiasLookup | None:
         """The lookup FlexAttention should use, or None to take SDPA."""
@@ -90,9 +109,35 @@ class SoftmaxAttention(AttentionKernel):
         rotate: Rotation | None = None,
         dropout_p: float = 0.0,
         segment_ids: Tensor | None = None,
+        window: int | None = None,
     ) -> Tensor:
         if rotate is not None:
             q, k = rotate(q), rotate(k)
+        half = band_half_width(window, q.shape[-2])
+        if half is not None and self._flex_window(q, dropout_p):
+            return flex_softmax(
+                q,
+                k,
+                v,
+                scale=scale,
+                lookup=_lookup_of(bias),
+                key_padding_mask=key_padding_mask,
+                segment_ids=segment_ids,
+                half_window=half,
+            )
+        if half is not None and self.backend != "flex" and q.shape[-2] > self.window_block:
+            return banded_softmax(
+                q,
+                k,
+                v,
+                scale=scale,
+                half=half,
+                bias=bias,
+                key_padding_mask=key_padding_mask,
+                segment_ids=segment_ids,
+                dropout_p=dropout_p,
+                block=self.window_block,
+            )
         lookup = None if bias is None else self._flex_lookup(q, bias, dropout_p)
         if lookup is not None:
             return flex_softmax(
@@ -103,6 +148,7 @@ class SoftmaxAttention(AttentionKernel):
                 lookup=lookup,
                 key_padding_mask=key_padding_mask,
                 segment_ids=segment_ids,
+                half_window=half,
             )
         mask = None
         if key_padding_mask is not None:
@@ -110,9 +156,19 @@ class SoftmaxAttention(AttentionKernel):
         if segment_ids is not None:  # block-diagonal: [B, 1, L, L]
             same = segment_ids[:, None, :, None] == segment_ids[:, None, None, :]
             mask = same if mask is None else same & mask
+        if half is not None:  # the band |i - j| <= half; a query always sees itself
+            band = band_mask(q.shape[-2], half, q.device)
+            mask = band if mask is None else (band & mask) | band_mask(q.shape[-2], 0, q.device)
         dense = None if bias is None else bias.bias
         if dense is not None:
             mask = dense if mask is None else dense.masked_fill(~mask, -torch.inf)
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
         )
+
+
+def _lookup_of(bias: ScoreBias | None) -> BiasLookup | None:
+    """A bias's lookup form for FlexAttention: its own, else a read of its dense form."""
+    if bias is None or not bias.adds_bias:
+        return None
+    return bias.lookup if bias.lookup is not None else lookup_of_dense(bias.bias)

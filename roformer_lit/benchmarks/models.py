@@ -98,6 +98,7 @@ class LengthResult:
     compile_rows: list[str]
     backend_rows: list[str]
     mask_rows: list[str]
+    plan_rows: list[str]
 
 
 def _sides(twins: Sequence[dict], runners: dict, pair: tuple[str, str]) -> list[Runner]:
@@ -131,7 +132,15 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
                 document_masked[pair] = ours(
                     *pair, shape, device, autocast, ns.compile, documents=ns.document_mask
                 )
-    twins = (hf, compiled, document_masked)
+    planned: dict[str, dict[tuple[str, str], Runner]] = {}
+    if ns.plans:
+        for name, plan in window_plans(ns.plans, ns.layers).items():
+            planned[name] = {
+                pair: ours(*pair, shape, device, autocast, ns.compile, layer_plan=plan)
+                for pair in pairs
+                if ATTENTION_KERNELS[pair[1]].supports_window
+            }
+    twins = (hf, compiled, document_masked, *planned.values())
     for runner in [*runners.values(), *(r for side in twins for r in side.values())]:
         for _ in range(ns.warmup):
             runner.step(record=False)
@@ -209,8 +218,33 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
             backend_rows.append(
                 f"| {p} | {k} | {length} | {describe(forward)} | {describe(backward)} |"
             )
+    plan_rows = []
+    for pair in planned.get("all-local", {}):
+        p, k = pair
+        plain = runners[pair].timings.step
+        cells = [f"{statistics.median(plain) * 1e3:.1f}"]
+        cells += [
+            f"{statistics.median(side[pair].timings.step) * 1e3:.1f}" for side in planned.values()
+        ]
+        cells += [
+            f"{median_ratio(side[pair].timings.step, plain):.2f}x" for side in planned.values()
+        ]
+        plan_rows.append(f"| {p} | {k} | {length} | " + " | ".join(cells) + " |")
     steps = {pair: statistics.median(r.timings.step) for pair, r in runners.items()}
-    return LengthResult(rows, hf_rows, ceiling, steps, compile_rows, backend_rows, mask_rows)
+    return LengthResult(
+        rows, hf_rows, ceiling, steps, compile_rows, backend_rows, mask_rows, plan_rows
+    )
+
+
+def window_plans(window: int, layers: int) -> dict[str, dict]:
+    """``--plans W``: every layer a window of ``W`` tokens, and two windowed layers to one
+    global (ModernBERT's ratio; its pattern repeated, cut to ``layers`` as an explicit list)."""
+    two_to_one = ["local" if index % 3 != 2 else "global" for index in range(layers)]
+    local = {"local": {"window": window}}
+    return {
+        "all-local": {"pattern": ["local"], "types": local},
+        "2:1": {"layers": two_to_one, "types": local if "local" in two_to_one else {}},
+    }
 
 
 #: ``--bert-base``: the shape of BERT-base (and of the issue's GPU MFU target).
@@ -284,6 +318,14 @@ def build_parser() -> ToolParser:
         metavar="N",
         help="also time every pair whose kernel keeps documents apart with N documents per "
         "block and segment_ids (--data.document_mask), alternating with the plain step",
+    )
+    parser.add_argument(
+        "--plans",
+        type=integer(1, MAX_LENGTH),
+        default=None,
+        metavar="W",
+        help="also time every pair whose kernel has windows with every layer a window of W "
+        "tokens and with two windowed layers to one global, alternating with all-global",
     )
     parser.add_argument(
         "--compile-speedup",
@@ -375,6 +417,12 @@ def main(args: Sequence[str] | None = None) -> int:
             ["scheme", "kernel", "L", "step ms", f"step ms, {ns.document_mask} documents masked"]
             + ["masked / plain (median paired)"],
             (row for r in results for row in r.mask_rows),
+        )
+    if ns.plans:
+        _print_table(
+            ["scheme", "kernel", "L", "all-global step ms", "all-local step ms", "2:1 step ms"]
+            + [f"all-local / all-global (window {ns.plans})", "2:1 / all-global"],
+            (row for r in results for row in r.plan_rows),
         )
     if ns.backends:
         _print_table(

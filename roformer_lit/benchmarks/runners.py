@@ -104,12 +104,18 @@ def ours(
     autocast: bool,
     compile: bool,
     documents: int | None = None,
+    layer_plan: dict | None = None,
 ) -> Runner:
     """Our model on the benchmark batch; with ``documents``, each block holds that many
-    documents kept apart by ``segment_ids`` (``--data.document_mask``)."""
+    documents kept apart by ``segment_ids`` (``--data.document_mask``); with
+    ``layer_plan``, the model has that plan (``--plans``)."""
     torch.manual_seed(0)
     model = MaskedLM(
-        position=position, attention=attention, compile=compile, **shape.model_kwargs()
+        position=position,
+        attention=attention,
+        compile=compile,
+        layer_plan=layer_plan,
+        **shape.model_kwargs(),
     )
     model.to(device).train()
     ids, labels = make_batch(shape, device)

@@ -44,6 +44,9 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
     "model.num_heads": (REFUSE, REFUSE),
     "model.intermediate_size": (REFUSE, REFUSE),
     "model.pre_norm": (REFUSE, REFUSE),
+    "model.block": (REFUSE, REFUSE),
+    # another layer plan (windows at evaluation) can be evaluated, not resumed
+    "model.layer_plan": (NOTICE, REFUSE),
     # the scheme's options (RoPE scaling at evaluation), tables, numerics
     "model.position_kwargs": (NOTICE, REFUSE),
     "model.attention_kwargs": (NOTICE, NOTICE),
@@ -57,6 +60,8 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
     "model.betas": (QUIET, NOTICE),
     "model.warmup_steps": (QUIET, NOTICE),
     "model.min_lr_ratio": (QUIET, NOTICE),
+    "model.lr_schedule": (QUIET, NOTICE),
+    "model.decay_fraction": (QUIET, NOTICE),
     "model.position_lr_scale": (QUIET, NOTICE),
     "model.init_std": (QUIET, QUIET),
     "model.compile": (QUIET, QUIET),

@@ -18,11 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from roformer_lit.blocks import BlockOptions
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import require_transformers
 from roformer_lit.interop.architectures.base import TOKEN_TYPES
 from roformer_lit.interop.mapping import HFArchitecture, architecture_for, links
+from roformer_lit.interop.modernbert import to_modernbert
 from roformer_lit.interop.tokenizer import as_tokenizer, check_vocabulary, hf_tokenizer_files
+from roformer_lit.layer_plan import LayerSpec, resolve_plan
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -40,10 +43,20 @@ def _check_exportable(model: MaskedLM) -> HFArchitecture:
             f"cannot export attention={hp.attention!r}: Hugging Face {arch.model_class} "
             "computes softmax attention only; export needs attention='softmax'"
         )
-    if hp.pre_norm:
+    plain = LayerSpec("", hp.position, dict(hp.position_kwargs or {}), None)
+    specs = resolve_plan(hp.get("layer_plan"), hp.num_layers, hp.position, hp.position_kwargs)
+    if any(spec.window is not None or spec.scheme_key != plain.scheme_key for spec in specs):
         raise ConfigError(
-            f"cannot export pre_norm=True: Hugging Face {arch.model_class} has post-LN (BERT) "
-            "blocks only; export needs pre_norm=False"
+            f"cannot export model.layer_plan: Hugging Face {arch.model_class} has one position "
+            "scheme and global attention in every layer; export needs a plan without windows "
+            "or per-layer position settings (or layer_plan null)"
+        )
+    changed = BlockOptions.from_config(hp.get("block"), hp.pre_norm).changed()
+    if changed:
+        listed = ", ".join(f"{key}={value}" for key, value in changed.items())
+        raise ConfigError(
+            f"cannot export model.block {listed}: Hugging Face {arch.model_class} has BERT's "
+            "block only (gelu MLP, LayerNorm with bias, linear biases); export needs block null"
         )
     arch.check_export(model)
     return arch
@@ -92,7 +105,11 @@ def hf_config_kwargs(model: MaskedLM, arch: HFArchitecture) -> dict[str, Any]:
 
 
 def to_hf_model(model: MaskedLM) -> Any:
-    """An in-memory HF ``*ForMaskedLM`` (float32, CPU, eval mode) equal to ``model``."""
+    """An in-memory HF ``*ForMaskedLM`` (float32, CPU, eval mode) equal to ``model``: a
+    pre-norm model as ``ModernBertForMaskedLM`` (:mod:`roformer_lit.interop.modernbert`),
+    a post-norm one as its scheme's architecture."""
+    if model.hparams.pre_norm:  # every architecture of ARCHITECTURES is post-LN (BERT)
+        return to_modernbert(model)
     transformers = require_transformers()
     arch = _check_exportable(model)
     hp = model.hparams
@@ -136,7 +153,8 @@ def export_hf(
     ``tokenizer_config.json`` (see :mod:`roformer_lit.interop.tokenizer`), so
     ``AutoTokenizer``, ``AutoModelForMaskedLM`` and ``pipeline("fill-mask", model=dir)``
     load it with only ``transformers`` installed. The HF class is
-    ``ARCHITECTURES[model.hparams.position].model_class`` (:mod:`roformer_lit.interop`).
+    ``ARCHITECTURES[model.hparams.position].model_class`` (:mod:`roformer_lit.interop`), or
+    ``ModernBertForMaskedLM`` for a pre-norm model (``configs/recipes/modernbert.yaml``).
 
     Args:
         model: the model to export.

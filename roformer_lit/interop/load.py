@@ -18,14 +18,17 @@ import torch
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import require_transformers
 from roformer_lit.interop.mapping import ARCHITECTURES, BY_MODEL_TYPE, HFArchitecture, links
+from roformer_lit.interop.modernbert import MODEL_CLASS, from_modernbert
 from roformer_lit.module import MaskedLM
 
 
 def _supported() -> str:
-    return ", ".join(f"{a.model_class} ({a.model_type})" for a in ARCHITECTURES.values())
+    listed = [f"{a.model_class} ({a.model_type})" for a in ARCHITECTURES.values()]
+    return ", ".join([*listed, f"{MODEL_CLASS} (modernbert)"])
 
 
-def _load(path_or_model: Any) -> tuple[Any, HFArchitecture]:
+def _load(path_or_model: Any) -> tuple[Any, HFArchitecture | None]:
+    """The HF model and its architecture (None: ModernBERT, :mod:`.modernbert`)."""
     transformers = require_transformers()
     if isinstance(path_or_model, (str, os.PathLike)):
         path = Path(path_or_model)
@@ -34,6 +37,9 @@ def _load(path_or_model: Any) -> tuple[Any, HFArchitecture]:
                 f"import_hf needs a local Hugging Face model directory, got {str(path)!r}"
             )
         config = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
+        if config.model_type == "modernbert":
+            cls = getattr(transformers, MODEL_CLASS)
+            return cls.from_pretrained(path, config=config, local_files_only=True), None
         arch = BY_MODEL_TYPE.get(config.model_type)
         if arch is None:
             raise ConfigError(
@@ -42,6 +48,8 @@ def _load(path_or_model: Any) -> tuple[Any, HFArchitecture]:
             )
         cls = getattr(transformers, arch.model_class)
         return cls.from_pretrained(path, config=config, local_files_only=True), arch
+    if isinstance(path_or_model, getattr(transformers, MODEL_CLASS)):
+        return path_or_model, None
     for arch in ARCHITECTURES.values():
         if isinstance(path_or_model, getattr(transformers, arch.model_class)):
             return path_or_model, arch
@@ -103,6 +111,8 @@ def import_hf(path_or_model: Any) -> MaskedLM:
     weights our encoder cannot represent exactly.
     """
     hf, arch = _load(path_or_model)
+    if arch is None:  # ModernBERT: pre-norm, its own layout (interop/modernbert.py)
+        return from_modernbert(hf)
     config = hf.config
     _check_config(config, arch)
     head = "cls" if getattr(config, "legacy", True) else "lm_predictions"

@@ -80,14 +80,15 @@ class QKVWeights:
     handed to the scheme as data (DeBERTa projects its relative table with it)."""
 
     weight: Tensor
-    bias: Tensor
+    bias: Tensor | None  # None: a bias-free projection (model.block.linear_bias false)
     num_heads: int
 
     def project(self, x: Tensor, which: Literal["query", "key", "value"]) -> Tensor:
         """One projection of ``x[N, H]`` split into heads: ``[h, N, d]``."""
         hidden = self.weight.shape[1]
         rows = slice(_SLOT[which] * hidden, (_SLOT[which] + 1) * hidden)
-        projected = nn.functional.linear(x, self.weight[rows], self.bias[rows])
+        bias = None if self.bias is None else self.bias[rows]
+        projected = nn.functional.linear(x, self.weight[rows], bias)
         return projected.unflatten(-1, (self.num_heads, hidden // self.num_heads)).transpose(0, 1)
 
 

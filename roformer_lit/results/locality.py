@@ -50,6 +50,8 @@ class _Parser(argparse.ArgumentParser):
 def bias_prior(encoder: Encoder, length: int) -> Tensor | str:
     """``[layers, heads, L]``: ``softmax_j bias[i = L // 2, j]`` per layer and head, or a
     sentence saying why the scheme has no content-free bias."""
+    if len(encoder.position_schemes()) > 1:
+        return "a layer plan with several position schemes or options (one prior per scheme)"
     scheme = encoder.position
     if not scheme.needs_score_bias:
         return "no score bias (positions enter through the embeddings or the queries and keys)"

@@ -107,7 +107,11 @@ def adamw(
     (the schedule multiplies every group alike); with 1 there is one rate for everything.
     """
     positional = {
-        id(p) for m in module.modules() if isinstance(m, Encoder) for p in m.position.parameters()
+        id(p)
+        for m in module.modules()
+        if isinstance(m, Encoder)
+        for scheme in m.position_schemes()  # the model's and a layer plan's
+        for p in scheme.parameters()
     }
     split = position_lr_scale != 1.0
     if split and not positional:

@@ -7,8 +7,9 @@
   of :data:`VARIANT_PARTS` (randomized positions ``rp1024``, validation positions
   ``valrandom``, a training hint ``hint0.5``, document masking ``docmask``), then every
   scheme and kernel option the run sets (``position_kwargs`` and ``attention_kwargs``, key by
-  key: p-RoPE's ``unrotated_fraction0.25``, ``base500``), then every model setting of
-  :data:`MODEL_VARIANT_KEYS` that a run sets (layer plans).
+  key: p-RoPE's ``unrotated_fraction0.25``, ``base500``), then the layer plan's label
+  (``local128x2-global``, :func:`roformer_lit.layer_plan.plan_label`) and every block option
+  the run sets (``mlpgeglu``).
 
 So ``rope-softmax-seed0-copy-rp1024`` and ``rope-softmax-seed0-copy`` are told apart by name,
 as ``compare`` tells them apart by their variant columns. Only letters, digits, ``.``, ``_``
@@ -24,6 +25,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from roformer_lit.layer_plan import plan_label
+
 #: Longest name stem (a run directory name stays well under the file system's 255 bytes,
 #: leaving room for a ``-N`` counter).
 MAX_STEM = 160
@@ -35,10 +38,6 @@ VARIANT_PARTS: tuple[tuple[str, Callable[[Any], str | None]], ...] = (
     ("probe_hint", lambda v: f"hint{v:g}" if isinstance(v, int | float) and v else None),
     ("document_mask", lambda v: "docmask" if v is True else None),
 )
-
-#: Model settings (besides scheme and kernel options) that make a variant when set: a
-#: mapping or list value shows as its compact text.
-MODEL_VARIANT_KEYS: tuple[str, ...] = ("layer_plan",)
 
 
 def _get(section: Any, key: str) -> Any:
@@ -107,10 +106,10 @@ def variant_parts(model: Any, data: Any) -> list[str]:
         options = _plain(_get(model, section)) or {}
         if isinstance(options, Mapping):
             parts += [f"{key}{_compact(options[key])}" for key in sorted(options)]
-    for key in MODEL_VARIANT_KEYS:
-        value = _plain(_get(model, key))
-        if value not in (None, {}, []):
-            parts.append(f"{key}{_compact(value)}")
+    parts.append(plan_label(_plain(_get(model, "layer_plan"))))  # "" without a plan
+    block = _plain(_get(model, "block"))
+    if isinstance(block, Mapping):
+        parts += [f"{key}{_compact(block[key])}" for key in sorted(block)]
     return [p for p in (_clean(part) for part in parts) if p]
 
 

@@ -1,0 +1,180 @@
+"""Layer plans (``model.layer_plan``): each layer's position scheme, its options and window.
+
+A plan names layer *types* and says which layer has which, either as a repeating pattern
+or as one entry per layer, plus each type's settings::
+
+    layer_plan:
+      pattern: [local, local, global]          # repeats; its length divides num_layers
+      types:
+        local:  {window: 128, position_kwargs: {base: 10000}}
+        global: {position_kwargs: {base: 160000}}
+
+    layer_plan:
+      layers: [global, local, local, global]   # or: one entry per layer
+      types: {local: {window: 128}}
+
+A type's settings (all optional; a type without settings is a plain global layer):
+
+- ``window``: ``w >= 1`` or null (global). Query ``i`` attends to key ``j`` only where
+  ``|i - j| <= w // 2`` (bidirectional; ModernBERT's ``local_attention`` convention, 128:
+  64 tokens each side). A window at least as long as the sequence is global.
+- ``position``: the layer's position scheme (``nope`` for none); default ``model.position``.
+- ``position_kwargs``: the layer's scheme options. With the model's scheme they are laid
+  over ``model.position_kwargs`` (a type sets only what differs, e.g. RoPE's ``base``);
+  with another scheme they are that scheme's options alone.
+
+This module checks the plan's structure and resolves it into one :class:`LayerSpec` per
+layer; the encoder checks schemes, options and kernels against the registries. A plan of
+one type everywhere (or no plan) is the model without a plan, bit for bit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.validation import Rule, at_least_int, check, mapping, non_empty_text, optional
+
+PLAN_KEYS = ("pattern", "layers", "types")
+#: A layer type's settings and what each accepts.
+TYPE_RULES: dict[str, Rule] = {
+    "window": optional(at_least_int(1)),
+    "position": non_empty_text,
+    "position_kwargs": mapping,
+}
+_LABEL = "model.layer_plan"
+_TYPE_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One layer's resolved plan: its type's name, scheme, scheme options and window."""
+
+    type: str
+    position: str
+    position_kwargs: Mapping[str, Any]
+    window: int | None
+
+    @property
+    def scheme_key(self) -> tuple[str, str]:
+        """Layers with equal keys share one scheme instance."""
+        return self.position, repr(sorted(self.position_kwargs.items()))
+
+
+def _names(value: Any, key: str) -> list[str]:
+    if (
+        not isinstance(value, Sequence)
+        or isinstance(value, str)
+        or not value
+        or not all(isinstance(v, str) and _TYPE_NAME.fullmatch(v) for v in value)
+    ):
+        raise ConfigError(
+            f"{_LABEL}.{key} must be a non-empty list of layer type names (letters, digits, "
+            f"underscores: they name runs), got {value!r}"
+        )
+    return list(value)
+
+
+def layer_types(plan: Mapping[str, Any], num_layers: int) -> list[str]:
+    """Each layer's type name, from ``pattern`` (repeated) or ``layers`` (one per layer)."""
+    check(_LABEL, plan, mapping)
+    unknown = sorted(set(plan) - set(PLAN_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{_LABEL} has no key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(PLAN_KEYS)}"
+        )
+    if ("pattern" in plan) == ("layers" in plan):
+        raise ConfigError(
+            f"{_LABEL} needs exactly one of pattern (repeated) or layers (one per layer)"
+        )
+    if "pattern" in plan:
+        pattern = _names(plan["pattern"], "pattern")
+        if num_layers % len(pattern):
+            valid = [n for n in range(1, num_layers + 1) if num_layers % n == 0]
+            raise ConfigError(
+                f"{_LABEL}.pattern {pattern} has {len(pattern)} entries, which does not divide "
+                f"model.num_layers={num_layers}; valid pattern lengths: {valid} (or list every "
+                f"layer under {_LABEL}.layers)"
+            )
+        return pattern * (num_layers // len(pattern))
+    layers = _names(plan["layers"], "layers")
+    if len(layers) != num_layers:
+        raise ConfigError(
+            f"{_LABEL}.layers has {len(layers)} entries; model.num_layers={num_layers} needs "
+            f"{num_layers}"
+        )
+    return layers
+
+
+def resolve_plan(
+    plan: Mapping[str, Any] | None,
+    num_layers: int,
+    position: str,
+    position_kwargs: Mapping[str, Any] | None,
+) -> list[LayerSpec]:
+    """One :class:`LayerSpec` per layer (no plan: every layer global with the model's
+    scheme); a malformed plan is one ConfigError line naming the key and the valid values."""
+    base_kwargs = dict(position_kwargs or {})
+    if plan is None:
+        return [LayerSpec("all", position, base_kwargs, None)] * num_layers
+    names = layer_types(plan, num_layers)
+    types = plan.get("types") or {}
+    check(f"{_LABEL}.types", types, mapping)
+    unused = sorted(set(types) - set(names))
+    if unused:
+        raise ConfigError(
+            f"{_LABEL}.types {', '.join(map(repr, unused))} is used by no layer; the layers' "
+            f"types: {', '.join(dict.fromkeys(names))}"
+        )
+    specs: dict[str, LayerSpec] = {}
+    for name in dict.fromkeys(names):
+        settings = types.get(name) or {}
+        check(f"{_LABEL}.types.{name}", settings, mapping)
+        for key, value in settings.items():
+            if key not in TYPE_RULES:
+                raise ConfigError(
+                    f"{_LABEL}.types.{name} has no setting {key!r}; valid: {', '.join(TYPE_RULES)}"
+                )
+            check(f"{_LABEL}.types.{name}.{key}", value, TYPE_RULES[key])
+        scheme = settings.get("position", position)
+        own = dict(settings.get("position_kwargs") or {})
+        kwargs = {**base_kwargs, **own} if scheme == position else own
+        specs[name] = LayerSpec(name, scheme, kwargs, settings.get("window"))
+    return [specs[name] for name in names]
+
+
+#: The longest plan label in a run name; a longer one is cut and given a digest of the whole.
+MAX_LABEL = 80
+
+
+def plan_label(plan: Mapping[str, Any] | None) -> str:
+    """A short label of a plan for run names: ``local128x2-global`` (the pattern, or the
+    layers' types, with each windowed type's window and runs of one type counted); ``""``
+    for no plan. Labels past :data:`MAX_LABEL` characters end in a digest of the whole."""
+    if not isinstance(plan, Mapping):
+        return ""
+    names = plan.get("pattern") or plan.get("layers")
+    types = plan.get("types") if isinstance(plan.get("types"), Mapping) else {}
+    if not isinstance(names, Sequence) or isinstance(names, str):
+        return ""
+
+    def label(name: Any) -> str:
+        settings = types.get(name)
+        window = settings.get("window") if isinstance(settings, Mapping) else None
+        return f"{name}{window}" if window is not None else str(name)
+
+    runs: list[list[Any]] = []
+    for name in map(label, names):
+        if runs and runs[-1][0] == name:
+            runs[-1][1] += 1
+        else:
+            runs.append([name, 1])
+    text = "-".join(name if count == 1 else f"{name}x{count}" for name, count in runs)
+    if len(text) <= MAX_LABEL:
+        return text
+    digest = hashlib.sha1(text.encode()).hexdigest()[:8]
+    return f"{text[: MAX_LABEL - 9]}-{digest}"

@@ -1,0 +1,303 @@
+"""Layer plans (``model.layer_plan``): one type everywhere is the model without a plan, bit
+for bit, for every scheme; per-layer schemes, RoPE bases and windows against a float64
+oracle of the encoder; packed documents stay apart in windowed layers for every scheme;
+plans without a meaning are refused in one line."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from model_factory import VALID_PAIRS, random_ids, small_model
+
+from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES
+from roformer_lit.errors import ConfigError
+from roformer_lit.layer_plan import plan_label
+from roformer_lit.positions.base import PositionScheme
+from roformer_lit.results.compare.variants import variant_labels
+
+#: Schemes that act inside the layers (the ones a plan can vary per layer).
+LAYER_SCHEMES = [n for n, c in POSITION_SCHEMES.items() if c.embed is PositionScheme.embed]
+
+
+def _same_model(a, b, ids, mask):
+    assert list(a.state_dict()) == list(b.state_dict())
+    for name, value in a.state_dict().items():
+        assert torch.equal(value, b.state_dict()[name]), name
+    with torch.no_grad():
+        assert torch.equal(a.encoder(ids, mask), b.encoder(ids, mask))
+
+
+ONE_TYPE_PLANS = [
+    {"pattern": ["all"]},
+    {"pattern": ["a", "a"], "types": {"a": {"window": 1000}}},  # longer than the rows
+    {"layers": ["a", "a"], "types": {"a": {"position_kwargs": {}}}},
+]
+
+
+@pytest.mark.parametrize("position,attention", VALID_PAIRS)
+@pytest.mark.parametrize("plan", ONE_TYPE_PLANS)
+def test_one_type_everywhere_is_the_model_without_a_plan(position, attention, plan):
+    windowed = any("window" in t for t in plan.get("types", {}).values())
+    if windowed and not ATTENTION_KERNELS[attention].supports_window:
+        pytest.skip(f"{attention} takes no window (refused below)")
+    ids, mask = random_ids(2, 12), torch.ones(2, 12, dtype=torch.bool)
+    mask[0, 9:] = False
+    plain, planned = (
+        small_model(position, attention),
+        small_model(position, attention, layer_plan=plan),
+    )
+    _same_model(plain, planned, ids, mask)
+
+
+@pytest.mark.parametrize("attention", sorted(ATTENTION_KERNELS))
+def test_per_layer_rope_bases_and_nope_layers_work_on_every_kernel(attention):
+    """Per-layer schemes without a score bias have a meaning on every kernel: a plan of
+    RoPE base 500 and NoPE layers builds, runs and is not the plain RoPE model."""
+    plan = {
+        "pattern": ["a", "b"],
+        "types": {"a": {"position_kwargs": {"base": 500.0}}, "b": {"position": "nope"}},
+    }
+    ids = random_ids(1, 10)
+    with torch.no_grad():
+        planned = small_model("rope", attention, layer_plan=plan).encoder(ids)
+        plain = small_model("rope", attention).encoder(ids)
+    assert torch.isfinite(planned).all()
+    assert not torch.allclose(planned, plain, atol=1e-4)
+
+
+def test_a_plan_restating_the_model_options_is_the_model_with_them():
+    kwargs = {"base": 500.0}
+    plan = {"pattern": ["g"], "types": {"g": {"position_kwargs": kwargs}}}
+    ids, mask = random_ids(2, 10), torch.ones(2, 10, dtype=torch.bool)
+    with_options = small_model("rope", position_kwargs=kwargs)
+    _same_model(with_options, small_model("rope", layer_plan=plan), ids, mask)
+
+
+# -- a float64 oracle of a post-LN encoder with per-layer RoPE bases / NoPE and windows -------
+
+
+def _layer_norm(x, weight, bias, eps):
+    mean = x.mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(((x - mean) ** 2).mean(-1, keepdim=True) + eps) * weight + bias
+
+
+def _rotate(x, base):
+    """Interleaved RoPE, pair by pair: (x0, x1) at position m turned by m * base^(-2t/d)."""
+    length, d = x.shape[-2:]
+    out = x.clone()
+    for t in range(d // 2):
+        angle = torch.arange(length, dtype=torch.float64) * base ** (-2 * t / d)
+        c, s = torch.cos(angle), torch.sin(angle)
+        a, b = x[..., 2 * t], x[..., 2 * t + 1]
+        out[..., 2 * t], out[..., 2 * t + 1] = a * c - b * s, a * s + b * c
+    return out
+
+
+def oracle(model, ids, mask, layers):
+    """``layers``: per layer ``(rope base or None for NoPE, window or None)``."""
+    state = {k: v.double() for k, v in model.state_dict().items()}
+    eps, heads = model.hparams.layer_norm_eps, model.hparams.num_heads
+    e = "encoder."
+    x = _layer_norm(
+        state[e + "word_embeddings.weight"][ids],
+        state[e + "embedding_norm.weight"],
+        state[e + "embedding_norm.bias"],
+        eps,
+    )
+    batch, length, hidden = x.shape
+    d = hidden // heads
+    for n, (base, window) in enumerate(layers):
+        p = f"{e}layers.{n}."
+        qkv = x @ state[p + "attention.qkv.weight"].T + state[p + "attention.qkv.bias"]
+        q, k, v = (t.view(batch, length, heads, d).transpose(1, 2) for t in qkv.chunk(3, -1))
+        if base is not None:
+            q, k = _rotate(q, base), _rotate(k, base)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d)
+        allowed = mask[:, None, None, :].expand(batch, heads, length, length).clone()
+        if window is not None:
+            for i in range(length):
+                for j in range(length):
+                    if abs(i - j) > window // 2:
+                        allowed[:, :, i, j] = False
+        scores = scores.masked_fill(~allowed, -math.inf)
+        weights = scores.softmax(-1).nan_to_num(0.0)  # a padded query may see no key at all
+        out = (weights @ v).transpose(1, 2).reshape(batch, length, hidden)
+        out = out @ state[p + "attention.out.weight"].T + state[p + "attention.out.bias"]
+        x = _layer_norm(
+            x + out, state[p + "attention_norm.weight"], state[p + "attention_norm.bias"], eps
+        )
+        inner = x @ state[p + "ffn_in.weight"].T + state[p + "ffn_in.bias"]
+        inner = 0.5 * inner * (1 + torch.erf(inner / math.sqrt(2)))
+        ffn = inner @ state[p + "ffn_out.weight"].T + state[p + "ffn_out.bias"]
+        x = _layer_norm(x + ffn, state[p + "ffn_norm.weight"], state[p + "ffn_norm.bias"], eps)
+    return x
+
+
+@pytest.mark.parametrize(
+    "plan,layers",
+    [
+        (  # ModernBERT's: local RoPE 10 K with a window, global RoPE 160 K
+            {
+                "pattern": ["local", "local", "global"],
+                "types": {
+                    "local": {"window": 4, "position_kwargs": {"base": 10000.0}},
+                    "global": {"position_kwargs": {"base": 160000.0}},
+                },
+            },
+            [(10000.0, 4), (10000.0, 4), (160000.0, None)],
+        ),
+        (  # local RoPE with global NoPE (iRoPE / RNoPE); window 5 sees 2 each side
+            {
+                "layers": ["global", "local", "local"],
+                "types": {"local": {"window": 5}, "global": {"position": "nope"}},
+            },
+            [(None, None), (10000.0, 5), (10000.0, 5)],
+        ),
+        ({"pattern": ["w"], "types": {"w": {"window": 1}}}, [(10000.0, 1)] * 3),  # itself only
+    ],
+)
+def test_per_layer_schemes_bases_and_windows_match_the_oracle(plan, layers):
+    torch.set_default_dtype(torch.float64)
+    try:
+        model = small_model("rope", num_layers=3, layer_plan=plan)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    ids, mask = random_ids(2, 13), torch.ones(2, 13, dtype=torch.bool)
+    mask[1, 10:] = False
+    with torch.no_grad():
+        got = model.encoder(ids, mask)
+    want = oracle(model, ids, mask, layers)
+    # RoPE's cos/sin tables are float32 by design (positions/rope.py), so 1e-6, not 1e-9
+    torch.testing.assert_close(got[mask], want[mask], atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("position", LAYER_SCHEMES)
+def test_windowed_layers_keep_packed_documents_apart_for_every_scheme(position):
+    """Two documents packed in one row with ``segment_ids`` get the hidden states each gets
+    alone, in a plan of windowed layers and global NoPE ones."""
+    plan = {
+        "pattern": ["local", "global"],
+        "types": {"local": {"window": 3}, "global": {"position": "nope"}},
+    }
+    model = small_model(position, layer_plan=plan).double()
+    first, second = random_ids(1, 7, seed=2), random_ids(1, 5, seed=3)
+    packed = torch.cat([first, second], dim=1)
+    segments = torch.tensor([[0] * 7 + [1] * 5])
+    with torch.no_grad():
+        together = model.encoder(packed, segment_ids=segments)
+        alone = torch.cat([model.encoder(first), model.encoder(second)], dim=1)
+        unwindowed = small_model(position).double().encoder(first)
+    torch.testing.assert_close(together, alone, atol=1e-9, rtol=1e-9)
+    assert not torch.allclose(alone[:, :7], unwindowed, atol=1e-6)  # the plan does something
+
+
+def test_a_plan_shows_in_the_run_name_and_compares_variant_columns():
+    plan = {"pattern": ["local", "local", "global"], "types": {"local": {"window": 128}}}
+    assert plan_label(plan) == "local128x2-global"
+    assert plan_label(None) == ""
+    modernbert_base = {"layers": (["global", "local", "local"] * 8)[:22], "types": {}}
+    label = plan_label(modernbert_base)
+    assert len(label) <= 80 and label.startswith("global-localx2-global")
+    assert label != plan_label({**modernbert_base, "layers": modernbert_base["layers"][:21]})
+    other = {"pattern": ["local", "local", "global"], "types": {"local": {"window": 64}}}
+    base = {"position": "rope", "attention": "softmax"}
+    labels = variant_labels([base, {**base, "layer_plan": plan}, {**base, "layer_plan": other}])
+    assert len(set(labels)) == 3, labels
+    assert "window=128" in labels[1] and "window=64" in labels[2], labels
+
+
+def test_layer_schemes_train_at_the_position_rate():
+    plan = {"pattern": ["a", "b"], "types": {"b": {"position": "alibi"}}}
+    model = small_model("t5", layer_plan=plan, position_lr_scale=10.0)
+    schemes = model.encoder.position_schemes()
+    assert len(schemes) == 2 and type(schemes[1]).__name__ == "AlibiPosition"
+
+
+@pytest.mark.parametrize(
+    "kwargs,expected",
+    [
+        (
+            {"layer_plan": {"pattern": ["l"], "types": {"l": {"window": 0}}}},
+            "model.layer_plan.types.l.window must be null or a positive integer, got 0",
+        ),
+        (
+            {"layer_plan": {"pattern": ["l", "l", "g"]}},
+            "does not divide model.num_layers=2; valid pattern lengths: [1, 2]",
+        ),
+        ({"layer_plan": {"layers": ["l"]}}, "model.num_layers=2 needs 2"),
+        (
+            {"layer_plan": {"pattern": ["l"], "types": {"l": {"position_kwargs": {"bse": 1.0}}}}},
+            "unknown position_kwargs key(s) 'bse' for position 'rope'; valid keys: base",
+        ),
+        (
+            {"layer_plan": {"pattern": ["l"], "types": {"l": {"size": 3}}}},
+            "has no setting 'size'; valid: window, position, position_kwargs",
+        ),
+        ({"layer_plan": {"pattern": ["l"], "types": {"g": {}}}}, "'g' is used by no layer"),
+        ({"layer_plan": {"pattern": ["l"], "layers": ["l", "l"]}}, "exactly one of pattern"),
+        ({"layer_plan": {"pattern": "l"}}, "must be a non-empty list of layer type names"),
+        ({"layer_plan": {"pattern": ["a/b"]}}, "letters, digits, underscores"),
+        ({"layer_plan": {"repeat": 2}}, "has no key(s) 'repeat'; valid: pattern, layers, types"),
+        (
+            {"layer_plan": {"pattern": ["l"], "types": {"l": {"position": "rotary"}}}},
+            "unknown position 'rotary'",
+        ),
+        (
+            {
+                "attention": "linear",
+                "layer_plan": {"pattern": ["l"], "types": {"l": {"window": 8}}},
+            },
+            "attention 'linear' cannot restrict to; valid attention kernels with windows: softmax",
+        ),
+        (
+            {
+                "attention": "linear",
+                "layer_plan": {"pattern": ["a", "b"], "types": {"b": {"position": "alibi"}}},
+            },
+            "position 'alibi' (layer type 'b') adds a score bias",
+        ),
+        (
+            {
+                "position": "learned",
+                "layer_plan": {"pattern": ["a", "b"], "types": {"b": {"position": "nope"}}},
+            },
+            "position 'learned' adds positions to the embeddings once",
+        ),
+        (
+            {"layer_plan": {"pattern": ["a", "b"], "types": {"b": {"position": "sinusoidal"}}}},
+            "position 'sinusoidal' adds positions to the embeddings once",
+        ),
+        (
+            {
+                "position": "t5",
+                "layer_plan": {
+                    "pattern": ["a", "b"],
+                    "types": {"a": {"position": "nope"}, "b": {"position": "rope"}},
+                },
+            },
+            "no layer of model.layer_plan uses model.position 't5'; set model.position to a "
+            "scheme a layer uses: nope, rope",
+        ),
+        (
+            {
+                "position": "t5",
+                "layer_plan": {
+                    "pattern": ["a", "b"],
+                    "types": {
+                        "a": {"position_kwargs": {"num_buckets": 8}},
+                        "b": {"position_kwargs": {"num_buckets": 16}},
+                    },
+                },
+            },
+            "parameters would then train nothing",
+        ),
+    ],
+)
+def test_plans_without_a_meaning_are_refused_in_one_line(kwargs, expected):
+    position = kwargs.pop("position", "rope")
+    with pytest.raises(ConfigError) as error:
+        small_model(position, **kwargs)
+    message = str(error.value)
+    assert "\n" not in message and expected in message, message
