@@ -34,6 +34,7 @@ from torch import Tensor
 from torchmetrics import MeanMetric, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
+from roformer_lit.batch import IGNORE_INDEX, Batch, placement
 from roformer_lit.blocks import BlockOptions
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
@@ -45,7 +46,6 @@ from roformer_lit.training.checkpoint_io import (
 from roformer_lit.training.lifecycle import RunModule
 from roformer_lit.validation import MODEL_RULES, check_model_arguments
 
-IGNORE_INDEX = -100
 #: Arguments the ``Encoder`` receives and validates itself.
 _ENCODER_ARGUMENTS = frozenset(inspect.signature(Encoder.__init__).parameters) - {"self"}
 
@@ -267,15 +267,9 @@ class MaskedLM(RunModule):
 
     # -- training -------------------------------------------------------------------------
 
-    def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor | None:
+    def training_step(self, batch: Batch, batch_idx: int) -> Tensor | None:
         """One step; a batch's ``position_ids`` (randomized positions) place its tokens."""
-        logits, targets = self.masked_logits(
-            batch["input_ids"],
-            batch["labels"],
-            batch.get("attention_mask"),
-            batch.get("segment_ids"),
-            batch.get("position_ids"),
-        )
+        logits, targets = self.masked_logits(batch["input_ids"], batch["labels"], *placement(batch))
         loss = _cross_entropy(logits, targets)
         finite = self.loss_is_finite(loss)  # skips (skip_nonfinite) or stops the run
         if self.hparams.get("skip_nonfinite", False):
@@ -291,7 +285,7 @@ class MaskedLM(RunModule):
             self.log("train/acc", self.train_acc, on_step=True, on_epoch=False)
         return loss
 
-    def on_train_batch_end(self, outputs: Any, batch: Mapping[str, Tensor], batch_idx: int) -> None:
+    def on_train_batch_end(self, outputs: Any, batch: Batch, batch_idx: int) -> None:
         now = time.perf_counter()
         if self._last_batch_end is not None:
             tokens = batch["input_ids"].numel() * self.trainer.world_size
@@ -302,16 +296,10 @@ class MaskedLM(RunModule):
     def on_train_epoch_start(self) -> None:
         self._last_batch_end = None
 
-    def _evaluate(self, batch: Mapping[str, Tensor], metrics: MetricCollection, stage: str) -> None:
+    def _evaluate(self, batch: Batch, metrics: MetricCollection) -> None:
         """Loss, accuracy and exact match of one evaluation batch; ``position_ids`` only when
         the data module put them there (``data.validation_positions: random``)."""
-        logits, targets = self.masked_logits(
-            batch["input_ids"],
-            batch["labels"],
-            batch.get("attention_mask"),
-            batch.get("segment_ids"),
-            batch.get("position_ids"),
-        )
+        logits, targets = self.masked_logits(batch["input_ids"], batch["labels"], *placement(batch))
         if targets.numel() == 0:
             return
         loss = F.cross_entropy(logits.float(), targets)
@@ -346,27 +334,22 @@ class MaskedLM(RunModule):
         self.log_dict(values, prog_bar=stage == "val", sync_dist=True)
         metrics.reset()
 
-    def validation_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
-        self._evaluate(batch, self.val_metrics, "val")
+    def validation_step(self, batch: Batch, batch_idx: int) -> None:
+        self._evaluate(batch, self.val_metrics)
 
     def on_validation_epoch_end(self) -> None:
         self._log_stage(self.val_metrics, "val")
 
-    def test_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
-        self._evaluate(batch, self.test_metrics, "test")
+    def test_step(self, batch: Batch, batch_idx: int) -> None:
+        self._evaluate(batch, self.test_metrics)
 
     def on_test_epoch_end(self) -> None:
         self._log_stage(self.test_metrics, "test")
 
-    def predict_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
+    def predict_step(self, batch: Batch, batch_idx: int) -> Tensor:
         """The most likely token at each position ``[B, L]``, the tokens placed as
         validation places them (a batch's ``position_ids``, segments)."""
-        return self(
-            batch["input_ids"],
-            batch.get("attention_mask"),
-            batch.get("segment_ids"),
-            batch.get("position_ids"),
-        ).argmax(-1)
+        return self(batch["input_ids"], *placement(batch)).argmax(-1)
 
     # -- the run lifecycle (RunModule) ----------------------------------------------------
 

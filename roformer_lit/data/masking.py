@@ -15,7 +15,8 @@ import hashlib
 
 import torch
 
-IGNORE_INDEX = -100
+from roformer_lit.batch import IGNORE_INDEX
+
 MASK_FRACTION = 0.8
 RANDOM_FRACTION = 0.1
 

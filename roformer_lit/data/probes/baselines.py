@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roformer_lit.data.probes.tasks import FIRST_SYMBOL, IGNORE_INDEX, SEP_ID, ProbeTask
+from roformer_lit.batch import IGNORE_INDEX
+from roformer_lit.data.probes.tasks import FIRST_SYMBOL, SEP_ID, ProbeTask
 
 #: ``rule(prefix, answers, low, high, symbols) -> probabilities`` ``[B, m]`` that each answer
 #: slot is right; ``prefix`` ``[B, a]`` and ``answers`` ``[B, m]`` in symbol indices, the

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from roformer_lit.batch import IGNORE_INDEX
 from roformer_lit.errors import ConfigError
 
 PAD_ID, MASK_ID, SEP_ID = 0, 1, 2
 #: Id of symbol 0; symbol ``s`` is ``FIRST_SYMBOL + s``.
 FIRST_SYMBOL = 3
-IGNORE_INDEX = -100
 #: Codes of the generator streams (part of every generator's seed).
 STREAMS = {
     "train": 0,
