@@ -1,9 +1,12 @@
 """Shared test set-up: a private tokenizer cache for the whole session, and the fast tier.
 
-``python -m pytest -m fast`` runs the tests of the core in about two minutes on a 2-core
-CPU: the schemes and kernels against their oracles, the model's properties, masking, data,
-position tasks and every argument rule. The default run (``python -m pytest``) runs them
-too, with every end-to-end guard; ``-m slow`` runs what the default run leaves out.
+``python -m pytest -m fast`` runs the tests of the core that build no Trainer: the schemes
+and kernels against their oracles, the model's properties, masking, data, position tasks
+and every argument rule. It is chosen by test: a test of :data:`FAST_MODULES` is in it
+unless marked ``trainer`` (it trains, validates or runs the full CLI) or ``slow``, and
+:func:`no_trainer_in_the_fast_tier` fails a fast test that builds a Trainer, so the tier
+cannot grow one by mistake. The default run (``python -m pytest``) runs everything but
+``slow``; ``-m slow`` runs what the default run leaves out.
 """
 
 from __future__ import annotations
@@ -48,8 +51,29 @@ FAST_MODULES = frozenset(
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.path.stem in FAST_MODULES and item.get_closest_marker("slow") is None:
+        if (
+            item.path.stem in FAST_MODULES
+            and item.get_closest_marker("slow") is None
+            and item.get_closest_marker("trainer") is None
+        ):
             item.add_marker(pytest.mark.fast)
+
+
+@pytest.fixture(autouse=True)
+def no_trainer_in_the_fast_tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """A fast-tier test that builds a Lightning Trainer fails, naming the marker to add."""
+    if request.node.get_closest_marker("fast") is None:
+        yield
+        return
+    from lightning.pytorch import Trainer
+
+    def refuse(self, *args, **kwargs):
+        pytest.fail(
+            "the fast tier builds no Trainer: mark this test @pytest.mark.trainer", pytrace=False
+        )
+
+    monkeypatch.setattr(Trainer, "__init__", refuse)
+    yield
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -194,6 +194,7 @@ CLI_CASES: dict[str, tuple[list[str], str]] = {
 
 
 @pytest.mark.parametrize("case", list(CLI_CASES))
+@pytest.mark.trainer
 def test_bad_argument_is_refused_with_one_line(case, work, capsys):
     extra, expected = CLI_CASES[case]
     before = snapshot(work)
@@ -555,6 +556,7 @@ def _checkpoints_are_finite(root: Path) -> list[Path]:
     return found
 
 
+@pytest.mark.trainer
 def test_absurd_finite_learning_rate_stops_with_exit_3_and_no_nan_checkpoint(work, capsys):
     capsys.readouterr()
     code = main(fit_args("rope.yaml", 4, "--model.learning_rate", "1e30"))
@@ -581,6 +583,7 @@ def poison_weights_after(monkeypatch: pytest.MonkeyPatch, step: int) -> None:
     monkeypatch.setattr(MaskedLM, "on_train_batch_end", on_train_batch_end)
 
 
+@pytest.mark.trainer
 def test_weights_made_inf_by_the_last_update_are_never_saved(work, monkeypatch, capsys):
     # validation (and checkpoints) at steps 2 and 4; step 5 is the last: only the final
     # last.ckpt save (LastCheckpointAtEnd) would write the inf weights
@@ -599,6 +602,7 @@ def test_weights_made_inf_by_the_last_update_are_never_saved(work, monkeypatch, 
     _checkpoints_are_finite(work / "runs")
 
 
+@pytest.mark.trainer
 def test_weights_made_inf_between_saves_stop_the_next_step(work, monkeypatch, capsys):
     poison_weights_after(monkeypatch, 3)  # step 4 then trains on inf weights: NaN loss
     capsys.readouterr()

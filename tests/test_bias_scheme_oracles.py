@@ -110,6 +110,7 @@ def test_bias_schemes_refuse_the_linear_kernel_naming_softmax(position):
 
 
 @pytest.mark.parametrize("position", NEW_BIAS_SCHEMES)
+@pytest.mark.trainer
 def test_two_training_steps_through_the_cli(position, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(fit_args("rope.yaml", 2, "--model.position", position)) == 0
@@ -494,6 +495,7 @@ def rope_run(tmp_path_factory):
     return workdir, run / "checkpoints" / "last.ckpt"
 
 
+@pytest.mark.trainer
 def test_extrapolate_with_scaling_rebuilds_the_model_with_its_weights(
     rope_run, monkeypatch, capsys
 ):
@@ -542,6 +544,7 @@ def test_extrapolate_refuses_bad_position_kwargs_in_one_line(
     assert message in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.trainer
 def test_validate_takes_scaling_over_a_checkpoint(rope_run, monkeypatch, capsys):
     from cli_helpers import CONFIGS, TINY
 

@@ -62,6 +62,7 @@ def test_each_scheme_config_is_a_few_lines_over_the_base(overlay):
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.trainer
 def test_a_scheme_config_alone_resolves_to_base_plus_overlay(overlay):
     expected = flat(merged(BASE_CONFIG, CONFIGS / overlay))
     resolved = validate_config(["--config", str(CONFIGS / overlay)])
@@ -76,6 +77,7 @@ def test_a_scheme_config_alone_resolves_to_base_plus_overlay(overlay):
     assert logger.init_args.name == expected["trainer.logger.init_args"]["name"]
 
 
+@pytest.mark.trainer
 def test_later_configs_override_earlier_ones():
     size = CONFIGS / "size" / "base.yaml"
     expected = flat(merged(BASE_CONFIG, CONFIGS / "alibi.yaml", size))
@@ -174,6 +176,7 @@ RECIPES = sorted(p.name for p in (CONFIGS / "recipes").glob("*.yaml"))
 
 @pytest.mark.parametrize("size", [None, "base.yaml"])
 @pytest.mark.parametrize("recipe", RECIPES)
+@pytest.mark.trainer
 def test_a_recipe_composes_like_any_config_and_builds_its_model(recipe, size):
     """``configs/recipes/*``: base + recipe (+ a size overlay) resolve to the merged YAML,
     and the model section builds (a plan's pattern divides the size's layers)."""

@@ -500,6 +500,7 @@ def _fit(dm: MLMDataModule, epochs: int) -> _Recorder:
     return module
 
 
+@pytest.mark.trainer
 def test_lightning_trainer_epochs(small_corpus: Path, cache_dir: Path) -> None:
     kw = dict(max_train_blocks=40, max_val_blocks=16)
     run1 = _fit(make_dm(small_corpus, cache_dir, **kw), epochs=2)

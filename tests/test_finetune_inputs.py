@@ -145,6 +145,7 @@ def test_the_text_checks_hold_for_the_shipped_rows_too():
         ("text_null", [], "text is null or missing"),
     ],
 )
+@pytest.mark.trainer
 def test_fine_tuning_refuses_absurd_labels_and_non_text_before_building(
     case, extra, expected, pretrained, tmp_path, monkeypatch, capsys
 ):
@@ -180,6 +181,7 @@ def finetuned(pretrained: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
     return work, ckpt
 
 
+@pytest.mark.trainer
 def test_resuming_with_another_pretrained_encoder_is_refused(
     pretrained, finetuned, monkeypatch, capsys
 ):
@@ -229,6 +231,7 @@ def test_check_resumed_pretrained(recorded, named, refused, tmp_path, monkeypatc
         check_resumed_pretrained("run.ckpt", recorded, named)
 
 
+@pytest.mark.trainer
 def test_finetune_validate_needs_no_training_files(finetuned, monkeypatch, capsys):
     """``finetune validate`` of a local task takes the head's size from the checkpoint and
     reads only the validation files."""
@@ -247,6 +250,7 @@ def test_finetune_validate_needs_no_training_files(finetuned, monkeypatch, capsy
     assert "val/accuracy" in record["metrics"]
 
 
+@pytest.mark.trainer
 def test_fine_tuning_still_needs_training_files(pretrained, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     val = write_csv(tmp_path / "val.csv", keyword_rows(8, seed=2))
@@ -256,6 +260,7 @@ def test_fine_tuning_still_needs_training_files(pretrained, tmp_path, monkeypatc
         assert not list(Path("runs").glob("finetune/*/"))
 
 
+@pytest.mark.trainer
 def test_the_cpu_config_trains_max_steps_on_a_small_task(pretrained, tmp_path, monkeypatch):
     """configs/finetune/cpu.yaml over a task config: its settings apply, and max_steps
     decides the length even on a task of fewer batches than an epoch of it (16 examples,
@@ -309,6 +314,7 @@ def test_unknown_share_counts_unknown_tokens(case):
     assert unknown_share(tiny_tokenizer(100), texts) == pytest.approx(expected)
 
 
+@pytest.mark.trainer
 def test_a_position_task_checkpoint_is_refused(tmp_path, monkeypatch, capsys):
     """A probe run's tokenizer encodes English as padding: fine-tuning it would train on
     nothing; refused in one line before a run directory is made."""
@@ -324,6 +330,7 @@ def test_a_position_task_checkpoint_is_refused(tmp_path, monkeypatch, capsys):
     assert not list(Path("runs").glob("finetune/*/")), "a refused run left its directory"
 
 
+@pytest.mark.trainer
 def test_a_tokenizer_that_cannot_encode_the_task_is_refused(
     pretrained, tmp_path, monkeypatch, capsys
 ):

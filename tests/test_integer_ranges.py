@@ -163,6 +163,7 @@ def assert_refused(args: list[str], setting: str, value: int, work: Path, capsys
 
 
 @pytest.mark.parametrize(("table", "name"), PRETRAIN_CASES)
+@pytest.mark.trainer
 def test_a_huge_value_of_every_pretraining_integer_is_one_line(
     table, name, tmp_path, monkeypatch, capsys
 ):
@@ -174,6 +175,7 @@ def test_a_huge_value_of_every_pretraining_integer_is_one_line(
 
 
 @pytest.mark.parametrize(("table", "name"), FINETUNE_CASES)
+@pytest.mark.trainer
 def test_a_huge_value_of_every_finetuning_integer_is_one_line(
     table, name, tmp_path, monkeypatch, capsys
 ):
@@ -285,6 +287,7 @@ def test_the_model_is_refused_by_the_bytes_of_its_weights_built_on_the_meta_devi
         prelaunch.check_model(model, 1000, 128)
 
 
+@pytest.mark.trainer
 def test_a_probe_vocabulary_sized_embedding_is_refused_before_anything(
     tmp_path, monkeypatch, capsys, machine_of
 ):
@@ -302,6 +305,7 @@ def test_a_probe_vocabulary_sized_embedding_is_refused_before_anything(
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.trainer
 def test_check_fit_config_passes_the_shipped_configs():
     from roformer_lit.commands.pretrain import validate_config
 

@@ -363,6 +363,7 @@ def test_exact_match_counts_rows_with_every_labelled_token_right(labels, predict
 # -- fit, checkpoint, extrapolate
 
 
+@pytest.mark.trainer
 def test_fit_then_extrapolate_a_probe_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     args = probe_fit_args("copy", 4, 2)
@@ -406,6 +407,7 @@ class StopAt(Callback):
 @pytest.mark.parametrize(
     "positions", [[], ["--data.random_positions", "64"]], ids=["plain", "random-positions"]
 )
+@pytest.mark.trainer
 def test_a_preempted_probe_run_resumes_bit_identical(tmp_path, monkeypatch, positions):
     """Preempted (SIGTERM) at step 4 of 6 and continued from its ``last.ckpt``, a probe run
     (with dropout, with and without randomized positions) ends with the weights of an

@@ -157,6 +157,7 @@ def test_positions_and_segments_together_are_refused_in_one_line():
 
 
 @pytest.mark.filterwarnings("ignore:You are trying to `self.log()`")
+@pytest.mark.trainer
 def test_training_and_evaluation_steps_place_tokens_at_the_batch_positions():
     """Both steps use a batch's ``position_ids``; whether validation batches carry them is
     the data module's decision (``validation_positions``)."""
@@ -306,6 +307,7 @@ def test_the_data_module_refuses_in_one_line(cache, settings, words):
     ],
     ids=["below max_length", "with document_mask", "nope", "past the learned table"],
 )
+@pytest.mark.trainer
 def test_the_command_line_refuses_in_one_line(tmp_path, monkeypatch, capsys, config, extra, words):
     monkeypatch.chdir(tmp_path)
     assert main(fit_args(config, 2, *extra)) == EXIT_USER_ERROR
@@ -334,6 +336,7 @@ def record_positions(monkeypatch) -> list[tuple[bool, int | None]]:
     "config,validation",
     [("rope.yaml", "ordinary"), ("alibi.yaml", "ordinary"), ("rope.yaml", "random")],
 )
+@pytest.mark.trainer
 def test_fit_with_random_positions(tmp_path, monkeypatch, config, validation):
     monkeypatch.chdir(tmp_path)
     seen = record_positions(monkeypatch)
@@ -353,6 +356,7 @@ def test_fit_with_random_positions(tmp_path, monkeypatch, config, validation):
     assert all(torch.isfinite(v).all() for v in checkpoint["state_dict"].values())
 
 
+@pytest.mark.trainer
 def test_extrapolate_evaluates_past_the_range_with_plain_positions(tmp_path, monkeypatch, capsys):
     """Evaluation never draws positions, so a length past ``R`` is evaluated, not refused."""
     monkeypatch.chdir(tmp_path)
@@ -459,6 +463,7 @@ def extrapolate_cells(args: list[str], capsys) -> tuple[list[str], str]:
     return [c.strip() for c in row.strip("|").split("|")][3:], err
 
 
+@pytest.mark.trainer
 def test_extrapolate_at_random_positions_draws_them_as_training_did(tmp_path, monkeypatch, capsys):
     """``--positions random`` (Ruoss et al.'s evaluation) against an oracle outside Lightning,
     and beside it the ordinary positions; past ``R`` the cell is n/a with the reason."""
@@ -481,6 +486,7 @@ def test_extrapolate_at_random_positions_draws_them_as_training_did(tmp_path, mo
     assert evaluation_by_hand(ckpt, "random")[1] != evaluation_by_hand(ckpt, "ordinary")[1]
 
 
+@pytest.mark.trainer
 def test_random_positions_at_evaluation_are_refused_for_a_run_trained_without(
     tmp_path, monkeypatch, capsys
 ):
@@ -495,6 +501,7 @@ def test_random_positions_at_evaluation_are_refused_for_a_run_trained_without(
     assert "--positions random needs a run trained with data.random_positions" in lines[0]
 
 
+@pytest.mark.trainer
 def test_validate_and_resume_keep_the_runs_positions(tmp_path, monkeypatch):
     """A checkpoint's randomized positions and validation protocol are what ``validate``
     evaluates with and what ``fit --ckpt_path`` continues with, unless typed on the command

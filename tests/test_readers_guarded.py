@@ -275,6 +275,7 @@ def test_a_damaged_parquet_file_is_one_line_naming_it(damage, tmp_path):
     ("name", "damage"),
     [("corpus.txt.zst", _truncate), ("corpus.jsonl.gz", _corrupt_second_gzip_member)],
 )
+@pytest.mark.trainer
 def test_fit_on_a_damaged_corpus_exits_2_with_one_line(name, damage, tmp_path, monkeypatch, capsys):
     """Through the CLI: exit 2, one ``error:`` line naming the file, no traceback, no
     checkpoint (a truncated .zst trained on part of the file with exit 0)."""
