@@ -79,7 +79,10 @@ def test_one_constant_run_serves_several_budgets(tmp_path: Path, capsys) -> None
         assert torch.equal(kept["state_dict"][name], tensor), name
     out = tmp_path / "budget.csv"
     ckpts = [str(long / "checkpoints" / f"step={n}.ckpt") for n in (3, 6)]
+    capsys.readouterr()
     assert main(["extrapolate", *ckpts, "--lengths", "8", "--budget", str(out)]) == 0
+    # one run at two budgets is not two seeds of one variant: no table over seeds
+    assert "Over seeds" not in capsys.readouterr().out
     with out.open(newline="") as handle:
         rows = [r for r in csv.DictReader(handle) if r["metric"] == "acc"]
     assert {(r["name"].rsplit("/", 1)[-1], r["step"]) for r in rows if r["step"]} == {

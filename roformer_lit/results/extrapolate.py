@@ -805,7 +805,9 @@ def print_tables(
         rows.append(f"| {path} ({step}) | {scheme} | {hp.attention} | {' | '.join(texts)} |")
         evaluated.append(
             CheckpointLosses(
-                hparams={**settings.saved, **dict(hp)},
+                # the step a checkpoint holds tells variants apart: a run's checkpoints at
+                # several steps are one run at several budgets, never seeds of one variant
+                hparams={**settings.saved, **dict(hp), "step": settings.step},
                 losses=[c.acc if probe else c.loss for c in cells],
                 why_not=[c.why_not for c in cells],
                 scores=[c.scores(None) for c in cells] if probe else None,
