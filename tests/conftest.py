@@ -3,7 +3,8 @@
 ``python -m pytest -m fast`` runs the tests of the core that build no Trainer: the schemes
 and kernels against their oracles, the model's properties, masking, data, position tasks
 and every argument rule. It is chosen by test: a test of :data:`FAST_MODULES` is in it
-unless marked ``trainer`` (it trains, validates or runs the full CLI) or ``slow``, and
+unless marked ``trainer`` (it trains, validates, or runs the CLI in a process of its
+own) or ``slow``, and
 :func:`no_trainer_in_the_fast_tier` fails a fast test that builds a Trainer, so the tier
 cannot grow one by mistake. The default run (``python -m pytest``) runs everything but
 ``slow``; ``-m slow`` runs what the default run leaves out.

@@ -216,6 +216,7 @@ def test_bad_argument_is_refused_with_one_line(case, work, capsys):
         pytest.param("learning_rate_overflows_to_inf", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.trainer  # a real process: outside the fast tier
 def test_in_a_real_process_only_the_error_line_reaches_stderr(case, work):
     extra, expected = CLI_CASES[case]
     before = snapshot(work)

@@ -201,6 +201,7 @@ def test_a_huge_value_of_every_finetuning_integer_is_one_line(
         pytest.param("data.seed", 2**64, marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.trainer  # a real process: outside the fast tier
 def test_in_a_real_process_a_huge_probe_setting_is_one_line(setting, value, tmp_path):
     before = snapshot(tmp_path)
     proc = subprocess.run(

@@ -220,6 +220,7 @@ print(h.hexdigest())
 """
 
 
+@pytest.mark.trainer  # a real process: outside the fast tier
 def test_same_seed_same_data_in_this_and_another_process():
     assert _digest(3) == _digest(3) != _digest(4)
     script = DIGEST_SCRIPT.format(symbols=SYMBOLS)
