@@ -471,6 +471,9 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "probes_recall_rp": (len(POSITION_SCHEMES) - 1) * 3,  # the schemes reading positions
         # {rope, learned} x {copy, reverse} x random positions off/on x 2 rates x 5 seeds
         "study_budget_lr": 2 * 2 * 2 * 2 * 5,
+        # its session-sized slices: {rope, learned} x one task x random positions off/on x 5 seeds
+        "study_budget_copy": 2 * 2 * 5,
+        "study_budget_reverse": 2 * 2 * 5,
         # (every scheme + rope at base 100 and p-RoPE at base 100) x 4 tasks x 2 rates x 5 seeds
         "study_schemes_selected": (len(POSITION_SCHEMES) + 2) * 4 * 2 * 5,
     }
