@@ -510,14 +510,17 @@ def position_lr() -> str:
     )
 
 
-#: The budget slice (configs/sweeps/study_budget_copy.yaml): extrapolate --budget CSVs, at
-#: the ordinary positions and (runs trained with randomized positions) at random positions.
-BUDGET_RAW = {
-    "ordinary": "cpu-2026-11-25-study-budget-copy.csv",
-    "random": "cpu-2026-11-25-study-budget-copy-random-positions.csv",
+#: The budget slices (configs/sweeps/study_budget_<task>.yaml): extrapolate --budget CSVs,
+#: at the ordinary positions and (runs trained with randomized positions) at random
+#: positions; a task whose files are not there yet is left out.
+BUDGET_TASKS = ["copy", "reverse"]
+BUDGET_FILES = {
+    "ordinary": "cpu-2026-11-25-study-budget-{task}.csv",
+    "random": "cpu-2026-11-25-study-budget-{task}-random-positions.csv",
 }
 BUDGET_RUN = re.compile(
-    r"study_budget_copy/(?P<scheme>[a-z0-9]+)-random_positions(?:=none|(?P<rp>\d+))-seed(?P<seed>\d+)/"
+    r"study_budget_(?P<task>[a-z_]+)/(?P<scheme>[a-z0-9]+)-random_positions(?:=none|(?P<rp>\d+))"
+    r"-seed(?P<seed>\d+)/"
 )
 BUDGET_LENGTHS = [16, 32, 64]
 SOLVED = 0.9
@@ -525,52 +528,64 @@ SOLVED = 0.9
 
 @functools.cache
 def budget_cells() -> tuple[dict, dict]:
-    """``(scheme, rp on?, step, n, metric) -> {seed: value}`` (off at the ordinary positions,
-    on at random positions: the study's paired protocol) and ``(n, metric) -> baseline``
-    rows of the ordinary file (``baseline:<rule>``)."""
+    """``(task, scheme, rp on?, step, n, metric) -> {seed: value}`` (off at the ordinary
+    positions, on at random positions: the study's paired protocol) and ``(task, rule, n,
+    metric) -> baseline`` from the ordinary files' ``baseline:<rule>`` rows."""
     import csv
 
     cells: dict = {}
     baselines: dict = {}
-    for protocol, name in BUDGET_RAW.items():
-        with (BENCH / name).open(encoding="utf-8") as f:
-            for row in csv.DictReader(f):
-                value = float(row["value"])
-                if row["name"].startswith("baseline:"):
-                    if protocol == "ordinary":
-                        baselines[(row["name"], int(row["length"]), row["metric"])] = value
-                    continue
-                match = BUDGET_RUN.search(row["name"])
-                if match is None:
-                    continue
-                on = match["rp"] is not None
-                if on != (protocol == "random"):
-                    continue
-                key = (match["scheme"], on, int(row["step"]), int(row["length"]), row["metric"])
-                cells.setdefault(key, {})[int(match["seed"])] = value
+    for task in BUDGET_TASKS:
+        for protocol, pattern in BUDGET_FILES.items():
+            path = BENCH / pattern.format(task=task)
+            if not path.is_file():
+                continue
+            with path.open(encoding="utf-8") as f:
+                for row in csv.DictReader(f):
+                    value = float(row["value"])
+                    if row["name"].startswith("baseline:"):
+                        if protocol == "ordinary":
+                            key = (task, row["name"], int(row["length"]), row["metric"])
+                            baselines[key] = value
+                        continue
+                    match = BUDGET_RUN.search(row["name"])
+                    if match is None or match["task"] != task:
+                        continue
+                    on = match["rp"] is not None
+                    if on != (protocol == "random"):
+                        continue
+                    key = (
+                        task,
+                        match["scheme"],
+                        on,
+                        int(row["step"]),
+                        int(row["length"]),
+                        row["metric"],
+                    )
+                    cells.setdefault(key, {})[int(match["seed"])] = value
     return cells, baselines
 
 
-def _budget_steps() -> list[int]:
-    return sorted({key[2] for key in budget_cells()[0]})
+def _budget(index: int) -> list:
+    return sorted({key[index] for key in budget_cells()[0]})
 
 
-def _budget_schemes() -> list[str]:
-    return sorted({key[0] for key in budget_cells()[0]})
-
-
-def budget_tests() -> dict[tuple[str, int, int], tuple[list[float], list[float], float]]:
-    """``(scheme, step, n) -> (off, on, Holm p)``: accuracy by seed, one family of cells."""
+def budget_tests() -> dict[tuple[str, str, int, int], tuple[list[float], list[float], float]]:
+    """``(task, scheme, step, n) -> (off, on, Holm p)``: accuracy by seed, one family."""
     cells, _ = budget_cells()
     pairs = {}
-    for scheme in _budget_schemes():
-        for step in _budget_steps():
-            for n in BUDGET_LENGTHS:
-                off = cells.get((scheme, False, step, n, "acc"), {})
-                on = cells.get((scheme, True, step, n, "acc"), {})
-                common = sorted(set(off) & set(on))
-                if len(common) >= 2:
-                    pairs[(scheme, step, n)] = ([off[s] for s in common], [on[s] for s in common])
+    for task in _budget(0):
+        for scheme in _budget(1):
+            for step in _budget(3):
+                for n in BUDGET_LENGTHS:
+                    off = cells.get((task, scheme, False, step, n, "acc"), {})
+                    on = cells.get((task, scheme, True, step, n, "acc"), {})
+                    common = sorted(set(off) & set(on))
+                    if len(common) >= 2:
+                        pairs[(task, scheme, step, n)] = (
+                            [off[s] for s in common],
+                            [on[s] for s in common],
+                        )
     keys = list(pairs)
     adjusted = holm([paired_t_test(*pairs[k]) for k in keys])
     return {k: (*pairs[k], p) for k, p in zip(keys, adjusted, strict=True)}
@@ -578,54 +593,66 @@ def budget_tests() -> dict[tuple[str, int, int], tuple[list[float], list[float],
 
 def budget() -> str:
     """The budget table: accuracy mean [95 % t-interval] over seeds, runs solving (exact
-    match >= 0.9) out of seeds, by scheme, randomized positions and training step."""
+    match >= 0.9) out of seeds, by task, scheme, randomized positions and training step."""
     cells, baselines = budget_cells()
     head = (
-        "| scheme | randomized positions | step | "
+        "| task | scheme | randomized positions | step | "
         + " | ".join(f"n={n} ({TIMES[n]})" for n in BUDGET_LENGTHS)
         + " |"
     )
-    lines = [head, "|---|---|---|" + "---|" * len(BUDGET_LENGTHS)]
-    rules = sorted({name for name, _, _ in baselines})
-    for rule in rules:
-        row = [f"{baselines.get((rule, n, 'acc'), float('nan')):.3f}" for n in BUDGET_LENGTHS]
-        lines.append(f"| {rule} | – | – | " + " | ".join(row) + " |")
-    for scheme in _budget_schemes():
-        for on in (False, True):
-            for step in _budget_steps():
-                row = []
-                for n in BUDGET_LENGTHS:
-                    acc = cells.get((scheme, on, step, n, "acc"), {})
-                    exact = cells.get((scheme, on, step, n, "exact"), {})
-                    if not acc:
-                        row.append("–")
-                        continue
-                    solved = sum(v >= SOLVED for v in exact.values())
-                    row.append(
-                        f"{mean_interval(list(acc.values())).text()} · {solved}/{len(acc)} solved"
+    lines = [head, "|---|---|---|---|" + "---|" * len(BUDGET_LENGTHS)]
+    for task in _budget(0):
+        rules = sorted({rule for t, rule, _, _ in baselines if t == task})
+        for rule in rules:
+            row = [
+                f"{baselines.get((task, rule, n, 'acc'), float('nan')):.3f}" for n in BUDGET_LENGTHS
+            ]
+            lines.append(f"| {task} | {rule} | – | – | " + " | ".join(row) + " |")
+        for scheme in _budget(1):
+            for on in (False, True):
+                for step in _budget(3):
+                    row = []
+                    for n in BUDGET_LENGTHS:
+                        acc = cells.get((task, scheme, on, step, n, "acc"), {})
+                        exact = cells.get((task, scheme, on, step, n, "exact"), {})
+                        if not acc:
+                            row.append("–")
+                            continue
+                        solved = sum(v >= SOLVED for v in exact.values())
+                        row.append(
+                            f"{mean_interval(list(acc.values())).text()} · "
+                            f"{solved}/{len(acc)} solved"
+                        )
+                    label = "on (R = 1024), at random positions" if on else "off"
+                    lines.append(
+                        f"| {task} | {scheme} | {label} | {step:,} | " + " | ".join(row) + " |"
                     )
-                label = "on (R = 1024), at random positions" if on else "off"
-                lines.append(f"| {scheme} | {label} | {step:,} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
 def budget_pairs() -> str:
     """Off against on by seed at every step and length (Holm over the whole table)."""
     tests = budget_tests()
-    head = "| scheme | step | " + " | ".join(f"n={n} ({TIMES[n]})" for n in BUDGET_LENGTHS) + " |"
-    lines = [head, "|---|---|" + "---|" * len(BUDGET_LENGTHS)]
-    for scheme in _budget_schemes():
-        for step in _budget_steps():
-            row = []
-            for n in BUDGET_LENGTHS:
-                if (scheme, step, n) not in tests:
-                    row.append("–")
-                    continue
-                off, on, p = tests[(scheme, step, n)]
-                row.append(
-                    f"{statistics.fmean(off):.3f} → {statistics.fmean(on):.3f} {_mark(off, on, p)}"
-                )
-            lines.append(f"| {scheme} | {step:,} | " + " | ".join(row) + " |")
+    head = (
+        "| task | scheme | step | "
+        + " | ".join(f"n={n} ({TIMES[n]})" for n in BUDGET_LENGTHS)
+        + " |"
+    )
+    lines = [head, "|---|---|---|" + "---|" * len(BUDGET_LENGTHS)]
+    for task in _budget(0):
+        for scheme in _budget(1):
+            for step in _budget(3):
+                row = []
+                for n in BUDGET_LENGTHS:
+                    if (task, scheme, step, n) not in tests:
+                        row.append("–")
+                        continue
+                    off, on, p = tests[(task, scheme, step, n)]
+                    row.append(
+                        f"{statistics.fmean(off):.3f} → {statistics.fmean(on):.3f} "
+                        f"{_mark(off, on, p)}"
+                    )
+                lines.append(f"| {task} | {scheme} | {step:,} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
@@ -633,26 +660,30 @@ def budget_findings() -> str:
     """The sentences the budget section states, from the same cells."""
     cells, _ = budget_cells()
     tests = budget_tests()
-    steps = _budget_steps()
+    steps = _budget(3)
     first, last = steps[0], steps[-1]
     parts = []
-    for scheme in _budget_schemes():
-        gaps = []
-        for step in (first, last):
-            off, on, p = tests[(scheme, step, 16)]
-            gaps.append(
-                f"{statistics.fmean(off) - statistics.fmean(on):+.3f} at step {step:,} ({verdict(p)})"
-            )
-        parts.append(f"`{scheme}`: {gaps[0]}, {gaps[1]}")
+    for task in _budget(0):
+        for scheme in _budget(1):
+            gaps = []
+            for step in (first, last):
+                off, on, p = tests[(task, scheme, step, 16)]
+                gaps.append(
+                    f"{statistics.fmean(off) - statistics.fmean(on):+.3f} at step {step:,} "
+                    f"({verdict(p)})"
+                )
+            parts.append(f"`{scheme}` × `{task}`: {gaps[0]}, {gaps[1]}")
     solved_past = [
-        f"`{scheme}` {'with' if on else 'without'} randomized positions at step {step:,}, n={n}: "
-        f"{sum(v >= SOLVED for v in cells[(scheme, on, step, n, 'exact')].values())} of "
-        f"{len(cells[(scheme, on, step, n, 'exact')])} seeds"
-        for scheme in _budget_schemes()
+        f"`{scheme}` × `{task}` {'with' if on else 'without'} randomized positions at step "
+        f"{step:,}, n={n}: "
+        f"{sum(v >= SOLVED for v in cells[(task, scheme, on, step, n, 'exact')].values())} of "
+        f"{len(cells[(task, scheme, on, step, n, 'exact')])} seeds"
+        for task in _budget(0)
+        for scheme in _budget(1)
         for on in (False, True)
         for step in steps
         for n in BUDGET_LENGTHS[1:]
-        if any(v >= SOLVED for v in cells.get((scheme, on, step, n, "exact"), {}).values())
+        if any(v >= SOLVED for v in cells.get((task, scheme, on, step, n, "exact"), {}).values())
     ]
     text = (
         "The 1× cost of randomized positions (mean accuracy off minus on, paired by seed, "
@@ -664,9 +695,9 @@ def budget_findings() -> str:
         )
     else:
         text += (
-            f"No run of the {len(_budget_schemes())} schemes, with or without randomized "
-            f"positions, at any of the steps {', '.join(f'{s:,}' for s in steps)}, reaches exact "
-            "match ≥ 0.9 past 1×."
+            f"No run of the {len(_budget(1))} schemes on {names([f'`{t}`' for t in _budget(0)])}, "
+            "with or without randomized positions, at any of the steps "
+            f"{', '.join(f'{s:,}' for s in steps)}, reaches exact match ≥ 0.9 past 1×."
         )
     return text
 
