@@ -266,13 +266,6 @@ def test_export_of_a_scheme_without_hf_counterpart_names_the_exportable_ones(pos
             },
             "model.layer_plan",
         ),
-        (  # one type everywhere, but not the model's scheme
-            {
-                "position": "rope",
-                "layer_plan": {"pattern": ["a"], "types": {"a": {"position": "alibi"}}},
-            },
-            "model.layer_plan",
-        ),
     ],
 )
 def test_export_refuses_settings_hf_cannot_represent(kwargs, pattern, tmp_path):
@@ -467,3 +460,17 @@ def test_export_and_import_name_no_architecture_only_its_hooks():
         names |= {position, arch.model_type, arch.model_class, arch.config_class, arch.prefix}
     for module in (export, load):
         assert not names & _string_constants(module), module.__name__
+
+
+def test_a_plan_that_silently_swaps_the_scheme_is_refused_before_export():
+    """One type everywhere that is not the model's scheme would export as the wrong
+    architecture: it is refused when the model is built, in one line."""
+    with pytest.raises(ConfigError, match="no layer of model.layer_plan uses model.position"):
+        MaskedLM(
+            vocab_size=VOCAB,
+            hidden_size=32,
+            num_heads=2,
+            num_layers=1,
+            position="rope",
+            layer_plan={"pattern": ["a"], "types": {"a": {"position": "alibi"}}},
+        )
