@@ -172,7 +172,7 @@ def test_training_and_evaluation_steps_place_tokens_at_the_batch_positions():
         assert trained == placed
         for evaluated, expected in ((batch, placed), (plain, model.mlm_loss(ids, ids))):
             model.val_metrics.reset()
-            model._evaluate(evaluated, model.val_metrics, "val")
+            model._evaluate(evaluated, model.val_metrics)
             assert torch.allclose(model.val_metrics["loss"].compute(), expected)
 
 
