@@ -18,13 +18,12 @@ A resumed run writes the steps it has not passed yet.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from lightning.pytorch import Callback, LightningModule, Trainer
-from lightning.pytorch.callbacks import ModelCheckpoint
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.training.callbacks import last_checkpoint_path
 
 
 class StepCheckpoints(Callback):
@@ -39,13 +38,6 @@ class StepCheckpoints(Callback):
             )
         self.steps = sorted(set(steps))
 
-    def directory(self, trainer: Trainer) -> Path:
-        """Where ``last.ckpt`` goes: the run's ``checkpoints/``."""
-        for callback in trainer.checkpoint_callbacks:
-            if isinstance(callback, ModelCheckpoint) and callback.dirpath:
-                return Path(callback.dirpath)
-        return Path(trainer.log_dir or trainer.default_root_dir) / "checkpoints"
-
     def on_train_batch_end(
         self,
         trainer: Trainer,
@@ -57,5 +49,5 @@ class StepCheckpoints(Callback):
         step = trainer.global_step  # optimiser steps done
         if step in self.steps:
             trainer.save_checkpoint(
-                self.directory(trainer) / f"step={step}.ckpt", weights_only=False
+                last_checkpoint_path(trainer).parent / f"step={step}.ckpt", weights_only=False
             )
