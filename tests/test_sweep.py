@@ -974,3 +974,58 @@ def test_jobs_on_cpu_share_the_cores_between_runs(tmp_path, monkeypatch):
 def test_cpu_threads_env(jobs, environ, cores, expected, monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     assert runner.cpu_threads_env(jobs, environ) == expected
+
+
+# --- --only: one slice of a sweep ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "only", [["seed_everything=1"], ["model.position=rope", "seed_everything=0"]]
+)
+def test_only_runs_a_slice_under_the_whole_grids_names(only, tmp_path, monkeypatch, capsys):
+    data = {
+        "name": "s",
+        "base": str(CONFIGS / "rope.yaml"),
+        "grid": {"model.position": ["nope", "rope"], "seed_everything": [0, 1]},
+        "overrides": {"trainer.max_steps": 2},
+    }
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--config", "s.yaml", "--dry-run"]) == 0
+    every = {
+        arg(shlex.split(line), VERSION): shlex.split(line)
+        for line in capsys.readouterr().out.splitlines()
+    }
+    args = [a for item in only for a in ("--only", item)]
+    assert main(["sweep", "--config", "s.yaml", "--dry-run", *args]) == 0
+    sliced = [shlex.split(line) for line in capsys.readouterr().out.splitlines()]
+    wanted = [item.split("=") for item in only]
+    # the oracle: the whole grid's commands whose arguments carry every KEY VALUE
+    expected = [c for c in every.values() if all(arg(c, f"--{k}") == v for k, v in wanted)]
+    assert sliced == expected and 0 < len(sliced) < len(every)
+
+
+@pytest.mark.parametrize(
+    "only,words",
+    [
+        ("seed=1", ["--only 'seed=1'", "grid keys: model.position, seed_everything"]),
+        ("seed_everything", ["--only 'seed_everything'", "KEY=VALUE"]),
+        ("seed_everything=7", ["'7'", "grid values [0, 1]"]),
+        ("seed_everything=true", ["'true'", "by type and value"]),
+        ("model.position=alibi", ["'alibi'", "['nope', 'rope']"]),
+    ],
+)
+def test_a_bad_only_is_one_line_and_creates_nothing(only, words, tmp_path, monkeypatch, capsys):
+    data = {
+        "name": "s",
+        "base": str(CONFIGS / "rope.yaml"),
+        "grid": {"model.position": ["nope", "rope"], "seed_everything": [0, 1]},
+    }
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    assert main(["sweep", "--config", "s.yaml", "--only", only]) == 2
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and all(w in errors[0] for w in words), errors
+    assert captured.out == "" and sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]

@@ -4,7 +4,7 @@ Usage::
 
     python -m roformer_lit sweep --config configs/sweeps/positions.yaml [--dry-run]
         [--root runs] [--devices 0,1,2,3 | --jobs N]
-        [--launcher local|slurm] [--slurm.partition P --slurm.time 24:00:00
+        [--only KEY=VALUE ...] [--launcher local|slurm] [--slurm.partition P --slurm.time 24:00:00
          --slurm.gpus_per_node 1 ... --wait]
 
 Sweep file (YAML; exactly these top-level keys)::
@@ -97,6 +97,14 @@ def _parser() -> argparse.ArgumentParser:
         help="without --devices: runs at once on the current device (default 1); on CPU each "
         "gets OMP_NUM_THREADS = cores // N unless OMP_NUM_THREADS is set",
     )
+    p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run one slice: the combinations whose grid KEY is VALUE (repeat for several "
+        "keys); run names are the whole grid's, so the whole sweep later skips them",
+    )
     p.add_argument("--launcher", choices=("local", "slurm"), default="local")
     p.add_argument(
         "--wait", action="store_true", help="slurm: wait for the array and print the summary"
@@ -131,7 +139,7 @@ def main(args: Sequence[str]) -> int:
     if not root or not str(root).strip():
         raise ConfigError("sweep: --root must not be empty")
 
-    sweep = load_sweep(ns.config, root)
+    sweep = load_sweep(ns.config, root, only=ns.only)
     slurm_options: dict[str, Any] = {}
     if ns.launcher == "slurm" or sweep.slurm:
         cli_slurm = {

@@ -108,8 +108,18 @@ def shell_line(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str
     return " ".join([*prefix, *(shlex.quote(a) for a in argv)])
 
 
-def load_sweep(path: str | Path, root: str = "runs", validate: bool = True) -> Sweep:
-    """Read and check a sweep file; every combination is parsed by ``validate_config``."""
+def load_sweep(
+    path: str | Path,
+    root: str = "runs",
+    validate: bool = True,
+    only: Sequence[str] = (),
+) -> Sweep:
+    """Read and check a sweep file; every combination is parsed by ``validate_config``.
+
+    ``only``: ``KEY=VALUE`` strings (``--only`` on the command line) that keep the
+    combinations whose grid ``KEY`` is ``VALUE`` (read as YAML, matched by type and value
+    like ``exclude``): one slice of the sweep, under the very run names the whole grid
+    gives, so running the whole sweep later skips the slice's finished runs."""
     path = Path(path)
     where = str(path)
     if not path.is_file():
@@ -174,9 +184,45 @@ def load_sweep(path: str | Path, root: str = "runs", validate: bool = True) -> S
             f"{where}: exclude removes every one of the grid's {total} combinations: nothing "
             "would run; narrow or drop an exclude entry"
         )
+    if only:
+        sweep.runs = _only(sweep, only, where)
     if validate:
         validate_sweep(sweep, root)
     return sweep
+
+
+def _only(sweep: Sweep, only: Sequence[str], where: str) -> list[Run]:
+    """The runs matching every ``KEY=VALUE`` of ``only`` (see :func:`load_sweep`)."""
+    import yaml
+
+    wanted: dict[str, Any] = {}
+    for item in only:
+        key, sep, text = str(item).partition("=")
+        if not sep or key not in sweep.grid:
+            raise ConfigError(
+                f"sweep: --only {item!r} must be KEY=VALUE with KEY a grid key of {where}; "
+                f"grid keys: {', '.join(sweep.grid)}"
+            )
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = text
+        if not any(same_value(value, v) for v in sweep.grid[key]):
+            raise ConfigError(
+                f"sweep: --only {key}={text!r} is not one of its grid values {sweep.grid[key]!r} "
+                "(compared by type and value: true is not 1, 1.0 is not 1)"
+            )
+        if key in wanted:
+            raise ConfigError(f"sweep: --only names {key!r} twice; give each grid key once")
+        wanted[key] = value
+    runs = [
+        r for r in sweep.runs if all(same_value(dict(r.values)[k], v) for k, v in wanted.items())
+    ]
+    if not runs:
+        raise ConfigError(
+            f"sweep: --only {' '.join(only)} keeps none of {where}'s runs (exclude removes them)"
+        )
+    return runs
 
 
 def _read_yaml(path: Path) -> Any:
