@@ -29,8 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import study_selected
+
 from roformer_lit.data.probes import PROBE_TASKS, ProbeValidation, baseline_scores
-from roformer_lit.results.statistics import holm, mean_interval, paired_t_test, verdict
+from roformer_lit.results.statistics import holm, mean_interval, paired_t_test, spearman, verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "docs" / "bench"
@@ -510,6 +512,50 @@ def position_lr() -> str:
     )
 
 
+def bridge() -> str:
+    """Probe accuracy at 1× (each scheme at its selected learning rate, test sequences)
+    against the MLM validation loss of the positions sweep (600 steps, seeds 0-2), per task
+    and averaged over the tasks run: Spearman's ρ with its interval and p-value."""
+    tasks = study_selected.tasks()
+    if not tasks:
+        return "_No slice of the scheme study has been run yet._"
+    losses = mlm_losses()
+    n = study_selected.LENGTHS[0]
+
+    def variant_of(task: str, scheme: str) -> str | None:
+        names_ = study_selected.variants(task)
+        if scheme in names_:
+            return scheme
+        sized = [v for v in names_ if v.startswith(f"{scheme} (")]
+        return sized[0] if len(sized) == 1 else None
+
+    rows = []
+    for task in [*tasks, "mean"]:
+        pairs = []
+        for scheme in losses:
+            accs = []
+            for t in tasks if task == "mean" else [task]:
+                name = variant_of(t, scheme)
+                values = study_selected.reported(t, name, n) if name else {}
+                accs.append(statistics.fmean(values.values()) if values else None)
+            if accs and None not in accs:
+                pairs.append((statistics.fmean(accs), statistics.fmean(losses[scheme])))
+        if len(pairs) >= 4:
+            result = spearman([a for a, _ in pairs], [b for _, b in pairs])
+            label = f"`{task}`" if task != "mean" else f"mean of {names([f'`{t}`' for t in tasks])}"
+            holds = (
+                "not separated from 0" if result.low <= 0.0 <= result.high else "separated from 0"
+            )
+            rows.append(f"| {label} | {result.text()} | {holds} |")
+    return "\n".join(
+        [
+            "| probe accuracy at 1× | rank correlation with MLM val/loss (600 steps) | interval |",
+            "|---|---|---|",
+            *rows,
+        ]
+    )
+
+
 #: The budget slices (configs/sweeps/study_budget_<task>.yaml): extrapolate --budget CSVs,
 #: at the ordinary positions and (runs trained with randomized positions) at random
 #: positions; a task whose files are not there yet is left out.
@@ -706,6 +752,10 @@ REGIONS: dict[str, Callable[[], str]] = {
     "budget": budget,
     "budget-pairs": budget_pairs,
     "budget-findings": budget_findings,
+    "schemes-selected": study_selected.table,
+    "schemes-pairs": study_selected.pairs_table,
+    "schemes-findings": study_selected.findings,
+    "bridge": bridge,
     "mlm-sweep": mlm_sweep,
     "position-lr": position_lr,
     "training-length": training_length,

@@ -95,3 +95,34 @@ def test_verdict_reads_ns_when_not_separated() -> None:
         "p=0.02",
         "p=0.02",
     ]
+
+
+PAIRS = [
+    ([2.1, 2.3, 2.2, 2.9, 3.4, 3.3], [0.9, 0.8, 0.95, 0.4, 0.5, 0.45]),
+    ([1.0, 0.909, 0.407, 1.0, 0.95, 0.2, 0.3], [8.78, 8.79, 8.80, 8.77, 8.81, 8.83, 8.76]),
+    ([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], [3, 1, 2, 5, 4, 7, 6, 9, 8, 10]),
+    ([0.5, 0.5, 0.7, 0.1], [1.0, 2.0, 3.0, 3.0]),
+]
+
+
+@pytest.mark.parametrize("a,b", PAIRS)
+def test_spearman_matches_scipy(a: list[float], b: list[float]) -> None:
+    import math
+
+    got = st.spearman(a, b)
+    expected = stats.spearmanr(a, b)
+    assert got.rho == pytest.approx(expected.statistic, rel=1e-12, abs=1e-12)
+    assert got.p == pytest.approx(expected.pvalue, rel=1e-8, abs=1e-12)
+    # the interval: Fisher's z with Bonett-Wright's standard error, from scipy's normal
+    half = stats.norm.ppf(0.975) * math.sqrt((1 + expected.statistic**2 / 2) / (len(a) - 3))
+    z = math.atanh(expected.statistic)
+    assert (got.low, got.high) == (
+        pytest.approx(math.tanh(z - half), rel=1e-9),
+        pytest.approx(math.tanh(z + half), rel=1e-9),
+    )
+    assert got.low < got.rho < got.high
+
+
+def test_ranks_average_ties_like_scipy() -> None:
+    values = [3.0, 1.0, 3.0, 2.0, 3.0, 0.5]
+    assert st.ranks(values) == list(stats.rankdata(values))

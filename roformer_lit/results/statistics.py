@@ -21,6 +21,11 @@
 * :func:`holm`: Holm's step-down correction of ``m`` p-values (family-wise error ≤ α):
   with ``p_(1) <= ... <= p_(m)``, the adjusted ``p̃_(i) = max_{j<=i} min(1, (m-j+1) p_(j))``.
 * :func:`verdict`: a compared cell's text, ``"n.s."`` when its adjusted p-value is ≥ α.
+* :func:`spearman`: the rank correlation ``ρ`` of two paired samples (Pearson's ``r`` of their
+  ranks, ties given their average rank), with the two-sided p-value of
+  ``t = ρ · sqrt((n - 2) / (1 - ρ²))`` against ``t_{n-2}`` (scipy's ``spearmanr``), and a 95 %
+  interval by Fisher's transform with Bonett and Wright's (2000) standard error:
+  ``tanh(atanh(ρ) ± z_{1-α/2} · sqrt((1 + ρ²/2) / (n - 3)))`` (needs ``n >= 4``).
 
 The t distribution's CDF is ``1 - I_x(ν/2, 1/2) / 2`` at ``x = ν / (ν + t²)`` for ``t >= 0``,
 with ``I`` the regularized incomplete beta function (Lentz's continued fraction, as in
@@ -183,3 +188,67 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 def verdict(adjusted_p: float, alpha: float = ALPHA) -> str:
     """``"n.s."`` when the data do not separate the pair at level ``alpha``, else ``p=…``."""
     return "n.s." if not adjusted_p < alpha else f"p={adjusted_p:.3g}"
+
+
+@dataclass(frozen=True)
+class RankCorrelation:
+    """Spearman's ``rho`` over ``n`` pairs, its p-value and 95 % interval (module docstring)."""
+
+    rho: float
+    p: float
+    low: float | None
+    high: float | None
+    n: int
+
+    def text(self, decimals: int = 2) -> str:
+        interval = (
+            ""
+            if self.low is None or self.high is None
+            else f" [{self.low:.{decimals}f}, {self.high:.{decimals}f}]"
+        )
+        return f"ρ = {self.rho:+.{decimals}f}{interval} (n = {self.n}, p = {self.p:.2g})"
+
+
+def ranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks, ties sharing their average rank."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for k in range(start, end + 1):
+            out[order[k]] = (start + end) / 2.0 + 1.0
+        start = end + 1
+    return out
+
+
+def spearman(
+    a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
+) -> RankCorrelation:
+    """Spearman's rank correlation of ``a`` and ``b`` (paired by index), module docstring."""
+    from statistics import NormalDist
+
+    n = len(a)
+    if n != len(b) or n < 3:
+        raise ValueError("a rank correlation needs two equally long sequences of >= 3 values")
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = math.fsum(ra) / n, math.fsum(rb) / n
+    sab = math.fsum((x - ma) * (y - mb) for x, y in zip(ra, rb, strict=True))
+    saa = math.fsum((x - ma) ** 2 for x in ra)
+    sbb = math.fsum((y - mb) ** 2 for y in rb)
+    if saa == 0.0 or sbb == 0.0:
+        raise ValueError("a rank correlation needs values that are not all equal")
+    rho = max(-1.0, min(1.0, sab / math.sqrt(saa * sbb)))
+    if abs(rho) == 1.0:
+        p = 0.0
+    else:
+        t = rho * math.sqrt((n - 2) / (1.0 - rho * rho))
+        p = min(1.0, 2.0 * (1.0 - t_cdf(abs(t), n - 2)))
+    low = high = None
+    if n >= 4 and abs(rho) < 1.0:
+        z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+        half = z * math.sqrt((1.0 + rho * rho / 2.0) / (n - 3))
+        low, high = math.tanh(math.atanh(rho) - half), math.tanh(math.atanh(rho) + half)
+    return RankCorrelation(rho, p, low, high, n)

@@ -65,6 +65,15 @@ class SelectedGroup:
     notes: list[str] = field(default_factory=list)
 
 
+def best_value(means: Mapping[Any, float], by: str) -> Any:
+    """The value whose mean ``by`` score is best (:data:`SELECTION_METRICS` says whether
+    that is the least or the greatest); ties go to the first value in ``sorted(repr)``
+    order. The one selection rule: :func:`select` and the study pages both use it."""
+    _, best = SELECTION_METRICS[by]
+    target = best(means.values())
+    return next(v for v in sorted(means, key=repr) if means[v] == target)
+
+
 def resolve_key(key: str, runs: Sequence[RunSummary]) -> str:
     """``KEY`` as the runs' flattened hyperparameters name it (``model.``/``data.`` prefixes
     dropped), or a ConfigError naming the keys whose values differ between the runs."""
@@ -86,7 +95,7 @@ def select(runs: Sequence[RunSummary], key: str, by: str) -> list[SelectedGroup]
         raise ConfigError(
             f"compare: --by {by} is not a selection metric: valid: {', '.join(SELECTION_METRICS)}"
         )
-    attribute, best = SELECTION_METRICS[by]
+    attribute, _ = SELECTION_METRICS[by]
     key = resolve_key(key, runs)
     identities = []
     for run in runs:
@@ -111,8 +120,7 @@ def select(runs: Sequence[RunSummary], key: str, by: str) -> list[SelectedGroup]
             candidates[value] = (math.fsum(finite) / len(finite), len(finite))
         if not candidates:
             continue
-        target = best(mean for mean, _ in candidates.values())
-        chosen = next(v for v, (mean, _) in candidates.items() if mean == target)
+        chosen = best_value({v: mean for v, (mean, _) in candidates.items()}, by)
         members = sorted(by_value[chosen], key=lambda r: (r.seed is None, r.seed or 0))
         stats = {}
         for metric in METRICS:
