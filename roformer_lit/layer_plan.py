@@ -153,8 +153,9 @@ MAX_LABEL = 80
 
 def plan_label(plan: Mapping[str, Any] | None) -> str:
     """A short label of a plan for run names: ``local128x2-global`` (the pattern, or the
-    layers' types, with each windowed type's window and runs of one type counted); ``""``
-    for no plan. Labels past :data:`MAX_LABEL` characters end in a digest of the whole."""
+    layers' types, with each windowed type's window, then ``.<scheme>`` and
+    ``.<option><value>`` for a type's own scheme and options: ``global.nope``,
+    ``global.base160000.0``; runs of one type counted); ``""`` for no plan. Labels past :data:`MAX_LABEL` characters end in a digest of the whole."""
     if not isinstance(plan, Mapping):
         return ""
     names = plan.get("pattern") or plan.get("layers")
@@ -164,8 +165,14 @@ def plan_label(plan: Mapping[str, Any] | None) -> str:
 
     def label(name: Any) -> str:
         settings = types.get(name)
-        window = settings.get("window") if isinstance(settings, Mapping) else None
-        return f"{name}{window}" if window is not None else str(name)
+        settings = settings if isinstance(settings, Mapping) else {}
+        text = str(name) if settings.get("window") is None else f"{name}{settings['window']}"
+        if settings.get("position") is not None:
+            text += f".{settings['position']}"
+        options = settings.get("position_kwargs")
+        if isinstance(options, Mapping) and options:
+            text += "." + "+".join(f"{k}{v}" for k, v in options.items())
+        return text
 
     runs: list[list[Any]] = []
     for name in map(label, names):

@@ -201,6 +201,22 @@ def test_a_plan_shows_in_the_run_name_and_compares_variant_columns():
     label = plan_label(modernbert_base)
     assert len(label) <= 80 and label.startswith("global-localx2-global")
     assert label != plan_label({**modernbert_base, "layers": modernbert_base["layers"][:21]})
+    # plans that differ only in a type's scheme or options get different labels
+    three = ["global", "local", "local"]
+    plans = [
+        {"pattern": three, "types": {"local": {"window": 8}}},
+        {"pattern": three, "types": {"local": {"window": 8}, "global": {"position": "nope"}}},
+        {
+            "pattern": three,
+            "types": {"local": {"window": 8}, "global": {"position_kwargs": {"base": 1e5}}},
+        },
+        {
+            "pattern": three,
+            "types": {"local": {"window": 8}, "global": {"position_kwargs": {"base": 2e5}}},
+        },
+    ]
+    assert len({plan_label(p) for p in plans}) == len(plans), [plan_label(p) for p in plans]
+    assert all(plan_label(p).endswith("local8x2") for p in plans)
     other = {"pattern": ["local", "local", "global"], "types": {"local": {"window": 64}}}
     base = {"position": "rope", "attention": "softmax"}
     labels = variant_labels([base, {**base, "layer_plan": plan}, {**base, "layer_plan": other}])

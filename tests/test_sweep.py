@@ -448,7 +448,10 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
                 (tmp_path / "runs" / experiment / run / "checkpoints" / "last.ckpt").touch()
         monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "launch", no_launch)
-    assert main(["sweep", "--config", str(path.relative_to(CONFIGS.parent)), "--dry-run"]) == 0
+    # --root: an empty one, so that no finished run of a checkout's own runs/ is skipped
+    config = str(path.relative_to(CONFIGS.parent))
+    root = str(tmp_path / "sweep-root")
+    assert main(["sweep", "--config", config, "--dry-run", "--root", root]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     expected = {
         "positions": 3 * len(POSITION_SCHEMES),  # every registered scheme, three seeds
@@ -476,6 +479,8 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "study_budget_reverse": 2 * 2 * 5,
         # (every scheme + rope at base 100 and p-RoPE at base 100) x 4 tasks x 2 rates x 5 seeds
         "study_schemes_selected": (len(POSITION_SCHEMES) + 2) * 4 * 2 * 5,
+        # four layer plans x four tasks x five seeds
+        "study_plans": 4 * 4 * 5,
     }
     expected = expected[path.stem]
     assert len(lines) == expected
@@ -693,6 +698,19 @@ def test_excluding_every_combination_is_one_line_and_runs_nothing(
 
 
 # --- run names ----------------------------------------------------------------------------
+
+
+def test_a_layer_plan_in_the_grid_is_named_as_fit_names_it():
+    from roformer_lit.layer_plan import plan_label
+
+    plans = [
+        None,
+        {"pattern": ["global", "local"], "types": {"local": {"window": 8}}},
+        {"pattern": ["global", "local"], "types": {"global": {"position": "nope"}}},
+    ]
+    names = [run.version for run in expand({"model.layer_plan": plans, "seed_everything": [0]})]
+    assert names[1:] == [f"{plan_label(p)}-seed0" for p in plans[1:]]
+    assert names[0] == "layer_plan=none-seed0" and len(set(names)) == 3
 
 
 def test_version_names_are_readable_and_unique():

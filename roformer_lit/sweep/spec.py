@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.layer_plan import plan_label
 from roformer_lit.sweep.finetune import (
     PRETRAINED_KEY,
     check_pretrained,
@@ -45,6 +46,8 @@ LOGS_DIR = "sweep_logs"
 STATUS_FILE = "sweep_status.json"
 #: Short labels of grid keys in run names (otherwise the key's last component).
 KEY_ALIASES = {"seed_everything": "seed"}
+#: A grid key whose mapping values are named by :func:`roformer_lit.layer_plan.plan_label`.
+PLAN_KEY = "model.layer_plan"
 #: What a sweep may run: ``fit`` (pretraining, the default) or ``finetune``.
 COMMANDS = ("fit", "finetune")
 #: ``finetune`` sweeps: the fine-tuning seed in run names (the pretrained run's own name
@@ -455,6 +458,8 @@ def _render(value: Any) -> str:
 
 
 def _label(key: str, value: Any, aliases: Mapping[str, str] = KEY_ALIASES) -> str:
+    if key == PLAN_KEY and isinstance(value, dict) and plan_label(value):
+        return plan_label(value)  # the label fit's own run names give the plan
     if isinstance(value, (str, dict, list)):
         return _render(value)
     if isinstance(value, bool) or value is None:
