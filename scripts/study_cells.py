@@ -1,0 +1,228 @@
+"""A seed study's cells and the tables and sentences a study page states about them.
+
+A :class:`SeedStudy` holds, per task, variant and evaluated length, each seed's test
+accuracy and exact match, the task's baselines on the same sequences, and a reference
+variant. It writes the three regions a study page has: the table (mean [95 % t-interval] ·
+seeds solving, ▲ when every seed is above the best baseline), each variant against the
+reference paired by seed (Holm over the whole table), and the findings, every count and
+list taken from the same cells. Used by ``scripts/study_selected.py`` and
+``scripts/study_plans.py``; statistics from :mod:`roformer_lit.results.statistics`.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import re
+import statistics
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from roformer_lit.results.statistics import holm, mean_interval, paired_t_test, verdict
+
+SOLVED = 0.9
+NOT_RUN = "_No slice of the sweep has been run yet._"
+#: ``parse(checkpoint name) -> (task, variant, seed)`` or None (a row of another study).
+Parse = Callable[[str], "tuple[str, str, int] | None"]
+
+
+def read_test_csv(path: Path, parse: Parse) -> tuple[dict, dict]:
+    """``(task, variant, n, metric) -> seed -> value`` and ``(task, rule, n) -> accuracy`` of
+    the ``baseline:<rule>`` rows of an ``extrapolate --csv`` file whose rows are one task's
+    (``parse`` says which task a run is; baselines take the task of the file's runs)."""
+    cells: dict = {}
+    baselines: dict = {}
+    pending = []
+    tasks = set()
+    with path.open(encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            n, value = int(row["length"]), float(row["value"])
+            if row["name"].startswith("baseline:"):
+                if row["metric"] == "acc":
+                    pending.append((row["name"].removeprefix("baseline:"), n, value))
+                continue
+            parsed = parse(row["name"])
+            if parsed is None:
+                continue
+            task, name, seed = parsed
+            tasks.add(task)
+            cells.setdefault((task, name, n, row["metric"]), {})[seed] = value
+    if len(tasks) == 1:
+        (task,) = tasks
+        baselines = {(task, rule, n): value for rule, n, value in pending}
+    return cells, baselines
+
+
+def names(items: list[str]) -> str:
+    if not items:
+        return "none"
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+@dataclass
+class SeedStudy:
+    """See the module docstring. ``order``: task -> its variants, in the order shown;
+    ``extra``: an optional column (head, ``(task, variant) -> text``) after the variant."""
+
+    lengths: list[int]
+    reference: str
+    cells: dict = field(default_factory=dict)
+    baselines: dict = field(default_factory=dict)
+    order: dict[str, list[str]] = field(default_factory=dict)
+    extra: tuple[str, Mapping[tuple[str, str], str]] | None = None
+
+    def times(self, n: int) -> str:
+        return f"n={n} ({n // self.lengths[0]}×)"
+
+    def tasks(self) -> list[str]:
+        return [t for t in self.order if any(key[0] == t for key in self.cells)]
+
+    def values(self, task: str, name: str, n: int, metric: str = "acc") -> dict[int, float]:
+        return self.cells.get((task, name, n, metric), {})
+
+    def best_baseline(self, task: str, n: int) -> tuple[str, float]:
+        rules = {r: v for (t, r, m), v in self.baselines.items() if (t, m) == (task, n)}
+        rule = max(rules, key=lambda r: rules[r])
+        return rule, rules[rule]
+
+    def above_baseline(self, task: str, name: str, n: int) -> bool:
+        """Every seed's accuracy above the task's best baseline at ``n``."""
+        values = self.values(task, name, n)
+        best = self.best_baseline(task, n)[1]
+        return bool(values) and all(v > best for v in values.values())
+
+    def solved(self, task: str, name: str, n: int) -> tuple[int, int]:
+        """(seeds with exact match >= :data:`SOLVED`, seeds)."""
+        exact = self.values(task, name, n, "exact")
+        return sum(v >= SOLVED for v in exact.values()), len(exact)
+
+    def table(self) -> str:
+        if not self.tasks():
+            return NOT_RUN
+        extra_head = [self.extra[0]] if self.extra else []
+        head = ["task", "variant", *extra_head, *(self.times(n) for n in self.lengths)]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for task in self.tasks():
+            for rule in sorted({r for t, r, _ in self.baselines if t == task}):
+                row = [
+                    f"{self.baselines.get((task, rule, n), float('nan')):.3f}" for n in self.lengths
+                ]
+                blank = ["–"] if self.extra else []
+                lines.append("| " + " | ".join([task, f"baseline: {rule}", *blank, *row]) + " |")
+            for name in self.order[task]:
+                row = []
+                for n in self.lengths:
+                    values = self.values(task, name, n)
+                    if not values:
+                        row.append("–")
+                        continue
+                    k, seeds = self.solved(task, name, n)
+                    mark = " ▲" if self.above_baseline(task, name, n) else ""
+                    interval = mean_interval(list(values.values())).text()
+                    row.append(f"{interval}{mark} · {k}/{seeds} solved")
+                extra = [self.extra[1].get((task, name), "–")] if self.extra else []
+                lines.append("| " + " | ".join([task, f"`{name}`", *extra, *row]) + " |")
+        return "\n".join(lines)
+
+    @functools.cached_property
+    def pairs(self) -> dict[tuple[str, str, int], tuple[list[float], list[float], float]]:
+        """``(task, variant, n) -> (reference by seed, variant by seed, Holm p)``: one family."""
+        found = {}
+        for task in self.tasks():
+            for name in self.order[task]:
+                if name == self.reference:
+                    continue
+                for n in self.lengths:
+                    ref, other = self.values(task, self.reference, n), self.values(task, name, n)
+                    common = sorted(set(ref) & set(other))
+                    if len(common) >= 2:
+                        found[(task, name, n)] = (
+                            [ref[s] for s in common],
+                            [other[s] for s in common],
+                        )
+        keys = list(found)
+        adjusted = holm([paired_t_test(*found[k]) for k in keys])
+        return {k: (*found[k], p) for k, p in zip(keys, adjusted, strict=True)}
+
+    def pairs_table(self) -> str:
+        """Each variant minus the reference, paired by seed, Holm over the table."""
+        if not self.pairs:
+            return NOT_RUN
+        head = ["task", f"variant − `{self.reference}`", *(self.times(n) for n in self.lengths)]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for task in self.tasks():
+            for name in self.order[task]:
+                if (task, name, self.lengths[0]) not in self.pairs:
+                    continue
+                row = []
+                for n in self.lengths:
+                    ref, other, p = self.pairs[(task, name, n)]
+                    diff = statistics.fmean(other) - statistics.fmean(ref)
+                    separated = verdict(p) != "n.s."
+                    row.append(f"**{diff:+.3f}** (p={p:.2g})" if separated else f"{diff:+.3f} n.s.")
+                lines.append(f"| {task} | `{name}` | " + " | ".join(row) + " |")
+        return "\n".join(lines)
+
+    def separated(self, task: str, above: bool) -> list[str]:
+        return [
+            f"`{name}` at {self.times(n)}"
+            for (t, name, n), (ref, other, p) in self.pairs.items()
+            if t == task
+            and verdict(p) != "n.s."
+            and (statistics.fmean(other) > statistics.fmean(ref)) == above
+        ]
+
+    def findings(self) -> str:
+        """Per task: who solves at 1× (every seed, some seeds), who solves past it, who is
+        above the best baseline on every seed past it, and what the paired tests separate."""
+        if not self.tasks():
+            return NOT_RUN
+        first = self.lengths[0]
+        parts = []
+        for task in self.tasks():
+            order = self.order[task]
+            every = [
+                f"`{v}`"
+                for v in order
+                if self.solved(task, v, first)[0] == self.solved(task, v, first)[1] > 0
+            ]
+            some = [
+                f"`{v}` ({self.solved(task, v, first)[0]}/{self.solved(task, v, first)[1]})"
+                for v in order
+                if 0 < self.solved(task, v, first)[0] < self.solved(task, v, first)[1]
+            ]
+            past = [
+                f"`{v}` at {self.times(n)} ({self.solved(task, v, n)[0]}/{self.solved(task, v, n)[1]})"
+                for v in order
+                for n in self.lengths[1:]
+                if self.solved(task, v, n)[0] > 0
+            ]
+            text = (
+                f"**`{task}`**: solved at 1× on every seed (exact match ≥ {SOLVED}) by "
+                f"{names(every)}" + (f"; on some seeds by {names(some)}" if some else "") + ". "
+            )
+            text += (
+                f"Past 1×, runs that solve: {names(past)}. " if past else "No run solves past 1×. "
+            )
+            for n in self.lengths[1:]:
+                rule, value = self.best_baseline(task, n)
+                above = [f"`{v}`" for v in order if self.above_baseline(task, v, n)]
+                text += (
+                    f"Above the best baseline on every seed at {self.times(n)} (`{rule}`, "
+                    f"{value:.3f}): {names(above)}. "
+                )
+            text += (
+                f"Against `{self.reference}` (paired by seed, Holm over all {len(self.pairs)} "
+                f"cells): separated above it: {names(self.separated(task, True))}; below it: "
+                f"{names(self.separated(task, False))}; every other cell not separated."
+            )
+            parts.append(text)
+        return "\n\n".join(parts)
+
+
+def run_pattern(sweep: str, variant: str, tasks: list[str], tail: str = "") -> re.Pattern[str]:
+    """``<sweep>/<variant>-<task><tail>-seed<N>/``, with named groups for each part."""
+    return re.compile(
+        rf"{sweep}/{variant}-(?P<task>{'|'.join(tasks)}){tail}-seed(?P<seed>\d+)(?:/|$)"
+    )
