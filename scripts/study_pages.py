@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import study_plans
 import study_selected
 
 from roformer_lit.data.probes import PROBE_TASKS, ProbeValidation, baseline_scores
@@ -756,6 +757,9 @@ REGIONS: dict[str, Callable[[], str]] = {
     "schemes-pairs": study_selected.pairs_table,
     "schemes-findings": study_selected.findings,
     "bridge": bridge,
+    "plans-table": study_plans.table,
+    "plans-pairs": study_plans.pairs_table,
+    "plans-findings": study_plans.findings,
     "mlm-sweep": mlm_sweep,
     "position-lr": position_lr,
     "training-length": training_length,

@@ -1,0 +1,62 @@
+"""The layer-plan study: the regions ``plans-*`` of ``docs/studies/layer-plans.md``
+(written by ``scripts/study_pages.py``).
+
+Runs: ``configs/sweeps/study_plans.yaml`` (four layer plans of a three-layer RoPE encoder ×
+task × seeds 0-4, 1,500 steps), one task at a time with ``sweep --only data.probe=TASK``.
+Raw outputs read: :data:`TEST_FILES` in ``docs/bench/``, ``extrapolate --split test --csv``
+of every run's last checkpoint with the task's ``baseline:<rule>`` rows on the same
+sequences. Each plan is compared with all-global RoPE (no plan) by seed
+(:class:`study_cells.SeedStudy`).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from study_cells import SeedStudy, read_test_csv, run_pattern
+
+BENCH = Path(__file__).resolve().parent.parent / "docs" / "bench"
+TEST_FILES = "cpu-study-plans-{task}.csv"
+TASKS = ["copy", "reverse", "sort", "odds_first"]
+LENGTHS = [16, 32, 64, 128, 256]
+#: run-name plan label (:func:`roformer_lit.layer_plan.plan_label`) -> what the page calls it
+PLANS = {
+    "layer_plan=none": "all-global RoPE",
+    "global.base160000.0-local8x2": "ModernBERT: global (base 160 K), local ×2",
+    "global.nope-local8x2": "iRoPE: global NoPE, local RoPE ×2",
+    "local8": "all-local",
+}
+RUN = run_pattern("study_plans", r"(?P<plan>.+?)", TASKS)
+
+
+def _parse(name: str) -> tuple[str, str, int] | None:
+    match = RUN.search(name)
+    if match is None or match["plan"] not in PLANS:
+        return None
+    return match["task"], PLANS[match["plan"]], int(match["seed"])
+
+
+@functools.cache
+def study() -> SeedStudy:
+    result = SeedStudy(LENGTHS, PLANS["layer_plan=none"])
+    for task in TASKS:
+        path = BENCH / TEST_FILES.format(task=task)
+        if path.is_file():
+            cells, baselines = read_test_csv(path, _parse)
+            result.cells.update(cells)
+            result.baselines.update(baselines)
+            result.order[task] = list(PLANS.values())
+    return result
+
+
+def table() -> str:
+    return study().table()
+
+
+def pairs_table() -> str:
+    return study().pairs_table()
+
+
+def findings() -> str:
+    return study().findings()
