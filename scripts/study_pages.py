@@ -757,6 +757,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "schemes-pairs": study_selected.pairs_table,
     "schemes-findings": study_selected.findings,
     "bridge": bridge,
+    "schemes-retrain": study_selected.retrain,
     "plans-table": study_plans.table,
     "plans-pairs": study_plans.pairs_table,
     "plans-findings": study_plans.findings,

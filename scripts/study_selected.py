@@ -31,6 +31,7 @@ from pathlib import Path
 from study_cells import SeedStudy, read_test_csv
 
 from roformer_lit.results.compare.select import best_value
+from roformer_lit.results.statistics import mean_interval
 
 BENCH = Path(__file__).resolve().parent.parent / "docs" / "bench"
 SELECTION_FILE = "cpu-2026-11-25-study-schemes-runs.csv"
@@ -162,3 +163,36 @@ def findings() -> str:
     )
     head = f"Slices run: {', '.join(f'`{t}`' for t in tasks())} ({len(groups)} task × variant groups; {counts})."
     return head + "\n\n" + study().findings()
+
+
+RETRAIN_FILE = "cpu-2026-11-25-study-schemes-retrain.csv"
+
+
+def retrain() -> str:
+    """Cells retrained on a fresh clone (:data:`RETRAIN_FILE`, ``extrapolate --csv`` of the
+    retrained runs) beside the study's value of the same run and the study's interval."""
+    path = BENCH / RETRAIN_FILE
+    if not path.is_file() or not tasks():
+        return "_Not run yet._"
+    lines = [
+        "| run (fresh clone) | length | accuracy retrained | the study's run | the study's 95 % interval | inside |",
+        "|---|---|---|---|---|---|",
+    ]
+    with path.open(encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            parsed = _parse(row["name"])
+            if parsed is None or row["metric"] != "acc":
+                continue
+            task, name, lr, seed = parsed
+            n = int(row["length"])
+            study_values = reported(task, name, n)
+            if chosen().get((task, name)) != lr or seed not in study_values:
+                continue
+            interval = mean_interval(list(study_values.values()))
+            value = float(row["value"])
+            inside = interval.low <= value <= interval.high
+            lines.append(
+                f"| `{name}` × `{task}`, rate {lr:g}, seed {seed} | {n} | {value:.4f} | "
+                f"{study_values[seed]:.4f} | {interval.text()} | {'yes' if inside else 'no'} |"
+            )
+    return "\n".join(lines)
