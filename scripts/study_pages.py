@@ -583,10 +583,10 @@ def budget_cells() -> tuple[dict, dict]:
     cells: dict = {}
     baselines: dict = {}
     for task in BUDGET_TASKS:
+        if not all((BENCH / p.format(task=task)).is_file() for p in BUDGET_FILES.values()):
+            continue  # a slice counts once both of its evaluations are there
         for protocol, pattern in BUDGET_FILES.items():
             path = BENCH / pattern.format(task=task)
-            if not path.is_file():
-                continue
             with path.open(encoding="utf-8") as f:
                 for row in csv.DictReader(f):
                     value = float(row["value"])
