@@ -103,7 +103,7 @@ class EncoderConfig:
 
     def as_dict(self) -> dict[str, Any]:
         """``{field: value}`` in field order (the values themselves, not copies)."""
-        return {name: getattr(self, name) for name in ENCODER_FIELDS}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], **overrides: Any) -> EncoderConfig:
@@ -123,16 +123,16 @@ class EncoderConfig:
 ENCODER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(EncoderConfig))
 
 
-def encoder_defaults() -> dict[str, Any]:
-    """``{field: default}`` of every field."""
-    return {f.name: f.default for f in dataclasses.fields(EncoderConfig)}
+def encoder_defaults(config_class: type[EncoderConfig] = EncoderConfig) -> dict[str, Any]:
+    """``{field: default}`` of every field of ``config_class``."""
+    return {f.name: f.default for f in dataclasses.fields(config_class)}
 
 
 def check_encoder_settings(settings: Mapping[str, Any]) -> None:
     """The rules of :data:`MODEL_RULES` for the fields among ``settings``, then each cross
     rule of :data:`CROSS_RULES` whose settings are all fields given: the one check of an
     architecture (``EncoderConfig`` runs it when it is made)."""
-    given = {name: settings[name] for name in ENCODER_FIELDS if name in settings}
+    given = {name: value for name, value in settings.items() if name in MODEL_RULES}
     check_arguments(given, MODEL_RULES, PREFIX)
     for needed, cross_check in CROSS_RULES:
         if all(name in given for name in needed):

@@ -64,7 +64,7 @@ HANDLED_FIELDS = (
 def _check_every_field_exports(config: EncoderConfig, model_class: str) -> None:
     """A field export neither maps nor handles (one added after this) is refused unless it
     has its default: no HF setting would carry it."""
-    defaults = encoder_defaults()
+    defaults = encoder_defaults(type(config))
     for name, value in config.as_dict().items():
         if name in HF_CONFIG_KEYS or name in HANDLED_FIELDS or value == defaults[name]:
             continue

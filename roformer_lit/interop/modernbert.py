@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig, encoder_defaults
+from roformer_lit.encoder_config import EncoderConfig, encoder_defaults
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import require_transformers
 
@@ -68,9 +68,8 @@ HANDLED_FIELDS = (
 def _check_every_field_exports(config: EncoderConfig) -> None:
     """A field neither mapped nor handled (one added after this) is refused unless it has
     its default: no ModernBERT setting would carry it."""
-    defaults = encoder_defaults()
-    for name in ENCODER_FIELDS:
-        value = getattr(config, name)
+    defaults = encoder_defaults(type(config))
+    for name, value in config.as_dict().items():
         if name in MODERNBERT_CONFIG_KEYS or name in HANDLED_FIELDS or value == defaults[name]:
             continue
         _refuse(f"model.{name}={value!r} (no ModernBERT setting holds it)")
