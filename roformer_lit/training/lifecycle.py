@@ -10,22 +10,22 @@ theirs (the network, the loss, the metrics); this base gives both
   so a checkpoint is usable without the corpus (:mod:`roformer_lit.training.stored_tokenizer`);
 * **the non-finite guard**: a NaN/inf training loss or gradient stops the run with
   :class:`~roformer_lit.errors.TrainingDiverged` naming the step, before the optimiser
-  touches the weights (with a module's ``skip_nonfinite`` hyperparameter the batch is
+  touches the weights (with a module's ``skip_nonfinite`` setting the batch is
   skipped and counted instead); under DDP the ranks decide together; no checkpoint with
   NaN/inf weights is ever written;
 * **the optimiser and schedule**: AdamW with weight decay on matrices only
-  (:func:`adamw`; the position scheme's own parameters at ``position_lr_scale`` times the
-  rate where a module has that hyperparameter), and per optimiser step
+  (:func:`adamw`; the module's :meth:`RunModule.position_parameters` at
+  ``position_lr_scale`` times the rate), from the module's :class:`OptimizerSettings`, and
+  per optimiser step
 
       lr(s) = lr * (s + 1) / (w + 1)                               for s < w
       lr(s) = lr * (f + (1 - f) * (1 - min((s - w) / (T - w), 1)))  afterwards
 
   with ``w`` the module's warm-up steps (:meth:`RunModule.warmup_steps`), ``f`` its
-  ``min_lr_ratio`` (0 if it has none) and ``T`` the trainer's total optimiser steps
-  (:meth:`RunModule.total_steps`: ``max_steps``, else counted from the data module, never
-  Lightning's estimate, which would build the training loader before a resumed run
-  restores its position). That is ``lr_schedule: linear``, the default; a module with an
-  ``lr_schedule`` hyperparameter may instead ask for (:func:`lr_factor`)
+  ``min_lr_ratio`` and ``T`` the run's total optimiser steps
+  (:func:`roformer_lit.training.steps.total_steps`, the count the progress display and the
+  final validation use too). That is ``lr_schedule: linear``, the default; a module's
+  ``lr_schedule`` may instead ask for (:func:`lr_factor`)
 
       constant:  lr(s) = lr * (s + 1) / (w + 1) for s < w, then lr       (T plays no part)
       wsd:       warm-up, then lr until step T - D, then linearly down to f * lr at T,
