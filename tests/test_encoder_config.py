@@ -92,6 +92,7 @@ def test_maskedlm_takes_each_field_flat_with_its_type_and_default():
         assert hints[field.name] == field_hints[field.name], field.name
 
 
+@pytest.mark.trainer  # the parser reads the Trainer's signature
 def test_the_parsed_command_line_has_every_field_as_a_model_key():
     config = validate_config(["--config", str(REPO / "configs" / "rope.yaml")], prelaunch=False)
     keys = set(config.model.keys())
