@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
     from roformer_lit.attention import ATTENTION_KERNELS
+    from roformer_lit.encoder_config import EncoderConfig
     from roformer_lit.errors import ConfigError
     from roformer_lit.module import MaskedLM
     from roformer_lit.positions import POSITION_SCHEMES
@@ -30,6 +31,7 @@ __all__ = [
     "ATTENTION_KERNELS",
     "POSITION_SCHEMES",
     "ConfigError",
+    "EncoderConfig",
     "MaskedLM",
     "checkpoint_tokenizer",
     "export_hf",
@@ -41,6 +43,7 @@ _LAZY = {
     "ATTENTION_KERNELS": "roformer_lit.attention",
     "POSITION_SCHEMES": "roformer_lit.positions",
     "ConfigError": "roformer_lit.errors",
+    "EncoderConfig": "roformer_lit.encoder_config",
     "MaskedLM": "roformer_lit.module",
     "checkpoint_tokenizer": "roformer_lit.training.stored_tokenizer",
 }

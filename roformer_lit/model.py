@@ -22,12 +22,12 @@ from torch import Tensor, nn
 from roformer_lit.attention import ATTENTION_KERNELS, AttentionKernel
 from roformer_lit.attention.block import SelfAttention
 from roformer_lit.blocks import BlockOptions
+from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
-from roformer_lit.layer_plan import LayerSpec, resolve_plan
+from roformer_lit.layer_plan import LayerSpec
 from roformer_lit.positions import POSITION_SCHEMES, EncoderShape, LayerPosition, PositionScheme
 from roformer_lit.positions.base import segment_positions
 from roformer_lit.registry import check_options, lookup
-from roformer_lit.validation import check_model_arguments
 
 #: The kernels that can keep packed documents apart (``segment_ids``).
 SEGMENT_KERNELS = sorted(name for name, k in ATTENTION_KERNELS.items() if k.supports_segments)
@@ -134,7 +134,10 @@ class EncoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-    """Token embeddings, a position scheme and ``num_layers`` blocks.
+    """Token embeddings, a position scheme and ``num_layers`` blocks, as ``config`` (an
+    :class:`~roformer_lit.encoder_config.EncoderConfig`, checked when it was made) says;
+    here the checks that need the registries: the scheme and kernel names, their options,
+    and the plan's combinations (:func:`check_plan`).
 
     ``block`` (:mod:`roformer_lit.blocks`) chooses the MLP, norms and biases; ``layer_plan``
     (:mod:`roformer_lit.layer_plan`) gives each layer its own scheme, scheme options and
@@ -144,58 +147,26 @@ class Encoder(nn.Module):
     layers all resolve alike, there is one scheme, as without a plan.
     """
 
-    def __init__(
-        self,
-        *,
-        position: str,
-        attention: str,
-        vocab_size: int,
-        hidden_size: int,
-        num_layers: int,
-        num_heads: int,
-        intermediate_size: int,
-        max_positions: int,
-        dropout: float,
-        attention_dropout: float,
-        layer_norm_eps: float,
-        pre_norm: bool,
-        position_kwargs: Mapping[str, Any] | None,
-        attention_kwargs: Mapping[str, Any] | None,
-        block: Mapping[str, Any] | None = None,
-        layer_plan: Mapping[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, config: EncoderConfig) -> None:
         super().__init__()
-        check_model_arguments(
-            {
-                "position": position,
-                "attention": attention,
-                "vocab_size": vocab_size,
-                "hidden_size": hidden_size,
-                "num_layers": num_layers,
-                "num_heads": num_heads,
-                "intermediate_size": intermediate_size,
-                "max_positions": max_positions,
-                "dropout": dropout,
-                "attention_dropout": attention_dropout,
-                "layer_norm_eps": layer_norm_eps,
-                "pre_norm": pre_norm,
-                "position_kwargs": position_kwargs,
-                "attention_kwargs": attention_kwargs,
-                "block": block,
-                "layer_plan": layer_plan,
-            }
-        )
+        self.config = config
+        position, attention = config.position, config.attention
+        position_kwargs, num_layers = config.position_kwargs, config.num_layers
+        hidden_size, layer_norm_eps = config.hidden_size, config.layer_norm_eps
+        dropout, pre_norm = config.dropout, config.pre_norm
         scheme_cls = lookup(POSITION_SCHEMES, position, "position")
         kernel_cls = lookup(ATTENTION_KERNELS, attention, "attention")
         check_options(scheme_cls, position_kwargs, "position", position)
-        kernel_options = check_options(kernel_cls, attention_kwargs, "attention", attention)
-        options = BlockOptions.from_config(block, pre_norm)
-        model_spec = LayerSpec("", position, dict(position_kwargs or {}), None)
-        specs = resolve_plan(layer_plan, num_layers, position, position_kwargs)
+        kernel_options = check_options(kernel_cls, config.attention_kwargs, "attention", attention)
+        options = config.block_options
+        model_spec = config.model_layer
+        specs = config.layer_specs
         check_plan(specs, model_spec, kernel_cls, attention)
         self.attention_name = attention
         self.kernel_supports_segments = kernel_cls.supports_segments
-        shape = EncoderShape(hidden_size, num_heads, num_layers, max_positions, layer_norm_eps)
+        shape = EncoderShape(
+            hidden_size, config.num_heads, num_layers, config.max_positions, layer_norm_eps
+        )
         keys = list(dict.fromkeys(spec.scheme_key for spec in specs))
         model_key = model_spec.scheme_key
         used = list(dict.fromkeys(spec.position for spec in specs))
@@ -228,21 +199,21 @@ class Encoder(nn.Module):
             group = groups[spec.scheme_key]
             used = sum(1 for g, _ in self._layer_scheme if g == group)
             self._layer_scheme.append((group, used))
-        self.word_embeddings = nn.Embedding(vocab_size, hidden_size)
+        self.word_embeddings = nn.Embedding(config.vocab_size, hidden_size)
         self.embedding_norm = options.norm_layer(hidden_size, layer_norm_eps)
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
             EncoderLayer(
                 SelfAttention(
                     hidden_size,
-                    num_heads,
+                    config.num_heads,
                     kernel_cls(**kernel_options),
-                    attention_dropout,
+                    config.attention_dropout_value,
                     bias=options.linear_bias,
                     window=spec.window,
                 ),
                 hidden_size,
-                intermediate_size,
+                config.intermediate_size,
                 dropout,
                 layer_norm_eps,
                 pre_norm,
@@ -261,6 +232,11 @@ class Encoder(nn.Module):
         """Every scheme instance of the encoder: the model's first, then the plan's."""
         extra = getattr(self, "layer_positions", None)
         return [self.position, *(extra.values() if extra is not None else ())]
+
+    def position_parameters(self) -> list[nn.Parameter]:
+        """The position schemes' own parameters (T5's bucket table, FIRE's MLP, learned
+        tables, ...): what ``model.position_lr_scale`` scales."""
+        return [p for scheme in self.position_schemes() for p in scheme.parameters()]
 
     def _scheme(self, group: str | None) -> PositionScheme:
         return self.position if group is None else self.layer_positions[group]

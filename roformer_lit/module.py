@@ -6,8 +6,9 @@ The output head runs only at labelled positions. AdamW with linear warmup then l
 decay (to ``min_lr_ratio * learning_rate``), stepped per optimiser step. Logged scalars:
 ``train/loss``, ``train/lr``, ``val/loss``, ``val/acc`` (micro masked-token accuracy),
 ``val/exact`` (position tasks only: the fraction of sequences with a masked token whose
-every masked token is predicted right, exact match of a probe's answers), ``val/ppl``, ``perf/tokens_per_s``,
-``perf/peak_mem_mb`` (and ``train/skipped_batches`` with ``skip_nonfinite``).
+every masked token is predicted right, exact match of a probe's answers), ``val/ppl`` (and
+``train/skipped_batches`` with ``skip_nonfinite``); ``perf/tokens_per_s`` and
+``perf/peak_mem_mb`` are the trainer's (:class:`~roformer_lit.training.throughput.Throughput`).
 
 Fault tolerance: a non-finite training loss or gradient stops the run with
 :class:`TrainingDiverged` naming the step, before the optimiser touches the weights (so no
@@ -19,11 +20,8 @@ training batch after a resume, so dropout continues exactly where it stopped.
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
-import resource
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,7 +33,7 @@ from torchmetrics import MeanMetric, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
 from roformer_lit.batch import IGNORE_INDEX, Batch, placement
-from roformer_lit.blocks import BlockOptions
+from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
 from roformer_lit.training.checkpoint_io import (
@@ -43,22 +41,21 @@ from roformer_lit.training.checkpoint_io import (
     drop_duplicate_weights,
     read_checkpoint,
 )
-from roformer_lit.training.lifecycle import RunModule
+from roformer_lit.training.lifecycle import OptimizerSettings, RunModule
 from roformer_lit.validation import MODEL_RULES, check_model_arguments
-
-#: Arguments the ``Encoder`` receives and validates itself.
-_ENCODER_ARGUMENTS = frozenset(inspect.signature(Encoder.__init__).parameters) - {"self"}
-
-
-def _peak_memory_mb(device: torch.device) -> float:
-    """Peak accelerator memory allocated, or the process's peak RSS on CPU, in MiB."""
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 class MaskedLM(RunModule):
     """An encoder MLM with a registered position scheme and attention kernel.
+
+    The architecture's arguments (``position`` to ``layer_plan``) are the fields of
+    :class:`~roformer_lit.encoder_config.EncoderConfig`, made once from them as
+    ``self.config`` (checked there; the encoder and head are built from it). They are
+    flat keyword arguments here, spelled out, because that is what jsonargparse turns
+    into the flat ``--model.<key>`` options with types, defaults and help, and what
+    Lightning saves as the checkpoint's flat ``hyper_parameters`` (so every earlier
+    checkpoint loads unchanged); ``tests/test_encoder_config.py`` holds them equal to the
+    config's fields (names, types, defaults). The rest are training settings.
 
     Args:
         position: a key of ``POSITION_SCHEMES`` (nope, learned, sinusoidal, xl, deberta, rope).
@@ -125,37 +122,29 @@ class MaskedLM(RunModule):
         compile: bool = False,
         skip_nonfinite: bool = False,
     ) -> None:
-        super().__init__()
-        # The optimiser's and training's arguments; the Encoder checks its own (once).
-        arguments = {
-            name: value
-            for name, value in locals().items()
-            if name in MODEL_RULES and name not in _ENCODER_ARGUMENTS
-        }
-        check_model_arguments(arguments)  # one error line naming model.<argument>
-        self.save_hyperparameters()
+        arguments = dict(locals())
+        super().__init__(
+            OptimizerSettings(
+                learning_rate=learning_rate,
+                weight_decay=weight_decay,
+                betas=betas,
+                min_lr_ratio=min_lr_ratio,
+                lr_schedule=lr_schedule,
+                decay_fraction=decay_fraction,
+                position_lr_scale=position_lr_scale,
+            ),
+            skip_nonfinite=skip_nonfinite,
+        )
+        # the training settings here; the architecture's when its config is made (once)
+        check_model_arguments(
+            {k: v for k, v in arguments.items() if k in MODEL_RULES and k not in ENCODER_FIELDS}
+        )
+        self.save_hyperparameters()  # flat, as every version saved them
+        self._warmup_steps = warmup_steps
         try:
-            self.encoder = Encoder(
-                position=position,
-                attention=attention,
-                vocab_size=vocab_size,
-                hidden_size=hidden_size,
-                num_layers=num_layers,
-                num_heads=num_heads,
-                intermediate_size=intermediate_size,
-                max_positions=max_positions,
-                dropout=dropout,
-                attention_dropout=dropout if attention_dropout is None else attention_dropout,
-                layer_norm_eps=layer_norm_eps,
-                pre_norm=pre_norm,
-                position_kwargs=position_kwargs,
-                attention_kwargs=attention_kwargs,
-                block=block,
-                layer_plan=layer_plan,
-            )
-            self.head = MLMHead(
-                vocab_size, hidden_size, layer_norm_eps, BlockOptions.from_config(block, pre_norm)
-            )
+            self.config = EncoderConfig.from_settings(arguments)
+            self.encoder = Encoder(self.config)
+            self.head = MLMHead(vocab_size, hidden_size, layer_norm_eps, self.config.block_options)
         except RuntimeError as exc:  # torch's CPU allocator and CUDA OOM say "allocate"
             if "allocate" not in str(exc):
                 raise
@@ -174,7 +163,12 @@ class MaskedLM(RunModule):
         self.val_metrics = self._stage_metrics(vocab_size)
         self.test_metrics = self._stage_metrics(vocab_size)
         self.best_val_loss = math.inf
-        self._last_batch_end: float | None = None
+
+    @classmethod
+    def from_config(cls, config: EncoderConfig, **training: Any) -> MaskedLM:
+        """A model of the architecture ``config`` with the training settings ``training``
+        (the others their defaults)."""
+        return cls(**config.as_dict(), **training)
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike[str]) -> MaskedLM:
@@ -272,7 +266,7 @@ class MaskedLM(RunModule):
         logits, targets = self.masked_logits(batch["input_ids"], batch["labels"], *placement(batch))
         loss = _cross_entropy(logits, targets)
         finite = self.loss_is_finite(loss)  # skips (skip_nonfinite) or stops the run
-        if self.hparams.get("skip_nonfinite", False):
+        if self.skip_nonfinite:
             self.log("train/skipped_batches", float(self.skipped_batches))
         if not finite:
             return None  # skipped: no backward, no optimiser step
@@ -284,17 +278,6 @@ class MaskedLM(RunModule):
             self.train_acc(logits.detach(), targets)
             self.log("train/acc", self.train_acc, on_step=True, on_epoch=False)
         return loss
-
-    def on_train_batch_end(self, outputs: Any, batch: Batch, batch_idx: int) -> None:
-        now = time.perf_counter()
-        if self._last_batch_end is not None:
-            tokens = batch["input_ids"].numel() * self.trainer.world_size
-            self.log("perf/tokens_per_s", tokens / max(now - self._last_batch_end, 1e-9))
-            self.log("perf/peak_mem_mb", _peak_memory_mb(self.device))
-        self._last_batch_end = now
-
-    def on_train_epoch_start(self) -> None:
-        self._last_batch_end = None
 
     def _evaluate(self, batch: Batch, metrics: MetricCollection) -> None:
         """Loss, accuracy and exact match of one evaluation batch; ``position_ids`` only when
@@ -354,7 +337,11 @@ class MaskedLM(RunModule):
     # -- the run lifecycle (RunModule) ----------------------------------------------------
 
     def warmup_steps(self, total: int) -> int:
-        return self.hparams.warmup_steps
+        return self._warmup_steps
+
+    def position_parameters(self) -> list[torch.nn.Parameter]:
+        """The position schemes' own parameters (``model.position_lr_scale``)."""
+        return self.encoder.position_parameters()
 
     def save_run_state(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["best_val_loss"] = self.best_val_loss

@@ -54,6 +54,19 @@ def small_model(
     return model.eval()
 
 
+def visible_model(position: str, attention: str = "softmax", *args, **kwargs) -> MaskedLM:
+    """:func:`small_model` with the scheme's ``test_kwargs`` (options under which its
+    position dependence shows on short rows), its parameters amplified where their effect
+    would be too small to see (``amplify_for_tests``): no test names a scheme."""
+    options = dict(POSITION_SCHEMES[position].test_kwargs)
+    if options:
+        kwargs["position_kwargs"] = {**options, **(kwargs.get("position_kwargs") or {})}
+    model = small_model(position, attention, *args, **kwargs)
+    for scheme in model.encoder.position_schemes():
+        scheme.amplify_for_tests()
+    return model
+
+
 def random_ids(batch: int, length: int, seed: int = 1) -> torch.Tensor:
     """Token ids that are never the pad id."""
     generator = torch.Generator().manual_seed(seed)

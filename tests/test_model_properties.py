@@ -8,9 +8,18 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from model_factory import INVALID_PAIRS, PAD, SHAPES, VALID_PAIRS, random_ids, small_model
+from model_factory import (
+    INVALID_PAIRS,
+    PAD,
+    SHAPES,
+    VALID_PAIRS,
+    random_ids,
+    small_model,
+    visible_model,
+)
 
 from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES, MaskedLM
+from roformer_lit.positions.base import PositionScheme
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -37,13 +46,9 @@ def test_every_registered_kernel_is_documented(name):
 @pytest.mark.parametrize("hidden_size,num_heads", SHAPES[:2])
 @pytest.mark.parametrize("position,attention", VALID_PAIRS)
 def test_prepended_padding(position, attention, hidden_size, num_heads):
-    """Relative schemes ignore a shift of all positions; absolute ones do not."""
-    # fire is relative below its threshold L_thr (512): one of 2 shows its absolute part
-    options = {"position_kwargs": {"threshold": 2.0}} if position == "fire" else {}
-    model = small_model(position, attention, hidden_size, num_heads, **options)
-    if position == "fire":  # its random small MLP's bias is ~1e-3: make it count
-        with torch.no_grad():
-            model.encoder.position.fire.mlp[-1].weight.mul_(30.0)
+    """Relative schemes ignore a shift of all positions; absolute ones do not (each with
+    the options under which its position dependence shows: ``test_kwargs``)."""
+    model = visible_model(position, attention, hidden_size, num_heads)
     ids = random_ids(2, 11)
     n_pad = 5
     padded = torch.cat([torch.full((2, n_pad), PAD), ids], dim=1)
@@ -91,7 +96,8 @@ def test_runs_past_max_positions_except_bounded_schemes(position, attention):
             model(ids)
     else:
         assert torch.isfinite(model(ids)).all()
-    assert (model.max_length is None) == (position != "learned")
+    bounded = POSITION_SCHEMES[position].max_length is not PositionScheme.max_length
+    assert (model.max_length is None) == (not bounded)
 
 
 @pytest.mark.parametrize("position,attention", VALID_PAIRS)
@@ -147,8 +153,8 @@ def test_gradients_reach_every_parameter(position, attention):
 @pytest.mark.parametrize("hidden_size,num_heads", SHAPES)
 @pytest.mark.parametrize("position,attention", VALID_PAIRS)
 def test_shapes(position, attention, hidden_size, num_heads):
-    if position == "rope" and (hidden_size // num_heads) % 2:
-        pytest.skip("odd head size: rope refuses it (tested in test_bad_input)")
+    if (hidden_size // num_heads) % POSITION_SCHEMES[position].head_size_multiple:
+        pytest.skip(f"head size {hidden_size // num_heads}: {position} refuses it (test_bad_input)")
     model = small_model(position, attention, hidden_size, num_heads, num_layers=1)
     out = model(random_ids(2, 7))
     assert out.shape == (2, 7, 97)

@@ -29,7 +29,7 @@ def _first_step_moves(model: torch.nn.Module, scale: float) -> dict[str, torch.T
     labels = torch.where(torch.rand(ids.shape) < 0.5, ids, torch.full_like(ids, -100))
     labels[:, 0] = ids[:, 0]
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    optimizer = adamw(model, LR, 0.01, (0.9, 0.98), position_lr_scale=scale)
+    optimizer = adamw(model, LR, 0.01, (0.9, 0.98), scale, model.position_parameters())
     torch.manual_seed(2)  # the same dropout masks for both scales
     model.mlm_loss(ids, labels).backward()
     optimizer.step()
@@ -51,6 +51,14 @@ def test_only_the_schemes_parameters_move_scale_times_as_far(position):
         assert any(base[n].abs().max() > 0 for n in positional)
 
 
+def test_the_optimiser_of_the_module_scales_its_position_parameters():
+    """``configure_optimizers`` hands AdamW the module's own position parameters."""
+    model = small_model("t5", learning_rate=LR, position_lr_scale=SCALE)
+    groups = model.configure_optimizers()["optimizer"].param_groups
+    scaled = [p for g in groups if g["initial_lr"] == LR * SCALE for p in g["params"]]
+    assert {id(p) for p in scaled} == {id(p) for p in model.encoder.position.parameters()}
+
+
 def test_scale_one_keeps_the_two_groups_older_checkpoints_hold():
     """Resuming a run saved before the option existed loads its optimiser state, which has
     two groups (decayed matrices, then everything else)."""
@@ -68,7 +76,7 @@ def test_a_scale_that_cannot_act_says_so_once(position, capsys):
     model = small_model(position)
     has_parameters = any(True for _ in model.encoder.position.parameters())
     capsys.readouterr()
-    adamw(model, LR, 0.01, (0.9, 0.98), position_lr_scale=SCALE)
+    adamw(model, LR, 0.01, (0.9, 0.98), SCALE, model.position_parameters())
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     if has_parameters:
         assert lines == []

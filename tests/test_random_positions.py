@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from cli_helpers import fit_args, probe_fit_args
-from model_factory import VALID_PAIRS, random_ids, small_model
+from model_factory import VALID_PAIRS, random_ids, small_model, visible_model
 
 from roformer_lit import POSITION_SCHEMES
 from roformer_lit.commands import EXIT_USER_ERROR, main
@@ -27,13 +27,6 @@ from roformer_lit.score_bias import dense_from_lookup
 
 READING = [name for name, cls in POSITION_SCHEMES.items() if cls.reads_positions]
 READING_PAIRS = [(p, a) for p, a in VALID_PAIRS if p in READING]
-#: Options that make each scheme's position dependence visible on short rows: FIRE past its
-#: threshold, T5 and DeBERTa into their log buckets and past their last bucket.
-OPTIONS = {
-    "fire": {"threshold": 4.0},
-    "t5": {"num_buckets": 8, "max_distance": 16},
-    "deberta": {"position_buckets": 8, "max_relative_positions": 32},
-}
 #: Positions are drawn from [0, SPAN), past the cached tables of MAX_POSITIONS rows.
 SPAN, MAX_POSITIONS, LENGTH, BATCH = 40, 16, 7, 3
 #: Float64 throughout, but the sinusoid tables are float32 by design (XL's identity path
@@ -52,15 +45,12 @@ def double_precision():
 
 
 def model_for(position: str, attention: str = "softmax", **kwargs) -> torch.nn.Module:
-    options = {"position_kwargs": OPTIONS[position]} if position in OPTIONS else {}
+    """A small model whose scheme shows its position dependence on short rows (each
+    scheme's ``test_kwargs`` and ``amplify_for_tests``)."""
     bounded = POSITION_SCHEMES[position].max_length is not PositionScheme.max_length
     # a bounded table must hold the range; the others get a short cache, to go past it
     max_positions = SPAN if bounded else MAX_POSITIONS
-    model = small_model(position, attention, max_positions=max_positions, **options, **kwargs)
-    if position == "fire":  # its random small MLP's bias is ~1e-3: make it count
-        with torch.no_grad():
-            model.encoder.position.fire.mlp[-1].weight.mul_(30.0)
-    return model
+    return visible_model(position, attention, max_positions=max_positions, **kwargs)
 
 
 def random_positions(batch: int, length: int, span: int, seed: int = 5) -> torch.Tensor:

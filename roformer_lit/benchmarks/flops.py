@@ -33,7 +33,7 @@ def gemm_shapes(
     model: MaskedLM, batch: int, length: int, masked: int
 ) -> list[tuple[int, int, int]]:
     """``(m, k, n)`` of every weight matrix product in one forward pass."""
-    hp = model.hparams
+    hp = model.config
     tokens = batch * length
     h, i, v = hp.hidden_size, hp.intermediate_size, hp.vocab_size
 
@@ -46,7 +46,7 @@ def gemm_shapes(
 
 def training_step_flops(model: MaskedLM, batch: int, length: int, masked: int) -> float:
     """FLOPs of forward + backward (3x the forward's matrix products)."""
-    hp = model.hparams
+    hp = model.config
     weights = sum(2 * m * k * n for m, k, n in gemm_shapes(model, batch, length, masked))
     head_size = hp.hidden_size // hp.num_heads
     kernel = model.encoder.layers[0].attention.kernel

@@ -29,32 +29,47 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from roformer_lit.encoder_config import ENCODER_FIELDS
 from roformer_lit.errors import ConfigError
 
 REFUSE, NOTICE, QUIET = "refuse", "notice", "quiet"
 
 #: Setting -> (what a typed value that differs from the run's does in an evaluation, and
 #: in a resumed ``fit``). The one place these choices are made; docs/guide/runs.md shows it.
-CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
-    # the network: its shape cannot change under its weights
-    "model.position": (REFUSE, REFUSE),
-    "model.attention": (REFUSE, REFUSE),
-    "model.hidden_size": (REFUSE, REFUSE),
-    "model.num_layers": (REFUSE, REFUSE),
-    "model.num_heads": (REFUSE, REFUSE),
-    "model.intermediate_size": (REFUSE, REFUSE),
-    "model.pre_norm": (REFUSE, REFUSE),
-    "model.block": (REFUSE, REFUSE),
+#: Settings of the machine, not of the run: always the command's own (``model.vocab_size``
+#: is linked from the data module's tokenizer).
+MACHINE_SETTINGS = ("model.vocab_size", "data.num_workers", "data.num_proc", "data.cache_dir")
+
+#: What a typed architecture field (:class:`~roformer_lit.encoder_config.EncoderConfig`)
+#: that differs from the run's does, where it is not :data:`SHAPE`: the field's row of
+#: :data:`CHECKPOINT_SETTINGS`.
+ARCHITECTURE_SETTINGS: dict[str, tuple[str, str]] = {
     # another layer plan (windows at evaluation) can be evaluated, not resumed
-    "model.layer_plan": (NOTICE, REFUSE),
+    "layer_plan": (NOTICE, REFUSE),
     # the scheme's options (RoPE scaling at evaluation), tables, numerics
-    "model.position_kwargs": (NOTICE, REFUSE),
-    "model.attention_kwargs": (NOTICE, NOTICE),
-    "model.max_positions": (NOTICE, REFUSE),
-    "model.layer_norm_eps": (NOTICE, REFUSE),
+    "position_kwargs": (NOTICE, REFUSE),
+    "attention_kwargs": (NOTICE, NOTICE),
+    "max_positions": (NOTICE, REFUSE),
+    "layer_norm_eps": (NOTICE, REFUSE),
     # training only
-    "model.dropout": (QUIET, NOTICE),
-    "model.attention_dropout": (QUIET, NOTICE),
+    "dropout": (QUIET, NOTICE),
+    "attention_dropout": (QUIET, NOTICE),
+}
+#: Every other architecture field -- the network's shape, which cannot change under its
+#: weights (position, attention, sizes, pre_norm, block), and any field added later -- is
+#: refused in both uses.
+SHAPE = (REFUSE, REFUSE)
+
+#: Setting -> (what a typed value that differs from the run's does in an evaluation, and
+#: in a resumed ``fit``). The one place these choices are made; docs/guide/runs.md shows it.
+#: Its ``model.*`` rows of the architecture are one per field of ``EncoderConfig``.
+CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
+    **{
+        f"model.{name}": ARCHITECTURE_SETTINGS.get(name, SHAPE)
+        for name in ENCODER_FIELDS
+        if f"model.{name}" not in MACHINE_SETTINGS
+    },
+    # training only
     "model.learning_rate": (QUIET, NOTICE),
     "model.weight_decay": (QUIET, NOTICE),
     "model.betas": (QUIET, NOTICE),
@@ -97,8 +112,6 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
     "data.max_train_blocks": (QUIET, REFUSE),
 }
 
-#: Settings of the machine, not of the run: always the command's own.
-MACHINE_SETTINGS = ("model.vocab_size", "data.num_workers", "data.num_proc", "data.cache_dir")
 
 #: Sections a checkpoint fills, and where the checkpoint keeps each one's settings.
 SECTIONS = {"model": "hyper_parameters", "data": "datamodule_hyper_parameters"}

@@ -10,7 +10,8 @@ a tokenizer or allocating a weight:
   rule table, the settings that must agree, the probe task and its lengths, the bytes the
   sizes allocate);
 * the model settings (:data:`~roformer_lit.validation.MODEL_RULES` and the cross rules),
-  then the encoder built on PyTorch's ``meta`` device (shapes only, no memory): the scheme
+  the :class:`~roformer_lit.encoder_config.EncoderConfig` of its architecture, then the
+  encoder built from it on PyTorch's ``meta`` device (shapes only, no memory): the scheme
   and kernel names, their options' types and ranges, a scheme that needs a score bias on
   a kernel that cannot take one; the bytes of the weights it would hold against this
   machine's memory; ``data.max_length`` against the scheme's position table;
@@ -31,6 +32,7 @@ import torch
 
 from roformer_lit.data.datamodule import check_data_arguments
 from roformer_lit.data.probes.tasks import FIRST_SYMBOL
+from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.model import Encoder, check_document_mask, check_random_positions
 from roformer_lit.validation import (
@@ -38,24 +40,6 @@ from roformer_lit.validation import (
     check_model_arguments,
     check_run_arguments,
     check_trainer_arguments,
-)
-
-#: The arguments of :class:`~roformer_lit.model.Encoder` (a subset of ``MaskedLM``'s).
-ENCODER_ARGUMENTS = (
-    "position",
-    "attention",
-    "vocab_size",
-    "hidden_size",
-    "num_layers",
-    "num_heads",
-    "intermediate_size",
-    "max_positions",
-    "dropout",
-    "attention_dropout",
-    "layer_norm_eps",
-    "pre_norm",
-    "position_kwargs",
-    "attention_kwargs",
 )
 
 
@@ -88,14 +72,12 @@ def check_model(model: Mapping[str, Any], vocab_size: Any, max_length: Any) -> N
     """The model settings' rules, then the encoder on the ``meta`` device (nothing
     allocated): every scheme and kernel check runs, the bytes of its weights are compared
     with this machine's memory, and ``max_length`` with the scheme's position table."""
-    arguments = {**model, "vocab_size": vocab_size}
-    check_model_arguments(arguments)
-    encoder_arguments = {k: arguments[k] for k in ENCODER_ARGUMENTS if k in arguments}
-    if encoder_arguments.get("attention_dropout") is None:
-        encoder_arguments["attention_dropout"] = encoder_arguments.get("dropout", 0.0)
+    training = {k: v for k, v in model.items() if k not in ENCODER_FIELDS}
+    check_model_arguments(training)  # the architecture's when its config is made
+    config = EncoderConfig.from_settings({**model, "vocab_size": vocab_size})
     try:
         with torch.device("meta"):
-            encoder = Encoder(**encoder_arguments)
+            encoder = Encoder(config)
     except (RuntimeError, OverflowError, ValueError, TypeError) as exc:
         if isinstance(exc, ConfigError):
             raise
@@ -106,7 +88,7 @@ def check_model(model: Mapping[str, Any], vocab_size: Any, max_length: Any) -> N
     limit = encoder.position.max_length
     if limit is not None and isinstance(max_length, int) and max_length > limit:
         raise ConfigError(
-            f"data.max_length={max_length} exceeds the {arguments['position']!r} position "
+            f"data.max_length={max_length} exceeds the {config.position!r} position "
             f"table (model.max_positions={limit}); raise model.max_positions or use a "
             "scheme that extends"
         )

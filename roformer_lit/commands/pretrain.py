@@ -52,6 +52,7 @@ from roformer_lit.training.run_logger import RunLogger, unique_version
 from roformer_lit.training.run_name import run_stem
 from roformer_lit.training.run_report import RunReport
 from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY
+from roformer_lit.training.throughput import Throughput
 from roformer_lit.validation import check_run_arguments
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
@@ -211,7 +212,7 @@ class RoformerCLI(LightningCLI):
             if not any(isinstance(c, ModelSummary) for c in configured):
                 extras["callbacks"] = [*configured, SummaryWithoutFlops()]
         trainer = super().instantiate_trainer(**{**extras, **kwargs})
-        for callback_class in (Preemption, LastGoodCheckpoint, RunReport):
+        for callback_class in (Preemption, LastGoodCheckpoint, RunReport, Throughput):
             if not any(isinstance(c, callback_class) for c in trainer.callbacks):
                 trainer.callbacks.append(callback_class())
         if type(trainer.strategy.checkpoint_io) is TorchCheckpointIO:

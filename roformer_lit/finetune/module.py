@@ -35,7 +35,7 @@ from torchmetrics import MeanMetric
 from roformer_lit.finetune.metrics import make_metrics
 from roformer_lit.finetune.pretrained import check_resumed_pretrained, load_encoder
 from roformer_lit.finetune.tasks import get_task, metrics_for, val_suffixes
-from roformer_lit.training.lifecycle import RunModule
+from roformer_lit.training.lifecycle import OptimizerSettings, RunModule
 from roformer_lit.validation import (
     Rule,
     check_arguments,
@@ -107,7 +107,7 @@ class SequenceClassifier(RunModule):
         dropout: float | None = None,
         init_std: float = 0.02,
     ) -> None:
-        super().__init__()
+        super().__init__(OptimizerSettings(learning_rate, weight_decay, betas))
         arguments = {k: v for k, v in locals().items() if k in CLASSIFIER_RULES}
         check_arguments(arguments, CLASSIFIER_RULES, "model.")
         self.save_hyperparameters()

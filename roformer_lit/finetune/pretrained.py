@@ -1,7 +1,8 @@
 """What a fine-tune takes from a pretrained (``fit``) checkpoint: its encoder and tokenizer.
 
-The encoder is rebuilt from the checkpoint's ``hyper_parameters`` (position scheme,
-attention kernel, sizes; a key the checkpoint lacks takes ``MaskedLM``'s default) and
+The encoder is rebuilt from the checkpoint's ``hyper_parameters`` as an
+:class:`~roformer_lit.encoder_config.EncoderConfig` (:func:`encoder_config`: every field
+of the architecture; one the checkpoint lacks takes its default) and
 loaded with its ``encoder.*`` weights (strictly: every weight present and of its shape).
 The tokenizer is the one stored in the checkpoint (:mod:`roformer_lit.training.stored_tokenizer`),
 so the run works on any machine. A checkpoint of a position task (``data.probe``: a
@@ -17,27 +18,17 @@ checkpoint's settings (scheme, kernel) under the resumed weights, and record it 
 
 from __future__ import annotations
 
-import inspect
 import os
 from pathlib import Path
 from typing import Any
 
 from tokenizers import Tokenizer
 
+from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder
 from roformer_lit.training.checkpoint_io import PRETRAINING, checkpoint_kind, read_checkpoint
 from roformer_lit.training.stored_tokenizer import checkpoint_tokenizer
-
-#: Encoder arguments, and the defaults ``MaskedLM`` gives them.
-_ENCODER_KEYS = tuple(p for p in inspect.signature(Encoder.__init__).parameters if p != "self")
-
-
-def _mlm_defaults() -> dict[str, Any]:
-    from roformer_lit.module import MaskedLM
-
-    parameters = inspect.signature(MaskedLM.__init__).parameters
-    return {name: p.default for name, p in parameters.items() if name != "self"}
 
 
 def read_pretrained(path: str | Path) -> dict[str, Any]:
@@ -69,21 +60,22 @@ def read_pretrained(path: str | Path) -> dict[str, Any]:
     return checkpoint
 
 
-def encoder_settings(checkpoint: dict[str, Any], dropout: float | None = None) -> dict[str, Any]:
-    """The ``Encoder`` arguments of a pretrained checkpoint (``dropout`` replaces its
-    hidden dropout if given)."""
-    settings = {**_mlm_defaults(), **(checkpoint.get("hyper_parameters") or {})}
-    if settings.get("attention_dropout") is None:
-        settings["attention_dropout"] = settings["dropout"]
-    if dropout is not None:
-        settings["dropout"] = dropout
-    return {key: settings[key] for key in _ENCODER_KEYS}
+def encoder_config(checkpoint: dict[str, Any], dropout: float | None = None) -> EncoderConfig:
+    """The architecture of a pretrained checkpoint: every field of
+    :class:`~roformer_lit.encoder_config.EncoderConfig` from its flat ``hyper_parameters``
+    (a field the checkpoint predates takes its default). ``dropout``, if given, replaces
+    the hidden dropout; the attention dropout stays the run's (its ``dropout`` when it had
+    none of its own)."""
+    config = EncoderConfig.from_settings(checkpoint.get("hyper_parameters") or {})
+    if dropout is None:
+        return config
+    return config.replace(attention_dropout=config.attention_dropout_value, dropout=dropout)
 
 
 def load_encoder(path: str | Path, dropout: float | None = None) -> Encoder:
     """The pretrained encoder of the checkpoint at ``path``, weights loaded."""
     checkpoint = read_pretrained(path)
-    encoder = Encoder(**encoder_settings(checkpoint, dropout))
+    encoder = Encoder(encoder_config(checkpoint, dropout))
     prefix = "encoder."
     weights = {
         key[len(prefix) :]: value

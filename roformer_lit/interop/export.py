@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from roformer_lit.blocks import BlockOptions
+from roformer_lit.encoder_config import EncoderConfig, encoder_defaults
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import require_transformers
 from roformer_lit.interop.architectures.base import TOKEN_TYPES
 from roformer_lit.interop.mapping import HFArchitecture, architecture_for, links
 from roformer_lit.interop.modernbert import to_modernbert
 from roformer_lit.interop.tokenizer import as_tokenizer, check_vocabulary, hf_tokenizer_files
-from roformer_lit.layer_plan import LayerSpec, resolve_plan
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -33,25 +32,70 @@ if TYPE_CHECKING:
     from roformer_lit.module import MaskedLM
 
 
+#: The fields of :class:`~roformer_lit.encoder_config.EncoderConfig` a BERT-layout HF config
+#: holds as they are, and its key for each (``import_hf`` reads them back through it).
+HF_CONFIG_KEYS: dict[str, str] = {
+    "vocab_size": "vocab_size",
+    "hidden_size": "hidden_size",
+    "num_layers": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "intermediate_size": "intermediate_size",
+    "dropout": "hidden_dropout_prob",
+    "max_positions": "max_position_embeddings",
+    "layer_norm_eps": "layer_norm_eps",
+}
+#: The other fields, each handled by name: the scheme picks the architecture and gives
+#: its HF options; softmax attention, one global scheme in every layer (``layer_plan``)
+#: and BERT's block are required; a pre-norm model goes to ModernBERT; the attention
+#: dropout is ``attention_probs_dropout_prob``; the kernel's options choose how softmax
+#: attention is computed, not what it computes.
+HANDLED_FIELDS = (
+    "position",
+    "position_kwargs",
+    "attention",
+    "attention_kwargs",
+    "attention_dropout",
+    "layer_plan",
+    "block",
+    "pre_norm",
+)
+
+
+def _check_every_field_exports(config: EncoderConfig, model_class: str) -> None:
+    """A field export neither maps nor handles (one added after this) is refused unless it
+    has its default: no HF setting would carry it."""
+    defaults = encoder_defaults(type(config))
+    for name, value in config.as_dict().items():
+        if name in HF_CONFIG_KEYS or name in HANDLED_FIELDS or value == defaults[name]:
+            continue
+        raise ConfigError(
+            f"cannot export model.{name}={value!r}: no Hugging Face {model_class} setting "
+            f"holds it; export needs model.{name}={defaults[name]!r}"
+        )
+
+
 def _check_exportable(model: MaskedLM) -> HFArchitecture:
     """``model``'s architecture, or a ConfigError for what HF cannot compute: a kernel or
     block layout no architecture has, then the scheme's own options (``check_export``)."""
-    hp = model.hparams
-    arch = architecture_for(hp.position)
-    if hp.attention != "softmax":
+    config = model.config
+    arch = architecture_for(config.position)
+    _check_every_field_exports(config, arch.model_class)
+    if config.attention != "softmax":
         raise ConfigError(
-            f"cannot export attention={hp.attention!r}: Hugging Face {arch.model_class} "
+            f"cannot export attention={config.attention!r}: Hugging Face {arch.model_class} "
             "computes softmax attention only; export needs attention='softmax'"
         )
-    plain = LayerSpec("", hp.position, dict(hp.position_kwargs or {}), None)
-    specs = resolve_plan(hp.get("layer_plan"), hp.num_layers, hp.position, hp.position_kwargs)
-    if any(spec.window is not None or spec.scheme_key != plain.scheme_key for spec in specs):
+    plain = config.model_layer
+    if any(
+        spec.window is not None or spec.scheme_key != plain.scheme_key
+        for spec in config.layer_specs
+    ):
         raise ConfigError(
             f"cannot export model.layer_plan: Hugging Face {arch.model_class} has one position "
             "scheme and global attention in every layer; export needs a plan without windows "
             "or per-layer position settings (or layer_plan null)"
         )
-    changed = BlockOptions.from_config(hp.get("block"), hp.pre_norm).changed()
+    changed = config.block_options.changed()
     if changed:
         listed = ", ".join(f"{key}={value}" for key, value in changed.items())
         raise ConfigError(
@@ -81,25 +125,19 @@ def check_out_dir(out_dir: str | os.PathLike[str]) -> None:
 
 
 def hf_config_kwargs(model: MaskedLM, arch: HFArchitecture) -> dict[str, Any]:
-    """The HF config of ``model``: dimensions, dropouts, epsilon, then the scheme options
-    of ``arch.config_kwargs``."""
-    hp = model.hparams
-    attention_dropout = hp.dropout if hp.attention_dropout is None else hp.attention_dropout
-    kwargs: dict[str, Any] = {
-        "vocab_size": hp.vocab_size,
-        "hidden_size": hp.hidden_size,
-        "num_hidden_layers": hp.num_layers,
-        "num_attention_heads": hp.num_heads,
-        "intermediate_size": hp.intermediate_size,
-        "hidden_act": "gelu",  # exact (erf) GELU, as torch.nn.functional.gelu
-        "hidden_dropout_prob": hp.dropout,
-        "attention_probs_dropout_prob": attention_dropout,
-        "max_position_embeddings": hp.max_positions,
-        "layer_norm_eps": hp.layer_norm_eps,
-        "initializer_range": hp.init_std,
-        "pad_token_id": None,  # the model does not know it; export_hf sets the tokenizer's
-        "tie_word_embeddings": True,
-    }
+    """The HF config of ``model``: the fields of :data:`HF_CONFIG_KEYS`, the attention
+    dropout, then the scheme options of ``arch.config_kwargs``."""
+    config = model.config
+    kwargs: dict[str, Any] = {key: getattr(config, name) for name, key in HF_CONFIG_KEYS.items()}
+    kwargs.update(
+        {
+            "hidden_act": "gelu",  # exact (erf) GELU, as torch.nn.functional.gelu
+            "attention_probs_dropout_prob": config.attention_dropout_value,
+            "initializer_range": model.hparams.init_std,
+            "pad_token_id": None,  # the model does not know it; export_hf sets the tokenizer's
+            "tie_word_embeddings": True,
+        }
+    )
     kwargs.update(arch.config_kwargs(model))
     return kwargs
 
@@ -108,15 +146,14 @@ def to_hf_model(model: MaskedLM) -> Any:
     """An in-memory HF ``*ForMaskedLM`` (float32, CPU, eval mode) equal to ``model``: a
     pre-norm model as ``ModernBertForMaskedLM`` (:mod:`roformer_lit.interop.modernbert`),
     a post-norm one as its scheme's architecture."""
-    if model.hparams.pre_norm:  # every architecture of ARCHITECTURES is post-LN (BERT)
+    if model.config.pre_norm:  # every architecture of ARCHITECTURES is post-LN (BERT)
         return to_modernbert(model)
     transformers = require_transformers()
     arch = _check_exportable(model)
-    hp = model.hparams
     config = getattr(transformers, arch.config_class)(**hf_config_kwargs(model, arch))
     hf = getattr(transformers, arch.model_class)(config)
     ours = dict(model.named_parameters())
-    table = links(arch, hp.num_layers)
+    table = links(arch, model.config.num_layers)
     unmapped = sorted(set(ours) - {link.ours for link in table})
     if unmapped:
         raise ConfigError(
@@ -124,7 +161,7 @@ def to_hf_model(model: MaskedLM) -> Any:
             f"{', '.join(unmapped)}"
         )
     state = hf.state_dict()
-    width = hp.hidden_size
+    width = model.config.hidden_size
     for link in table:
         tensor = ours[link.ours].detach()
         if link.slot is not None:
@@ -153,7 +190,7 @@ def export_hf(
     ``tokenizer_config.json`` (see :mod:`roformer_lit.interop.tokenizer`), so
     ``AutoTokenizer``, ``AutoModelForMaskedLM`` and ``pipeline("fill-mask", model=dir)``
     load it with only ``transformers`` installed. The HF class is
-    ``ARCHITECTURES[model.hparams.position].model_class`` (:mod:`roformer_lit.interop`), or
+    ``ARCHITECTURES[model.config.position].model_class`` (:mod:`roformer_lit.interop`), or
     ``ModernBertForMaskedLM`` for a pre-norm model (``configs/recipes/modernbert.yaml``).
 
     Args:
@@ -182,8 +219,8 @@ def export_hf(
     files: dict[str, str] = {}
     if tokenizer is not None:
         tok = as_tokenizer(tokenizer)
-        check_vocabulary(tok, model.hparams.vocab_size)
-        files = hf_tokenizer_files(tok, model.hparams.max_positions)
+        check_vocabulary(tok, model.config.vocab_size)
+        files = hf_tokenizer_files(tok, model.config.max_positions)
         hf.config.pad_token_id = tok.token_to_id("[PAD]")
     _write_atomically(out, hf, files)
     return str(out)

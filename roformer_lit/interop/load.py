@@ -15,8 +15,10 @@ from typing import Any
 
 import torch
 
+from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import require_transformers
+from roformer_lit.interop.export import HF_CONFIG_KEYS
 from roformer_lit.interop.mapping import ARCHITECTURES, BY_MODEL_TYPE, HFArchitecture, links
 from roformer_lit.interop.modernbert import MODEL_CLASS, from_modernbert
 from roformer_lit.module import MaskedLM
@@ -67,24 +69,19 @@ def _check_config(config: Any, arch: HFArchitecture) -> None:
     arch.check_import_config(config)
 
 
-def _model_kwargs(config: Any, arch: HFArchitecture) -> dict[str, Any]:
-    dropout = float(config.hidden_dropout_prob)
+def encoder_config(config: Any, arch: HFArchitecture) -> EncoderConfig:
+    """Our architecture of the HF ``config``: the fields of :data:`HF_CONFIG_KEYS` read
+    back, the scheme and its options from ``arch``, softmax attention, BERT's block."""
+    settings = {name: getattr(config, key) for name, key in HF_CONFIG_KEYS.items()}
+    settings["dropout"] = float(settings["dropout"])
     attention_dropout = float(config.attention_probs_dropout_prob)
-    return {
-        "position": arch.position,
-        "attention": "softmax",
-        "vocab_size": config.vocab_size,
-        "hidden_size": config.hidden_size,
-        "num_layers": config.num_hidden_layers,
-        "num_heads": config.num_attention_heads,
-        "intermediate_size": config.intermediate_size,
-        "max_positions": config.max_position_embeddings,
-        "dropout": dropout,
-        "attention_dropout": None if attention_dropout == dropout else attention_dropout,
-        "layer_norm_eps": config.layer_norm_eps,
-        "init_std": config.initializer_range,
-        "position_kwargs": arch.import_position_kwargs(config),
-    }
+    return EncoderConfig.from_settings(
+        settings,
+        position=arch.position,
+        attention="softmax",
+        attention_dropout=None if attention_dropout == settings["dropout"] else attention_dropout,
+        position_kwargs=arch.import_position_kwargs(config),
+    )
 
 
 def _check_weights(state: dict[str, torch.Tensor], arch: HFArchitecture, head: str) -> None:
@@ -120,7 +117,7 @@ def import_hf(path_or_model: Any) -> MaskedLM:
         k: v.detach().to(device="cpu", dtype=torch.float32) for k, v in hf.state_dict().items()
     }
     _check_weights(state, arch, head)
-    model = MaskedLM(**_model_kwargs(config, arch))
+    model = MaskedLM.from_config(encoder_config(config, arch), init_std=config.initializer_range)
     ours = dict(model.named_parameters())
     table = links(arch, config.num_hidden_layers, head)
     fused: dict[str, list[torch.Tensor | None]] = {}

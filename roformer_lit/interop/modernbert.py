@@ -23,10 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from roformer_lit.blocks import BlockOptions
+from roformer_lit.encoder_config import EncoderConfig, encoder_defaults
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import require_transformers
-from roformer_lit.layer_plan import resolve_plan
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -36,6 +35,44 @@ if TYPE_CHECKING:
 MODEL_CLASS = "ModernBertForMaskedLM"
 _ACTIVATION = {"geglu": "gelu", "swiglu": "silu"}
 _DEFAULT_BASE = 10000.0  # our RotaryPosition's default base
+
+
+#: The fields of :class:`~roformer_lit.encoder_config.EncoderConfig` ``ModernBertConfig``
+#: holds as they are, and its key for each (import reads them back through it).
+MODERNBERT_CONFIG_KEYS: dict[str, str] = {
+    "vocab_size": "vocab_size",
+    "hidden_size": "hidden_size",
+    "intermediate_size": "intermediate_size",
+    "num_layers": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "max_positions": "max_position_embeddings",
+    "layer_norm_eps": "norm_eps",
+}
+#: The other fields, each handled by name: RoPE in every layer (``position``, its options
+#: and the plan's), the plan's windows, softmax attention, the block (GLU, norms, biases),
+#: pre-norm, the dropouts (``embedding_dropout`` = ``mlp_dropout``, ``attention_dropout``);
+#: the kernel's options choose how softmax attention is computed, not what it computes.
+HANDLED_FIELDS = (
+    "position",
+    "position_kwargs",
+    "layer_plan",
+    "attention",
+    "attention_kwargs",
+    "block",
+    "pre_norm",
+    "dropout",
+    "attention_dropout",
+)
+
+
+def _check_every_field_exports(config: EncoderConfig) -> None:
+    """A field neither mapped nor handled (one added after this) is refused unless it has
+    its default: no ModernBERT setting would carry it."""
+    defaults = encoder_defaults(type(config))
+    for name, value in config.as_dict().items():
+        if name in MODERNBERT_CONFIG_KEYS or name in HANDLED_FIELDS or value == defaults[name]:
+            continue
+        _refuse(f"model.{name}={value!r} (no ModernBERT setting holds it)")
 
 
 def _refuse(setting: str) -> None:
@@ -54,11 +91,12 @@ def _rope_base(position: str, kwargs: dict[str, Any], where: str) -> float:
 def modernbert_config_kwargs(model: MaskedLM) -> dict[str, Any]:
     """The ``ModernBertConfig`` arguments of ``model``, or a one-line ConfigError for what
     ModernBERT cannot express."""
-    hp = model.hparams
-    if hp.attention != "softmax":
-        _refuse(f"attention={hp.attention!r} (ModernBERT computes softmax attention)")
-    block = BlockOptions.from_config(hp.get("block"), hp.pre_norm)
-    if not hp.pre_norm or block.first_norm:
+    config = model.config
+    _check_every_field_exports(config)
+    if config.attention != "softmax":
+        _refuse(f"attention={config.attention!r} (ModernBERT computes softmax attention)")
+    block = config.block_options
+    if not config.pre_norm or block.first_norm:
         _refuse(
             "a block with a norm before layer 0's attention (set pre_norm true, first_norm false)"
         )
@@ -66,7 +104,7 @@ def modernbert_config_kwargs(model: MaskedLM) -> dict[str, Any]:
         _refuse(
             f"block mlp={block.mlp}, norm={block.norm} (valid: mlp geglu or swiglu, norm layernorm)"
         )
-    specs = resolve_plan(hp.get("layer_plan"), hp.num_layers, hp.position, hp.position_kwargs)
+    specs = config.layer_specs
     windows = {spec.window for spec in specs if spec.window is not None}
     if len(windows) > 1:
         _refuse(f"windows {sorted(windows)} (ModernBERT has one local_attention)")
@@ -87,18 +125,12 @@ def modernbert_config_kwargs(model: MaskedLM) -> dict[str, Any]:
         for kind, found in bases.items()
     }
     norm_bias = True if block.norm_bias is None else block.norm_bias
-    dropout = hp.dropout
+    dropout = config.dropout
     return {
-        "vocab_size": hp.vocab_size,
-        "hidden_size": hp.hidden_size,
-        "intermediate_size": hp.intermediate_size,
-        "num_hidden_layers": hp.num_layers,
-        "num_attention_heads": hp.num_heads,
+        **{key: getattr(config, name) for name, key in MODERNBERT_CONFIG_KEYS.items()},
         "hidden_activation": _ACTIVATION[block.mlp],
         "classifier_activation": "gelu",
-        "max_position_embeddings": hp.max_positions,
-        "initializer_range": hp.init_std,
-        "norm_eps": hp.layer_norm_eps,
+        "initializer_range": model.hparams.init_std,
         "norm_bias": norm_bias,
         "attention_bias": block.linear_bias,
         "mlp_bias": block.linear_bias,
@@ -106,7 +138,7 @@ def modernbert_config_kwargs(model: MaskedLM) -> dict[str, Any]:
         "decoder_bias": True,
         "embedding_dropout": dropout,
         "mlp_dropout": dropout,
-        "attention_dropout": dropout if hp.attention_dropout is None else hp.attention_dropout,
+        "attention_dropout": config.attention_dropout_value,
         "layer_types": layer_types,
         "rope_parameters": rope,
         "local_attention": window if window is not None else 128,
@@ -178,7 +210,7 @@ def to_modernbert(model: MaskedLM, dtype: torch.dtype = torch.float32) -> Any:
     config._attn_implementation = "sdpa"
     hf = transformers.ModernBertForMaskedLM(config).to(dtype)
     state = hf.state_dict()
-    heads, layers = model.hparams.num_heads, model.hparams.num_layers
+    heads, layers = model.config.num_heads, model.config.num_layers
     for name, tensor in model.named_parameters():
         theirs = _their_name(name, layers)
         if theirs is None or theirs not in state:
@@ -242,20 +274,14 @@ def from_modernbert(hf: Any) -> MaskedLM:
         )
     if getattr(config, "sparse_prediction", False):
         _import_refuse("sparse_prediction true")
-    model = MaskedLM(
+    settings = {name: getattr(config, key) for name, key in MODERNBERT_CONFIG_KEYS.items()}
+    architecture = EncoderConfig.from_settings(
+        settings,
         position="rope",
         attention="softmax",
-        vocab_size=config.vocab_size,
-        hidden_size=config.hidden_size,
-        num_layers=config.num_hidden_layers,
-        num_heads=config.num_attention_heads,
-        intermediate_size=config.intermediate_size,
-        max_positions=config.max_position_embeddings,
         dropout=float(config.mlp_dropout),
         attention_dropout=float(config.attention_dropout),
-        layer_norm_eps=config.norm_eps,
         pre_norm=True,
-        init_std=config.initializer_range,
         block={
             "mlp": activation,
             "norm": "layernorm",
@@ -265,6 +291,7 @@ def from_modernbert(hf: Any) -> MaskedLM:
         },
         layer_plan=_layer_plan(config),
     )
+    model = MaskedLM.from_config(architecture, init_std=config.initializer_range)
     state = {k: v.detach().to(device="cpu") for k, v in hf.state_dict().items()}
     if not torch.equal(state["decoder.weight"], state["model.embeddings.tok_embeddings.weight"]):
         _import_refuse("its decoder is not tied to the token embeddings")

@@ -34,7 +34,7 @@ The encoder calls these hooks and never branches on a scheme's name.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -124,6 +124,17 @@ class PositionScheme(nn.Module):
     reads_positions: ClassVar[bool] = True
     #: False if segment positions may be replaced by None (see the module docstring).
     uses_segment_positions: ClassVar[bool] = True
+    #: The head size must be a multiple of this with the default options (RoPE rotates
+    #: pairs: 2); the registry-wide tests skip the shapes that are not.
+    head_size_multiple: ClassVar[int] = 1
+    #: ``position_kwargs`` under which the scheme's position dependence shows on the short
+    #: rows of the tests (a few tokens, tens of positions); the registry-wide tests build
+    #: every scheme with them, so no test names a scheme.
+    test_kwargs: ClassVar[Mapping[str, Any]] = {}
+
+    def amplify_for_tests(self) -> None:
+        """Scale freshly initialised parameters whose effect is too small to see in a
+        test's tolerance (the registry-wide tests call it on every scheme; none here)."""
 
     def __init__(self, shape: EncoderShape) -> None:
         super().__init__()

@@ -125,6 +125,8 @@ class DebertaPosition(PositionScheme):
 
     needs_score_bias = True
     uses_segment_positions = False
+    #: into its log buckets and past its last bucket on short rows
+    test_kwargs = {"position_buckets": 8, "max_relative_positions": 32}
 
     def __init__(
         self,

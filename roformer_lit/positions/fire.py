@@ -105,6 +105,14 @@ class FirePosition(PositionScheme):
 
     needs_score_bias = True
     translation_invariant = False  # past L_thr the normaliser depends on max(i, j)
+    #: relative below its threshold (512): past 4 its absolute part shows on short rows
+    test_kwargs = {"threshold": 4.0}
+
+    def amplify_for_tests(self) -> None:
+        """Its small random MLP's output is ~1e-3: scale the last layer to make it count."""
+        with torch.no_grad():
+            for fire in [self.fire] if self.fire is not None else [lay.fire for lay in self.layers]:
+                fire.mlp[-1].weight.mul_(30.0)
 
     def __init__(
         self, shape: EncoderShape, *, threshold: float = 512.0, per_layer: bool = False

@@ -216,6 +216,8 @@ class RopeLayer(LayerPosition):
 class RotaryPosition(PositionScheme):
     """RoPE with a configurable ``base``, ``rotary_fraction`` and frequency ``scaling``."""
 
+    head_size_multiple = 2  # it rotates pairs (every dimension with rotary_fraction 1)
+
     def __init__(
         self,
         shape: EncoderShape,

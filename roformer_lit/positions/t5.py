@@ -139,6 +139,8 @@ class T5Position(PositionScheme):
 
     needs_score_bias = True
     uses_segment_positions = False
+    #: into its log buckets and past its last bucket on short rows
+    test_kwargs = {"num_buckets": 8, "max_distance": 16}
 
     def __init__(
         self,

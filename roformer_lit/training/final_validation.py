@@ -21,6 +21,7 @@ from roformer_lit.training.lightning_compat import (
     ready_batches_reached,
     validates_after_batch,
 )
+from roformer_lit.training.steps import total_steps
 
 
 class ValidateAtEnd(Callback):
@@ -28,9 +29,11 @@ class ValidateAtEnd(Callback):
 
     def __init__(self) -> None:
         self._forced = False
+        self._total: int | None = None
 
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._forced = False
+        self._total = total_steps(trainer)
         message = schedule_gap(trainer)
         if message is not None:
             rank_zero_info(message)
@@ -43,7 +46,7 @@ class ValidateAtEnd(Callback):
         batch: Any,
         batch_idx: int,
     ) -> None:
-        if trainer.should_stop or not _is_last_batch_of_run(trainer):
+        if trainer.should_stop or not _is_last_batch_of_run(trainer, self._total):
             return
         scheduled = validates_after_batch(trainer)
         if scheduled is None or scheduled:
@@ -61,10 +64,10 @@ class ValidateAtEnd(Callback):
             self._forced = False
 
 
-def _is_last_batch_of_run(trainer: Trainer) -> bool:
-    """Whether the training batch that just ended is the run's last one."""
-    max_steps = trainer.max_steps if trainer.max_steps is not None else -1
-    if max_steps > 0 and trainer.global_step >= max_steps:
+def _is_last_batch_of_run(trainer: Trainer, total: int | None) -> bool:
+    """Whether the training batch that just ended is the run's last one (``total``: the
+    run's steps, :func:`~roformer_lit.training.steps.total_steps`)."""
+    if total is not None and trainer.global_step >= total:
         return True
     max_epochs = trainer.max_epochs if trainer.max_epochs is not None else -1
     if max_epochs < 0 or trainer.current_epoch + 1 < max_epochs:
@@ -76,10 +79,11 @@ def schedule_gap(trainer: Trainer) -> str | None:
     """The line to print when a step-limited run's validation schedule misses its last step
     (None when it does not, or when the schedule is not a fixed number of batches)."""
     max_steps = trainer.max_steps if trainer.max_steps is not None else -1
+    total = total_steps(trainer) if max_steps > 0 else None
     every = trainer.val_check_batch
     if (
-        max_steps <= 0
-        or trainer.global_step >= max_steps
+        total is None
+        or trainer.global_step >= total
         or trainer.check_val_every_n_epoch is not None
         or getattr(trainer, "_val_check_time_interval", None) is not None
         or not isinstance(every, int | float)
@@ -88,19 +92,20 @@ def schedule_gap(trainer: Trainer) -> str | None:
     ):
         return None
     accumulate = max(int(trainer.accumulate_grad_batches), 1)
-    batches = max_steps * accumulate
+    batches = total * accumulate
     every = int(every)
     if every <= 0 or batches % every == 0:
         return None
     interval = trainer.val_check_interval
+    # the steps: max_steps, or the epochs' fewer steps when they end the run first
+    steps = f"trainer.max_steps={max_steps}" if total == max_steps else f"the run's {total} steps"
     if every > batches:
         return (
-            f"trainer.val_check_interval={interval} is beyond trainer.max_steps={max_steps}: "
-            f"validating once, after the last step ({max_steps})"
+            f"trainer.val_check_interval={interval} is beyond {steps}: validating once, "
+            f"after the last step ({total})"
         )
     last = (batches // every) * every // accumulate
     return (
-        f"trainer.val_check_interval={interval} does not divide trainer.max_steps="
-        f"{max_steps} (last scheduled validation at step {last}): validating after the "
-        f"last step ({max_steps}) too"
+        f"trainer.val_check_interval={interval} does not divide {steps} (last scheduled "
+        f"validation at step {last}): validating after the last step ({total}) too"
     )

@@ -10,22 +10,22 @@ theirs (the network, the loss, the metrics); this base gives both
   so a checkpoint is usable without the corpus (:mod:`roformer_lit.training.stored_tokenizer`);
 * **the non-finite guard**: a NaN/inf training loss or gradient stops the run with
   :class:`~roformer_lit.errors.TrainingDiverged` naming the step, before the optimiser
-  touches the weights (with a module's ``skip_nonfinite`` hyperparameter the batch is
+  touches the weights (with a module's ``skip_nonfinite`` setting the batch is
   skipped and counted instead); under DDP the ranks decide together; no checkpoint with
   NaN/inf weights is ever written;
 * **the optimiser and schedule**: AdamW with weight decay on matrices only
-  (:func:`adamw`; the position scheme's own parameters at ``position_lr_scale`` times the
-  rate where a module has that hyperparameter), and per optimiser step
+  (:func:`adamw`; the module's :meth:`RunModule.position_parameters` at
+  ``position_lr_scale`` times the rate), from the module's :class:`OptimizerSettings`, and
+  per optimiser step
 
       lr(s) = lr * (s + 1) / (w + 1)                               for s < w
       lr(s) = lr * (f + (1 - f) * (1 - min((s - w) / (T - w), 1)))  afterwards
 
   with ``w`` the module's warm-up steps (:meth:`RunModule.warmup_steps`), ``f`` its
-  ``min_lr_ratio`` (0 if it has none) and ``T`` the trainer's total optimiser steps
-  (:meth:`RunModule.total_steps`: ``max_steps``, else counted from the data module, never
-  Lightning's estimate, which would build the training loader before a resumed run
-  restores its position). That is ``lr_schedule: linear``, the default; a module with an
-  ``lr_schedule`` hyperparameter may instead ask for (:func:`lr_factor`)
+  ``min_lr_ratio`` and ``T`` the run's total optimiser steps
+  (:func:`roformer_lit.training.steps.total_steps`, the count the progress display and the
+  final validation use too). That is ``lr_schedule: linear``, the default; a module's
+  ``lr_schedule`` may instead ask for (:func:`lr_factor`)
 
       constant:  lr(s) = lr * (s + 1) / (w + 1) for s < w, then lr       (T plays no part)
       wsd:       warm-up, then lr until step T - D, then linearly down to f * lr at T,
@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import lightning as L
@@ -48,11 +49,13 @@ from lightning.pytorch.utilities import rank_zero_only
 from torch import nn
 
 from roformer_lit.errors import TrainingDiverged
-from roformer_lit.model import Encoder
 from roformer_lit.run_files import warn
 from roformer_lit.training.checkpoint_io import refuse_nonfinite
+from roformer_lit.training.steps import total_steps
 from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
 
+#: The schedule's length for a run without an end (no step limit, endless epochs).
+ENDLESS_STEPS = 100_000
 #: With ``skip_nonfinite``, this many non-finite batches in a row still stop the run.
 MAX_CONSECUTIVE_SKIPS = 20
 
@@ -97,22 +100,18 @@ def adamw(
     weight_decay: float,
     betas: Sequence[float],
     position_lr_scale: float = 1.0,
+    position_parameters: Iterable[nn.Parameter] = (),
 ) -> torch.optim.AdamW:
     """AdamW with weight decay on matrices only (none on biases, norms and embeddings);
     fused into one kernel when every parameter is on the GPU.
 
-    The position scheme's own parameters (every ``Encoder.position`` below ``module``: T5's
-    bucket table, FIRE's MLP, KERPLE's and learnable ALiBi's per-head scalars, learned
-    tables, XL's and DeBERTa's projections) train at ``position_lr_scale * learning_rate``
-    (the schedule multiplies every group alike); with 1 there is one rate for everything.
+    ``position_parameters`` (the position schemes' own: T5's bucket table, FIRE's MLP,
+    KERPLE's and learnable ALiBi's per-head scalars, learned tables, XL's and DeBERTa's
+    projections; :meth:`RunModule.position_parameters`) train at
+    ``position_lr_scale * learning_rate`` (the schedule multiplies every group alike); with
+    1 there is one rate for everything.
     """
-    positional = {
-        id(p)
-        for m in module.modules()
-        if isinstance(m, Encoder)
-        for scheme in m.position_schemes()  # the model's and a layer plan's
-        for p in scheme.parameters()
-    }
+    positional = {id(p) for p in position_parameters}
     split = position_lr_scale != 1.0
     if split and not positional:
         rank_zero_only(warn)(
@@ -178,24 +177,50 @@ def warmup_then_linear(step: int, warmup: int, total: int, floor: float = 0.0) -
     return floor + (1.0 - floor) * (1.0 - progress)
 
 
-class RunModule(L.LightningModule):
-    """The lifecycle of a trained module (see the module docstring). A subclass saves its
-    hyperparameters (``learning_rate``, ``weight_decay``, ``betas``; optionally
-    ``position_lr_scale``, ``min_lr_ratio``, ``skip_nonfinite``), implements
-    :meth:`warmup_steps`, and may add its own state to checkpoints through
-    :meth:`save_run_state` / :meth:`load_run_state`."""
+@dataclass(frozen=True)
+class OptimizerSettings:
+    """What :meth:`RunModule.configure_optimizers` builds AdamW and the schedule from
+    (module docstring); a subclass passes its own to ``RunModule.__init__``."""
 
-    def __init__(self) -> None:
+    learning_rate: float
+    weight_decay: float
+    betas: tuple[float, float]
+    min_lr_ratio: float = 0.0
+    lr_schedule: str = "linear"
+    decay_fraction: float = 0.2
+    position_lr_scale: float = 1.0
+
+
+class RunModule(L.LightningModule):
+    """The lifecycle of a trained module (see the module docstring). A subclass passes its
+    :class:`OptimizerSettings` and ``skip_nonfinite`` (None: it has no such setting, so the
+    run always stops on a non-finite loss), implements :meth:`warmup_steps`, may name its
+    position parameters (:meth:`position_parameters`), and may add its own state to
+    checkpoints through :meth:`save_run_state` / :meth:`load_run_state`."""
+
+    def __init__(self, optimizer: OptimizerSettings, skip_nonfinite: bool | None = None) -> None:
         super().__init__()
+        self.optimizer_settings = optimizer
+        #: None: the module has no ``skip_nonfinite`` setting (the advice on divergence omits it)
+        self.skip_nonfinite_setting = skip_nonfinite
         self._rng_to_restore: Mapping[str, Any] | None = None
         self.skipped_batches = 0
         self._consecutive_skips = 0
+
+    @property
+    def skip_nonfinite(self) -> bool:
+        """Whether a non-finite batch is skipped (and counted) rather than stopping the run."""
+        return bool(self.skip_nonfinite_setting)
 
     # -- what a subclass provides -----------------------------------------------------------
 
     def warmup_steps(self, total: int) -> int:
         """Optimiser steps of linear warm-up, given ``total`` steps."""
         raise NotImplementedError
+
+    def position_parameters(self) -> Iterable[nn.Parameter]:
+        """The parameters that train at ``position_lr_scale`` times the rate (none here)."""
+        return ()
 
     def save_run_state(self, checkpoint: dict[str, Any]) -> None:
         """Add the subclass's own state to a checkpoint being saved."""
@@ -279,8 +304,8 @@ class RunModule(L.LightningModule):
     def _nonfinite(self, what: str) -> None:
         """Count and skip the batch (``skip_nonfinite``) or stop the run."""
         step = self.trainer.global_step + 1 if self._trainer is not None else 0
-        can_skip = "skip_nonfinite" in self.hparams
-        if self.hparams.get("skip_nonfinite", False):
+        can_skip = self.skip_nonfinite_setting is not None
+        if self.skip_nonfinite:
             self.skipped_batches += 1
             self._consecutive_skips += 1
             if self._consecutive_skips <= MAX_CONSECUTIVE_SKIPS:
@@ -300,21 +325,22 @@ class RunModule(L.LightningModule):
     # -- optimiser and schedule -------------------------------------------------------------
 
     def configure_optimizers(self) -> dict[str, Any]:
-        hp = self.hparams
+        settings = self.optimizer_settings
         optimizer = adamw(
             self,
-            hp.learning_rate,
-            hp.weight_decay,
-            hp.betas,
-            hp.get("position_lr_scale", 1.0),
+            settings.learning_rate,
+            settings.weight_decay,
+            settings.betas,
+            settings.position_lr_scale,
+            self.position_parameters(),
         )
         total = self.total_steps()
-        schedule = str(hp.get("lr_schedule", "linear"))
+        schedule = str(settings.lr_schedule)
         warmup = self.warmup_steps(total)
         if schedule != "constant":  # constant takes nothing from the total, warm-up neither
             warmup = min(warmup, max(total - 1, 0))
-        floor = float(hp.get("min_lr_ratio", 0.0))
-        fraction = float(hp.get("decay_fraction", 0.2))
+        floor = float(settings.min_lr_ratio)
+        fraction = float(settings.decay_fraction)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
             optimizer, lambda step: lr_factor(step, warmup, total, floor, schedule, fraction)
         )
@@ -324,21 +350,9 @@ class RunModule(L.LightningModule):
         }
 
     def total_steps(self) -> int:
-        """The trainer's total optimiser steps: ``max_steps`` if set, else ``max_epochs``
-        times the steps of an epoch, counted from the data module's ``train_batches`` when
-        it has them (Lightning's ``estimated_stepping_batches`` builds the training loader
-        before a resumed run restores its position), else Lightning's estimate."""
-        trainer = self._trainer
-        if trainer is None:
+        """The trainer's total optimiser steps (:func:`~roformer_lit.training.steps.total_steps`);
+        1 without a trainer, 100,000 for a run without an end."""
+        if self._trainer is None:
             return 1
-        if trainer.max_steps and trainer.max_steps > 0:
-            return trainer.max_steps
-        batches = getattr(trainer.datamodule, "train_batches", None)
-        epochs = trainer.max_epochs
-        if batches is None or epochs is None or epochs < 0:
-            estimate = trainer.estimated_stepping_batches
-            return int(estimate) if math.isfinite(estimate) else 100_000
-        limit = trainer.limit_train_batches
-        if limit is not None:
-            batches = min(batches, limit) if isinstance(limit, int) else int(batches * limit)
-        return max(1, math.ceil(batches / trainer.accumulate_grad_batches) * epochs)
+        total = total_steps(self._trainer)
+        return ENDLESS_STEPS if total is None else total

@@ -15,7 +15,8 @@ passed without one), at the last step, and one per validation. Epoch-based runs
 
 Rates and times:
 
-* tokens/s = tokens trained since the last mark / training seconds since it, where
+* tokens/s = tokens trained (:func:`~roformer_lit.training.throughput.tokens_in`, the
+  count ``perf/tokens_per_s`` logs) since the last mark / training seconds since it, where
   training seconds exclude time spent validating (the mark is the previous line, or the
   bar's window of recent steps);
 * ETA = remaining steps x wall seconds per step so far in this session (validation
@@ -36,6 +37,8 @@ from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 from tqdm import tqdm
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.training.steps import total_steps
+from roformer_lit.training.throughput import tokens_in
 
 Mode = Literal["auto", "bar", "lines"]
 
@@ -191,7 +194,7 @@ class StepProgress(ProgressBar):
         now = self.clock()
         self._t0 = self._line_time = now
         self._step0 = self._step = trainer.global_step
-        self._total = _total_steps(trainer)
+        self._total = total_steps(trainer)
         self._line_mark = (now, 0, 0.0)
         self._window.append((now, 0))
         if self._bars:
@@ -218,7 +221,7 @@ class StepProgress(ProgressBar):
     ) -> None:
         if not self._enabled:
             return
-        self._tokens += _tokens_in(batch) * max(trainer.world_size, 1)
+        self._tokens += tokens_in(batch) * max(trainer.world_size, 1)
         step = trainer.global_step
         if step == self._step:  # accumulating gradients: no optimiser step yet
             return
@@ -424,34 +427,6 @@ class StepProgress(ProgressBar):
         if self._train_bar is not None:
             self._train_bar.close()
             self._train_bar = None
-
-
-def _total_steps(trainer: Trainer) -> int | None:
-    """The optimiser step the run ends at: ``max_steps``, or Lightning's estimate from the
-    epochs (the smaller of the two when both are set); None when unknown (endless)."""
-    max_steps = trainer.max_steps if trainer.max_steps is not None else -1
-    if max_steps > 0 and (trainer.max_epochs is None or trainer.max_epochs < 0):
-        return max_steps
-    try:
-        estimate = trainer.estimated_stepping_batches
-    except Exception:  # no length to estimate from
-        return max_steps if max_steps > 0 else None
-    if not math.isfinite(estimate):
-        return max_steps if max_steps > 0 else None
-    return int(estimate)
-
-
-def _tokens_in(batch: Any) -> int:
-    """Tokens in a batch: the elements of ``input_ids`` (or of the first tensor)."""
-    if isinstance(batch, Mapping):
-        ids = batch.get("input_ids")
-        if ids is None:
-            ids = next((v for v in batch.values() if hasattr(v, "numel")), None)
-    elif isinstance(batch, list | tuple) and batch:
-        ids = batch[0]
-    else:
-        ids = batch
-    return int(ids.numel()) if hasattr(ids, "numel") else 0
 
 
 def _train_loss(trainer: Trainer) -> float | None:

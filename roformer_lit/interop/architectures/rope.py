@@ -43,7 +43,7 @@ class RoFormerArchitecture(HFArchitecture):
             )
 
     def config_kwargs(self, model: MaskedLM) -> dict[str, Any]:
-        hidden = model.hparams.hidden_size
+        hidden = model.config.hidden_size
         return {"embedding_size": hidden, "rotary_value": False, "type_vocab_size": 1}
 
     def check_import_config(self, config: Any) -> None:
