@@ -19,6 +19,11 @@ from the command line by :func:`typed_keys`, not from equality with a default: a
 * ``quiet`` -- it wins silently (it does not change what is measured or trained:
   ``batch_size`` of an evaluation, the learning rate of an evaluation).
 
+The data module's class comes from the checkpoint too: its saved settings name a
+position task (``probe``) or not (:func:`~roformer_lit.data.modules.data_class_for`, which
+reads the flat settings of earlier versions alike), unless ``--data.probe`` was typed;
+the keys the other class takes are left out.
+
 Settings of the machine rather than the run (:data:`MACHINE_SETTINGS`: workers, cache) are
 always the command's. A tokenizer change is refused after the data module is built
 (``pretrain._check_same_tokenizer``), whatever the keys say.
