@@ -123,6 +123,10 @@ class CorpusDataModule(PretrainDataModule):
     """
 
     RULES: ClassVar[dict[str, Rule]] = CORPUS_RULES
+    # The requested vocab size is saved as ``requested_vocab_size``: the model's
+    # ``vocab_size`` is the tokenizer's real size (linked by the CLI), and Lightning
+    # refuses a data-module hyperparameter that contradicts a model one.
+    SAVED_AS: ClassVar[dict[str, str]] = {"vocab_size": "requested_vocab_size"}
 
     def __init__(
         self,
@@ -147,10 +151,6 @@ class CorpusDataModule(PretrainDataModule):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        # The requested vocab size is saved as ``requested_vocab_size``: the model's
-        # ``vocab_size`` is the tokenizer's real size (linked by the CLI), and Lightning
-        # refuses a data-module hyperparameter that contradicts a model one.
-        self.hparams["requested_vocab_size"] = self.hparams.pop("vocab_size")
         self.train_source: DocumentSource
         if dataset is not None:
             hf = dict(config=dataset_config, text_field=text_field, streaming=dataset_streaming)

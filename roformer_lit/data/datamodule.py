@@ -116,6 +116,8 @@ class PretrainDataModule(L.LightningDataModule):
     #: The position task the data is drawn from (None: none); ``MaskedLM`` logs exact match
     #: only where the masked tokens are one answer.
     probe_task: ProbeTask | None = None
+    #: Arguments saved in the hyperparameters under another name (argument -> saved as).
+    SAVED_AS: ClassVar[dict[str, str]] = {}
 
     def __init__(
         self,
@@ -129,10 +131,11 @@ class PretrainDataModule(L.LightningDataModule):
         validation_positions: str = "ordinary",
     ) -> None:
         super().__init__()
-        # Lightning collects the arguments of every ``__init__`` of the chain: the
-        # subclass's own and, through its ``**kwargs``, these.
-        self.save_hyperparameters()
-        self.check_settings(dict(self.hparams))
+        settings = self._given_arguments()
+        self.check_settings(settings)
+        for name, saved_as in self.SAVED_AS.items():
+            settings[saved_as] = settings.pop(name)
+        self.save_hyperparameters(settings)
         self.train_dataset: Dataset | None = None
         self.val_dataset: Dataset | None = None
         self._special: SpecialTokens | None = None
@@ -145,6 +148,22 @@ class PretrainDataModule(L.LightningDataModule):
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ----------------------------------------------------------------- arguments
+    def _given_arguments(self) -> dict[str, Any]:
+        """The arguments this object was built with: those of every ``__init__`` of the
+        chain now running (this one's, then each subclass's own; a subclass passes the
+        base's on through ``**kwargs``), read from their frames."""
+        given: dict[str, Any] = {}
+        frame = inspect.currentframe()
+        frame = frame.f_back if frame is not None else None  # PretrainDataModule.__init__
+        while frame is not None and frame.f_code.co_name == "__init__":
+            if frame.f_locals.get("self") is not self:
+                break
+            code = frame.f_code
+            for name in code.co_varnames[1 : code.co_argcount + code.co_kwonlyargcount]:
+                given.setdefault(name, frame.f_locals[name])
+            frame = frame.f_back
+        return given
+
     @classmethod
     def arguments(cls) -> dict[str, Any]:
         """Every argument of the class (its own and the base's), with its default: what a

@@ -35,8 +35,8 @@ from roformer_lit.errors import ConfigError
 
 #: The data modules a ``data`` section can build; the first is the default.
 DATA_MODULES: tuple[type[PretrainDataModule], ...] = (CorpusDataModule, ProbeDataModule)
-#: The key a data module saves ``vocab_size`` under (``CorpusDataModule``).
-SAVED_AS = {"requested_vocab_size": "vocab_size"}
+#: Saved hyperparameter -> the argument it holds (``CorpusDataModule``'s ``vocab_size``).
+SAVED_AS = {saved: name for cls in DATA_MODULES for name, saved in cls.SAVED_AS.items()}
 
 
 def class_path(cls: type) -> str:
