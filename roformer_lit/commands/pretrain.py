@@ -111,7 +111,9 @@ class RoformerCLI(LightningCLI):
         try:
             super().parse_arguments(parser, args)
         except Exception as exc:
-            line = data_key_refusal(exc) if is_argument_error(exc) else None
+            # a data module chosen by class (pretraining; fine-tuning has one data class)
+            chosen = self.subclass_mode_data and is_argument_error(exc)
+            line = data_key_refusal(exc) if chosen else None
             if line is not None:
                 raise ConfigError(line) from exc
             raise
