@@ -328,3 +328,23 @@ def test_the_data_modules_are_the_registered_ones():
         signature = inspect.signature(cls.__init__).parameters
         assert "kwargs" in signature  # the base's arguments are passed on, not repeated
         assert not set(signature) & set(PretrainDataModule.arguments())
+
+
+@pytest.mark.parametrize(
+    "flags,expected",
+    [
+        (["--data.probe_max_length", "8", "--data.max_length", "17", "--data.probe", "copy"], 8),
+        (["--data.max_train_blocks", "null", "--data.probe=copy", "--data.max_length=33"], 16),
+    ],
+)
+def test_a_probe_flag_picks_the_class_whatever_the_order_of_the_flags(flags, expected):
+    resolved = validate_config(["--config", str(CONFIGS / "rope.yaml"), *flags])
+    cls, settings = resolve(resolved.data)
+    assert cls is ProbeDataModule and settings["probe_max_length"] == expected
+    assert settings["batch_size"] == 16  # base.yaml's, kept across the switch
+
+
+def test_a_null_probe_flag_picks_the_corpus():
+    args = ["--config", str(CONFIGS / "probes" / "copy.yaml"), "--data.probe", "null"]
+    cls, settings = resolve(validate_config(args, prelaunch=False).data)
+    assert cls is CorpusDataModule and settings["max_length"] == 33

@@ -39,7 +39,10 @@ from roformer_lit.data.datamodule import PretrainDataModule
 from roformer_lit.data.modules import (
     DATA_MODULES,
     DEFAULT_CLASS_PATH,
+    class_path,
+    data_class_for,
     flat_sections,
+    left_out,
     refusal,
     settings_of,
 )
@@ -109,7 +112,11 @@ class RoformerCLI(LightningCLI):
             else []
         )
         try:
-            super().parse_arguments(parser, args)
+            if self.subclass_mode_data and (args is None or isinstance(args, (list, tuple))):
+                # what LightningCLI does with a list, after a --data.probe flag's class
+                self.config = parser.parse_args(probe_flags_pick_the_class(self._argv))
+            else:
+                super().parse_arguments(parser, args)
         except Exception as exc:
             # a data module chosen by class (pretraining; fine-tuning has one data class)
             chosen = self.subclass_mode_data and is_argument_error(exc)
@@ -532,6 +539,60 @@ def _load_pretraining_yaml(text: str) -> Any:
 
 
 set_loader(PARSER_MODE, _load_pretraining_yaml, exceptions=(yaml.YAMLError,))
+
+
+def probe_flags_pick_the_class(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the data module's class named where the data flags start, as the last
+    ``--data.probe`` flag picks it (``probe`` picks it in a flat section too:
+    :func:`~roformer_lit.data.modules.data_class_for`): ``--data.probe copy`` builds the
+    position task's module over any config, whatever order its settings' flags come in;
+    ``--data.probe null`` the corpus's (the flag is then left out: a corpus has no
+    ``probe``). Without a ``--data.probe`` flag, ``argv`` as it is."""
+    names = ("--data.probe", "--data.init_args.probe")
+    out: list[str] = []
+    task: Any = inspect.Parameter.empty
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        name, equals, value = arg.partition("=")
+        if name not in names:
+            out.append(arg)
+            continue
+        if not equals:
+            value = argv[i + 1] if i + 1 < len(argv) else ""
+        try:
+            task = yaml.safe_load(value)
+        except yaml.YAMLError:
+            task = value
+        if task is None:  # the corpus: no probe setting
+            skip = not equals
+            continue
+        out.append(arg)
+    if task is inspect.Parameter.empty:
+        return out
+    cls = data_class_for({"probe": task})
+    kept: list[str] = []  # without the other class's settings at their defaults
+    skip = False
+    for i, arg in enumerate(out):
+        if skip:
+            skip = False
+            continue
+        name, equals, value = arg.partition("=")
+        if name.startswith("--data.") and name.count(".") == 1:
+            if not equals:
+                value = out[i + 1] if i + 1 < len(out) else ""
+            try:
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                parsed = value
+            if left_out(cls, name.removeprefix("--data."), parsed):
+                skip = not equals
+                continue
+        kept.append(arg)
+    first = next((i for i, a in enumerate(kept) if a.startswith("--data.")), len(kept))
+    return [*kept[:first], "--data", class_path(cls), *kept[first:]]
 
 
 def data_key_refusal(exc: BaseException) -> str | None:

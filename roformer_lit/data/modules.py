@@ -85,6 +85,17 @@ def refusal(cls: type[PretrainDataModule], key: str, value: Any, probe: Any = No
     )
 
 
+def left_out(cls: type[PretrainDataModule], key: str, value: Any) -> bool:
+    """Whether a flat section that builds ``cls`` leaves ``key: value`` out: a key only the
+    other class takes, at that class's default (``probe: null`` for the corpus)."""
+    if key in cls.arguments():
+        return False
+    if key == "probe" and value is None:
+        return True
+    others = _other_defaults(cls)
+    return key in others and _same(value, others[key])
+
+
 def split_flat(
     flat: Mapping[str, Any], lenient: bool = False
 ) -> tuple[type[PretrainDataModule], dict[str, Any]]:
@@ -92,14 +103,11 @@ def split_flat(
     flat = {SAVED_AS.get(k, k): v for k, v in flat.items()}
     cls = data_class_for(flat)
     accepted = cls.arguments()
-    others = _other_defaults(cls)
     own: dict[str, Any] = {}
     for key, value in flat.items():
         if key in accepted:
             own[key] = value
-        elif lenient or (key == "probe" and value is None):
-            continue
-        elif key in others and _same(value, others[key]):
+        elif lenient or left_out(cls, key, value):
             continue
         else:
             raise ConfigError(refusal(cls, key, value, flat.get("probe")))
