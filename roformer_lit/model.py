@@ -12,7 +12,6 @@ layer its own scheme, options and window (:mod:`roformer_lit.layer_plan`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -28,53 +27,6 @@ from roformer_lit.layer_plan import LayerSpec
 from roformer_lit.positions import POSITION_SCHEMES, EncoderShape, LayerPosition, PositionScheme
 from roformer_lit.positions.base import segment_positions
 from roformer_lit.registry import check_options, lookup
-
-#: The kernels that can keep packed documents apart (``segment_ids``).
-SEGMENT_KERNELS = sorted(name for name, k in ATTENTION_KERNELS.items() if k.supports_segments)
-
-
-def check_document_mask(config: Mapping[str, Any]) -> None:
-    """``data.document_mask`` with a kernel that cannot keep documents apart is refused
-    in one line naming the kernels that can, before anything is built."""
-    data, model = config.get("data"), config.get("model")
-    if not data or not model or not data.get("document_mask"):
-        return
-    attention = model.get("attention")
-    kernel = ATTENTION_KERNELS.get(attention)
-    if kernel is not None and not kernel.supports_segments:
-        valid = sorted(name for name, k in ATTENTION_KERNELS.items() if k.supports_segments)
-        raise ConfigError(
-            f"data.document_mask true needs an attention kernel that keeps documents apart; "
-            f"model.attention={attention!r} cannot; valid: {', '.join(valid)}"
-        )
-
-
-def check_random_positions(config: Mapping[str, Any]) -> None:
-    """``data.random_positions`` (the range ``R`` randomized positions are drawn from)
-    against the model section, before anything is built: refused in one line with a scheme
-    that reads no positions (they would change nothing), and with a scheme bounded by its
-    table (its ``max_length``: ``learned``) when ``R > model.max_positions``."""
-    data, model = config.get("data"), config.get("model")
-    if not data or not model or data.get("random_positions") is None:
-        return
-    span, position = data.get("random_positions"), model.get("position")
-    scheme = POSITION_SCHEMES.get(position)
-    if scheme is None:  # an unknown name is refused, with the valid ones, by the encoder
-        return
-    if not scheme.reads_positions:
-        valid = sorted(name for name, cls in POSITION_SCHEMES.items() if cls.reads_positions)
-        raise ConfigError(
-            f"data.random_positions={span} needs a position scheme that reads positions; "
-            f"model.position={position!r} reads none; valid: {', '.join(valid)}"
-        )
-    limit = model.get("max_positions")
-    bounded = scheme.max_length is not PositionScheme.max_length  # overridden: a table's size
-    if bounded and isinstance(limit, int) and isinstance(span, int) and span > limit:
-        raise ConfigError(
-            f"data.random_positions={span} exceeds model.max_positions={limit}, the size of "
-            f"the {position!r} position table; lower data.random_positions or raise "
-            "model.max_positions"
-        )
 
 
 class EncoderLayer(nn.Module):
@@ -266,17 +218,14 @@ class Encoder(nn.Module):
         positions = position_ids
         in_segments = None
         if segment_ids is not None:
-            if not self.kernel_supports_segments:
-                raise ConfigError(
-                    f"attention {self.attention_name!r} cannot keep documents apart; valid "
-                    f"attention kernels with segments: {', '.join(SEGMENT_KERNELS)}"
-                )
-            if position_ids is not None:
-                raise ConfigError(
-                    "randomized positions (position_ids) and packed documents kept apart "
-                    "(segment_ids) cannot be combined: positions restart in every segment; "
-                    "set data.random_positions null or data.document_mask false"
-                )
+            # the pre-launch check refuses these settings (commands/prelaunch.py)
+            assert self.kernel_supports_segments, (
+                f"attention {self.attention_name!r} cannot keep documents apart"
+            )
+            assert position_ids is None, (
+                "randomized positions (position_ids) and packed documents kept apart "
+                "(segment_ids) cannot be combined: positions restart in every segment"
+            )
             if any(s.uses_segment_positions for s in self.position_schemes()):
                 in_segments = segment_positions(segment_ids)  # else None means the same
 

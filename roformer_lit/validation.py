@@ -2,7 +2,7 @@
 
 Every class that takes user arguments declares them in a table (name -> rule) and calls
 :func:`check_arguments`: the model and optimiser here (:data:`MODEL_RULES`), the data
-module (``DATA_RULES`` in :mod:`roformer_lit.data.datamodule`), fine-tuning's module and
+modules (each class's ``RULES``: :mod:`roformer_lit.data.datamodule` and its subclasses), fine-tuning's module and
 data module, the trainer settings (:func:`check_trainer_arguments`); schemes and kernels
 check their options with :func:`check` and the same rules.
 

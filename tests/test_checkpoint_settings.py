@@ -22,7 +22,9 @@ from roformer_lit.commands.checkpoint_settings import (
     typed_keys,
 )
 from roformer_lit.commands.pretrain import RoformerCLI, mlm_parser_kwargs
-from roformer_lit.data.datamodule import MLMDataModule
+from roformer_lit.data.datamodule import PretrainDataModule
+from roformer_lit.data.modules import DATA_MODULES, class_path
+from roformer_lit.data.probe_module import ProbeDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
 
@@ -40,7 +42,8 @@ def options():
     """The option strings -> actions of the pretraining parser (as ``fit`` has them)."""
     cli = _Parser(
         MaskedLM,
-        MLMDataModule,
+        PretrainDataModule,
+        subclass_mode_data=True,
         args=[],
         run=False,
         parser_kwargs=mlm_parser_kwargs(subcommands=False),
@@ -53,7 +56,7 @@ def options():
 TYPED = {
     "a flag": (["--data.max_length", "64"], {"data.max_length"}),
     "a flag with =": (["--data.max_length=64"], {"data.max_length"}),
-    "an abbreviation": (["--data.max_len", "64"], {"data.max_length"}),
+    "an abbreviation": (["--model.hidden_si", "64"], {"model.hidden_size"}),
     "the default value": (
         ["--data.validation_positions", "ordinary"],
         {"data.validation_positions"},
@@ -99,7 +102,7 @@ def _arguments(cls: type) -> list[str]:
 
 
 ARGUMENTS = [f"model.{a}" for a in _arguments(MaskedLM)] + [
-    f"data.{a}" for a in _arguments(MLMDataModule)
+    f"data.{a}" for cls in DATA_MODULES for a in cls.arguments()
 ]
 
 
@@ -114,17 +117,28 @@ def test_the_table_names_real_settings_and_actions(name):
     assert set(CHECKPOINT_SETTINGS[name]) <= {REFUSE, NOTICE, QUIET}
 
 
+def _task(key: str) -> dict:
+    """What a setting of a position task's data module comes with: the task."""
+    owner = next(cls for cls in DATA_MODULES if key in cls.arguments())
+    return {"probe": "copy"} if owner is ProbeDataModule and key != "probe" else {}
+
+
 def _checkpoint(name: str, value: object) -> dict:
     section, key = name.split(".")
-    where = "hyper_parameters" if section == "model" else "datamodule_hyper_parameters"
-    if name == "data.vocab_size":
-        key = "requested_vocab_size"  # how the data module saves it
-    return {where: {key: value}}
+    if section == "model":
+        return {"hyper_parameters": {key: value}}
+    saved_as = "requested_vocab_size" if key == "vocab_size" else key  # how it is saved
+    return {"datamodule_hyper_parameters": {saved_as: value, **_task(key)}}
 
 
 def _config(name: str, value: object) -> dict:
+    """A parsed config: the data section names the class that takes the setting."""
     section, key = name.split(".")
-    return {"model": {}, "data": {}, section: {key: value}}
+    if section == "model":
+        return {"model": {key: value}, "data": {}}
+    owner = next(cls for cls in DATA_MODULES if key in cls.arguments())
+    init_args = {key: value, **_task(key)}
+    return {"model": {}, "data": {"class_path": class_path(owner), "init_args": init_args}}
 
 
 @pytest.mark.parametrize("resume", [False, True], ids=["evaluate", "resume"])

@@ -282,12 +282,12 @@ def test_a_run_with_unreadable_hyperparameters_does_not_split_its_variant():
 
 def test_a_key_an_older_run_never_saved_counts_as_its_default():
     """Runs from before ``document_mask`` existed are the same variant as new runs with it
-    off (its default, read from MLMDataModule's signature), and differ from runs with it on."""
+    off (its default, read from CorpusDataModule's signature), and differ from runs with it on."""
     import inspect
 
-    from roformer_lit.data.datamodule import MLMDataModule
+    from roformer_lit.data.corpus_module import CorpusDataModule
 
-    default = inspect.signature(MLMDataModule.__init__).parameters["document_mask"].default
+    default = inspect.signature(CorpusDataModule.__init__).parameters["document_mask"].default
     old = {"position": "rope", "attention": "softmax", "seed": 0}
     new = {"position": "rope", "attention": "softmax", "seed": 1, "document_mask": default}
     other = {**new, "document_mask": not default}
@@ -324,13 +324,14 @@ def test_compare_reads_the_constructor_defaults_without_importing_them():
     import subprocess
     import sys
 
-    from roformer_lit.data.datamodule import MLMDataModule
+    from roformer_lit.data import CorpusDataModule, PretrainDataModule, ProbeDataModule
     from roformer_lit.finetune.datamodule import TaskDataModule
     from roformer_lit.finetune.module import SequenceClassifier
     from roformer_lit.module import MaskedLM
     from roformer_lit.results.compare.variants import SAVED_CLASSES, constructor_defaults
 
-    live = {c.__name__: c for c in (MaskedLM, MLMDataModule, SequenceClassifier, TaskDataModule)}
+    classes = (MaskedLM, PretrainDataModule, CorpusDataModule, ProbeDataModule)
+    live = {c.__name__: c for c in (*classes, SequenceClassifier, TaskDataModule)}
     package = Path(roformer_lit_root())
     for source, name in SAVED_CLASSES:
         read = constructor_defaults(package / source, name)

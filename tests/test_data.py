@@ -17,7 +17,7 @@ import torch
 
 import roformer_lit.data.tokenizer as tokmod
 from roformer_lit.data import (
-    MLMDataModule,
+    CorpusDataModule,
     encode_stream,
     load_default_corpus,
     load_or_train_tokenizer,
@@ -52,7 +52,7 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("tok_cache")
 
 
-def make_dm(corpus: Path, cache: Path, **kw: object) -> MLMDataModule:
+def make_dm(corpus: Path, cache: Path, **kw: object) -> CorpusDataModule:
     args: dict[str, object] = dict(
         train_files=[str(corpus)],
         vocab_size=SMALL_VOCAB,
@@ -62,7 +62,7 @@ def make_dm(corpus: Path, cache: Path, **kw: object) -> MLMDataModule:
         val_fraction=0.2,
     )
     args.update(kw)
-    return MLMDataModule(**args)  # type: ignore[arg-type]
+    return CorpusDataModule(**args)  # type: ignore[arg-type]
 
 
 def batches(loader: torch.utils.data.DataLoader) -> list[dict[str, torch.Tensor]]:
@@ -353,9 +353,9 @@ def test_bad_input_files(tmp_path: Path) -> None:
 def test_bad_input_through_datamodule(tmp_path: Path) -> None:
     # refused when the data module is built, before anything reads or writes
     with pytest.raises(ConfigError, match="missing.txt"):
-        MLMDataModule(train_files=[str(tmp_path / "missing.txt")], cache_dir=str(tmp_path))
+        CorpusDataModule(train_files=[str(tmp_path / "missing.txt")], cache_dir=str(tmp_path))
     with pytest.raises(ConfigError, match="missing.txt"):
-        MLMDataModule(val_files=str(tmp_path / "missing.txt"), cache_dir=str(tmp_path))
+        CorpusDataModule(val_files=str(tmp_path / "missing.txt"), cache_dir=str(tmp_path))
 
 
 def test_jsonl_and_compressed_reading(tmp_path: Path) -> None:
@@ -384,7 +384,7 @@ def test_jsonl_and_compressed_reading(tmp_path: Path) -> None:
 )
 def test_argument_validation(kw: dict[str, object], name: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=rf"data\.{name} must be .*, got {kw[name]!r}"):
-        MLMDataModule(cache_dir=str(tmp_path), **kw)  # type: ignore[arg-type]
+        CorpusDataModule(cache_dir=str(tmp_path), **kw)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- bundled corpus
@@ -415,11 +415,11 @@ def test_default_datamodule_on_bundled_corpus(
         raise AssertionError("the default tokenizer must come from the bundled file")
 
     monkeypatch.setattr(tokmod, "train_tokenizer", no_training)
-    dm = MLMDataModule(cache_dir=str(tmp_path / "a"), max_train_blocks=100, max_val_blocks=20)
+    dm = CorpusDataModule(cache_dir=str(tmp_path / "a"), max_train_blocks=100, max_val_blocks=20)
     assert 1000 < dm.tokenizer_vocab_size <= 8192
     assert dm.pad_token_id == 0
     # a second fresh cache gives the very same vocabulary (reproducible across machines)
-    dm2 = MLMDataModule(cache_dir=str(tmp_path / "b"))
+    dm2 = CorpusDataModule(cache_dir=str(tmp_path / "b"))
     assert dm2.tokenizer.get_vocab() == dm.tokenizer.get_vocab()
     assert dm.tokenizer_path is not None and dm.tokenizer_path.parent == tmp_path / "a"
     dm.setup("fit")
@@ -485,7 +485,7 @@ class _Recorder(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
-def _fit(dm: MLMDataModule, epochs: int) -> _Recorder:
+def _fit(dm: CorpusDataModule, epochs: int) -> _Recorder:
     module = _Recorder(dm.tokenizer_vocab_size)
     trainer = L.Trainer(
         max_epochs=epochs,

@@ -23,9 +23,9 @@ from cli_helpers import CONFIGS, REPO, TINY, fit_args
 import roformer_lit.data.prepare as prepmod
 from roformer_lit.commands import main
 from roformer_lit.data import (
+    CorpusDataModule,
     FileSource,
     MLMBlockDataset,
-    MLMDataModule,
     encode_stream,
     load_default_corpus,
     pack_blocks,
@@ -76,7 +76,7 @@ def test_bundled_corpus_blocks_equal_the_in_memory_packing(tmp_path: Path) -> No
     """With the shipped tokenizer, every training and validation block is what the old
     pipeline (``encode_stream`` + ``pack_blocks`` over the lists of documents) made, and so
     is every masked sample."""
-    dm = MLMDataModule(cache_dir=str(tmp_path), num_proc=2)
+    dm = CorpusDataModule(cache_dir=str(tmp_path), num_proc=2)
     dm.setup("fit")
     train_docs, val_docs = split_train_val(load_default_corpus(), 0.05)
     sep = dm.tokenizer.token_to_id("[SEP]")
@@ -232,11 +232,11 @@ def test_cached_preparation_is_reused_and_keyed(
 ) -> None:
     calls = _count_builds(monkeypatch)
 
-    def dm(**kw: object) -> MLMDataModule:
+    def dm(**kw: object) -> CorpusDataModule:
         args: dict[str, object] = dict(
             train_files=str(corpus), vocab_size=600, max_length=32, cache_dir=str(tmp_path)
         )
-        return MLMDataModule(**{**args, **kw})  # type: ignore[arg-type]
+        return CorpusDataModule(**{**args, **kw})  # type: ignore[arg-type]
 
     first = dm()
     first.setup("fit")
@@ -431,7 +431,7 @@ def test_parquet_file_trains(
     monkeypatch.chdir(tmp_path)
     args = ["--data.train_files", str(path), "--data.text_field", "content"]
     assert main(fit_args("rope.yaml", 2, *args, "--data.vocab_size", "600")) == 0
-    dm = MLMDataModule(train_files=str(path), text_field="content", vocab_size=600)
+    dm = CorpusDataModule(train_files=str(path), text_field="content", vocab_size=600)
     assert dm.documents()[0] == split_train_val(docs, 0.05)[0]
     with pytest.raises(ConfigError, match=r"missing text column 'text' \(columns: id, content\)"):
         list(FileSource((path,), "text").documents())
@@ -457,7 +457,9 @@ def test_save_to_disk_dataset_trains(
     monkeypatch.chdir(tmp_path)
     args = ["--data.dataset", str(saved_dataset), "--data.dataset_val_split", "validation"]
     assert main(fit_args("rope.yaml", 2, *args, "--data.vocab_size", "600")) == 0
-    dm = MLMDataModule(dataset=str(saved_dataset), dataset_val_split="validation", vocab_size=600)
+    dm = CorpusDataModule(
+        dataset=str(saved_dataset), dataset_val_split="validation", vocab_size=600
+    )
     assert dm.documents() == (docs[:1000], docs[1000:])
     dm.setup("fit")
     train, val = dm.prepare()
@@ -510,7 +512,7 @@ def test_hub_dataset_name_config_split_and_streaming(
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load)
     for streaming in (False, True):
-        dm = MLMDataModule(
+        dm = CorpusDataModule(
             dataset="wikitext",
             dataset_config="wikitext-103-raw-v1",
             dataset_streaming=streaming,
@@ -523,7 +525,7 @@ def test_hub_dataset_name_config_split_and_streaming(
     assert seen[0] == ("wikitext", "wikitext-103-raw-v1", "train", False)
     assert ("wikitext", "wikitext-103-raw-v1", "train", True) in seen
     with pytest.raises(ConfigError, match="cannot load dataset 'nope'.*doesn't exist"):
-        MLMDataModule(dataset="nope", cache_dir=str(tmp_path)).setup("fit")
+        CorpusDataModule(dataset="nope", cache_dir=str(tmp_path)).setup("fit")
 
 
 # --------------------------------------------------------------------------- memory

@@ -13,7 +13,13 @@ from cli_helpers import fit_args
 
 from roformer_lit.commands import main
 from roformer_lit.commands.pretrain import validate_config
-from roformer_lit.data import MLMDataModule, load_default_corpus, read_documents
+from roformer_lit.data import (
+    CorpusDataModule,
+    FileSource,
+    data_module,
+    load_default_corpus,
+    read_documents,
+)
 from roformer_lit.data.sources import expand_paths
 from roformer_lit.errors import ConfigError
 
@@ -71,10 +77,12 @@ def test_train_files_forms(form: str, corpus_dir: Path, docs: list[str]) -> None
         "directory": str(corpus_dir),
     }[form]
     config = validate_config(fit_args("rope.yaml", 2, "--data.train_files", value)[1:])
-    dm = MLMDataModule(**config.data.as_dict())
+    dm = data_module(config.data)
+    assert isinstance(dm, CorpusDataModule) and isinstance(dm.train_source, FileSource)
+    files = dm.train_source.paths  # the expanded files (the setting is kept as given)
     names = ["a.txt"] if form == "path" else ["a.txt", "b.txt"]
-    assert [p.name for p in dm.train_files] == names  # type: ignore[union-attr]
-    assert read_documents(dm.train_files) == (docs[:400] if form == "path" else docs)  # type: ignore[arg-type]
+    assert [p.name for p in files] == names
+    assert read_documents(files) == (docs[:400] if form == "path" else docs)
 
 
 def test_expansion_order_and_recursion(tmp_path: Path) -> None:
@@ -151,7 +159,7 @@ def test_directory_where_a_file_is_needed(tmp_path: Path) -> None:
 def test_fifo_tokenizer_file_is_refused_without_hanging(tmp_path: Path, corpus_dir: Path) -> None:
     fifo = tmp_path / "tok.json"
     os.mkfifo(fifo)
-    dm = MLMDataModule(
+    dm = CorpusDataModule(
         train_files=str(corpus_dir / "a.txt"), tokenizer_file=str(fifo), cache_dir=str(tmp_path)
     )
     with pytest.raises(ConfigError, match="tokenizer file is not a regular file"):

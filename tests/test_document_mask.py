@@ -15,12 +15,12 @@ import torch
 from cli_helpers import CONFIGS, fit_args
 
 from roformer_lit.commands import EXIT_USER_ERROR, main
-from roformer_lit.data.datamodule import MLMDataModule
+from roformer_lit.data.corpus_module import CorpusDataModule
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> MLMDataModule:
-    dm = MLMDataModule(
+def data(tmp_path_factory: pytest.TempPathFactory) -> CorpusDataModule:
+    dm = CorpusDataModule(
         cache_dir=str(tmp_path_factory.mktemp("cache")),
         max_length=64,
         batch_size=4,
@@ -61,7 +61,7 @@ def test_batches_carry_segment_ids_only_when_asked(data, tmp_path):
     batch = next(iter(data.train_dataloader()))
     assert batch["segment_ids"].shape == batch["input_ids"].shape
     assert batch["segment_ids"].dtype == torch.long
-    plain = MLMDataModule(cache_dir=data.cache_dir, max_length=64, max_train_blocks=8)
+    plain = CorpusDataModule(cache_dir=data.cache_dir, max_length=64, max_train_blocks=8)
     plain.setup("fit")
     assert "segment_ids" not in next(iter(plain.train_dataloader()))
 
@@ -102,7 +102,7 @@ def test_document_mask_must_be_a_boolean(tmp_path):
     from roformer_lit.errors import ConfigError
 
     with pytest.raises(ConfigError, match="document_mask"):
-        MLMDataModule(cache_dir=str(tmp_path), document_mask="yes")  # type: ignore[arg-type]
+        CorpusDataModule(cache_dir=str(tmp_path), document_mask="yes")  # type: ignore[arg-type]
 
 
 def test_the_sweep_config_ablates_the_document_mask(monkeypatch, capsys):

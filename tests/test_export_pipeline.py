@@ -22,7 +22,7 @@ transformers = pytest.importorskip("transformers")
 
 import roformer_lit  # noqa: E402
 from roformer_lit.commands import main  # noqa: E402
-from roformer_lit.data.datamodule import MLMDataModule  # noqa: E402
+from roformer_lit.data.corpus_module import CorpusDataModule  # noqa: E402
 from roformer_lit.data.packing import encode_stream  # noqa: E402
 from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY  # noqa: E402
 
@@ -84,7 +84,7 @@ def test_fit_export_fill_mask_pipeline(scheme, runs, tmp_path, monkeypatch, caps
     stored = roformer_lit.checkpoint_tokenizer(ckpt)
     assert stored is not None
     # the tokenizer the data module gives every run on the bundled corpus
-    assert stored.to_str() == MLMDataModule().tokenizer.to_str()
+    assert stored.to_str() == CorpusDataModule().tokenizer.to_str()
 
     out = tmp_path / "exported" / f"hf-{scheme}"
     assert _export("--ckpt_path", ckpt, "--out", out) == 0

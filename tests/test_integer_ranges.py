@@ -23,7 +23,10 @@ from lightning.pytorch import Trainer
 from roformer_lit import validation
 from roformer_lit.commands import EXIT_USER_ERROR, main
 from roformer_lit.commands.prelaunch import check_fit_config
-from roformer_lit.data.datamodule import DATA_RULES, MLMDataModule, check_data_arguments
+from roformer_lit.data.corpus_module import CORPUS_RULES, CorpusDataModule
+from roformer_lit.data.datamodule import BASE_RULES, PretrainDataModule
+from roformer_lit.data.modules import check_data_section
+from roformer_lit.data.probe_module import PROBE_RULES, ProbeDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.datamodule import TASK_DATA_RULES, TaskDataModule
 from roformer_lit.finetune.module import CLASSIFIER_RULES, SequenceClassifier
@@ -33,7 +36,8 @@ from roformer_lit.validation import MODEL_RULES, RUN_RULES, TRAINER_RULES, Rule
 #: (prefix on the command line, rule table, the class whose arguments it holds)
 TABLES: dict[str, tuple[str, dict[str, Rule], Any]] = {
     "model": ("model.", MODEL_RULES, MaskedLM),
-    "data": ("data.", DATA_RULES, MLMDataModule),
+    "corpus data": ("data.", CORPUS_RULES, CorpusDataModule),
+    "probe data": ("data.", PROBE_RULES, ProbeDataModule),
     "trainer": ("trainer.", TRAINER_RULES, Trainer),
     "run": ("", RUN_RULES, None),
     "finetune data": ("data.", TASK_DATA_RULES, TaskDataModule),
@@ -61,12 +65,19 @@ def takes_int(annotation: Any) -> bool:
 
 
 def integer_arguments(cls: Any) -> list[str]:
-    hints = typing.get_type_hints(cls.__init__)
-    return [
-        name
-        for name in inspect.signature(cls.__init__).parameters
-        if name in hints and takes_int(hints[name]) and name not in NOT_INTEGERS
-    ]
+    # a data module's arguments are its own and, through ``**kwargs``, its base's
+    inits = [cls.__init__]
+    if issubclass(cls, PretrainDataModule):
+        inits = [k.__init__ for k in cls.__mro__ if issubclass(k, PretrainDataModule)]
+    names = []
+    for init in inits:
+        hints = typing.get_type_hints(init)
+        names += [
+            name
+            for name in inspect.signature(init).parameters
+            if name in hints and takes_int(hints[name]) and name not in NOT_INTEGERS
+        ]
+    return names
 
 
 @pytest.mark.parametrize("table", [t for t, (_, _, cls) in TABLES.items() if cls is not None])
@@ -86,9 +97,9 @@ def test_every_integer_argument_has_a_bounded_rule(table):
 def test_the_tables_hold_integer_settings():
     names = {(t, n) for t, n, _ in INTEGER_SETTINGS}
     for expected in [
-        ("data", "probe_symbols"),
-        ("data", "random_positions"),
-        ("data", "seed"),
+        ("probe data", "probe_symbols"),
+        ("corpus data", "random_positions"),
+        ("probe data", "seed"),
         ("model", "hidden_size"),
         ("trainer", "max_steps"),
         ("run", "seed_everything"),
@@ -118,7 +129,7 @@ def test_seeds_are_those_numpy_and_torch_take():
     import torch
 
     high = RUN_RULES["seed_everything"].integers[1]
-    assert DATA_RULES["seed"].integers == (0, high)
+    assert BASE_RULES["seed"].integers == (0, high)
     np.random.seed(high)  # the largest accepted seed works in both
     torch.manual_seed(high)
     with pytest.raises(ValueError):
@@ -230,9 +241,7 @@ GIB = 2**30
 
 
 def probe_settings(**overrides: Any) -> dict[str, Any]:
-    settings = dict(inspect.signature(MLMDataModule.__init__).parameters)
-    values = {k: p.default for k, p in settings.items() if k != "self"}
-    values.update(probe="copy", max_length=40, probe_max_length=16, batch_size=32)
+    values = dict(probe="copy", max_length=40, probe_max_length=16, batch_size=32)
     values.update(overrides)
     return values
 
@@ -251,24 +260,24 @@ def test_random_positions_are_refused_by_the_bytes_of_one_draw(machine_of):
     # one draw is a permutation of [0, R) in int64: 8 R bytes (plus a batch: 3 * 8 * B * L)
     batch = 3 * 8 * 32 * 40
     machine_of(8 * 2**27 + batch + 16 * 256 + 3 * 8 * 256 * 40 + 8 * 32 * 16)  # exactly enough
-    check_data_arguments(probe_settings(random_positions=2**27))
+    check_data_section(probe_settings(random_positions=2**27))
     with pytest.raises(ConfigError) as info:
-        check_data_arguments(probe_settings(random_positions=2**27 + 1))
+        check_data_section(probe_settings(random_positions=2**27 + 1))
     message = str(info.value)
     assert "data.random_positions=134217729" in message and "this machine has" in message
 
 
 def test_probe_symbols_are_refused_by_the_bytes_of_the_vocabulary(machine_of):
     machine_of(GIB)
-    check_data_arguments(probe_settings(probe_symbols=2**20))  # 2**20 * 256 + 2**20 * 8 * 32
+    check_data_section(probe_settings(probe_symbols=2**20))  # 2**20 * 256 + 2**20 * 8 * 32
     with pytest.raises(ConfigError, match=r"data.probe_symbols=16777216\b.*this machine has 1 GiB"):
-        check_data_arguments(probe_settings(probe_symbols=2**24))
+        check_data_section(probe_settings(probe_symbols=2**24))
 
 
 def test_a_batch_is_refused_by_its_bytes(machine_of):
     machine_of(GIB)
     with pytest.raises(ConfigError, match=r"data.batch_size=100000, data.max_length=1000\b"):
-        check_data_arguments(probe_settings(probe=None, batch_size=100_000, max_length=1000))
+        check_data_section(probe_settings(probe=None, batch_size=100_000, max_length=1000))
 
 
 def test_the_model_is_refused_by_the_bytes_of_its_weights_built_on_the_meta_device(

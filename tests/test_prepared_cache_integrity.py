@@ -23,7 +23,7 @@ from cli_helpers import CONFIGS, TINY
 import roformer_lit.data.prepare as prepmod
 import roformer_lit.data.tokenizer as tokmod
 from roformer_lit.commands import main
-from roformer_lit.data import FileSource, MLMDataModule, encode_stream, load_default_corpus
+from roformer_lit.data import CorpusDataModule, FileSource, encode_stream, load_default_corpus
 from roformer_lit.data.prepare import cache_key, find_prepared, prepare_corpus
 from roformer_lit.data.shards import DOC_ENDS_FILE, META_FILE, TOKENIZER_FILE
 from roformer_lit.data.tokenizer import train_tokenizer
@@ -492,7 +492,7 @@ def test_concurrent_first_preparations_share_one_tokenizer(
 
     def run(i: int) -> None:
         try:
-            dm = MLMDataModule(
+            dm = CorpusDataModule(
                 train_files=str(corpus), vocab_size=500, num_proc=1, cache_dir=str(tmp_path)
             )
             barrier.wait(timeout=30)

@@ -18,7 +18,7 @@ from lightning.pytorch.callbacks import Callback
 
 from roformer_lit.commands import EXIT_PREEMPTED
 from roformer_lit.commands import main as cli_main
-from roformer_lit.data.datamodule import MLMDataModule
+from roformer_lit.data import CorpusDataModule, ProbeDataModule, data_module
 from roformer_lit.data.dataset import ResumableDataLoader
 from roformer_lit.data.probes import PROBE_TASKS, generate, probe_rng, probe_tokenizer
 from roformer_lit.data.probes.tasks import FIRST_SYMBOL, MASK_ID, PAD_ID, SEP_ID
@@ -170,8 +170,8 @@ def test_the_hint_shapes_training_batches_only():
     settings = dict(
         probe="recall", probe_min_length=2, probe_max_length=4, probe_symbols=8, max_length=17
     )
-    hinted = MLMDataModule(**settings, probe_hint=0.9, max_val_blocks=64)
-    plain = MLMDataModule(**settings, max_val_blocks=64)
+    hinted = ProbeDataModule(**settings, probe_hint=0.9, max_val_blocks=64)
+    plain = ProbeDataModule(**settings, max_val_blocks=64)
     for dm in (hinted, plain):
         dm.setup("fit")
     assert torch.equal(hinted.val_dataset.input_ids, plain.val_dataset.input_ids)
@@ -194,8 +194,11 @@ def test_the_hint_shapes_training_batches_only():
     ],
 )
 def test_a_bad_hint_is_one_line(overrides, message):
+    """A flat data section (``probe`` picks the class: ``data.modules``)."""
+    task = dict(probe_max_length=4, max_length=17, probe_symbols=8) if overrides["probe"] else {}
+    settings = {**task, **overrides}
     with pytest.raises(ConfigError) as error:
-        MLMDataModule(probe_max_length=4, max_length=17, probe_symbols=8, **overrides)
+        data_module(settings, lenient=False)
     assert str(error.value).startswith(message) and "\n" not in str(error.value)
     if overrides["probe"] == "copy":
         assert "recall" in str(error.value)
@@ -244,11 +247,14 @@ def test_tokenizer_ids_are_the_tasks_ids():
 # -- the data module's probe mode
 
 
-def probe_module(**overrides) -> MLMDataModule:
+def probe_module(**overrides) -> ProbeDataModule:
+    """A flat data section (``probe`` picks the class, a corpus key is refused: ``data.modules``)."""
     settings = dict(
         probe="copy", probe_min_length=2, probe_max_length=6, max_length=13, batch_size=4
     )
-    return MLMDataModule(**{**settings, **overrides})
+    module = data_module({**settings, **overrides}, lenient=False)
+    assert isinstance(module, ProbeDataModule)
+    return module
 
 
 def test_data_module_batches_have_one_length_in_range_and_are_keyed_by_index():
@@ -336,9 +342,10 @@ def test_probe_has_no_corpus_to_prepare():
         probe_module().prepare()
 
 
-def test_corpus_module_is_unchanged_without_a_probe():
-    dm = MLMDataModule(max_length=32)
-    assert dm.probe_task is None and dm.hparams["probe"] is None
+def test_a_section_without_a_probe_builds_the_corpus_module():
+    dm = data_module({"max_length": 32, "probe": None}, lenient=False)
+    assert isinstance(dm, CorpusDataModule) and dm.probe_task is None
+    assert "probe" not in dm.hparams
 
 
 # -- val/exact

@@ -45,12 +45,15 @@ GRID4 = {"model.position": ["nope", "rope"], "model.attention": ["softmax", "lin
 NAMES4 = ["nope-softmax", "nope-linear", "rope-softmax", "rope-linear"]
 
 
-def write_sweep(path: Path, grid=None, name: str = "tiny", **overrides) -> Path:
+def write_sweep(path: Path, grid=None, name: str = "tiny", base=None, **overrides) -> Path:
+    tiny = dict(TINY_OVERRIDES)
+    if base is not None:  # a position task's config: no corpus setting
+        tiny.pop("data.max_train_blocks")
     data = {
         "name": name,
-        "base": str(CONFIGS / "rope.yaml"),
+        "base": str(base or CONFIGS / "rope.yaml"),
         "grid": grid or GRID4,
-        "overrides": {**TINY_OVERRIDES, **overrides},
+        "overrides": {**tiny, **overrides},
     }
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
@@ -494,7 +497,12 @@ PROBE = {"data.max_train_blocks": None, "data.max_length": 17, "data.probe_max_l
 BAD_COMBINATIONS = {
     "unknown_task": (
         {"data.probe": ["copy", "copyy"]},
-        PROBE,
+        # a task's base (its settings without a task would be refused beside a corpus)
+        {
+            "base": CONFIGS / "probes" / "copy.yaml",
+            "data.max_length": 17,
+            "data.probe_max_length": 8,
+        },
         "copyy",
         "data.probe='copyy' is not a probe task",
     ),

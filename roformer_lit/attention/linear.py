@@ -13,7 +13,6 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from roformer_lit.attention.base import AttentionKernel, Rotation
-from roformer_lit.errors import ConfigError
 from roformer_lit.score_bias import ScoreBias
 from roformer_lit.validation import check, finite_positive_float
 
@@ -46,11 +45,8 @@ class LinearAttention(AttentionKernel):
             raise ValueError("linear attention cannot add a score bias")
         if window is not None:
             raise ValueError("linear attention cannot restrict to a window")
-        if segment_ids is not None:
-            raise ConfigError(
-                "attention 'linear' cannot keep documents apart (its sums run over the whole "
-                "block); use attention softmax, or data.document_mask false"
-            )
+        # its sums run over the whole block; the pre-launch check refuses document_mask here
+        assert segment_ids is None, "attention 'linear' cannot keep documents apart"
         phi_q, phi_k = F.elu(q) + 1, F.elu(k) + 1
         if key_padding_mask is not None:
             phi_k = phi_k * key_padding_mask[:, None, :, None].to(phi_k.dtype)

@@ -1,7 +1,7 @@
 """Is the data pipeline ever the bottleneck? ``python -m roformer_lit bench-data``.
 
 Trains the default-size model on the bundled corpus two ways, alternating in rounds of
-``--steps`` optimiser steps: (a) batches drawn from ``MLMDataModule.train_dataloader()``
+``--steps`` optimiser steps: (a) batches drawn from ``CorpusDataModule.train_dataloader()``
 (reading, masking and collation included), (b) the same number of batches prebuilt in
 memory. Each round pair gives a ratio ``tokens/s(a) / tokens/s(b)``; the figure is the
 median of those paired ratios, so machine noise cancels.
@@ -17,7 +17,7 @@ import torch
 
 from roformer_lit.benchmarks.machine import describe_machine
 from roformer_lit.benchmarks.models import MAX_BATCH, ROUNDS
-from roformer_lit.data.datamodule import MLMDataModule
+from roformer_lit.data.corpus_module import CorpusDataModule
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.tool_arguments import LENGTH, ToolParser, integer
@@ -59,7 +59,7 @@ def run(args: Sequence[str] | None = None) -> int | None:
         return corpus_scale.run(args)
     ns = build_parser().parse_args(args)
 
-    data = MLMDataModule(
+    data = CorpusDataModule(
         batch_size=ns.batch_size, max_length=ns.max_length, num_workers=ns.num_workers
     )
     start = time.perf_counter()
@@ -99,7 +99,7 @@ def run(args: Sequence[str] | None = None) -> int | None:
     )
     print("| batches from | tokens/s (median) |")
     print("|---|---|")
-    print(f"| MLMDataModule loader | {statistics.median(real_rates):,.0f} |")
+    print(f"| CorpusDataModule loader | {statistics.median(real_rates):,.0f} |")
     print(f"| prebuilt in memory | {statistics.median(prebuilt_rates):,.0f} |")
     print(
         f"\none-off set-up: corpus + tokenizer {tokenizer_s:.2f} s, tokenize + pack "

@@ -19,6 +19,11 @@ from the command line by :func:`typed_keys`, not from equality with a default: a
 * ``quiet`` -- it wins silently (it does not change what is measured or trained:
   ``batch_size`` of an evaluation, the learning rate of an evaluation).
 
+The data module's class comes from the checkpoint too: its saved settings name a
+position task (``probe``) or not (:func:`~roformer_lit.data.modules.data_class_for`, which
+reads the flat settings of earlier versions alike), unless ``--data.probe`` was typed;
+the keys the other class takes are left out.
+
 Settings of the machine rather than the run (:data:`MACHINE_SETTINGS`: workers, cache) are
 always the command's. A tokenizer change is refused after the data module is built
 (``pretrain._check_same_tokenizer``), whatever the keys say.
@@ -29,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from roformer_lit.data.modules import class_path, complete_settings, data_class_for
 from roformer_lit.encoder_config import ENCODER_FIELDS
 from roformer_lit.errors import ConfigError
 
@@ -122,7 +128,7 @@ _SAVED_AS = {"data.vocab_size": "requested_vocab_size"}
 def _option_dest(name: str, options: Mapping[str, Any]) -> str | None:
     """The parser destination of a command-line option as argparse resolves it: the exact
     option, a dotted key inside one (``--model.position_kwargs.base``), or an unambiguous
-    abbreviation (``--data.max_len``); None for anything else."""
+    abbreviation (``--model.hidden_si``); None for anything else."""
     if name in options:
         return getattr(options[name], "dest", None)
     dests = {getattr(a, "dest", None) for o, a in options.items() if o.startswith(name)}
@@ -150,10 +156,23 @@ def _inline_keys(value: str) -> list[str]:
     return [str(k) for k in (inner if isinstance(inner, dict) else parsed)]
 
 
+def _nested_key(name: str, section: str) -> str:
+    """The setting a dotted option inside a section named by its class sets
+    (``--data.max_length``, ``--data.init_args.max_length``: ``max_length``); "" for the
+    section itself, its ``class_path`` or its help."""
+    prefix = f"--{section}."
+    if not name.startswith(prefix):
+        return ""
+    rest = name[len(prefix) :]
+    rest = rest[len("init_args.") :] if rest.startswith("init_args.") else rest
+    first = rest.split(".")[0]
+    return "" if first in ("class_path", "init_args", "help") else first
+
+
 def typed_keys(args: Sequence[str], options: Mapping[str, Any]) -> set[str]:
     """The ``model.*``/``data.*`` settings typed on the command line ``args``: the one
     function that says what the user typed (``options``: the parser's option strings ->
-    actions, to resolve abbreviations). ``--data.max_length 64``, ``--data.max_len=64``,
+    actions, to resolve abbreviations). ``--data.max_length 64``, ``--model.hidden_si=64`` (an abbreviation),
     ``--data.train_files+ x`` and the keys of an inline ``--data '{max_length: 64}'``
     count; ``--config`` files and ``--data file.yaml`` do not (see the module)."""
     typed: set[str] = set()
@@ -167,6 +186,7 @@ def typed_keys(args: Sequence[str], options: Mapping[str, Any]) -> set[str]:
         section, _, key = dest.partition(".")
         if section not in SECTIONS:
             continue
+        key = key or _nested_key(name.rstrip("+"), section)
         if key:
             typed.add(f"{section}.{key.split('.')[0]}")
             continue
@@ -249,6 +269,26 @@ def saved_settings(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
     return found
 
 
+def _data_section(
+    section: Any, saved: Mapping[str, Any], typed: set[str]
+) -> tuple[type | None, dict[str, Any]]:
+    """(the data module class to switch to, None: the command's; the command's data
+    settings as the checkpoint's class has them). The class follows the checkpoint's
+    settings (:func:`~roformer_lit.data.modules.data_class_for`: ``probe`` picks it, in
+    an earlier version's flat settings too) unless ``data.probe`` was typed; a switch
+    leaves the command's values of the keys both classes take."""
+    ours_class, ours = complete_settings(section)
+    theirs = {k.split(".", 1)[1]: v for k, v in saved.items() if k.startswith("data.")}
+    if not theirs or "data.probe" in typed:
+        return None, ours
+    theirs_class = data_class_for(theirs)
+    if theirs_class is ours_class:
+        return None, ours
+    accepted = theirs_class.arguments()
+    switched = {**accepted, **{k: v for k, v in ours.items() if k in accepted}}
+    return theirs_class, switched
+
+
 def checkpoint_settings(
     checkpoint: Mapping[str, Any],
     config: Any,
@@ -265,16 +305,24 @@ def checkpoint_settings(
     fill: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
     replaced: list[str] = []
-    for name, saved in sorted(saved_settings(checkpoint).items()):
+    saved_all = saved_settings(checkpoint)
+    sections: dict[str, Any] = {"model": config.get("model")}
+    data_class = None
+    if config.get("data") is not None:
+        data_class, sections["data"] = _data_section(config.get("data"), saved_all, typed)
+        if data_class is not None:
+            fill["data"] = {"class_path": class_path(data_class), "init_args": {}}
+    for name, saved in sorted(saved_all.items()):
         section, key = name.split(".", 1)
-        current = config.get(section)
+        current = sections.get(section)
         if current is None or key not in current or name in MACHINE_SETTINGS:
             continue
         ours = current.get(key)
         if same_setting(ours, saved):
             continue
         if name not in typed:
-            fill.setdefault(section, {})[key] = saved
+            target = fill.setdefault(section, {})
+            (target["init_args"] if "init_args" in target else target)[key] = saved
             if name in from_files:
                 replaced.append(f"{name}={_plain(ours)!r} -> {_plain(saved)!r}")
             continue

@@ -12,10 +12,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from roformer_lit.data.datamodule import MLMDataModule
+from roformer_lit.data.corpus_module import CorpusDataModule
+from roformer_lit.data.datamodule import PretrainDataModule
+from roformer_lit.data.modules import data_module
 
 
-def datamodule_of(fit_args: Sequence[str]) -> MLMDataModule:
+def datamodule_of(fit_args: Sequence[str]) -> PretrainDataModule:
     """The data module that ``fit`` with these arguments would build (nothing else is built)."""
     from roformer_lit.commands.pretrain import validate_config
 
@@ -23,10 +25,10 @@ def datamodule_of(fit_args: Sequence[str]) -> MLMDataModule:
     if args and args[0] == "fit":
         args = args[1:]
     config = validate_config(args)
-    return MLMDataModule(**config.data.as_dict())
+    return data_module(config.data, lenient=False)
 
 
-def _data_section(fit_args: Sequence[str]) -> tuple[MLMDataModule, str]:
+def _data_section(fit_args: Sequence[str]) -> tuple[PretrainDataModule, str]:
     dm = datamodule_of(fit_args)
     return dm, json.dumps(dict(dm.hparams), sort_keys=True, default=str)
 
@@ -44,8 +46,8 @@ def prepare_runs(runs: Sequence[Sequence[str]], say: Any = print) -> int:
         if section in seen:
             continue
         seen.add(section)
-        if dm.probe_task is not None:  # built in memory by each run
-            say(f"data ready: probe {dm.probe_task.name!r} (built in memory, nothing to prepare)")
+        if not dm.needs_preparation:  # built in memory by each run
+            say(f"data ready: {dm.describe()} (built in memory, nothing to prepare)")
             continue
         train, val = dm.prepare()
         say(f"data ready: {train.directory}" + (f" (validation {val.directory})" if val else ""))
@@ -59,7 +61,8 @@ def main(args: Sequence[str]) -> int:
         print(__doc__)
         return 0
     dm = datamodule_of(args)
-    train, val = dm.prepare()
+    train, val = dm.prepare()  # a source built in memory says so in one line
+    assert isinstance(dm, CorpusDataModule)
     (tr_stream, tr_start, tr_stop), (va_stream, va_start, va_stop) = dm.split_ranges()
     print(f"tokenizer: {dm.tokenizer_path} ({dm.tokenizer_vocab_size} tokens)")
     print(

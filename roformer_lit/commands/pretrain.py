@@ -11,7 +11,9 @@ point and exit codes: :mod:`roformer_lit.commands`.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import re
 import sys
 import time
 import warnings
@@ -19,7 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from jsonargparse import ArgumentError
+import yaml
+from jsonargparse import ArgumentError, get_loader, set_loader
 from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelSummary
@@ -32,7 +35,17 @@ from roformer_lit.commands.checkpoint_settings import (
     typed_keys,
 )
 from roformer_lit.commands.prelaunch import check_fit_config
-from roformer_lit.data.datamodule import MLMDataModule
+from roformer_lit.data.datamodule import PretrainDataModule
+from roformer_lit.data.modules import (
+    DATA_MODULES,
+    DEFAULT_CLASS_PATH,
+    class_path,
+    data_class_for,
+    flat_sections,
+    left_out,
+    refusal,
+    settings_of,
+)
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.module import MaskedLM
 from roformer_lit.training import run_dir
@@ -72,6 +85,8 @@ class RoformerCLI(LightningCLI):
         parser.add_lightning_class_args(RunCheckpoint, "checkpoint")
         parser.set_defaults(
             {
+                # a section without class_path builds the corpus (roformer_lit.data.modules)
+                "data": {"class_path": DEFAULT_CLASS_PATH},
                 "checkpoint.monitor": "val/loss",
                 "checkpoint.mode": "min",
                 "checkpoint.save_last": True,
@@ -97,7 +112,19 @@ class RoformerCLI(LightningCLI):
             if (args is None or isinstance(args, (list, tuple)))
             else []
         )
-        super().parse_arguments(parser, args)
+        try:
+            if self.subclass_mode_data and (args is None or isinstance(args, (list, tuple))):
+                # what LightningCLI does with a list, after a --data.probe flag's class
+                self.config = parser.parse_args(probe_flags_pick_the_class(self._argv))
+            else:
+                super().parse_arguments(parser, args)
+        except Exception as exc:
+            # a data module chosen by class (pretraining; fine-tuning has one data class)
+            chosen = self.subclass_mode_data and is_argument_error(exc)
+            line = data_key_refusal(exc) if chosen else None
+            if line is not None:
+                raise ConfigError(line) from exc
+            raise
 
     def _parse_ckpt_path(self) -> None:
         """Check ``--ckpt_path`` before anything is built: it must be a readable pretraining
@@ -294,7 +321,7 @@ def _record_evaluation(subcommand: str, config: Any, trainer: Trainer) -> Path |
         "command": subcommand,
         "checkpoint": str(ckpt),
         "step": read_checkpoint(ckpt).get("global_step"),
-        "data": _plain(config.get("data")),
+        "data": settings_of(config.get("data")),
         "model": _plain(config.get("model")),
         "metrics": metrics,
     }
@@ -419,7 +446,7 @@ class _ParseOnly(RoformerCLI):
 def validate_config(
     args: Sequence[str],
     model_class: type = MaskedLM,
-    data_class: type = MLMDataModule,
+    data_class: type = PretrainDataModule,
     parse_only: type[LightningCLI] | None = None,
     prelaunch: bool = True,
 ) -> Any:
@@ -437,6 +464,7 @@ def validate_config(
             cli = (parse_only or _ParseOnly)(
                 model_class,
                 data_class,
+                subclass_mode_data=data_class is PretrainDataModule,
                 args=list(args),
                 run=False,
                 seed_everything_default=0,
@@ -483,7 +511,7 @@ def is_run_logger(logger: Any) -> bool:
     )
 
 
-def _check_lengths(model: MaskedLM, datamodule: MLMDataModule) -> None:
+def _check_lengths(model: MaskedLM, datamodule: PretrainDataModule) -> None:
     """Refuse at start-up a block length the position scheme cannot encode."""
     limit = model.max_length
     if limit is not None and datamodule.max_length > limit:
@@ -500,12 +528,110 @@ def _check_lengths(model: MaskedLM, datamodule: MLMDataModule) -> None:
 BASE_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "base.yaml"
 
 
+#: jsonargparse's parser mode of the pretraining commands: YAML, each document's flat
+#: ``data`` section resolved to its class (:func:`~roformer_lit.data.modules.flat_sections`).
+PARSER_MODE = "roformer_pretraining"
+
+
+def _load_pretraining_yaml(text: str) -> Any:
+    """jsonargparse's current ``yaml`` loader (the alias guard's, in ``main``), then a flat
+    ``data`` section that names ``probe`` turned into its class."""
+    return flat_sections(get_loader("yaml")(text))
+
+
+set_loader(PARSER_MODE, _load_pretraining_yaml, exceptions=(yaml.YAMLError,))
+
+
+def probe_flags_pick_the_class(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the data module's class named where the data flags start, as the last
+    ``--data.probe`` flag picks it (``probe`` picks it in a flat section too:
+    :func:`~roformer_lit.data.modules.data_class_for`): ``--data.probe copy`` builds the
+    position task's module over any config, whatever order its settings' flags come in;
+    ``--data.probe null`` the corpus's (the flag is then left out: a corpus has no
+    ``probe``). Without a ``--data.probe`` flag, ``argv`` as it is."""
+    names = ("--data.probe", "--data.init_args.probe")
+    out: list[str] = []
+    task: Any = inspect.Parameter.empty
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        name, equals, value = arg.partition("=")
+        if name not in names:
+            out.append(arg)
+            continue
+        if not equals:
+            value = argv[i + 1] if i + 1 < len(argv) else ""
+        try:
+            task = yaml.safe_load(value)
+        except yaml.YAMLError:
+            task = value
+        if task is None:  # the corpus: no probe setting
+            skip = not equals
+            continue
+        out.append(arg)
+    if task is inspect.Parameter.empty:
+        return out
+    cls = data_class_for({"probe": task})
+    kept: list[str] = []  # without the other class's settings at their defaults
+    skip = False
+    for i, arg in enumerate(out):
+        if skip:
+            skip = False
+            continue
+        name, equals, value = arg.partition("=")
+        if name.startswith("--data.") and name.count(".") == 1:
+            if not equals:
+                value = out[i + 1] if i + 1 < len(out) else ""
+            try:
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                parsed = value
+            if left_out(cls, name.removeprefix("--data."), parsed):
+                skip = not equals
+                continue
+        kept.append(arg)
+    first = next((i for i, a in enumerate(kept) if a.startswith("--data.")), len(kept))
+    return [*kept[:first], "--data", class_path(cls), *kept[first:]]
+
+
+def data_key_refusal(exc: BaseException) -> str | None:
+    """The one line for jsonargparse's refusal of a ``data`` key the chosen data module
+    does not take (``--data.train_files x`` with a position task), naming its valid keys;
+    None for any other error."""
+    text = str(exc)
+    if 'key "data"' not in text:
+        return None
+    found = re.search(r"NestedArg\(key='([^']+)', val='([^']*)'\)", text)
+    key = found.group(1) if found else None
+    value: Any = inspect.Parameter.empty
+    if found:
+        try:
+            value = yaml.safe_load(found.group(2))
+        except yaml.YAMLError:
+            value = found.group(2)
+    if key is None:
+        found = re.search(r"Option '([^']+)' is not accepted", text)
+        key = found.group(1) if found else None
+    if key is None:
+        return None
+    named = re.search(r"class_path '([^']+)'", text)
+    lacking = [cls for cls in DATA_MODULES if key not in cls.arguments()]
+    chosen = [cls for cls in lacking if named and named.group(1).endswith(cls.__name__)]
+    cls = (chosen or lacking or [None])[0]
+    if cls is None:
+        return None
+    return refusal(cls, key, value)
+
+
 def mlm_parser_kwargs(subcommands: bool = True, **extra: Any) -> dict[str, Any]:
     """LightningCLI's ``parser_kwargs`` for the pretraining commands: errors raised (one line
-    at the top level), and :data:`BASE_CONFIG` read before any ``--config`` of ``fit``,
-    ``validate``, ``test`` and ``predict``, so ``--config configs/alibi.yaml`` (a few lines)
-    means base + alibi, and later ``--config`` files override earlier ones."""
-    kwargs: dict[str, Any] = {"exit_on_error": False, **extra}
+    at the top level), :data:`PARSER_MODE`, and :data:`BASE_CONFIG` read before any
+    ``--config`` of ``fit``, ``validate``, ``test`` and ``predict``, so ``--config
+    configs/alibi.yaml`` (a few lines) means base + alibi, and later ``--config`` files
+    override earlier ones."""
+    kwargs: dict[str, Any] = {"exit_on_error": False, "parser_mode": PARSER_MODE, **extra}
     if BASE_CONFIG.is_file():
         if subcommands:
             for subcommand in LIGHTNING_SUBCOMMANDS:
@@ -518,7 +644,8 @@ def mlm_parser_kwargs(subcommands: bool = True, **extra: Any) -> dict[str, Any]:
 def lightning_main(args: Sequence[str] | None) -> None:
     RoformerCLI(
         MaskedLM,
-        MLMDataModule,
+        PretrainDataModule,
+        subclass_mode_data=True,
         args=None if args is None else list(args),
         seed_everything_default=0,
         save_config_callback=RunConfigSaver,

@@ -2,7 +2,9 @@
 
 Public names::
 
-    from roformer_lit.data import MLMDataModule            # the LightningDataModule
+    from roformer_lit.data import CorpusDataModule, ProbeDataModule  # the LightningDataModules
+    from roformer_lit.data import PretrainDataModule                   # their base
+    from roformer_lit.data import data_module      # the module a (flat or class_path) section builds
     from roformer_lit.data import read_documents, load_default_corpus
     from roformer_lit.data import load_or_train_tokenizer, load_tokenizer_file, SpecialTokens
     from roformer_lit.data import encode_stream, pack_blocks
@@ -17,12 +19,15 @@ from roformer_lit.data.corpus import (
     read_documents,
     split_train_val,
 )
-from roformer_lit.data.datamodule import MLMDataModule
+from roformer_lit.data.corpus_module import CorpusDataModule
+from roformer_lit.data.datamodule import PretrainDataModule
 from roformer_lit.data.dataset import EpochSampler, MLMBlockDataset
 from roformer_lit.data.hf_source import HFSource
 from roformer_lit.data.masking import mask_tokens, sample_seed
+from roformer_lit.data.modules import data_module
 from roformer_lit.data.packing import encode_stream, pack_blocks
 from roformer_lit.data.prepare import PreparedCorpus, prepare_corpus
+from roformer_lit.data.probe_module import ProbeDataModule
 from roformer_lit.data.shards import TokenBlocks, TokenStream
 from roformer_lit.data.sources import FileSource, expand_paths, iter_documents
 from roformer_lit.data.tokenizer import (
@@ -45,7 +50,10 @@ __all__ = [
     "prepare_corpus",
     "EpochSampler",
     "MLMBlockDataset",
-    "MLMDataModule",
+    "CorpusDataModule",
+    "PretrainDataModule",
+    "ProbeDataModule",
+    "data_module",
     "SPECIAL_TOKENS",
     "SpecialTokens",
     "encode_stream",

@@ -42,7 +42,7 @@ import re
 from pathlib import Path
 
 SECTIONS: tuple[str, ...] = ("tutorial", "faq", "howto", "whatsnew")
-DEFAULT_VOCAB_SIZE = 8192  # MLMDataModule defaults, for the bundled pre-trained tokenizer
+DEFAULT_VOCAB_SIZE = 8192  # CorpusDataModule defaults, for the bundled pre-trained tokenizer
 DEFAULT_VAL_FRACTION = 0.05
 
 # Directives whose indented body is English prose: keep the body, drop the directive line.

@@ -65,11 +65,10 @@ class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
     ) -> None:
         if len(blocks.shape) != 2:
             raise ValueError(f"blocks must be [N, L], got shape {tuple(blocks.shape)}")
-        if random_positions is not None and random_positions < blocks.shape[1]:
-            raise ValueError(
-                f"random_positions={random_positions} < block length {blocks.shape[1]}: "
-                "cannot draw that many distinct positions"
-            )
+        # the data module's check refuses a range shorter than a block (PretrainDataModule)
+        assert random_positions is None or random_positions >= blocks.shape[1], (
+            f"random_positions={random_positions} < block length {blocks.shape[1]}"
+        )
         self.random_positions = random_positions
         if document_mask and not hasattr(blocks, "document_index"):
             raise ValueError("document_mask needs blocks that know their documents (TokenBlocks)")

@@ -11,7 +11,7 @@ machines with empty caches can train slightly different vocabularies. For the bu
 corpus at default settings (``vocab_size=8192``, ``val_fraction=0.05``) a pre-trained
 tokenizer ships in ``corpus/`` (looked up by cache file name), which makes the default
 configuration reproducible everywhere. For other corpora, pass the cached file
-(``MLMDataModule.tokenizer_path``) as ``tokenizer_file`` to pin the vocabulary.
+(``CorpusDataModule.tokenizer_path``) as ``tokenizer_file`` to pin the vocabulary.
 """
 
 from __future__ import annotations

@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
 import logging
 import math
 import os
@@ -76,11 +75,10 @@ from typing import Any
 import torch
 from lightning.pytorch import Trainer
 
-from roformer_lit.data.datamodule import (
-    PROBE_VAL_SEQUENCES,
-    VALIDATION_POSITIONS,
-    MLMDataModule,
-)
+from roformer_lit.data.corpus_module import CorpusDataModule
+from roformer_lit.data.datamodule import VALIDATION_POSITIONS, PretrainDataModule
+from roformer_lit.data.modules import data_module, resolve
+from roformer_lit.data.probe_module import PROBE_VAL_SEQUENCES
 from roformer_lit.data.probes import ProbeTask, ProbeValidation, baseline_scores, probe_task
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
@@ -218,11 +216,11 @@ def run_settings(ckpt: Path, checkpoint: dict[str, Any]) -> RunSettings:
         data, settings.source = from_config, f"from {config_path}"
     else:
         data = {}
-    if "requested_vocab_size" in data:  # the data module saves data.vocab_size under this name
-        data = {**data, "vocab_size": data["requested_vocab_size"]}
-    accepted = inspect.signature(MLMDataModule.__init__).parameters
-    settings.data = {k: v for k, v in data.items() if k in accepted and k not in OVERRIDDEN}
-    settings.saved = {k: v for k, v in data.items() if k in accepted}
+    # the settings of the class the run's data module was (a flat section of an earlier
+    # version: the class ``probe`` picks, the other class's keys dropped)
+    data = resolve(data, lenient=True)[1]
+    settings.data = {k: v for k, v in data.items() if k not in OVERRIDDEN}
+    settings.saved = dict(data)
     settings.train_length = _positive_int(data.get("max_length"))
     settings.batch_size = _positive_int(data.get("batch_size"))
     settings.max_val_blocks = _positive_int(data.get("max_val_blocks"))
@@ -318,7 +316,9 @@ def _quiet_lightning() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def validation_results(model: MaskedLM, data: MLMDataModule, precision: str) -> dict[str, float]:
+def validation_results(
+    model: MaskedLM, data: PretrainDataModule, precision: str
+) -> dict[str, float]:
     """Every ``val/*`` metric of ``model`` on ``data``'s validation set (empty if none),
     through the model's own validation step under a one-device Lightning Trainer (what
     ``validate`` runs); ``val/loss`` is the masked-token cross-entropy averaged over all
@@ -337,6 +337,13 @@ def validation_results(model: MaskedLM, data: MLMDataModule, precision: str) -> 
     return {key: float(value) for key, value in results[0].items()} if results else {}
 
 
+def corpus_module(settings: RunSettings) -> CorpusDataModule:
+    """The data module of a corpus run (its caller has checked it is no position task)."""
+    data = data_module(settings.data)
+    assert isinstance(data, CorpusDataModule)
+    return data
+
+
 def run_probe(settings: RunSettings) -> ProbeTask | None:
     """The probe task of the run (None: a corpus run)."""
     name = settings.data.get("probe")
@@ -349,7 +356,9 @@ def probe_cap(settings: RunSettings, tokens_per_sequence: int, tokens: int | Non
     return count if tokens is None else max(1, min(count, tokens // tokens_per_sequence))
 
 
-def _data(settings: RunSettings, length: int, batch_size: int, cap: int | None) -> MLMDataModule:
+def _data(
+    settings: RunSettings, length: int, batch_size: int, cap: int | None
+) -> PretrainDataModule:
     """The run's data module at ``length``, its validation set set up (cut into blocks); a
     probe's at input length ``length`` (its validation sequences have that length)."""
     task = run_probe(settings)
@@ -360,11 +369,14 @@ def _data(settings: RunSettings, length: int, batch_size: int, cap: int | None) 
         length = task.sequence_length(length)
     if settings.positions == "random":
         lengths.update(random_positions=settings.random_range, validation_positions="random")
-    data = MLMDataModule(
-        **{**settings.data, **lengths},
-        max_length=length,
-        batch_size=batch_size,
-        max_val_blocks=cap,
+    data = data_module(
+        {
+            **settings.data,
+            **lengths,
+            "max_length": length,
+            "batch_size": batch_size,
+            "max_val_blocks": cap,
+        }
     )
     data.setup("validate")
     if task is not None and settings.split == "test":
@@ -381,7 +393,7 @@ def _data(settings: RunSettings, length: int, batch_size: int, cap: int | None) 
     return data
 
 
-def unigram_loss(data: MLMDataModule) -> float | None:
+def unigram_loss(data: PretrainDataModule) -> float | None:
     """The loss of predicting every masked token by the unigram distribution of the masked
     tokens themselves: their entropy ``-Σ p log p`` (nats, as ``val/loss``), under the run's
     tokenizer. None without masked tokens."""
@@ -404,7 +416,7 @@ def shortest_split(settings: RunSettings) -> int | None:
     if run_probe(settings) is not None:
         return None
     try:
-        train, val = MLMDataModule(**settings.data).split_ranges()
+        train, val = corpus_module(settings).split_ranges()
     except (ConfigError, OSError):
         return None
     return min(stop - start for _, start, stop in (train, val))
@@ -460,7 +472,7 @@ def evaluate_checkpoint(
             "--split test needs a position-task run: a corpus run has one held-out split, "
             "its validation (use --split val)"
         )
-    vocab = MLMDataModule(**settings.data).tokenizer_vocab_size
+    vocab = data_module(settings.data).tokenizer_vocab_size
     if vocab != model.hparams.vocab_size:
         raise ConfigError(
             f"its data's tokenizer has {vocab} tokens, the model {model.hparams.vocab_size}: "
@@ -677,7 +689,7 @@ def longest_length(model: MaskedLM, settings: RunSettings) -> int:
         if model.max_length is not None:
             longest = min(longest, (model.max_length - 1) // (2 * task.width))
         return longest
-    train, val = MLMDataModule(**settings.data).split_ranges()
+    train, val = corpus_module(settings).split_ranges()
     longest = min(stop - start for _, start, stop in (train, val))
     return longest if model.max_length is None else min(longest, model.max_length)
 

@@ -116,6 +116,8 @@ def variant_parts(model: Any, data: Any) -> list[str]:
 def run_stem(config: Any) -> str:
     """The name stem of a new run of ``config`` (a ``fit`` configuration namespace)."""
     model, data = _get(config, "model"), _get(config, "data")
+    if _get(data, "class_path") is not None:  # a data module named by its class
+        data = _get(data, "init_args")
     stem = f"{_get(model, 'position')}-{_get(model, 'attention')}-seed{_get(config, 'seed_everything')}"
     corpus = corpus_label(data)
     parts = [stem, *([corpus] if corpus else []), *variant_parts(model, data)]

@@ -1,5 +1,5 @@
 """Synthetic position probes (copy, reverse, sort, recall, odds_first) as masked-token
-fill-in, served by :class:`~roformer_lit.data.datamodule.MLMDataModule` with ``data.probe``.
+fill-in, served by :class:`~roformer_lit.data.probe_module.ProbeDataModule` (``data.probe``).
 
 Public names::
 

@@ -165,6 +165,8 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
     }
     if not hparams and isinstance(config.get("model"), dict):  # no hparams.yaml: the config's
         data = config.get("data")
+        if isinstance(data, dict) and isinstance(data.get("init_args"), dict):
+            data = data["init_args"]  # a data module named by its class_path
         hparams = {**(data if isinstance(data, dict) else {}), **config["model"]}
     trainer = config.get("trainer")
     trainer = trainer if isinstance(trainer, dict) else {}

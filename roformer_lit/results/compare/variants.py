@@ -52,7 +52,9 @@ def flatten(hparams: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 #: reading runs never imports the training stack.
 SAVED_CLASSES = (
     ("module.py", "MaskedLM"),
-    ("data/datamodule.py", "MLMDataModule"),
+    ("data/datamodule.py", "PretrainDataModule"),
+    ("data/corpus_module.py", "CorpusDataModule"),
+    ("data/probe_module.py", "ProbeDataModule"),
     ("finetune/module.py", "SequenceClassifier"),
     ("finetune/datamodule.py", "TaskDataModule"),
 )
