@@ -531,7 +531,7 @@ def bridge() -> str:
         return sized[0] if len(sized) == 1 else None
 
     rows = []
-    for task in [*tasks, "mean"]:
+    for task in [*tasks, "mean"] if len(tasks) > 1 else tasks:
         pairs = []
         for scheme in losses:
             accs = []

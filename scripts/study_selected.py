@@ -161,8 +161,16 @@ def findings() -> str:
         f"{sum(chosen()[g] == lr for g in groups)} chose {lr:g}"
         for lr in sorted(set(chosen().values()))
     )
+    top = max(lr for by_lr in selection_scores().values() for lr in by_lr)
+    at_top = sum(chosen()[g] == top for g in groups)
+    edge = (
+        f" {at_top} of {len(groups)} chose the grid's largest rate ({top:g}), so their best "
+        "rate may lie above the grid: these cells are a lower bound on what tuning gives."
+        if at_top
+        else ""
+    )
     head = f"Slices run: {', '.join(f'`{t}`' for t in tasks())} ({len(groups)} task × variant groups; {counts})."
-    return head + "\n\n" + study().findings()
+    return head + edge + "\n\n" + study().findings()
 
 
 RETRAIN_FILE = "cpu-2026-11-25-study-schemes-retrain.csv"
