@@ -296,11 +296,15 @@ def checkpoint_settings(
     resume: bool,
     path: str,
     from_files: Iterable[str] = (),
+    pretraining_data: bool = True,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Apply the rule and the table to a command's parsed ``config`` (its ``model`` and
     ``data`` sections): returns ``({section: {key: the run's value}}`` to set, the ``note:``
     lines to print), or raises ConfigError (one line) for a typed value the table refuses.
-    ``from_files``: the settings ``--config`` files gave (for the note)."""
+    ``from_files``: the settings ``--config`` files gave (for the note).
+    ``pretraining_data``: the command's ``data`` section builds a pretraining data module
+    (corpus or position task, whose class follows the checkpoint's); False for a command
+    with a data module of its own (fine-tuning), whose section is taken as it is."""
     typed, from_files = set(typed), set(from_files)
     fill: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
@@ -308,7 +312,9 @@ def checkpoint_settings(
     saved_all = saved_settings(checkpoint)
     sections: dict[str, Any] = {"model": config.get("model")}
     data_class = None
-    if config.get("data") is not None:
+    if config.get("data") is not None and not pretraining_data:
+        sections["data"] = config.get("data")
+    elif config.get("data") is not None:
         data_class, sections["data"] = _data_section(config.get("data"), saved_all, typed)
         if data_class is not None:
             fill["data"] = {"class_path": class_path(data_class), "init_args": {}}

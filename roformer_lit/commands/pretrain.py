@@ -150,6 +150,7 @@ class RoformerCLI(LightningCLI):
             resume=subcommand == "fit",
             path=path,
             from_files=config_file_keys(argv, options),
+            pretraining_data=self.subclass_mode_data,
         )
         if _get_rank() in (None, 0):
             for note in notes:
@@ -210,11 +211,13 @@ class RoformerCLI(LightningCLI):
 
     def after_validate(self) -> None:
         """LightningCLI's hook after ``validate``: the result goes to the run's record."""
-        _record_evaluation("validate", self.config["validate"], self.trainer)
+        _record_evaluation(
+            "validate", self.config["validate"], self.trainer, self.subclass_mode_data
+        )
 
     def after_test(self) -> None:
         """LightningCLI's hook after ``test``: the result goes to the run's record."""
-        _record_evaluation("test", self.config["test"], self.trainer)
+        _record_evaluation("test", self.config["test"], self.trainer, self.subclass_mode_data)
 
     def instantiate_classes(self) -> None:
         try:
@@ -299,7 +302,9 @@ def check_resume_keeps_later_steps(ckpt: Any, run: Path) -> None:
 EVALUATIONS_FILE = "evaluations.jsonl"
 
 
-def _record_evaluation(subcommand: str, config: Any, trainer: Trainer) -> Path | None:
+def _record_evaluation(
+    subcommand: str, config: Any, trainer: Trainer, pretraining_data: bool = True
+) -> Path | None:
     """Append a ``validate``/``test`` result to the evaluated run's ``evaluations.jsonl``:
     one JSON line with the time, command, checkpoint (and its step), the data and model
     settings it was evaluated with, and the metrics. A checkpoint outside a run directory
@@ -321,7 +326,8 @@ def _record_evaluation(subcommand: str, config: Any, trainer: Trainer) -> Path |
         "command": subcommand,
         "checkpoint": str(ckpt),
         "step": read_checkpoint(ckpt).get("global_step"),
-        "data": settings_of(config.get("data")),
+        # a pretraining section as one flat dict of its class's settings; fine-tuning's as it is
+        "data": settings_of(config.get("data")) if pretraining_data else _plain(config.get("data")),
         "model": _plain(config.get("model")),
         "metrics": metrics,
     }
