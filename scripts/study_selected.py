@@ -31,7 +31,7 @@ from pathlib import Path
 from study_cells import SeedStudy, read_test_csv
 
 from roformer_lit.results.compare.select import best_value
-from roformer_lit.results.statistics import mean_interval
+from roformer_lit.results.statistics import mean_interval, prediction_interval
 
 BENCH = Path(__file__).resolve().parent.parent / "docs" / "bench"
 SELECTION_FILE = "cpu-2026-11-25-study-schemes-runs.csv"
@@ -183,9 +183,10 @@ def retrain() -> str:
     if not path.is_file() or not tasks():
         return "_Not run yet._"
     lines = [
-        "| run (fresh clone) | length | accuracy retrained | the study's run | the study's 95 % interval | inside |",
-        "|---|---|---|---|---|---|",
+        "| run (fresh clone) | length | accuracy retrained | the study's run | the study's mean [95 % interval] | 95 % prediction interval for one run | inside it | bit-identical |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    cells = inside_count = identical_count = 0
     with path.open(encoding="utf-8") as f:
         for row in csv.DictReader(f):
             parsed = _parse(row["name"])
@@ -197,10 +198,21 @@ def retrain() -> str:
             if chosen().get((task, name)) != lr or seed not in study_values:
                 continue
             interval = mean_interval(list(study_values.values()))
+            one_run = prediction_interval(list(study_values.values()))
             value = float(row["value"])
-            inside = interval.low <= value <= interval.high
+            inside = one_run.low <= value <= one_run.high
+            identical = value == study_values[seed]
+            cells, inside_count = cells + 1, inside_count + inside
+            identical_count += identical
             lines.append(
                 f"| `{name}` × `{task}`, rate {lr:g}, seed {seed} | {n} | {value:.4f} | "
-                f"{study_values[seed]:.4f} | {interval.text()} | {'yes' if inside else 'no'} |"
+                f"{study_values[seed]:.4f} | {interval.text()} | "
+                f"[{one_run.low:.3f}, {one_run.high:.3f}] | {'yes' if inside else 'no'} | "
+                f"{'yes' if identical else 'no'} |"
             )
-    return "\n".join(lines)
+    summary = (
+        f"{inside_count} of {cells} retrained cells lie inside the study's prediction "
+        "interval for one run; "
+        f"{identical_count} of {cells} equal the study's own run of the same seed exactly."
+    )
+    return "\n".join(lines) + "\n\n" + summary

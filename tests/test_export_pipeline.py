@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import fit_args
+from cli_helpers import fit_args, tokenizer_section
 
 transformers = pytest.importorskip("transformers")
 
@@ -85,6 +85,10 @@ def test_fit_export_fill_mask_pipeline(scheme, runs, tmp_path, monkeypatch, caps
     assert stored is not None
     # the tokenizer the data module gives every run on the bundled corpus
     assert stored.to_str() == CorpusDataModule().tokenizer.to_str()
+    # saved by the data module itself (its state_dict, under its class name), once
+    checkpoint = torch.load(ckpt, map_location="cpu", weights_only=True)
+    assert checkpoint["CorpusDataModule"][TOKENIZER_KEY] == stored.to_str()
+    assert TOKENIZER_KEY not in checkpoint
 
     out = tmp_path / "exported" / f"hf-{scheme}"
     assert _export("--ckpt_path", ckpt, "--out", out) == 0
@@ -122,7 +126,7 @@ def test_fit_export_fill_mask_pipeline(scheme, runs, tmp_path, monkeypatch, caps
 def _old_checkpoint(ckpt: Path, dest: Path) -> Path:
     """A copy of ``ckpt`` as written before checkpoints carried the tokenizer."""
     checkpoint = torch.load(ckpt, map_location="cpu", weights_only=True)
-    del checkpoint[TOKENIZER_KEY]
+    del tokenizer_section(checkpoint)[TOKENIZER_KEY]
     torch.save(checkpoint, dest)
     return dest
 

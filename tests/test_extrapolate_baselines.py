@@ -122,17 +122,24 @@ def test_a_cell_s_verdict(exact: float, acc: float, expected: str) -> None:
     assert seed_verdict([cell, below]) == ""
 
 
-def test_split_test_evaluates_other_sequences_from_another_stream(recall_run: Path, tmp_path):
+def test_split_test_evaluates_other_sequences_from_another_stream(
+    recall_run: Path, tmp_path, capsys
+):
     """``--split test``: held-out sequences (the ``test`` generator stream), baselines scored
     on them; a corpus run has no such split (one line)."""
     from roformer_lit.data.probes import baseline_scores
 
     got = {}
-    for split in ("val", "test"):
+    for split, says in (("val", "validation sequences"), ("test", "held-out test sequences")):
         out = tmp_path / f"{split}.csv"
         argv = ["extrapolate", str(recall_run), "--lengths", "6", "--csv", str(out)]
+        capsys.readouterr()
         assert main([*argv, "--split", split]) == 0
         got[split] = {(r["name"], r["metric"]): float(r["value"]) for r in _rows(out)}
+        err = capsys.readouterr().err
+        assert says in err  # the stderr line names the sequences evaluated
+        if split == "test":  # held-out sequences are never what validate evaluates
+            assert "(= validate's)" not in err
     task = PROBE_TASKS["recall"]
     for split, stream in (("val", "val"), ("test", "test")):
         data = ProbeValidation(task, symbols=32, length=6, count=16, seed=0, stream=stream)

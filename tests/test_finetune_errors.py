@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_helpers import tokenizer_section
 from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
 
 from roformer_lit.commands import EXIT_USER_ERROR, main
@@ -107,7 +108,7 @@ def test_an_empty_file(content, pretrained, files, tmp_path, monkeypatch, capsys
 def test_a_checkpoint_without_a_tokenizer(pretrained, files, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     checkpoint = torch.load(pretrained, weights_only=True)
-    del checkpoint["tokenizer_json"]
+    del tokenizer_section(checkpoint)["tokenizer_json"]
     old = tmp_path / "old.ckpt"
     torch.save(checkpoint, old)
     refused(local(old, *files), capsys, "holds no tokenizer", str(old))

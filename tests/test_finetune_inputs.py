@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from cli_helpers import fit_args
+from cli_helpers import fit_args, tokenizer_section
 from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
 from lightning.pytorch.trainer.states import TrainerFn
 
@@ -342,7 +342,7 @@ def test_a_tokenizer_that_cannot_encode_the_task_is_refused(
 
     monkeypatch.chdir(tmp_path)
     checkpoint = torch.load(pretrained, map_location="cpu", weights_only=True)
-    checkpoint[TOKENIZER_KEY] = tiny_tokenizer(100).to_str()
+    tokenizer_section(checkpoint)[TOKENIZER_KEY] = tiny_tokenizer(100).to_str()
     other = tmp_path / "words.ckpt"
     torch.save(checkpoint, other)
     write_csv(tmp_path / "train.csv", keyword_rows(16, seed=1))

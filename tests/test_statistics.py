@@ -38,6 +38,19 @@ def test_mean_interval_matches_scipy(values: list[float]) -> None:
     assert (got.low, got.high) == (pytest.approx(low, rel=1e-9), pytest.approx(high, rel=1e-9))
 
 
+@pytest.mark.parametrize("values", SAMPLES)
+def test_prediction_interval_matches_scipy(values: list[float]) -> None:
+    """One further draw: scipy's t interval with scale ``s · sqrt(1 + 1/n)``, and it holds
+    the mean's interval (wider by ``sqrt(n + 1)`` in half-width)."""
+    n = len(values)
+    got = st.prediction_interval(values)
+    scale = stats.tstd(values) * (1 + 1 / n) ** 0.5
+    low, high = stats.t.interval(0.95, n - 1, loc=sum(values) / n, scale=scale)
+    assert (got.low, got.high) == (pytest.approx(low, rel=1e-9), pytest.approx(high, rel=1e-9))
+    narrow = st.mean_interval(values)
+    assert got.high - got.mean == pytest.approx((narrow.high - narrow.mean) * (n + 1) ** 0.5)
+
+
 def test_one_value_has_no_interval() -> None:
     interval = st.mean_interval([0.3])
     assert (interval.low, interval.high, interval.text()) == (None, None, "0.300")

@@ -64,7 +64,7 @@ from roformer_lit.training.quiet import SummaryWithoutFlops
 from roformer_lit.training.run_logger import RunLogger, unique_version
 from roformer_lit.training.run_name import run_stem
 from roformer_lit.training.run_report import RunReport
-from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY
+from roformer_lit.training.stored_tokenizer import stored_tokenizer_json
 from roformer_lit.training.throughput import Throughput
 from roformer_lit.validation import check_run_arguments
 
@@ -398,7 +398,7 @@ def _check_same_tokenizer(path: str, checkpoint: dict[str, Any], datamodule: Any
     """Refuse, with one line, to pair a checkpoint with a tokenizer it was not trained with
     (same vocabulary size, other tokens: every figure would be silently wrong). Checkpoints
     from before tokenizers were stored are checked by vocabulary size only."""
-    stored = checkpoint.get(TOKENIZER_KEY)
+    stored = stored_tokenizer_json(checkpoint)
     tokenizer = getattr(datamodule, "tokenizer", None)
     if not isinstance(stored, str) or tokenizer is None:
         return

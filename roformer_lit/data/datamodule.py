@@ -41,6 +41,7 @@ from torch.utils.data import DataLoader, Dataset
 from roformer_lit.data.dataset import EpochSampler, ResumableDataLoader
 from roformer_lit.data.tokenizer import SpecialTokens
 from roformer_lit.errors import ConfigError
+from roformer_lit.training.stored_tokenizer import tokenizer_state
 from roformer_lit.validation import (
     MAX_WORKERS,
     Rule,
@@ -235,6 +236,12 @@ class PretrainDataModule(L.LightningDataModule):
     def tokenizer(self) -> Tokenizer:
         """The source's tokenizer."""
         raise NotImplementedError
+
+    def state_dict(self) -> dict[str, str]:
+        """What the data module saves in each checkpoint: its tokenizer
+        (:func:`~roformer_lit.training.stored_tokenizer.tokenizer_state`), so that export
+        and fine-tuning need neither the tokenizer cache nor the corpus."""
+        return tokenizer_state(self.tokenizer)
 
     def build_datasets(self) -> None:
         """Set :attr:`train_dataset` and :attr:`val_dataset` where they are None."""

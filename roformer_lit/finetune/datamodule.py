@@ -39,6 +39,7 @@ from roformer_lit.finetune.examples import (
 )
 from roformer_lit.finetune.pretrained import check_tokenizer_covers, load_tokenizer
 from roformer_lit.finetune.tasks import TaskSpec, get_task
+from roformer_lit.training.stored_tokenizer import tokenizer_state
 from roformer_lit.validation import MAX_WORKERS, Rule, check_arguments, int_in, optional, size
 from roformer_lit.validation import seed as seed_rule
 
@@ -164,6 +165,12 @@ class TaskDataModule(L.LightningDataModule):
             self._tokenizer = load_tokenizer(self.pretrained)
             SpecialTokens.from_tokenizer(self._tokenizer, f"the tokenizer of {self.pretrained}")
         return self._tokenizer
+
+    def state_dict(self) -> dict[str, str]:
+        """What the data module saves in each checkpoint: its tokenizer
+        (:func:`~roformer_lit.training.stored_tokenizer.tokenizer_state`), so that export
+        and fine-tuning need neither the tokenizer cache nor the corpus."""
+        return tokenizer_state(self.tokenizer)
 
     @property
     def label_count(self) -> int:

@@ -540,14 +540,19 @@ def describe(
     as_validated = settings.positions == settings.validated_positions
     if task is not None:
         trained = settings.data.get("probe_max_length")
+        which = "held-out test" if settings.split == "test" else "validation"
         done = [
             f"n={c.length}: {c.blocks} sequences of {c.tokens} tokens"
-            + (" (= validate's)" if c.length == trained and as_validated else "")
+            + (
+                " (= validate's)"
+                if c.length == trained and as_validated and settings.split == "val"
+                else ""
+            )
             for c in cells
             if c.blocks
         ]
         return (
-            f"{ckpt}: probe {task.name!r} (trained at n <= {trained}), validation sequences "
+            f"{ckpt}: probe {task.name!r} (trained at n <= {trained}), {which} sequences "
             f"of each input length n seeded by {settings.data.get('seed', 0)}, "
             f"{_positions_text(settings)}, data settings "
             f"{settings.source}, precision {settings.precision}; "

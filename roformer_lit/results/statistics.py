@@ -6,6 +6,10 @@
 
   (it assumes the seeds' values are independent draws of a roughly normal quantity; with
   bimodal outcomes such as 1.000 / 0.4 it is wide, as it should be, and can leave [0, 1]).
+* :func:`prediction_interval`: where **one more run** (another seed) is expected to land,
+  the 95 % Student-t prediction interval ``mean ± t_{1-α/2, n-1} · s · sqrt(1 + 1/n)``
+  (what a single retrained run is checked against; the mean's interval is narrower by
+  ``sqrt(n + 1)``, and one seed's value falls outside it often).
 * :func:`paired_t_test`: two variants paired by seed (randomized positions off/on): the
   two-sided p-value of the one-sample t-test of the per-seed differences ``d_s = b_s - a_s``,
 
@@ -143,6 +147,18 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> In
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
     half = t_quantile(0.5 + confidence / 2.0, n - 1) * sd / math.sqrt(n)
     return Interval(mean, mean - half, mean + half, n)
+
+
+def prediction_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """The mean of ``values`` and the Student-t interval of one further draw (module
+    docstring): ``mean ± t · s · sqrt(1 + 1/n)``."""
+    mean = mean_interval(values, confidence)
+    n = len(values)
+    if n < 2 or mean.low is None:
+        return mean
+    sd = math.sqrt(math.fsum((v - mean.mean) ** 2 for v in values) / (n - 1))
+    half = t_quantile(0.5 + confidence / 2.0, n - 1) * sd * math.sqrt(1.0 + 1.0 / n)
+    return Interval(mean.mean, mean.mean - half, mean.mean + half, n)
 
 
 def paired_t_test(a: Sequence[float], b: Sequence[float]) -> float:

@@ -52,7 +52,6 @@ from roformer_lit.errors import TrainingDiverged
 from roformer_lit.run_files import warn
 from roformer_lit.training.checkpoint_io import refuse_nonfinite
 from roformer_lit.training.steps import total_steps
-from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY, trainer_tokenizer_json
 
 #: The schedule's length for a run without an end (no step limit, endless epochs).
 ENDLESS_STEPS = 100_000
@@ -240,9 +239,6 @@ class RunModule(L.LightningModule):
         refuse_nonfinite(checkpoint, "the checkpoint")  # on every rank: they stop together
         self.save_run_state(checkpoint)
         checkpoint["rng_states"] = collect_rng_states()
-        tokenizer_json = trainer_tokenizer_json(self._trainer)
-        if tokenizer_json is not None:  # the run's tokenizer travels with its weights
-            checkpoint[TOKENIZER_KEY] = tokenizer_json
         if self._world_size() > 1:  # every rank's generators, not only rank 0's
             # Lightning builds the checkpoint on every rank (and meets them all at a
             # barrier after writing it), so this collective cannot be left waiting.

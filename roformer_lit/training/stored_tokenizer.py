@@ -4,8 +4,11 @@ A checkpoint then carries everything needed to use the model on another machine 
 fine-tuning) without the tokenizer cache or the training corpus. The tokenizer is kept as
 its ``tokenizers`` JSON (``Tokenizer.to_str()``), a plain string under
 :data:`TOKENIZER_KEY`, so the checkpoint still loads with ``torch.load(weights_only=True)``.
-Checkpoints written before this existed have no such key: :func:`checkpoint_tokenizer`
-returns ``None`` for them.
+
+The data module owns it: its ``state_dict()`` (Lightning's public hook, saved under the
+data module's class name) is :func:`tokenizer_state`. Checkpoints of earlier versions kept
+the string at the checkpoint's top level; :func:`stored_tokenizer_json` reads both places,
+and returns ``None`` for checkpoints written before tokenizers were stored.
 """
 
 from __future__ import annotations
@@ -23,11 +26,20 @@ from roformer_lit.training.checkpoint_io import read_checkpoint
 TOKENIZER_KEY = "tokenizer_json"
 
 
-def trainer_tokenizer_json(trainer: Any) -> str | None:
-    """``to_str()`` of ``trainer.datamodule.tokenizer`` if that is a ``tokenizers.Tokenizer``."""
-    datamodule = getattr(trainer, "datamodule", None)
-    tokenizer = getattr(datamodule, "tokenizer", None) if datamodule is not None else None
-    return tokenizer.to_str() if isinstance(tokenizer, Tokenizer) else None
+def tokenizer_state(tokenizer: Tokenizer) -> dict[str, str]:
+    """A data module's ``state_dict()``: its tokenizer, which travels with the weights."""
+    return {TOKENIZER_KEY: tokenizer.to_str()}
+
+
+def stored_tokenizer_json(checkpoint: Mapping[str, Any]) -> Any:
+    """The tokenizer JSON a loaded checkpoint holds (not yet checked to be a string), or
+    ``None``: the data module's state (any top-level mapping holding :data:`TOKENIZER_KEY`,
+    Lightning keys it by the data module's class name), else the top-level key of earlier
+    versions."""
+    for value in checkpoint.values():
+        if isinstance(value, Mapping) and TOKENIZER_KEY in value:
+            return value[TOKENIZER_KEY]
+    return checkpoint.get(TOKENIZER_KEY)
 
 
 def checkpoint_tokenizer(
@@ -44,7 +56,7 @@ def checkpoint_tokenizer(
     if not isinstance(checkpoint, Mapping):
         source = f"checkpoint {os.fspath(checkpoint)}"
         checkpoint = read_checkpoint(checkpoint, require_state_dict=False)
-    text = checkpoint.get(TOKENIZER_KEY)
+    text = stored_tokenizer_json(checkpoint)
     if text is None:
         return None
     if not isinstance(text, str):
