@@ -307,6 +307,7 @@ RULE_WORDS = {
     "needs an attention kernel that keeps documents apart": "commands/prelaunch.py",
     "needs a position scheme that reads positions": "commands/prelaunch.py",
     "exceeds model.max_positions=": "commands/prelaunch.py",
+    "exceeds the {config.position!r} position": "commands/prelaunch.py",
     "cannot go with data.document_mask=": "data/corpus_module.py",
     "must be >= data.max_length=": "data/datamodule.py",
 }

@@ -17,7 +17,7 @@ import re
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -226,7 +226,6 @@ class RoformerCLI(LightningCLI):
             if isinstance(exc, ConfigError):
                 raise
             raise ConfigError(f"invalid settings: {one_line(exc)}") from exc
-        _check_lengths(self.model, self.datamodule)
         checkpoint, self._checkpoint = getattr(self, "_checkpoint", None), None
         if checkpoint is not None:
             _check_checkpoint_fits(*checkpoint, self.model)
@@ -517,17 +516,6 @@ def is_run_logger(logger: Any) -> bool:
     )
 
 
-def _check_lengths(model: MaskedLM, datamodule: PretrainDataModule) -> None:
-    """Refuse at start-up a block length the position scheme cannot encode."""
-    limit = model.max_length
-    if limit is not None and datamodule.max_length > limit:
-        raise ConfigError(
-            f"data.max_length={datamodule.max_length} exceeds the {model.hparams.position!r} "
-            f"position table (model.max_positions={limit}); raise model.max_positions or "
-            "use a scheme that extends"
-        )
-
-
 #: The base experiment every pretraining config composes on: the per-scheme files in
 #: ``configs/`` hold only what their ablation changes. In a source checkout (the README's
 #: editable install) it lies beside the package.
@@ -548,6 +536,33 @@ def _load_pretraining_yaml(text: str) -> Any:
 set_loader(PARSER_MODE, _load_pretraining_yaml, exceptions=(yaml.YAMLError,))
 
 
+def _flags(argv: Sequence[str]) -> Iterator[tuple[list[str], str, Any]]:
+    """Each command-line flag with its value: ``(the words it spans, its name, its value
+    parsed as YAML)``: ``--name=value`` is one word, ``--name value`` two; a flag followed
+    by another flag (or by nothing) has no value (``inspect.Parameter.empty``); a word that
+    is not a flag is ``([word], word, None)``."""
+    i = 0
+    while i < len(argv):
+        name, equals, value = argv[i].partition("=")
+        if not name.startswith("--"):
+            yield [argv[i]], argv[i], None
+            i += 1
+            continue
+        if not equals and (i + 1 == len(argv) or argv[i + 1].startswith("--")):
+            yield [argv[i]], name, inspect.Parameter.empty
+            i += 1
+            continue
+        words = [argv[i]] if equals else list(argv[i : i + 2])
+        if not equals:
+            value = argv[i + 1]
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            parsed = value
+        yield words, name, parsed
+        i += len(words)
+
+
 def probe_flags_pick_the_class(argv: Sequence[str]) -> list[str]:
     """``argv`` with the data module's class named where the data flags start, as the last
     ``--data.probe`` flag picks it (``probe`` picks it in a flat section too:
@@ -556,48 +571,20 @@ def probe_flags_pick_the_class(argv: Sequence[str]) -> list[str]:
     ``--data.probe null`` the corpus's (the flag is then left out: a corpus has no
     ``probe``). Without a ``--data.probe`` flag, ``argv`` as it is."""
     names = ("--data.probe", "--data.init_args.probe")
-    out: list[str] = []
-    task: Any = inspect.Parameter.empty
-    skip = False
-    for i, arg in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        name, equals, value = arg.partition("=")
-        if name not in names:
-            out.append(arg)
-            continue
-        if not equals:
-            value = argv[i + 1] if i + 1 < len(argv) else ""
-        try:
-            task = yaml.safe_load(value)
-        except yaml.YAMLError:
-            task = value
-        if task is None:  # the corpus: no probe setting
-            skip = not equals
-            continue
-        out.append(arg)
-    if task is inspect.Parameter.empty:
-        return out
+    flags = list(_flags(argv))
+    probes = [value for _, name, value in flags if name in names]
+    if not probes:
+        return list(argv)
+    task = probes[-1]
     cls = data_class_for({"probe": task})
     kept: list[str] = []  # without the other class's settings at their defaults
-    skip = False
-    for i, arg in enumerate(out):
-        if skip:
-            skip = False
+    for words, name, value in flags:
+        if name in names and value is None:  # the corpus: no probe setting
             continue
-        name, equals, value = arg.partition("=")
-        if name.startswith("--data.") and name.count(".") == 1:
-            if not equals:
-                value = out[i + 1] if i + 1 < len(out) else ""
-            try:
-                parsed = yaml.safe_load(value)
-            except yaml.YAMLError:
-                parsed = value
-            if left_out(cls, name.removeprefix("--data."), parsed):
-                skip = not equals
-                continue
-        kept.append(arg)
+        one_data_key = name.startswith("--data.") and name.count(".") == 1
+        if one_data_key and name not in names and left_out(cls, name[len("--data.") :], value):
+            continue
+        kept.extend(words)
     first = next((i for i, a in enumerate(kept) if a.startswith("--data.")), len(kept))
     return [*kept[:first], "--data", class_path(cls), *kept[first:]]
 
