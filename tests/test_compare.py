@@ -229,6 +229,25 @@ def test_variants_split_on_other_hyperparameters_but_never_on_seeds():
     ]
 
 
+def test_a_saved_as_argument_missing_from_a_newer_run_compares_as_its_default():
+    """A position-task run saved by the flat data module of earlier versions carries the
+    corpus's ``requested_vocab_size`` (``vocab_size`` saved under another name) at its
+    default; the same run from the probe data module has no such key. Same variant: the
+    default is read from the corpus data module's constructor under its saved name."""
+    import inspect
+
+    from roformer_lit.data.corpus_module import CorpusDataModule
+
+    default = inspect.signature(CorpusDataModule.__init__).parameters["vocab_size"].default
+    base = {"position": "rope", "attention": "softmax", "probe": "copy"}
+    labels = variant_labels(
+        [{**base, "requested_vocab_size": default, "seed": 0}, {**base, "seed": 1}]
+    )
+    assert labels[0] == labels[1] == "rope-softmax"
+    other = variant_labels([{**base, "requested_vocab_size": default + 1}, base])
+    assert other[0] != other[1]  # another value is still a difference
+
+
 def test_single_seed_shows_mean_without_std():
     rows = aggregate(assign_variants([_summary("rope", 7)]))
     assert rows[0].stats["final_val_loss"].std is None

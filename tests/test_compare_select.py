@@ -107,17 +107,37 @@ def test_a_loss_is_selected_at_its_minimum(sweep, tmp_path):
     assert float(rows["alibi-softmax"]["learning_rate"]) == 0.003
 
 
+_SELECT = ["--select", "learning_rate", "--by", "val_acc", "--report"]
+#: --report files that are not extrapolate CSVs (the content follows "BAD:").
+BAD_REPORT = {
+    "header": [*_SELECT, "BAD:a,b\n1,2\n"],
+    "value": [*_SELECT, "BAD:name,length,metric,value\nx/checkpoints/last.ckpt,64,acc,high\n"],
+    "length": [*_SELECT, "BAD:name,length,metric,value\nx/checkpoints/last.ckpt,n,acc,0.5\n"],
+}
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--select", "learning_rate"], "--select KEY and --by METRIC go together"),
         (["--select", "warmup", "--by", "val_acc"], "no hyperparameter of these runs"),
         (["--select", "learning_rate", "--by", "val_speed"], "valid: val_loss"),
+        (["--select", "seed", "--by", "val_acc"], "seeds are the replicates"),
+        (["--select", "seed_everything", "--by", "val_acc"], "seeds are the replicates"),
+        (["--select", "model.position", "--by", "val_acc"], "cannot be selected"),
+        (["--select", "warmup", "--by", "val_acc"], "keys that differ between them: learning_rate"),
+        (BAD_REPORT["header"], "columns length, metric, name, value expected, found a, b"),
+        (BAD_REPORT["value"], "line 2: length '64' and value 'high' must be"),
+        (BAD_REPORT["length"], "line 2: length 'n' and value '0.5' must be"),
     ],
 )
 def test_bad_selection_is_one_line(sweep, tmp_path, capsys, argv, message):
     root, _ = sweep
     capsys.readouterr()
+    if argv[-1].startswith("BAD:"):  # a --report file of that content
+        report = tmp_path / "report.csv"
+        report.write_text(argv[-1].removeprefix("BAD:"), encoding="utf-8")
+        argv = [*argv[:-1], str(report)]
     assert main(["compare", str(root / "runs"), "--out", str(tmp_path / "e"), *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error:") and message in err[-1]

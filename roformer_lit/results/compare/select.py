@@ -34,7 +34,12 @@ from typing import Any
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.compare.aggregate import METRICS
 from roformer_lit.results.compare.runs import RunSummary
-from roformer_lit.results.compare.variants import flatten, variant_labels
+from roformer_lit.results.compare.variants import (
+    IGNORED_KEYS,
+    differing_keys,
+    flatten,
+    variant_labels,
+)
 from roformer_lit.results.statistics import Interval, mean_interval
 
 #: ``--by`` name -> (RunSummary attribute, which is better).
@@ -78,10 +83,17 @@ def resolve_key(key: str, runs: Sequence[RunSummary]) -> str:
     """``KEY`` as the runs' flattened hyperparameters name it (``model.``/``data.`` prefixes
     dropped), or a ConfigError naming the keys whose values differ between the runs."""
     flats = [flatten(r.hparams) for r in runs]
-    for candidate in (key, key.removeprefix("model.").removeprefix("data.")):
+    short = key.removeprefix("model.").removeprefix("data.")
+    if short.rsplit(".", 1)[-1] in IGNORED_KEYS:
+        raise ConfigError(
+            f"compare: --select {key} cannot be selected: seeds are the replicates every "
+            "value is averaged over, and the scheme and kernel name the groups; select a "
+            "hyperparameter such as learning_rate"
+        )
+    for candidate in (key, short):
         if any(candidate in f for f in flats):
             return candidate
-    differing = sorted({k for f in flats for k in f if len({repr(g.get(k)) for g in flats}) > 1})
+    differing = differing_keys([r.hparams for r in runs])
     raise ConfigError(
         f"compare: --select {key} is no hyperparameter of these runs; keys that differ "
         f"between them: {', '.join(differing) or 'none'}"
@@ -136,15 +148,25 @@ def read_report(path: Path) -> list[dict[str, str]]:
     """The rows of an ``extrapolate --csv`` file, or a one-line ConfigError."""
     try:
         with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
+            reader = csv.DictReader(handle)
+            columns = set(reader.fieldnames or ())
+            rows = list(reader)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ConfigError(f"compare: cannot read --report {path}: {exc}") from None
     needed = {"name", "length", "metric", "value"}
-    if rows and not needed <= set(rows[0]):
+    if not needed <= columns:
         raise ConfigError(
             f"compare: --report {path} is not an extrapolate --csv file (columns "
-            f"{', '.join(sorted(needed))} expected)"
+            f"{', '.join(sorted(needed))} expected, found {', '.join(sorted(columns)) or 'none'})"
         )
+    for line, row in enumerate(rows, start=2):
+        try:
+            int(row["length"] or ""), float(row["value"] or "")
+        except ValueError:
+            raise ConfigError(
+                f"compare: --report {path} line {line}: length {row['length']!r} and value "
+                f"{row['value']!r} must be an integer and a number"
+            ) from None
     return rows
 
 

@@ -62,10 +62,13 @@ SAVED_CLASSES = (
 
 def constructor_defaults(source: Path, class_name: str) -> dict[str, Any]:
     """The literal default values of ``class_name.__init__``'s arguments in ``source``, read
-    with ``ast`` (a default that is not a literal is left out)."""
+    with ``ast`` (a default that is not a literal is left out), each under the name the
+    class saves it as (its literal ``SAVED_AS`` table: ``vocab_size`` is saved as
+    ``requested_vocab_size`` by the corpus data module)."""
     tree = ast.parse(source.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == class_name:
+            saved_as = _saved_as(node)
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == "__init__":
                     args = item.args
@@ -85,11 +88,20 @@ def constructor_defaults(source: Path, class_name: str) -> dict[str, Any]:
                     out = {}
                     for arg, default in pairs:
                         try:
-                            out[arg.arg] = ast.literal_eval(default)
+                            out[saved_as.get(arg.arg, arg.arg)] = ast.literal_eval(default)
                         except ValueError:
                             continue
                     return out
     raise LookupError(f"{class_name}.__init__ not found in {source}")
+
+
+def _saved_as(node: ast.ClassDef) -> dict[str, str]:
+    """A class body's literal ``SAVED_AS = {argument: saved name}`` (annotated or not)."""
+    for item in node.body:
+        target = getattr(item, "target", None) or (getattr(item, "targets", None) or [None])[0]
+        if isinstance(target, ast.Name) and target.id == "SAVED_AS" and item.value is not None:
+            return dict(ast.literal_eval(item.value))
+    return {}
 
 
 @functools.cache
