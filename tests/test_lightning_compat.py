@@ -157,6 +157,34 @@ def test_subcommand_options_resolve_what_was_typed() -> None:
     assert "--ckpt_path" in options and "--config" in options
 
 
+BORING_DATA = "lightning.pytorch.demos.boring_classes.BoringDataModule"
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        ["--data", BORING_DATA, "--data.bogus", "3"],
+        [f"--data.class_path={BORING_DATA}", "--data.init_args.bogus=3"],
+    ],
+)
+def test_refused_data_key_reads_what_the_parser_refused(typed: list[str]) -> None:
+    """jsonargparse gives no structured error: the key, its value and the class named are
+    read from its text; a parser release that words it otherwise fails here."""
+    from lightning.pytorch.demos.boring_classes import BoringDataModule
+
+    with pytest.raises(Exception) as raised:  # noqa: PT011 (whatever the parser raises)
+        LightningCLI(
+            BoringModel,
+            BoringDataModule,
+            subclass_mode_data=True,
+            args=["fit", *typed],
+            save_config_callback=None,
+            parser_kwargs={"exit_on_error": False},
+        )
+    assert compat.refused_data_key(raised.value) == ("bogus", 3, BORING_DATA)
+    assert compat.refused_data_key(ValueError('key "model" is wrong')) is None
+
+
 def test_the_resumable_loader_index_sampler_skips_what_was_handed_out() -> None:
     """torch's ``DataLoader._index_sampler`` (overridden by ResumableDataLoader)."""
     data = torch.arange(12)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import re
 import sys
 import time
 import warnings
@@ -58,7 +57,7 @@ from roformer_lit.training.callbacks import (
 )
 from roformer_lit.training.checkpoint_io import PRETRAINING, AtomicCheckpointIO, read_checkpoint
 from roformer_lit.training.final_validation import ValidateAtEnd
-from roformer_lit.training.lightning_compat import subcommand_options
+from roformer_lit.training.lightning_compat import refused_data_key, subcommand_options
 from roformer_lit.training.progress import default_progress_bar
 from roformer_lit.training.quiet import SummaryWithoutFlops
 from roformer_lit.training.run_logger import RunLogger, unique_version
@@ -592,26 +591,14 @@ def probe_flags_pick_the_class(argv: Sequence[str]) -> list[str]:
 def data_key_refusal(exc: BaseException) -> str | None:
     """The one line for jsonargparse's refusal of a ``data`` key the chosen data module
     does not take (``--data.train_files x`` with a position task), naming its valid keys;
-    None for any other error."""
-    text = str(exc)
-    if 'key "data"' not in text:
+    None for any other error. The error text is read by
+    :func:`~roformer_lit.training.lightning_compat.refused_data_key`."""
+    refused = refused_data_key(exc)
+    if refused is None:
         return None
-    found = re.search(r"NestedArg\(key='([^']+)', val='([^']*)'\)", text)
-    key = found.group(1) if found else None
-    value: Any = inspect.Parameter.empty
-    if found:
-        try:
-            value = yaml.safe_load(found.group(2))
-        except yaml.YAMLError:
-            value = found.group(2)
-    if key is None:
-        found = re.search(r"Option '([^']+)' is not accepted", text)
-        key = found.group(1) if found else None
-    if key is None:
-        return None
-    named = re.search(r"class_path '([^']+)'", text)
+    key, value, named = refused
     lacking = [cls for cls in DATA_MODULES if key not in cls.arguments()]
-    chosen = [cls for cls in lacking if named and named.group(1).endswith(cls.__name__)]
+    chosen = [cls for cls in lacking if named and named.endswith(cls.__name__)]
     cls = (chosen or lacking or [None])[0]
     if cls is None:
         return None

@@ -18,6 +18,9 @@ reach                                     what for
 :func:`subcommand_options`                one LightningCLI subcommand's option strings,
                                           to tell what the user typed
 :data:`CLI_OVERRIDES`                     LightningCLI's private methods the CLI overrides
+:func:`refused_data_key`                  the ``data`` key (and value) jsonargparse's error
+                                          text names when a chosen data module does not take
+                                          it (jsonargparse raises no structured error)
 ========================================  ==================================================
 
 One private reach into torch stays where it must, as a property override:
@@ -30,8 +33,11 @@ run goes on, and only the test says the reach broke.
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import Any
 
+import yaml
 from lightning.pytorch import Trainer
 
 #: LightningCLI methods (private in Lightning) that ``commands.pretrain.RoformerCLI`` and
@@ -88,3 +94,28 @@ def subcommand_options(cli: Any, subcommand: str) -> dict[str, Any]:
     """One LightningCLI subcommand's option strings -> argparse actions (its parser's
     ``_option_string_actions``), to resolve what was typed, abbreviations included."""
     return dict(getattr(cli._subcommand_parsers[subcommand], "_option_string_actions", {}))
+
+
+def refused_data_key(exc: BaseException) -> tuple[str, Any, str | None] | None:
+    """``(key, value, class path named)`` of jsonargparse's refusal of a ``data`` key the
+    chosen data module does not take, read from its error text (``value`` is
+    ``inspect.Parameter.empty`` where the text gives none, the class path None where it names
+    none); None for any other error."""
+    text = str(exc)
+    if 'key "data"' not in text:
+        return None
+    found = re.search(r"NestedArg\(key='([^']+)', val='([^']*)'\)", text)
+    key = found.group(1) if found else None
+    value: Any = inspect.Parameter.empty
+    if found:
+        try:
+            value = yaml.safe_load(found.group(2))
+        except yaml.YAMLError:
+            value = found.group(2)
+    if key is None:
+        found = re.search(r"Option '([^']+)' is not accepted", text)
+        key = found.group(1) if found else None
+    if key is None:
+        return None
+    named = re.search(r"class_path '([^']+)'", text)
+    return key, value, named.group(1) if named else None
