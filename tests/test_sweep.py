@@ -440,6 +440,19 @@ def test_base_relative_to_the_sweep_file(tmp_path, monkeypatch, capsys):
     assert arg(command, "--config") == str((tmp_path / "configs" / "rope.yaml").resolve())
 
 
+def test_a_shipped_sweep_runs_from_any_directory(tmp_path, monkeypatch, capsys):
+    """A shipped sweep names its base from the repository root (``configs/probes/...``):
+    found from another directory through the folders above the sweep file."""
+    monkeypatch.chdir(tmp_path)
+    sweep_file = CONFIGS / "sweeps" / "study_plans.yaml"
+    base = yaml.safe_load(sweep_file.read_text())["base"]
+    assert not Path(base).is_absolute() and not (tmp_path / base).exists()
+    argv = ["sweep", "--config", str(sweep_file), "--dry-run", "--root", str(tmp_path / "r")]
+    assert main([*argv, "--only", "seed_everything=0"]) == 0
+    command = shlex.split(capsys.readouterr().out.strip().splitlines()[0])
+    assert arg(command, "--config") == str((CONFIGS.parent / base).resolve())
+
+
 @pytest.mark.parametrize("path", sorted((CONFIGS / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
 def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(CONFIGS.parent)

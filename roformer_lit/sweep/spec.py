@@ -244,7 +244,9 @@ def _read_yaml(path: Path) -> Any:
 
 def _resolve_base(base: Any, sweep_path: Path) -> str:
     """Absolute paths as they are; relative ones against the current directory first (kept as
-    written), then against the sweep file's directory (made absolute)."""
+    written), then against the sweep file's directory and each folder above it (made
+    absolute): a shipped sweep names its base from the repository root
+    (``configs/probes/study.yaml``), and runs from any directory."""
     if not isinstance(base, str) or not base.strip():
         raise ConfigError(f"{sweep_path}: base must be the path of an experiment config")
     candidate = Path(base)
@@ -254,12 +256,13 @@ def _resolve_base(base: Any, sweep_path: Path) -> str:
     elif candidate.is_file():
         return base
     else:
-        beside = sweep_path.parent / candidate
-        if beside.is_file():
-            return str(beside.resolve())
+        folder = sweep_path.resolve().parent
+        for above in (folder, *folder.parents):
+            if (above / candidate).is_file():
+                return str((above / candidate).resolve())
     raise ConfigError(
         f"{sweep_path}: base config not found: {base} (relative paths are tried from the "
-        f"current directory, then from {sweep_path.parent})"
+        f"current directory, then from {sweep_path.parent} and each folder above it)"
     )
 
 
