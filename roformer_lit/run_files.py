@@ -4,7 +4,9 @@ Run files can be truncated, hand-edited, half-copied or unreadable. Each reader 
 returns something usable or raises :class:`RunFileError` whose message is one short
 sentence saying why (no traceback); the commands turn it into a ``warning:`` line (skip the
 file, keep going) or an ``error:`` line (nothing usable left). Also: command-line paths
-that may be quoted globs (:func:`expand_arguments`).
+that may be quoted globs (:func:`expand_arguments`), and the one check every command that
+writes a file the user names goes through (:func:`output_target`): no output ever
+overwrites a checkpoint, a file it reads, or anything inside a run directory.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from roformer_lit.errors import ConfigError
 from roformer_lit.safe_input import YAMLBombError, check_yaml_size
 
 #: A run's YAML files are a few KB; anything larger is not one.
@@ -119,3 +122,42 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RunFileError(f"not a YAML mapping (a {type(data).__name__})")
     return data
+
+
+def is_run_directory(folder: Path) -> bool:
+    """A folder a run wrote: it holds ``hparams.yaml``, or ``config.yaml`` beside a
+    ``checkpoints/`` folder."""
+    if (folder / "hparams.yaml").is_file():
+        return True
+    return (folder / "config.yaml").is_file() and (folder / "checkpoints").is_dir()
+
+
+def output_target(
+    where: str | os.PathLike[str], option: str, reads: Sequence[str | os.PathLike[str]] = ()
+) -> Path:
+    """The path an output option (``--csv FILE``, ``--out DIR``) writes to, or a one-line
+    :class:`ConfigError` before anything is written where writing there would change what a
+    run left: a file the command reads (``reads``; hard links count), a checkpoint
+    (``*.ckpt``), or anything inside a run directory (:func:`is_run_directory`, the target
+    itself or a folder above it)."""
+    target = Path(where)
+    resolved = target.resolve()
+    for read in reads:
+        source = Path(read)
+        same = source.resolve() == resolved
+        if not same and target.exists() and source.exists():
+            try:
+                same = os.path.samefile(source, target)
+            except OSError:
+                same = False
+        if same:
+            raise ConfigError(f"{option} {target} is one of the files this command reads")
+    if resolved.suffix == ".ckpt":
+        raise ConfigError(f"{option} {target} names a checkpoint; write the output elsewhere")
+    for folder in (resolved, *resolved.parents):
+        if folder.is_dir() and is_run_directory(folder):
+            raise ConfigError(
+                f"{option} {target} lies inside the run directory {folder}, whose files are "
+                f"the run's own; write the output elsewhere (beside the runs, in {folder.parent})"
+            )
+    return target

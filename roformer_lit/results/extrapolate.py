@@ -95,6 +95,7 @@ from roformer_lit.run_files import (
     RunFileError,
     expand_arguments,
     has_glob,
+    output_target,
     read_yaml_mapping,
     warn,
 )
@@ -733,6 +734,14 @@ def main(args: Sequence[str]) -> int:
     ns = build_parser().parse_args(list(args))
     overrides = parse_position_kwargs(ns.position_kwargs)
     ready = readable_checkpoints(ns.checkpoints)
+    reads = [*(path for path, _ in ready), *ns.checkpoints]
+    outputs = {"--csv": ns.csv, "--budget": ns.budget}
+    for option, where in outputs.items():
+        if where is not None:  # before any evaluation: refused outputs cost nothing
+            output_target(where, option, reads)
+    if ns.csv is not None and ns.budget is not None:
+        if Path(ns.csv).resolve() == Path(ns.budget).resolve():
+            raise ConfigError(f"--csv and --budget name the same file {ns.csv}; give two files")
     results: list[tuple[Path, MaskedLM, RunSettings, list[Evaluation]]] = []
     skipped: list[str] = []
     for path, run in ready:
@@ -770,7 +779,7 @@ def main(args: Sequence[str]) -> int:
         for option, where, with_step in (("--csv", ns.csv, False), ("--budget", ns.budget, True)):
             if where is None:
                 continue
-            target = Path(where)
+            target = output_target(where, option, reads)
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(to_csv(tables, with_step), encoding="utf-8")

@@ -28,7 +28,7 @@ from roformer_lit.results.compare.table import (
     write_text,
 )
 from roformer_lit.results.compare.variants import assign_variants
-from roformer_lit.run_files import expand_arguments, warn
+from roformer_lit.run_files import expand_arguments, output_target, warn
 
 USAGE = """Compare the training runs under LOGDIR (any depth; several LOGDIRs and quoted globs
 are accepted): one markdown row per variant, mean ± std over seeds, best final val/loss
@@ -103,16 +103,31 @@ def log_directories(arguments: Sequence[str]) -> list[Path]:
     return directories
 
 
-def _check_out(out: Path) -> None:
+#: The files ``--out`` may receive (plots aside, named after their metric).
+OUT_FILES = (
+    "compare.csv",
+    "compare.md",
+    "runs.csv",
+    "downstream.csv",
+    "downstream.md",
+    "downstream_runs.csv",
+)
+
+
+def _check_out(out: Path, reads: Sequence[str]) -> None:
+    """``--out`` names a directory that is no run's and whose files are not read here."""
     if os.path.lexists(out) and not os.path.isdir(out):
         raise ConfigError(f"--out {out} exists and is not a directory")
+    output_target(out, "--out")
+    for name in OUT_FILES:
+        output_target(out / name, "--out", reads)
 
 
 def main(args: Sequence[str]) -> int:
     ns = build_parser().parse_args(list(args))
     out = Path(ns.out) if ns.out is not None else None
     if out is not None:
-        _check_out(out)
+        _check_out(out, [ns.report] if ns.report is not None else [])
     logdirs = log_directories(ns.logdir)
     where = ", ".join(str(d) for d in logdirs)
     runs = collect_runs(logdirs, with_evaluation=True)

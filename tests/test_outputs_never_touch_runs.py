@@ -1,0 +1,112 @@
+"""No output a user names (``extrapolate --csv/--budget``, ``compare --out``) can change what a
+run left: a checkpoint, a file the command reads (hard links included), or anything inside a
+run directory is refused in one line, before any evaluation, and every byte of the run stays
+as it was (``run_files.output_target``, the one check)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+from cli_helpers import probe_fit_args
+
+from roformer_lit.commands import EXIT_USER_ERROR, main
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    """A finished two-step position-task run: its directory."""
+    workdir = tmp_path_factory.mktemp("outputs")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(workdir)
+        assert main(probe_fit_args("copy", 2, 2)) == 0
+    (ckpt,) = workdir.glob("runs/probes/*/checkpoints/last.ckpt")
+    return ckpt.parent.parent
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` (the run and the experiment around it) -> its bytes' hash."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+#: (option, where it points: relative to the run directory, "LINK" (a hard link to the
+#: checkpoint outside any run) or "ELSEWHERE.ckpt" (a checkpoint name outside any run)), and
+#: the words of the refusal.
+TARGETS = [
+    ("--csv", "checkpoints/last.ckpt", "is one of the files this command reads"),
+    ("--budget", "checkpoints/last.ckpt", "is one of the files this command reads"),
+    ("--csv", "ELSEWHERE.ckpt", "names a checkpoint"),
+    ("--csv", "config.yaml", "lies inside the run directory"),
+    ("--csv", "hparams.yaml", "lies inside the run directory"),
+    ("--budget", "new.csv", "lies inside the run directory"),
+    ("--csv", "checkpoints/cells.csv", "lies inside the run directory"),
+    ("--csv", "LINK", "is one of the files this command reads"),
+]
+
+
+@pytest.mark.parametrize(("option", "where", "words"), TARGETS)
+def test_extrapolate_never_writes_into_a_run(run, tmp_path, capsys, option, where, words):
+    ckpt = run / "checkpoints" / "last.ckpt"
+    reads = ckpt
+    target = run / where
+    if where == "ELSEWHERE.ckpt":
+        target = tmp_path / where
+    if where == "LINK":
+        reads = tmp_path / "copy.bin"
+        os.link(ckpt, reads)
+        target = tmp_path / "link.csv"
+        os.link(ckpt, target)
+    before = _snapshot(run.parent)
+    capsys.readouterr()
+    code = main(["extrapolate", str(reads), "--lengths", "8", option, str(target)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_USER_ERROR
+    assert len(err) == 1 and err[0].startswith("error:") and words in err[0], err
+    assert _snapshot(run.parent) == before
+
+
+@pytest.mark.parametrize("where", [".", "checkpoints", "checkpoints/compare"])
+def test_compare_out_is_never_a_run_s_folder(run, capsys, where):
+    before = _snapshot(run.parent)
+    capsys.readouterr()
+    code = main(["compare", str(run.parent), "--out", str(run / where)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_USER_ERROR
+    assert len(err) == 1 and "lies inside the run directory" in err[0], err
+    assert _snapshot(run.parent) == before
+
+
+def test_compare_out_never_overwrites_its_report(run, tmp_path, capsys):
+    report = tmp_path / "runs.csv"
+    report.write_text("name,length,metric,value\n", encoding="utf-8")
+    argv = ["compare", str(run.parent), "--out", str(tmp_path), "--select", "learning_rate"]
+    code = main([*argv, "--by", "val_acc", "--report", str(report)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_USER_ERROR and "is one of the files this command reads" in err[-1]
+    assert report.read_text(encoding="utf-8") == "name,length,metric,value\n"
+
+
+def test_an_output_beside_the_runs_is_written(run, tmp_path):
+    """The check refuses only what would touch a run: a file beside them is written."""
+    out = run.parent / "cells.csv"
+    assert (
+        main(
+            [
+                "extrapolate",
+                str(run / "checkpoints" / "last.ckpt"),
+                "--lengths",
+                "8",
+                "--csv",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert out.read_text(encoding="utf-8").startswith("name,length,metric,value")
+    out.unlink()
