@@ -756,6 +756,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "schemes-selected": study_selected.table,
     "schemes-pairs": study_selected.pairs_table,
     "schemes-findings": study_selected.findings,
+    "schemes-prope": study_selected.prope,
     "bridge": bridge,
     "schemes-retrain": study_selected.retrain,
     "plans-table": study_plans.table,

@@ -31,7 +31,13 @@ from pathlib import Path
 from study_cells import SeedStudy, read_test_csv
 
 from roformer_lit.results.compare.select import best_value
-from roformer_lit.results.statistics import mean_interval, prediction_interval
+from roformer_lit.results.statistics import (
+    holm,
+    mean_interval,
+    paired_t_test,
+    prediction_interval,
+    verdict,
+)
 
 BENCH = Path(__file__).resolve().parent.parent / "docs" / "bench"
 SELECTION_FILE = "cpu-2026-11-25-study-schemes-runs.csv"
@@ -214,5 +220,55 @@ def retrain() -> str:
         f"{inside_count} of {cells} retrained cells lie inside the study's prediction "
         "interval for one run; "
         f"{identical_count} of {cells} equal the study's own run of the same seed exactly."
+    )
+    return "\n".join(lines) + "\n\n" + summary
+
+
+#: p-RoPE's own comparison: the unrotated quarter removed, everything else equal (base 100).
+PROPE = "rope (base=100.0, unrotated_fraction=0.25)"
+PROPE_REFERENCE = "rope (base=100.0)"
+
+
+def prope() -> str:
+    """p-RoPE against RoPE at the same base, paired by seed, per task and length, with
+    Holm's correction over these cells only (a family of its own)."""
+    result = study()
+    found = {}
+    for task in result.tasks():
+        for n in LENGTHS:
+            ref, other = result.values(task, PROPE_REFERENCE, n), result.values(task, PROPE, n)
+            common = sorted(set(ref) & set(other))
+            if len(common) >= 2:
+                found[(task, n)] = ([ref[s] for s in common], [other[s] for s in common])
+    if not found:
+        return "_Not run yet._"
+    keys = list(found)
+    adjusted = holm([paired_t_test(*found[k]) for k in keys])
+    head = ["task", *(f"n={n} ({n // LENGTHS[0]}×)" for n in LENGTHS)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    separated = []
+    for task in result.tasks():
+        row = []
+        for n in LENGTHS:
+            if (task, n) not in found:
+                row.append("–")
+                continue
+            ref, other = found[(task, n)]
+            p = adjusted[keys.index((task, n))]
+            diff = statistics.fmean(other) - statistics.fmean(ref)
+            if verdict(p) != "n.s.":
+                separated.append(f"`{task}` at n={n} ({diff:+.3f})")
+                row.append(f"**{diff:+.3f}** (p={p:.2g})")
+            else:
+                row.append(f"{diff:+.3f} n.s.")
+        lines.append(f"| {task} | " + " | ".join(row) + " |")
+    summary = (
+        f"p-RoPE minus RoPE, both at base 100 (accuracy, paired by seed, Holm over these "
+        f"{len(keys)} cells): "
+        + (
+            "separated at " + ", ".join(separated) + "; every other cell not separated."
+            if separated
+            else "no cell separated."
+        )
     )
     return "\n".join(lines) + "\n\n" + summary
