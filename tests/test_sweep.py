@@ -497,6 +497,7 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "study_schemes_selected": (len(POSITION_SCHEMES) + 2) * 4 * 2 * 5,
         # four layer plans x four tasks x five seeds
         "study_plans": 4 * 4 * 5,
+        "study_plans_recall": 4 * 5,  # the four plans on recall at longer contexts
     }
     expected = expected[path.stem]
     assert len(lines) == expected
