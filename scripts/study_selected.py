@@ -176,7 +176,38 @@ def findings() -> str:
         else ""
     )
     head = f"Slices run: {', '.join(f'`{t}`' for t in tasks())} ({len(groups)} task × variant groups; {counts})."
-    return head + edge + "\n\n" + study().findings()
+    return head + edge + " " + rate_effect(groups) + "\n\n" + study().findings()
+
+
+#: A change of mean validation accuracy between two rates that the findings name.
+RATE_EFFECT = 0.25
+
+
+def rate_effect(groups: list[tuple[str, str]]) -> str:
+    """The groups whose mean validation accuracy moves by more than :data:`RATE_EFFECT`
+    between the grid's rates, against the spread between variants at their chosen rates."""
+    moved = []
+    spread = []
+    for task, name in groups:
+        means = {
+            lr: statistics.fmean(s.values()) for lr, s in selection_scores()[(task, name)].items()
+        }
+        low, high = min(means.values()), max(means.values())
+        if high - low > RATE_EFFECT:
+            worst = min(means, key=means.__getitem__)
+            moved.append(f"`{name}` on `{task}` ({low:.3f} at {worst:g} → {high:.3f})")
+    for task in tasks():
+        at_chosen = [
+            statistics.fmean(selection_scores()[g][chosen()[g]].values())
+            for g in groups
+            if g[0] == task
+        ]
+        spread.append(f"`{task}` {min(at_chosen):.3f}–{max(at_chosen):.3f}")
+    return (
+        f"The rate moves the mean validation accuracy by more than {RATE_EFFECT} for "
+        f"{len(moved)} of {len(groups)} groups: {', '.join(moved) or 'none'}; at their chosen "
+        f"rates the variants span {', '.join(spread)}."
+    )
 
 
 RETRAIN_FILE = "cpu-2026-11-25-study-schemes-retrain.csv"
