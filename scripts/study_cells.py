@@ -119,7 +119,7 @@ class SeedStudy:
                         continue
                     k, seeds = self.solved(task, name, n)
                     mark = " ▲" if self.above_baseline(task, name, n) else ""
-                    interval = mean_interval(list(values.values())).text()
+                    interval = mean_interval(list(values.values())).clipped().text()
                     row.append(f"{interval}{mark} · {k}/{seeds} solved")
                 extra = [self.extra[1].get((task, name), "–")] if self.extra else []
                 lines.append("| " + " | ".join([task, f"`{name}`", *extra, *row]) + " |")

@@ -404,7 +404,8 @@ def prope() -> str:
                 else seeds(("probes_prope",), "rope", task, False, "ordinary", fraction)
             )
             cells = [
-                mean_interval([c[n][0] for c in by_seed.values()]).text(3) for n in LENGTHS[:3]
+                mean_interval([c[n][0] for c in by_seed.values()]).clipped().text(3)
+                for n in LENGTHS[:3]
             ]
             lines.append(f"| {task} | {fraction:g} | " + " | ".join(cells) + " |")
             if fraction:
@@ -667,7 +668,7 @@ def budget() -> str:
                             continue
                         solved = sum(v >= SOLVED for v in exact.values())
                         row.append(
-                            f"{mean_interval(list(acc.values())).text()} · "
+                            f"{mean_interval(list(acc.values())).clipped().text()} · "
                             f"{solved}/{len(acc)} solved"
                         )
                     label = "on (R = 1024), at random positions" if on else "off"

@@ -234,7 +234,7 @@ def retrain() -> str:
             study_values = reported(task, name, n)
             if chosen().get((task, name)) != lr or seed not in study_values:
                 continue
-            interval = mean_interval(list(study_values.values()))
+            interval = mean_interval(list(study_values.values())).clipped()
             one_run = prediction_interval(list(study_values.values()))
             value = float(row["value"])
             inside = one_run.low <= value <= one_run.high

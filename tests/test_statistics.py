@@ -51,6 +51,15 @@ def test_prediction_interval_matches_scipy(values: list[float]) -> None:
     assert got.high - got.mean == pytest.approx((narrow.high - narrow.mean) * (n + 1) ** 0.5)
 
 
+def test_clipped_cuts_only_what_leaves_the_range() -> None:
+    wide = st.mean_interval([1.0, 1.0, 0.41, 1.0, 0.91])
+    assert wide.high > 1.0  # the t-interval of a bounded metric leaves its range
+    cut = wide.clipped()
+    assert (cut.mean, cut.low, cut.high, cut.n) == (wide.mean, wide.low, 1.0, wide.n)
+    low = st.mean_interval([0.0, 0.01, 0.3])
+    assert low.low < 0.0 and low.clipped().low == 0.0 and low.clipped().high == low.high
+
+
 def test_one_value_has_no_interval() -> None:
     interval = st.mean_interval([0.3])
     assert (interval.low, interval.high, interval.text()) == (None, None, "0.300")

@@ -129,6 +129,13 @@ class Interval:
     high: float | None
     n: int
 
+    def clipped(self, low: float = 0.0, high: float = 1.0) -> Interval:
+        """The interval cut to a metric's range (an accuracy's ``[0, 1]``): the t-interval of
+        a bounded quantity can leave it, and a bound outside the range says nothing more."""
+        if self.low is None or self.high is None:
+            return self
+        return Interval(self.mean, max(self.low, low), min(self.high, high), self.n)
+
     def text(self, decimals: int = 3) -> str:
         """``mean [low, high]``, the mean alone when there is no interval."""
         if self.low is None or self.high is None:
