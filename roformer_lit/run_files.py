@@ -124,12 +124,24 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
     return data
 
 
+#: Files that make a directory a run (besides TensorBoard event files).
+RUN_FILES = ("config.yaml", "hparams.yaml")
+#: How every TensorBoard event file's name starts.
+EVENT_FILE_PREFIX = "events.out.tfevents."
+
+
+def holds_run_files(names: Sequence[str]) -> bool:
+    """Whether a directory listing is a run's: an event file, ``config.yaml`` or
+    ``hparams.yaml`` (what ``compare`` reads runs from)."""
+    return any(n.startswith(EVENT_FILE_PREFIX) or n in RUN_FILES for n in names)
+
+
 def is_run_directory(folder: Path) -> bool:
-    """A folder a run wrote: it holds ``hparams.yaml``, or ``config.yaml`` beside a
-    ``checkpoints/`` folder."""
-    if (folder / "hparams.yaml").is_file():
-        return True
-    return (folder / "config.yaml").is_file() and (folder / "checkpoints").is_dir()
+    """A folder a run wrote (:func:`holds_run_files` of its listing)."""
+    try:
+        return holds_run_files(os.listdir(folder))
+    except OSError:
+        return False
 
 
 def output_target(
@@ -138,7 +150,7 @@ def output_target(
     """The path an output option (``--csv FILE``, ``--out DIR``) writes to, or a one-line
     :class:`ConfigError` before anything is written where writing there would change what a
     run left: a file the command reads (``reads``; hard links count), a checkpoint
-    (``*.ckpt``), or anything inside a run directory (:func:`is_run_directory`, the target
+    (``*.ckpt``), or anything inside a run directory (:func:`is_run_directory`: the target
     itself or a folder above it)."""
     target = Path(where)
     resolved = target.resolve()

@@ -25,7 +25,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.compat.tensorflow_stub.errors import OpError
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
-EVENT_FILE_GLOB = "events.out.tfevents.*"
+from roformer_lit.run_files import EVENT_FILE_PREFIX
+
+EVENT_FILE_GLOB = EVENT_FILE_PREFIX + "*"
 _HEADER = struct.Struct("<QI")  # length, masked crc32c of the length's 8 bytes
 _CRC = struct.Struct("<I")
 

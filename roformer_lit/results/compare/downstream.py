@@ -42,10 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.results.compare.aggregate import Stat
-from roformer_lit.results.compare.runs import RUN_FILES, Report, RunSummary, summarize_run
+from roformer_lit.results.compare.runs import Report, RunSummary, summarize_run
 from roformer_lit.results.compare.variants import assign_variants, differing_keys, flatten
-from roformer_lit.results.events import EVENT_FILE_GLOB, RunEvents, read_run
-from roformer_lit.run_files import RunFileError, read_yaml_mapping, warn
+from roformer_lit.results.events import RunEvents, read_run
+from roformer_lit.run_files import RunFileError, is_run_directory, read_yaml_mapping, warn
 
 #: Fine-tuning hyperparameters that never split rows (the row has them already, or a seed).
 _ROW_KEYS = frozenset({"pretrained", "task", "num_labels"})
@@ -208,15 +208,9 @@ def find_pretrained_run(pretrained: str, finetune_dir: Path, cwd: Path) -> Path 
         if ckpt.parent.name != "checkpoints":
             return None
         run = ckpt.parent.parent
-        if run.is_dir() and _looks_like_run(run):
+        if run.is_dir() and is_run_directory(run):
             return run
     return None
-
-
-def _looks_like_run(directory: Path) -> bool:
-    if any((directory / name).is_file() for name in RUN_FILES):
-        return True
-    return any(directory.glob(EVENT_FILE_GLOB))
 
 
 def _config(run_dir: Path) -> dict[str, Any]:

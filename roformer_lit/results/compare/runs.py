@@ -25,27 +25,29 @@ import math
 import os
 import re
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.results.events import EVENT_FILE_GLOB, RunEvents, Scalar, read_run
-from roformer_lit.run_files import RunFileError, read_yaml_mapping, warn
+from roformer_lit.results.events import RunEvents, Scalar, read_run
+from roformer_lit.run_files import (
+    RunFileError,
+    holds_run_files,
+    read_yaml_mapping,
+    warn,
+)
 from roformer_lit.training.run_dir import is_moved_aside
 
 #: ``config.yaml`` keys that join the hyperparameters a variant is told apart by.
 TRAINER_KEYS = ("max_steps", "precision", "accumulate_grad_batches", "gradient_clip_val")
-#: Files that make a directory a run (besides event files).
-RUN_FILES = ("config.yaml", "hparams.yaml")
 
 Report = Callable[[str], None]
 
 _EVAL_VERSION = re.compile(r"-(validate|test|predict)(-\d+)?$")
 _SEED_IN_NAME = re.compile(r"seed(-?\d+)")
 _TRAINING_TAG = re.compile(r"^(train/|perf/|lr-)")
-_EVENT_PREFIX = EVENT_FILE_GLOB.rstrip("*")
 
 
 @dataclass
@@ -111,10 +113,6 @@ class RunSummary:
         return f"{at} of {self.max_steps}"
 
 
-def _is_run_dir(files: Sequence[str]) -> bool:
-    return any(f.startswith(_EVENT_PREFIX) or f in RUN_FILES for f in files)
-
-
 def find_run_dirs(logdir: str | Path, report: Report = warn) -> list[Path]:
     """Every directory under ``logdir`` (itself included) that holds an event file, a
     ``config.yaml`` or an ``hparams.yaml`` (not inside a run's ``checkpoints/``, and not a
@@ -139,7 +137,7 @@ def find_run_dirs(logdir: str | Path, report: Report = warn) -> list[Path]:
         for aside in sorted(d for d in subdirs if is_moved_aside(d)):
             report(f"{Path(current) / aside}: a failed attempt a sweep moved aside; skipped")
             subdirs.remove(aside)
-        if _is_run_dir(files):
+        if holds_run_files(files):
             found.add(Path(current))
             if "checkpoints" in subdirs:  # a run's checkpoints are never a run
                 subdirs.remove("checkpoints")
