@@ -32,9 +32,7 @@ from study_cells import SeedStudy, read_test_csv
 
 from roformer_lit.results.compare.select import best_value
 from roformer_lit.results.statistics import (
-    holm,
     mean_interval,
-    paired_t_test,
     prediction_interval,
     verdict,
 )
@@ -262,30 +260,28 @@ PROPE_REFERENCE = "rope (base=100.0)"
 
 def prope() -> str:
     """p-RoPE against RoPE at the same base, paired by seed, per task and length, with
-    Holm's correction over these cells only (a family of its own)."""
+    Holm's correction over these cells only (a family of its own: a
+    :class:`~study_cells.SeedStudy` of the two variants)."""
     result = study()
-    found = {}
-    for task in result.tasks():
-        for n in LENGTHS:
-            ref, other = result.values(task, PROPE_REFERENCE, n), result.values(task, PROPE, n)
-            common = sorted(set(ref) & set(other))
-            if len(common) >= 2:
-                found[(task, n)] = ([ref[s] for s in common], [other[s] for s in common])
-    if not found:
+    control = SeedStudy(
+        LENGTHS,
+        PROPE_REFERENCE,
+        cells=result.cells,
+        baselines=result.baselines,
+        order={task: [PROPE_REFERENCE, PROPE] for task in result.tasks()},
+    )
+    if not control.pairs:
         return "_Not run yet._"
-    keys = list(found)
-    adjusted = holm([paired_t_test(*found[k]) for k in keys])
-    head = ["task", *(f"n={n} ({n // LENGTHS[0]}×)" for n in LENGTHS)]
+    head = ["task", *(control.times(n) for n in LENGTHS)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     separated = []
-    for task in result.tasks():
+    for task in control.tasks():
         row = []
         for n in LENGTHS:
-            if (task, n) not in found:
+            if (task, PROPE, n) not in control.pairs:
                 row.append("–")
                 continue
-            ref, other = found[(task, n)]
-            p = adjusted[keys.index((task, n))]
+            ref, other, p = control.pairs[(task, PROPE, n)]
             diff = statistics.fmean(other) - statistics.fmean(ref)
             if verdict(p) != "n.s.":
                 separated.append(f"`{task}` at n={n} ({diff:+.3f})")
@@ -295,7 +291,7 @@ def prope() -> str:
         lines.append(f"| {task} | " + " | ".join(row) + " |")
     summary = (
         f"p-RoPE minus RoPE, both at base 100 (accuracy, paired by seed, Holm over these "
-        f"{len(keys)} cells): "
+        f"{len(control.pairs)} cells): "
         + (
             "separated at " + ", ".join(separated) + "; every other cell not separated."
             if separated

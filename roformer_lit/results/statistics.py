@@ -160,12 +160,10 @@ def prediction_interval(values: Sequence[float], confidence: float = CONFIDENCE)
     """The mean of ``values`` and the Student-t interval of one further draw (module
     docstring): ``mean ± t · s · sqrt(1 + 1/n)``."""
     mean = mean_interval(values, confidence)
-    n = len(values)
-    if n < 2 or mean.low is None:
+    if mean.low is None or mean.high is None:
         return mean
-    sd = math.sqrt(math.fsum((v - mean.mean) ** 2 for v in values) / (n - 1))
-    half = t_quantile(0.5 + confidence / 2.0, n - 1) * sd * math.sqrt(1.0 + 1.0 / n)
-    return Interval(mean.mean, mean.mean - half, mean.mean + half, n)
+    half = (mean.high - mean.mean) * math.sqrt(mean.n + 1)  # s/sqrt(n) -> s*sqrt(1 + 1/n)
+    return Interval(mean.mean, mean.mean - half, mean.mean + half, mean.n)
 
 
 def paired_t_test(a: Sequence[float], b: Sequence[float]) -> float:
