@@ -779,7 +779,7 @@ def main(args: Sequence[str]) -> int:
         for option, where, with_step in (("--csv", ns.csv, False), ("--budget", ns.budget, True)):
             if where is None:
                 continue
-            target = output_target(where, option, reads)
+            target = Path(where)  # checked by output_target before any evaluation
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(to_csv(tables, with_step), encoding="utf-8")
