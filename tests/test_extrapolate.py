@@ -178,8 +178,8 @@ def _longest(line: str, ckpt: Path) -> int:
 #: which checkpoints, at which lengths -> what each checkpoint's cells say
 NOTHING_CASES = {
     "past the learned table": (["learned"], ["128", "256"], ["refused (max_positions=64)"]),
-    "past the data": (["rope"], ["131072"], ["n/a (see the warning)"]),
-    "both": (["rope", "learned"], ["131072"], ["n/a (see the warning)", "refused"]),
+    "past the data": (["rope"], ["131072"], ["the run's shorter corpus split holds"]),
+    "both": (["rope", "learned"], ["131072"], ["the run's shorter corpus split holds", "refused"]),
 }
 
 

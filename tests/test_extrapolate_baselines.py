@@ -95,6 +95,22 @@ def test_a_position_task_is_evaluated_at_input_lengths_under_the_corpus_minimum(
     assert lengths == {"4"}
 
 
+def test_an_input_length_too_short_for_a_block_is_one_line_naming_the_shortest(
+    nope_copy: Path, tmp_path: Path, capsys
+) -> None:
+    """copy's sequences are 2n + 1 tokens and a block needs 8: n = 3 (7 tokens) is refused
+    in one line that says why and names n = 4 as the shortest; n = 4 evaluates."""
+    capsys.readouterr()
+    assert main(["extrapolate", str(nope_copy), "--lengths", "3"]) == 2
+    out, err = capsys.readouterr()
+    (line,) = err.strip().splitlines()
+    assert out == "" and line.startswith("error:") and "see the warning" not in line, err
+    assert "fewer than 8 tokens" in line and "valid --lengths: 4 to" in line, line
+    out_csv = tmp_path / "cells.csv"
+    assert main(["extrapolate", str(nope_copy), "--lengths", "4", "--csv", str(out_csv)]) == 0
+    assert {r["length"] for r in _rows(out_csv) if r["name"] == str(nope_copy)} == {"4"}
+
+
 def test_one_warning_per_problem_naming_the_lengths_it_concerns(tmp_path: Path, capsys) -> None:
     ckpt = _fit(tmp_path, "copy", 2, "--data.random_positions", "24")
     capsys.readouterr()

@@ -98,7 +98,10 @@ def modernbert_config_kwargs(model: MaskedLM) -> dict[str, Any]:
     block = config.block_options
     if not config.pre_norm or block.first_norm:
         _refuse(
-            "a block with a norm before layer 0's attention (set pre_norm true, first_norm false)"
+            f"pre_norm={config.pre_norm}, block.first_norm={block.first_norm} (the pre-norm "
+            "architecture, ModernBERT, has no norm before layer 0's attention: it needs "
+            "pre_norm true and block.first_norm false; a post-norm model exports as its "
+            "scheme's BERT-style architecture)"
         )
     if block.mlp not in _ACTIVATION or block.norm != "layernorm":
         _refuse(

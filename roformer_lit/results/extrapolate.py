@@ -423,6 +423,19 @@ def shortest_split(settings: RunSettings) -> int | None:
     return min(stop - start for _, start, stop in (train, val))
 
 
+#: Sequences longer than this get a line on stderr before they are evaluated.
+LONG_SEQUENCE_TOKENS = 4096
+
+
+def shortest_probe_length(task: ProbeTask) -> int:
+    """The smallest input length ``n`` whose sequences hold :data:`LENGTH`'s minimum of
+    tokens (``task.sequence_length(n) >= 8``): a shorter sequence has no block to mask."""
+    n = 1
+    while task.sequence_length(n) < LENGTH.low:
+        n += 1
+    return n
+
+
 def length_problem(
     settings: RunSettings, length: int, tokens: int, shortest: int | None = None
 ) -> str | None:
@@ -440,6 +453,12 @@ def length_problem(
             f"(both splits are cut into blocks): use --lengths up to {shortest}"
         )
     if task is not None:
+        low = shortest_probe_length(task)
+        if length < low:
+            return (
+                f"an input length under {low} gives {task.name!r} sequences of fewer than "
+                f"{LENGTH.low:g} tokens (input length {low}: {task.sequence_length(low)} tokens)"
+            )
         try:
             task.check(length, int(settings.data.get("probe_symbols", 16)), name="input length")
         except ConfigError as exc:
@@ -506,6 +525,14 @@ def evaluate_checkpoint(
             continue
         assert data.val_dataset is not None and available.val_dataset is not None
         cell.blocks, cell.blocks_available = len(data.val_dataset), len(available.val_dataset)
+        if cell.tokens > LONG_SEQUENCE_TOKENS:  # minutes to hours: say what is running
+            print(
+                f"{label}: evaluating {cell.blocks} sequences of {cell.tokens} tokens at "
+                f"--lengths {length} (attention's cost grows with the square of the length; "
+                "Ctrl-C stops without writing anything)",
+                file=sys.stderr,
+                flush=True,
+            )
         try:
             results = validation_results(model, data, settings.precision)
         except torch.OutOfMemoryError:
@@ -709,12 +736,15 @@ def nothing_evaluated(
     checkpoint why not and which lengths it can be evaluated at."""
     parts = []
     for path, model, settings, cells in results:
-        reasons = dict.fromkeys(str(cell.why_not) for cell in cells)
+        reasons = dict.fromkeys(
+            cell.warning if cell.warning is not None else str(cell.why_not) for cell in cells
+        )
         try:
             longest = longest_length(model, settings)
         except ConfigError:  # its data is unreadable: the reasons say so
             longest = 0
-        low = 1 if run_probe(settings) is not None else int(LENGTH.low)
+        task = run_probe(settings)
+        low = int(LENGTH.low) if task is None else shortest_probe_length(task)
         valid = (
             f"valid --lengths: {low} to {longest}"
             if longest >= low
