@@ -39,6 +39,26 @@ class ToolParser(argparse.ArgumentParser):
         super().__init__(**kwargs)
         self.tool = tool
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """As argparse's, with every long option accepted in either spelling: ``--dry_run``
+        for ``--dry-run`` and ``--ckpt-path`` for ``--ckpt_path`` (``fit`` takes
+        LightningCLI's underscores, so a user's hands type both)."""
+        if args is not None:
+            args = [self._known_spelling(word) for word in args]
+        return super().parse_known_args(args, namespace)
+
+    def _known_spelling(self, word: str) -> str:
+        if not word.startswith("--"):
+            return word
+        option, sep, value = word.partition("=")
+        if option in self._option_string_actions:
+            return word
+        for old, new in (("_", "-"), ("-", "_")):
+            other = "--" + option[2:].replace(old, new)
+            if other in self._option_string_actions:
+                return other + sep + value
+        return word
+
     def error(self, message: str) -> Any:  # one line, exit 2 through the CLI
         raise ConfigError(f"{self.tool}: {' '.join(message.split())}")
 

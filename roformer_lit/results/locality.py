@@ -37,14 +37,10 @@ from roformer_lit.positions.base import QKVWeights
 from roformer_lit.results.extrapolate import readable_checkpoints
 from roformer_lit.run_files import warn
 from roformer_lit.score_bias import dense_from_lookup
+from roformer_lit.tool_arguments import ToolParser
 
 #: The bias is built as ``[heads, L, L]`` (the schemes' own form): 4096 keeps it near 1 GB.
 MAX_LENGTH = 4096
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line through the CLI, no usage dump
-        raise ConfigError(f"locality: {message}")
 
 
 def bias_prior(encoder: Encoder, length: int) -> Tensor | str:
@@ -92,7 +88,7 @@ def local_mass(prior: Tensor, window: int) -> Tensor:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m roformer_lit locality", description=__doc__)
+    parser = ToolParser("locality", description=__doc__)
     parser.add_argument("checkpoints", nargs="+", help="checkpoint files (quoted globs too)")
     parser.add_argument(
         "--length", type=int, default=None, help="sequence length (default: the training one)"

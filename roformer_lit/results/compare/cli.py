@@ -29,6 +29,7 @@ from roformer_lit.results.compare.table import (
 )
 from roformer_lit.results.compare.variants import assign_variants
 from roformer_lit.run_files import expand_arguments, output_target, warn
+from roformer_lit.tool_arguments import ToolParser
 
 USAGE = """Compare the training runs under LOGDIR (any depth; several LOGDIRs and quoted globs
 are accepted): one markdown row per variant, mean ± std over seeds, best final val/loss
@@ -55,13 +56,8 @@ chosen value in the column named after KEY, every mean with <metric>_ci_low and
 max_steps is marked unfinished in the note column."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line through the CLI, no usage dump
-        raise ConfigError(f"compare: {message}")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m roformer_lit compare", description=USAGE)
+    parser = ToolParser("compare", description=USAGE)
     parser.add_argument(
         "logdir", nargs="+", help="directories holding runs, e.g. runs/ or runs/mlm"
     )
