@@ -9,7 +9,11 @@ Every pretraining data module (corpus blocks, position tasks) yields a :class:`B
 - ``segment_ids`` ``LongTensor[B, L]`` (optional, ``data.document_mask``): which document of
   a packed block each token belongs to; attention stays within a document;
 - ``position_ids`` ``LongTensor[B, L]`` (optional, randomized positions): where each token
-  sits, increasing along a row.
+  sits, increasing along a row;
+- ``whole_answers`` ``BoolTensor[B]`` (optional, position tasks' evaluation sequences): the
+  labelled tokens of each row are one answer, so exact match (every one of them right) is a
+  score of the row; the module logs ``val/exact`` only for batches that carry it (on a
+  corpus it would be the share of blocks with no wrong token, which means nothing).
 
 :func:`placement` is the one place that reads the optional keys, in the order the model's
 ``forward`` takes them.
@@ -33,6 +37,7 @@ class Batch(TypedDict, total=False):
     attention_mask: Tensor
     segment_ids: Tensor
     position_ids: Tensor
+    whole_answers: Tensor
 
 
 class Placement(NamedTuple):

@@ -126,7 +126,11 @@ class ProbeValidation(Dataset[dict[str, torch.Tensor]]):
 
     def __getitem__(self, key: int | tuple[int, int]) -> dict[str, torch.Tensor]:
         index = key[1] if isinstance(key, tuple) else key
-        item = {"input_ids": self.input_ids[index], "labels": self.labels[index]}
+        item = {
+            "input_ids": self.input_ids[index],
+            "labels": self.labels[index],
+            "whole_answers": torch.tensor(True),  # exact match scores a row (roformer_lit.batch)
+        }
         if self.position_ids is not None:
             item["position_ids"] = self.position_ids[index]
         return item
