@@ -7,11 +7,17 @@ Raw outputs read: :data:`TEST_FILES` in ``docs/bench/``, ``extrapolate --split t
 of every run's last checkpoint with the task's ``baseline:<rule>`` rows on the same
 sequences. Each plan is compared with all-global RoPE (no plan) by seed
 (:class:`study_cells.SeedStudy`).
+
+The ``recall`` slice (regions ``plans-recall-*``) is its own sweep,
+``configs/sweeps/study_plans_recall.yaml`` (the same four plans on ``recall`` with 256
+symbols, trained at 4-8 key-value pairs, 4,000 steps), read from :data:`RECALL_FILE` at
+:data:`RECALL_LENGTHS` pairs; it is its own Holm family.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 from study_cells import SeedStudy, read_test_csv, run_pattern
@@ -28,6 +34,9 @@ PLANS = {
     "local8": "all-local",
 }
 RUN = run_pattern("study_plans", r"(?P<plan>.+?)", TASKS)
+RECALL_FILE = "cpu-study-plans-recall.csv"
+RECALL_LENGTHS = [8, 16, 32, 64, 128]
+RECALL_RUN = re.compile(r"study_plans_recall/(?P<plan>.+?)-seed(?P<seed>\d+)(?:/|$)")
 
 
 def _parse(name: str) -> tuple[str, str, int] | None:
@@ -60,3 +69,34 @@ def pairs_table() -> str:
 
 def findings() -> str:
     return study().findings()
+
+
+def _parse_recall(name: str) -> tuple[str, str, int] | None:
+    match = RECALL_RUN.search(name)
+    if match is None or match["plan"] not in PLANS:
+        return None
+    return "recall", PLANS[match["plan"]], int(match["seed"])
+
+
+@functools.cache
+def recall_study() -> SeedStudy:
+    result = SeedStudy(RECALL_LENGTHS, PLANS["layer_plan=none"])
+    path = BENCH / RECALL_FILE
+    if path.is_file():
+        cells, baselines = read_test_csv(path, _parse_recall)
+        result.cells.update(cells)
+        result.baselines.update(baselines)
+        result.order["recall"] = list(PLANS.values())
+    return result
+
+
+def recall_table() -> str:
+    return recall_study().table()
+
+
+def recall_pairs_table() -> str:
+    return recall_study().pairs_table()
+
+
+def recall_findings() -> str:
+    return recall_study().findings()
