@@ -558,52 +558,88 @@ def bridge() -> str:
     )
 
 
-#: The budget slices (configs/sweeps/study_budget_<task>.yaml): extrapolate --budget CSVs,
-#: at the ordinary positions and (runs trained with randomized positions) at random
-#: positions; a task whose files are not there yet is left out.
-BUDGET_TASKS = ["copy", "reverse"]
-BUDGET_FILES = {
-    "ordinary": "cpu-2026-11-25-study-budget-{task}.csv",
-    "random": "cpu-2026-11-25-study-budget-{task}-random-positions.csv",
-}
+@dataclass(frozen=True)
+class BudgetSlice:
+    """One session-sized slice of ``configs/sweeps/study_budget_lr.yaml``: its sweep (the
+    run folder), task, learning rate and its two ``extrapolate --budget`` CSVs in
+    ``docs/bench/`` (runs without randomized positions at the ordinary positions, runs with
+    them at random positions)."""
+
+    sweep: str
+    task: str
+    rate: float
+    ordinary: str
+    random: str
+
+    def ready(self) -> bool:
+        """A slice counts once both of its evaluations are there."""
+        return (BENCH / self.ordinary).is_file() and (BENCH / self.random).is_file()
+
+
+BUDGET_SLICES = [
+    BudgetSlice(
+        "study_budget_copy",
+        "copy",
+        3e-3,
+        "cpu-2026-11-25-study-budget-copy.csv",
+        "cpu-2026-11-25-study-budget-copy-random-positions.csv",
+    ),
+    BudgetSlice(
+        "study_budget_reverse",
+        "reverse",
+        3e-3,
+        "cpu-2026-11-25-study-budget-reverse.csv",
+        "cpu-2026-11-25-study-budget-reverse-random-positions.csv",
+    ),
+    BudgetSlice(
+        "study_budget_copy_rate",
+        "copy",
+        1e-3,
+        "cpu-2026-11-26-study-budget-copy-rate.csv",
+        "cpu-2026-11-26-study-budget-copy-rate-random-positions.csv",
+    ),
+]
 BUDGET_RUN = re.compile(
-    r"study_budget_(?P<task>[a-z_]+)/(?P<scheme>[a-z0-9]+)-random_positions(?:=none|(?P<rp>\d+))"
-    r"-seed(?P<seed>\d+)/"
+    r"(?P<sweep>study_budget_[a-z_]+)/(?P<scheme>[a-z0-9]+)-random_positions"
+    r"(?:=none|(?P<rp>\d+))-seed(?P<seed>\d+)/"
 )
 BUDGET_LENGTHS = [16, 32, 64]
 SOLVED = 0.9
+#: a budget cell's key: (task, learning rate, scheme)
+Arm = tuple[str, float, str]
 
 
 @functools.cache
 def budget_cells() -> tuple[dict, dict]:
-    """``(task, scheme, rp on?, step, n, metric) -> {seed: value}`` (off at the ordinary
-    positions, on at random positions: the study's paired protocol) and ``(task, rule, n,
-    metric) -> baseline`` from the ordinary files' ``baseline:<rule>`` rows."""
+    """``(task, rate, scheme, rp on?, step, n, metric) -> {seed: value}`` (off at the
+    ordinary positions, on at random positions: the study's paired protocol) and ``(task,
+    rule, n, metric) -> baseline`` from the ordinary files' ``baseline:<rule>`` rows (the
+    same test sequences at every rate)."""
     import csv
 
     cells: dict = {}
     baselines: dict = {}
-    for task in BUDGET_TASKS:
-        if not all((BENCH / p.format(task=task)).is_file() for p in BUDGET_FILES.values()):
-            continue  # a slice counts once both of its evaluations are there
-        for protocol, pattern in BUDGET_FILES.items():
-            path = BENCH / pattern.format(task=task)
-            with path.open(encoding="utf-8") as f:
+    for part in BUDGET_SLICES:
+        if not part.ready():
+            continue
+        for protocol, name in (("ordinary", part.ordinary), ("random", part.random)):
+            with (BENCH / name).open(encoding="utf-8") as f:
                 for row in csv.DictReader(f):
                     value = float(row["value"])
                     if row["name"].startswith("baseline:"):
                         if protocol == "ordinary":
-                            key = (task, row["name"], int(row["length"]), row["metric"])
+                            key = (part.task, row["name"], int(row["length"]), row["metric"])
                             baselines[key] = value
                         continue
                     match = BUDGET_RUN.search(row["name"])
-                    if match is None or match["task"] != task:
+                    if match is None or match["sweep"] != part.sweep:
                         continue
                     on = match["rp"] is not None
                     if on != (protocol == "random"):
                         continue
                     key = (
-                        task,
+                        part.task,
+                        part.rate,
                         match["scheme"],
                         on,
                         int(row["step"]),
@@ -614,26 +650,28 @@ def budget_cells() -> tuple[dict, dict]:
     return cells, baselines
 
 
-def _budget(index: int) -> list:
-    return sorted({key[index] for key in budget_cells()[0]})
+def budget_arms() -> list[Arm]:
+    """Every (task, rate, scheme) with cells, by task, then rate from high to low."""
+    arms = {key[:3] for key in budget_cells()[0]}
+    return sorted(arms, key=lambda arm: (arm[0], -arm[1], arm[2]))
 
 
-def budget_tests() -> dict[tuple[str, str, int, int], tuple[list[float], list[float], float]]:
-    """``(task, scheme, step, n) -> (off, on, Holm p)``: accuracy by seed, one family."""
+def budget_steps() -> list[int]:
+    return sorted({key[4] for key in budget_cells()[0]})
+
+
+def budget_tests() -> dict[tuple[str, float, str, int, int], tuple[list, list, float]]:
+    """``(task, rate, scheme, step, n) -> (off, on, Holm p)``: accuracy by seed, one family."""
     cells, _ = budget_cells()
     pairs = {}
-    for task in _budget(0):
-        for scheme in _budget(1):
-            for step in _budget(3):
-                for n in BUDGET_LENGTHS:
-                    off = cells.get((task, scheme, False, step, n, "acc"), {})
-                    on = cells.get((task, scheme, True, step, n, "acc"), {})
-                    common = sorted(set(off) & set(on))
-                    if len(common) >= 2:
-                        pairs[(task, scheme, step, n)] = (
-                            [off[s] for s in common],
-                            [on[s] for s in common],
-                        )
+    for arm in budget_arms():
+        for step in budget_steps():
+            for n in BUDGET_LENGTHS:
+                off = cells.get((*arm, False, step, n, "acc"), {})
+                on = cells.get((*arm, True, step, n, "acc"), {})
+                common = sorted(set(off) & set(on))
+                if len(common) >= 2:
+                    pairs[(*arm, step, n)] = ([off[s] for s in common], [on[s] for s in common])
     keys = list(pairs)
     adjusted = holm([paired_t_test(*pairs[k]) for k in keys])
     return {k: (*pairs[k], p) for k, p in zip(keys, adjusted, strict=True)}
@@ -641,28 +679,28 @@ def budget_tests() -> dict[tuple[str, str, int, int], tuple[list[float], list[fl
 
 def budget() -> str:
     """The budget table: accuracy mean [95 % t-interval] over seeds, runs solving (exact
-    match >= 0.9) out of seeds, by task, scheme, randomized positions and training step."""
+    match >= 0.9) out of seeds, by task, rate, scheme, randomized positions and step."""
     cells, baselines = budget_cells()
     head = (
-        "| task | scheme | randomized positions | step | "
+        "| task | rate | scheme | randomized positions | step | "
         + " | ".join(f"n={n} ({TIMES[n]})" for n in BUDGET_LENGTHS)
         + " |"
     )
-    lines = [head, "|---|---|---|---|" + "---|" * len(BUDGET_LENGTHS)]
-    for task in _budget(0):
+    lines = [head, "|---|---|---|---|---|" + "---|" * len(BUDGET_LENGTHS)]
+    for task in sorted({arm[0] for arm in budget_arms()}):
         rules = sorted({rule for t, rule, _, _ in baselines if t == task})
         for rule in rules:
             row = [
                 f"{baselines.get((task, rule, n, 'acc'), float('nan')):.3f}" for n in BUDGET_LENGTHS
             ]
-            lines.append(f"| {task} | {rule} | – | – | " + " | ".join(row) + " |")
-        for scheme in _budget(1):
+            lines.append(f"| {task} | – | {rule} | – | – | " + " | ".join(row) + " |")
+        for arm in (a for a in budget_arms() if a[0] == task):
             for on in (False, True):
-                for step in _budget(3):
+                for step in budget_steps():
                     row = []
                     for n in BUDGET_LENGTHS:
-                        acc = cells.get((task, scheme, on, step, n, "acc"), {})
-                        exact = cells.get((task, scheme, on, step, n, "exact"), {})
+                        acc = cells.get((*arm, on, step, n, "acc"), {})
+                        exact = cells.get((*arm, on, step, n, "exact"), {})
                         if not acc:
                             row.append("–")
                             continue
@@ -673,7 +711,9 @@ def budget() -> str:
                         )
                     label = "on (R = 1024), at random positions" if on else "off"
                     lines.append(
-                        f"| {task} | {scheme} | {label} | {step:,} | " + " | ".join(row) + " |"
+                        f"| {task} | {arm[1]:g} | {arm[2]} | {label} | {step:,} | "
+                        + " | ".join(row)
+                        + " |"
                     )
     return "\n".join(lines)
 
@@ -682,25 +722,25 @@ def budget_pairs() -> str:
     """Off against on by seed at every step and length (Holm over the whole table)."""
     tests = budget_tests()
     head = (
-        "| task | scheme | step | "
+        "| task | rate | scheme | step | "
         + " | ".join(f"n={n} ({TIMES[n]})" for n in BUDGET_LENGTHS)
         + " |"
     )
-    lines = [head, "|---|---|---|" + "---|" * len(BUDGET_LENGTHS)]
-    for task in _budget(0):
-        for scheme in _budget(1):
-            for step in _budget(3):
-                row = []
-                for n in BUDGET_LENGTHS:
-                    if (task, scheme, step, n) not in tests:
-                        row.append("–")
-                        continue
-                    off, on, p = tests[(task, scheme, step, n)]
-                    row.append(
-                        f"{statistics.fmean(off):.3f} → {statistics.fmean(on):.3f} "
-                        f"{_mark(off, on, p)}"
-                    )
-                lines.append(f"| {task} | {scheme} | {step:,} | " + " | ".join(row) + " |")
+    lines = [head, "|---|---|---|---|" + "---|" * len(BUDGET_LENGTHS)]
+    for arm in budget_arms():
+        for step in budget_steps():
+            row = []
+            for n in BUDGET_LENGTHS:
+                if (*arm, step, n) not in tests:
+                    row.append("–")
+                    continue
+                off, on, p = tests[(*arm, step, n)]
+                row.append(
+                    f"{statistics.fmean(off):.3f} → {statistics.fmean(on):.3f} {_mark(off, on, p)}"
+                )
+            lines.append(
+                f"| {arm[0]} | {arm[1]:g} | {arm[2]} | {step:,} | " + " | ".join(row) + " |"
+            )
     return "\n".join(lines)
 
 
@@ -708,30 +748,28 @@ def budget_findings() -> str:
     """The sentences the budget section states, from the same cells."""
     cells, _ = budget_cells()
     tests = budget_tests()
-    steps = _budget(3)
+    steps = budget_steps()
     first, last = steps[0], steps[-1]
     parts = []
-    for task in _budget(0):
-        for scheme in _budget(1):
-            gaps = []
-            for step in (first, last):
-                off, on, p = tests[(task, scheme, step, 16)]
-                gaps.append(
-                    f"{statistics.fmean(off) - statistics.fmean(on):+.3f} at step {step:,} "
-                    f"({verdict(p)})"
-                )
-            parts.append(f"`{scheme}` × `{task}`: {gaps[0]}, {gaps[1]}")
+    for arm in budget_arms():
+        gaps = []
+        for step in (first, last):
+            off, on, p = tests[(*arm, step, 16)]
+            gaps.append(
+                f"{statistics.fmean(off) - statistics.fmean(on):+.3f} at step {step:,} "
+                f"({verdict(p)})"
+            )
+        parts.append(f"`{arm[2]}` × `{arm[0]}` at rate {arm[1]:g}: {gaps[0]}, {gaps[1]}")
     solved_past = [
-        f"`{scheme}` × `{task}` {'with' if on else 'without'} randomized positions at step "
-        f"{step:,}, n={n}: "
-        f"{sum(v >= SOLVED for v in cells[(task, scheme, on, step, n, 'exact')].values())} of "
-        f"{len(cells[(task, scheme, on, step, n, 'exact')])} seeds"
-        for task in _budget(0)
-        for scheme in _budget(1)
+        f"`{arm[2]}` × `{arm[0]}` at rate {arm[1]:g} {'with' if on else 'without'} randomized "
+        f"positions at step {step:,}, n={n}: "
+        f"{sum(v >= SOLVED for v in cells[(*arm, on, step, n, 'exact')].values())} of "
+        f"{len(cells[(*arm, on, step, n, 'exact')])} seeds"
+        for arm in budget_arms()
         for on in (False, True)
         for step in steps
         for n in BUDGET_LENGTHS[1:]
-        if any(v >= SOLVED for v in cells.get((task, scheme, on, step, n, "exact"), {}).values())
+        if any(v >= SOLVED for v in cells.get((*arm, on, step, n, "exact"), {}).values())
     ]
     text = (
         "The 1× cost of randomized positions (mean accuracy off minus on, paired by seed, "
@@ -742,10 +780,14 @@ def budget_findings() -> str:
             "Runs that solve a length past 1× (exact match ≥ 0.9): " + "; ".join(solved_past) + "."
         )
     else:
+        schemes = sorted({arm[2] for arm in budget_arms()})
+        tasks = sorted({arm[0] for arm in budget_arms()})
+        rates = sorted({arm[1] for arm in budget_arms()})
         text += (
-            f"No run of the {len(_budget(1))} schemes on {names([f'`{t}`' for t in _budget(0)])}, "
-            "with or without randomized positions, at any of the steps "
-            f"{', '.join(f'{s:,}' for s in steps)}, reaches exact match ≥ 0.9 past 1×."
+            f"No run of the {len(schemes)} schemes on {names([f'`{t}`' for t in tasks])}, "
+            f"at {names([f'{r:g}' for r in rates])}, with or without randomized positions, "
+            f"at any of the steps {', '.join(f'{s:,}' for s in steps)}, reaches exact match "
+            "≥ 0.9 past 1×."
         )
     return text
 
