@@ -1,8 +1,8 @@
 """Compare two runs' logged curves bit for bit: ``python scripts/same_curves.py RUN_A RUN_B``.
 
-For every scalar tag both runs logged under ``train/`` and ``val/``, prints how many points
+For every scalar tag either run logged under ``train/`` and ``val/``, prints how many points
 each has and whether every (step, value) pair is identical (float equality, no tolerance);
-exits 1 if any differs. Used to prove that a refactor changes no number (the quick-start
+a tag only one run logged is a difference; exits 1 if any differs. Used to prove that a refactor changes no number (the quick-start
 run before and after, on one machine)."""
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ from roformer_lit.results.events import read_run
 
 def main(argv: list[str]) -> int:
     a, b = (read_run(path).scalars for path in argv[1:3])
-    tags = sorted(t for t in set(a) & set(b) if t.startswith(("train/", "val/")))
-    different = 0
+    logged = {t for t in set(a) | set(b) if t.startswith(("train/", "val/"))}
+    only = sorted(logged - (set(a) & set(b)))
+    for tag in only:  # a curve one run logs and the other does not is a difference too
+        print(f"{tag}: logged by {'the first' if tag in a else 'the second'} run only, DIFFERENT")
+    tags = sorted(logged - set(only))
+    different = len(only)
     for tag in tags:
         left = [(s.step, s.value) for s in a[tag]]
         right = [(s.step, s.value) for s in b[tag]]
