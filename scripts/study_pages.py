@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import re
 import statistics
 import sys
@@ -431,10 +432,15 @@ MLM_RAW = "cpu-2026-11-23-extrapolation-every-scheme.txt"
 POSITION_LR_RAW = "cpu-2026-11-23-position-lr.txt"
 
 
+#: the MLM training length and the columns of MLM_RAW's tables (L=128 is column 3)
+MLM_LENGTHS = {128: 3, 512: 4}
+
+
 @functools.cache
-def mlm_losses() -> dict[str, list[float]]:
-    """``scheme -> [val/loss of seed 0, 1, 2]`` at L = 128 (the training length, where
-    extrapolate equals validate), from each scheme's block without scheme options."""
+def mlm_losses(length: int = 128) -> dict[str, list[float]]:
+    """``scheme -> [val/loss of seed 0, 1, 2]`` at ``length`` (128, the training length, where
+    extrapolate equals validate, or 512 = 4×), from each scheme's block without scheme
+    options; a scheme with a seed not evaluated at ``length`` is left out."""
     losses: dict[str, list[float]] = {}
     block = None
     for line in (BENCH / MLM_RAW).read_text(encoding="utf-8").splitlines():
@@ -445,8 +451,11 @@ def mlm_losses() -> dict[str, list[float]]:
         if block is None or " " in block or match is None or not line.startswith("| "):
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        losses.setdefault(block, []).append(float(cells[3]))
-    return losses
+        try:
+            losses.setdefault(block, []).append(float(cells[MLM_LENGTHS[length]]))
+        except ValueError:  # "refused (...)": not evaluated at this length
+            losses[block].append(math.nan)
+    return {k: v for k, v in losses.items() if not any(math.isnan(x) for x in v)}
 
 
 @functools.cache
@@ -515,14 +524,15 @@ def position_lr() -> str:
 
 
 def bridge() -> str:
-    """Probe accuracy at 1× (each scheme at its selected learning rate, test sequences)
-    against the MLM validation loss of the positions sweep (600 steps, seeds 0-2), per task
-    and averaged over the tasks run: Spearman's ρ with its interval and p-value."""
+    """Probe accuracy (each scheme at its selected learning rate, test sequences) against the
+    MLM validation loss of the positions sweep (600 steps, seeds 0-2), at 1× (probe n = 16,
+    MLM L = 128) and at 4× (n = 64, L = 512), per task and averaged over the tasks run:
+    Spearman's ρ with its interval and p-value; then the numbers it is computed from."""
     tasks = study_selected.tasks()
     if not tasks:
         return "_No slice of the scheme study has been run yet._"
-    losses = mlm_losses()
-    n = study_selected.LENGTHS[0]
+    first = study_selected.LENGTHS[0]
+    scales = [(1, first, 128), (4, 4 * first, 512)]
 
     def variant_of(task: str, scheme: str) -> str | None:
         names_ = study_selected.variants(task)
@@ -531,29 +541,58 @@ def bridge() -> str:
         sized = [v for v in names_ if v.startswith(f"{scheme} (")]
         return sized[0] if len(sized) == 1 else None
 
+    def probe_acc(scheme: str, task_list: list[str], n: int) -> float | None:
+        accs = []
+        for t in task_list:
+            name = variant_of(t, scheme)
+            values = study_selected.reported(t, name, n) if name else {}
+            if not values:
+                return None
+            accs.append(statistics.fmean(values.values()))
+        return statistics.fmean(accs)
+
+    groups = [*tasks, "mean"] if len(tasks) > 1 else tasks
     rows = []
-    for task in [*tasks, "mean"] if len(tasks) > 1 else tasks:
-        pairs = []
-        for scheme in losses:
-            accs = []
-            for t in tasks if task == "mean" else [task]:
-                name = variant_of(t, scheme)
-                values = study_selected.reported(t, name, n) if name else {}
-                accs.append(statistics.fmean(values.values()) if values else None)
-            if accs and None not in accs:
-                pairs.append((statistics.fmean(accs), statistics.fmean(losses[scheme])))
-        if len(pairs) >= 4:
+    for times, n, length in scales:
+        losses = mlm_losses(length)
+        for task in groups:
+            pairs = []
+            for scheme in losses:
+                acc = probe_acc(scheme, tasks if task == "mean" else [task], n)
+                if acc is not None:
+                    pairs.append((acc, statistics.fmean(losses[scheme])))
+            if len(pairs) < 4:
+                continue
             result = spearman([a for a, _ in pairs], [b for _, b in pairs])
             label = f"`{task}`" if task != "mean" else f"mean of {names([f'`{t}`' for t in tasks])}"
             holds = (
                 "not separated from 0" if result.low <= 0.0 <= result.high else "separated from 0"
             )
-            rows.append(f"| {label} | {result.text()} | {holds} |")
+            rows.append(
+                f"| {times}× (n={n}; MLM L={length}) | {label} | {result.text()} | {holds} |"
+            )
+    beside = []
+    for scheme in mlm_losses(128):
+        cells = []
+        for _, n, _length in scales:
+            acc = probe_acc(scheme, tasks, n)
+            cells.append("–" if acc is None else f"{acc:.3f}")
+        for _, _, length in scales:
+            values = mlm_losses(length).get(scheme)
+            cells.append("–" if values is None else mean_interval(values).text())
+        beside.append(f"| `{scheme}` | " + " | ".join(cells) + " |")
+    task_list = names([f"`{t}`" for t in tasks])
     return "\n".join(
         [
-            "| probe accuracy at 1× | rank correlation with MLM val/loss (600 steps) | interval |",
-            "|---|---|---|",
+            "| length | probe accuracy | rank correlation with MLM val/loss (600 steps) | "
+            "interval |",
+            "|---|---|---|---|",
             *rows,
+            "",
+            f"| scheme | probe accuracy at 1×, mean of {task_list} | at 4× | MLM val/loss at "
+            "L=128 (1×), mean [95 % interval] over seeds 0–2 | at L=512 (4×) |",
+            "|---|---|---|---|---|",
+            *beside,
         ]
     )
 
