@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,19 +49,25 @@ class ToolParser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def _known_spelling(self, word: str) -> str:
-        if not word.startswith("--"):
-            return word
-        option, sep, value = word.partition("=")
-        if option in self._option_string_actions:
-            return word
-        for old, new in (("_", "-"), ("-", "_")):
-            other = "--" + option[2:].replace(old, new)
-            if other in self._option_string_actions:
-                return other + sep + value
-        return word
+        return known_spelling(word, self._option_string_actions)
 
     def error(self, message: str) -> Any:  # one line, exit 2 through the CLI
         raise ConfigError(f"{self.tool}: {' '.join(message.split())}")
+
+
+def known_spelling(word: str, options: Collection[str]) -> str:
+    """``word`` with its long option respelled as one of ``options`` where only ``-`` and
+    ``_`` differ (``--dry_run`` -> ``--dry-run``); any other word unchanged."""
+    if not word.startswith("--"):
+        return word
+    option, sep, value = word.partition("=")
+    if option in options:
+        return word
+    for old, new in (("_", "-"), ("-", "_")):
+        other = "--" + option[2:].replace(old, new)
+        if other in options:
+            return other + sep + value
+    return word
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from roformer_lit.results.compare.cli import build_parser as compare_parser
 from roformer_lit.results.extrapolate import build_parser as extrapolate_parser
 from roformer_lit.results.locality import build_parser as locality_parser
 from roformer_lit.sweep import _parser as sweep_parser
+from roformer_lit.errors import ConfigError
 from roformer_lit.tool_arguments import ToolParser
 
 pytestmark = pytest.mark.fast
@@ -68,3 +69,13 @@ def test_an_unknown_option_is_still_one_error_line():
 
     with pytest.raises(ConfigError, match="unrecognized arguments: --dry_rn"):
         sweep_parser().parse_args(["--config", "x.yaml", "--dry_rn"])
+
+
+def test_export_takes_either_spelling_too(tmp_path, capsys):
+    """export is jsonargparse (fit's underscores); its dashes reach the same check."""
+    from roformer_lit.commands import main
+
+    missing = tmp_path / "missing.ckpt"
+    for spelling in ("--ckpt_path", "--ckpt-path"):
+        assert main(["export", spelling, str(missing), "--out", str(tmp_path / "out")]) == 2
+        assert "error: checkpoint not found" in capsys.readouterr().err

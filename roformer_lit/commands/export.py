@@ -12,6 +12,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.interop.export import check_out_dir, export_hf
 from roformer_lit.interop.tokenizer import export_tokenizer
 from roformer_lit.module import MaskedLM
+from roformer_lit.tool_arguments import known_spelling
 from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
 
 
@@ -38,7 +39,8 @@ def export_main(args: Sequence[str]) -> None:
         action="store_true",
         help="export the model without a tokenizer (AutoTokenizer / pipeline cannot load it)",
     )
-    ns = parser.parse_args(list(args))
+    options = ("--ckpt_path", "--out", "--tokenizer", "--no_tokenizer")
+    ns = parser.parse_args([known_spelling(word, options) for word in args])
     if ns.tokenizer is not None and ns.no_tokenizer:
         raise ConfigError("--tokenizer and --no_tokenizer exclude each other; give one of them")
     ckpt = Path(ns.ckpt_path)
