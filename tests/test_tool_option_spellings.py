@@ -8,11 +8,11 @@ import argparse
 import pytest
 
 from roformer_lit.benchmarks.models import build_parser as bench_parser
+from roformer_lit.errors import ConfigError
 from roformer_lit.results.compare.cli import build_parser as compare_parser
 from roformer_lit.results.extrapolate import build_parser as extrapolate_parser
 from roformer_lit.results.locality import build_parser as locality_parser
 from roformer_lit.sweep import _parser as sweep_parser
-from roformer_lit.errors import ConfigError
 from roformer_lit.tool_arguments import ToolParser
 
 pytestmark = pytest.mark.fast
@@ -65,8 +65,6 @@ def test_an_option_with_a_value_parses_in_the_other_spelling():
 
 
 def test_an_unknown_option_is_still_one_error_line():
-    from roformer_lit.errors import ConfigError
-
     with pytest.raises(ConfigError, match="unrecognized arguments: --dry_rn"):
         sweep_parser().parse_args(["--config", "x.yaml", "--dry_rn"])
 
