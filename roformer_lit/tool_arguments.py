@@ -46,7 +46,24 @@ class ToolParser(argparse.ArgumentParser):
         LightningCLI's underscores, so a user's hands type both)."""
         if args is not None:
             args = [self._known_spelling(word) for word in args]
-        return super().parse_known_args(args, namespace)
+        ns, extra = super().parse_known_args(args, namespace)
+        self._refuse_repeats(ns)
+        return ns, extra
+
+    def _refuse_repeats(self, ns: argparse.Namespace) -> None:
+        """An option taking several values (``--lengths 16 32``) lists each once: a repeat
+        would be a second identical column or a second run of the same thing."""
+        for action in self._actions:
+            values = getattr(ns, action.dest, None)
+            if not action.option_strings or action.nargs not in ("+", "*"):
+                continue
+            if not isinstance(values, list):
+                continue
+            seen: set = set()
+            for value in values:
+                if value in seen:
+                    self.error(f"argument {action.option_strings[0]}: lists {value} twice")
+                seen.add(value)
 
     def _known_spelling(self, word: str) -> str:
         return known_spelling(word, self._option_string_actions)

@@ -1,4 +1,5 @@
-"""Every tool built on ToolParser takes each long option in both spellings (``--dry-run``
+"""Every tool built on ToolParser lists each value of a many-valued option once, and takes
+each long option in both spellings (``--dry-run``
 and ``--dry_run``), since ``fit`` (LightningCLI) takes underscores and users type both."""
 
 from __future__ import annotations
@@ -77,3 +78,12 @@ def test_export_takes_either_spelling_too(tmp_path, capsys):
     for spelling in ("--ckpt_path", "--ckpt-path"):
         assert main(["export", spelling, str(missing), "--out", str(tmp_path / "out")]) == 2
         assert "error: checkpoint not found" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tool, argv", [("extrapolate", ["x.ckpt"]), ("bench", [])])
+def test_a_value_listed_twice_is_one_error_line(tool, argv):
+    from roformer_lit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="argument --lengths: lists 16 twice"):
+        PARSERS[tool]().parse_args([*argv, "--lengths", "16", "32", "16"])
+    assert PARSERS[tool]().parse_args([*argv, "--lengths", "16", "32"]).lengths == [16, 32]
