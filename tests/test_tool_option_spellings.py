@@ -1,6 +1,6 @@
-"""Every tool built on ToolParser lists each value of a many-valued option once, and takes
-each long option in both spellings (``--dry-run``
-and ``--dry_run``), since ``fit`` (LightningCLI) takes underscores and users type both."""
+"""Every tool built on ToolParser takes each long option in both spellings (``--dry-run``
+and ``--dry_run``), since ``fit`` (LightningCLI) takes underscores and users type both, and
+refuses a value listed twice in a many-valued option."""
 
 from __future__ import annotations
 
