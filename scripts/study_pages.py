@@ -637,6 +637,22 @@ BUDGET_SLICES = [
         "cpu-2026-11-26-study-budget-copy-rate.csv",
         "cpu-2026-11-26-study-budget-copy-rate-random-positions.csv",
     ),
+    BudgetSlice(
+        "study_budget_reverse_rate",
+        "reverse",
+        1e-3,
+        "cpu-2026-11-26-study-budget-reverse-rate.csv",
+        "cpu-2026-11-26-study-budget-reverse-rate-random-positions.csv",
+    ),
+    # study_budget_copy to 12,000 steps: its checkpoints up to 6,000 are those runs' (same
+    # seeds, a schedule that does not depend on the step count); budget_cells checks it
+    BudgetSlice(
+        "study_budget_copy_long",
+        "copy",
+        3e-3,
+        "cpu-2026-11-26-study-budget-copy-long.csv",
+        "cpu-2026-11-26-study-budget-copy-long-random-positions.csv",
+    ),
 ]
 BUDGET_RUN = re.compile(
     r"(?P<sweep>study_budget_[a-z_]+)/(?P<scheme>[a-z0-9]+)-random_positions"
@@ -685,7 +701,14 @@ def budget_cells() -> tuple[dict, dict]:
                         int(row["length"]),
                         row["metric"],
                     )
-                    cells.setdefault(key, {})[int(match["seed"])] = value
+                    seeds = cells.setdefault(key, {})
+                    seed = int(match["seed"])
+                    if seeds.get(seed, value) != value:
+                        raise ValueError(
+                            f"{name}: {row['name']} at n={row['length']} gives {value}, another "
+                            f"slice's run of the same seed {seeds[seed]}: the page would mix runs"
+                        )
+                    seeds[seed] = value
     return cells, baselines
 
 
@@ -695,8 +718,9 @@ def budget_arms() -> list[Arm]:
     return sorted(arms, key=lambda arm: (arm[0], -arm[1], arm[2]))
 
 
-def budget_steps() -> list[int]:
-    return sorted({key[4] for key in budget_cells()[0]})
+def budget_steps(arm: Arm | None = None) -> list[int]:
+    """The checkpoint steps evaluated (of ``arm``'s runs, or of any)."""
+    return sorted({key[4] for key in budget_cells()[0] if arm is None or key[:3] == arm})
 
 
 def budget_tests() -> dict[tuple[str, float, str, int, int], tuple[list, list, float]]:
@@ -735,7 +759,7 @@ def budget() -> str:
             lines.append(f"| {task} | – | {rule} | – | – | " + " | ".join(row) + " |")
         for arm in (a for a in budget_arms() if a[0] == task):
             for on in (False, True):
-                for step in budget_steps():
+                for step in budget_steps(arm):
                     row = []
                     for n in BUDGET_LENGTHS:
                         acc = cells.get((*arm, on, step, n, "acc"), {})
@@ -767,7 +791,7 @@ def budget_pairs() -> str:
     )
     lines = [head, "|---|---|---|---|" + "---|" * len(BUDGET_LENGTHS)]
     for arm in budget_arms():
-        for step in budget_steps():
+        for step in budget_steps(arm):
             row = []
             for n in BUDGET_LENGTHS:
                 if (*arm, step, n) not in tests:
@@ -788,11 +812,11 @@ def budget_findings() -> str:
     cells, _ = budget_cells()
     tests = budget_tests()
     steps = budget_steps()
-    first, last = steps[0], steps[-1]
     parts = []
     for arm in budget_arms():
         gaps = []
-        for step in (first, last):
+        own = budget_steps(arm)
+        for step in (own[0], own[-1]):
             off, on, p = tests[(*arm, step, 16)]
             gaps.append(
                 f"{statistics.fmean(off) - statistics.fmean(on):+.3f} at step {step:,} "
@@ -806,7 +830,7 @@ def budget_findings() -> str:
         f"{len(cells[(*arm, on, step, n, 'exact')])} seeds"
         for arm in budget_arms()
         for on in (False, True)
-        for step in steps
+        for step in budget_steps(arm)
         for n in BUDGET_LENGTHS[1:]
         if any(v >= SOLVED for v in cells.get((*arm, on, step, n, "exact"), {}).values())
     ]

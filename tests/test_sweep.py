@@ -494,6 +494,8 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "study_budget_copy": 2 * 2 * 5,
         "study_budget_reverse": 2 * 2 * 5,
         "study_budget_copy_rate": 2 * 2 * 5,  # study_budget_copy at the other rate, 1e-3
+        "study_budget_reverse_rate": 2 * 2 * 5,
+        "study_budget_copy_long": 2 * 2 * 5,  # study_budget_copy to 12,000 steps
         # (every scheme + rope at base 100 and p-RoPE at base 100) x 4 tasks x 2 rates x 5 seeds
         "study_schemes_selected": (len(POSITION_SCHEMES) + 2) * 4 * 2 * 5,
         # four layer plans x four tasks x five seeds
