@@ -609,6 +609,8 @@ class BudgetSlice:
     rate: float
     ordinary: str
     random: str
+    #: the checkpoint steps taken from this slice (all when empty)
+    only_steps: tuple[int, ...] = ()
 
     def ready(self) -> bool:
         """A slice counts once both of its evaluations are there."""
@@ -644,14 +646,16 @@ BUDGET_SLICES = [
         "cpu-2026-11-26-study-budget-reverse-rate.csv",
         "cpu-2026-11-26-study-budget-reverse-rate-random-positions.csv",
     ),
-    # study_budget_copy to 12,000 steps: its checkpoints up to 6,000 are those runs' (same
-    # seeds, a schedule that does not depend on the step count); budget_cells checks it
+    # study_budget_copy to 12,000 steps: step 12,000 only. Its earlier checkpoints are not
+    # those of study_budget_copy's runs (the loader's epoch follows trainer.max_steps, so
+    # the same seeds see the batches in another order); budget_cells refuses to mix them
     BudgetSlice(
         "study_budget_copy_long",
         "copy",
         3e-3,
         "cpu-2026-11-26-study-budget-copy-long.csv",
         "cpu-2026-11-26-study-budget-copy-long-random-positions.csv",
+        only_steps=(12000,),
     ),
 ]
 BUDGET_RUN = re.compile(
@@ -691,6 +695,8 @@ def budget_cells() -> tuple[dict, dict]:
                         continue
                     on = match["rp"] is not None
                     if on != (protocol == "random"):
+                        continue
+                    if part.only_steps and int(row["step"]) not in part.only_steps:
                         continue
                     key = (
                         part.task,
