@@ -646,9 +646,9 @@ BUDGET_SLICES = [
         "cpu-2026-11-26-study-budget-reverse-rate.csv",
         "cpu-2026-11-26-study-budget-reverse-rate-random-positions.csv",
     ),
-    # study_budget_copy to 12,000 steps: step 12,000 only. Its earlier checkpoints are not
-    # those of study_budget_copy's runs (the loader's epoch follows trainer.max_steps, so
-    # the same seeds see the batches in another order); budget_cells refuses to mix them
+    # study_budget_copy to 12,000 steps: step 12,000 only. Most of its earlier checkpoints
+    # differ from study_budget_copy's runs of the same seeds (cause not yet found: not the
+    # batch order, not the constant rate); budget_cells refuses to mix them
     BudgetSlice(
         "study_budget_copy_long",
         "copy",
