@@ -647,8 +647,8 @@ BUDGET_SLICES = [
         "cpu-2026-11-26-study-budget-reverse-rate-random-positions.csv",
     ),
     # study_budget_copy to 12,000 steps: step 12,000 only. Most of its earlier checkpoints
-    # differ from study_budget_copy's runs of the same seeds (cause not yet found: not the
-    # batch order, not the constant rate); budget_cells refuses to mix them
+    # differ from those study_budget_copy gave on 2026-11-25 (the code changed since; not
+    # max_steps); budget_cells refuses to mix them
     BudgetSlice(
         "study_budget_copy_long",
         "copy",
