@@ -45,7 +45,7 @@ class ToolParser(argparse.ArgumentParser):
         for ``--dry-run`` and ``--ckpt-path`` for ``--ckpt_path`` (``fit`` takes
         LightningCLI's underscores, so a user's hands type both)."""
         if args is not None:
-            args = [self._known_spelling(word) for word in args]
+            args = [known_spelling(word, self._option_string_actions) for word in args]
         ns, extra = super().parse_known_args(args, namespace)
         self._refuse_repeats(ns)
         return ns, extra
@@ -55,18 +55,13 @@ class ToolParser(argparse.ArgumentParser):
         would be a second identical column or a second run of the same thing."""
         for action in self._actions:
             values = getattr(ns, action.dest, None)
-            if not action.option_strings or action.nargs not in ("+", "*"):
-                continue
-            if not isinstance(values, list):
+            if not action.option_strings or not isinstance(values, list):
                 continue
             seen: set = set()
             for value in values:
                 if value in seen:
                     self.error(f"argument {action.option_strings[0]}: lists {value} twice")
                 seen.add(value)
-
-    def _known_spelling(self, word: str) -> str:
-        return known_spelling(word, self._option_string_actions)
 
     def error(self, message: str) -> Any:  # one line, exit 2 through the CLI
         raise ConfigError(f"{self.tool}: {' '.join(message.split())}")

@@ -2,8 +2,8 @@
 
 For every scalar tag either run logged under ``train/`` and ``val/``, prints how many points
 each has and whether every (step, value) pair is identical (float equality, no tolerance);
-a tag only one run logged is a difference; exits 1 if any differs. Used to prove that a refactor changes no number (the quick-start
-run before and after, on one machine)."""
+a tag only one run logged is a difference; exits 1 if any differs. Used to prove that a
+refactor changes no number (the quick-start run before and after, on one machine)."""
 
 from __future__ import annotations
 

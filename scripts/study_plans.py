@@ -20,7 +20,7 @@ import functools
 import re
 from pathlib import Path
 
-from study_cells import SeedStudy, read_test_csv, run_pattern
+from study_cells import Parse, SeedStudy, read_test_csv, run_pattern
 
 BENCH = Path(__file__).resolve().parent.parent / "docs" / "bench"
 TEST_FILES = "cpu-study-plans-{task}.csv"
@@ -46,31 +46,6 @@ def _parse(name: str) -> tuple[str, str, int] | None:
     return match["task"], PLANS[match["plan"]], int(match["seed"])
 
 
-@functools.cache
-def study() -> SeedStudy:
-    result = SeedStudy(LENGTHS, PLANS["layer_plan=none"])
-    for task in TASKS:
-        path = BENCH / TEST_FILES.format(task=task)
-        if path.is_file():
-            cells, baselines = read_test_csv(path, _parse)
-            result.cells.update(cells)
-            result.baselines.update(baselines)
-            result.order[task] = list(PLANS.values())
-    return result
-
-
-def table() -> str:
-    return study().table()
-
-
-def pairs_table() -> str:
-    return study().pairs_table()
-
-
-def findings() -> str:
-    return study().findings()
-
-
 def _parse_recall(name: str) -> tuple[str, str, int] | None:
     match = RECALL_RUN.search(name)
     if match is None or match["plan"] not in PLANS:
@@ -78,25 +53,26 @@ def _parse_recall(name: str) -> tuple[str, str, int] | None:
     return "recall", PLANS[match["plan"]], int(match["seed"])
 
 
-@functools.cache
-def recall_study() -> SeedStudy:
-    result = SeedStudy(RECALL_LENGTHS, PLANS["layer_plan=none"])
-    path = BENCH / RECALL_FILE
-    if path.is_file():
-        cells, baselines = read_test_csv(path, _parse_recall)
-        result.cells.update(cells)
-        result.baselines.update(baselines)
-        result.order["recall"] = list(PLANS.values())
+def _study(lengths: list[int], files: dict[str, str], parse: Parse) -> SeedStudy:
+    """The plans against all-global RoPE over the tasks whose ``files[task]`` exist."""
+    result = SeedStudy(lengths, PLANS["layer_plan=none"])
+    for task, name in files.items():
+        path = BENCH / name
+        if path.is_file():
+            cells, baselines = read_test_csv(path, parse)
+            result.cells.update(cells)
+            result.baselines.update(baselines)
+            result.order[task] = list(PLANS.values())
     return result
 
 
-def recall_table() -> str:
-    return recall_study().table()
+@functools.cache
+def study() -> SeedStudy:
+    """The four position tasks (regions ``plans-*``)."""
+    return _study(LENGTHS, {t: TEST_FILES.format(task=t) for t in TASKS}, _parse)
 
 
-def recall_pairs_table() -> str:
-    return recall_study().pairs_table()
-
-
-def recall_findings() -> str:
-    return recall_study().findings()
+@functools.cache
+def recall_study() -> SeedStudy:
+    """``recall`` at longer contexts (regions ``plans-recall-*``), its own Holm family."""
+    return _study(RECALL_LENGTHS, {"recall": RECALL_FILE}, _parse_recall)

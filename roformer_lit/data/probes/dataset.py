@@ -85,6 +85,10 @@ class ProbeTrainBatches(Dataset[dict[str, torch.Tensor]]):
         return self.batch(int(key))
 
 
+#: Every evaluation row of a position task is one answer (``whole_answers``, roformer_lit.batch).
+_WHOLE_ANSWER = torch.tensor(True)
+
+
 class ProbeValidation(Dataset[dict[str, torch.Tensor]]):
     """``count`` fixed sequences of input length ``length`` (item ``i`` or ``(epoch, i)``)."""
 
@@ -129,7 +133,7 @@ class ProbeValidation(Dataset[dict[str, torch.Tensor]]):
         item = {
             "input_ids": self.input_ids[index],
             "labels": self.labels[index],
-            "whole_answers": torch.tensor(True),  # exact match scores a row (roformer_lit.batch)
+            "whole_answers": _WHOLE_ANSWER,  # exact match scores a row (roformer_lit.batch)
         }
         if self.position_ids is not None:
             item["position_ids"] = self.position_ids[index]
