@@ -496,8 +496,9 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "study_budget_copy_rate": 2 * 2 * 5,  # study_budget_copy at the other rate, 1e-3
         "study_budget_reverse_rate": 2 * 2 * 5,
         "study_budget_copy_long": 2 * 2 * 5,  # study_budget_copy to 12,000 steps
+        "study_budget_reverse_long": 2 * 2 * 5,
         # (every scheme + rope at base 100 and p-RoPE at base 100) x 4 tasks x 2 rates x 5 seeds
-        "study_schemes_selected": (len(POSITION_SCHEMES) + 2) * 4 * 2 * 5,
+        "study_schemes_selected": (len(POSITION_SCHEMES) + 2) * 4 * 3 * 5,  # three rates
         # four layer plans x four tasks x five seeds
         "study_plans": 4 * 4 * 5,
         "study_plans_recall": 4 * 5,  # the four plans on recall at longer contexts
@@ -988,10 +989,27 @@ def test_slurm_dry_run_shows_the_settings_submitit_then_submits(
         assert f"#SBATCH {line}\n" in written, line
 
 
-def test_jobs_on_cpu_share_the_cores_between_runs(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    ("flags", "environ", "expected"),
+    [
+        ([], {}, "1"),  # the default, whatever --jobs
+        (["--jobs", "2"], {}, "1"),
+        (["--jobs", "3", "--threads", "2"], {}, "2"),
+        (["--threads", "4"], {"OMP_NUM_THREADS": "5"}, "4"),  # the flag wins over yours
+        (["--jobs", "2"], {"OMP_NUM_THREADS": "5"}, "5"),  # yours wins over the default
+    ],
+)
+def test_every_run_gets_the_same_threads_whatever_jobs_is(
+    flags, environ, expected, tmp_path, monkeypatch
+):
+    """The thread count a run sees (the environment its fit is launched with) is
+    ``--threads``, else the user's ``OMP_NUM_THREADS``, else 1: never a share of the cores
+    that --jobs or the machine decides, so a resumed or rerun sweep gives the same numbers."""
     write_sweep(tmp_path / "sweep.yaml")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(6)), raising=False)
     fake = Launches()
     seen: list[str | None] = []
@@ -1001,22 +1019,8 @@ def test_jobs_on_cpu_share_the_cores_between_runs(tmp_path, monkeypatch):
         return fake(argv, **kw)
 
     monkeypatch.setattr(runner, "launch", record)
-    assert main(["sweep", "--config", "sweep.yaml", "--jobs", "2"]) == 0
-    assert seen == ["3"] * 4  # 6 cores, 2 runs at once
-
-
-@pytest.mark.parametrize(
-    ("jobs", "environ", "cores", "expected"),
-    [
-        (1, {}, 8, {}),  # one run: torch's own default
-        (3, {}, 8, {"OMP_NUM_THREADS": "2"}),
-        (4, {}, 2, {"OMP_NUM_THREADS": "1"}),  # never zero threads
-        (2, {"OMP_NUM_THREADS": "5"}, 8, {}),  # the user's setting wins
-    ],
-)
-def test_cpu_threads_env(jobs, environ, cores, expected, monkeypatch):
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
-    assert runner.cpu_threads_env(jobs, environ) == expected
+    assert main(["sweep", "--config", "sweep.yaml", *flags]) == 0
+    assert seen == [expected] * 4
 
 
 # --- --only: one slice of a sweep ---------------------------------------------------------

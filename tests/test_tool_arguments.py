@@ -61,6 +61,7 @@ ARGUMENTS: list[tuple[str, str, str]] = [
     ("extrapolate", "--batch-size", "count"),
     ("extrapolate", "--solved", "unit"),
     ("sweep", "--jobs", "count"),
+    ("sweep", "--threads", "count"),
 ]
 #: kind -> the values each argument of that kind must refuse
 BAD: dict[str, list[str]] = {

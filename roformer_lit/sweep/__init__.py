@@ -3,7 +3,7 @@
 Usage::
 
     python -m roformer_lit sweep --config configs/sweeps/positions.yaml [--dry-run]
-        [--root runs] [--devices 0,1,2,3 | --jobs N]
+        [--root runs] [--devices 0,1,2,3 | --jobs N] [--threads T]
         [--only KEY=VALUE ...] [--launcher local|slurm] [--slurm.partition P --slurm.time 24:00:00
          --slurm.gpus_per_node 1 ... --wait]
 
@@ -73,6 +73,8 @@ __all__ = ["main"]
 
 #: Most runs ``--jobs`` starts at once on one machine.
 MAX_JOBS = 1024
+#: Most CPU threads ``--threads`` gives one run.
+MAX_THREADS = 1024
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -94,8 +96,14 @@ def _parser() -> argparse.ArgumentParser:
         "--jobs",
         type=integer(1, MAX_JOBS),
         default=None,
-        help="without --devices: runs at once on the current device (default 1); on CPU each "
-        "gets OMP_NUM_THREADS = cores // N unless OMP_NUM_THREADS is set",
+        help="without --devices: runs at once on the current device (default 1)",
+    )
+    p.add_argument(
+        "--threads",
+        type=integer(1, MAX_THREADS),
+        default=None,
+        help="CPU threads of each run (OMP_NUM_THREADS; default: yours if set, else 1). A run's "
+        "numbers depend on it, never on --jobs: use --jobs to fill the cores",
     )
     p.add_argument(
         "--only",
@@ -157,8 +165,10 @@ def main(args: Sequence[str]) -> int:
 
     cwd = os.getcwd()
     sweep_dir = (Path(cwd) / root / sweep.name).resolve()
-    # --jobs N on CPU: each run gets its share of the cores, not one thread per core
-    threads = runner.cpu_threads_env(len(devices)) if ns.devices is None else {}
+    # on CPU every run gets the same thread count, whatever --jobs is (runner.run_threads_env)
+    threads = (
+        runner.run_threads_env(ns.threads) if ns.devices is None or ns.threads is not None else {}
+    )
     tasks = [
         runner.RunTask(
             version=run.version,

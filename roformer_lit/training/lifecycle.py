@@ -8,6 +8,9 @@ theirs (the network, the loss, the metrics); this base gives both
   Python, NumPy; every rank's under DDP), restored just before the first training batch
   after a resume, so dropout continues exactly where it stopped; and the run's tokenizer,
   so a checkpoint is usable without the corpus (:mod:`roformer_lit.training.stored_tokenizer`);
+  and the numerics it ran under (:func:`numerics_record`: processor, torch, CPU threads):
+  a run resumed under others rounds differently, so it is not the uninterrupted run bit for
+  bit, and says so in one ``warning:`` line (:func:`numerics_warning`);
 * **the non-finite guard**: a NaN/inf training loss or gradient stops the run with
   :class:`~roformer_lit.errors.TrainingDiverged` naming the step, before the optimiser
   touches the weights (with a module's ``skip_nonfinite`` setting the batch is
@@ -48,6 +51,7 @@ import torch
 from lightning.pytorch.utilities import rank_zero_only
 from torch import nn
 
+from roformer_lit.benchmarks.machine import cpu_model
 from roformer_lit.errors import TrainingDiverged
 from roformer_lit.run_files import warn
 from roformer_lit.training.checkpoint_io import refuse_nonfinite
@@ -57,6 +61,45 @@ from roformer_lit.training.steps import total_steps
 ENDLESS_STEPS = 100_000
 #: With ``skip_nonfinite``, this many non-finite batches in a row still stop the run.
 MAX_CONSECUTIVE_SKIPS = 20
+
+
+#: The checkpoint key of :func:`numerics_record`.
+NUMERICS_KEY = "numerics"
+
+
+def numerics_record(device: torch.device) -> dict[str, Any]:
+    """What a run's floating-point results depend on besides its code, settings and seeds:
+    the processor (its kernels round differently), torch's version and, on the CPU, the
+    intra-op thread count (sums split over another number of threads add in another order)."""
+    if device.type == "cuda":
+        processor = torch.cuda.get_device_name(device)
+    else:
+        processor = cpu_model()
+    record: dict[str, Any] = {"processor": processor, "torch": str(torch.__version__)}
+    if device.type == "cpu":
+        record["cpu_threads"] = torch.get_num_threads()
+    return record
+
+
+def numerics_warning(saved: Mapping[str, Any] | None, now: Mapping[str, Any]) -> str | None:
+    """The warning a resumed run prints when it continues under other numerics than it ran
+    with, or None (also for a checkpoint written before they were recorded)."""
+    if not saved:
+        return None
+    changed = [key for key in now if saved.get(key) != now[key]]
+    if not changed:
+        return None
+
+    def values(record: Mapping[str, Any]) -> str:
+        return ", ".join(f"{key} {record.get(key, 'unrecorded')}" for key in changed)
+
+    hint = ""
+    if changed == ["cpu_threads"]:
+        hint = f" (set OMP_NUM_THREADS={saved['cpu_threads']} to match)"
+    return (
+        f"this run resumes with {values(now)} but ran with {values(saved)}: its sums round "
+        f"differently, so it continues close to, not bit for bit, the uninterrupted run{hint}"
+    )
 
 
 def _numpy() -> Any:
@@ -203,6 +246,7 @@ class RunModule(L.LightningModule):
         #: None: the module has no ``skip_nonfinite`` setting (the advice on divergence omits it)
         self.skip_nonfinite_setting = skip_nonfinite
         self._rng_to_restore: Mapping[str, Any] | None = None
+        self._saved_numerics: Mapping[str, Any] | None = None
         self.skipped_batches = 0
         self._consecutive_skips = 0
 
@@ -233,12 +277,16 @@ class RunModule(L.LightningModule):
         if self._rng_to_restore is not None:  # the first batch after a resume
             if self._trainer is not None and self.trainer.ckpt_path is not None:
                 restore_rng_states(self._rng_to_restore)
+                message = numerics_warning(self._saved_numerics, numerics_record(self.device))
+                if message is not None and self.global_rank == 0:
+                    warn(message)
             self._rng_to_restore = None
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         refuse_nonfinite(checkpoint, "the checkpoint")  # on every rank: they stop together
         self.save_run_state(checkpoint)
         checkpoint["rng_states"] = collect_rng_states()
+        checkpoint[NUMERICS_KEY] = numerics_record(self.device)
         if self._world_size() > 1:  # every rank's generators, not only rank 0's
             # Lightning builds the checkpoint on every rank (and meets them all at a
             # barrier after writing it), so this collective cannot be left waiting.
@@ -248,6 +296,7 @@ class RunModule(L.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.load_run_state(checkpoint)
+        self._saved_numerics = checkpoint.get(NUMERICS_KEY)
         # Restored at the first training batch, not now: creating the trainer's loaders and
         # loops between here and there must not shift the generators. Each rank takes its
         # own states when the world size is unchanged, else rank 0's.

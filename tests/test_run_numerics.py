@@ -1,0 +1,99 @@
+"""A run's numerics (processor, torch, CPU threads): recorded in its checkpoints and named
+when a run resumes under others (sums split over another number of threads, or rounded by
+another processor's kernels, add up differently, so they are part of what makes a run's
+numbers). ``sweep`` fixing the thread count whatever ``--jobs`` is: tests/test_sweep.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from cli_helpers import probe_fit_args
+
+from roformer_lit.commands import main as cli_main
+from roformer_lit.training.lifecycle import NUMERICS_KEY, numerics_record, numerics_warning
+
+CPU = {"processor": "Intel Xeon", "torch": "2.13.0", "cpu_threads": 1}
+
+
+@pytest.mark.parametrize(
+    ("saved", "now", "names"),
+    [
+        (CPU, CPU, None),
+        (None, CPU, None),  # a checkpoint from before the numerics were recorded
+        (CPU, {**CPU, "cpu_threads": 2}, ["cpu_threads 2", "cpu_threads 1", "OMP_NUM_THREADS=1"]),
+        (CPU, {**CPU, "processor": "AMD EPYC"}, ["processor AMD EPYC", "processor Intel Xeon"]),
+        (CPU, {**CPU, "torch": "2.14.0"}, ["torch 2.14.0", "torch 2.13.0"]),
+        # ran on a GPU, resumed on the CPU: the processor differs, the threads were unrecorded
+        (
+            {"processor": "NVIDIA H100", "torch": "2.13.0"},
+            CPU,
+            [
+                "processor Intel Xeon, cpu_threads 1",
+                "processor NVIDIA H100, cpu_threads unrecorded",
+            ],
+        ),
+        # ran on the CPU, resumed on a GPU: threads play no part there
+        (CPU, {"processor": "NVIDIA H100", "torch": "2.13.0"}, ["processor NVIDIA H100"]),
+    ],
+)
+def test_numerics_warning(saved, now, names):
+    message = numerics_warning(saved, now)
+    if names is None:
+        assert message is None
+        return
+    assert message is not None and "not bit for bit" in message
+    for name in names:
+        assert name in message
+    # the OMP_NUM_THREADS hint only when the thread count is all that changed
+    assert ("OMP_NUM_THREADS" in message) == any("OMP_NUM_THREADS" in n for n in names)
+
+
+def test_the_cpu_record_names_this_machine():
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        record = numerics_record(torch.device("cpu"))
+    finally:
+        torch.set_num_threads(before)
+    assert record["cpu_threads"] == 1 and record["torch"] == torch.__version__
+    assert record["processor"]
+
+
+@pytest.mark.trainer
+def test_a_checkpoint_records_its_threads_and_a_resume_with_others_says_so(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert cli_main(probe_fit_args("copy", 4, 2)) == 0
+        (ckpt,) = tmp_path.rglob("last.ckpt")
+        saved = torch.load(ckpt, map_location="cpu", weights_only=True)
+        assert saved[NUMERICS_KEY] == numerics_record_at(1)
+        capsys.readouterr()
+
+        # resumed at the same count: nothing said
+        assert cli_main([*probe_fit_args("copy", 6, 2), "--ckpt_path", str(ckpt)]) == 0
+        assert "resumes with" not in capsys.readouterr().err
+
+        # resumed at another count: one warning line naming both counts
+        (ckpt,) = tmp_path.rglob("last.ckpt")
+        torch.set_num_threads(2)
+        assert cli_main([*probe_fit_args("copy", 8, 2), "--ckpt_path", str(ckpt)]) == 0
+        lines = [line for line in capsys.readouterr().err.splitlines() if "resumes with" in line]
+        expected = numerics_warning(numerics_record_at(1), numerics_record_at(2))
+        assert lines == ["warning: " + expected]
+        resumed = torch.load(ckpt, map_location="cpu", weights_only=True)
+        assert resumed[NUMERICS_KEY] == numerics_record_at(2)  # the count of the run that wrote it
+    finally:
+        torch.set_num_threads(before)
+
+
+def numerics_record_at(threads: int) -> dict:
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads)
+        return numerics_record(torch.device("cpu"))
+    finally:
+        torch.set_num_threads(before)
