@@ -220,49 +220,60 @@ def rate_effect(groups: list[tuple[str, str]]) -> str:
     )
 
 
-RETRAIN_FILE = "cpu-2026-11-25-study-schemes-retrain.csv"
+#: ``extrapolate --csv`` of cells retrained with the sweep's own command, and where: on the
+#: machine the study's copy slice ran on (a fresh clone, the same day), and on another
+#: processor a day later at the same thread count (one per run: ``sweep``'s default).
+RETRAIN_FILES = {
+    "cpu-2026-11-25-study-schemes-retrain.csv": "fresh clone, the study's machine (2026-11-25)",
+    "cpu-2026-11-26-study-schemes-retrain.csv": "another machine: Intel Xeon (2026-11-26)",
+}
 
 
 def retrain() -> str:
-    """Cells retrained on a fresh clone (:data:`RETRAIN_FILE`, ``extrapolate --csv`` of the
-    retrained runs) beside the study's value of the same run and the study's interval."""
-    path = BENCH / RETRAIN_FILE
-    if not path.is_file() or not tasks():
+    """Cells retrained (:data:`RETRAIN_FILES`) beside the study's value of the same run and
+    the study's interval, with how many land inside it and how many equal it bit for bit,
+    per machine."""
+    if not tasks() or not any((BENCH / name).is_file() for name in RETRAIN_FILES):
         return "_Not run yet._"
     lines = [
-        "| run (fresh clone) | length | accuracy retrained | the study's run | the study's mean [95 % interval] | 95 % prediction interval for one run | inside it | bit-identical |",
-        "|---|---|---|---|---|---|---|---|",
+        "| retrained on | run | length | accuracy retrained | the study's run | the study's mean [95 % interval] | 95 % prediction interval for one run | inside it | bit-identical |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    cells = inside_count = identical_count = 0
-    with path.open(encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            parsed = _parse(row["name"])
-            if parsed is None or row["metric"] != "acc":
-                continue
-            task, name, lr, seed = parsed
-            n = int(row["length"])
-            study_values = reported(task, name, n)
-            if chosen().get((task, name)) != lr or seed not in study_values:
-                continue
-            interval = mean_interval(list(study_values.values())).clipped()
-            one_run = prediction_interval(list(study_values.values()))
-            value = float(row["value"])
-            inside = one_run.low <= value <= one_run.high
-            identical = value == study_values[seed]
-            cells, inside_count = cells + 1, inside_count + inside
-            identical_count += identical
-            lines.append(
-                f"| `{name}` × `{task}`, rate {lr:g}, seed {seed} | {n} | {value:.4f} | "
-                f"{study_values[seed]:.4f} | {interval.text()} | "
-                f"[{one_run.low:.3f}, {one_run.high:.3f}] | {'yes' if inside else 'no'} | "
-                f"{'yes' if identical else 'no'} |"
-            )
-    summary = (
-        f"{inside_count} of {cells} retrained cells lie inside the study's prediction "
-        "interval for one run; "
-        f"{identical_count} of {cells} equal the study's own run of the same seed exactly."
-    )
-    return "\n".join(lines) + "\n\n" + summary
+    summaries = []
+    for name, where in RETRAIN_FILES.items():
+        path = BENCH / name
+        if not path.is_file():
+            continue
+        cells = inside_count = identical_count = 0
+        with path.open(encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                parsed = _parse(row["name"])
+                if parsed is None or row["metric"] != "acc":
+                    continue
+                task, variant_name, lr, seed = parsed
+                n = int(row["length"])
+                study_values = reported(task, variant_name, n)
+                if chosen().get((task, variant_name)) != lr or seed not in study_values:
+                    continue
+                interval = mean_interval(list(study_values.values())).clipped()
+                one_run = prediction_interval(list(study_values.values()))
+                value = float(row["value"])
+                inside = one_run.low <= value <= one_run.high
+                identical = value == study_values[seed]
+                cells, inside_count = cells + 1, inside_count + inside
+                identical_count += identical
+                lines.append(
+                    f"| {where} | `{variant_name}` × `{task}`, rate {lr:g}, seed {seed} | {n} | "
+                    f"{value:.4f} | {study_values[seed]:.4f} | {interval.text()} | "
+                    f"[{one_run.low:.3f}, {one_run.high:.3f}] | {'yes' if inside else 'no'} | "
+                    f"{'yes' if identical else 'no'} |"
+                )
+        summaries.append(
+            f"{where}: {inside_count} of {cells} retrained cells lie inside the study's "
+            f"prediction interval for one run, {identical_count} of {cells} equal the "
+            "study's own run of the same seed exactly."
+        )
+    return "\n".join(lines) + "\n\n" + " ".join(summaries)
 
 
 #: p-RoPE's own comparison: the unrotated quarter removed, everything else equal (base 100).
