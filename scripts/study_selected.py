@@ -167,11 +167,16 @@ def findings() -> str:
         for lr in sorted(set(chosen().values()))
     )
     # each group against the top of its own grid: the rates its runs have
-    at_top = sum(chosen()[g] == max(selection_scores()[g]) for g in groups)
+    top = [g for g in groups if chosen()[g] == max(selection_scores()[g])]
+    by_task = "; ".join(
+        f"`{task}`: " + ", ".join(f"`{name}`" for t, name in top if t == task)
+        for task in tasks()
+        if any(t == task for t, _ in top)
+    )
     edge = (
-        f" {at_top} of {len(groups)} chose the largest rate of their grid, so their best "
-        "rate may lie above it: these cells are a lower bound on what tuning gives."
-        if at_top
+        f" {len(top)} of {len(groups)} chose the largest rate of their grid ({by_task}), so "
+        "their best rate may lie above it: these cells are a lower bound on what tuning gives."
+        if top
         else " No group chose the largest rate of its grid."
     )
     grids: dict[tuple[float, ...], list[str]] = {}
