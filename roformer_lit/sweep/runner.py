@@ -57,7 +57,8 @@ def run_threads_env(
     accuracy at step 1,500 with one thread and 0.825 with two. So the count is a setting of
     the run, never a consequence of ``--jobs`` or of the machine's cores: each run gets
     ``OMP_NUM_THREADS = threads`` (``--threads``, default :data:`DEFAULT_THREADS`), and a
-    sweep resumed with another ``--jobs`` on another machine gives the same numbers. A user's
+    sweep resumed with another ``--jobs``, or on a machine with more cores, gives the same
+    numbers (another processor still rounds differently: checkpoints record it). A user's
     own ``OMP_NUM_THREADS`` wins when ``--threads`` is not given. Measured on the 2-core CPU:
     two runs of one thread each finish 1.26x sooner than the same two runs one after the other
     with two threads each, so ``--jobs`` = cores is the fast choice.
