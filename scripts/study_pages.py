@@ -851,10 +851,68 @@ def budget_findings() -> str:
     return text
 
 
+#: The earlier 6,000-step runs of the 3e-3 slices (2026-11-25) beside the slice that
+#: replaced them on the page: (earlier sweep, its two CSVs, the replacing sweep).
+EARLIER_BUDGET_RUNS = [
+    (
+        "study_budget_copy",
+        (
+            "cpu-2026-11-25-study-budget-copy.csv",
+            "cpu-2026-11-25-study-budget-copy-random-positions.csv",
+        ),
+        "study_budget_copy_long",
+    ),
+    (
+        "study_budget_reverse",
+        (
+            "cpu-2026-11-25-study-budget-reverse.csv",
+            "cpu-2026-11-25-study-budget-reverse-random-positions.csv",
+        ),
+        "study_budget_reverse_long",
+    ),
+]
+
+
+def budget_reruns() -> str:
+    """How many accuracy cells the earlier runs share with the runs that replaced them (same
+    seed, step, length and protocol), and how many of those are equal bit for bit."""
+    import csv
+
+    def read(names: tuple[str, ...], sweep: str) -> dict:
+        values = {}
+        for name in names:
+            if not (BENCH / name).is_file():
+                return {}
+            with (BENCH / name).open(encoding="utf-8") as f:
+                for row in csv.DictReader(f):
+                    match = BUDGET_RUN.search(row["name"])
+                    if match is None or match["sweep"] != sweep or row["metric"] != "acc":
+                        continue
+                    key = (match["scheme"], match["rp"], match["seed"], row["step"], row["length"])
+                    values[key] = float(row["value"])
+        return values
+
+    parts = []
+    for earlier, names, later in EARLIER_BUDGET_RUNS:
+        replacing = next((part for part in BUDGET_SLICES if part.sweep == later), None)
+        if replacing is None or not replacing.ready():
+            continue
+        old = read(names, earlier)
+        new = read((replacing.ordinary, replacing.random), later)
+        shared = set(old) & set(new)
+        same = sum(old[key] == new[key] for key in shared)
+        parts.append(
+            f"`{earlier}.yaml` against `{later}.yaml`: {same} of {len(shared)} shared accuracy "
+            "cells equal bit for bit"
+        )
+    return ("; ".join(parts) + ".") if parts else "_Not run yet._"
+
+
 REGIONS: dict[str, Callable[[], str]] = {
     "budget": budget,
     "budget-pairs": budget_pairs,
     "budget-findings": budget_findings,
+    "budget-reruns": budget_reruns,
     "schemes-selected": study_selected.table,
     "schemes-pairs": study_selected.pairs_table,
     "schemes-findings": study_selected.findings,
