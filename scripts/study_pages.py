@@ -834,6 +834,18 @@ def budget_findings() -> str:
         "The 1× cost of randomized positions (mean accuracy off minus on, paired by seed, "
         f"Holm over the {len(tests)} cells of the table above): " + "; ".join(parts) + ". "
     )
+    rising = []  # past 1x with randomized positions: the largest budget against the smallest
+    for arm in budget_arms():
+        own = budget_steps(arm)
+        for n in BUDGET_LENGTHS[1:]:
+            first = cells.get((*arm, True, own[0], n, "acc"))
+            last = cells.get((*arm, True, own[-1], n, "acc"))
+            if first and last:
+                rising.append(statistics.fmean(last.values()) > statistics.fmean(first.values()))
+    text += (
+        "With randomized positions, the mean accuracy past 1× is higher at an arm's largest "
+        f"budget than at its smallest in {sum(rising)} of {len(rising)} (arm, length) cells. "
+    )
     if solved_past:
         text += (
             "Runs that solve a length past 1× (exact match ≥ 0.9): " + "; ".join(solved_past) + "."
