@@ -617,9 +617,9 @@ class BudgetSlice:
 
 #: The slices on the page. At the study's rate (3e-3) the runs to 12,000 steps give every
 #: step (one run per seed serves every budget, all on one machine); study_budget_copy.yaml
-#: and study_budget_reverse.yaml's runs of 2026-11-25 (6,000 steps, on an AMD EPYC) stay in
-#: docs/bench as that day's record: they are other runs of the same seeds (another
-#: processor rounds differently), and budget_cells refuses to mix runs at a shared step.
+#: and study_budget_reverse.yaml's runs of 2026-11-25 (6,000 steps, on another machine:
+#: :data:`EARLIER_BUDGET_RUNS`) stay in docs/bench as that day's record: they are other runs
+#: of the same seeds, and budget_cells refuses to mix runs at a shared step.
 BUDGET_SLICES = [
     BudgetSlice(
         "study_budget_copy_long",
@@ -863,26 +863,24 @@ def budget_findings() -> str:
     return text
 
 
-#: The earlier 6,000-step runs of the 3e-3 slices (2026-11-25) beside the slice that
-#: replaced them on the page: (earlier sweep, its two CSVs, the replacing sweep).
-EARLIER_BUDGET_RUNS = [
-    (
+#: The earlier 6,000-step runs of the 3e-3 slices (2026-11-25) -> the sweep that replaced
+#: them on the page.
+EARLIER_BUDGET_RUNS = {
+    BudgetSlice(
         "study_budget_copy",
-        (
-            "cpu-2026-11-25-study-budget-copy.csv",
-            "cpu-2026-11-25-study-budget-copy-random-positions.csv",
-        ),
-        "study_budget_copy_long",
-    ),
-    (
+        "copy",
+        3e-3,
+        "cpu-2026-11-25-study-budget-copy.csv",
+        "cpu-2026-11-25-study-budget-copy-random-positions.csv",
+    ): "study_budget_copy_long",
+    BudgetSlice(
         "study_budget_reverse",
-        (
-            "cpu-2026-11-25-study-budget-reverse.csv",
-            "cpu-2026-11-25-study-budget-reverse-random-positions.csv",
-        ),
-        "study_budget_reverse_long",
-    ),
-]
+        "reverse",
+        3e-3,
+        "cpu-2026-11-25-study-budget-reverse.csv",
+        "cpu-2026-11-25-study-budget-reverse-random-positions.csv",
+    ): "study_budget_reverse_long",
+}
 
 
 def budget_reruns() -> str:
@@ -890,32 +888,29 @@ def budget_reruns() -> str:
     seed, step, length and protocol), and how many of those are equal bit for bit."""
     import csv
 
-    def read(names: tuple[str, ...], sweep: str) -> dict:
+    def accuracies(part: BudgetSlice) -> dict:
         values = {}
-        for name in names:
-            if not (BENCH / name).is_file():
-                return {}
+        for name in (part.ordinary, part.random):
             with (BENCH / name).open(encoding="utf-8") as f:
                 for row in csv.DictReader(f):
                     match = BUDGET_RUN.search(row["name"])
-                    if match is None or match["sweep"] != sweep or row["metric"] != "acc":
+                    if match is None or match["sweep"] != part.sweep or row["metric"] != "acc":
                         continue
                     key = (match["scheme"], match["rp"], match["seed"], row["step"], row["length"])
                     values[key] = float(row["value"])
         return values
 
     parts = []
-    for earlier, names, later in EARLIER_BUDGET_RUNS:
+    for earlier, later in EARLIER_BUDGET_RUNS.items():
         replacing = next((part for part in BUDGET_SLICES if part.sweep == later), None)
-        if replacing is None or not replacing.ready():
+        if replacing is None or not replacing.ready() or not earlier.ready():
             continue
-        old = read(names, earlier)
-        new = read((replacing.ordinary, replacing.random), later)
+        old, new = accuracies(earlier), accuracies(replacing)
         shared = set(old) & set(new)
         same = sum(old[key] == new[key] for key in shared)
         parts.append(
-            f"`{earlier}.yaml` against `{later}.yaml`: {same} of {len(shared)} shared accuracy "
-            "cells equal bit for bit"
+            f"`{earlier.sweep}.yaml` against `{later}.yaml`: {same} of {len(shared)} shared "
+            "accuracy cells equal bit for bit"
         )
     return ("; ".join(parts) + ".") if parts else "_Not run yet._"
 
