@@ -7,6 +7,7 @@ import torch
 from model_factory import VALID_PAIRS, random_ids, small_model
 
 from roformer_lit import POSITION_SCHEMES
+from roformer_lit.attention.softmax import SoftmaxAttention
 
 pytestmark = [
     pytest.mark.gpu,
@@ -143,3 +144,67 @@ def test_auto_backend_takes_flex_on_cuda_for_long_inputs_when_the_scheme_gives_a
     # the policy: learned per-distance tables only (README's GPU table); two layers, long only
     expected = 2 if position in AUTO_FLEX else 0
     assert len(calls) == expected
+
+
+#: ModernBERT's 2:1 layer plan with a window narrower than the rows (so the band matters).
+WINDOW_PLAN = {"pattern": ["local", "local", "global"], "types": {"local": {"window": 48}}}
+
+
+def _windowed_step(position: str, backend: str, autocast: bool):
+    """Loss, gradients and the layers' score biases of one training step of a 2:1 plan."""
+    generator = torch.Generator().manual_seed(2)
+    ids = random_ids(3, 200).cuda()
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, -37:] = False
+    labels = torch.where(torch.rand(3, 200, generator=generator) < 0.15, ids.cpu(), -100).cuda()
+    model = small_model(
+        position,
+        hidden_size=128,
+        num_heads=2,
+        num_layers=3,
+        max_positions=256,
+        dropout=0.0,
+        attention_dropout=0.0,
+        attention_kwargs={"backend": backend},
+        layer_plan=WINDOW_PLAN,
+    )
+    model = model.cuda().train()
+    biases = []
+    for module in model.modules():
+        if isinstance(module, SoftmaxAttention):
+            module.register_forward_pre_hook(
+                lambda m, a, kw: biases.append(kw["bias"]), with_kwargs=True
+            )
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+        loss = model.mlm_loss(ids, labels, attention_mask=mask)
+    loss.backward()
+    grads = {n: p.grad.float() for n, p in model.named_parameters() if p.grad is not None}
+    return loss.item(), grads, biases
+
+
+@pytest.mark.parametrize("position", list(POSITION_SCHEMES))
+@pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16"])
+def test_windowed_flex_training_step_equals_the_banded_sdpa_path(position, autocast, monkeypatch):
+    """A 2:1 local/global plan trains on CUDA through FlexAttention's block mask (the bias
+    in its ``score_mod``) wherever the layer's bias is absent or has a lookup; loss and every
+    gradient equal the banded SDPA computation (backend ``sdpa``), itself checked against a
+    float64 oracle on the CPU. A dense-only bias keeps the banded computation."""
+    import roformer_lit.attention.flex as flex
+
+    masks = []
+    real = flex.window_block_mask
+    monkeypatch.setattr(
+        flex, "window_block_mask", lambda *a, **kw: masks.append(a[1]) or real(*a, **kw)
+    )
+    loss_banded, grads_banded, _ = _windowed_step(position, "sdpa", autocast)
+    assert masks == []
+    loss_flex, grads_flex, biases = _windowed_step(position, "auto", autocast)
+    local = biases[:2]  # layers 0 and 1 are local, half width 48 // 2
+    dense_only = any(b is not None and b.adds_bias and b.lookup is None for b in local)
+    assert masks == ([] if dense_only else [24, 24])
+    tolerance = 5e-2 if autocast else 1e-2
+    assert abs(loss_flex - loss_banded) <= tolerance * abs(loss_banded)
+    assert grads_flex.keys() == grads_banded.keys()
+    for name, grad in grads_banded.items():
+        assert torch.isfinite(grads_flex[name]).all(), name
+        assert _relative_error(grads_flex[name], grad) < tolerance, name

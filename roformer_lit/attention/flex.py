@@ -14,6 +14,8 @@ CUDA only: on CPU it runs forward-only, unfused (for checks).
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import Tensor
 
@@ -22,6 +24,8 @@ from roformer_lit.score_bias import BiasLookup, TableLookup
 
 _compiled_flex = None
 RECOMPILE_LIMIT = 64
+#: Band block masks kept (one per length and window: a length sweep reuses them).
+BLOCK_MASK_CACHE = 64
 
 
 def _flex_attention():
@@ -62,14 +66,18 @@ def flex_softmax(
     def score_mod(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
         if lookup is not None:
             score = score + lookup(b, h, q_idx, kv_idx).to(score.dtype)
+        allowed = None
         if key_padding_mask is not None:
-            score = torch.where(key_padding_mask[b, kv_idx], score, -torch.inf)
+            allowed = key_padding_mask[b, kv_idx]
         if segment_ids is not None:
-            score = torch.where(segment_ids[b, q_idx] == segment_ids[b, kv_idx], score, -torch.inf)
-        if half_window is not None:  # a query always sees itself (attention/window.py)
-            inside = ((q_idx - kv_idx).abs() <= half_window) | (q_idx == kv_idx)
-            score = torch.where(inside, score, -torch.inf)
-        return score
+            same = segment_ids[b, q_idx] == segment_ids[b, kv_idx]
+            allowed = same if allowed is None else allowed & same
+        if half_window is not None:
+            inside = (q_idx - kv_idx).abs() <= half_window
+            allowed = inside if allowed is None else allowed & inside
+            # in a band a query always sees itself, padded or not (attention/window.py)
+            allowed = allowed | (q_idx == kv_idx)
+        return score if allowed is None else torch.where(allowed, score, -torch.inf)
 
     block_mask = None
 
@@ -91,10 +99,21 @@ def flex_softmax(
 
 def window_block_mask(length: int, half_window: int, device: torch.device):
     """FlexAttention's block mask of the band ``|i - j| <= half_window`` (one for every
-    batch row and head): tiles outside it are never computed."""
+    batch row and head): tiles outside it are never computed. Built once per (length,
+    band, device) and reused by every layer and step (building it evaluates the band over
+    all ``L x L`` pairs); built afresh while tracing."""
+    if torch.compiler.is_compiling():
+        return _band_block_mask(length, half_window, device)
+    return _cached_band_block_mask(length, half_window, torch.device(device))
+
+
+def _band_block_mask(length: int, half_window: int, device: torch.device):
     from torch.nn.attention.flex_attention import create_block_mask
 
     def in_band(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
         return (q_idx - kv_idx).abs() <= half_window
 
     return create_block_mask(in_band, None, None, length, length, device=device)
+
+
+_cached_band_block_mask = functools.lru_cache(maxsize=BLOCK_MASK_CACHE)(_band_block_mask)

@@ -25,8 +25,9 @@ memory at 2048 tokens for ~15 % more time; fixed ALiBi saves memory and is slowe
 for the others. FlexAttention trains on CUDA only; on CPU it runs forward-only, unfused.
 
 A windowed layer (``window``, its layer plan) whose band is narrower than the sequence
-takes, on CUDA without attention dropout (backend not ``sdpa``), FlexAttention with a
-block mask of the band (the bias, if any, inside its ``score_mod``); elsewhere, when the
+takes, on CUDA without attention dropout (backend not ``sdpa``, not float64, a bias that is
+absent or has a lookup), FlexAttention with a block mask of the band (the bias inside its
+``score_mod``); elsewhere (XL's and FIRE's dense-only biases too), when the
 sequence is longer than ``window_block`` queries, the banded computation of
 :mod:`roformer_lit.attention.banded` (blocks of ``window_block`` queries, each against its
 window's keys only: cost linear in the length); else dense SDPA with the band in its mask.
@@ -45,13 +46,15 @@ from roformer_lit.attention.base import AttentionKernel, Rotation
 from roformer_lit.attention.flex import flex_softmax
 from roformer_lit.attention.window import band_half_width, band_mask
 from roformer_lit.errors import ConfigError
-from roformer_lit.score_bias import BiasLookup, ScoreBias, TableLookup, lookup_of_dense
+from roformer_lit.score_bias import BiasLookup, ScoreBias, TableLookup
 from roformer_lit.validation import check, one_of, positive_int
 
 BACKENDS = ("auto", "sdpa", "flex")
 #: ``auto`` takes FlexAttention for learned per-distance biases from this length on (at 512
 #: tokens KERPLE was 20 % slower on it, at 2048 26 % faster; see the README's GPU table).
 FLEX_FROM_LENGTH = 1024
+#: The dtypes FlexAttention's Triton kernels compute in (no float64 matrix products).
+FLEX_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 class SoftmaxAttention(AttentionKernel):
@@ -70,10 +73,21 @@ class SoftmaxAttention(AttentionKernel):
         self.backend = backend
         self.window_block = window_block
 
-    def _flex_window(self, q: Tensor, dropout_p: float) -> bool:
-        """Whether a windowed layer runs on FlexAttention with a block mask (CUDA, no
-        dropout, backend not ``sdpa``); else the banded SDPA computation."""
-        return q.device.type == "cuda" and dropout_p == 0 and self.backend != "sdpa"
+    def _flex_window(self, q: Tensor, bias: ScoreBias | None, dropout_p: float) -> bool:
+        """Whether a windowed layer runs on FlexAttention with a block mask: CUDA, a dtype
+        its Triton kernels take (not float64), no dropout, backend not ``sdpa``, and a bias
+        that is absent or has a lookup (a dense-only bias, XL's or FIRE's, would be read as
+        an ``[L, L]`` tensor inside the kernel: more memory than the banded computation, and
+        its bf16 backward does not fit an H100's shared memory). Else the banded SDPA
+        computation."""
+        dense_only = bias is not None and bias.adds_bias and bias.lookup is None
+        return (
+            q.device.type == "cuda"
+            and q.dtype in FLEX_DTYPES
+            and dropout_p == 0
+            and self.backend != "sdpa"
+            and not dense_only
+        )
 
     def _flex_lookup(self, q: Tensor, bias: ScoreBias, dropout_p: float) -> BiasLookup | None:
         """The lookup FlexAttention should use, or None to take SDPA."""
@@ -114,7 +128,7 @@ class SoftmaxAttention(AttentionKernel):
         if rotate is not None:
             q, k = rotate(q), rotate(k)
         half = band_half_width(window, q.shape[-2])
-        if half is not None and self._flex_window(q, dropout_p):
+        if half is not None and self._flex_window(q, bias, dropout_p):
             return flex_softmax(
                 q,
                 k,
@@ -168,7 +182,6 @@ class SoftmaxAttention(AttentionKernel):
 
 
 def _lookup_of(bias: ScoreBias | None) -> BiasLookup | None:
-    """A bias's lookup form for FlexAttention: its own, else a read of its dense form."""
-    if bias is None or not bias.adds_bias:
-        return None
-    return bias.lookup if bias.lookup is not None else lookup_of_dense(bias.bias)
+    """A bias's lookup for FlexAttention's ``score_mod`` (None: no bias; a windowed layer
+    with a dense-only bias never reaches FlexAttention, see ``_flex_window``)."""
+    return None if bias is None or not bias.adds_bias else bias.lookup
