@@ -502,6 +502,7 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         # four layer plans x four tasks x five seeds
         "study_plans": 4 * 4 * 5,
         "study_plans_recall": 4 * 5,  # the four plans on recall at longer contexts
+        "study_plans_mlm": 5 * 4,  # the four plans on MLM, seeds first
     }
     expected = expected[path.stem]
     assert len(lines) == expected
