@@ -1,8 +1,8 @@
 """A seed study's cells and the tables and sentences a study page states about them.
 
 A :class:`SeedStudy` holds, per task, variant and evaluated length, each seed's test
-accuracy and exact match, the task's baselines on the same sequences, and a reference
-variant. It writes the three regions a study page has: the table (mean [95 % t-interval] ·
+accuracy and exact match (or, for MLM, masked-token loss: lower is better), the task's
+baselines on the same sequences, and a reference variant. It writes the three regions a study page has: the table (mean [95 % t-interval] ·
 seeds solving, ▲ when every seed is above the best baseline), each variant against the
 reference paired by seed (Holm over the whole table), and the findings, every count and
 list taken from the same cells. Used by ``scripts/study_selected.py`` and
@@ -27,10 +27,11 @@ NOT_RUN = "_No slice of the sweep has been run yet._"
 Parse = Callable[[str], "tuple[str, str, int] | None"]
 
 
-def read_test_csv(path: Path, parse: Parse) -> tuple[dict, dict]:
-    """``(task, variant, n, metric) -> seed -> value`` and ``(task, rule, n) -> accuracy`` of
-    the ``baseline:<rule>`` rows of an ``extrapolate --csv`` file whose rows are one task's
-    (``parse`` says which task a run is; baselines take the task of the file's runs)."""
+def read_test_csv(path: Path, parse: Parse, metric: str = "acc") -> tuple[dict, dict]:
+    """``(task, variant, n, metric) -> seed -> value`` and ``(task, rule, n) -> value`` of
+    the ``baseline:<rule>`` rows in ``metric`` of an ``extrapolate --csv`` file whose rows
+    are one task's (``parse`` says which task a run is; baselines take the task of the
+    file's runs)."""
     cells: dict = {}
     baselines: dict = {}
     pending = []
@@ -39,7 +40,7 @@ def read_test_csv(path: Path, parse: Parse) -> tuple[dict, dict]:
         for row in csv.DictReader(f):
             n, value = int(row["length"]), float(row["value"])
             if row["name"].startswith("baseline:"):
-                if row["metric"] == "acc":
+                if row["metric"] == metric:
                     pending.append((row["name"].removeprefix("baseline:"), n, value))
                 continue
             parsed = parse(row["name"])
@@ -63,7 +64,9 @@ def names(items: list[str]) -> str:
 @dataclass
 class SeedStudy:
     """See the module docstring. ``order``: task -> its variants, in the order shown;
-    ``extra``: an optional column (head, ``(task, variant) -> text``) after the variant."""
+    ``extra``: an optional column (head, ``(task, variant) -> text``) after the variant;
+    ``metric``: the cells' measure, ``acc`` (higher is better) or ``loss`` (MLM: lower is
+    better, no exact match, so no "solved"); ``length_name``: how a length is written."""
 
     lengths: list[int]
     reference: str
@@ -71,26 +74,37 @@ class SeedStudy:
     baselines: dict = field(default_factory=dict)
     order: dict[str, list[str]] = field(default_factory=dict)
     extra: tuple[str, Mapping[tuple[str, str], str]] | None = None
+    metric: str = "acc"
+    length_name: str = "n"
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.metric == "loss"
+
+    def better(self, a: float, b: float) -> bool:
+        """``a`` is better than ``b`` in the study's metric."""
+        return a < b if self.lower_is_better else a > b
 
     def times(self, n: int) -> str:
-        return f"n={n} ({n // self.lengths[0]}×)"
+        return f"{self.length_name}={n} ({n // self.lengths[0]}×)"
 
     def tasks(self) -> list[str]:
         return [t for t in self.order if any(key[0] == t for key in self.cells)]
 
-    def values(self, task: str, name: str, n: int, metric: str = "acc") -> dict[int, float]:
-        return self.cells.get((task, name, n, metric), {})
+    def values(self, task: str, name: str, n: int, metric: str | None = None) -> dict[int, float]:
+        return self.cells.get((task, name, n, metric or self.metric), {})
 
     def best_baseline(self, task: str, n: int) -> tuple[str, float]:
         rules = {r: v for (t, r, m), v in self.baselines.items() if (t, m) == (task, n)}
-        rule = max(rules, key=lambda r: rules[r])
+        pick = min if self.lower_is_better else max
+        rule = pick(rules, key=lambda r: rules[r])
         return rule, rules[rule]
 
     def above_baseline(self, task: str, name: str, n: int) -> bool:
-        """Every seed's accuracy above the task's best baseline at ``n``."""
+        """Every seed better than the task's best baseline at ``n``."""
         values = self.values(task, name, n)
         best = self.best_baseline(task, n)[1]
-        return bool(values) and all(v > best for v in values.values())
+        return bool(values) and all(self.better(v, best) for v in values.values())
 
     def solved(self, task: str, name: str, n: int) -> tuple[int, int]:
         """(seeds with exact match >= :data:`SOLVED`, seeds)."""
@@ -119,8 +133,10 @@ class SeedStudy:
                         continue
                     k, seeds = self.solved(task, name, n)
                     mark = " ▲" if self.above_baseline(task, name, n) else ""
-                    interval = mean_interval(list(values.values())).clipped().text()
-                    row.append(f"{interval}{mark} · {k}/{seeds} solved")
+                    interval = mean_interval(list(values.values()))
+                    text = (interval if self.lower_is_better else interval.clipped()).text()
+                    solved = f" · {k}/{seeds} solved" if seeds else ""
+                    row.append(f"{text}{mark}{solved}")
                 extra = [self.extra[1].get((task, name), "–")] if self.extra else []
                 lines.append("| " + " | ".join([task, f"`{name}`", *extra, *row]) + " |")
         return "\n".join(lines)
@@ -173,11 +189,36 @@ class SeedStudy:
             and (statistics.fmean(other) > statistics.fmean(ref)) == above
         ]
 
+    def loss_findings(self) -> str:
+        """Per task, for a loss study: who is below the best baseline's loss on every seed
+        at each length, and what the paired tests separate (lower is better)."""
+        parts = []
+        for task in self.tasks():
+            order = self.order[task]
+            text = f"**`{task}`**: "
+            for n in self.lengths:
+                rule, value = self.best_baseline(task, n)
+                below = [f"`{v}`" for v in order if self.above_baseline(task, v, n)]
+                text += (
+                    f"below the `{rule}` baseline's loss ({value:.3f}) on every seed at "
+                    f"{self.times(n)}: {names(below)}. "
+                )
+            text += (
+                f"Against `{self.reference}` (paired by seed, Holm over all {len(self.pairs)} "
+                f"cells): separated lower (better): {names(self.separated(task, False))}; "
+                f"higher (worse): {names(self.separated(task, True))}; every other cell not "
+                "separated."
+            )
+            parts.append(text)
+        return "\n\n".join(parts)
+
     def findings(self) -> str:
         """Per task: who solves at 1× (every seed, some seeds), who solves past it, who is
         above the best baseline on every seed past it, and what the paired tests separate."""
         if not self.tasks():
             return NOT_RUN
+        if self.lower_is_better:
+            return self.loss_findings()
         first = self.lengths[0]
         parts = []
         for task in self.tasks():

@@ -11,7 +11,14 @@ sequences. Each plan is compared with all-global RoPE (no plan) by seed
 The ``recall`` slice (regions ``plans-recall-*``) is its own sweep,
 ``configs/sweeps/study_plans_recall.yaml`` (the same four plans on ``recall`` with 256
 symbols, trained at 4-8 key-value pairs, 4,000 steps), read from :data:`RECALL_FILE` at
-:data:`RECALL_LENGTHS` pairs; it is its own Holm family.
+:data:`RECALL_LENGTHS` pairs; it is its own Holm family. So is the setting all-global RoPE
+learns (regions ``plans-recall-short-*``): ``configs/sweeps/study_plans_recall_short.yaml``
+(32 symbols, trained at 2-4 pairs), :data:`RECALL_SHORT_FILE` at :data:`RECALL_SHORT_LENGTHS`.
+
+MLM (regions ``plans-mlm-*``): ``configs/sweeps/study_plans_mlm.yaml`` (the quick-start
+recipe with the four plans, window 32 of 128 tokens), ``extrapolate --csv`` of every run's
+last checkpoint on its own validation text at :data:`MLM_LENGTHS` tokens, with the
+``baseline:unigram`` rows: masked-token loss, lower is better.
 """
 
 from __future__ import annotations
@@ -37,6 +44,19 @@ RUN = run_pattern("study_plans", r"(?P<plan>.+?)", TASKS)
 RECALL_FILE = "cpu-study-plans-recall.csv"
 RECALL_LENGTHS = [8, 16, 32, 64, 128]
 RECALL_RUN = re.compile(r"study_plans_recall/(?P<plan>.+?)-seed(?P<seed>\d+)(?:/|$)")
+RECALL_SHORT_FILE = "cpu-study-plans-recall-short.csv"
+RECALL_SHORT_LENGTHS = [4, 8, 16]
+RECALL_SHORT_RUN = re.compile(r"study_plans_recall_short/(?P<plan>.+?)-seed(?P<seed>\d+)(?:/|$)")
+MLM_FILE = "cpu-study-plans-mlm.csv"
+MLM_LENGTHS = [128, 256, 512, 1024, 2048]
+#: the MLM sweep's plan labels (four layers: ModernBERT's global layers are the first and last)
+MLM_PLANS = {
+    "layer_plan=none": PLANS["layer_plan=none"],
+    "global.base160000.0-local32x2-global.base160000.0": "ModernBERT: global (base 160 K), local ×2, global",
+    "global.nope-local32x2-global.nope": "iRoPE: global NoPE, local RoPE ×2, global NoPE",
+    "local32": "all-local",
+}
+MLM_RUN = re.compile(r"study_plans_mlm/seed(?P<seed>\d+)-(?P<plan>.+?)(?:/|$)")
 
 
 def _parse(name: str) -> tuple[str, str, int] | None:
@@ -46,23 +66,35 @@ def _parse(name: str) -> tuple[str, str, int] | None:
     return match["task"], PLANS[match["plan"]], int(match["seed"])
 
 
-def _parse_recall(name: str) -> tuple[str, str, int] | None:
-    match = RECALL_RUN.search(name)
-    if match is None or match["plan"] not in PLANS:
-        return None
-    return "recall", PLANS[match["plan"]], int(match["seed"])
+def _parser(pattern: re.Pattern[str], task: str, plans: dict[str, str]) -> Parse:
+    """``parse`` for a one-task sweep whose run names hold ``plan`` and ``seed`` groups."""
+
+    def parse(name: str) -> tuple[str, str, int] | None:
+        match = pattern.search(name)
+        if match is None or match["plan"] not in plans:
+            return None
+        return task, plans[match["plan"]], int(match["seed"])
+
+    return parse
 
 
-def _study(lengths: list[int], files: dict[str, str], parse: Parse) -> SeedStudy:
+def _study(
+    lengths: list[int],
+    files: dict[str, str],
+    parse: Parse,
+    plans: dict[str, str] = PLANS,
+    metric: str = "acc",
+    length_name: str = "n",
+) -> SeedStudy:
     """The plans against all-global RoPE over the tasks whose ``files[task]`` exist."""
-    result = SeedStudy(lengths, PLANS["layer_plan=none"])
+    result = SeedStudy(lengths, plans["layer_plan=none"], metric=metric, length_name=length_name)
     for task, name in files.items():
         path = BENCH / name
         if path.is_file():
-            cells, baselines = read_test_csv(path, parse)
+            cells, baselines = read_test_csv(path, parse, metric)
             result.cells.update(cells)
             result.baselines.update(baselines)
-            result.order[task] = list(PLANS.values())
+            result.order[task] = list(plans.values())
     return result
 
 
@@ -75,4 +107,18 @@ def study() -> SeedStudy:
 @functools.cache
 def recall_study() -> SeedStudy:
     """``recall`` at longer contexts (regions ``plans-recall-*``), its own Holm family."""
-    return _study(RECALL_LENGTHS, {"recall": RECALL_FILE}, _parse_recall)
+    return _study(RECALL_LENGTHS, {"recall": RECALL_FILE}, _parser(RECALL_RUN, "recall", PLANS))
+
+
+@functools.cache
+def recall_short_study() -> SeedStudy:
+    """``recall`` where all-global RoPE learns 1× (regions ``plans-recall-short-*``)."""
+    parse = _parser(RECALL_SHORT_RUN, "recall", PLANS)
+    return _study(RECALL_SHORT_LENGTHS, {"recall": RECALL_SHORT_FILE}, parse)
+
+
+@functools.cache
+def mlm_study() -> SeedStudy:
+    """MLM on the bundled corpus (regions ``plans-mlm-*``): loss, lower is better."""
+    parse = _parser(MLM_RUN, "mlm", MLM_PLANS)
+    return _study(MLM_LENGTHS, {"mlm": MLM_FILE}, parse, MLM_PLANS, "loss", "L")
