@@ -47,6 +47,12 @@ RECALL_RUN = re.compile(r"study_plans_recall/(?P<plan>.+?)-seed(?P<seed>\d+)(?:/
 RECALL_SHORT_FILE = "cpu-study-plans-recall-short.csv"
 RECALL_SHORT_LENGTHS = [4, 8, 16]
 RECALL_SHORT_RUN = re.compile(r"study_plans_recall_short/(?P<plan>.+?)-seed(?P<seed>\d+)(?:/|$)")
+#: the recall_short sweep's plans: the four, then the windowed two with the global layer last
+RECALL_SHORT_PLANS = {
+    **PLANS,
+    "local8x2-global.base160000.0": "local ×2, global (base 160 K) last",
+    "local8x2-global.nope": "local RoPE ×2, global NoPE last",
+}
 MLM_FILE = "cpu-study-plans-mlm.csv"
 MLM_LENGTHS = [128, 256, 512, 1024, 2048]
 #: the MLM sweep's plan labels (four layers: ModernBERT's global layers are the first and last)
@@ -113,8 +119,8 @@ def recall_study() -> SeedStudy:
 @functools.cache
 def recall_short_study() -> SeedStudy:
     """``recall`` where all-global RoPE learns 1× (regions ``plans-recall-short-*``)."""
-    parse = _parser(RECALL_SHORT_RUN, "recall", PLANS)
-    return _study(RECALL_SHORT_LENGTHS, {"recall": RECALL_SHORT_FILE}, parse)
+    parse = _parser(RECALL_SHORT_RUN, "recall", RECALL_SHORT_PLANS)
+    return _study(RECALL_SHORT_LENGTHS, {"recall": RECALL_SHORT_FILE}, parse, RECALL_SHORT_PLANS)
 
 
 @functools.cache

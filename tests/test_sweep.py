@@ -503,7 +503,7 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "study_plans": 4 * 4 * 5,
         "study_plans_recall": 4 * 5,  # the four plans on recall at longer contexts
         "study_plans_mlm": 5 * 4,  # the four plans on MLM, seeds first
-        "study_plans_recall_short": 4 * 5,  # recall at 2-4 pairs, 32 symbols
+        "study_plans_recall_short": 6 * 5,  # recall at 2-4 pairs, 32 symbols; two orders
     }
     expected = expected[path.stem]
     assert len(lines) == expected
