@@ -90,8 +90,11 @@ class SoftmaxAttention(AttentionKernel):
         )
 
     def _flex_lookup(self, q: Tensor, bias: ScoreBias, dropout_p: float) -> BiasLookup | None:
-        """The lookup FlexAttention should use, or None to take SDPA."""
+        """The lookup FlexAttention should use, or None to take SDPA (also for float64 on
+        CUDA, which FlexAttention's Triton kernels cannot compute)."""
         if self.backend == "sdpa" or bias.lookup is None:
+            return None
+        if q.device.type == "cuda" and q.dtype not in FLEX_DTYPES:
             return None
         if self.backend == "flex":
             if dropout_p > 0:
