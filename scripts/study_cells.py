@@ -200,7 +200,7 @@ class SeedStudy:
                 rule, value = self.best_baseline(task, n)
                 below = [f"`{v}`" for v in order if self.above_baseline(task, v, n)]
                 text += (
-                    f"below the `{rule}` baseline's loss ({value:.3f}) on every seed at "
+                    f"Below the `{rule}` baseline's loss ({value:.3f}) on every seed at "
                     f"{self.times(n)}: {names(below)}. "
                 )
             text += (
