@@ -189,6 +189,21 @@ class SeedStudy:
             and (statistics.fmean(other) > statistics.fmean(ref)) == above
         ]
 
+    def against_reference(self, task: str) -> str:
+        """The sentence of a task's paired separations from the reference, better side
+        first (above it for accuracy, lower for loss)."""
+        better, worse = (
+            ("lower (better)", "higher (worse)")
+            if self.lower_is_better
+            else ("above it", "below it")
+        )
+        return (
+            f"Against `{self.reference}` (paired by seed, Holm over all {len(self.pairs)} "
+            f"cells): separated {better}: {names(self.separated(task, not self.lower_is_better))}; "
+            f"{worse}: {names(self.separated(task, self.lower_is_better))}; every other cell not "
+            "separated."
+        )
+
     def loss_findings(self) -> str:
         """Per task, for a loss study: who is below the best baseline's loss on every seed
         at each length, and what the paired tests separate (lower is better)."""
@@ -203,12 +218,7 @@ class SeedStudy:
                     f"Below the `{rule}` baseline's loss ({value:.3f}) on every seed at "
                     f"{self.times(n)}: {names(below)}. "
                 )
-            text += (
-                f"Against `{self.reference}` (paired by seed, Holm over all {len(self.pairs)} "
-                f"cells): separated lower (better): {names(self.separated(task, False))}; "
-                f"higher (worse): {names(self.separated(task, True))}; every other cell not "
-                "separated."
-            )
+            text += self.against_reference(task)
             parts.append(text)
         return "\n\n".join(parts)
 
@@ -253,11 +263,7 @@ class SeedStudy:
                     f"Above the best baseline on every seed at {self.times(n)} (`{rule}`, "
                     f"{value:.3f}): {names(above)}. "
                 )
-            text += (
-                f"Against `{self.reference}` (paired by seed, Holm over all {len(self.pairs)} "
-                f"cells): separated above it: {names(self.separated(task, True))}; below it: "
-                f"{names(self.separated(task, False))}; every other cell not separated."
-            )
+            text += self.against_reference(task)
             parts.append(text)
         return "\n\n".join(parts)
 

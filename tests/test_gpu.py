@@ -102,6 +102,18 @@ def _relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a - b).norm() / b.norm().clamp_min(1e-6)).item()
 
 
+def _assert_same_step(got: tuple, want: tuple, autocast: bool) -> None:
+    """Loss and every gradient of two training steps agree: float32 within TF32 rounding,
+    bf16 within bf16 rounding; every gradient finite."""
+    (loss_got, grads_got), (loss_want, grads_want) = got, want
+    tolerance = 5e-2 if autocast else 1e-2
+    assert abs(loss_got - loss_want) <= tolerance * abs(loss_want)
+    assert grads_got.keys() == grads_want.keys()
+    for name, grad in grads_want.items():
+        assert torch.isfinite(grads_got[name]).all(), name
+        assert _relative_error(grads_got[name], grad) < tolerance, name
+
+
 @pytest.mark.parametrize("position", BIAS_SCHEMES)
 @pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16"])
 def test_flex_training_step_equals_the_sdpa_path(position, autocast):
@@ -109,12 +121,7 @@ def test_flex_training_step_equals_the_sdpa_path(position, autocast):
     equal the eager SDPA path: float32 within TF32 rounding, bf16 within bf16 rounding."""
     results = _flex_and_sdpa_grads(position, autocast)
     (loss_sdpa, grads_sdpa), (loss_flex, grads_flex) = results["sdpa"], results["flex"]
-    tolerance = 5e-2 if autocast else 1e-2
-    assert abs(loss_flex - loss_sdpa) <= tolerance * abs(loss_sdpa)
-    assert grads_flex.keys() == grads_sdpa.keys()
-    for name, grad in grads_sdpa.items():
-        assert torch.isfinite(grads_flex[name]).all(), name
-        assert _relative_error(grads_flex[name], grad) < tolerance, name
+    _assert_same_step((loss_flex, grads_flex), (loss_sdpa, grads_sdpa), autocast)
 
 
 @pytest.mark.parametrize("position", BIAS_SCHEMES)
@@ -202,9 +209,4 @@ def test_windowed_flex_training_step_equals_the_banded_sdpa_path(position, autoc
     local = biases[:2]  # layers 0 and 1 are local, half width 48 // 2
     dense_only = any(b is not None and b.adds_bias and b.lookup is None for b in local)
     assert masks == ([] if dense_only else [24, 24])
-    tolerance = 5e-2 if autocast else 1e-2
-    assert abs(loss_flex - loss_banded) <= tolerance * abs(loss_banded)
-    assert grads_flex.keys() == grads_banded.keys()
-    for name, grad in grads_banded.items():
-        assert torch.isfinite(grads_flex[name]).all(), name
-        assert _relative_error(grads_flex[name], grad) < tolerance, name
+    _assert_same_step((loss_flex, grads_flex), (loss_banded, grads_banded), autocast)
