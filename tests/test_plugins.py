@@ -23,7 +23,6 @@ from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.registry import _entry_points_of
 
-
 PLUGIN = '''
 import torch
 from roformer_lit.positions.base import PositionScheme, LayerPosition, ScoreBias, default_scale
