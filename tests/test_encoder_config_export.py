@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hf_models import MODELS, SIZES
 
 from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
 from roformer_lit.errors import ConfigError
@@ -17,31 +18,6 @@ pytest.importorskip("transformers")
 
 from roformer_lit.interop import ARCHITECTURES, export, import_hf, to_hf_model  # noqa: E402
 from roformer_lit.interop.config_keys import CONFIG_KEYS, HANDLED_FIELDS, hf_keys  # noqa: E402
-
-SIZES = {
-    "vocab_size": 61,
-    "hidden_size": 24,
-    "num_layers": 3,
-    "num_heads": 2,
-    "intermediate_size": 40,
-    "max_positions": 48,
-    "layer_norm_eps": 1e-6,
-}
-#: a model of each registered architecture (keyed by HF model_type)
-MODELS = {
-    "roformer": {"position": "rope"},
-    "deberta-v2": {"position": "deberta"},
-    "bert": {"position": "learned", "position_kwargs": {}},
-    "modernbert": {
-        "position": "rope",
-        "pre_norm": True,
-        "block": {"mlp": "geglu", "first_norm": False, "linear_bias": False},
-        "layer_plan": {
-            "pattern": ["local", "global", "global"],
-            "types": {"local": {"window": 8}},
-        },
-    },
-}
 
 
 def test_every_architecture_has_a_model_here():

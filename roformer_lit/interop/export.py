@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.interop._hf import require_transformers
+from roformer_lit.interop._hf import quiet_transformers, require_transformers
 from roformer_lit.interop.config_keys import check_every_field_exports, hf_keys
 from roformer_lit.interop.encoder_view import attention_dropout
 from roformer_lit.interop.mapping import HFArchitecture, architecture_for
@@ -188,7 +188,8 @@ def _write_atomically(
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
             staging.mkdir()
-            hf.save_pretrained(staging)
+            with quiet_transformers(require_transformers()):
+                hf.save_pretrained(staging)
             for name, text in files.items():
                 (staging / name).write_text(text, encoding="utf-8")
             for path in staging.iterdir():  # some writers create 0600 files

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING
 import torch
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.interop._hf import require_transformers
+from roformer_lit.interop._hf import quiet_transformers, require_transformers
 from roformer_lit.interop.encoder_view import layer_specs
+from roformer_lit.interop.weights import short_message
 
 if TYPE_CHECKING:
     from roformer_lit.encoder_config import EncoderConfig
@@ -68,18 +69,14 @@ def check_written(model: MaskedLM, directory: Path, shown: Path) -> None:
     """Refuse (one ConfigError line) a written export in ``directory`` whose logits differ
     from ``model``'s (see the module); ``shown`` is the path the user asked for."""
     transformers = require_transformers()
-    logging = transformers.utils.logging
-    verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()  # its load report would only repeat what is checked here
     try:
-        hf = transformers.AutoModelForMaskedLM.from_pretrained(directory, local_files_only=True)
+        with quiet_transformers(transformers):  # its load report would repeat this check
+            hf = transformers.AutoModelForMaskedLM.from_pretrained(directory, local_files_only=True)
     except Exception as err:
         raise ConfigError(
             f"export to {str(shown)!r} failed its check: transformers cannot load the written "
-            f"files ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+            f"files ({type(err).__name__}: {short_message(err)})"
         ) from err
-    finally:
-        logging.set_verbosity(verbosity)
     ids, mask = probe_batch(model.config)
     ours = _our_logits(model, ids, mask)
     with torch.no_grad():

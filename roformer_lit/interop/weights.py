@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from roformer_lit.errors import ConfigError
+from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.interop.architectures.base import HFArchitecture
 
 SAFETENSORS = "model.safetensors"
@@ -43,7 +43,7 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ConfigError(f"cannot read {str(path)!r}: {_one_line(err)}") from err
+        raise ConfigError(f"cannot read {str(path)!r}: {short_message(err)}") from err
 
 
 def read_weights(directory: Path) -> dict[str, torch.Tensor]:
@@ -80,15 +80,17 @@ def _read_file(path: Path) -> dict[str, torch.Tensor]:
             return load_file(str(path), device="cpu")
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # safetensors and pickle raise many kinds on a damaged file
-        raise ConfigError(f"cannot read the weights {str(path)!r}: {_one_line(err)}") from err
+        raise ConfigError(f"cannot read the weights {str(path)!r}: {short_message(err)}") from err
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ConfigError(f"cannot read the weights {str(path)!r}: not a dict of tensors")
     return state
 
 
-def _one_line(err: BaseException) -> str:
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return "; ".join(lines) or type(err).__name__
+def short_message(err: BaseException, limit: int = 240) -> str:
+    """``err``'s message on one line, cut at ``limit`` characters (torch and transformers
+    explain at length)."""
+    text = one_line(err) or type(err).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def build_config(arch: HFArchitecture, settings: Mapping[str, Any], transformers: Any) -> Any:
@@ -100,7 +102,7 @@ def build_config(arch: HFArchitecture, settings: Mapping[str, Any], transformers
     except Exception as err:  # transformers validates fields with exceptions of its own
         raise ConfigError(
             f"cannot import this {arch.model_class}: its config.json is not a valid "
-            f"{arch.config_class}: {_one_line(err)}"
+            f"{arch.config_class}: {short_message(err)}"
         ) from err
 
 
@@ -116,7 +118,7 @@ def check_state(
     except Exception as err:
         raise ConfigError(
             f"cannot import this {arch.model_class}: transformers cannot build it from its "
-            f"config: {_one_line(err)}"
+            f"config: {short_message(err)}"
         ) from err
     expected = {name: tuple(t.shape) for name, t in expected_model.state_dict().items()}
     ignored = {name for name, _ in expected_model.named_buffers()} - set(expected)
