@@ -348,3 +348,40 @@ def test_an_instance_with_a_tensor_of_the_wrong_shape_is_refused(model_type):
     with pytest.raises(ConfigError, match="wrong shape") as info:
         import_hf(hf)
     assert "\n" not in str(info.value)
+
+
+def _logits(model: Any, hf: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    ids, mask = _batch()
+    with torch.no_grad():
+        return model(ids, mask), hf(input_ids=ids, attention_mask=mask).logits, mask.bool()
+
+
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_a_pickled_state_dict_imports_as_the_safetensors_one(model_type, tmp_path):
+    directory = saved(model_type, tmp_path)
+    state = _state(directory)
+    (directory / "model.safetensors").unlink()
+    torch.save(state, directory / "pytorch_model.bin")
+    ours, theirs, real = _logits(import_hf(directory), hf_model(model_type))
+    torch.testing.assert_close(ours[real], theirs[real], atol=1e-5, rtol=0)
+
+
+def test_what_transformers_never_reads_is_not_unexpected(tmp_path):
+    """A BERT pre-training directory (pooler, next-sentence head) and an old file with the
+    ``position_ids`` buffer import with the logits transformers' own MLM gives them."""
+    config = transformers.BertConfig(**COMMON, **HF_CONFIGS["bert"])
+    torch.manual_seed(2)
+    transformers.BertForPreTraining(config).save_pretrained(tmp_path / "pretraining")
+    state = _state(tmp_path / "pretraining")
+    assert any(name.startswith("bert.pooler.") for name in state)
+    assert any(name.startswith("cls.seq_relationship.") for name in state)
+    state["bert.embeddings.position_ids"] = torch.arange(COMMON["max_position_embeddings"])[None]
+    _write_state(tmp_path / "pretraining", state)
+    verbosity = transformers.utils.logging.get_verbosity()
+    transformers.utils.logging.set_verbosity_error()  # its report of the unused heads
+    try:
+        hf = transformers.BertForMaskedLM.from_pretrained(tmp_path / "pretraining").eval()
+    finally:
+        transformers.utils.logging.set_verbosity(verbosity)
+    ours, theirs, real = _logits(import_hf(tmp_path / "pretraining"), hf)
+    torch.testing.assert_close(ours[real], theirs[real], atol=1e-5, rtol=0)

@@ -5,7 +5,9 @@ weights (``model.safetensors``, ``pytorch_model.bin`` or their sharded ``*.index
 itself, then compares the tensors' names and shapes with those of the HF model the config
 describes (built on the meta device, so nothing is allocated). Every missing, unexpected
 or wrong-shaped tensor is refused in one line naming it; a tied tensor a file omits (the
-MLM decoder) is not missing. Every failure to read is one line too.
+MLM decoder) is not missing, and what transformers itself never reads is not unexpected
+(non-persistent buffers such as BERT's ``position_ids``, the class's ignore patterns, the
+heads an MLM has not: BERT's pooler and next-sentence head). Every failure to read is one line too.
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ def check_state(
         if name not in expected
         and name not in ignored
         and not any(re.search(pattern, name) for pattern in patterns)
+        and not name.startswith(arch.unused())
     ]
     wrong = [
         f"{name} {list(state[name].shape)} (config: {list(shape)})"

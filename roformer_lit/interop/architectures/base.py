@@ -76,6 +76,12 @@ class HFArchitecture:
         them, and import refuses one that is present and differs."""
         return {}
 
+    def unused(self) -> tuple[str, ...]:
+        """Name prefixes of tensors a file of this ``model_type`` may hold for heads the
+        MLM model does not have (BERT's pooler and next-sentence head): not ours, not
+        read, so not refused as unexpected."""
+        return ()
+
     # -- import -------------------------------------------------------------------------
     def refuse(self, setting: str) -> NoReturn:
         """The one-line ConfigError of an import that cannot be represented exactly."""

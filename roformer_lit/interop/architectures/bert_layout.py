@@ -106,6 +106,9 @@ class BertLayout(HFArchitecture):
             "cls.predictions.decoder.bias": "cls.predictions.bias",
         }
 
+    def unused(self) -> tuple[str, ...]:
+        return (f"{self.prefix}.pooler.", "cls.seq_relationship.")
+
     # -- export -------------------------------------------------------------------------
     def check_export(self, model: MaskedLM) -> None:
         config = model.config
