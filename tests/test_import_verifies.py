@@ -338,12 +338,7 @@ def test_a_sharded_directory_imports_and_a_missing_shard_is_one_line(tmp_path, c
 def test_an_instance_with_a_tensor_of_the_wrong_shape_is_refused(model_type):
     """An in-memory model goes through the same loader as a directory."""
     hf = hf_model(model_type)
-    module, name = next(
-        (module, name)
-        for module in hf.modules()
-        if isinstance(module, torch.nn.Linear)
-        for name in ("weight",)
-    )
+    module = next(m for m in hf.modules() if isinstance(m, torch.nn.Linear))
     module.weight = torch.nn.Parameter(module.weight[:, :-1].clone())
     with pytest.raises(ConfigError, match="wrong shape") as info:
         import_hf(hf)
