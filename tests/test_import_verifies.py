@@ -334,6 +334,13 @@ def test_a_sharded_directory_imports_and_a_missing_shard_is_one_line(tmp_path, c
     assert shards[-1].name in _one_line(tmp_path / "hf", capfd)
 
 
+def test_an_instance_is_held_to_its_config_as_a_directory_is():
+    hf = hf_model("modernbert")
+    hf.config.local_attention = 9  # transformers takes it; its window would be 8
+    with pytest.raises(ConfigError, match="local_attention 9; valid: a positive even"):
+        import_hf(hf)
+
+
 @pytest.mark.parametrize("model_type", MODEL_TYPES)
 def test_an_instance_with_a_tensor_of_the_wrong_shape_is_refused(model_type):
     """An in-memory model goes through the same loader as a directory."""

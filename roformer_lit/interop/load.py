@@ -55,6 +55,7 @@ def _from_model(hf: Any, transformers: Any) -> tuple[Any, dict[str, torch.Tensor
         model_class = getattr(transformers, arch.model_class, None)
         if model_class is not None and isinstance(hf, model_class):
             check_floor(arch.transformers_floor, transformers, f"importing {arch.model_class}")
+            arch.check_import_settings(hf.config.to_dict())  # as a directory's config.json
             return arch, dict(hf.state_dict()), hf.config
     raise ConfigError(f"cannot import a {type(hf).__name__}; supported: {supported()}")
 
