@@ -25,7 +25,6 @@ import torch
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import quiet_transformers, require_transformers
 from roformer_lit.interop.config_keys import check_every_field_exports, hf_keys
-from roformer_lit.interop.encoder_view import attention_dropout
 from roformer_lit.interop.mapping import HFArchitecture, architecture_for
 from roformer_lit.interop.tokenizer import as_tokenizer, check_vocabulary, hf_tokenizer_files
 from roformer_lit.interop.verify import check_written
@@ -44,10 +43,11 @@ def _check_exportable(model: MaskedLM) -> HFArchitecture:
     config = model.config
     arch = architecture_for(config.position, config.pre_norm)
     check_every_field_exports(config, arch)
-    if config.attention != "softmax":
+    kernels = sorted({layer.spec.attention for layer in config.layers} - {"softmax"})
+    if kernels:  # every layer's kernel, a plan's included
         raise ConfigError(
-            f"cannot export attention={config.attention!r}: Hugging Face {arch.model_class} "
-            "computes softmax attention only; export needs attention='softmax'"
+            f"cannot export attention={kernels[0]!r}: Hugging Face {arch.model_class} "
+            "computes softmax attention only; export needs attention='softmax' in every layer"
         )
     arch.check_export(model)
     return arch
@@ -75,7 +75,7 @@ def hf_config_kwargs(model: MaskedLM, arch: HFArchitecture) -> dict[str, Any]:
     """The HF config of ``model``: the mapped fields (:func:`~.config_keys.hf_keys`, the
     attention dropout in effect), then what ``arch.config_kwargs`` adds."""
     config = model.config
-    values = config.as_dict() | {"attention_dropout": attention_dropout(config)}
+    values = config.as_dict() | {"attention_dropout": config.attention_dropout_value}
     kwargs: dict[str, Any] = {key: values[name] for name, key in hf_keys(arch).items()}
     kwargs.update(
         {

@@ -26,7 +26,6 @@ import torch
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import quiet_transformers, require_transformers
-from roformer_lit.interop.encoder_view import layer_specs
 from roformer_lit.interop.weights import short_message
 
 if TYPE_CHECKING:
@@ -41,7 +40,7 @@ _LONGEST = 512
 def probe_batch(config: EncoderConfig) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids, attention mask): two seeded random rows past twice the widest window, the
     second with its last third padded."""
-    windows = [spec.window for spec in layer_specs(config) if spec.window is not None]
+    windows = [spec.window for spec in config.layer_specs if spec.window is not None]
     length = min(
         config.max_positions, max(_SHORTEST, min(_LONGEST, 2 * max(windows, default=0) + 9))
     )

@@ -18,7 +18,6 @@ import torch
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop.architectures.base import HFArchitecture, Link
-from roformer_lit.interop.encoder_view import block_options, layer_specs
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -115,14 +114,14 @@ class BertLayout(HFArchitecture):
         plain = (config.position, dict(config.position_kwargs or {}))
         if any(
             spec.window is not None or (spec.position, dict(spec.position_kwargs)) != plain
-            for spec in layer_specs(config)
+            for spec in config.layer_specs
         ):
             raise ConfigError(
                 f"cannot export model.layer_plan: Hugging Face {self.model_class} has one "
                 "position scheme and global attention in every layer; export needs a plan "
                 "without windows or per-layer position settings (or layer_plan null)"
             )
-        changed = block_options(config).changed()
+        changed = config.block_options.changed()
         if changed:
             listed = ", ".join(f"{key}={value}" for key, value in changed.items())
             raise ConfigError(

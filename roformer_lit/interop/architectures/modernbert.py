@@ -31,7 +31,6 @@ import torch
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop.architectures.base import HFArchitecture, Link
-from roformer_lit.interop.encoder_view import block_options, layer_specs
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -91,7 +90,7 @@ class ModernBertArchitecture(HFArchitecture):
         return float(kwargs.get("base", _DEFAULT_BASE))
 
     def _plan(self, model: MaskedLM) -> _Plan:
-        specs = layer_specs(model.config)
+        specs = model.config.layer_specs
         windows = {spec.window for spec in specs if spec.window is not None}
         if len(windows) > 1:
             self._refuse_export(f"windows {sorted(windows)} (ModernBERT has one local_attention)")
@@ -119,7 +118,7 @@ class ModernBertArchitecture(HFArchitecture):
 
     # -- export -------------------------------------------------------------------------
     def check_export(self, model: MaskedLM) -> None:
-        block = block_options(model.config)
+        block = model.config.block_options
         if not model.config.pre_norm or block.first_norm:
             self._refuse_export(
                 f"pre_norm={model.config.pre_norm}, block.first_norm={block.first_norm} (the "
@@ -135,7 +134,7 @@ class ModernBertArchitecture(HFArchitecture):
         self._plan(model)
 
     def config_kwargs(self, model: MaskedLM) -> dict[str, Any]:
-        block = block_options(model.config)
+        block = model.config.block_options
         plan = self._plan(model)
         return {
             "hidden_activation": _ACTIVATION[block.mlp],
