@@ -51,8 +51,8 @@ import torch
 from lightning.pytorch.utilities import rank_zero_only
 from torch import nn
 
-from roformer_lit.benchmarks.machine import cpu_model
 from roformer_lit.errors import TrainingDiverged
+from roformer_lit.machine import cpu_model
 from roformer_lit.run_files import warn
 from roformer_lit.training.checkpoint_io import refuse_nonfinite
 from roformer_lit.training.steps import total_steps
