@@ -45,6 +45,7 @@ from roformer_lit.data.modules import (
     refusal,
     settings_of,
 )
+from roformer_lit.data.stored_tokenizer import stored_tokenizer_json
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.module import MaskedLM
 from roformer_lit.training import run_dir
@@ -63,7 +64,6 @@ from roformer_lit.training.quiet import SummaryWithoutFlops
 from roformer_lit.training.run_logger import RunLogger, unique_version
 from roformer_lit.training.run_name import run_stem
 from roformer_lit.training.run_report import RunReport
-from roformer_lit.training.stored_tokenizer import stored_tokenizer_json
 from roformer_lit.training.throughput import Throughput
 from roformer_lit.validation import check_run_arguments
 

@@ -39,9 +39,9 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
 from roformer_lit.data.dataset import EpochSampler, ResumableDataLoader
+from roformer_lit.data.stored_tokenizer import tokenizer_state
 from roformer_lit.data.tokenizer import SpecialTokens
 from roformer_lit.errors import ConfigError
-from roformer_lit.training.stored_tokenizer import tokenizer_state
 from roformer_lit.validation import (
     MAX_WORKERS,
     Rule,
@@ -239,7 +239,7 @@ class PretrainDataModule(L.LightningDataModule):
 
     def state_dict(self) -> dict[str, str]:
         """What the data module saves in each checkpoint: its tokenizer
-        (:func:`~roformer_lit.training.stored_tokenizer.tokenizer_state`), so that export
+        (:func:`~roformer_lit.data.stored_tokenizer.tokenizer_state`), so that export
         and fine-tuning need neither the tokenizer cache nor the corpus."""
         return tokenizer_state(self.tokenizer)
 

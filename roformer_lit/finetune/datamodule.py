@@ -27,6 +27,7 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
 from roformer_lit.data.dataset import EpochSampler, ResumableDataLoader
+from roformer_lit.data.stored_tokenizer import tokenizer_state
 from roformer_lit.data.tokenizer import SpecialTokens
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.encoding import collate, encode_examples
@@ -39,7 +40,6 @@ from roformer_lit.finetune.examples import (
 )
 from roformer_lit.finetune.pretrained import check_tokenizer_covers, load_tokenizer
 from roformer_lit.finetune.tasks import TaskSpec, get_task
-from roformer_lit.training.stored_tokenizer import tokenizer_state
 from roformer_lit.validation import MAX_WORKERS, Rule, check_arguments, int_in, optional, size
 from roformer_lit.validation import seed as seed_rule
 
@@ -168,7 +168,7 @@ class TaskDataModule(L.LightningDataModule):
 
     def state_dict(self) -> dict[str, str]:
         """What the data module saves in each checkpoint: its tokenizer
-        (:func:`~roformer_lit.training.stored_tokenizer.tokenizer_state`), so that export
+        (:func:`~roformer_lit.data.stored_tokenizer.tokenizer_state`), so that export
         and fine-tuning need neither the tokenizer cache nor the corpus."""
         return tokenizer_state(self.tokenizer)
 
