@@ -62,10 +62,13 @@ class Key:
 
 
 def parse_row(line: str, protocol: str, lengths: list[int]) -> tuple[Key, dict[int, tuple]] | None:
-    """A per-checkpoint row of an ``extrapolate`` table as (run, ``n -> (acc, exact)``)."""
+    """A per-checkpoint row of an ``extrapolate`` table as (run, ``n -> (acc, exact)``);
+    ValueError for a row cut short (no closing ``|``)."""
     match = RUN.search(line)
     if not line.startswith("| ") or match is None:
         return None
+    if not line.rstrip().endswith("|"):
+        raise ValueError("the row is cut short")
     name, sweep = match["name"], match["sweep"]
     parts = name.split("-")
     seed = int(re.search(r"seed(\d+)$", name).group(1))  # type: ignore[union-attr]
