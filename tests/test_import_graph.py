@@ -117,6 +117,8 @@ FLOORS: dict[str, tuple[int, str]] = {
     # 1 -- the architecture: rules, registries, schemes, kernels, the network
     "validation": (1, "architecture"),
     "registry": (1, "architecture"),
+    "capabilities": (1, "architecture"),
+    "architecture_rules": (1, "architecture"),
     "score_bias": (1, "architecture"),
     "positions": (1, "architecture"),
     "attention": (1, "architecture"),
@@ -145,10 +147,13 @@ FLOORS: dict[str, tuple[int, str]] = {
 
 
 def floor_of(module: str) -> tuple[int, str] | None:
-    """The floor of the longest table prefix of ``module`` (``roformer_lit.`` left off)."""
+    """The floor of the longest table prefix of ``module`` (``roformer_lit.`` left off; the
+    key ``""`` is the package's ``__init__`` alone); None for a module the table lacks."""
     rest = module.removeprefix("roformer_lit").removeprefix(".")
-    parts = rest.split(".") if rest else []
-    for end in range(len(parts), -1, -1):
+    if not rest:
+        return FLOORS[""]
+    parts = rest.split(".")
+    for end in range(len(parts), 0, -1):
         key = ".".join(parts[:end])
         if key in FLOORS:
             return FLOORS[key]
@@ -177,3 +182,4 @@ def test_the_floor_check_sees_a_climb():
     assert floor_of("roformer_lit.training.lifecycle")[0] < floor_of("roformer_lit.benchmarks")[0]
     assert floor_of("roformer_lit.finetune.module")[0] < floor_of("roformer_lit.finetune.cli")[0]
     assert floor_of("roformer_lit")[1] == "entry points"
+    assert floor_of("roformer_lit.a_module_the_table_lacks") is None

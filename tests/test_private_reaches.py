@@ -54,6 +54,7 @@ OTHER_LIBRARIES = {
     ("roformer_lit.tool_arguments", "_actions"): "argparse (standard library)",
     ("roformer_lit.interop.modernbert", "_attn_implementation"): "transformers",
     ("roformer_lit.data.hf_source", "_fingerprint"): "datasets",
+    ("roformer_lit.interop.weights", "_keys_to_ignore_on_load_unexpected"): "transformers",
 }
 
 
