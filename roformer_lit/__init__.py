@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
     from roformer_lit.attention import ATTENTION_KERNELS
+    from roformer_lit.data.stored_tokenizer import checkpoint_tokenizer
     from roformer_lit.encoder_config import EncoderConfig
     from roformer_lit.errors import ConfigError
     from roformer_lit.module import MaskedLM
     from roformer_lit.positions import POSITION_SCHEMES
-    from roformer_lit.training.stored_tokenizer import checkpoint_tokenizer
 
 __all__ = [
     "ATTENTION_KERNELS",
@@ -45,7 +45,7 @@ _LAZY = {
     "ConfigError": "roformer_lit.errors",
     "EncoderConfig": "roformer_lit.encoder_config",
     "MaskedLM": "roformer_lit.module",
-    "checkpoint_tokenizer": "roformer_lit.training.stored_tokenizer",
+    "checkpoint_tokenizer": "roformer_lit.data.stored_tokenizer",
 }
 
 

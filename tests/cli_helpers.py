@@ -82,7 +82,7 @@ def probe_fit_args(
 def tokenizer_section(checkpoint: dict) -> dict:
     """The part of a loaded checkpoint that holds the run's tokenizer: the data module's
     state (Lightning saves it under the data module's class name)."""
-    from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY
+    from roformer_lit.data.stored_tokenizer import TOKENIZER_KEY
 
     sections = [v for v in checkpoint.values() if isinstance(v, dict) and TOKENIZER_KEY in v]
     assert len(sections) == 1, f"{len(sections)} sections hold a tokenizer"

@@ -24,7 +24,7 @@ import roformer_lit  # noqa: E402
 from roformer_lit.commands import main  # noqa: E402
 from roformer_lit.data.corpus_module import CorpusDataModule  # noqa: E402
 from roformer_lit.data.packing import encode_stream  # noqa: E402
-from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY  # noqa: E402
+from roformer_lit.data.stored_tokenizer import TOKENIZER_KEY  # noqa: E402
 
 SCHEMES = ("rope", "deberta", "learned")  # every scheme with an HF counterpart
 TEXT = "The function returns a [MASK] of the values in the list."

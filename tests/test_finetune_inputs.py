@@ -338,7 +338,7 @@ def test_a_tokenizer_that_cannot_encode_the_task_is_refused(
     task is [UNK]; refused in one line naming the share; the real tokenizer fine-tunes."""
     from tokenizer_factory import tiny_tokenizer
 
-    from roformer_lit.training.stored_tokenizer import TOKENIZER_KEY
+    from roformer_lit.data.stored_tokenizer import TOKENIZER_KEY
 
     monkeypatch.chdir(tmp_path)
     checkpoint = torch.load(pretrained, map_location="cpu", weights_only=True)

@@ -1,4 +1,5 @@
-"""The package's import graph has no cycle, and no import inside a function dodges one.
+"""The package's import graph has no cycle, no import inside a function dodges one, and no
+module imports from a floor above its own (:data:`FLOORS`).
 
 Built with ``ast`` from the source: an edge ``a -> b`` for every ``import`` of a
 ``roformer_lit`` module by ``a``, at module level or inside a function (imports under
@@ -98,3 +99,87 @@ def test_the_graph_is_read_from_real_imports():
     """The oracle itself: it sees the architecture rules' imports of the registries."""
     targets = {target for target, _, _ in GRAPH["roformer_lit.architecture_rules"]}
     assert {"roformer_lit.positions", "roformer_lit.attention"} <= targets
+
+
+#: The package's floors, lowest first. A module may import from its own floor and the floors
+#: below, never from one above: the training core does not depend on the tools that drive it
+#: or read its runs. A module's floor is that of the longest prefix of its name in the table
+#: (``finetune.cli`` is the ``finetune`` command, a tool, while the rest of ``finetune`` is a
+#: library built on the core). Function-level imports count; ``TYPE_CHECKING`` ones do not.
+FLOORS: dict[str, tuple[int, str]] = {
+    # 0 -- foundations: plain helpers with no architecture in them
+    "errors": (0, "foundations"),
+    "safe_input": (0, "foundations"),
+    "run_files": (0, "foundations"),
+    "tool_arguments": (0, "foundations"),
+    "batch": (0, "foundations"),
+    "machine": (0, "foundations"),
+    # 1 -- the architecture: rules, registries, schemes, kernels, the network
+    "validation": (1, "architecture"),
+    "registry": (1, "architecture"),
+    "capabilities": (1, "architecture"),
+    "architecture_rules": (1, "architecture"),
+    "score_bias": (1, "architecture"),
+    "positions": (1, "architecture"),
+    "attention": (1, "architecture"),
+    "blocks": (1, "architecture"),
+    "layer_plan": (1, "architecture"),
+    "encoder_config": (1, "architecture"),
+    "model": (1, "architecture"),
+    # 2 -- the training core: the Lightning module, data modules, the training machinery
+    "module": (2, "training core"),
+    "data": (2, "training core"),
+    "training": (2, "training core"),
+    # 3 -- libraries built on the core
+    "finetune": (3, "built on the core"),
+    "interop": (3, "built on the core"),
+    # 4 -- tools: commands, and what reads or drives runs
+    "commands": (4, "tools"),
+    "finetune.cli": (4, "tools"),
+    "finetune.parse": (4, "tools"),
+    "benchmarks": (4, "tools"),
+    "results": (4, "tools"),
+    "sweep": (4, "tools"),
+    # 5 -- entry points
+    "": (5, "entry points"),
+    "__main__": (5, "entry points"),
+}
+
+
+def floor_of(module: str) -> tuple[int, str] | None:
+    """The floor of the longest table prefix of ``module`` (``roformer_lit.`` left off; the
+    key ``""`` is the package's ``__init__`` alone); None for a module the table lacks."""
+    rest = module.removeprefix("roformer_lit").removeprefix(".")
+    if not rest:
+        return FLOORS[""]
+    parts = rest.split(".")
+    for end in range(len(parts), 0, -1):
+        key = ".".join(parts[:end])
+        if key in FLOORS:
+            return FLOORS[key]
+    return None
+
+
+def test_every_module_has_a_floor():
+    missing = sorted(name for name in MODULES if floor_of(name) is None)
+    assert not missing, f"add these modules to FLOORS: {missing}"
+
+
+def test_no_module_imports_from_a_higher_floor():
+    climbs = []
+    for name, edges in GRAPH.items():
+        own = floor_of(name)
+        for target, line, _ in edges:
+            theirs = floor_of(target)
+            if own is not None and theirs is not None and theirs[0] > own[0]:
+                climbs.append(f"{name}:{line} ({own[1]}) imports {target} ({theirs[1]})")
+    assert not climbs, "\n".join(sorted(set(climbs)))
+
+
+def test_the_floor_check_sees_a_climb():
+    """The oracle itself: the floors order the core below the tools, and a longer prefix
+    decides (a fine-tuning library module is below the ``finetune`` command)."""
+    assert floor_of("roformer_lit.training.lifecycle")[0] < floor_of("roformer_lit.benchmarks")[0]
+    assert floor_of("roformer_lit.finetune.module")[0] < floor_of("roformer_lit.finetune.cli")[0]
+    assert floor_of("roformer_lit")[1] == "entry points"
+    assert floor_of("roformer_lit.a_module_the_table_lacks") is None

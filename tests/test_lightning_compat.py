@@ -6,6 +6,8 @@ feature off."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -33,20 +35,22 @@ class Record(Callback):
             self.validated.append(trainer.global_step)
 
 
-def fit(callback: Callback, **trainer_args: Any) -> Trainer:
+def fit(
+    callback: Callback, callbacks_extra: Sequence[Callback] = (), **trainer_args: Any
+) -> Trainer:
     args = dict(
         max_steps=6,
         val_check_interval=2,
         limit_val_batches=1,
         num_sanity_val_steps=0,
         logger=False,
-        enable_checkpointing=False,
+        enable_checkpointing=bool(callbacks_extra),
         enable_progress_bar=False,
         enable_model_summary=False,
         accelerator="cpu",
         devices=1,
     )
-    trainer = Trainer(**{**args, **trainer_args}, callbacks=[callback])
+    trainer = Trainer(**{**args, **trainer_args}, callbacks=[callback, *callbacks_extra])
     trainer.fit(BoringModel())
     return trainer
 
@@ -195,3 +199,158 @@ def test_the_resumable_loader_index_sampler_skips_what_was_handed_out() -> None:
     resumed.load_state_dict(first.state_dict())
     rest = list(resumed)
     assert torch.equal(torch.cat([*seen, *rest]), data)
+
+
+def test_compat_cli_calls_the_public_steps_in_lightnings_order() -> None:
+    """``CompatCLI`` routes Lightning's ``_parse_ckpt_path`` and ``_set_seed`` to the public
+    names the CLI overrides, in the order Lightning calls them."""
+    called = []
+
+    class Routed(compat.CompatCLI):
+        def check_ckpt_path(self) -> None:
+            called.append("check_ckpt_path")
+
+        def set_seed(self) -> None:
+            called.append("set_seed")
+
+        def before_instantiate_classes(self) -> None:
+            raise Abort
+
+    with pytest.raises(Abort):
+        Routed(BoringModel, args=["fit", "--trainer.max_steps", "1"], save_config_callback=None)
+    assert called == ["check_ckpt_path", "set_seed"]
+
+
+def test_compat_cli_defaults_to_lightnings_own_steps() -> None:
+    """Not overridden, ``set_seed`` seeds torch with ``seed_everything`` as Lightning does."""
+
+    class Stop(compat.CompatCLI):
+        def before_instantiate_classes(self) -> None:
+            raise Abort
+
+    for seed in (7, 11):
+        with pytest.raises(Abort):
+            Stop(
+                BoringModel, args=["fit", "--seed_everything", str(seed)], save_config_callback=None
+            )
+        assert torch.initial_seed() == seed
+
+
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")
+
+
+@pytest.mark.parametrize(
+    ("environment", "rank"),
+    [
+        ({}, None),
+        ({"LOCAL_RANK": "3"}, 3),
+        ({"SLURM_PROCID": "2"}, 2),
+        ({"RANK": "1", "LOCAL_RANK": "3"}, 1),
+    ],
+)
+def test_launch_rank_reads_the_launchers_environment(monkeypatch, environment, rank) -> None:
+    """The global rank where the launcher sets one, else the local one, else SLURM's."""
+    for name in RANK_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert compat.launch_rank() == rank
+
+
+@pytest.mark.parametrize("save_last", [True, False])
+def test_refresh_last_checkpoint_writes_last_at_the_current_step(tmp_path, save_last) -> None:
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    checkpoint = ModelCheckpoint(dirpath=tmp_path, save_last=save_last, save_top_k=0)
+    last = tmp_path / "last.ckpt"
+    seen = {}
+
+    class RefreshAtThree(Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            if trainer.global_step == 3:
+                compat.refresh_last_checkpoint(checkpoint, trainer)
+                seen["written"] = last.is_file()
+                if last.is_file():
+                    seen["step"] = torch.load(last, weights_only=False)["global_step"]
+
+    fit(
+        RefreshAtThree(), limit_val_batches=0, val_check_interval=None, callbacks_extra=[checkpoint]
+    )
+    assert seen == ({"written": True, "step": 3} if save_last else {"written": False})
+
+
+@pytest.mark.parametrize(
+    ("trainer_args", "own_setting", "at_epoch_end"),
+    [
+        ({"limit_val_batches": 0, "val_check_interval": None}, None, True),  # no validation
+        ({"val_check_interval": 2}, None, False),  # validation inside the epoch
+        ({"val_check_interval": None, "check_val_every_n_epoch": 2}, None, False),
+        ({"val_check_interval": 2}, True, True),  # the callback's own setting wins
+    ],
+)
+def test_saves_on_train_epoch_end_follows_the_validation_schedule(
+    tmp_path, trainer_args, own_setting, at_epoch_end
+) -> None:
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    checkpoint = ModelCheckpoint(dirpath=tmp_path, save_on_train_epoch_end=own_setting)
+    record = Record(lambda trainer: compat.saves_on_train_epoch_end(checkpoint, trainer))
+    fit(record, callbacks_extra=[checkpoint], **trainer_args)
+    assert set(record.answers.values()) == {at_epoch_end}
+
+
+@pytest.mark.parametrize(
+    ("interval", "by_time"), [(timedelta(seconds=5), True), (2, False), (1.0, False)]
+)
+def test_validates_by_time_when_the_interval_is_a_duration(interval, by_time) -> None:
+    trainer = Trainer(val_check_interval=interval, logger=False, enable_checkpointing=False)
+    assert compat.validates_by_time(trainer) is by_time
+
+
+def test_hyperparameters_as_the_tensorboard_logger_writes_them(tmp_path) -> None:
+    from argparse import Namespace
+
+    from lightning.pytorch.loggers import TensorBoardLogger
+
+    assert compat.hyperparameters_as_dict(Namespace(lr=0.1, name="x")) == {"lr": 0.1, "name": "x"}
+    assert compat.hyperparameters_as_dict({"lr": 0.1}) == {"lr": 0.1}
+    logger = TensorBoardLogger(tmp_path)
+    nested = {"model": {"hidden": 8, "plan": [1, 2]}, "table": torch.zeros(2, 2), "lr": 0.1}
+    flat = compat.flat_hyperparameters(logger, nested)
+    assert set(flat) == {"model/hidden", "model/plan", "table", "lr"}
+    assert flat["model/hidden"] == 8 and flat["lr"] == 0.1
+    assert flat["model/plan"] == str([1, 2]) and flat["table"] == str(torch.zeros(2, 2))
+
+
+def test_event_file_writer_writes_into_the_loggers_event_file(tmp_path) -> None:
+    from lightning.pytorch.loggers import TensorBoardLogger
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from torch.utils.tensorboard.summary import scalar
+
+    logger = TensorBoardLogger(tmp_path, name="run", version=0)
+    writer = compat.event_file_writer(logger)
+    writer.add_summary(scalar("probe/value", 2.5), 4)
+    writer.flush()
+    events = EventAccumulator(logger.log_dir)
+    events.Reload()
+    [point] = events.Scalars("probe/value")
+    assert (point.step, point.value) == (4, 2.5)
+
+
+@pytest.mark.parametrize("batch_size", [3, None])
+def test_index_sampler_hook_wraps_what_torch_iterates(batch_size) -> None:
+    """torch's ``DataLoader._index_sampler``: the batch sampler when batching, else the
+    sampler; what ``wrap_index_sampler`` returns is what the loader iterates."""
+    given = []
+
+    class Reversed(compat.IndexSamplerHook):
+        def wrap_index_sampler(self, sampler):
+            given.append(sampler)
+            return list(reversed(list(sampler)))
+
+    data = torch.arange(7)
+    plain = torch.utils.data.DataLoader(data, batch_size=batch_size)
+    loader = Reversed(data, batch_size=batch_size)
+    expected = list(reversed([batch.tolist() for batch in plain]))
+    assert [batch.tolist() for batch in loader] == expected
+    assert given == [loader.batch_sampler if batch_size else loader.sampler]

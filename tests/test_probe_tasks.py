@@ -22,10 +22,10 @@ from roformer_lit.data import CorpusDataModule, ProbeDataModule, data_module
 from roformer_lit.data.dataset import ResumableDataLoader
 from roformer_lit.data.probes import PROBE_TASKS, generate, probe_rng, probe_tokenizer
 from roformer_lit.data.probes.tasks import FIRST_SYMBOL, MASK_ID, PAD_ID, SEP_ID
+from roformer_lit.data.stored_tokenizer import checkpoint_tokenizer
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import _exact_match
 from roformer_lit.results.events import read_run
-from roformer_lit.training.stored_tokenizer import checkpoint_tokenizer
 
 SYMBOLS = 10
 

@@ -3,14 +3,9 @@ accuracy (higher is better) and MLM loss (lower is better)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-
-from study_cells import SeedStudy  # noqa: E402
+from roformer_lit.results.study.seed_study import SeedStudy
 
 SEEDS = range(5)
 NOISE = [0.01, -0.02, 0.0, 0.015, -0.005]

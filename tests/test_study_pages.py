@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from roformer_lit.results.study.pages import main as study_main
+from roformer_lit.results.study.regions import render
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "study_pages.py"
@@ -26,17 +32,209 @@ def test_the_study_pages_are_generated_from_their_data() -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def test_check_fails_on_a_page_edited_by_hand(tmp_path, monkeypatch) -> None:
+def test_check_fails_on_a_page_edited_by_hand() -> None:
     """A changed number inside a generated region is caught (the check can fail)."""
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import study_pages
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
     page = ROOT / "docs" / "studies" / "position-tasks.md"
     text = page.read_text(encoding="utf-8")
-    assert study_pages.render(text, str(page)) == text
+    assert render(text, str(page)) == text
     edited = text.replace("| nope | 0.189 |", "| nope | 0.200 |", 1)
-    assert edited != text and study_pages.render(edited, str(page)) == text
+    assert edited != text and render(edited, str(page)) == text
     outside = text.replace("## recall", "## recall (edited)", 1)
-    assert study_pages.render(outside, str(page)) == outside  # hand-written text is left alone
+    assert render(outside, str(page)) == outside  # hand-written text is left alone
+
+
+# -- damaged raw outputs and pages: one error line, exit 2, no page written ---------------
+
+PLANS_CSV = "cpu-study-plans-copy.csv"
+BUDGET_CSV = "cpu-2026-11-26-study-budget-copy-long.csv"
+SELECTION_CSV = "cpu-2026-11-25-study-schemes-runs.csv"
+PROBES_TXT = "cpu-2026-11-24-probes-recall-extrapolate.txt"
+MLM_TXT = "cpu-2026-11-23-extrapolation-every-scheme.txt"
+POSITION_LR_TXT = "cpu-2026-11-23-position-lr.txt"
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+def cut_mid_row(data: bytes) -> bytes:
+    """The file cut inside its tenth line, after the row's second field."""
+    lines = _lines(data.decode())
+    row = lines[9]
+    return "".join(lines[:9]).encode() + row[: row.index(",", row.index(",") + 1)].encode()
+
+
+def value_not_a_number(data: bytes) -> bytes:
+    lines = _lines(data.decode())
+    lines[5] = lines[5].rsplit(",", 1)[0] + ",0.4x2\n"
+    return "".join(lines).encode()
+
+
+def one_field_too_many(data: bytes) -> bytes:
+    lines = _lines(data.decode())
+    lines[5] = lines[5].rstrip("\n") + ",extra\n"
+    return "".join(lines).encode()
+
+
+def value_column_renamed(data: bytes) -> bytes:
+    lines = _lines(data.decode())
+    lines[0] = lines[0].replace("value", "amount")
+    return "".join(lines).encode()
+
+
+def binary(data: bytes) -> bytes:
+    return b"\x1f\x8b\x08\x00" + bytes(range(256)) * 4
+
+
+def nul_byte(data: bytes) -> bytes:
+    return data[:200] + b"\0" + data[200:]
+
+
+def selection_not_a_number(data: bytes) -> bytes:
+    lines = _lines(data.decode())
+    fields = lines[3].split(",")
+    fields[5] = "high"  # val_acc
+    lines[3] = ",".join(fields)
+    return "".join(lines).encode()
+
+
+def table_cell_not_a_number(data: bytes) -> bytes:
+    """The first run row of an extrapolate table with its first accuracy replaced."""
+    lines = _lines(data.decode())
+    at = next(i for i, line in enumerate(lines) if line.startswith("| ") and "runs/" in line)
+    lines[at] = lines[at].replace(" / ", "x / ", 1)
+    return "".join(lines).encode()
+
+
+def table_row_cut(data: bytes) -> bytes:
+    lines = _lines(data.decode())
+    at = next(i for i, line in enumerate(lines) if line.startswith("| ") and "runs/" in line)
+    return "".join(lines[:at]).encode() + lines[at][: len(lines[at]) // 2 + 40].encode()
+
+
+def mlm_loss_cell(data: bytes) -> bytes:
+    lines = _lines(data.decode())
+    at = next(i for i, line in enumerate(lines) if "runs/positions/" in line and "| " in line)
+    cells = lines[at].split("|")
+    cells[4] = " 2.31e "  # L=128
+    lines[at] = "|".join(cells)
+    return "".join(lines).encode()
+
+
+def emptied(data: bytes) -> bytes:
+    return b""
+
+
+#: (case, damaged raw output, damage, region read, what the error line says)
+DAMAGED_FILES = [
+    ("csv-cut-mid-row", PLANS_CSV, cut_mid_row, "plans-table", "line 10: 2 of 4 fields"),
+    ("csv-binary", PLANS_CSV, binary, "plans-table", "line 1: not UTF-8 text"),
+    ("csv-nul-byte", PLANS_CSV, nul_byte, "plans-table", "a NUL byte"),
+    ("csv-not-a-number", PLANS_CSV, value_not_a_number, "plans-table", "line 6: column value"),
+    ("csv-extra-field", PLANS_CSV, one_field_too_many, "plans-table", "line 6: more fields"),
+    ("csv-no-column", PLANS_CSV, value_column_renamed, "plans-table", "line 1: no column value"),
+    ("budget-csv-cut", BUDGET_CSV, cut_mid_row, "budget", "line 10: 2 of 5 fields"),
+    ("selection-csv", SELECTION_CSV, selection_not_a_number, "schemes-selected", "val_acc"),
+    ("table-cell", PROBES_TXT, table_cell_not_a_number, "recall", "not a row of an extrapolate"),
+    ("table-row-cut", PROBES_TXT, table_row_cut, "recall", "not a row of an extrapolate"),
+    ("table-binary", PROBES_TXT, binary, "recall", "not UTF-8 text"),
+    ("mlm-loss-cell", MLM_TXT, mlm_loss_cell, "mlm-sweep", "no loss at L=128"),
+    ("mlm-missing", MLM_TXT, None, "mlm-sweep", "cannot be read"),
+    ("position-lr-empty", POSITION_LR_TXT, emptied, "position-lr", "cannot be written"),
+]
+
+REGION_PAGE = "# A page\n\n<!-- generated: {region} -->\nstale\n<!-- end generated -->\n"
+
+
+def _study_dirs(tmp_path: Path, page: str) -> tuple[Path, Path]:
+    """A copy of docs/bench and a pages folder holding ``page`` alone."""
+    bench, pages = tmp_path / "bench", tmp_path / "pages"
+    shutil.copytree(ROOT / "docs" / "bench", bench)
+    pages.mkdir()
+    (pages / "page.md").write_text(page, encoding="utf-8")
+    return bench, pages
+
+
+def _error_line(capsys, argv: list[str]) -> str:
+    code = study_main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", (code, out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+@pytest.mark.parametrize("region", sorted({case[3] for case in DAMAGED_FILES}))
+def test_the_regions_of_the_damage_cases_are_written_from_intact_files(tmp_path, region) -> None:
+    """The control: each page of the table below is rewritten from the intact copy, so its
+    error comes from the damage alone."""
+    bench, pages = _study_dirs(tmp_path, REGION_PAGE.format(region=region))
+    assert study_main(["--bench", str(bench), "--pages", str(pages)]) == 0
+    assert "stale" not in (pages / "page.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("name", "damage", "region", "says"),
+    [case[1:] for case in DAMAGED_FILES],
+    ids=[case[0] for case in DAMAGED_FILES],
+)
+def test_a_damaged_raw_output_is_one_error_line_naming_it(
+    tmp_path, capsys, name, damage, region, says
+) -> None:
+    page = REGION_PAGE.format(region=region)
+    bench, pages = _study_dirs(tmp_path, page)
+    if damage is None:
+        (bench / name).unlink()
+    else:
+        (bench / name).write_bytes(damage((bench / name).read_bytes()))
+    line = _error_line(capsys, ["--bench", str(bench), "--pages", str(pages)])
+    assert says in line, line
+    named = str(bench / name) if "cannot be written" not in says else str(pages / "page.md")
+    assert named in line, line
+    assert (pages / "page.md").read_text(encoding="utf-8") == page  # nothing written
+
+
+#: (case, page text, what the error line says)
+DAMAGED_PAGES = [
+    (
+        "unknown-region",
+        "# A page\n\n<!-- generated: no-such-region -->\nx\n<!-- end generated -->\n",
+        "line 3: unknown generated region 'no-such-region'; known: budget,",
+    ),
+    (
+        "unclosed-region",
+        "# A page\n\ntext\n<!-- generated: position-lr -->\nx\n",
+        "line 4: region 'position-lr' has no '<!-- end generated -->'",
+    ),
+    (
+        "unclosed-before-the-next",
+        "<!-- generated: position-lr -->\nx\n<!-- generated: mlm-sweep -->\n"
+        "y\n<!-- end generated -->\n",
+        "line 1: region 'position-lr' has no '<!-- end generated -->' before the next region",
+    ),
+    ("binary-page", b"# A page\n\xff\xfe\x00\x01", "line 2: not UTF-8 text"),
+]
+
+
+@pytest.mark.parametrize(
+    ("page", "says"), [c[1:] for c in DAMAGED_PAGES], ids=[c[0] for c in DAMAGED_PAGES]
+)
+@pytest.mark.parametrize("check", [False, True], ids=["rewrite", "check"])
+def test_a_damaged_page_is_one_error_line_naming_it(tmp_path, capsys, page, says, check) -> None:
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    data = page if isinstance(page, bytes) else page.encode()
+    (pages / "page.md").write_bytes(data)
+    argv = ["--pages", str(pages), *(["--check"] if check else [])]
+    line = _error_line(capsys, argv)
+    assert f"error: {pages / 'page.md'}: {says}" in line
+    assert (pages / "page.md").read_bytes() == data
+
+
+def test_the_command_prints_no_traceback_on_a_damaged_file(tmp_path) -> None:
+    """End to end, as a user runs it: one line on stderr, exit 2."""
+    bench, pages = _study_dirs(tmp_path, REGION_PAGE.format(region="plans-table"))
+    (bench / PLANS_CSV).write_bytes(binary(b""))
+    proc = _run("--check", "--bench", str(bench), "--pages", str(pages))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: {bench / PLANS_CSV}: line 1: not UTF-8 text")

@@ -28,8 +28,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from roformer_lit.benchmarks.machine import describe_machine
 from roformer_lit.errors import ConfigError
+from roformer_lit.machine import describe_machine
 from roformer_lit.safe_input import check_readable_file
 from roformer_lit.tool_arguments import PROG, ToolParser, integer
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from roformer_lit.benchmarks.machine import describe_machine
 from roformer_lit.benchmarks.models import MAX_BATCH, ROUNDS
 from roformer_lit.data.corpus_module import CorpusDataModule
+from roformer_lit.machine import describe_machine
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.tool_arguments import LENGTH, ToolParser, integer

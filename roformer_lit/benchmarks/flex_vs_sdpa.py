@@ -21,10 +21,10 @@ from collections.abc import Sequence
 
 import torch
 
-from roformer_lit.benchmarks.machine import describe_machine
 from roformer_lit.benchmarks.models import BERT_BASE, MAX_BATCH, ROUNDS, WARMUP, median_ratio
 from roformer_lit.benchmarks.runners import Runner, Shape, make_batch
 from roformer_lit.errors import ConfigError
+from roformer_lit.machine import describe_machine
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.tool_arguments import LENGTH, MAX_LENGTH, ToolParser, integer

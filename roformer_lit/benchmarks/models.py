@@ -23,10 +23,10 @@ import torch
 
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.benchmarks.flops import gemm_shapes, nominal_peak_flops, training_step_flops
-from roformer_lit.benchmarks.machine import describe_machine
 from roformer_lit.benchmarks.memory import peak_step_memory_mb
 from roformer_lit.benchmarks.runners import Runner, Shape, hf_reference, ours, sync_device
 from roformer_lit.benchmarks.sdpa_backends import backends_taken, describe
+from roformer_lit.machine import describe_machine
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.tool_arguments import LENGTH, MAX_LENGTH, ToolParser, integer, real

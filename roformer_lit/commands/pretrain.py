@@ -22,7 +22,6 @@ from typing import Any
 
 import yaml
 from jsonargparse import ArgumentError, get_loader, set_loader
-from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelSummary
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
@@ -45,6 +44,7 @@ from roformer_lit.data.modules import (
     refusal,
     settings_of,
 )
+from roformer_lit.data.stored_tokenizer import stored_tokenizer_json
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.module import MaskedLM
 from roformer_lit.training import run_dir
@@ -57,13 +57,17 @@ from roformer_lit.training.callbacks import (
 )
 from roformer_lit.training.checkpoint_io import PRETRAINING, AtomicCheckpointIO, read_checkpoint
 from roformer_lit.training.final_validation import ValidateAtEnd
-from roformer_lit.training.lightning_compat import refused_data_key, subcommand_options
+from roformer_lit.training.lightning_compat import (
+    CompatCLI,
+    launch_rank,
+    refused_data_key,
+    subcommand_options,
+)
 from roformer_lit.training.progress import default_progress_bar
 from roformer_lit.training.quiet import SummaryWithoutFlops
 from roformer_lit.training.run_logger import RunLogger, unique_version
 from roformer_lit.training.run_name import run_stem
 from roformer_lit.training.run_report import RunReport
-from roformer_lit.training.stored_tokenizer import stored_tokenizer_json
 from roformer_lit.training.throughput import Throughput
 from roformer_lit.validation import check_run_arguments
 
@@ -74,7 +78,7 @@ RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"
 SPECIAL_CKPT_PATHS = ("last", "best", "hpc")
 
 
-class RoformerCLI(LightningCLI):
+class RoformerCLI(CompatCLI):
     """LightningCLI with the data -> model links, a fixed checkpoint policy and run naming."""
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
@@ -104,7 +108,7 @@ class RoformerCLI(LightningCLI):
         )
 
     def parse_arguments(self, parser: LightningArgumentParser, args: Any) -> None:
-        """Parse as LightningCLI does, keeping the command line for :meth:`_parse_ckpt_path`
+        """Parse as LightningCLI does, keeping the command line for :meth:`check_ckpt_path`
         (what the user typed, :func:`~roformer_lit.commands.checkpoint_settings.typed_keys`)."""
         self._argv = (
             [str(a) for a in (sys.argv[1:] if args is None else args)]
@@ -125,7 +129,7 @@ class RoformerCLI(LightningCLI):
                 raise ConfigError(line) from exc
             raise
 
-    def _parse_ckpt_path(self) -> None:
+    def check_ckpt_path(self) -> None:
         """Check ``--ckpt_path`` before anything is built: it must be a readable pretraining
         checkpoint (one ``error:`` line, not a PyTorch traceback). Its run's model and data
         settings then replace the command's, except those typed on the command line, which
@@ -151,7 +155,7 @@ class RoformerCLI(LightningCLI):
             from_files=config_file_keys(argv, options),
             pretraining_data=self.subclass_mode_data,
         )
-        if _get_rank() in (None, 0):
+        if launch_rank() in (None, 0):
             for note in notes:
                 print(note, file=sys.stderr, flush=True)
         if fill:
@@ -175,7 +179,7 @@ class RoformerCLI(LightningCLI):
         args = logger.init_args
         root, name = args.get("save_dir") or "runs", args.get("name") or "default"
         ckpt = config.get("ckpt_path")
-        leader = _get_rank() in (None, 0)  # only one process of a multi-process run claims
+        leader = launch_rank() in (None, 0)  # only one process of a multi-process run claims
         if args.get("version") is None:
             own_run = run_dir_of(ckpt) if ckpt else None
             if own_run is not None:  # a restart continues the run it came from
@@ -203,10 +207,14 @@ class RoformerCLI(LightningCLI):
         (:func:`roformer_lit.commands.prelaunch.check_fit_config`)."""
         check_fit_config(config)
 
-    def _set_seed(self) -> None:
+    def set_seed(self) -> None:
         """Seed everything, refusing a seed numpy cannot take with one line."""
-        check_run_arguments({"seed_everything": self._get(self.config, "seed_everything")})
-        super()._set_seed()
+        check_run_arguments({"seed_everything": self.setting(self.config, "seed_everything")})
+        super().set_seed()
+
+    def setting(self, config: Any, key: str, default: Any = None) -> Any:
+        """``key`` of ``config``, inside the running subcommand's section when there is one."""
+        return config.get(str(self.subcommand), config).get(key, default)
 
     def after_validate(self) -> None:
         """LightningCLI's hook after ``validate``: the result goes to the run's record."""
@@ -232,7 +240,7 @@ class RoformerCLI(LightningCLI):
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         """The trainer, plus preemption handling, divergence reporting and atomic saves."""
-        trainer_config = self._get(self.config_init, "trainer", default={})
+        trainer_config = self.setting(self.config_init, "trainer", default={})
         extras = default_progress_bar(trainer_config)
         if trainer_config.get("enable_model_summary") is not False:
             configured = extras.get("callbacks", trainer_config.get("callbacks")) or []

@@ -33,15 +33,13 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import lightning as L
 import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
-from roformer_lit.data.dataset import EpochSampler, ResumableDataLoader
+from roformer_lit.data.resumable import ResumableDataModule
 from roformer_lit.data.tokenizer import SpecialTokens
 from roformer_lit.errors import ConfigError
-from roformer_lit.training.stored_tokenizer import tokenizer_state
 from roformer_lit.validation import (
     MAX_WORKERS,
     Rule,
@@ -81,8 +79,10 @@ BASE_RULES: dict[str, Rule] = {
 }
 
 
-class PretrainDataModule(L.LightningDataModule):
-    """The base of every pretraining data source: loaders, their resume state and seeds.
+class PretrainDataModule(ResumableDataModule):
+    """The base of every pretraining data source: its arguments, stored once in the
+    hyperparameters, and its datasets; the seeded, resumable loaders and the tokenizer in
+    every checkpoint are the base's (:class:`~roformer_lit.data.resumable.ResumableDataModule`).
 
     Args:
         max_length: tokens per block (a corpus) or per sequence (a position task).
@@ -237,12 +237,6 @@ class PretrainDataModule(L.LightningDataModule):
         """The source's tokenizer."""
         raise NotImplementedError
 
-    def state_dict(self) -> dict[str, str]:
-        """What the data module saves in each checkpoint: its tokenizer
-        (:func:`~roformer_lit.training.stored_tokenizer.tokenizer_state`), so that export
-        and fine-tuning need neither the tokenizer cache nor the corpus."""
-        return tokenizer_state(self.tokenizer)
-
     def build_datasets(self) -> None:
         """Set :attr:`train_dataset` and :attr:`val_dataset` where they are None."""
         raise NotImplementedError
@@ -295,34 +289,16 @@ class PretrainDataModule(L.LightningDataModule):
         return self.random_positions
 
     # ----------------------------------------------------------------- loaders
-    def _current_epoch(self) -> int:
-        trainer = getattr(self, "trainer", None)
-        return int(trainer.current_epoch) if trainer is not None else 0
-
     def _loader(self, dataset: Dataset | None, shuffle: bool) -> DataLoader:
         if dataset is None:
             self.setup()
             dataset = self.train_dataset if shuffle else self.val_dataset
         assert dataset is not None
-        sampler = EpochSampler(
-            len(dataset),  # type: ignore[arg-type]
-            shuffle=shuffle,
-            seed=self.seed,
-            epoch=self._current_epoch(),
-        )
-        # The training loader is resumable mid-epoch (its position goes into checkpoints).
-        # Every loader has its own generator: otherwise each new DataLoader iterator draws
-        # its worker base seed from torch's global RNG, which dropout uses, so the dropout
-        # masks of a resumed run would depend on how many iterators were created before.
-        loader_class = ResumableDataLoader if shuffle else DataLoader
-        return loader_class(
+        return self.seeded_loader(
             dataset,
+            shuffle=shuffle,
             batch_size=None if shuffle and self.TRAIN_ITEMS_ARE_BATCHES else self.batch_size,
-            sampler=sampler,
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
             pin_memory=torch.cuda.is_available(),
-            generator=torch.Generator().manual_seed(self.seed),
         )
 
     def train_dataloader(self) -> DataLoader:

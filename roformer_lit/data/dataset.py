@@ -32,10 +32,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data import Dataset, Sampler
 
 from roformer_lit.data.masking import mask_tokens, sample_seed
 from roformer_lit.data.shards import TokenBlocks
+from roformer_lit.training.lightning_compat import IndexSamplerHook
 
 
 class MLMBlockDataset(Dataset[dict[str, torch.Tensor]]):
@@ -173,7 +174,7 @@ class _SkipFirst:
         yield from iterator
 
 
-class ResumableDataLoader(DataLoader):
+class ResumableDataLoader(IndexSamplerHook):
     """A ``DataLoader`` whose position inside the epoch is saved in Lightning checkpoints.
 
     ``state_dict()`` is ``{"epoch": e, "batches": n}``: the sampler's epoch of the current
@@ -191,9 +192,10 @@ class ResumableDataLoader(DataLoader):
         self._yielded = 0
         self._resume: tuple[int | None, int] | None = None
 
-    @property
-    def _index_sampler(self) -> Any:
-        return _SkipFirst(super()._index_sampler, self)
+    def wrap_index_sampler(self, sampler: Any) -> Any:
+        """The index sampler, starting ``_skip`` batches in (torch's ``_index_sampler``:
+        :class:`~roformer_lit.training.lightning_compat.IndexSamplerHook`)."""
+        return _SkipFirst(sampler, self)
 
     def _sampler_epoch(self) -> int | None:
         epoch = getattr(self.sampler, "epoch", None)

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from roformer_lit.commands.checkpoint_settings import typed_keys
@@ -55,7 +54,7 @@ from roformer_lit.training import run_dir
 from roformer_lit.training.callbacks import LastCheckpointAtEnd, RunCheckpoint
 from roformer_lit.training.checkpoint_io import FINE_TUNING, checkpoint_kind, read_checkpoint
 from roformer_lit.training.final_validation import ValidateAtEnd
-from roformer_lit.training.lightning_compat import subcommand_options
+from roformer_lit.training.lightning_compat import launch_rank, subcommand_options
 from roformer_lit.training.run_logger import unique_version
 from roformer_lit.training.run_name import component_label
 
@@ -93,7 +92,7 @@ class FinetuneCLI(RoformerCLI):
             }
         )
 
-    def _parse_ckpt_path(self) -> None:
+    def check_ckpt_path(self) -> None:
         """``--ckpt_path`` must be a readable fine-tuning checkpoint (one line otherwise)."""
         self._checkpoint = None
         subcommand = self.config.get("subcommand")
@@ -169,7 +168,7 @@ class FinetuneCLI(RoformerCLI):
                 position = (checkpoint.get("hyper_parameters") or {}).get("position", "model")
                 stem = f"{spec.name}-{component_label(position)}-seed{config.seed_everything}"
                 root, name = args.get("save_dir") or "runs", args.get("name") or EXPERIMENT
-                claim = run_dir.claim_new if _get_rank() in (None, 0) else unique_version
+                claim = run_dir.claim_new if launch_rank() in (None, 0) else unique_version
                 args.version = claim(root, name, stem)
         super().before_instantiate_classes()
 

@@ -21,12 +21,10 @@ import functools
 from collections.abc import Sequence
 from pathlib import Path
 
-import lightning as L
-import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
-from roformer_lit.data.dataset import EpochSampler, ResumableDataLoader
+from roformer_lit.data.resumable import ResumableDataModule
 from roformer_lit.data.tokenizer import SpecialTokens
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.encoding import collate, encode_examples
@@ -39,7 +37,6 @@ from roformer_lit.finetune.examples import (
 )
 from roformer_lit.finetune.pretrained import check_tokenizer_covers, load_tokenizer
 from roformer_lit.finetune.tasks import TaskSpec, get_task
-from roformer_lit.training.stored_tokenizer import tokenizer_state
 from roformer_lit.validation import MAX_WORKERS, Rule, check_arguments, int_in, optional, size
 from roformer_lit.validation import seed as seed_rule
 
@@ -73,8 +70,9 @@ TASK_DATA_RULES: dict[str, Rule] = {
 }
 
 
-class TaskDataModule(L.LightningDataModule):
-    """Batches of a fine-tuning task.
+class TaskDataModule(ResumableDataModule):
+    """Batches of a fine-tuning task (the seeded, resumable loaders and the tokenizer in
+    every checkpoint are the base's: :class:`~roformer_lit.data.resumable.ResumableDataModule`).
 
     Args:
         task: a name of :data:`~roformer_lit.finetune.tasks.TASKS` (``local``:
@@ -165,12 +163,6 @@ class TaskDataModule(L.LightningDataModule):
             self._tokenizer = load_tokenizer(self.pretrained)
             SpecialTokens.from_tokenizer(self._tokenizer, f"the tokenizer of {self.pretrained}")
         return self._tokenizer
-
-    def state_dict(self) -> dict[str, str]:
-        """What the data module saves in each checkpoint: its tokenizer
-        (:func:`~roformer_lit.training.stored_tokenizer.tokenizer_state`), so that export
-        and fine-tuning need neither the tokenizer cache nor the corpus."""
-        return tokenizer_state(self.tokenizer)
 
     @property
     def label_count(self) -> int:
@@ -284,19 +276,12 @@ class TaskDataModule(L.LightningDataModule):
         return -(-len(self.train_dataset) // self.batch_size)
 
     def _loader(self, dataset: EncodedTask, shuffle: bool) -> DataLoader:
-        trainer = getattr(self, "trainer", None)
-        epoch = int(trainer.current_epoch) if trainer is not None else 0
-        sampler = EpochSampler(len(dataset), shuffle=shuffle, seed=self.seed, epoch=epoch)
         pad = SpecialTokens.from_tokenizer(self.tokenizer).pad
-        loader_class = ResumableDataLoader if shuffle else DataLoader
-        return loader_class(
+        return self.seeded_loader(
             dataset,
+            shuffle=shuffle,
             batch_size=self.batch_size,
-            sampler=sampler,
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
             collate_fn=functools.partial(collate, pad_id=pad, regression=self.label_count == 1),
-            generator=torch.Generator().manual_seed(self.seed),
         )
 
     def train_dataloader(self) -> DataLoader:

@@ -4,7 +4,7 @@ The encoder is rebuilt from the checkpoint's ``hyper_parameters`` as an
 :class:`~roformer_lit.encoder_config.EncoderConfig` (:func:`encoder_config`: every field
 of the architecture; one the checkpoint lacks takes its default) and
 loaded with its ``encoder.*`` weights (strictly: every weight present and of its shape).
-The tokenizer is the one stored in the checkpoint (:mod:`roformer_lit.training.stored_tokenizer`),
+The tokenizer is the one stored in the checkpoint (:mod:`roformer_lit.data.stored_tokenizer`),
 so the run works on any machine. A checkpoint of a position task (``data.probe``: a
 word-level tokenizer of the task's symbols) is refused, and so is any tokenizer that encodes
 more than half of a sample of the task's text as unknown or padding
@@ -24,11 +24,11 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
+from roformer_lit.data.stored_tokenizer import checkpoint_tokenizer
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder
 from roformer_lit.training.checkpoint_io import PRETRAINING, checkpoint_kind, read_checkpoint
-from roformer_lit.training.stored_tokenizer import checkpoint_tokenizer
 
 
 def read_pretrained(path: str | Path) -> dict[str, Any]:

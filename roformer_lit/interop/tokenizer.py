@@ -22,9 +22,9 @@ from typing import Any
 
 from tokenizers import Tokenizer, processors
 
+from roformer_lit.data.stored_tokenizer import checkpoint_tokenizer
 from roformer_lit.data.tokenizer import SPECIAL_TOKENS, SpecialTokens, load_tokenizer_file
 from roformer_lit.errors import ConfigError
-from roformer_lit.training.stored_tokenizer import checkpoint_tokenizer
 
 _SPECIAL_ROLES = dict(zip(SPECIAL_TOKENS, ("pad", "unk", "cls", "sep", "mask"), strict=True))
 

@@ -18,7 +18,12 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from roformer_lit.errors import TrainingDiverged
 from roformer_lit.training import startup_signals
 from roformer_lit.training.checkpoint_io import share_checkpoint
-from roformer_lit.training.lightning_compat import stop_as_if_sigterm, validation_follows_batch
+from roformer_lit.training.lightning_compat import (
+    refresh_last_checkpoint,
+    saves_on_train_epoch_end,
+    stop_as_if_sigterm,
+    validation_follows_batch,
+)
 
 
 class LastCheckpointAtEnd(Callback):
@@ -65,19 +70,15 @@ class RunCheckpoint(ModelCheckpoint):
     Here ``last.ckpt`` is written at every validation (and every epoch end that saves).
     """
 
-    def _refresh_last(self, trainer: Trainer) -> None:
-        if self.save_last and not self._should_skip_saving_checkpoint(trainer):
-            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
-
     def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         super().on_validation_end(trainer, pl_module)
-        if not self._should_save_on_train_epoch_end(trainer):
-            self._refresh_last(trainer)
+        if not saves_on_train_epoch_end(self, trainer):
+            refresh_last_checkpoint(self, trainer)
 
     def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         super().on_train_epoch_end(trainer, pl_module)
-        if self._should_save_on_train_epoch_end(trainer):
-            self._refresh_last(trainer)
+        if saves_on_train_epoch_end(self, trainer):
+            refresh_last_checkpoint(self, trainer)
 
 
 def last_checkpoint_path(trainer: Trainer) -> Path:

@@ -20,6 +20,7 @@ from roformer_lit.training.lightning_compat import (
     can_stop_early,
     ready_batches_reached,
     validates_after_batch,
+    validates_by_time,
 )
 from roformer_lit.training.steps import total_steps
 
@@ -85,7 +86,7 @@ def schedule_gap(trainer: Trainer) -> str | None:
         total is None
         or trainer.global_step >= total
         or trainer.check_val_every_n_epoch is not None
-        or getattr(trainer, "_val_check_time_interval", None) is not None
+        or validates_by_time(trainer)
         or not isinstance(every, int | float)
         or not math.isfinite(every)
         or not trainer.enable_validation

@@ -7,7 +7,7 @@ theirs (the network, the loss, the metrics); this base gives both
 * **exact resume**: every checkpoint carries the random generators (torch CPU and CUDA,
   Python, NumPy; every rank's under DDP), restored just before the first training batch
   after a resume, so dropout continues exactly where it stopped; and the run's tokenizer,
-  so a checkpoint is usable without the corpus (:mod:`roformer_lit.training.stored_tokenizer`);
+  so a checkpoint is usable without the corpus (:mod:`roformer_lit.data.stored_tokenizer`);
   and the numerics it ran under (:func:`numerics_record`: processor, torch, CPU threads):
   a run resumed under others rounds differently, so it is not the uninterrupted run bit for
   bit, and says so in one ``warning:`` line (:func:`numerics_warning`);
@@ -51,8 +51,8 @@ import torch
 from lightning.pytorch.utilities import rank_zero_only
 from torch import nn
 
-from roformer_lit.benchmarks.machine import cpu_model
 from roformer_lit.errors import TrainingDiverged
+from roformer_lit.machine import cpu_model
 from roformer_lit.run_files import warn
 from roformer_lit.training.checkpoint_io import refuse_nonfinite
 from roformer_lit.training.steps import total_steps

@@ -1,4 +1,4 @@
-"""Every reach into Lightning's (and torch's DataLoader's) private API, in one module.
+"""Every reach into Lightning's (and torch's) private API, in one module.
 
 Lightning has no public hook for a few things the framework needs; each reach is one
 function here, so a Lightning release that moves an internal breaks one place, and
@@ -21,11 +21,25 @@ reach                                     what for
 :func:`refused_data_key`                  the ``data`` key (and value) jsonargparse's error
                                           text names when a chosen data module does not take
                                           it (jsonargparse raises no structured error)
+:class:`CompatCLI`                        LightningCLI's private steps the CLI replaces
+                                          (``_parse_ckpt_path``, ``_set_seed``: the names in
+                                          :data:`CLI_OVERRIDES`), under public names
+:func:`launch_rank`                       this process's rank from the launcher's
+                                          environment, before the trainer exists
+:func:`refresh_last_checkpoint`           write ``last.ckpt`` now (``callbacks.RunCheckpoint``)
+:func:`saves_on_train_epoch_end`          whether a ModelCheckpoint saves at epoch ends
+:func:`validates_by_time`                 whether validation runs on a clock
+                                          (``final_validation.schedule_gap``)
+:func:`hyperparameters_as_dict`           the TensorBoard logger's conversion, flattening
+:func:`flat_hyperparameters`              and sanitising of hyper-parameters, and its event
+:func:`event_file_writer`                 file writer (``run_logger.RunLogger``)
+:class:`IndexSamplerHook`                 torch ``DataLoader``'s index sampler, under a public
+                                          name (``data.dataset.ResumableDataLoader``: exact
+                                          resume inside an epoch)
 ========================================  ==================================================
 
-One private reach into torch stays where it must, as a property override:
-``data.dataset.ResumableDataLoader._index_sampler`` (exact resume inside an epoch); its
-test is beside these.
+``tests/test_private_reaches.py`` scans the package and fails on a private name of
+Lightning or torch used anywhere else.
 
 A reach that fails at run time (an internal gone) answers as if the feature were off: the
 run goes on, and only the test says the reach broke.
@@ -38,11 +52,96 @@ import re
 from typing import Any
 
 import yaml
+from lightning.fabric.loggers.tensorboard import _convert_params, _flatten_dict
+from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch import Trainer
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.loggers import TensorBoardLogger
+from torch.utils.data import DataLoader
 
-#: LightningCLI methods (private in Lightning) that ``commands.pretrain.RoformerCLI`` and
-#: ``finetune.cli`` override; the test checks Lightning still calls each one.
+#: LightningCLI methods (private in Lightning) that :class:`CompatCLI` replaces with public
+#: ones; the test checks Lightning still calls each one.
 CLI_OVERRIDES = ("_parse_ckpt_path", "_set_seed")
+
+
+class CompatCLI(LightningCLI):
+    """LightningCLI whose private steps the CLI replaces have public names.
+
+    Lightning's ``__init__`` calls ``_parse_ckpt_path`` (after parsing) and ``_set_seed``
+    (before building the classes); here they call :meth:`check_ckpt_path` and
+    :meth:`set_seed`, which ``commands.pretrain.RoformerCLI`` and ``finetune.cli`` override.
+    Each defaults to Lightning's own step."""
+
+    def _parse_ckpt_path(self) -> None:
+        self.check_ckpt_path()
+
+    def _set_seed(self) -> None:
+        self.set_seed()
+
+    def check_ckpt_path(self) -> None:
+        """What ``--ckpt_path`` brings before anything is built (Lightning's own: the
+        checkpoint's hyper-parameters fill the model's arguments)."""
+        super()._parse_ckpt_path()
+
+    def set_seed(self) -> None:
+        """Seed everything from ``seed_everything`` (Lightning's own)."""
+        super()._set_seed()
+
+
+def launch_rank() -> int | None:
+    """This process's rank as the launcher's environment gives it (``RANK``, ``LOCAL_RANK``,
+    ``SLURM_PROCID``, ...), ``None`` where none is set: the rank before a trainer exists."""
+    return _get_rank()
+
+
+def refresh_last_checkpoint(callback: ModelCheckpoint, trainer: Trainer) -> None:
+    """Write the callback's ``last.ckpt`` now, unless it is off (``save_last``) or Lightning
+    would skip saving at this point (sanity check, fast dev run, already saved this step)."""
+    if callback.save_last and not callback._should_skip_saving_checkpoint(trainer):
+        callback._save_last_checkpoint(trainer, callback._monitor_candidates(trainer))
+
+
+def saves_on_train_epoch_end(callback: ModelCheckpoint, trainer: Trainer) -> bool:
+    """Whether the callback saves at the end of a training epoch rather than after
+    validation (its ``save_on_train_epoch_end``, else Lightning's rule)."""
+    return bool(callback._should_save_on_train_epoch_end(trainer))
+
+
+def validates_by_time(trainer: Trainer) -> bool:
+    """Whether ``val_check_interval`` is a duration (validation on a clock, not by batch)."""
+    return getattr(trainer, "_val_check_time_interval", None) is not None
+
+
+def hyperparameters_as_dict(params: Any) -> dict[str, Any]:
+    """Hyper-parameters as the TensorBoard logger takes them: a ``Namespace`` or mapping
+    made a plain ``dict``."""
+    return _convert_params(params)
+
+
+def flat_hyperparameters(logger: TensorBoardLogger, params: dict[str, Any]) -> dict[str, Any]:
+    """Nested hyper-parameters flattened (``model/hidden_size``) and made values TensorBoard
+    stores (anything else its string), as the logger writes them."""
+    return logger._sanitize_params(_flatten_dict(params))
+
+
+def event_file_writer(logger: TensorBoardLogger) -> Any:
+    """The logger's event-file writer (``add_summary``), to write summaries the public
+    ``SummaryWriter`` methods do not build."""
+    return logger.experiment._get_file_writer()
+
+
+class IndexSamplerHook(DataLoader):
+    """A ``DataLoader`` whose index sampler (torch's private ``_index_sampler``: the batch
+    sampler when batching, else the sampler) goes through :meth:`wrap_index_sampler`."""
+
+    @property
+    def _index_sampler(self) -> Any:
+        return self.wrap_index_sampler(super()._index_sampler)
+
+    def wrap_index_sampler(self, sampler: Any) -> Any:
+        """The index sampler the loader iterates (this one: ``sampler`` itself)."""
+        return sampler
 
 
 def validation_follows_batch(trainer: Trainer) -> bool:

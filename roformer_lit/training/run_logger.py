@@ -17,6 +17,12 @@ from typing import Any
 from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_only
 
+from roformer_lit.training.lightning_compat import (
+    event_file_writer,
+    flat_hyperparameters,
+    hyperparameters_as_dict,
+)
+
 #: Seconds between two flushes of the event file (TensorBoard's default is 120).
 FLUSH_SECS = 5
 
@@ -78,17 +84,16 @@ class RunLogger(TensorBoardLogger):
     def log_hyperparams(
         self, params: Any, metrics: dict[str, Any] | None = None, step: int | None = None
     ) -> None:
-        from lightning.fabric.loggers.tensorboard import _convert_params, _flatten_dict
         from torch.utils.tensorboard.summary import hparams
 
-        params = _convert_params(params)
+        params = hyperparameters_as_dict(params)
         if metrics is not None:
             super().log_hyperparams(public_params(params), metrics, step)
             self.hparams.update(params)
             return
         self.hparams.update(params)
-        flat = self._sanitize_params(_flatten_dict(public_params(params)))
+        flat = flat_hyperparameters(self, public_params(params))
         exp, ssi, sei = hparams(flat, {tag: 0.0 for tag in HPARAM_METRICS})
-        writer = self.experiment._get_file_writer()
+        writer = event_file_writer(self)
         for summary in (exp, ssi, sei):
             writer.add_summary(summary, step)

@@ -6,7 +6,7 @@ task × seeds 0-4, 1,500 steps), one task at a time with ``sweep --only data.pro
 Raw outputs read: :data:`TEST_FILES` in ``docs/bench/``, ``extrapolate --split test --csv``
 of every run's last checkpoint with the task's ``baseline:<rule>`` rows on the same
 sequences. Each plan is compared with all-global RoPE (no plan) by seed
-(:class:`study_cells.SeedStudy`).
+(:class:`~roformer_lit.results.study.seed_study.SeedStudy`).
 
 The ``recall`` slice (regions ``plans-recall-*``) is its own sweep,
 ``configs/sweeps/study_plans_recall.yaml`` (the same four plans on ``recall`` with 256
@@ -23,16 +23,13 @@ last checkpoint on its own validation text at :data:`MLM_LENGTHS` tokens, with t
 
 from __future__ import annotations
 
-import functools
 import re
-from pathlib import Path
 
-from study_cells import Parse, SeedStudy, read_test_csv, run_pattern
+from roformer_lit.results.study.places import bench_file, cached
+from roformer_lit.results.study.seed_study import Parse, SeedStudy, read_test_csv, run_pattern
+from roformer_lit.results.study.words import PROBE_LENGTHS, STUDY_TASKS
 
-BENCH = Path(__file__).resolve().parent.parent / "docs" / "bench"
 TEST_FILES = "cpu-study-plans-{task}.csv"
-TASKS = ["copy", "reverse", "sort", "odds_first"]
-LENGTHS = [16, 32, 64, 128, 256]
 #: run-name plan label (:func:`roformer_lit.layer_plan.plan_label`) -> what the page calls it
 PLANS = {
     "layer_plan=none": "all-global RoPE",
@@ -40,7 +37,7 @@ PLANS = {
     "global.nope-local8x2": "iRoPE: global NoPE, local RoPE ×2",
     "local8": "all-local",
 }
-RUN = run_pattern("study_plans", r"(?P<plan>.+?)", TASKS)
+RUN = run_pattern("study_plans", r"(?P<plan>.+?)", STUDY_TASKS)
 RECALL_FILE = "cpu-study-plans-recall.csv"
 RECALL_LENGTHS = [8, 16, 32, 64, 128]
 RECALL_RUN = re.compile(r"study_plans_recall/(?P<plan>.+?)-seed(?P<seed>\d+)(?:/|$)")
@@ -95,7 +92,7 @@ def _study(
     """The plans against all-global RoPE over the tasks whose ``files[task]`` exist."""
     result = SeedStudy(lengths, plans["layer_plan=none"], metric=metric, length_name=length_name)
     for task, name in files.items():
-        path = BENCH / name
+        path = bench_file(name)
         if path.is_file():
             cells, baselines = read_test_csv(path, parse, metric)
             result.cells.update(cells)
@@ -104,26 +101,26 @@ def _study(
     return result
 
 
-@functools.cache
+@cached
 def study() -> SeedStudy:
     """The four position tasks (regions ``plans-*``)."""
-    return _study(LENGTHS, {t: TEST_FILES.format(task=t) for t in TASKS}, _parse)
+    return _study(PROBE_LENGTHS, {t: TEST_FILES.format(task=t) for t in STUDY_TASKS}, _parse)
 
 
-@functools.cache
+@cached
 def recall_study() -> SeedStudy:
     """``recall`` at longer contexts (regions ``plans-recall-*``), its own Holm family."""
     return _study(RECALL_LENGTHS, {"recall": RECALL_FILE}, _parser(RECALL_RUN, "recall", PLANS))
 
 
-@functools.cache
+@cached
 def recall_short_study() -> SeedStudy:
     """``recall`` where all-global RoPE learns 1× (regions ``plans-recall-short-*``)."""
     parse = _parser(RECALL_SHORT_RUN, "recall", RECALL_SHORT_PLANS)
     return _study(RECALL_SHORT_LENGTHS, {"recall": RECALL_SHORT_FILE}, parse, RECALL_SHORT_PLANS)
 
 
-@functools.cache
+@cached
 def mlm_study() -> SeedStudy:
     """MLM on the bundled corpus (regions ``plans-mlm-*``): loss, lower is better."""
     parse = _parser(MLM_RUN, "mlm", MLM_PLANS)

@@ -1,4 +1,8 @@
-"""A one-line description of the machine a benchmark ran on."""
+"""The machine a run or a benchmark ran on, in one line.
+
+Low-level on purpose: the training core records the processor in a run's numerics
+(:mod:`roformer_lit.training.lifecycle`), and the benchmarks head their tables with
+:func:`describe_machine`; neither has to import the other."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import torch
 
 
 def cpu_model() -> str:
+    """The processor's model name (``/proc/cpuinfo``), else what :mod:`platform` reports."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:

@@ -5,13 +5,12 @@ accuracy and exact match (or, for MLM, masked-token loss: lower is better), the 
 baselines on the same sequences, and a reference variant. It writes the three regions a study page has: the table (mean [95 % t-interval] ·
 seeds solving, ▲ when every seed is above the best baseline), each variant against the
 reference paired by seed (Holm over the whole table), and the findings, every count and
-list taken from the same cells. Used by ``scripts/study_selected.py`` and
-``scripts/study_plans.py``; statistics from :mod:`roformer_lit.results.statistics`.
+list taken from the same cells. Used by :mod:`.selected` and :mod:`.plans`; statistics
+from :mod:`roformer_lit.results.statistics` (the pairs: :mod:`.paired`).
 """
 
 from __future__ import annotations
 
-import csv
 import functools
 import re
 import statistics
@@ -19,10 +18,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from roformer_lit.results.statistics import holm, mean_interval, paired_t_test, verdict
+from roformer_lit.results.statistics import mean_interval, verdict
+from roformer_lit.results.study.paired import Pair, by_common_seed, holm_family
+from roformer_lit.results.study.reading import csv_rows
+from roformer_lit.results.study.words import NOT_RUN, SOLVED, names
 
-SOLVED = 0.9
-NOT_RUN = "_No slice of the sweep has been run yet._"
+#: The columns of an ``extrapolate --csv`` file a study reads, and their types.
+TEST_COLUMNS = {"name": str, "metric": str, "length": int, "value": float}
 #: ``parse(checkpoint name) -> (task, variant, seed)`` or None (a row of another study).
 Parse = Callable[[str], "tuple[str, str, int] | None"]
 
@@ -36,29 +38,22 @@ def read_test_csv(path: Path, parse: Parse, metric: str = "acc") -> tuple[dict, 
     baselines: dict = {}
     pending = []
     tasks = set()
-    with path.open(encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            n, value = int(row["length"]), float(row["value"])
-            if row["name"].startswith("baseline:"):
-                if row["metric"] == metric:
-                    pending.append((row["name"].removeprefix("baseline:"), n, value))
-                continue
-            parsed = parse(row["name"])
-            if parsed is None:
-                continue
-            task, name, seed = parsed
-            tasks.add(task)
-            cells.setdefault((task, name, n, row["metric"]), {})[seed] = value
+    for row in csv_rows(path, TEST_COLUMNS):
+        n, value = row["length"], row["value"]
+        if row["name"].startswith("baseline:"):
+            if row["metric"] == metric:
+                pending.append((row["name"].removeprefix("baseline:"), n, value))
+            continue
+        parsed = parse(row["name"])
+        if parsed is None:
+            continue
+        task, name, seed = parsed
+        tasks.add(task)
+        cells.setdefault((task, name, n, row["metric"]), {})[seed] = value
     if len(tasks) == 1:
         (task,) = tasks
         baselines = {(task, rule, n): value for rule, n, value in pending}
     return cells, baselines
-
-
-def names(items: list[str]) -> str:
-    if not items:
-        return "none"
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 @dataclass
@@ -142,7 +137,7 @@ class SeedStudy:
         return "\n".join(lines)
 
     @functools.cached_property
-    def pairs(self) -> dict[tuple[str, str, int], tuple[list[float], list[float], float]]:
+    def pairs(self) -> dict[tuple[str, str, int], Pair]:
         """``(task, variant, n) -> (reference by seed, variant by seed, Holm p)``: one family."""
         found = {}
         for task in self.tasks():
@@ -151,15 +146,10 @@ class SeedStudy:
                     continue
                 for n in self.lengths:
                     ref, other = self.values(task, self.reference, n), self.values(task, name, n)
-                    common = sorted(set(ref) & set(other))
-                    if len(common) >= 2:
-                        found[(task, name, n)] = (
-                            [ref[s] for s in common],
-                            [other[s] for s in common],
-                        )
-        keys = list(found)
-        adjusted = holm([paired_t_test(*found[k]) for k in keys])
-        return {k: (*found[k], p) for k, p in zip(keys, adjusted, strict=True)}
+                    sides = by_common_seed(ref, other)
+                    if sides is not None:
+                        found[(task, name, n)] = sides
+        return holm_family(found)
 
     def pairs_table(self) -> str:
         """Each variant minus the reference, paired by seed, Holm over the table."""

@@ -23,13 +23,8 @@ cell of the comparison table.
 
 from __future__ import annotations
 
-import csv
-import functools
 import re
 import statistics
-from pathlib import Path
-
-from study_cells import SeedStudy, read_test_csv
 
 from roformer_lit.results.compare.select import best_value
 from roformer_lit.results.statistics import (
@@ -37,16 +32,18 @@ from roformer_lit.results.statistics import (
     prediction_interval,
     verdict,
 )
+from roformer_lit.results.study.places import bench_file, cached
+from roformer_lit.results.study.reading import csv_rows, optional
+from roformer_lit.results.study.seed_study import TEST_COLUMNS, SeedStudy, read_test_csv
+from roformer_lit.results.study.words import PROBE_LENGTHS, STUDY_TASKS
 
-BENCH = Path(__file__).resolve().parent.parent / "docs" / "bench"
 SELECTION_FILE = "cpu-2026-11-25-study-schemes-runs.csv"
 TEST_FILES = "cpu-2026-11-25-study-schemes-{task}.csv"
-TASKS = ["copy", "reverse", "sort", "odds_first"]
-LENGTHS = [16, 32, 64]
+LENGTHS = PROBE_LENGTHS[:3]
 REFERENCE = "rope"
 RUN = re.compile(
     r"study_schemes_selected/(?P<scheme>[a-z0-9]+)-(?P<options>.+?)-(?P<task>"
-    + "|".join(TASKS)
+    + "|".join(STUDY_TASKS)
     + r")-learning_rate(?P<lr>[0-9.e-]+)-seed(?P<seed>\d+)(?:/|$)"
 )
 
@@ -68,24 +65,23 @@ def _parse(name: str) -> tuple[str, str, float, int] | None:
     )
 
 
-@functools.cache
+@cached
 def selection_scores() -> dict[tuple[str, str], dict[float, dict[int, float]]]:
     """``(task, variant) -> learning rate -> seed -> val_acc`` from :data:`SELECTION_FILE`."""
-    path = BENCH / SELECTION_FILE
+    path = bench_file(SELECTION_FILE)
     scores: dict = {}
     if not path.is_file():
         return scores
-    with path.open(encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            parsed = _parse(row["path"])
-            if parsed is None or not row.get("val_acc"):
-                continue
-            task, name, lr, seed = parsed
-            scores.setdefault((task, name), {}).setdefault(lr, {})[seed] = float(row["val_acc"])
+    for row in csv_rows(path, {"path": str, "val_acc": optional(float)}):
+        parsed = _parse(row["path"])
+        if parsed is None or row["val_acc"] is None:
+            continue
+        task, name, lr, seed = parsed
+        scores.setdefault((task, name), {}).setdefault(lr, {})[seed] = row["val_acc"]
     return scores
 
 
-@functools.cache
+@cached
 def chosen() -> dict[tuple[str, str], float]:
     """``(task, variant) -> learning rate``: the best mean ``val_acc`` among the rates every
     seed of the group finished (the seeds of the group's most complete rate)."""
@@ -107,7 +103,7 @@ def _selection_text(task: str, name: str) -> str:
     )
 
 
-@functools.cache
+@cached
 def study() -> SeedStudy:
     """The chosen learning rate's runs of every (task, variant) with a test file."""
     picks = chosen()
@@ -116,8 +112,8 @@ def study() -> SeedStudy:
         REFERENCE,
         extra=("learning rate: mean val acc (chosen **bold**)", {}),
     )
-    for task in TASKS:
-        path = BENCH / TEST_FILES.format(task=task)
+    for task in STUDY_TASKS:
+        path = bench_file(TEST_FILES.format(task=task))
         if not path.is_file():
             continue
 
@@ -238,7 +234,7 @@ def retrain() -> str:
     """Cells retrained (:data:`RETRAIN_FILES`) beside the study's value of the same run and
     the study's interval, with how many land inside it and how many equal it bit for bit,
     per machine."""
-    if not tasks() or not any((BENCH / name).is_file() for name in RETRAIN_FILES):
+    if not tasks() or not any(bench_file(name).is_file() for name in RETRAIN_FILES):
         return "_Not run yet._"
     lines = [
         "| retrained on | run | length | accuracy retrained | the study's run | the study's mean [95 % interval] | 95 % prediction interval for one run | inside it | bit-identical |",
@@ -246,33 +242,32 @@ def retrain() -> str:
     ]
     summaries = []
     for name, where in RETRAIN_FILES.items():
-        path = BENCH / name
+        path = bench_file(name)
         if not path.is_file():
             continue
         cells = inside_count = identical_count = 0
-        with path.open(encoding="utf-8") as f:
-            for row in csv.DictReader(f):
-                parsed = _parse(row["name"])
-                if parsed is None or row["metric"] != "acc":
-                    continue
-                task, variant_name, lr, seed = parsed
-                n = int(row["length"])
-                study_values = reported(task, variant_name, n)
-                if chosen().get((task, variant_name)) != lr or seed not in study_values:
-                    continue
-                interval = mean_interval(list(study_values.values())).clipped()
-                one_run = prediction_interval(list(study_values.values()))
-                value = float(row["value"])
-                inside = one_run.low <= value <= one_run.high
-                identical = value == study_values[seed]
-                cells, inside_count = cells + 1, inside_count + inside
-                identical_count += identical
-                lines.append(
-                    f"| {where} | `{variant_name}` × `{task}`, rate {lr:g}, seed {seed} | {n} | "
-                    f"{value:.4f} | {study_values[seed]:.4f} | {interval.text()} | "
-                    f"[{one_run.low:.3f}, {one_run.high:.3f}] | {'yes' if inside else 'no'} | "
-                    f"{'yes' if identical else 'no'} |"
-                )
+        for row in csv_rows(path, TEST_COLUMNS):
+            parsed = _parse(row["name"])
+            if parsed is None or row["metric"] != "acc":
+                continue
+            task, variant_name, lr, seed = parsed
+            n = row["length"]
+            study_values = reported(task, variant_name, n)
+            if chosen().get((task, variant_name)) != lr or seed not in study_values:
+                continue
+            interval = mean_interval(list(study_values.values())).clipped()
+            one_run = prediction_interval(list(study_values.values()))
+            value = row["value"]
+            inside = one_run.low <= value <= one_run.high
+            identical = value == study_values[seed]
+            cells, inside_count = cells + 1, inside_count + inside
+            identical_count += identical
+            lines.append(
+                f"| {where} | `{variant_name}` × `{task}`, rate {lr:g}, seed {seed} | {n} | "
+                f"{value:.4f} | {study_values[seed]:.4f} | {interval.text()} | "
+                f"[{one_run.low:.3f}, {one_run.high:.3f}] | {'yes' if inside else 'no'} | "
+                f"{'yes' if identical else 'no'} |"
+            )
         summaries.append(
             f"{where}: {inside_count} of {cells} retrained cells lie inside the study's "
             f"prediction interval for one run, {identical_count} of {cells} equal the "
@@ -289,7 +284,7 @@ PROPE_REFERENCE = "rope (base=100.0)"
 def prope() -> str:
     """p-RoPE against RoPE at the same base, paired by seed, per task and length, with
     Holm's correction over these cells only (a family of its own: a
-    :class:`~study_cells.SeedStudy` of the two variants)."""
+    :class:`~roformer_lit.results.study.seed_study.SeedStudy` of the two variants)."""
     result = study()
     control = SeedStudy(
         LENGTHS,

@@ -1,0 +1,23 @@
+"""The study pages' generated regions, computed from the raw outputs in ``docs/bench/``.
+
+A study page (``docs/studies/*.md``) states every table, count, ordering and "on every
+seed" inside a region between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``;
+:mod:`.pages` (``python scripts/study_pages.py [--check]``) rewrites the regions, or checks
+that the pages equal what the data give. One module a job:
+
+- :mod:`.places`: where the raw outputs and the pages are, and the caches of what was read;
+- :mod:`.reading`: reading a raw output, refusing a damaged one in one line;
+- :mod:`.words`: how a page writes a list, a span, a length; the shared constants;
+- :mod:`.paired`: paired t-tests by seed, Holm over a family, and their marks;
+- :mod:`.seed_study`: :class:`~.seed_study.SeedStudy`, the table, pairs and findings of a
+  study of variants against a reference over seeds;
+- :mod:`.probes`: the first position-task sweep (2026-11-24: every scheme, randomized
+  positions, recall, p-RoPE);
+- :mod:`.selected`: the scheme study at selected learning rates (regions ``schemes-*``);
+- :mod:`.plans`: the layer-plan study (regions ``plans-*``);
+- :mod:`.mlm`: the MLM positions sweep and the position learning rate;
+- :mod:`.bridge`: probe accuracy against MLM loss;
+- :mod:`.budget`: the training-budget study (regions ``budget*``);
+- :mod:`.regions`: the table of regions and the rewriting of a page;
+- :mod:`.pages`: the command.
+"""

@@ -1,0 +1,399 @@
+"""The first position-task sweep (2026-11-24): every scheme on ``copy``, ``reverse``,
+``odds_first`` and ``sort`` with and without randomized positions, ``recall``, and p-RoPE.
+Regions ``training-length``, ``beyond-2x``, ``rp-pairs``, ``rp-sort``, ``rp-counts``,
+``recall`` and ``prope`` of ``docs/studies/position-tasks.md``.
+
+Raw outputs read: the ``extrapolate`` outputs :data:`RAW` in ``docs/bench/``
+(per-checkpoint rows; a file ending ``-random-positions.txt`` was evaluated at random
+positions, ``--positions random``, the others at the ordinary positions). Baselines are
+computed here on the very sequences those runs were evaluated on (data seed 0, 256
+sequences per length: the study's settings), by :mod:`roformer_lit.data.probes.baselines`.
+Statistics: :mod:`roformer_lit.results.statistics` (paired t-test by seed, Holm over every
+off/on cell compared, 95 % t-intervals).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass
+
+from roformer_lit.data.probes import PROBE_TASKS, ProbeValidation, baseline_scores
+from roformer_lit.errors import ConfigError
+from roformer_lit.results.statistics import holm, mean_interval, paired_t_test, verdict
+from roformer_lit.results.study.paired import holm_family, mark
+from roformer_lit.results.study.places import PLACES, cached
+from roformer_lit.results.study.reading import read_text
+from roformer_lit.results.study.words import PROBE_LENGTHS, TIMES, names, span
+
+RAW = "cpu-2026-11-24-probes-*-extrapolate*.txt"
+#: A checkpoint of the sweep in a row of an ``extrapolate`` table.
+RUN = re.compile(r"runs/(?P<sweep>probes_[a-z_]+)/(?P<name>[^/ ]+)/checkpoints/")
+SCHEMES = [
+    "nope",
+    "learned",
+    "rope",
+    "deberta",
+    "sinusoidal",
+    "xl",
+    "fire",
+    "t5",
+    "alibi",
+    "kerple",
+]
+#: The sweep's tasks (``sort`` ran in a sweep of its own, ``probes_sort``).
+TASKS = ["copy", "reverse", "odds_first"]
+LENGTHS = PROBE_LENGTHS
+VAL_SEQUENCES, DATA_SEED = 256, 0
+
+
+@dataclass(frozen=True)
+class Key:
+    """One run: sweep, scheme, task, randomized positions on, p-RoPE's unrotated fraction,
+    how it was evaluated, seed."""
+
+    sweep: str
+    scheme: str
+    task: str
+    rp: bool
+    unrotated: float
+    protocol: str
+    seed: int
+
+
+def parse_row(line: str, protocol: str, lengths: list[int]) -> tuple[Key, dict[int, tuple]] | None:
+    """A per-checkpoint row of an ``extrapolate`` table as (run, ``n -> (acc, exact)``);
+    ValueError for a row cut short (no closing ``|``)."""
+    match = RUN.search(line)
+    if not line.startswith("| ") or match is None:
+        return None
+    if not line.rstrip().endswith("|"):
+        raise ValueError("the row is cut short")
+    name, sweep = match["name"], match["sweep"]
+    parts = name.split("-")
+    seed = int(re.search(r"seed(\d+)$", name).group(1))  # type: ignore[union-attr]
+    task = (
+        "recall"
+        if sweep.startswith("probes_recall")
+        else next(p for p in parts if p in PROBE_TASKS)
+    )
+    rp = re.search(r"random_positions\d+", name) is not None
+    fraction = re.search(r"unrotated_fraction=([0-9.]+)", name)
+    unrotated = float(fraction.group(1)) if fraction else 0.0
+    cells = [c.strip() for c in line.strip().strip("|").split("|")][3:]
+    values: dict[int, tuple] = {}
+    for n, cell in zip(lengths, cells, strict=True):
+        if " / " in cell:
+            acc, exact = cell.split(" / ")
+            values[n] = (float(acc), float(exact.split()[0]))
+    return Key(sweep, parts[0], task, rp, unrotated, protocol, seed), values
+
+
+@cached
+def runs() -> dict[Key, dict[int, tuple[float, float]]]:
+    """Every run of every raw output, its cells merged over the files that hold it; a line
+    that starts a table or a row and cannot be read is refused (ConfigError: file, line)."""
+    found: dict[Key, dict[int, tuple[float, float]]] = {}
+    for path in sorted(PLACES.bench.glob(RAW)):
+        protocol = "random" if path.name.endswith("-random-positions.txt") else "ordinary"
+        lengths: list[int] = []
+        for number, line in enumerate(read_text(path).splitlines(), start=1):
+            try:
+                if line.startswith("| checkpoint |"):
+                    lengths = [int(c.strip()[2:]) for c in line.strip("|").split("|")[3:]]
+                    continue
+                parsed = parse_row(line, protocol, lengths)
+            except (ValueError, AttributeError, StopIteration) as exc:
+                raise ConfigError(
+                    f"{path}: line {number}: not a row of an extrapolate table ({exc})"
+                ) from None
+            if parsed is not None:
+                found.setdefault(parsed[0], {}).update(parsed[1])
+    return found
+
+
+def seeds(
+    sweeps: tuple[str, ...], scheme: str, task: str, rp: bool, protocol: str, unrotated: float = 0.0
+) -> dict[int, dict[int, tuple[float, float]]]:
+    """``seed -> n -> (acc, exact)`` of one variant."""
+    return {
+        k.seed: cells
+        for k, cells in runs().items()
+        if k.sweep in sweeps
+        and k.scheme == scheme
+        and k.task == task
+        and k.rp == rp
+        and k.protocol == protocol
+        and k.unrotated == unrotated
+    }
+
+
+MAIN = ("probes_quick", "probes_others", "probes_sort")
+
+
+@cached
+def baseline(task: str, n: int) -> dict[str, float]:
+    """Each baseline's accuracy on the study's evaluation sequences of ``task`` at ``n``."""
+    symbols = 32 if task == "recall" else 16
+    data = ProbeValidation(
+        PROBE_TASKS[task], symbols=symbols, length=n, count=VAL_SEQUENCES, seed=DATA_SEED
+    )
+    scores = baseline_scores(
+        PROBE_TASKS[task], data.input_ids.numpy(), data.labels.numpy(), symbols
+    )
+    return {s.rule: s.acc for s in scores}
+
+
+def best_baseline(task: str, n: int) -> float:
+    return max(baseline(task, n).values())
+
+
+def training_length() -> str:
+    """Accuracy at n = 16 (1×), ordinary positions, no randomized positions."""
+    tasks = [*TASKS, "sort"]
+    lines = [
+        "| scheme | " + " | ".join(tasks) + " |",
+        "|---|" + "---|" * len(tasks),
+    ]
+    solved = []
+    for scheme in SCHEMES:
+        cells = []
+        for task in tasks:
+            by_seed = seeds(MAIN, scheme, task, False, "ordinary")
+            accs = [c[16][0] for c in by_seed.values()]
+            text = span(accs)
+            cells.append(f"**{text}**" if min(accs) >= 0.95 else text)
+            if all(c[16][1] >= 0.9 for c in by_seed.values()):
+                solved.append(f"`{scheme}` × `{task}`")
+        lines.append(f"| {scheme} | " + " | ".join(cells) + " |")
+    for rule in ("majority", "relative_place"):
+        cells = [f"{baseline(t, 16)[rule]:.3f}" if rule in baseline(t, 16) else "–" for t in tasks]
+        lines.append(f"| baseline:{rule} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(
+        f"Solved (exact match ≥ 0.9 on every seed of three), {len(solved)} of "
+        f"{len(SCHEMES) * len(tasks)} scheme × task cells: {names(solved)}."
+    )
+    return "\n".join(lines)
+
+
+def beyond() -> str:
+    """Without randomized positions: the pairs above the best baseline at 2× on every seed."""
+    above, total = [], 0
+    for scheme in SCHEMES:
+        for task in [*TASKS, "sort"]:
+            by_seed = seeds(MAIN, scheme, task, False, "ordinary")
+            total += 1
+            if all(c[32][0] > best_baseline(task, 32) for c in by_seed.values()):
+                above.append((scheme, task, by_seed))
+    lines = [
+        "| scheme | task | " + " | ".join(TIMES[n] for n in LENGTHS[1:]) + " |",
+        "|---|---|" + "---|" * len(LENGTHS[1:]),
+    ]
+    for scheme, task, by_seed in above:
+        cells = []
+        for n in LENGTHS[1:]:
+            accs = [c[n][0] for c in by_seed.values() if n in c]
+            text = f"{statistics.fmean(accs):.3f} ({span(accs)})"
+            cells.append(f"**{text}**" if min(accs) > best_baseline(task, n) else text)
+        lines.append(f"| {scheme} | {task} | " + " | ".join(cells) + " |")
+    for task in [*TASKS, "sort"]:
+        rules = baseline(task, 32)
+        best = max(rules, key=rules.__getitem__)
+        cells = [f"{best_baseline(task, n):.3f}" for n in LENGTHS[1:]]
+        lines.append(f"| baseline:{best} | {task} | " + " | ".join(cells) + " |")
+    pairs = [f"`{s}` × `{t}`" for s, t, _ in above]
+    margins = sorted(
+        (
+            (statistics.fmean(c[32][0] for c in by_seed.values()) - best_baseline(t, 32), s, t)
+            for s, t, by_seed in above
+        ),
+        reverse=True,
+    )
+    largest = [f"`{s}` × `{t}` (+{m:.3f})" for m, s, t in margins[:2]]
+    lines += [
+        "",
+        f"{len(above)} of {total} scheme × task pairs trained at the ordinary positions are "
+        f"above the best baseline at 2× on every seed: {names(pairs)}; every other pair is at "
+        "or below it on at least one seed. Bold: above the best baseline on every seed at "
+        f"that length. The largest mean margins over the baseline at 2×: {names(largest)}.",
+        "",
+        past_one(),
+    ]
+    return "\n".join(lines)
+
+
+def past_one() -> str:
+    """Exact match past 1×, and sort's runs against the relative-place rule at 2×."""
+    best = max(
+        (cells[n][1], k.scheme, k.task, n)
+        for k, cells in runs().items()
+        if k.sweep in MAIN and k.task in TASKS
+        for n in LENGTHS[1:]
+        if n in cells
+    )
+    sort_runs = [
+        cells[32][0]
+        for k, cells in runs().items()
+        if k.sweep in MAIN and k.task == "sort" and not k.rp and k.protocol == "ordinary"
+    ]
+    under = sum(acc <= baseline("sort", 32)["relative_place"] for acc in sort_runs)
+    where = (
+        "no run gets a single sequence entirely right"
+        if best[0] == 0
+        else f"the highest exact match of any run is {best[0]:.3f} (`{best[1]}` × `{best[2]}` "
+        f"at n={best[3]})"
+    )
+    return (
+        f"Past 1× on `copy`, `reverse` and `odds_first` (either protocol, with or without "
+        f"randomized positions), {where}. On `sort`, {under} of the "
+        f"{len(sort_runs)} runs trained at the ordinary positions are at or below the "
+        f"relative-place rule at 2× ({baseline('sort', 32)['relative_place']:.3f})."
+    )
+
+
+@cached
+def off_on() -> dict[tuple[str, str, int], tuple[list[float], list[float], float]]:
+    """``(scheme, task, n) -> (off, on, Holm-adjusted p)``: accuracy by seed without and with
+    randomized positions (on evaluated at random positions), every cell of copy, reverse,
+    odds_first and sort in one family."""
+    cells = {}
+    for scheme in SCHEMES[1:]:
+        for task in [*TASKS, "sort"]:
+            off = seeds(MAIN, scheme, task, False, "ordinary")
+            on = seeds(MAIN, scheme, task, True, "random")
+            common = sorted(set(off) & set(on))
+            for n in LENGTHS:
+                if all(n in off[s] and n in on[s] for s in common):
+                    cells[(scheme, task, n)] = (
+                        [off[s][n][0] for s in common],
+                        [on[s][n][0] for s in common],
+                    )
+    return holm_family(cells)
+
+
+def _pairs_table(tasks: list[str], with_task: bool) -> str:
+    cells = off_on()
+    head = "| scheme | " + ("task | " if with_task else "")
+    head += " | ".join(f"n={n} ({TIMES[n]})" for n in LENGTHS) + " |"
+    lines = [head, "|---|" + ("---|" if with_task else "") + "---|" * len(LENGTHS)]
+    for task in tasks:
+        for scheme in SCHEMES[1:]:
+            row = []
+            for n in LENGTHS:
+                before, after, p = cells[(scheme, task, n)]
+                row.append(
+                    f"{statistics.fmean(before):.3f} → {statistics.fmean(after):.3f} "
+                    f"{mark(before, after, p)}"
+                )
+            lead = f"| {scheme} | " + (f"{task} | " if with_task else "")
+            lines.append(lead + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def rp_pairs() -> str:
+    return _pairs_table(TASKS, True)
+
+
+def rp_sort() -> str:
+    return _pairs_table(["sort"], False)
+
+
+def rp_counts() -> str:
+    """The counts the randomized-positions paragraphs state."""
+    cells = off_on()
+    family = len(cells)
+
+    def count(tasks: list[str], n: int) -> tuple[int, int, int, int]:
+        up = down = ns = every = 0
+        for scheme in SCHEMES[1:]:
+            for task in tasks:
+                before, after, p = cells[(scheme, task, n)]
+                marked = mark(before, after, p)
+                up += marked.startswith("▲")
+                down += marked.startswith("▼")
+                ns += marked == "n.s."
+                every += all(a > b for a, b in zip(after, before, strict=True))
+        return up, down, ns, every
+
+    pairs = len(SCHEMES[1:]) * len(TASKS)
+    up2, down2, ns2, every2 = count(TASKS, 32)
+    up1, down1, ns1, _ = count(TASKS, 16)
+    sort_up = [n for n in LENGTHS[1:] if count(["sort"], n)[0] == len(SCHEMES[1:])]
+    sort_every = [n for n in LENGTHS[1:] if count(["sort"], n)[3] == len(SCHEMES[1:])]
+    return (
+        f"Paired t-test by seed (three seeds), Holm-corrected over all {family} off/on cells "
+        f"of both tables. Of the {pairs} scheme × task pairs on `copy`, `reverse` and "
+        f"`odds_first`, at 2× {up2} are separated upwards, {down2} downwards and {ns2} are "
+        f"n.s. ({every2} are higher with randomized positions on every seed, which with "
+        "three seeds a sign test would give p = 0.25 each). At the training length "
+        f"{down1} are separated downwards (a cost), {up1} upwards, {ns1} n.s. On `sort`, all "
+        f"nine schemes are higher on every seed at "
+        f"{names([TIMES[n] for n in sort_every]) if sort_every else 'no length past 1×'}, "
+        f"and separated upwards at "
+        f"{names([TIMES[n] for n in sort_up]) if sort_up else 'no length'}."
+    )
+
+
+def recall() -> str:
+    """Per seed accuracy / exact match at n = 8 and accuracy at n = 16."""
+    lines = ["| scheme | n=8 (1×), seeds 0, 1, 2 | n=16 (2×), seeds 0, 1, 2 |", "|---|---|---|"]
+    solved = []
+    for scheme in SCHEMES:
+        by_seed = seeds(("probes_recall",), scheme, "recall", False, "ordinary")
+        one = ", ".join(
+            f"**{c[8][0]:.3f} / {c[8][1]:.3f}**"
+            if c[8][1] >= 0.9
+            else f"{c[8][0]:.3f} / {c[8][1]:.3f}"
+            for _, c in sorted(by_seed.items())
+        )
+        two = ", ".join(f"{c[16][0]:.3f}" for _, c in sorted(by_seed.items()))
+        lines.append(f"| {scheme} | {one} | {two} |")
+        hits = sum(c[8][1] >= 0.9 for c in by_seed.values())
+        if hits:
+            solved.append(f"`{scheme}` on {hits} of {len(by_seed)} seeds")
+    lines.append(
+        f"| baseline:majority | {baseline('recall', 8)['majority']:.3f} | "
+        f"{baseline('recall', 16)['majority']:.3f} |"
+    )
+    lines += ["", f"Solved at 1× (exact match ≥ 0.9; bold): {names(solved)}."]
+    return "\n".join(lines)
+
+
+def prope() -> str:
+    """p-RoPE: mean [95 % t-interval] by unrotated fraction; paired tests against 0."""
+    lines = [
+        "| task | unrotated | " + " | ".join(f"n={n} ({TIMES[n]})" for n in LENGTHS[:3]) + " |",
+        "|---|---|" + "---|" * 3,
+    ]
+    tests = []
+    for task in [*TASKS, "sort"]:
+        full = seeds(
+            ("probes_quick", "probes_others", "probes_sort"), "rope", task, False, "ordinary"
+        )
+        for fraction in (0.0, 0.25, 0.5):
+            by_seed = (
+                full
+                if fraction == 0.0
+                else seeds(("probes_prope",), "rope", task, False, "ordinary", fraction)
+            )
+            cells = [
+                mean_interval([c[n][0] for c in by_seed.values()]).clipped().text(3)
+                for n in LENGTHS[:3]
+            ]
+            lines.append(f"| {task} | {fraction:g} | " + " | ".join(cells) + " |")
+            if fraction:
+                common = sorted(set(full) & set(by_seed))
+                for n in LENGTHS[:3]:
+                    tests.append(
+                        paired_t_test(
+                            [full[s][n][0] for s in common], [by_seed[s][n][0] for s in common]
+                        )
+                    )
+    separated = sum(verdict(p) != "n.s." for p in holm(tests))
+    lines += [
+        "",
+        f"Against full `rope` by seed (paired t-test, Holm over the {len(tests)} cells): "
+        f"{separated} separated, {len(tests) - separated} n.s.",
+    ]
+    return "\n".join(lines)

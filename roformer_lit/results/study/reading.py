@@ -1,0 +1,81 @@
+"""Reading the raw outputs, refusing a damaged one in one line.
+
+Every reader of the studies goes through :func:`read_text` (a file that is missing,
+unreadable or not UTF-8 text: binary) and, for CSV files, :func:`csv_rows` (a header
+without a column the study reads, a row with fewer or more fields than the header, a field
+that is not the number it must be). Each refusal is a
+:class:`~roformer_lit.errors.ConfigError` naming the file and, where there is one, the line:
+``scripts/study_pages.py`` prints it as one ``error:`` line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from roformer_lit.errors import ConfigError
+
+#: A column's conversion: the text of a field -> its value (raises ValueError if it is not).
+Convert = Callable[[str], Any]
+
+
+def read_text(path: Path) -> str:
+    """The file's text; ConfigError if it cannot be read or is not UTF-8 text."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: line {line}: not UTF-8 text (a binary file?)") from None
+    if "\0" in text:
+        line = text[: text.index("\0")].count("\n") + 1
+        raise ConfigError(f"{path}: line {line}: a NUL byte (a binary file?)")
+    return text
+
+
+def optional(convert: Convert) -> Convert:
+    """``convert``, with an empty field read as ``None``."""
+    return lambda text: convert(text) if text else None
+
+
+def csv_rows(path: Path, columns: Mapping[str, Convert]) -> Iterator[dict[str, Any]]:
+    """The rows of a CSV file as dicts, each of ``columns`` converted (other columns as
+    text); ConfigError naming the file and line of the first damage."""
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    try:
+        header = reader.fieldnames or []
+        missing = [name for name in columns if name not in header]
+        if missing:
+            raise ConfigError(
+                f"{path}: line 1: no column {', '.join(missing)} (header: {', '.join(header)})"
+            )
+        for row in reader:
+            where = f"{path}: line {reader.line_num}"
+            if None in row:
+                raise ConfigError(f"{where}: more fields than the header's {len(header)}")
+            short = [name for name, value in row.items() if value is None]
+            if short:
+                raise ConfigError(
+                    f"{where}: {len(header) - len(short)} of {len(header)} fields "
+                    "(a truncated file?)"
+                )
+            for name, convert in columns.items():
+                try:
+                    row[name] = convert(row[name])
+                except ValueError:
+                    raise ConfigError(
+                        f"{where}: column {name} is not {_kind(convert)}: {row[name]!r}"
+                    ) from None
+            yield row
+    except csv.Error as exc:
+        raise ConfigError(f"{path}: line {reader.line_num}: {exc}") from None
+
+
+def _kind(convert: Convert) -> str:
+    return {int: "an integer", float: "a number"}.get(convert, "a valid value")  # type: ignore[call-overload]

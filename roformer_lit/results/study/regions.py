@@ -1,0 +1,102 @@
+"""The generated regions of the study pages: which function writes each, and rewriting a page.
+
+A region is the text between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``;
+:data:`REGIONS` maps each name to the function that writes it. :func:`render` refuses an
+unknown name, a region never closed (no end marker before the next region starts or the
+page ends), and a region whose data cannot give it, each in one line naming the page, the
+line of the region's marker and the region.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Callable
+
+from roformer_lit.errors import ConfigError, one_line
+from roformer_lit.results.study import budget, mlm, plans, probes, selected
+from roformer_lit.results.study.bridge import bridge
+
+START = re.compile(r"<!-- generated: (?P<name>[a-z0-9_-]+) -->\n")
+END = "<!-- end generated -->"
+
+REGIONS: dict[str, Callable[[], str]] = {
+    "budget": budget.budget,
+    "budget-pairs": budget.budget_pairs,
+    "budget-findings": budget.budget_findings,
+    "budget-reruns": budget.budget_reruns,
+    "schemes-selected": selected.table,
+    "schemes-pairs": selected.pairs_table,
+    "schemes-findings": selected.findings,
+    "schemes-prope": selected.prope,
+    "bridge": bridge,
+    "schemes-retrain": selected.retrain,
+    "plans-table": lambda: plans.study().table(),
+    "plans-pairs": lambda: plans.study().pairs_table(),
+    "plans-findings": lambda: plans.study().findings(),
+    "plans-recall-table": lambda: plans.recall_study().table(),
+    "plans-recall-pairs": lambda: plans.recall_study().pairs_table(),
+    "plans-recall-findings": lambda: plans.recall_study().findings(),
+    "plans-recall-short-table": lambda: plans.recall_short_study().table(),
+    "plans-recall-short-pairs": lambda: plans.recall_short_study().pairs_table(),
+    "plans-recall-short-findings": lambda: plans.recall_short_study().findings(),
+    "plans-mlm-table": lambda: plans.mlm_study().table(),
+    "plans-mlm-pairs": lambda: plans.mlm_study().pairs_table(),
+    "plans-mlm-findings": lambda: plans.mlm_study().findings(),
+    "mlm-sweep": mlm.mlm_sweep,
+    "position-lr": mlm.position_lr,
+    "training-length": probes.training_length,
+    "beyond-2x": probes.beyond,
+    "rp-pairs": probes.rp_pairs,
+    "rp-sort": probes.rp_sort,
+    "rp-counts": probes.rp_counts,
+    "recall": probes.recall,
+    "prope": probes.prope,
+}
+
+#: What a region's function raises when the raw outputs lack what it states (a file cut
+#: short at a row, a length or seed missing): refused in one line naming the region.
+MISSING_DATA = (
+    KeyError,
+    IndexError,
+    ValueError,
+    TypeError,
+    ZeroDivisionError,
+    statistics.StatisticsError,
+)
+
+
+def render(text: str, where: str) -> str:
+    """``text`` with every generated region rewritten; ConfigError naming ``where``, the line
+    and the region for an unknown or unclosed region, or one its data cannot write."""
+    out, position = [], 0
+    for match in START.finditer(text):
+        if match.start() < position:
+            continue
+        name = match["name"]
+        at = f"{where}: line {text.count(chr(10), 0, match.start()) + 1}"
+        if name not in REGIONS:
+            raise ConfigError(
+                f"{at}: unknown generated region {name!r}; known: {', '.join(REGIONS)}"
+            )
+        end = text.find(END, match.end())
+        following = START.search(text, match.end())
+        if end < 0 or (following is not None and following.start() < end):
+            raise ConfigError(f"{at}: region {name!r} has no {END!r} before the next region")
+        out += [text[position : match.end()], write(name, at).rstrip("\n") + "\n"]
+        position = end
+    out.append(text[position:])
+    return "".join(out)
+
+
+def write(name: str, at: str) -> str:
+    """Region ``name``'s text; ConfigError if the raw outputs cannot give it."""
+    try:
+        return REGIONS[name]()
+    except ConfigError:
+        raise
+    except MISSING_DATA as exc:
+        raise ConfigError(
+            f"{at}: region {name!r} cannot be written from the raw outputs "
+            f"({type(exc).__name__}: {one_line(exc)})"
+        ) from None
