@@ -26,6 +26,8 @@ FAST_MODULES = frozenset(
         "test_layer_plans",
         "test_windowed_attention",
         "test_seam",
+        "test_scheme_kit",
+        "test_scheme_kit_fails",
         "test_segments",
         "test_sdpa_backends",
         "test_flex_attention",

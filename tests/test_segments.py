@@ -33,24 +33,6 @@ def test_segment_positions_restart_at_every_segment():
     assert torch.equal(segment_positions(ids), expected)
 
 
-@pytest.mark.parametrize("position,attention", SEGMENT_PAIRS)
-def test_a_packed_document_gets_its_logits_alone(position, attention):
-    model = small_model(position, attention, max_positions=32)
-    documents, block, segments = packed_documents()
-    with torch.no_grad():
-        packed = model(block, segment_ids=segments)
-        unmasked = model(block)
-        start = 0
-        for document in documents:
-            alone = model(document)
-            stop = start + document.shape[1]
-            torch.testing.assert_close(packed[:, start:stop], alone, rtol=1e-4, atol=1e-5)
-            start = stop
-        # without segments the later documents see the others (and, for absolute
-        # schemes, sit at other positions): their logits differ
-        assert not torch.allclose(unmasked[:, LENGTHS[0] :], packed[:, LENGTHS[0] :], atol=1e-4)
-
-
 @pytest.mark.parametrize("position,attention", SEGMENT_PAIRS[:6])
 def test_segments_and_padding_together(position, attention):
     """A padded batch of two packed blocks: the real tokens keep their lone-document logits."""
