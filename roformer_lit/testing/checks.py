@@ -9,12 +9,12 @@ code path for the property at stake:
 - ``padding``: the real tokens' logits ignore what sits in padded slots, and equal those
   of the unpadded row;
 - ``translation``: prepending padding shifts every real token's position; the logits stay
-  the same if the class declares ``translation_invariant``, and change if it does not;
+  the same if the scheme declares ``translation_invariant``, and change if it does not;
 - ``segments``: every document of a packed block (``segment_ids``) gets the logits it gets
   alone (on kernels with ``supports_segments``);
 - ``positions``: tokens at sorted, distinct, non-contiguous positions (``position_ids``,
   past the cached tables) get, in float64, the logits of a longer row holding them at those
-  indices and padding elsewhere; ``0 .. L-1`` given changes nothing; a class that declares
+  indices and padding elsewhere; ``0 .. L-1`` given changes nothing; a scheme that declares
   ``reads_positions = False`` must ignore any positions;
 - ``float64``: the float32 model agrees with the same weights in float64;
 - ``gradients``: the MLM loss's gradient is finite and reaches every parameter;
@@ -29,7 +29,11 @@ returns the pre-softmax logits ``scale * q'.k' + bias`` of encoder layer ``layer
 from the paper's formula (loops and float64 allowed: it is slow by design): ``q`` and ``k``
 are that layer's projected queries and keys ``[B, h, L, d]`` before any rotation,
 ``positions`` the ``[B, L]`` positions or None for ``0 .. L-1``, ``scheme`` the built
-instance (read its parameters). The kit builds the same logits from the hooks: ``rotate``
+instance (read its parameters).
+
+The claims ``translation_invariant`` and ``reads_positions`` are read from the built
+instance, so a scheme whose claims follow its options (one composed over another) may set
+them in ``__init__``; ``needs_score_bias`` and ``head_size_multiple`` are the class's. The kit builds the same logits from the hooks: ``rotate``
 (when the layer ``rotates``) and ``score``. What a scheme adds in ``embed`` is outside it.
 """
 
@@ -145,7 +149,7 @@ def check_translation(
         with torch.no_grad():
             plain = model(ids, torch.ones_like(ids))
             shifted = model(padded, mask)[:, n_pad:]
-        if scheme.translation_invariant:
+        if model.encoder.position.translation_invariant:  # the built instance's claim
             torch.testing.assert_close(
                 shifted,
                 plain,
@@ -220,8 +224,8 @@ def check_positions(scheme: type[PositionScheme], attention: str, options: Optio
     given is the fast path; a class that reads no positions ignores them."""
     ids = random_ids(BATCH, LENGTH)
     positions = random_positions(BATCH, LENGTH, SPAN)
-    if not scheme.reads_positions:
-        model = visible_model(scheme, attention, options=options)
+    model = visible_model(scheme, attention, options=options)
+    if not model.encoder.position.reads_positions:  # the built instance's claim
         with torch.no_grad():
             plain, given = model(ids), model(ids, position_ids=positions)
         torch.testing.assert_close(
@@ -319,7 +323,8 @@ def check_reference(scheme: type[PositionScheme], attention: str, options: Optio
         head_size = model.hparams.hidden_size // heads
         generator = torch.Generator().manual_seed(4)
         q, k = torch.randn(2, BATCH, heads, LENGTH, head_size, generator=generator).unbind(0)
-        drawn = random_positions(BATCH, LENGTH, SPAN) if scheme.reads_positions else None
+        reads = built.reads_positions
+        drawn = random_positions(BATCH, LENGTH, SPAN) if reads else None
         with torch.no_grad():
             for index, block in enumerate(model.encoder.layers):
                 attention_block = block.attention
