@@ -1,28 +1,29 @@
-"""``EncoderConfig``: the encoder's architecture, in one typed, checked object.
+"""``EncoderConfig``: the encoder's architecture, in one typed, checked object, passed whole.
 
 Every setting that defines the network -- its scheme and kernel, sizes, dropouts, norms,
 block and layer plan -- is one field here, and everything that needs the architecture
-reads it from an ``EncoderConfig``: the :class:`~roformer_lit.model.Encoder` and its
-MLM head, :class:`~roformer_lit.module.MaskedLM` (``model.config``), the pre-launch check
-(``commands/prelaunch.py``), what ``--ckpt_path`` takes from a checkpoint
-(``commands/checkpoint_settings.py``), fine-tuning's encoder (``finetune/pretrained.py``)
-and Hugging Face export and import (``interop/``). A new field is one line here and one
-rule in :data:`roformer_lit.validation.MODEL_RULES`; ``tests/test_encoder_config.py``
-fails until every one of those places has it.
+reads it from an ``EncoderConfig``: the :class:`~roformer_lit.model.Encoder`, each
+``EncoderLayer(config, layer)`` and ``SelfAttention(config, layer)``, the MLM head,
+:class:`~roformer_lit.module.MaskedLM` (``model.config``), the pre-launch check, what
+``--ckpt_path`` takes from a checkpoint, fine-tuning's encoder and Hugging Face export and
+import. The fields are written once, here; their rules once, in
+:mod:`roformer_lit.architecture_rules` (a test fails when a field has no rule).
 
-The command line keeps its flat keys (``--model.hidden_size``, ``--model.position rope``):
-``MaskedLM`` takes the fields as flat, typed keyword arguments -- what jsonargparse turns
-into keys and help, and what Lightning saves as the checkpoint's flat ``hyper_parameters``,
-so checkpoints of every version load unchanged -- and builds the ``EncoderConfig`` from
-them once. The optimiser and schedule (``learning_rate``, ``warmup_steps``, ...) are
-training settings, not architecture: they stay ``MaskedLM``'s own.
+The raw fields are data (what YAML, the command line and a checkpoint's flat
+``hyper_parameters`` hold, so checkpoints of every version load unchanged); the typed
+views are derived once: :attr:`EncoderConfig.block_options` (a
+:class:`~roformer_lit.blocks.BlockOptions`), :attr:`EncoderConfig.layer_specs` (one
+:class:`~roformer_lit.layer_plan.LayerSpec` per layer: scheme, options, window, kernel)
+and :attr:`EncoderConfig.layers` (each spec with its scheme and kernel classes and checked
+options). The optimiser and schedule are training settings, not architecture: they stay
+``MaskedLM``'s own.
 
-An ``EncoderConfig`` is checked once, when it is made: the field rules of ``MODEL_RULES``,
-the cross rules of :data:`~roformer_lit.validation.CROSS_RULES` over its fields, the
-block's options and the layer plan's form; each failure is one
-:class:`~roformer_lit.errors.ConfigError` line naming ``model.<field>``, the value and the
-valid ones. What needs the scheme and kernel registries (their names and options, which
-scheme goes with which kernel or window) is checked by the ``Encoder`` built from it.
+An ``EncoderConfig`` is checked once, when it is made, by
+:func:`~roformer_lit.architecture_rules.check_architecture`: the one list of the
+architecture's rules that the Python API, the pre-launch check and ``sweep --dry-run``
+share. Each failure is one :class:`~roformer_lit.errors.ConfigError` line naming
+``model.<field>``, the value and the valid ones. Nothing about this machine is checked
+here, so a large checkpoint's config is read on a laptop.
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from roformer_lit.architecture_rules import ResolvedLayer, check_architecture
 from roformer_lit.blocks import BlockOptions
 from roformer_lit.layer_plan import LayerSpec, resolve_plan
-from roformer_lit.validation import CROSS_RULES, MODEL_RULES, PREFIX, check_arguments
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,10 @@ class EncoderConfig:
     """The encoder's architecture (see the module).
 
     Attributes:
-        position: a key of ``POSITION_SCHEMES``.
-        attention: a key of ``ATTENTION_KERNELS``.
+        position: a position scheme: a name of ``POSITION_SCHEMES`` (``python -m
+            roformer_lit schemes`` lists them), an installed plugin's, or an import path
+            ``package.module:Class``.
+        attention: an attention kernel, named the same ways (``ATTENTION_KERNELS``).
         vocab_size: the tokenizer's vocabulary (linked from the data module by the CLI).
         hidden_size, num_layers, num_heads, intermediate_size: the encoder's dimensions.
         max_positions: size of position tables (a hard limit only for ``learned``).
@@ -55,8 +58,8 @@ class EncoderConfig:
         pre_norm: pre-LN blocks instead of BERT's post-LN.
         position_kwargs, attention_kwargs: options of the scheme / kernel.
         block: the block's options (:mod:`roformer_lit.blocks`); None: BERT's block.
-        layer_plan: each layer's scheme, options and window (:mod:`roformer_lit.layer_plan`);
-            None: every layer global with ``position``.
+        layer_plan: each layer's scheme, kernel, their options and window
+            (:mod:`roformer_lit.layer_plan`); None: every layer global with ``position``.
     """
 
     position: str = "rope"
@@ -77,8 +80,7 @@ class EncoderConfig:
     layer_plan: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        check_encoder_settings(self.as_dict())
-        _ = self.block_options, self.layer_specs  # checked now, once
+        self.__dict__["layers"] = check_architecture(self)  # checked now, once
 
     @cached_property
     def block_options(self) -> BlockOptions:
@@ -89,17 +91,55 @@ class EncoderConfig:
     def layer_specs(self) -> list[LayerSpec]:
         """Each layer's scheme, options and window: ``layer_plan`` resolved
         (:func:`~roformer_lit.layer_plan.resolve_plan`; no plan: every layer the model's)."""
-        return resolve_plan(self.layer_plan, self.num_layers, self.position, self.position_kwargs)
+        return resolve_plan(
+            self.layer_plan,
+            self.num_layers,
+            self.position,
+            self.position_kwargs,
+            self.attention,
+            self.attention_kwargs,
+        )
+
+    @property
+    def layers(self) -> list[ResolvedLayer]:
+        """Each layer's spec with its scheme and kernel classes and checked options (set
+        when the config is checked)."""
+        return self.__dict__["layers"]
 
     @property
     def model_layer(self) -> LayerSpec:
-        """The model's own scheme and options, as a layer without a window."""
-        return LayerSpec("", self.position, dict(self.position_kwargs or {}), None)
+        """The model's own scheme, kernel and options, as a layer without a window."""
+        return LayerSpec(
+            "",
+            self.position,
+            dict(self.position_kwargs or {}),
+            None,
+            self.attention,
+            dict(self.attention_kwargs or {}),
+        )
 
     @property
     def attention_dropout_value(self) -> float:
         """The attention probabilities' dropout: ``attention_dropout``, else ``dropout``."""
         return self.dropout if self.attention_dropout is None else self.attention_dropout
+
+    def origins(self) -> dict[str, dict[str, str]]:
+        """Where each scheme and kernel the layers use comes from, keyed ``position:<name>``
+        and ``attention:<name>`` (:meth:`~roformer_lit.registry.Registry.origin`: built-in,
+        an entry point's distribution and version, or an import path's module): what a
+        checkpoint records, so a run is loaded with its own plugin or refused in one line."""
+        from roformer_lit.attention import ATTENTION_KERNELS
+        from roformer_lit.positions import POSITION_SCHEMES
+
+        found: dict[str, dict[str, str]] = {}
+        for layer in self.layers:
+            found.setdefault(
+                f"position:{layer.spec.position}", POSITION_SCHEMES.origin(layer.spec.position)
+            )
+            found.setdefault(
+                f"attention:{layer.spec.attention}", ATTENTION_KERNELS.origin(layer.spec.attention)
+            )
+        return found
 
     def as_dict(self) -> dict[str, Any]:
         """``{field: value}`` in field order (the values themselves, not copies)."""
@@ -126,14 +166,3 @@ ENCODER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Encod
 def encoder_defaults(config_class: type[EncoderConfig] = EncoderConfig) -> dict[str, Any]:
     """``{field: default}`` of every field of ``config_class``."""
     return {f.name: f.default for f in dataclasses.fields(config_class)}
-
-
-def check_encoder_settings(settings: Mapping[str, Any]) -> None:
-    """The rules of :data:`MODEL_RULES` for the fields among ``settings``, then each cross
-    rule of :data:`CROSS_RULES` whose settings are all fields given: the one check of an
-    architecture (``EncoderConfig`` runs it when it is made)."""
-    given = {name: value for name, value in settings.items() if name in MODEL_RULES}
-    check_arguments(given, MODEL_RULES, PREFIX)
-    for needed, cross_check in CROSS_RULES:
-        if all(name in given for name in needed):
-            cross_check(given)

@@ -1,4 +1,4 @@
-"""Layer plans (``model.layer_plan``): each layer's position scheme, its options and window.
+"""Layer plans (``model.layer_plan``): each layer's scheme, kernel, their options and window.
 
 A plan names layer *types* and says which layer has which, either as a repeating pattern
 or as one entry per layer, plus each type's settings::
@@ -22,6 +22,9 @@ A type's settings (all optional; a type without settings is a plain global layer
 - ``position_kwargs``: the layer's scheme options. With the model's scheme they are laid
   over ``model.position_kwargs`` (a type sets only what differs, e.g. RoPE's ``base``);
   with another scheme they are that scheme's options alone.
+- ``attention``: the layer's attention kernel; default ``model.attention``.
+- ``attention_kwargs``: the layer's kernel options, laid over ``model.attention_kwargs`` the
+  same way (with the model's kernel) or alone (with another kernel).
 
 This module checks the plan's structure and resolves it into one :class:`LayerSpec` per
 layer; the encoder checks schemes, options and kernels against the registries. A plan of
@@ -33,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from roformer_lit.errors import ConfigError
@@ -45,6 +48,8 @@ TYPE_RULES: dict[str, Rule] = {
     "window": optional(at_least_int(1)),
     "position": non_empty_text,
     "position_kwargs": mapping,
+    "attention": non_empty_text,
+    "attention_kwargs": mapping,
 }
 _LABEL = "model.layer_plan"
 _TYPE_NAME = re.compile(r"[A-Za-z0-9_]+")
@@ -52,12 +57,15 @@ _TYPE_NAME = re.compile(r"[A-Za-z0-9_]+")
 
 @dataclass(frozen=True)
 class LayerSpec:
-    """One layer's resolved plan: its type's name, scheme, scheme options and window."""
+    """One layer's resolved plan: its type's name, scheme and options, window, kernel and
+    options. A layer is built from its spec (``EncoderLayer(config, spec)``)."""
 
     type: str
     position: str
     position_kwargs: Mapping[str, Any]
     window: int | None
+    attention: str = "softmax"
+    attention_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def scheme_key(self) -> tuple[str, str]:
@@ -115,12 +123,18 @@ def resolve_plan(
     num_layers: int,
     position: str,
     position_kwargs: Mapping[str, Any] | None,
+    attention: str = "softmax",
+    attention_kwargs: Mapping[str, Any] | None = None,
 ) -> list[LayerSpec]:
     """One :class:`LayerSpec` per layer (no plan: every layer global with the model's
-    scheme); a malformed plan is one ConfigError line naming the key and the valid values."""
+    scheme and kernel); a malformed plan is one ConfigError line naming the key and the
+    valid values."""
     base_kwargs = dict(position_kwargs or {})
+    base_kernel_kwargs = dict(attention_kwargs or {})
     if plan is None:
-        return [LayerSpec("all", position, base_kwargs, None)] * num_layers
+        return [
+            LayerSpec("all", position, base_kwargs, None, attention, base_kernel_kwargs)
+        ] * num_layers
     names = layer_types(plan, num_layers)
     types = plan.get("types") or {}
     check(f"{_LABEL}.types", types, mapping)
@@ -143,7 +157,10 @@ def resolve_plan(
         scheme = settings.get("position", position)
         own = dict(settings.get("position_kwargs") or {})
         kwargs = {**base_kwargs, **own} if scheme == position else own
-        specs[name] = LayerSpec(name, scheme, kwargs, settings.get("window"))
+        kernel = settings.get("attention", attention)
+        own_kernel = dict(settings.get("attention_kwargs") or {})
+        kernel_kwargs = {**base_kernel_kwargs, **own_kernel} if kernel == attention else own_kernel
+        specs[name] = LayerSpec(name, scheme, kwargs, settings.get("window"), kernel, kernel_kwargs)
     return [specs[name] for name in names]
 
 

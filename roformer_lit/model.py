@@ -12,51 +12,39 @@ layer its own scheme, options and window (:mod:`roformer_lit.layer_plan`).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from roformer_lit.attention import ATTENTION_KERNELS, AttentionKernel
+from roformer_lit.architecture_rules import ResolvedLayer, scheme_groups
 from roformer_lit.attention.block import SelfAttention
-from roformer_lit.blocks import BlockOptions
 from roformer_lit.encoder_config import EncoderConfig
-from roformer_lit.errors import ConfigError
-from roformer_lit.layer_plan import LayerSpec
-from roformer_lit.positions import POSITION_SCHEMES, EncoderShape, LayerPosition, PositionScheme
+from roformer_lit.positions import LayerPosition, PositionScheme
 from roformer_lit.positions.base import segment_positions
-from roformer_lit.registry import check_options, lookup
 
 
 class EncoderLayer(nn.Module):
-    """One transformer block, post-LN (BERT) or pre-LN, built with ``block``'s options
-    (:mod:`roformer_lit.blocks`); ``attention_norm`` False: no norm before the attention
+    """One transformer block, post-LN (BERT) or pre-LN, built from the config and its
+    layer's spec: the block's options (:mod:`roformer_lit.blocks`), the layer's kernel and
+    window; layer 0 has no norm before the attention with ``block.first_norm false``
     (ModernBERT's first layer)."""
 
-    def __init__(
-        self,
-        attention: SelfAttention,
-        hidden_size: int,
-        intermediate_size: int,
-        dropout: float,
-        layer_norm_eps: float,
-        pre_norm: bool,
-        block: BlockOptions | None = None,
-        attention_norm: bool = True,
-    ) -> None:
+    def __init__(self, config: EncoderConfig, layer: ResolvedLayer) -> None:
         super().__init__()
-        block = block or BlockOptions()
-        self.attention = attention
+        block = config.block_options
+        hidden_size, eps = config.hidden_size, config.layer_norm_eps
+        self.attention = SelfAttention(config, layer)
+        attention_norm = block.first_norm or layer.index > 0
         self.attention_norm = (
-            block.norm_layer(hidden_size, layer_norm_eps) if attention_norm else nn.Identity()
+            block.norm_layer(hidden_size, eps) if attention_norm else nn.Identity()
         )
         bias = block.linear_bias
-        self.ffn_in = nn.Linear(hidden_size, block.ffn_widths(intermediate_size), bias=bias)
-        self.ffn_out = nn.Linear(intermediate_size, hidden_size, bias=bias)
-        self.ffn_norm = block.norm_layer(hidden_size, layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
-        self.pre_norm = pre_norm
+        self.ffn_in = nn.Linear(hidden_size, block.ffn_widths(config.intermediate_size), bias=bias)
+        self.ffn_out = nn.Linear(config.intermediate_size, hidden_size, bias=bias)
+        self.ffn_norm = block.norm_layer(hidden_size, eps)
+        self.dropout = nn.Dropout(config.dropout)
+        self.pre_norm = config.pre_norm
         self.block = block
 
     def ffn(self, x: Tensor) -> Tensor:
@@ -86,96 +74,43 @@ class EncoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-    """Token embeddings, a position scheme and ``num_layers`` blocks, as ``config`` (an
-    :class:`~roformer_lit.encoder_config.EncoderConfig`, checked when it was made) says;
-    here the checks that need the registries: the scheme and kernel names, their options,
-    and the plan's combinations (:func:`check_plan`).
+    """Token embeddings, position schemes and ``num_layers`` blocks, as ``config`` (an
+    :class:`~roformer_lit.encoder_config.EncoderConfig`, checked when it was made: every
+    rule of :mod:`roformer_lit.architecture_rules`) says; nothing is checked here.
 
     ``block`` (:mod:`roformer_lit.blocks`) chooses the MLP, norms and biases; ``layer_plan``
-    (:mod:`roformer_lit.layer_plan`) gives each layer its own scheme, scheme options and
-    window. Layers whose scheme and options are equal share one scheme instance: the
-    model's (``position``, embedding too) or one in ``layer_positions`` (built over the
-    layers that use it, numbered among themselves). Without a plan, or with one whose
-    layers all resolve alike, there is one scheme, as without a plan.
+    (:mod:`roformer_lit.layer_plan`) gives each layer its own scheme, kernel, their options
+    and window, and each layer is built from its spec. Layers whose scheme and options are
+    equal share one scheme instance: the model's (``position``, embedding too) or one in
+    ``layer_positions`` (built over the layers that use it, numbered among themselves).
+    Without a plan, or with one whose layers all resolve alike, there is one scheme, as
+    without a plan.
     """
 
     def __init__(self, config: EncoderConfig) -> None:
         super().__init__()
         self.config = config
-        position, attention = config.position, config.attention
-        position_kwargs, num_layers = config.position_kwargs, config.num_layers
-        hidden_size, layer_norm_eps = config.hidden_size, config.layer_norm_eps
-        dropout, pre_norm = config.dropout, config.pre_norm
-        scheme_cls = lookup(POSITION_SCHEMES, position, "position")
-        kernel_cls = lookup(ATTENTION_KERNELS, attention, "attention")
-        check_options(scheme_cls, position_kwargs, "position", position)
-        kernel_options = check_options(kernel_cls, config.attention_kwargs, "attention", attention)
-        options = config.block_options
-        model_spec = config.model_layer
-        specs = config.layer_specs
-        check_plan(specs, model_spec, kernel_cls, attention)
-        self.attention_name = attention
-        self.kernel_supports_segments = kernel_cls.supports_segments
-        shape = EncoderShape(
-            hidden_size, config.num_heads, num_layers, config.max_positions, layer_norm_eps
-        )
-        keys = list(dict.fromkeys(spec.scheme_key for spec in specs))
-        model_key = model_spec.scheme_key
-        used = list(dict.fromkeys(spec.position for spec in specs))
-        if position not in used:
-            raise ConfigError(
-                f"no layer of model.layer_plan uses model.position {position!r}; set "
-                f"model.position to a scheme a layer uses: {', '.join(used)}"
-            )
-        if len(keys) == 1:  # one scheme everywhere: the model's, with the layers' options
-            model_spec = specs[0]
-        self.position = build_scheme(
-            model_spec, replace(shape, num_layers=_count(specs, model_spec.scheme_key, num_layers))
-        )
-        if len(keys) > 1 and model_key not in keys and _has_parameters(self.position):
-            raise ConfigError(
-                f"every layer of model.layer_plan overrides model.position {position!r}, whose "
-                f"parameters would then train nothing; give one layer type the model's "
-                f"position_kwargs, or set model.position to another scheme a layer uses"
-            )
+        layers = config.layers
+        groups = scheme_groups(config, layers)
+        self.position = groups[0].build()
+        others = {group.name: group.build() for group in groups[1:]}
         # (group name or None for the model's scheme, index among the group's layers)
+        group_of = {group.spec.scheme_key: group.name for group in groups}
         self._layer_scheme: list[tuple[str | None, int]] = []
-        groups: dict[tuple[str, str], str | None] = {model_spec.scheme_key: None}
-        others: dict[str, PositionScheme] = {}
-        for spec in specs:
-            if spec.scheme_key not in groups:
-                groups[spec.scheme_key] = spec.type
-                others[spec.type] = build_scheme(
-                    spec, replace(shape, num_layers=_count(specs, spec.scheme_key, 0))
-                )
-            group = groups[spec.scheme_key]
+        for layer in layers:
+            group = group_of[layer.spec.scheme_key]
             used = sum(1 for g, _ in self._layer_scheme if g == group)
             self._layer_scheme.append((group, used))
-        self.word_embeddings = nn.Embedding(config.vocab_size, hidden_size)
-        self.embedding_norm = options.norm_layer(hidden_size, layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
-        self.layers = nn.ModuleList(
-            EncoderLayer(
-                SelfAttention(
-                    hidden_size,
-                    config.num_heads,
-                    kernel_cls(**kernel_options),
-                    config.attention_dropout_value,
-                    bias=options.linear_bias,
-                    window=spec.window,
-                ),
-                hidden_size,
-                config.intermediate_size,
-                dropout,
-                layer_norm_eps,
-                pre_norm,
-                options,
-                attention_norm=options.first_norm or index > 0,
-            )
-            for index, spec in enumerate(specs)
-        )
+        self.kernels_keep_segments = all(layer.kernel_capabilities.segments for layer in layers)
+        options = config.block_options
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.embedding_norm = options.norm_layer(config.hidden_size, config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.dropout)
+        self.layers = nn.ModuleList(EncoderLayer(config, layer) for layer in layers)
         self.final_norm = (
-            options.norm_layer(hidden_size, layer_norm_eps) if pre_norm else nn.Identity()
+            options.norm_layer(config.hidden_size, config.layer_norm_eps)
+            if config.pre_norm
+            else nn.Identity()
         )
         if others:  # registered last: no plan leaves the parameters' order and init as before
             self.layer_positions = nn.ModuleDict(others)
@@ -218,14 +153,7 @@ class Encoder(nn.Module):
         positions = position_ids
         in_segments = None
         if segment_ids is not None:
-            # the pre-launch check refuses these settings (commands/prelaunch.py)
-            assert self.kernel_supports_segments, (
-                f"attention {self.attention_name!r} cannot keep documents apart"
-            )
-            assert position_ids is None, (
-                "randomized positions (position_ids) and packed documents kept apart "
-                "(segment_ids) cannot be combined: positions restart in every segment"
-            )
+            check_segments_input(self.config, self.kernels_keep_segments, position_ids)
             if any(s.uses_segment_positions for s in self.position_schemes()):
                 in_segments = segment_positions(segment_ids)  # else None means the same
 
@@ -254,80 +182,42 @@ class Encoder(nn.Module):
         return self.final_norm(x)
 
 
-def _count(specs: list[LayerSpec], key: tuple[str, str], empty: int) -> int:
-    """How many layers use scheme ``key`` (``empty`` if none: a scheme that only embeds)."""
-    return sum(1 for spec in specs if spec.scheme_key == key) or max(empty, 1)
-
-
-def _has_parameters(module: nn.Module) -> bool:
-    return any(True for _ in module.parameters())
-
-
-def build_scheme(spec: LayerSpec, shape: EncoderShape) -> PositionScheme:
-    """The scheme ``spec`` names, with its checked options, over ``shape``."""
-    scheme_cls = lookup(POSITION_SCHEMES, spec.position, "position")
-    options = check_options(scheme_cls, spec.position_kwargs, "position", spec.position)
-    return scheme_cls(shape, **options)
-
-
-def _embeds(scheme_cls: type[PositionScheme]) -> bool:
-    """True if the scheme adds positions to the embeddings (overrides ``embed``)."""
-    return scheme_cls.embed is not PositionScheme.embed
-
-
-def check_plan(
-    specs: list[LayerSpec],
-    model: LayerSpec,
-    kernel_cls: type[AttentionKernel],
-    attention: str,
+def check_segments_input(
+    config: EncoderConfig, kernels_keep_segments: bool, position_ids: Tensor | None
 ) -> None:
-    """The combinations a plan cannot have, each refused in one line with the valid values:
-    a layer scheme whose score bias the kernel cannot take; a window on a kernel without
-    windows; a scheme that adds to the embeddings (once, before every layer) in a plan
-    whose layers differ from the model's scheme or options (it cannot vary per layer)."""
-    for spec in specs:
-        scheme_cls = lookup(POSITION_SCHEMES, spec.position, "position")
-        if scheme_cls.needs_score_bias and not kernel_cls.supports_score_bias:
-            valid = sorted(n for n, k in ATTENTION_KERNELS.items() if k.supports_score_bias)
-            where = "" if spec.position == model.position else f" (layer type {spec.type!r})"
-            raise ConfigError(
-                f"position {spec.position!r}{where} adds a score bias, which attention "
-                f"{attention!r} cannot take; valid attention kernels for {spec.position!r}: "
-                f"{', '.join(valid)}"
-            )
-        if spec.window is not None and not kernel_cls.supports_window:
-            valid = sorted(n for n, k in ATTENTION_KERNELS.items() if k.supports_window)
-            raise ConfigError(
-                f"model.layer_plan type {spec.type!r} has window {spec.window}, which attention "
-                f"{attention!r} cannot restrict to; valid attention kernels with windows: "
-                f"{', '.join(valid)}"
-            )
-    varied = [spec for spec in specs if spec.scheme_key != model.scheme_key]
-    embedding = [name for name in (model.position, *(s.position for s in varied))]
-    embedding = [name for name in embedding if _embeds(POSITION_SCHEMES[name])]
-    if varied and embedding:
-        valid = sorted(n for n, cls in POSITION_SCHEMES.items() if not _embeds(cls))
-        raise ConfigError(
-            f"position {embedding[0]!r} adds positions to the embeddings once, so it cannot vary "
-            f"per layer in model.layer_plan; valid per-layer schemes: {', '.join(valid)}"
+    """Inputs ``forward`` cannot honour with ``segment_ids`` (packed documents kept apart):
+    a kernel that cannot keep them apart, or randomized positions beside them. A
+    ``ValueError`` naming both (an input error of the Python API, raised whether or not
+    Python runs with ``-O``; the command line refuses the settings before a run)."""
+    if not kernels_keep_segments:
+        kernels = sorted(
+            {
+                layer.spec.attention
+                for layer in config.layers
+                if not layer.kernel_capabilities.segments
+            }
+        )
+        raise ValueError(
+            f"segment_ids given, but attention {', '.join(map(repr, kernels))} cannot keep "
+            "packed documents apart; pass segment_ids=None or use a kernel that supports "
+            "segments"
+        )
+    if position_ids is not None:
+        raise ValueError(
+            "randomized positions (position_ids) and packed documents kept apart "
+            "(segment_ids) cannot be combined: positions restart in every segment"
         )
 
 
 class MLMHead(nn.Module):
     """``LN(gelu(W x)) E^T + b`` with the decoder tied to the word embeddings ``E``."""
 
-    def __init__(
-        self,
-        vocab_size: int,
-        hidden_size: int,
-        layer_norm_eps: float,
-        block: BlockOptions | None = None,
-    ) -> None:
+    def __init__(self, config: EncoderConfig) -> None:
         super().__init__()
-        block = block or BlockOptions()
+        block, hidden_size = config.block_options, config.hidden_size
         self.dense = nn.Linear(hidden_size, hidden_size, bias=block.linear_bias)
-        self.norm = block.norm_layer(hidden_size, layer_norm_eps)
-        self.bias = nn.Parameter(torch.zeros(vocab_size))
+        self.norm = block.norm_layer(hidden_size, config.layer_norm_eps)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
     def forward(self, hidden: Tensor, word_embeddings: Tensor) -> Tensor:
         """Logits ``[..., V]`` of hidden states ``[..., H]``; ``word_embeddings`` is ``E``."""

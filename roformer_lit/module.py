@@ -32,8 +32,9 @@ from torch import Tensor
 from torchmetrics import MeanMetric, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
+from roformer_lit.architecture_rules import FIELD_RULES
 from roformer_lit.batch import IGNORE_INDEX, Batch, placement
-from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
+from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
 from roformer_lit.training.checkpoint_io import (
@@ -42,36 +43,33 @@ from roformer_lit.training.checkpoint_io import (
     read_checkpoint,
 )
 from roformer_lit.training.lifecycle import OptimizerSettings, RunModule
-from roformer_lit.validation import MODEL_RULES, check_model_arguments
+from roformer_lit.validation import (
+    TRAINING_RULES,
+    Rule,
+    check_training_arguments,
+    check_weights_fit_in_memory,
+)
+
+#: Every argument of :class:`MaskedLM` and what it accepts: the architecture's fields and
+#: the training settings.
+MODEL_RULES: dict[str, Rule] = {**FIELD_RULES, **TRAINING_RULES}
 
 
 class MaskedLM(RunModule):
     """An encoder MLM with a registered position scheme and attention kernel.
 
     The architecture's arguments (``position`` to ``layer_plan``) are the fields of
-    :class:`~roformer_lit.encoder_config.EncoderConfig`, made once from them as
-    ``self.config`` (checked there; the encoder and head are built from it). They are
-    flat keyword arguments here, spelled out, because that is what jsonargparse turns
-    into the flat ``--model.<key>`` options with types, defaults and help, and what
-    Lightning saves as the checkpoint's flat ``hyper_parameters`` (so every earlier
-    checkpoint loads unchanged); ``tests/test_encoder_config.py`` holds them equal to the
-    config's fields (names, types, defaults). The rest are training settings.
+    :class:`~roformer_lit.encoder_config.EncoderConfig` (documented there, once), made once
+    from them as ``self.config`` and passed whole to the encoder and head. They are flat
+    keyword arguments here because that is what jsonargparse turns into the flat
+    ``--model.<key>`` options with types, defaults and help, and what Lightning saves as
+    the checkpoint's flat ``hyper_parameters`` (so every earlier checkpoint loads
+    unchanged); ``tests/test_encoder_config.py`` holds them equal to the config's fields
+    (names, types, defaults). From Python, :meth:`from_config` takes a config whole. The
+    rest are training settings (:data:`~roformer_lit.validation.TRAINING_RULES`).
 
     Args:
-        position: a key of ``POSITION_SCHEMES`` (nope, learned, sinusoidal, xl, deberta, rope).
-        attention: a key of ``ATTENTION_KERNELS`` (softmax, linear).
-        vocab_size: tokenizer vocabulary size (linked from the data module by the CLI).
-        hidden_size, num_layers, num_heads, intermediate_size: encoder dimensions.
-        max_positions: size of position tables (a hard limit only for ``learned``).
-        dropout: hidden dropout; ``attention_dropout`` defaults to it.
-        layer_norm_eps: LayerNorm epsilon everywhere.
-        pre_norm: pre-LN blocks instead of BERT's post-LN.
-        position_kwargs, attention_kwargs: options of the scheme / kernel.
-        block: the block's options (:mod:`roformer_lit.blocks`: ``mlp`` gelu/geglu/swiglu,
-            ``norm`` layernorm/rmsnorm, ``norm_bias``, ``linear_bias``, ``first_norm``);
-            None is BERT's block.
-        layer_plan: each layer's scheme, options and window (:mod:`roformer_lit.layer_plan`);
-            None: every layer global with ``position``.
+        position ... layer_plan: the architecture (:class:`EncoderConfig`).
         learning_rate, weight_decay, betas, warmup_steps, min_lr_ratio: AdamW and schedule;
             the decay runs to ``trainer.max_steps`` (or the trainer's estimate).
         lr_schedule: ``linear`` (warm-up, then linear decay to ``trainer.max_steps``: the
@@ -122,7 +120,6 @@ class MaskedLM(RunModule):
         compile: bool = False,
         skip_nonfinite: bool = False,
     ) -> None:
-        arguments = dict(locals())
         super().__init__(
             OptimizerSettings(
                 learning_rate=learning_rate,
@@ -136,15 +133,45 @@ class MaskedLM(RunModule):
             skip_nonfinite=skip_nonfinite,
         )
         # the training settings here; the architecture's when its config is made (once)
-        check_model_arguments(
-            {k: v for k, v in arguments.items() if k in MODEL_RULES and k not in ENCODER_FIELDS}
+        check_training_arguments(
+            {
+                "learning_rate": learning_rate,
+                "weight_decay": weight_decay,
+                "betas": betas,
+                "warmup_steps": warmup_steps,
+                "min_lr_ratio": min_lr_ratio,
+                "position_lr_scale": position_lr_scale,
+                "lr_schedule": lr_schedule,
+                "decay_fraction": decay_fraction,
+                "init_std": init_std,
+                "compile": compile,
+                "skip_nonfinite": skip_nonfinite,
+            }
+        )
+        self.config = EncoderConfig(
+            position=position,
+            attention=attention,
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            intermediate_size=intermediate_size,
+            max_positions=max_positions,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            layer_norm_eps=layer_norm_eps,
+            pre_norm=pre_norm,
+            position_kwargs=position_kwargs,
+            attention_kwargs=attention_kwargs,
+            block=block,
+            layer_plan=layer_plan,
         )
         self.save_hyperparameters()  # flat, as every version saved them
         self._warmup_steps = warmup_steps
+        check_weights_fit_in_memory(self.config.as_dict())  # a host check: it allocates
         try:
-            self.config = EncoderConfig.from_settings(arguments)
             self.encoder = Encoder(self.config)
-            self.head = MLMHead(vocab_size, hidden_size, layer_norm_eps, self.config.block_options)
+            self.head = MLMHead(self.config)
         except RuntimeError as exc:  # torch's CPU allocator and CUDA OOM say "allocate"
             if "allocate" not in str(exc):
                 raise
@@ -159,9 +186,9 @@ class MaskedLM(RunModule):
         object.__setattr__(
             self, "_encode", torch.compile(self.encoder) if compile else self.encoder
         )
-        self.train_acc = MulticlassAccuracy(vocab_size, average="micro")
-        self.val_metrics = self._stage_metrics(vocab_size)
-        self.test_metrics = self._stage_metrics(vocab_size)
+        self.train_acc = MulticlassAccuracy(self.config.vocab_size, average="micro")
+        self.val_metrics = self._stage_metrics(self.config.vocab_size)
+        self.test_metrics = self._stage_metrics(self.config.vocab_size)
         self.best_val_loss = math.inf
 
     @classmethod
@@ -181,8 +208,8 @@ class MaskedLM(RunModule):
         read_checkpoint(path, kind=PRETRAINING)
         try:
             return cls.load_from_checkpoint(path, map_location="cpu", weights_only=True)
-        except ConfigError:
-            raise
+        except ConfigError as exc:
+            raise ConfigError(f"{exc}{recorded_origins(path)}") from None
         except Exception as exc:  # a truncated or foreign file that passed the checks
             detail = " ".join(str(exc).split())[:200]
             raise ConfigError(
@@ -345,6 +372,7 @@ class MaskedLM(RunModule):
         return self.encoder.position_parameters()
 
     def save_run_state(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint[COMPONENTS_KEY] = self.config.origins()
         checkpoint["best_val_loss"] = self.best_val_loss
         checkpoint["skipped_batches"] = self.skipped_batches
 
@@ -352,6 +380,31 @@ class MaskedLM(RunModule):
         drop_duplicate_weights(checkpoint)  # before Lightning loads the state_dict
         self.best_val_loss = checkpoint.get("best_val_loss", math.inf)
         self.skipped_batches = int(checkpoint.get("skipped_batches", 0))
+
+
+#: The checkpoint key of where the run's schemes and kernels came from
+#: (:meth:`EncoderConfig.origins`).
+COMPONENTS_KEY = "components"
+
+
+def recorded_origins(path: str | os.PathLike[str]) -> str:
+    """``"; the checkpoint records position 'x' from <distribution> <version>, ..."`` for
+    the plugins a checkpoint records (``""`` for built-ins only, or an older checkpoint)."""
+    try:
+        record = torch.load(path, map_location="cpu", weights_only=True).get(COMPONENTS_KEY)
+    except Exception:
+        return ""
+    if not isinstance(record, Mapping):
+        return ""
+    parts = []
+    for key, origin in record.items():
+        if not isinstance(origin, Mapping) or origin.get("source") == "builtin":
+            continue
+        what, _, name = str(key).partition(":")
+        where = origin.get("distribution") or origin.get("module") or origin.get("source")
+        version = f" {origin['version']}" if origin.get("version") else ""
+        parts.append(f"{what} {name!r} from {where}{version}")
+    return f"; the checkpoint records {', '.join(parts)}" if parts else ""
 
 
 def _cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:

@@ -1,24 +1,254 @@
-"""Build a registered class by name, refusing unknown names, options and option values.
+"""Registries of named components, open to the user's own code, and building a class by name.
 
-A registry is a plain ``dict[str, type]``. Options a registered class accepts are the
-keyword-only parameters of its ``__init__``; anything else is a user error that names
-the valid choices. Each option's *type* is checked against its annotation with
-jsonargparse (the CLI's own type system), so a newly registered class gets typed options
-from its signature alone; its *range* is checked by the class itself, in ``__init__``
-(with the rules of :mod:`roformer_lit.validation`).
+A registry maps a short name to a component: a position scheme class, an attention kernel
+class, a position task. Three sources, looked up in this order:
+
+1. **built-ins**, registered in the package (``positions/__init__.py`` and so on);
+2. **entry points** of installed distributions, in the registry's group
+   (``roformer_lit.positions``, ``roformer_lit.kernels``, ``roformer_lit.tasks``): the
+   entry point's name is the component's name, ``module:attribute`` its object;
+3. **import paths** ``package.module:Attribute`` (``my_pkg.schemes:CoPE``): any name with
+   a colon is imported as such, so a scheme in the user's own module is used from YAML and
+   the command line without installing anything.
+
+Every component is checked for its kind when it is resolved (a scheme must subclass
+:class:`~roformer_lit.positions.base.PositionScheme`, a kernel
+:class:`~roformer_lit.attention.base.AttentionKernel`, a task be a
+:class:`~roformer_lit.data.probes.tasks.ProbeTask`); a name that imports nothing, an
+object of the wrong kind, a plugin that raises on import or an entry point that shadows a
+built-in is one :class:`~roformer_lit.errors.ConfigError` line naming it. :meth:`Registry.origin`
+says where a name comes from (built-in; distribution and version; import path), which
+checkpoints record so that a run stays its own.
+
+Options a registered class accepts are the keyword-only parameters of its ``__init__``;
+anything else is a user error that names the valid choices. Each option's *type* is
+checked against its annotation with jsonargparse (the CLI's own type system), so a newly
+registered class gets typed options from its signature alone; its *range* is checked by
+the class itself, in ``__init__`` (with the rules of :mod:`roformer_lit.validation`).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
+import importlib.metadata
 import inspect
 import math
+import re
 import types
 import typing
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
-from roformer_lit.errors import ConfigError
+from roformer_lit.errors import ConfigError, one_line
+
+T = TypeVar("T")
+
+#: ``package.module:Attribute`` (the attribute may be dotted: ``module:Outer.Inner``).
+IMPORT_PATH = re.compile(
+    r"^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*):([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)$"
+)
+
+
+def is_import_path(name: object) -> bool:
+    """True if ``name`` is spelled as an import path (it contains a colon)."""
+    return isinstance(name, str) and ":" in name
+
+
+class Registry(Mapping[str, T], Generic[T]):
+    """Built-in components by name, then the entry points of ``group``, then import paths
+    (see the module). A read-only mapping: ``registry[name]``, ``name in registry`` (an
+    import path is "in" the registry when it resolves), iteration over the built-ins and
+    the installed entry points' names (import paths are not listed: they are open-ended).
+
+    ``what`` names the setting in messages (``position``), ``kind`` the expected object in
+    words, ``accepts(obj)`` checks an object's kind."""
+
+    def __init__(
+        self,
+        what: str,
+        kind: str,
+        accepts: Callable[[Any], bool],
+        builtins: Mapping[str, T],
+        group: str,
+    ) -> None:
+        self.what, self.kind, self.accepts, self.group = what, kind, accepts, group
+        self._builtins: dict[str, T] = dict(builtins)
+        self._resolved: dict[str, T] = {}
+
+    # -- the mapping ---------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> T:
+        if not isinstance(name, str):
+            raise KeyError(name)
+        if name in self._builtins:
+            return self._builtins[name]
+        if name not in self._resolved:
+            self._resolved[name] = self._resolve(name)
+        return self._resolved[name]
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        if name in self._builtins or name in self._resolved:
+            return True
+        if is_import_path(name):
+            try:
+                self[name]
+            except (ConfigError, KeyError):
+                return False
+            return True
+        return name in self._entry_points()
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._builtins
+        yield from (name for name in self._entry_points() if name not in self._builtins)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def builtin_names(self) -> list[str]:
+        """The names registered in the package itself."""
+        return list(self._builtins)
+
+    def register(self, name: str, component: T) -> None:
+        """Add a component under ``name`` for this process (tests, notebooks); a name
+        already taken is refused."""
+        if name in self._builtins:
+            raise ConfigError(f"{self.what} {name!r} is already registered")
+        self._check_kind(component, name)
+        self._builtins[name] = component
+
+    def unregister(self, name: str) -> None:
+        """Remove a name :meth:`register` added (built-ins of the package stay)."""
+        self._builtins.pop(name, None)
+
+    # -- where a name comes from ---------------------------------------------------------
+
+    def origin(self, name: str) -> dict[str, str]:
+        """Where ``name`` comes from, as data a checkpoint records: ``{"source":
+        "builtin"}``, ``{"source": "entry_point", "distribution", "version", "value"}`` or
+        ``{"source": "import_path", "module", "distribution", "version"}`` (the last two
+        where the module belongs to an installed distribution)."""
+        if name in self._builtins:
+            module = getattr(self._builtins[name], "__module__", "") or ""
+            if module.startswith("roformer_lit."):
+                return {"source": "builtin"}
+            return {"source": "registered", "module": module}
+        point = self._entry_points().get(name)
+        if point is not None:
+            found = {"source": "entry_point", "group": self.group, "value": point.value}
+            dist = getattr(point, "dist", None)
+            if dist is not None:
+                found.update(distribution=dist.metadata["Name"], version=dist.version)
+            return found
+        module = name.partition(":")[0]
+        found = {"source": "import_path", "module": module}
+        dist = _distribution_of(module)
+        if dist is not None:
+            found.update(distribution=dist[0], version=dist[1])
+        return found
+
+    # -- resolving -----------------------------------------------------------------------
+
+    def _entry_points(self) -> dict[str, importlib.metadata.EntryPoint]:
+        return _entry_points_of(self.group)
+
+    def _resolve(self, name: str) -> T:
+        if is_import_path(name):
+            return self._check_kind(self._import(name), name)
+        point = self._entry_points().get(name)
+        if point is None:
+            raise KeyError(name)
+        try:
+            component = point.load()
+        except Exception as exc:  # a plugin that raises on import is the plugin's fault
+            raise ConfigError(
+                f"{self.what} {name!r} (entry point {point.value!r} in group {self.group!r}) "
+                f"failed to load: {type(exc).__name__}: {one_line(exc)}"
+            ) from None
+        return self._check_kind(component, name)
+
+    def _import(self, name: str) -> Any:
+        if not IMPORT_PATH.match(name):
+            raise ConfigError(
+                f"{self.what} {name!r} is not an import path of the form package.module:Class"
+            )
+        module_name, _, attribute = name.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            raise ConfigError(
+                f"{self.what} {name!r}: cannot import {module_name!r} ({one_line(exc)}); "
+                "install the package that provides it or put it on PYTHONPATH"
+            ) from None
+        except Exception as exc:
+            raise ConfigError(
+                f"{self.what} {name!r}: importing {module_name!r} raised "
+                f"{type(exc).__name__}: {one_line(exc)}"
+            ) from None
+        found: Any = module
+        for part in attribute.split("."):
+            if not hasattr(found, part):
+                candidates = _candidates(module, self.accepts)
+                listed = ", ".join(candidates) if candidates else "none"
+                raise ConfigError(
+                    f"{self.what} {name!r}: module {module_name!r} has no attribute "
+                    f"{attribute!r}; candidates there: {listed}"
+                )
+            found = getattr(found, part)
+        return found
+
+    def _check_kind(self, component: Any, name: str) -> T:
+        if not self.accepts(component):
+            described = (
+                f"the class {component.__module__}.{component.__qualname__}"
+                if isinstance(component, type)
+                else f"a {type(component).__name__}"
+            )
+            raise ConfigError(f"{self.what} {name!r} is {described}, not a {self.kind}")
+        return component
+
+    def unknown(self, name: object) -> ConfigError:
+        """The one-line error for a name that is not registered."""
+        valid = ", ".join(sorted(self))
+        return ConfigError(
+            f"unknown {self.what} {name!r}; valid choices: {valid}, or an import path "
+            "package.module:Class"
+        )
+
+
+def subclass_of(base: type) -> Callable[[Any], bool]:
+    """``accepts`` for a registry of classes: a subclass of ``base`` (not ``base`` itself)."""
+    return lambda obj: isinstance(obj, type) and issubclass(obj, base) and obj is not base
+
+
+def instance_of(cls: type) -> Callable[[Any], bool]:
+    """``accepts`` for a registry of objects: an instance of ``cls``."""
+    return lambda obj: isinstance(obj, cls)
+
+
+@functools.cache
+def _entry_points_of(group: str) -> dict[str, importlib.metadata.EntryPoint]:
+    """The installed entry points of ``group`` by name (read once per process)."""
+    return {point.name: point for point in importlib.metadata.entry_points(group=group)}
+
+
+def _distribution_of(module: str) -> tuple[str, str] | None:
+    """(distribution, version) of the installed distribution that provides ``module``'s
+    top-level package, or None (a module on the path that no distribution installed)."""
+    top = module.split(".")[0]
+    names = importlib.metadata.packages_distributions().get(top)
+    if not names:
+        return None
+    try:
+        return names[0], importlib.metadata.version(names[0])
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _candidates(module: types.ModuleType, accepts: Callable[[Any], bool]) -> list[str]:
+    return sorted(name for name, obj in vars(module).items() if accepts(obj))
 
 
 def option_names(cls: type) -> list[str]:
@@ -92,8 +322,14 @@ def check_option_value(cls: type, key: str, value: Any, what: str, name: str) ->
     return value
 
 
-def lookup(registry: Mapping[str, type], name: str, what: str) -> type:
-    """``registry[name]``, or a ConfigError listing the valid names."""
+def lookup(registry: Mapping[str, Any], name: str, what: str) -> Any:
+    """``registry[name]`` (a :class:`Registry` resolves entry points and import paths), or
+    a ConfigError listing the valid names."""
+    if isinstance(registry, Registry):
+        try:
+            return registry[name]
+        except KeyError:
+            raise registry.unknown(name) from None
     if not isinstance(name, str) or name not in registry:
         valid = ", ".join(sorted(registry))
         raise ConfigError(f"unknown {what} {name!r}; valid choices: {valid}")

@@ -1,15 +1,16 @@
 """Arguments, checked in one way: declarative tables of :class:`Rule`.
 
 Every class that takes user arguments declares them in a table (name -> rule) and calls
-:func:`check_arguments`: the model and optimiser here (:data:`MODEL_RULES`), the data
+:func:`check_arguments`: the architecture (:mod:`roformer_lit.architecture_rules`), the optimiser
+here (:data:`TRAINING_RULES`), the data
 modules (each class's ``RULES``: :mod:`roformer_lit.data.datamodule` and its subclasses), fine-tuning's module and
 data module, the trainer settings (:func:`check_trainer_arguments`); schemes and kernels
 check their options with :func:`check` and the same rules.
 
-:data:`MODEL_RULES` maps every argument of :class:`~roformer_lit.module.MaskedLM` to a
-:class:`Rule` (its type and valid range, in words); :data:`CROSS_RULES` are the checks that
-need several arguments at once. :func:`check_model_arguments` applies both and raises one
-:class:`~roformer_lit.errors.ConfigError` line such as
+:data:`TRAINING_RULES` maps every training argument of :class:`~roformer_lit.module.MaskedLM`
+to a :class:`Rule` (its type and valid range, in words); :data:`TRAINING_CROSS_RULES` are the
+checks that need several arguments at once. :func:`check_training_arguments` applies both and
+raises one :class:`~roformer_lit.errors.ConfigError` line such as
 
     model.init_std must be > 0 and finite, got -1.0
 
@@ -153,24 +154,9 @@ non_empty_text = Rule("a non-empty string", lambda v: isinstance(v, str) and boo
 text = Rule("a string", lambda v: isinstance(v, str))
 mapping = Rule("a mapping of option names to values", lambda v: isinstance(v, Mapping))
 
-#: Every argument of ``MaskedLM`` (and so of ``Encoder``) and what it accepts.
-MODEL_RULES: dict[str, Rule] = {
-    "position": text,
-    "attention": text,
-    "vocab_size": size(2),  # one token: no prediction to make (and no metric)
-    "hidden_size": size(),
-    "num_layers": size(),
-    "num_heads": size(),
-    "intermediate_size": size(),
-    "max_positions": size(),
-    "dropout": unit_interval_open_right,
-    "attention_dropout": optional(unit_interval_open_right),
-    "layer_norm_eps": finite_positive_float,
-    "pre_norm": boolean,
-    "position_kwargs": optional(mapping),
-    "attention_kwargs": optional(mapping),
-    "block": optional(mapping),  # its keys: roformer_lit.blocks.BLOCK_RULES
-    "layer_plan": optional(mapping),  # its keys: roformer_lit.layer_plan
+#: The training settings of ``MaskedLM`` (optimiser, schedule, run switches) and what each
+#: accepts. The architecture's fields are :data:`roformer_lit.architecture_rules.FIELD_RULES`.
+TRAINING_RULES: dict[str, Rule] = {
     "learning_rate": finite_positive_float,
     "weight_decay": finite_non_negative_float,
     "betas": pair(unit_interval_open_right),
@@ -198,15 +184,6 @@ def divisors(n: int) -> list[int]:
     """The divisors of ``n >= 1`` in increasing order (``O(sqrt n)``)."""
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return small + [n // d for d in reversed(small) if d * d != n]
-
-
-def _heads_divide_hidden(args: Mapping[str, Any]) -> None:
-    hidden, heads = args["hidden_size"], args["num_heads"]
-    if hidden % heads:
-        raise ConfigError(
-            f"{PREFIX}hidden_size {hidden} is not divisible by num_heads {heads}; "
-            f"valid {PREFIX}num_heads for it: {divisors(hidden)}"
-        )
 
 
 def _adamw_step_fits_float32(args: Mapping[str, Any]) -> None:
@@ -257,10 +234,12 @@ def physical_memory_bytes() -> int | None:
         return None
 
 
-def _weights_fit_in_memory(args: Mapping[str, Any]) -> None:
+def check_weights_fit_in_memory(args: Mapping[str, Any]) -> None:
     """A lower bound on the float32 weights, ``4 (V H + N (4 H^2 + 2 H I))`` bytes (word
     embeddings; per layer the q, k, v, output and FFN matrices), must fit in this
-    machine's memory: absurd sizes are refused before anything is allocated."""
+    machine's memory: absurd sizes are refused before anything is allocated. A host check:
+    run where weights are allocated (``MaskedLM``) and before a launch, never when a
+    config is only read."""
     vocab, hidden = args["vocab_size"], args["hidden_size"]
     layers, inner = args["num_layers"], args["intermediate_size"]
     need = 4 * (vocab * hidden + layers * (4 * hidden * hidden + 2 * hidden * inner))
@@ -273,10 +252,8 @@ def _weights_fit_in_memory(args: Mapping[str, Any]) -> None:
         )
 
 
-#: (arguments needed, check): run when every needed argument is given (and valid).
-CROSS_RULES: list[tuple[tuple[str, ...], Callable[[Mapping[str, Any]], None]]] = [
-    (("vocab_size", "hidden_size", "num_layers", "intermediate_size"), _weights_fit_in_memory),
-    (("hidden_size", "num_heads"), _heads_divide_hidden),
+#: (training settings needed, check): run when every needed setting is given (and valid).
+TRAINING_CROSS_RULES: list[tuple[tuple[str, ...], Callable[[Mapping[str, Any]], None]]] = [
     (("learning_rate", "weight_decay", "betas"), _adamw_step_fits_float32),
     (
         ("learning_rate", "position_lr_scale", "weight_decay", "betas"),
@@ -296,12 +273,12 @@ def check_arguments(arguments: Mapping[str, Any], rules: Mapping[str, Rule], pre
             check(prefix + name, value, rule)
 
 
-def check_model_arguments(arguments: Mapping[str, Any]) -> None:
-    """Check each of ``arguments`` that :data:`MODEL_RULES` knows, then the cross rules
+def check_training_arguments(arguments: Mapping[str, Any]) -> None:
+    """Check each of ``arguments`` that :data:`TRAINING_RULES` knows, then the cross rules
     whose arguments are all present; the first failure is one ConfigError line naming
     ``model.<argument>``, the wrong value and the valid ones."""
-    check_arguments(arguments, MODEL_RULES, PREFIX)
-    for needed, cross_check in CROSS_RULES:
+    check_arguments(arguments, TRAINING_RULES, PREFIX)
+    for needed, cross_check in TRAINING_CROSS_RULES:
         if all(name in arguments for name in needed):
             cross_check(arguments)
 

@@ -51,6 +51,7 @@ FAST_MODULES = frozenset(
         "test_checkpoint_settings",
         "test_encoder_config",
         "test_total_steps",
+        "test_plugins",
     }
 )
 

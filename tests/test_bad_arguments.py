@@ -21,9 +21,9 @@ from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES, MaskedLM
 from roformer_lit.commands import EXIT_DIVERGED, EXIT_USER_ERROR, main
 from roformer_lit.encoder_config import ENCODER_FIELDS
 from roformer_lit.errors import ConfigError, TrainingDiverged
+from roformer_lit.module import MODEL_RULES
 from roformer_lit.registry import option_hints, option_names
 from roformer_lit.training.checkpoint_io import first_nonfinite, refuse_nonfinite
-from roformer_lit.validation import MODEL_RULES
 
 EXISTING_RUN = Path("runs") / "mlm" / "rope-softmax-seed0"
 

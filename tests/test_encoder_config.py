@@ -24,12 +24,12 @@ from roformer_lit.commands.checkpoint_settings import (
     REFUSE,
     checkpoint_settings,
 )
+from roformer_lit.commands.prelaunch import check_model
 from roformer_lit.commands.pretrain import validate_config
 from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig, encoder_defaults
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.pretrained import encoder_config, load_encoder
-from roformer_lit.module import MaskedLM
-from roformer_lit.validation import MODEL_RULES
+from roformer_lit.module import MODEL_RULES, MaskedLM
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -228,13 +228,21 @@ def test_a_bad_value_is_one_line_naming_the_valid_ones(changes, expected):
         ({"position_kwargs": {"bse": 2.0}}, "unknown position_kwargs key(s) 'bse'"),
     ],
 )
-def test_a_bad_name_is_one_line_from_the_encoder_it_configures(changes, expected):
-    """The registries' names and options are checked where the encoder is built."""
-    config = EncoderConfig(**changes)  # the ranges are fine
-    with pytest.raises(ConfigError) as info:
-        MaskedLM.from_config(config)
-    message = str(info.value)
-    assert "\n" not in message and expected in message, message
+def test_a_bad_name_is_one_line_from_the_config_and_every_path_that_builds_one(changes, expected):
+    """The registries' names and options are architecture rules: ``EncoderConfig(...)``
+    refuses them, and so do the Python API's ``MaskedLM(...)`` and the pre-launch check,
+    with the same line (one table of rules, run by all three)."""
+    messages = []
+    for make in (
+        lambda: EncoderConfig(**changes),
+        lambda: MaskedLM(**changes),
+        lambda: check_model(changes, 64, None),
+    ):
+        with pytest.raises(ConfigError) as info:
+            make()
+        messages.append(str(info.value))
+    assert len(set(messages)) == 1, messages
+    assert "\n" not in messages[0] and expected in messages[0], messages[0]
 
 
 def test_a_config_is_checked_again_when_it_is_changed():

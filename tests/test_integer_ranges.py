@@ -30,8 +30,8 @@ from roformer_lit.data.probe_module import PROBE_RULES, ProbeDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.datamodule import TASK_DATA_RULES, TaskDataModule
 from roformer_lit.finetune.module import CLASSIFIER_RULES, SequenceClassifier
-from roformer_lit.module import MaskedLM
-from roformer_lit.validation import MODEL_RULES, RUN_RULES, TRAINER_RULES, Rule
+from roformer_lit.module import MODEL_RULES, MaskedLM
+from roformer_lit.validation import RUN_RULES, TRAINER_RULES, Rule
 
 #: (prefix on the command line, rule table, the class whose arguments it holds)
 TABLES: dict[str, tuple[str, dict[str, Rule], Any]] = {

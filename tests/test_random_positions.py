@@ -119,12 +119,13 @@ def test_the_flex_path_takes_positions(position):
         )
 
 
-def test_positions_and_segments_together_fail_the_networks_assertion():
+def test_positions_and_segments_together_are_an_input_error_of_the_network():
     """The settings are refused before anything is built (the corpus module's check,
-    tests/test_data_modules.py); the network only asserts."""
+    tests/test_data_modules.py); the network refuses the inputs with a ValueError (not an
+    assertion, which ``python -O`` would skip)."""
     model = small_model("rope")
     ids = random_ids(1, LENGTH)
-    with pytest.raises(AssertionError, match="cannot be combined"):
+    with pytest.raises(ValueError, match="cannot be combined"):
         model(ids, segment_ids=torch.zeros_like(ids), position_ids=torch.arange(LENGTH)[None])
 
 

@@ -69,12 +69,14 @@ def test_flex_path_keeps_segments_apart(position):
 
 
 @pytest.mark.parametrize("attention", NO_SEGMENT_KERNELS)
-def test_a_kernel_without_segments_fails_the_networks_assertion(attention):
+def test_a_kernel_without_segments_refuses_segment_ids(attention):
     """``data.document_mask`` with such a kernel is refused before anything is built, in
-    one line naming the valid kernels (tests/test_data_modules.py); the network asserts."""
+    one line naming the valid kernels (tests/test_data_modules.py); the network refuses
+    the input with a ValueError naming the kernel (never an assertion: under ``python -O``
+    the documents would silently attend to each other)."""
     model = small_model("nope", attention)
     _, block, segments = packed_documents()
-    with pytest.raises(AssertionError, match="cannot keep documents apart"):
+    with pytest.raises(ValueError, match=f"{attention!r} cannot keep packed documents apart"):
         model(block, segment_ids=segments)
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
+from roformer_lit.capabilities import KernelCapabilities
 from roformer_lit.score_bias import ScoreBias
 
 Rotation = Callable[[Tensor], Tensor]
@@ -32,6 +33,22 @@ class AttentionKernel(nn.Module):
     supports_segments: ClassVar[bool] = False
     #: Whether the kernel can restrict attention to a sliding window (``window``).
     supports_window: ClassVar[bool] = False
+    #: Whether the kernel applies attention dropout (``dropout_p > 0``).
+    supports_dropout: ClassVar[bool] = True
+    #: The device types it can train on; None: every device.
+    training_devices: ClassVar[tuple[str, ...] | None] = None
+
+    @classmethod
+    def capabilities(cls, options: Mapping[str, Any] | None = None) -> KernelCapabilities:
+        """What the kernel supports with ``options`` (checked ``attention_kwargs``): its
+        class attributes; a kernel whose support depends on an option overrides this."""
+        return KernelCapabilities(
+            score_bias=cls.supports_score_bias,
+            segments=cls.supports_segments,
+            window=cls.supports_window,
+            dropout=cls.supports_dropout,
+            training_devices=cls.training_devices,
+        )
 
     def forward(
         self,

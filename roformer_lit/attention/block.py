@@ -4,43 +4,43 @@
 
 The block is the same for every scheme: it asks the layer's position hooks for a score
 bias and a rotation and hands both to the kernel, with the layer's window (its layer
-plan; None: global). ``bias=False`` drops ``b_qkv`` and ``b_o``. Given ``rows`` (``[B, L]`` bool), the
+plan; None: global). It is built from the config and its layer's spec: the layer's own
+kernel, with the layer's options, and window. ``bias=False`` drops ``b_qkv`` and ``b_o``. Given ``rows`` (``[B, L]`` bool), the
 output projection runs at those rows only and the result is ``[N, H]``.
 """
 
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch import Tensor, nn
 
 from roformer_lit.attention.base import AttentionKernel
 from roformer_lit.positions.base import LayerPosition, QKVWeights, default_scale
 
+if TYPE_CHECKING:
+    from roformer_lit.architecture_rules import ResolvedLayer
+    from roformer_lit.encoder_config import EncoderConfig
+
 
 class SelfAttention(nn.Module):
     """Self-attention over ``[B, L, H]`` with ``num_heads`` heads."""
 
-    def __init__(
-        self,
-        hidden_size: int,
-        num_heads: int,
-        kernel: AttentionKernel,
-        attention_dropout: float,
-        *,
-        bias: bool = True,
-        window: int | None = None,
-    ) -> None:
+    def __init__(self, config: EncoderConfig, layer: ResolvedLayer) -> None:
         super().__init__()
-        self.num_heads = num_heads
-        self.head_size = hidden_size // num_heads
+        kernel: AttentionKernel = layer.kernel(**layer.kernel_options)
+        hidden_size, bias = config.hidden_size, config.block_options.linear_bias
+        self.num_heads = config.num_heads
+        self.head_size = hidden_size // config.num_heads
         self.hidden_size = hidden_size
         self.qkv = nn.Linear(hidden_size, 3 * hidden_size, bias=bias)
         self.out = nn.Linear(hidden_size, hidden_size, bias=bias)
         self.kernel = kernel
-        self.attention_dropout = attention_dropout
-        self.window = window
+        # null attention dropout means model.dropout where the kernel applies dropout
+        has_dropout = layer.kernel_capabilities.dropout
+        self.attention_dropout = config.attention_dropout_value if has_dropout else 0.0
+        self.window = layer.spec.window
 
     def forward(
         self,

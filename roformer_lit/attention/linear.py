@@ -21,6 +21,7 @@ class LinearAttention(AttentionKernel):
     """Kernelised attention; cannot take a score bias (it never forms the score matrix)."""
 
     supports_score_bias = False
+    supports_dropout = False  # no attention matrix: nothing to drop out
 
     def __init__(self, *, eps: float = 1e-6) -> None:
         super().__init__()

@@ -35,7 +35,9 @@ window's keys only: cost linear in the length); else dense SDPA with the band in
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -45,6 +47,7 @@ from roformer_lit.attention.banded import banded_softmax
 from roformer_lit.attention.base import AttentionKernel, Rotation
 from roformer_lit.attention.flex import flex_softmax
 from roformer_lit.attention.window import band_half_width, band_mask
+from roformer_lit.capabilities import KernelCapabilities
 from roformer_lit.errors import ConfigError
 from roformer_lit.score_bias import BiasLookup, ScoreBias, TableLookup
 from roformer_lit.validation import check, one_of, positive_int
@@ -72,6 +75,15 @@ class SoftmaxAttention(AttentionKernel):
         check("softmax attention window_block", window_block, positive_int)
         self.backend = backend
         self.window_block = window_block
+
+    @classmethod
+    def capabilities(cls, options: Mapping[str, Any] | None = None) -> KernelCapabilities:
+        """``backend: flex`` has no attention dropout and trains on CUDA only (PyTorch has
+        no FlexAttention backward elsewhere); ``auto`` and ``sdpa`` support both."""
+        base = super().capabilities(options)
+        if (options or {}).get("backend") == "flex":
+            return replace(base, dropout=False, training_devices=("cuda",))
+        return base
 
     def _flex_window(self, q: Tensor, bias: ScoreBias | None, dropout_p: float) -> bool:
         """Whether a windowed layer runs on FlexAttention with a block mask: CUDA, a dtype

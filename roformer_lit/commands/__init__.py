@@ -60,6 +60,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "locality": "roformer_lit.results.locality:main",
     "prepare": "roformer_lit.commands.prepare:main",
     "finetune": "roformer_lit.finetune.cli:main",
+    "schemes": "roformer_lit.commands.schemes:main",
 }
 
 

@@ -12,14 +12,15 @@ a tokenizer or allocating a weight:
   :meth:`~roformer_lit.data.datamodule.PretrainDataModule.check_settings`: the rule table,
   the settings that must agree, a position task and its lengths, the bytes the sizes
   allocate);
-* the model settings (:data:`~roformer_lit.validation.MODEL_RULES` and the cross rules),
-  the :class:`~roformer_lit.encoder_config.EncoderConfig` of its architecture, then the
-  encoder built from it on PyTorch's ``meta`` device (shapes only, no memory): the scheme
-  and kernel names, their options' types and ranges, a scheme that needs a score bias on
-  a kernel that cannot take one; the bytes of the weights it would hold against this
-  machine's memory; ``data.max_length`` against the scheme's position table;
+* the model settings: the training settings
+  (:data:`~roformer_lit.validation.TRAINING_RULES`), the
+  :class:`~roformer_lit.encoder_config.EncoderConfig` of its architecture (the one table of
+  :mod:`roformer_lit.architecture_rules`, which the Python API runs too), then the host:
+  the encoder built on PyTorch's ``meta`` device (shapes only, no memory), the bytes of
+  the weights it would hold against this machine's memory, ``data.max_length`` against
+  the scheme's position table;
 * the rules that pair the sections (:data:`CROSS_SECTION_RULES`: ``data.document_mask``
-  and the kernel, ``data.random_positions`` and the scheme and its table).
+  and every layer's kernel, ``data.random_positions`` and every layer's scheme and table).
 
 ``fit`` (``validate``, ``test``, ``predict``) runs it before it picks a run directory;
 ``sweep`` and ``sweep --dry-run`` run it on every combination before anything is
@@ -40,12 +41,12 @@ from roformer_lit.data.modules import complete_settings
 from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.model import Encoder
-from roformer_lit.positions import POSITION_SCHEMES, PositionScheme
+from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.validation import (
     check_fits_in_memory,
-    check_model_arguments,
     check_run_arguments,
     check_trainer_arguments,
+    check_training_arguments,
 )
 
 
@@ -73,82 +74,92 @@ def check_fit_config(config: Any) -> None:
         vocab = model.get("vocab_size")
         if section:  # linked from the data module: its tokenizer's (planned) size
             vocab = data_class.planned_vocab_size(data)
-        check_model(model, vocab, data.get("max_length"))
-    if model and data:
-        for rule in CROSS_SECTION_RULES:
-            rule(model, data)
+        architecture = check_model(model, vocab, data.get("max_length"))
+        if data:
+            for rule in CROSS_SECTION_RULES:
+                rule(architecture, data)
 
 
-def document_mask_needs_segments(model: Mapping[str, Any], data: Mapping[str, Any]) -> None:
-    """``data.document_mask`` with a kernel that cannot keep documents apart: one line
-    naming the kernels that can."""
+def document_mask_needs_segments(config: EncoderConfig, data: Mapping[str, Any]) -> None:
+    """``data.document_mask`` with a layer whose kernel cannot keep documents apart: one
+    line naming that kernel and those that can."""
     if not data.get("document_mask"):
         return
-    attention = model.get("attention")
-    kernel = ATTENTION_KERNELS.get(attention)
-    if kernel is not None and not kernel.supports_segments:
-        valid = sorted(name for name, k in ATTENTION_KERNELS.items() if k.supports_segments)
-        raise ConfigError(
-            f"data.document_mask true needs an attention kernel that keeps documents apart; "
-            f"model.attention={attention!r} cannot; valid: {', '.join(valid)}"
-        )
+    for layer in config.layers:
+        if not layer.kernel_capabilities.segments:
+            valid = sorted(
+                name
+                for name in ATTENTION_KERNELS.builtin_names()
+                if ATTENTION_KERNELS[name].capabilities().segments
+            )
+            raise ConfigError(
+                f"data.document_mask true needs an attention kernel that keeps documents "
+                f"apart; attention {layer.spec.attention!r}{layer.where(config.model_layer)} "
+                f"cannot; valid: {', '.join(valid)}"
+            )
 
 
-def random_positions_need_a_reader(model: Mapping[str, Any], data: Mapping[str, Any]) -> None:
+def random_positions_need_a_reader(config: EncoderConfig, data: Mapping[str, Any]) -> None:
     """``data.random_positions`` (the range ``R`` randomized positions are drawn from) with
-    a scheme that reads no positions (they would change nothing): one line naming those
-    that read them."""
-    span, position = data.get("random_positions"), model.get("position")
-    scheme = POSITION_SCHEMES.get(position)
-    if span is None or scheme is None:  # an unknown name is refused by the encoder
+    no layer whose scheme reads positions (they would change nothing): one line naming
+    the schemes that read them. Every layer's scheme counts (a plan giving RoPE to half
+    the layers reads positions with ``model.position nope``)."""
+    span = data.get("random_positions")
+    if span is None:
         return
-    if not scheme.reads_positions:
-        valid = sorted(name for name, cls in POSITION_SCHEMES.items() if cls.reads_positions)
+    if not any(layer.scheme_capabilities.reads_positions for layer in config.layers):
+        valid = sorted(
+            name
+            for name in POSITION_SCHEMES.builtin_names()
+            if POSITION_SCHEMES[name].capabilities().reads_positions
+        )
+        schemes = ", ".join(dict.fromkeys(layer.spec.position for layer in config.layers))
         raise ConfigError(
             f"data.random_positions={span} needs a position scheme that reads positions; "
-            f"model.position={position!r} reads none; valid: {', '.join(valid)}"
+            f"model.position={config.position!r} (every layer: {schemes}) reads none; "
+            f"valid: {', '.join(valid)}"
         )
 
 
-def random_positions_fit_the_table(model: Mapping[str, Any], data: Mapping[str, Any]) -> None:
+def random_positions_fit_the_table(config: EncoderConfig, data: Mapping[str, Any]) -> None:
     """``data.random_positions`` past the table of a scheme bounded by one (its
     ``max_length``: ``learned``) when ``R > model.max_positions``: one line."""
-    span, position = data.get("random_positions"), model.get("position")
-    scheme = POSITION_SCHEMES.get(position)
-    if span is None or scheme is None:
+    span, limit = data.get("random_positions"), config.max_positions
+    if not isinstance(span, int) or span <= limit:
         return
-    limit = model.get("max_positions")
-    bounded = scheme.max_length is not PositionScheme.max_length  # overridden: a table's size
-    if bounded and isinstance(limit, int) and isinstance(span, int) and span > limit:
-        raise ConfigError(
-            f"data.random_positions={span} exceeds model.max_positions={limit}, the size of "
-            f"the {position!r} position table; lower data.random_positions or raise "
-            "model.max_positions"
-        )
+    for layer in config.layers:
+        if layer.scheme_capabilities.bounded:
+            raise ConfigError(
+                f"data.random_positions={span} exceeds model.max_positions={limit}, the size "
+                f"of the {layer.spec.position!r} position table; lower data.random_positions "
+                "or raise model.max_positions"
+            )
 
 
-#: The rules that pair the model's settings with the data's, each ``rule(model, data)``
-#: on plain settings (the data's complete: every argument of its class), raising one
-#: ConfigError line. A new rule that needs several sections at once is one function
-#: here and one entry of this table. (A rule inside one section belongs to that
-#: section's class: ``validation.CROSS_RULES`` for the model, a data module's
-#: ``check_combinations``.)
-CROSS_SECTION_RULES: tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], None], ...] = (
+#: The rules that pair the model's architecture with the data's settings, each
+#: ``rule(config, data)`` on the checked :class:`EncoderConfig` (every layer's scheme and
+#: kernel, as they declare themselves) and the plain data settings (complete: every
+#: argument of its class), raising one ConfigError line. A new rule that needs several
+#: sections at once is one function here and one entry of this table. (A rule inside one
+#: section belongs to that section: :mod:`roformer_lit.architecture_rules` for the
+#: architecture, a data module's ``check_combinations``.)
+CROSS_SECTION_RULES: tuple[Callable[[EncoderConfig, Mapping[str, Any]], None], ...] = (
     document_mask_needs_segments,
     random_positions_need_a_reader,
     random_positions_fit_the_table,
 )
 
 
-def check_model(model: Mapping[str, Any], vocab_size: Any, max_length: Any) -> None:
-    """The model settings' rules, then the encoder on the ``meta`` device (nothing
-    allocated): every scheme and kernel check runs, the bytes of its weights are compared
-    with this machine's memory, and ``max_length`` with the scheme's position table."""
-    training = {k: v for k, v in model.items() if k not in ENCODER_FIELDS}
-    check_model_arguments(training)  # the architecture's when its config is made
+def check_model(model: Mapping[str, Any], vocab_size: Any, max_length: Any) -> EncoderConfig:
+    """The training settings' rules, the architecture's (its :class:`EncoderConfig`: every
+    rule of :mod:`roformer_lit.architecture_rules`), then the host's: the encoder built on
+    the ``meta`` device (nothing allocated), the bytes of its weights against this
+    machine's memory, and ``max_length`` against the scheme's position table. The
+    checked config."""
+    check_training_arguments({k: v for k, v in model.items() if k not in ENCODER_FIELDS})
     config = EncoderConfig.from_settings({**model, "vocab_size": vocab_size})
     try:
-        with torch.device("meta"):
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
             encoder = Encoder(config)
     except (RuntimeError, OverflowError, ValueError, TypeError) as exc:
         if isinstance(exc, ConfigError):
@@ -164,3 +175,4 @@ def check_model(model: Mapping[str, Any], vocab_size: Any, max_length: Any) -> N
             f"table (model.max_positions={limit}); raise model.max_positions or use a "
             "scheme that extends"
         )
+    return config

@@ -41,6 +41,7 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import Tensor, nn
 
+from roformer_lit.capabilities import SchemeCapabilities
 from roformer_lit.score_bias import ScoreBias
 
 __all__ = [
@@ -131,6 +132,18 @@ class PositionScheme(nn.Module):
     #: rows of the tests (a few tokens, tens of positions); the registry-wide tests build
     #: every scheme with them, so no test names a scheme.
     test_kwargs: ClassVar[Mapping[str, Any]] = {}
+
+    @classmethod
+    def capabilities(cls) -> SchemeCapabilities:
+        """What the scheme needs and claims, as data (:mod:`roformer_lit.capabilities`)."""
+        return SchemeCapabilities(
+            needs_score_bias=cls.needs_score_bias,
+            embeds=cls.embed is not PositionScheme.embed,
+            reads_positions=cls.reads_positions,
+            translation_invariant=cls.translation_invariant,
+            bounded=cls.max_length is not PositionScheme.max_length,
+            head_size_multiple=cls.head_size_multiple,
+        )
 
     def amplify_for_tests(self) -> None:
         """Scale freshly initialised parameters whose effect is too small to see in a

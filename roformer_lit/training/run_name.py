@@ -118,7 +118,8 @@ def run_stem(config: Any) -> str:
     model, data = _get(config, "model"), _get(config, "data")
     if _get(data, "class_path") is not None:  # a data module named by its class
         data = _get(data, "init_args")
-    stem = f"{_get(model, 'position')}-{_get(model, 'attention')}-seed{_get(config, 'seed_everything')}"
+    position, attention = (_clean(str(_get(model, key))) for key in ("position", "attention"))
+    stem = f"{position}-{attention}-seed{_get(config, 'seed_everything')}"
     corpus = corpus_label(data)
     parts = [stem, *([corpus] if corpus else []), *variant_parts(model, data)]
     return "-".join(parts)[:MAX_STEM].rstrip("._-")

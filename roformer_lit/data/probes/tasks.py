@@ -24,6 +24,7 @@ import numpy as np
 
 from roformer_lit.batch import IGNORE_INDEX
 from roformer_lit.errors import ConfigError
+from roformer_lit.registry import Registry, instance_of
 
 PAD_ID, MASK_ID, SEP_ID = 0, 1, 2
 #: Id of symbol 0; symbol ``s`` is ``FIRST_SYMBOL + s``.
@@ -158,31 +159,41 @@ def _recall(
     return prefix, queried, np.tile([False, True], n)
 
 
-#: The probe tasks by name.
-PROBE_TASKS: dict[str, ProbeTask] = {
-    "copy": ProbeTask("copy", _answers(_copy)),
-    "reverse": ProbeTask("reverse", _answers(_reverse)),
-    "sort": ProbeTask("sort", _answers(_sort), baselines=("majority", "uniform", "relative_place")),
-    "recall": ProbeTask(
-        "recall",
-        _recall,
-        width=2,
-        longest=lambda symbols: symbols // 2,
-        hint="the share of training pairs whose value is its key's fixed partner",
-        alphabet=lambda symbols: (symbols // 2, symbols),
-    ),
-    "odds_first": ProbeTask("odds_first", _answers(_odds_first)),
-}
+#: The probe tasks by name; a user's task (a :class:`ProbeTask`) is found by import path
+#: (``my_pkg.tasks:MY_TASK``) or an entry point in the group ``roformer_lit.tasks``.
+PROBE_TASKS: Registry[ProbeTask] = Registry(
+    "data.probe",
+    "roformer_lit.data.probes.tasks.ProbeTask",
+    instance_of(ProbeTask),
+    {
+        "copy": ProbeTask("copy", _answers(_copy)),
+        "reverse": ProbeTask("reverse", _answers(_reverse)),
+        "sort": ProbeTask(
+            "sort", _answers(_sort), baselines=("majority", "uniform", "relative_place")
+        ),
+        "recall": ProbeTask(
+            "recall",
+            _recall,
+            width=2,
+            longest=lambda symbols: symbols // 2,
+            hint="the share of training pairs whose value is its key's fixed partner",
+            alphabet=lambda symbols: (symbols // 2, symbols),
+        ),
+        "odds_first": ProbeTask("odds_first", _answers(_odds_first)),
+    },
+    group="roformer_lit.tasks",
+)
 
 
 def probe_task(name: object) -> ProbeTask:
     """The task called ``name``, or a one-line ConfigError naming the valid ones."""
-    task = PROBE_TASKS.get(name) if isinstance(name, str) else None
-    if task is None:
+    try:
+        return PROBE_TASKS[name]
+    except KeyError:
         raise ConfigError(
-            f"data.probe={name!r} is not a probe task: valid: {', '.join(PROBE_TASKS)} or null"
-        )
-    return task
+            f"data.probe={name!r} is not a probe task: valid: {', '.join(PROBE_TASKS)}, an "
+            "import path package.module:TASK, or null"
+        ) from None
 
 
 def probe_rng(seed: int, stream: str, *keys: int) -> np.random.Generator:

@@ -1,0 +1,331 @@
+"""The architecture's rules, in one table: every check of an encoder's settings.
+
+An :class:`~roformer_lit.encoder_config.EncoderConfig` runs :func:`check_architecture`
+when it is made, so the Python API (``EncoderConfig(...)``, ``MaskedLM(...)``), the
+pre-launch check of ``fit`` and ``sweep --dry-run`` (:mod:`roformer_lit.commands.prelaunch`)
+and a checkpoint's settings all run the same list, in this order:
+
+1. :data:`FIELD_RULES`: each field's type and range (``model.num_heads must be a positive
+   integer``);
+2. :data:`FIELD_CROSS_RULES`: rules over several fields (heads divide the hidden size);
+3. the block's options (:meth:`~roformer_lit.blocks.BlockOptions.from_config`) and the
+   layer plan's form (:func:`~roformer_lit.layer_plan.resolve_plan`);
+4. each layer's scheme and kernel resolved by name (built-in, entry point or import path:
+   :class:`~roformer_lit.registry.Registry`) with typed options;
+5. :data:`LAYER_RULES`: the combinations, read from what each scheme and kernel
+   *declares* (:mod:`roformer_lit.capabilities`), never from a name: a score bias on a
+   kernel that cannot take one, a window on a kernel without windows, a scheme that adds
+   to the embeddings varied per layer, attention dropout on a kernel without it, the
+   model's scheme used by no layer or training nothing;
+6. every scheme and kernel constructed once on PyTorch's ``meta`` device (no memory, no
+   random numbers drawn), which runs their own range checks (``rope base must be > 1``).
+
+Each failure is one :class:`~roformer_lit.errors.ConfigError` line naming the setting, the
+value and the valid ones. Nothing here depends on the machine: the weights' bytes against
+this machine's memory are the pre-launch check's (a checkpoint's config is read anywhere).
+The network's ``forward`` raises nothing for a setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from roformer_lit.attention import ATTENTION_KERNELS, AttentionKernel
+from roformer_lit.capabilities import KernelCapabilities, SchemeCapabilities
+from roformer_lit.errors import ConfigError
+from roformer_lit.layer_plan import LayerSpec
+from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.positions.base import EncoderShape, PositionScheme
+from roformer_lit.registry import check_options, lookup
+from roformer_lit.validation import (
+    PREFIX,
+    Rule,
+    boolean,
+    check_arguments,
+    divisors,
+    finite_positive_float,
+    mapping,
+    optional,
+    size,
+    text,
+    unit_interval_open_right,
+)
+
+if TYPE_CHECKING:
+    from roformer_lit.encoder_config import EncoderConfig
+
+#: Every field of the architecture and what it accepts.
+FIELD_RULES: dict[str, Rule] = {
+    "position": text,
+    "attention": text,
+    "vocab_size": size(2),  # one token: no prediction to make (and no metric)
+    "hidden_size": size(),
+    "num_layers": size(),
+    "num_heads": size(),
+    "intermediate_size": size(),
+    "max_positions": size(),
+    "dropout": unit_interval_open_right,
+    "attention_dropout": optional(unit_interval_open_right),
+    "layer_norm_eps": finite_positive_float,
+    "pre_norm": boolean,
+    "position_kwargs": optional(mapping),
+    "attention_kwargs": optional(mapping),
+    "block": optional(mapping),  # its keys: roformer_lit.blocks.BLOCK_RULES
+    "layer_plan": optional(mapping),  # its keys: roformer_lit.layer_plan
+}
+
+
+def _heads_divide_hidden(fields: Mapping[str, Any]) -> None:
+    hidden, heads = fields["hidden_size"], fields["num_heads"]
+    if hidden % heads:
+        raise ConfigError(
+            f"{PREFIX}hidden_size {hidden} is not divisible by num_heads {heads}; "
+            f"valid {PREFIX}num_heads for it: {divisors(hidden)}"
+        )
+
+
+#: (fields needed, check): rules over several fields, run when all are given and valid.
+FIELD_CROSS_RULES: list[tuple[tuple[str, ...], Callable[[Mapping[str, Any]], None]]] = [
+    (("hidden_size", "num_heads"), _heads_divide_hidden),
+]
+
+
+def check_fields(fields: Mapping[str, Any]) -> None:
+    """:data:`FIELD_RULES` for the fields among ``fields``, then each rule of
+    :data:`FIELD_CROSS_RULES` whose fields are all given."""
+    given = {name: value for name, value in fields.items() if name in FIELD_RULES}
+    check_arguments(given, FIELD_RULES, PREFIX)
+    for needed, cross_check in FIELD_CROSS_RULES:
+        if all(name in given for name in needed):
+            cross_check(given)
+
+
+@dataclass(frozen=True)
+class ResolvedLayer:
+    """One layer's spec with its scheme and kernel classes and checked options."""
+
+    index: int
+    spec: LayerSpec
+    scheme: type[PositionScheme]
+    scheme_options: dict[str, Any]
+    kernel: type[AttentionKernel]
+    kernel_options: dict[str, Any]
+
+    @property
+    def scheme_capabilities(self) -> SchemeCapabilities:
+        return self.scheme.capabilities()
+
+    @property
+    def kernel_capabilities(self) -> KernelCapabilities:
+        return self.kernel.capabilities(self.kernel_options)
+
+    def where(self, model: LayerSpec) -> str:
+        """`` (layer type 'local')`` where the layer's scheme or kernel is not the model's."""
+        same = (self.spec.position, self.spec.attention) == (model.position, model.attention)
+        return "" if same else f" (layer type {self.spec.type!r})"
+
+
+def resolve_layers(specs: Sequence[LayerSpec]) -> list[ResolvedLayer]:
+    """Each spec's scheme and kernel looked up (one line for an unknown name, an import
+    path that imports nothing or a component of the wrong kind) with typed options."""
+    layers = []
+    for index, spec in enumerate(specs):
+        scheme = lookup(POSITION_SCHEMES, spec.position, "position")
+        kernel = lookup(ATTENTION_KERNELS, spec.attention, "attention")
+        layers.append(
+            ResolvedLayer(
+                index,
+                spec,
+                scheme,
+                check_options(scheme, spec.position_kwargs, "position", spec.position),
+                kernel,
+                check_options(kernel, spec.attention_kwargs, "attention", spec.attention),
+            )
+        )
+    return layers
+
+
+def _kernels_that(predicate: Callable[[KernelCapabilities], bool]) -> str:
+    names = []
+    for name in ATTENTION_KERNELS:
+        try:
+            if predicate(ATTENTION_KERNELS[name].capabilities()):
+                names.append(name)
+        except ConfigError:  # a broken plugin is reported where it is used, not here
+            continue
+    return ", ".join(sorted(names)) or "none"
+
+
+def bias_needs_a_kernel_that_takes_it(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:
+    """A scheme that adds a score bias needs a kernel that materialises scores."""
+    for layer in layers:
+        if layer.scheme_capabilities.needs_score_bias and not layer.kernel_capabilities.score_bias:
+            where = layer.where(config.model_layer)
+            raise ConfigError(
+                f"position {layer.spec.position!r}{where} adds a score bias, which attention "
+                f"{layer.spec.attention!r} cannot take; valid attention kernels for "
+                f"{layer.spec.position!r}: {_kernels_that(lambda c: c.score_bias)}"
+            )
+
+
+def window_needs_a_kernel_with_windows(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:
+    """A windowed layer needs a kernel that restricts attention to a band."""
+    for layer in layers:
+        if layer.spec.window is not None and not layer.kernel_capabilities.window:
+            raise ConfigError(
+                f"model.layer_plan type {layer.spec.type!r} has window {layer.spec.window}, "
+                f"which attention {layer.spec.attention!r} cannot restrict to; valid attention "
+                f"kernels with windows: {_kernels_that(lambda c: c.window)}"
+            )
+
+
+def embedding_schemes_do_not_vary(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:
+    """A scheme that adds positions to the embeddings acts once, before every layer: it
+    cannot be one layer's scheme while other layers differ from the model's."""
+    model = config.model_layer
+    varied = [layer for layer in layers if layer.spec.scheme_key != model.scheme_key]
+    if not varied:
+        return
+    model_scheme = lookup(POSITION_SCHEMES, model.position, "position")
+    candidates = [(model.position, model_scheme)] + [(v.spec.position, v.scheme) for v in varied]
+    embedding = [name for name, cls in candidates if cls.capabilities().embeds]
+    if embedding:
+        valid = ", ".join(
+            sorted(
+                n
+                for n in POSITION_SCHEMES.builtin_names()
+                if not POSITION_SCHEMES[n].capabilities().embeds
+            )
+        )
+        raise ConfigError(
+            f"position {embedding[0]!r} adds positions to the embeddings once, so it cannot "
+            f"vary per layer in model.layer_plan; valid per-layer schemes: {valid}"
+        )
+
+
+def model_position_is_used(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:
+    """``model.position`` must be the scheme of at least one layer."""
+    used = list(dict.fromkeys(layer.spec.position for layer in layers))
+    if config.position not in used:
+        raise ConfigError(
+            f"no layer of model.layer_plan uses model.position {config.position!r}; set "
+            f"model.position to a scheme a layer uses: {', '.join(used)}"
+        )
+
+
+def dropout_needs_a_kernel_with_dropout(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:
+    """An explicit ``model.attention_dropout > 0`` needs kernels that apply it (null means
+    ``model.dropout`` where a layer's kernel has attention dropout, none where it has not)."""
+    if not config.attention_dropout:
+        return
+    for layer in layers:
+        if not layer.kernel_capabilities.dropout:
+            options = "".join(f", {k}={v!r}" for k, v in layer.kernel_options.items())
+            raise ConfigError(
+                f"model.attention_dropout={config.attention_dropout!r} needs a kernel with "
+                f"attention dropout; attention {layer.spec.attention!r}{options}"
+                f"{layer.where(config.model_layer)} has none; set model.attention_dropout 0 "
+                f"(or null), or use one of: {_kernels_that(lambda c: c.dropout)}"
+            )
+
+
+#: The rules over the resolved layers, in order; each ``rule(config, layers)`` raises one
+#: ConfigError line. A new combination rule is one function here and one entry.
+LAYER_RULES: tuple[Callable[[EncoderConfig, list[ResolvedLayer]], None], ...] = (
+    model_position_is_used,
+    bias_needs_a_kernel_that_takes_it,
+    window_needs_a_kernel_with_windows,
+    embedding_schemes_do_not_vary,
+    dropout_needs_a_kernel_with_dropout,
+)
+
+
+def encoder_shape(config: EncoderConfig) -> EncoderShape:
+    """The dimensions a scheme is built over."""
+    return EncoderShape(
+        config.hidden_size,
+        config.num_heads,
+        config.num_layers,
+        config.max_positions,
+        config.layer_norm_eps,
+    )
+
+
+def scheme_groups(config: EncoderConfig, layers: list[ResolvedLayer]) -> list[SchemeGroup]:
+    """The scheme instances an encoder builds: layers with equal scheme and options share
+    one. The model's group comes first (with the layers' options where every layer resolves
+    alike); it is also the embedding's scheme. Layers are numbered within their group."""
+    model = config.model_layer
+    keys = list(dict.fromkeys(layer.spec.scheme_key for layer in layers))
+    if len(keys) == 1:  # one scheme everywhere: the model's, with the layers' options
+        model = layers[0].spec
+    shape = encoder_shape(config)
+    groups = [
+        SchemeGroup(
+            None,
+            model,
+            replace(shape, num_layers=_count(layers, model.scheme_key, config.num_layers)),
+        )
+    ]
+    seen = {model.scheme_key}
+    for layer in layers:
+        if layer.spec.scheme_key not in seen:
+            seen.add(layer.spec.scheme_key)
+            shape_here = replace(shape, num_layers=_count(layers, layer.spec.scheme_key, 0))
+            groups.append(SchemeGroup(layer.spec.type, layer.spec, shape_here))
+    return groups
+
+
+@dataclass(frozen=True)
+class SchemeGroup:
+    """One scheme instance of an encoder: ``name`` None for the model's scheme (else the
+    first layer type that uses it), its spec and the shape it is built over."""
+
+    name: str | None
+    spec: LayerSpec
+    shape: EncoderShape
+
+    def build(self) -> PositionScheme:
+        """The scheme, with its checked options."""
+        scheme = lookup(POSITION_SCHEMES, self.spec.position, "position")
+        options = check_options(scheme, self.spec.position_kwargs, "position", self.spec.position)
+        return scheme(self.shape, **options)
+
+
+def _count(layers: list[ResolvedLayer], key: tuple[str, str], empty: int) -> int:
+    """How many layers use scheme ``key`` (``empty`` if none: a scheme that only embeds)."""
+    return sum(1 for layer in layers if layer.spec.scheme_key == key) or max(empty, 1)
+
+
+def construct_on_meta(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:
+    """Build every scheme and kernel once on the ``meta`` device: their constructors'
+    own range checks run, no memory is taken and no random number is drawn. A scheme whose
+    parameters no layer would train (every layer overrides the model's) is refused."""
+    with torch.random.fork_rng(devices=[]), torch.device("meta"):
+        groups = scheme_groups(config, layers)
+        built = [group.build() for group in groups]
+        for layer in layers:
+            layer.kernel(**layer.kernel_options)
+    keys = {layer.spec.scheme_key for layer in layers}
+    if len(groups) > 1 and groups[0].spec.scheme_key not in keys:
+        if any(True for _ in built[0].parameters()):
+            raise ConfigError(
+                f"every layer of model.layer_plan overrides model.position {config.position!r}, "
+                f"whose parameters would then train nothing; give one layer type the model's "
+                f"position_kwargs, or set model.position to another scheme a layer uses"
+            )
+
+
+def check_architecture(config: EncoderConfig) -> list[ResolvedLayer]:
+    """Every rule of the module, in order; the resolved layers."""
+    check_fields(config.as_dict())
+    _ = config.block_options  # the block's options and the layer plan's form
+    layers = resolve_layers(config.layer_specs)
+    for rule in LAYER_RULES:
+        rule(config, layers)
+    construct_on_meta(config, layers)
+    return layers

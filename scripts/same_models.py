@@ -1,0 +1,128 @@
+"""Prove a refactor changes no number: ``python scripts/same_models.py dump OUT.pt`` on each
+side, then ``python scripts/same_models.py compare BEFORE.pt AFTER.pt``.
+
+``dump`` builds one small :class:`~roformer_lit.module.MaskedLM` per architecture (every
+built-in scheme, linear attention, windowed and mixed layer plans, the ModernBERT block)
+from one seed, runs a training-mode forward and backward on fixed, padded input, and saves
+every weight, the loss and every gradient. ``compare`` prints, per architecture, whether
+weights, loss and gradients are identical (``torch.equal``: no tolerance) and exits 1 on
+any difference. Run ``dump`` with ``PYTHONPATH`` pointing at each checkout (a worktree of
+the commit before the change) on one machine."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import torch
+
+CASES: dict[str, dict[str, Any]] = {
+    **{
+        s: {"position": s}
+        for s in [
+            "nope",
+            "learned",
+            "sinusoidal",
+            "xl",
+            "deberta",
+            "rope",
+            "alibi",
+            "kerple",
+            "t5",
+            "fire",
+        ]
+    },
+    "rope_linear": {"position": "rope", "attention": "linear"},
+    "plan": {
+        "position": "rope",
+        "num_layers": 3,
+        "layer_plan": {
+            "pattern": ["local", "local", "global"],
+            "types": {"local": {"window": 8}, "global": {"position": "nope"}},
+        },
+    },
+    "plan_t5": {
+        "position": "t5",
+        "num_layers": 4,
+        "layer_plan": {
+            "pattern": ["a", "b"],
+            "types": {"a": {"window": 4}, "b": {"position": "alibi"}},
+        },
+    },
+    "modern": {
+        "position": "rope",
+        "pre_norm": True,
+        "block": {"mlp": "geglu", "norm_bias": False, "linear_bias": False, "first_norm": False},
+        "layer_plan": {
+            "pattern": ["local", "global"],
+            "types": {
+                "local": {"window": 8, "position_kwargs": {"base": 10000.0}},
+                "global": {"position_kwargs": {"base": 160000.0}},
+            },
+        },
+    },
+}
+
+
+def dump(path: str) -> None:
+    from roformer_lit.module import MaskedLM
+
+    out = {}
+    for name, settings in CASES.items():
+        settings = dict(settings)
+        torch.manual_seed(0)
+        model = MaskedLM(
+            vocab_size=50,
+            hidden_size=32,
+            num_heads=4,
+            num_layers=settings.pop("num_layers", 2),
+            intermediate_size=64,
+            **settings,
+        )
+        model.train()
+        generator = torch.Generator().manual_seed(1)
+        ids = torch.randint(0, 50, (2, 24), generator=generator)
+        mask = torch.ones_like(ids)
+        mask[1, 18:] = 0
+        labels = torch.where(torch.rand(ids.shape, generator=generator) < 0.3, ids, -100)
+        torch.manual_seed(2)
+        loss = model.mlm_loss(ids, labels, mask)
+        loss.backward()
+        out[name] = {
+            "state": {k: v.clone() for k, v in model.state_dict().items()},
+            "loss": loss.detach(),
+            "grads": {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None},
+        }
+    torch.save(out, path)
+    print(f"saved {len(out)} architectures to {path}")
+
+
+def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def compare(before: str, after: str) -> int:
+    a, b = torch.load(before), torch.load(after)
+    different = 0
+    for name in sorted(set(a) | set(b)):
+        if name not in a or name not in b:
+            print(f"{name}: in one file only, DIFFERENT")
+            different += 1
+            continue
+        weights = _same(a[name]["state"], b[name]["state"])
+        loss = torch.equal(a[name]["loss"], b[name]["loss"])
+        grads = _same(a[name]["grads"], b[name]["grads"])
+        different += not (weights and loss and grads)
+        words = ["identical" if ok else "DIFFERENT" for ok in (weights, loss, grads)]
+        print(f"{name:12s} weights {words[0]:9s} loss {words[1]:9s} gradients {words[2]}")
+    return 1 if different else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "dump":
+        dump(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "compare":
+        sys.exit(compare(sys.argv[2], sys.argv[3]))
+    else:
+        print(__doc__.split("\n")[0], file=sys.stderr)
+        sys.exit(2)

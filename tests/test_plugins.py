@@ -1,0 +1,263 @@
+"""Schemes, kernels and tasks from the user's own code: import paths and entry points.
+
+A plugin module is written into a temporary directory on ``sys.path`` (an import path), and
+an entry point is a temporary distribution (a ``.dist-info`` with ``entry_points.txt``) on
+``sys.path``: what ``pip install`` leaves, without installing anything."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.attention.linear import LinearAttention
+from roformer_lit.commands import main as cli_main
+from roformer_lit.commands.prelaunch import check_model
+from roformer_lit.data.probes.tasks import PROBE_TASKS, probe_task
+from roformer_lit.encoder_config import EncoderConfig
+from roformer_lit.errors import ConfigError
+from roformer_lit.module import MaskedLM
+from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.registry import _entry_points_of
+
+PLUGIN = '''
+import torch
+from roformer_lit.positions.base import PositionScheme, LayerPosition, ScoreBias, default_scale
+from roformer_lit.attention.softmax import SoftmaxAttention
+from roformer_lit.data.probes.tasks import PROBE_TASKS
+
+class DistanceBias(LayerPosition):
+    def __init__(self, slope):
+        super().__init__()
+        self.slope = slope
+    def score(self, q, k, ctx, qkv):
+        n = q.shape[-2]
+        i = torch.arange(n, device=q.device)
+        return ScoreBias(-self.slope * (i[:, None] - i[None, :]).abs().to(q.dtype),
+                         default_scale(q.shape[-1]))
+
+class MyScheme(PositionScheme):
+    """-slope |i - j| on every layer."""
+    needs_score_bias = True
+    def __init__(self, shape, *, slope: float = 0.5):
+        super().__init__(shape)
+        self.hook = DistanceBias(slope)
+    def layer(self, index):
+        return self.hook
+
+class MyKernel(SoftmaxAttention):
+    pass
+
+class NotAScheme:
+    pass
+
+def not_a_class():
+    pass
+
+MY_TASK = PROBE_TASKS["copy"]
+'''
+
+
+@pytest.fixture
+def plugin_dir(tmp_path, monkeypatch):
+    """A module ``my_plugin`` on ``sys.path``, one that raises on import, and a
+    distribution ``my-plugins 1.2.3`` with entry points in the three groups."""
+    (tmp_path / "my_plugin.py").write_text(PLUGIN)
+    (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('boom at import')\n")
+    info = tmp_path / "my_plugins-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugins\nVersion: 1.2.3\n")
+    (info / "top_level.txt").write_text("my_plugin\n")
+    (info / "entry_points.txt").write_text(
+        textwrap.dedent(
+            """\
+            [roformer_lit.positions]
+            mine = my_plugin:MyScheme
+            broken = broken_plugin:Anything
+            wrongkind = my_plugin:NotAScheme
+            [roformer_lit.kernels]
+            mykernel = my_plugin:MyKernel
+            [roformer_lit.tasks]
+            mytask = my_plugin:MY_TASK
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _entry_points_of.cache_clear()
+    registries = (POSITION_SCHEMES, ATTENTION_KERNELS, PROBE_TASKS)
+    yield tmp_path
+    for registry in registries:
+        registry._resolved.clear()
+    _entry_points_of.cache_clear()
+    for name in ("my_plugin", "broken_plugin"):
+        sys.modules.pop(name, None)
+
+
+def small(**changes):
+    settings = dict(vocab_size=40, hidden_size=16, num_heads=2, num_layers=2, intermediate_size=32)
+    return {**settings, **changes}
+
+
+@pytest.mark.parametrize("name", ["my_plugin:MyScheme", "mine"])
+def test_a_plugin_scheme_is_used_by_import_path_or_entry_point(plugin_dir, name):
+    model = MaskedLM(**small(position=name, position_kwargs={"slope": 0.25}))
+    ids = torch.randint(0, 40, (2, 9))
+    logits = model(ids)
+    assert logits.shape == (2, 9, 40) and torch.isfinite(logits).all()
+    assert type(model.encoder.position).__name__ == "MyScheme"
+    assert model.encoder.position.hook.slope == 0.25
+
+
+def test_a_plugin_kernel_and_task_by_both_spellings(plugin_dir):
+    for name in ("my_plugin:MyKernel", "mykernel"):
+        config = EncoderConfig(**small(attention=name))
+        assert config.layers[0].kernel.__name__ == "MyKernel"
+    assert probe_task("mytask") is PROBE_TASKS["copy"]
+    assert probe_task("my_plugin:MY_TASK") is PROBE_TASKS["copy"]
+
+
+def test_a_plugin_scheme_inside_a_layer_plan(plugin_dir):
+    plan = {"pattern": ["a", "b"], "types": {"a": {"window": 4}, "b": {"position": "mine"}}}
+    config = EncoderConfig(**small(position="nope", layer_plan=plan))
+    assert [layer.scheme.__name__ for layer in config.layers] == ["NoPosition", "MyScheme"]
+
+
+def test_plugin_options_are_typed_like_a_builtins(plugin_dir):
+    with pytest.raises(ConfigError, match=r"slope='steep'.*wrong type: expected float"):
+        EncoderConfig(**small(position="mine", position_kwargs={"slope": "steep"}))
+    with pytest.raises(
+        ConfigError, match=r"unknown position_kwargs key\(s\) 'slop'.*valid keys: slope"
+    ):
+        EncoderConfig(**small(position="mine", position_kwargs={"slop": 1.0}))
+
+
+def test_plugin_capabilities_apply_the_same_rules(plugin_dir):
+    """MyScheme declares a score bias: the linear kernel cannot take it, as for a built-in."""
+    with pytest.raises(ConfigError, match="position 'mine' adds a score bias.*valid attention"):
+        EncoderConfig(**small(position="mine", attention="linear"))
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("no_such_module:X", "cannot import 'no_such_module'"),
+        ("my_plugin:Missing", "has no attribute 'Missing'; candidates there: MyScheme"),
+        ("my_plugin:NotAScheme", "is the class my_plugin.NotAScheme, not a subclass of"),
+        ("my_plugin:not_a_class", "is a function, not a subclass of"),
+        ("broken_plugin:X", "importing 'broken_plugin' raised RuntimeError: boom at import"),
+        ("broken", "entry point 'broken_plugin:Anything'"),
+        ("wrongkind", "'wrongkind' is the class my_plugin.NotAScheme, not a subclass"),
+        ("my_plugin:", "is not an import path"),
+        ("unknown_name", "unknown position 'unknown_name'; valid choices: alibi,"),
+    ],
+)
+def test_a_bad_plugin_is_one_line_naming_it(plugin_dir, name, expected, capsys):
+    for make in (
+        lambda: EncoderConfig(position=name),
+        lambda: check_model({"position": name}, 64, None),
+    ):
+        with pytest.raises(ConfigError) as info:
+            make()
+        message = str(info.value)
+        assert "\n" not in message and expected in message and name in message, message
+    assert cli_main(["schemes", "--import", name if ":" in name else f"x:{name}"]) == 2
+    assert capsys.readouterr().err.startswith("error: schemes")
+
+
+def test_the_listing_names_plugins_with_their_distribution(plugin_dir, capsys):
+    code = cli_main(["schemes", "--import", "my_plugin:MyScheme"])
+    out = capsys.readouterr().out
+    assert code == 2  # the broken entry point is listed with its error, the listing goes on
+    assert "mine  (entry point, my-plugins 1.2.3)" in out
+    assert "options: slope: float = 0.5" in out
+    assert "broken: error:" in out and "mykernel  (entry point" in out
+    assert (
+        "my_plugin:MyScheme  (import path my_plugin)" in out
+        or "my_plugin:MyScheme  (import path, my-plugins" in out
+    )
+    assert "mytask  (entry point" in out
+
+
+def test_a_checkpoint_records_where_its_plugin_came_from(plugin_dir, tmp_path):
+    model = MaskedLM(**small(position="mine"))
+    record = model.config.origins()
+    assert record["position:mine"] == {
+        "source": "entry_point",
+        "group": "roformer_lit.positions",
+        "value": "my_plugin:MyScheme",
+        "distribution": "my-plugins",
+        "version": "1.2.3",
+    }
+    assert record["attention:softmax"] == {"source": "builtin"}
+
+
+def test_the_registry_lists_builtins_and_installed_plugins(plugin_dir):
+    names = list(POSITION_SCHEMES)
+    assert names[:10] == POSITION_SCHEMES.builtin_names()
+    assert {"mine", "broken", "wrongkind"} <= set(names)
+    assert "my_plugin:MyScheme" in POSITION_SCHEMES and "no_such:X" not in POSITION_SCHEMES
+
+
+# -- the architecture's rules, as declared (no name is special) ------------------------------
+
+
+def test_flex_backend_with_attention_dropout_is_refused_when_the_config_is_made():
+    settings = small(attention_kwargs={"backend": "flex"}, attention_dropout=0.1)
+    for make in (lambda: EncoderConfig(**settings), lambda: check_model(settings, 40, None)):
+        with pytest.raises(
+            ConfigError,
+            match="attention_dropout=0.1 needs a kernel with attention dropout.*backend='flex'",
+        ):
+            make()
+
+
+def test_null_attention_dropout_means_none_where_the_kernel_has_none():
+    model = MaskedLM(**small(attention_kwargs={"backend": "flex"}, dropout=0.1))
+    assert {layer.attention.attention_dropout for layer in model.encoder.layers} == {0.0}
+    model = MaskedLM(**small(dropout=0.1))
+    assert {layer.attention.attention_dropout for layer in model.encoder.layers} == {0.1}
+
+
+def test_a_plan_gives_each_layer_its_own_kernel_and_options():
+    plan = {
+        "pattern": ["soft", "lin"],
+        "types": {"lin": {"attention": "linear", "attention_kwargs": {"eps": 1e-3}}},
+    }
+    model = MaskedLM(**small(position="rope", layer_plan=plan))
+    kernels = [layer.attention.kernel for layer in model.encoder.layers]
+    assert type(kernels[0]).__name__ == "SoftmaxAttention"
+    assert isinstance(kernels[1], LinearAttention) and kernels[1].eps == 1e-3
+    with pytest.raises(ConfigError, match="type 'lin' has window 4, which attention 'linear'"):
+        EncoderConfig(
+            **small(
+                layer_plan={
+                    "pattern": ["lin"],
+                    "types": {"lin": {"attention": "linear", "window": 4}},
+                }
+            )
+        )
+
+
+def test_reading_a_config_checks_nothing_about_this_machine():
+    """A checkpoint's config of any size is read anywhere; allocating it is refused."""
+    huge = small(vocab_size=2**31 - 1, hidden_size=2**16, num_heads=2**4)
+    config = EncoderConfig(**huge)
+    assert config.vocab_size == 2**31 - 1
+    with pytest.raises(ConfigError, match="weights alone need at least"):
+        MaskedLM(**huge)
+
+
+def test_randomized_positions_read_every_layers_scheme():
+    from roformer_lit.commands.prelaunch import random_positions_need_a_reader
+
+    plan = {"pattern": ["a", "b"], "types": {"b": {"position": "rope"}}}
+    random_positions_need_a_reader(
+        EncoderConfig(**small(position="nope", layer_plan=plan)), {"random_positions": 64}
+    )
+    with pytest.raises(ConfigError, match="reads none"):
+        random_positions_need_a_reader(
+            EncoderConfig(**small(position="nope")), {"random_positions": 64}
+        )
