@@ -26,7 +26,7 @@ class Leaky(NoPosition):
         return x + x.mean(dim=1, keepdim=True)
 
 
-POSITION_SCHEMES["leaky"] = Leaky
+POSITION_SCHEMES.register("leaky", Leaky)
 '''
 
 

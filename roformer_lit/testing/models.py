@@ -26,32 +26,36 @@ PAD = 0
 SHAPES = [(48, 3), (40, 5), (36, 6)]
 
 
+def registered_name(cls: type[PositionScheme]) -> str | None:
+    """The name ``cls`` is registered under (built-in or entry point), or None."""
+    for name in POSITION_SCHEMES:
+        try:
+            if POSITION_SCHEMES[name] is cls:
+                return name
+        except Exception:  # a broken plugin is the registry's to report, not the kit's
+            continue
+    return None
+
+
 def scheme_label(cls: type[PositionScheme]) -> str:
     """The registered name of ``cls``, else ``module:Class`` (how messages name it)."""
-    for name, registered_cls in POSITION_SCHEMES.items():
-        if registered_cls is cls:
-            return name
-    return f"{cls.__module__}:{cls.__qualname__}"
+    return registered_name(cls) or f"{cls.__module__}:{cls.__qualname__}"
 
 
 @contextmanager
 def registered(cls: type[PositionScheme]) -> Iterator[str]:
-    """The name ``cls`` is built under: its registered name, or a temporary one removed on
-    exit (the registry is left as it was found)."""
-    label = scheme_label(cls)
-    if POSITION_SCHEMES.get(label) is cls:
-        yield label
+    """The name ``cls`` is built under: its registered name, or one it is registered under
+    for this block only (the registry is left as it was found)."""
+    known = registered_name(cls)
+    if known is not None:
+        yield known
         return
     name = f"kit-check-{cls.__qualname__}"
-    previous = POSITION_SCHEMES.get(name)
-    POSITION_SCHEMES[name] = cls
+    POSITION_SCHEMES.register(name, cls)
     try:
         yield name
     finally:
-        if previous is None:
-            del POSITION_SCHEMES[name]
-        else:
-            POSITION_SCHEMES[name] = previous
+        POSITION_SCHEMES.unregister(name)
 
 
 def compatible_kernels(cls: type[PositionScheme]) -> list[str]:
