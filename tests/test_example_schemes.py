@@ -154,7 +154,11 @@ def test_the_forward_equals_the_papers_formula(scheme_cls, options):
             {"inner": "ropee"},
             "inner='ropee' for position 'ssmax' is not a registered scheme; valid choices: alibi",
         ),
-        (ScalableSoftmax, {"inner": "roformer_lit_examples.ssmax:ScalableSoftmax"}, "cannot be ssmax"),
+        (
+            ScalableSoftmax,
+            {"inner": "roformer_lit_examples.ssmax:ScalableSoftmax"},
+            "cannot be ssmax",
+        ),
         (
             ScalableSoftmax,
             {"inner_kwargs": {"bsae": 2}},
@@ -164,6 +168,11 @@ def test_the_forward_equals_the_papers_formula(scheme_cls, options):
             ScalableSoftmax,
             {"initial_s": 0.0},
             "initial_s=0.0 for position 'ssmax' must be a finite number > 0",
+        ),
+        (
+            ScalableSoftmax,
+            {"inner": "learned"},
+            "adds to the embeddings; ssmax scales the logits of a per-layer scheme: alibi",
         ),
     ],
 )

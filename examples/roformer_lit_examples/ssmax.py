@@ -25,8 +25,10 @@ by length Llama 4 uses for long contexts). Here, per layer ``l`` and head ``h``:
   ``s_lh log n_i`` as a dense ``[B, h, L, L]`` tensor. ``sqrt(s_lh) = exp(sigma_lh / 2)``
   keeps the gradient finite where ``log n = 0``.
 
-``inner`` is any registered scheme (``nope``, ``rope``, ``alibi``, ...) built with
-``inner_kwargs``; embedding, positions and translation invariance are the inner scheme's.
+``inner`` is any registered per-layer scheme (``nope``, ``rope``, ``alibi``, ...; not one
+that adds to the embeddings, whose class-level claims, embedding and bounded, this class
+would then have to make for every inner scheme) built with ``inner_kwargs``; which positions
+it reads and its translation invariance are the inner scheme's, set on the instance.
 Softmax kernel only (a temperature means nothing to linear attention).
 """
 
@@ -129,6 +131,17 @@ class ScalableSoftmax(PositionScheme):
         inner_cls = POSITION_SCHEMES[inner]
         if issubclass(inner_cls, ScalableSoftmax):
             raise ConfigError("model.position_kwargs.inner for position 'ssmax' cannot be ssmax")
+        if inner_cls.embed is not PositionScheme.embed:
+            per_layer = sorted(
+                name
+                for name in POSITION_SCHEMES.builtin_names()
+                if POSITION_SCHEMES[name].embed is PositionScheme.embed
+            )
+            raise ConfigError(
+                f"model.position_kwargs.inner={inner!r} for position 'ssmax' adds to the "
+                f"embeddings; ssmax scales the logits of a per-layer scheme: "
+                f"{', '.join(per_layer)}"
+            )
         options = check_options(inner_cls, inner_kwargs, "position", inner)
         if initial_s is None:
             initial_s = 1.0 / math.log(max(shape.max_positions, 2))
@@ -151,18 +164,11 @@ class ScalableSoftmax(PositionScheme):
         )
         self._layers = [ScaledLayer(i, self.inner.layer(i)) for i in range(shape.num_layers)]
 
-    @property
-    def max_length(self) -> int | None:
-        return self.inner.max_length
-
     def amplify_for_tests(self) -> None:
         self.inner.amplify_for_tests()
         with torch.no_grad():  # spread the heads' s over [0.5, 2] times the start
             spread = torch.linspace(math.log(0.5), math.log(2.0), self.log_s.shape[1])
             self.log_s.add_(spread)
-
-    def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
-        return self.inner.embed(x, positions)
 
     def prepare(
         self,
