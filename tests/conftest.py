@@ -29,7 +29,6 @@ FAST_MODULES = frozenset(
         "test_scheme_kit",
         "test_scheme_kit_fails",
         "test_example_schemes",
-        "test_tutorial_page",
         "test_segments",
         "test_sdpa_backends",
         "test_flex_attention",
