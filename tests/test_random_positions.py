@@ -60,18 +60,6 @@ def random_positions(batch: int, length: int, span: int, seed: int = 5) -> torch
     return torch.stack(rows)
 
 
-def placed_in_longer_rows(ids: torch.Tensor, positions: torch.Tensor):
-    """The longer rows: the tokens at indices ``positions``, other tokens elsewhere (masked
-    out as padding keys), and the key-padding mask."""
-    longer = int(positions.max()) + 1
-    rows = random_ids(ids.shape[0], longer, seed=9)
-    mask = torch.zeros(ids.shape[0], longer, dtype=torch.bool)
-    for b in range(ids.shape[0]):
-        rows[b, positions[b]] = ids[b]
-        mask[b, positions[b]] = True
-    return rows, mask
-
-
 @pytest.mark.parametrize("position,attention", READING_PAIRS)
 def test_ordinary_positions_given_change_nothing(position, attention):
     model = model_for(position, attention)

@@ -2,29 +2,23 @@
 
 With ``segment_ids`` a token attends only to its own segment and positions restart at each
 segment, so every document of a packed block gets exactly the logits it gets alone. The
-oracle is the model run on each document by itself; parametrised over the registries, so
-a new scheme or kernel is covered when it is registered.
+oracle is the model run on each document by itself. That check, over every registered
+scheme and kernel, is the scheme kit's ``segments`` check (tests/test_scheme_kit.py); here
+segments with padding, the FlexAttention path and the refusals.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
-from model_factory import VALID_PAIRS, random_ids, small_model
+from model_factory import VALID_PAIRS, small_model
 
 from roformer_lit import ATTENTION_KERNELS
 from roformer_lit.positions.base import segment_positions
+from roformer_lit.testing.checks import PACKED_LENGTHS, packed_documents
 
 SEGMENT_PAIRS = [(p, a) for p, a in VALID_PAIRS if ATTENTION_KERNELS[a].supports_segments]
 NO_SEGMENT_KERNELS = [a for a, k in ATTENTION_KERNELS.items() if not k.supports_segments]
-LENGTHS = (9, 14, 5)  # three documents packed into one block of 28
-
-
-def packed_documents() -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
-    documents = [random_ids(1, n, seed=10 + i) for i, n in enumerate(LENGTHS)]
-    block = torch.cat(documents, dim=1)
-    segments = torch.cat([torch.full((1, n), i) for i, n in enumerate(LENGTHS)], dim=1)
-    return documents, block, segments
 
 
 def test_segment_positions_restart_at_every_segment():
@@ -64,7 +58,7 @@ def test_flex_path_keeps_segments_apart(position):
     with torch.no_grad():
         packed = model(block, segment_ids=segments)
         torch.testing.assert_close(
-            packed[:, : LENGTHS[0]], model(documents[0]), rtol=1e-4, atol=1e-5
+            packed[:, : PACKED_LENGTHS[0]], model(documents[0]), rtol=1e-4, atol=1e-5
         )
 
 
