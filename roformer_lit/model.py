@@ -168,8 +168,12 @@ class Encoder(nn.Module):
         key_padding_mask = None if attention_mask is None else attention_mask.bool()
         length = input_ids.shape[1]
         contexts = {
-            group: self._scheme(group).prepare(
-                length, x.device, x.dtype, positions_for(self._scheme(group))
+            group: _prepare(
+                self._scheme(group),
+                length,
+                x,
+                positions_for(self._scheme(group)),
+                key_padding_mask,
             )
             for group in dict.fromkeys(g for g, _ in self._layer_scheme)
         }
@@ -180,6 +184,21 @@ class Encoder(nn.Module):
             layer_rows = rows if index == last else None
             x = layer(x, contexts[group], key_padding_mask, hooks, layer_rows, segment_ids)
         return self.final_norm(x)
+
+
+def _prepare(
+    scheme: PositionScheme,
+    length: int,
+    x: Tensor,
+    positions: Tensor | None,
+    key_padding_mask: Tensor | None,
+) -> Any:
+    """The scheme's per-forward context; the keys' padding only to a scheme that reads it."""
+    if scheme.reads_key_padding:
+        return scheme.prepare(
+            length, x.device, x.dtype, positions, key_padding_mask=key_padding_mask
+        )
+    return scheme.prepare(length, x.device, x.dtype, positions)
 
 
 def check_segments_input(

@@ -52,6 +52,7 @@ FAST_MODULES = frozenset(
         "test_encoder_config",
         "test_total_steps",
         "test_plugins",
+        "test_docs_composition",
     }
 )
 

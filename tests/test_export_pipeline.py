@@ -200,6 +200,22 @@ def test_export_refusals_change_nothing(args, needles, runs, tmp_path, capsys):
     assert _snapshot(tmp_path) == before and _snapshot(run) == run_before
 
 
+def test_an_export_failing_its_logits_check_is_one_error_line_and_writes_nothing(
+    runs, tmp_path, monkeypatch, capsys
+):
+    """The check after writing (``interop.verify``) reaches the command line as every
+    refusal does; a tolerance no float can meet stands for an export that would differ."""
+    from roformer_lit.interop import verify
+
+    monkeypatch.setattr(verify, "TOLERANCE", -1.0)
+    run = runs["rope"]
+    before, run_before = _snapshot(tmp_path), _snapshot(run)
+    capsys.readouterr()
+    assert _export("--ckpt_path", run / "checkpoints" / "last.ckpt", "--out", tmp_path / "hf") == 2
+    _one_error_line(capsys.readouterr().err, "failed its check", str(tmp_path / "hf"))
+    assert _snapshot(tmp_path) == before and _snapshot(run) == run_before
+
+
 class _Payload:
     def __reduce__(self):
         return (os.system, (f"touch {os.environ['PAYLOAD_MARK']}",))

@@ -21,8 +21,17 @@ from tokenizer_factory import tiny_tokenizer, word  # noqa: E402
 
 import roformer_lit  # noqa: E402
 from roformer_lit import ConfigError, MaskedLM  # noqa: E402
-from roformer_lit.interop import ARCHITECTURES, export, import_hf, load  # noqa: E402
+from roformer_lit.interop import (  # noqa: E402
+    ARCHITECTURES,
+    config_keys,
+    export,
+    import_hf,
+    load,
+    verify,
+    weights,
+)
 from roformer_lit.interop.architectures.base import HFArchitecture  # noqa: E402
+from roformer_lit.interop.mapping import architecture_for  # noqa: E402
 
 VOCAB = 100
 LENGTH = 40  # longer than every deberta bucket count / max_relative_positions below
@@ -119,7 +128,7 @@ def test_export_loads_in_hf_and_round_trips(case, tmp_path):
     assert {"config.json", "tokenizer.json", "tokenizer_config.json"} <= set(os.listdir(out))
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]  # no staging left
     hf = transformers.AutoModelForMaskedLM.from_pretrained(out, attn_implementation="eager")
-    assert type(hf).__name__ == ARCHITECTURES[case[0]].model_class
+    assert type(hf).__name__ == architecture_for(case[0], False).model_class
     assert not hf.training
     _assert_close_at_real(_hf_logits(hf, ids, mask), expected, mask)
     _assert_fill_mask_matches(out, model)
@@ -454,11 +463,12 @@ def test_export_and_import_name_no_architecture_only_its_hooks():
     """What is particular to one architecture lives in its ``ARCHITECTURES`` entry (a
     subclass overriding the hooks), never in a branch of the generic export/import code."""
     names = set()
-    for position, arch in ARCHITECTURES.items():
-        assert arch.position == position
+    for model_type, arch in ARCHITECTURES.items():
+        assert arch.model_type == model_type
         assert type(arch) is not HFArchitecture and isinstance(arch, HFArchitecture)
-        names |= {position, arch.model_type, arch.model_class, arch.config_class, arch.prefix}
-    for module in (export, load):
+        names |= {arch.position, model_type, arch.model_class, arch.config_class}
+        names |= {getattr(arch, "prefix", model_type)}
+    for module in (export, load, weights, verify, config_keys):
         assert not names & _string_constants(module), module.__name__
 
 

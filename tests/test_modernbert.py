@@ -15,7 +15,7 @@ from model_factory import VOCAB, random_ids
 
 from roformer_lit import MaskedLM
 from roformer_lit.errors import ConfigError
-from roformer_lit.interop.modernbert import to_modernbert
+from roformer_lit.interop import to_hf_model
 
 pytest.importorskip("transformers")
 
@@ -49,7 +49,7 @@ def recipe_model(dtype: torch.dtype = torch.float64, **changes) -> MaskedLM:
 @pytest.mark.parametrize("length", [3 * WINDOW + 5])
 def test_the_recipe_equals_modernbert_for_masked_lm(dtype, tolerance, length):
     model = recipe_model(dtype)
-    hf = to_modernbert(model, dtype)
+    hf = to_hf_model(model, dtype)
     assert type(hf).__name__ == "ModernBertForMaskedLM"
     assert hf.config.layer_types[:3] == ["full_attention", "sliding_attention", "sliding_attention"]
     ids = random_ids(2, length)
@@ -125,7 +125,7 @@ def test_export_writes_a_directory_automodel_loads_as_modernbert(tmp_path):
 def test_what_modernbert_cannot_express_is_refused_in_one_line(changes, expected):
     model = recipe_model(torch.float32, **changes)
     with pytest.raises(ConfigError) as error:
-        to_modernbert(model)
+        to_hf_model(model)
     message = str(error.value)
     assert "\n" not in message and expected in message, message
     assert "ModernBertForMaskedLM cannot express it" in message
@@ -191,7 +191,7 @@ def test_export_then_import_gives_back_the_same_model():
     import roformer_lit
 
     model = recipe_model(torch.float32)
-    back = roformer_lit.import_hf(to_modernbert(model))
+    back = roformer_lit.import_hf(to_hf_model(model))
     assert back.hparams.block == {
         "mlp": "geglu",
         "norm": "layernorm",

@@ -261,3 +261,27 @@ def test_randomized_positions_read_every_layers_scheme():
         random_positions_need_a_reader(
             EncoderConfig(**small(position="nope")), {"random_positions": 64}
         )
+
+
+def test_a_scheme_that_reads_key_padding_gets_the_mask_and_others_do_not():
+    from roformer_lit.positions.base import PositionScheme
+
+    seen = []
+
+    class CountsKeys(PositionScheme):
+        reads_key_padding = True
+
+        def prepare(self, length, device, dtype, positions=None, *, key_padding_mask=None):
+            seen.append(key_padding_mask)
+
+    POSITION_SCHEMES.register("counts_keys", CountsKeys)
+    try:
+        model = MaskedLM(**small(position="counts_keys"))
+        ids = torch.randint(0, 40, (2, 6))
+        mask = torch.tensor([[1] * 6, [1] * 4 + [0] * 2])
+        model(ids, mask)
+        model(ids)
+    finally:
+        POSITION_SCHEMES.unregister("counts_keys")
+    assert torch.equal(seen[0], mask.bool()) and seen[1] is None
+    MaskedLM(**small(position="rope"))(ids, mask)  # a scheme without it: called as before

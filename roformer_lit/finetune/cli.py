@@ -57,6 +57,7 @@ from roformer_lit.training.checkpoint_io import FINE_TUNING, checkpoint_kind, re
 from roformer_lit.training.final_validation import ValidateAtEnd
 from roformer_lit.training.lightning_compat import subcommand_options
 from roformer_lit.training.run_logger import unique_version
+from roformer_lit.training.run_name import component_label
 
 #: ``checkpoint.monitor`` default: replaced by ``val/<the task's main metric>``.
 AUTO_MONITOR = "auto"
@@ -166,7 +167,7 @@ class FinetuneCLI(RoformerCLI):
             own_run = run_dir_of(ckpt) if ckpt else None
             if args.get("version") is None and own_run is None:
                 position = (checkpoint.get("hyper_parameters") or {}).get("position", "model")
-                stem = f"{spec.name}-{position}-seed{config.seed_everything}"
+                stem = f"{spec.name}-{component_label(position)}-seed{config.seed_everything}"
                 root, name = args.get("save_dir") or "runs", args.get("name") or EXPERIMENT
                 claim = run_dir.claim_new if _get_rank() in (None, 0) else unique_version
                 args.version = claim(root, name, stem)

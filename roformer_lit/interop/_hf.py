@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 
 from roformer_lit.errors import ConfigError
@@ -16,3 +18,19 @@ def require_transformers() -> ModuleType:
             "Hugging Face interop needs the transformers package: pip install roformer-lit[hf]"
         ) from err
     return transformers
+
+
+@contextmanager
+def quiet_transformers(transformers: ModuleType) -> Iterator[None]:
+    """No progress bars, warnings or load reports from ``transformers`` inside: what
+    export and import check, they say in their own one line."""
+    logging = transformers.utils.logging
+    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()

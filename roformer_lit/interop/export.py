@@ -6,6 +6,9 @@ also loads with ``AutoTokenizer`` and ``pipeline("fill-mask", model=dir)``. Vali
 happens before anything touches the disk, and the files are written to a fresh sibling
 directory that is then renamed into place, so an existing non-empty directory is never
 written into (not even by a concurrent writer) and a failed export leaves nothing behind.
+Before the rename, the written files are loaded back with ``transformers`` and their
+logits compared with the model's (:mod:`roformer_lit.interop.verify`): an export that
+would not give the model's predictions is refused and removed.
 """
 
 from __future__ import annotations
@@ -13,18 +16,19 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from roformer_lit.encoder_config import EncoderConfig, encoder_defaults
 from roformer_lit.errors import ConfigError
-from roformer_lit.interop._hf import require_transformers
-from roformer_lit.interop.architectures.base import TOKEN_TYPES
-from roformer_lit.interop.mapping import HFArchitecture, architecture_for, links
-from roformer_lit.interop.modernbert import to_modernbert
+from roformer_lit.interop._hf import quiet_transformers, require_transformers
+from roformer_lit.interop.config_keys import check_every_field_exports, hf_keys
+from roformer_lit.interop.mapping import HFArchitecture, architecture_for
 from roformer_lit.interop.tokenizer import as_tokenizer, check_vocabulary, hf_tokenizer_files
+from roformer_lit.interop.verify import check_written
+from roformer_lit.interop.versions import FLOOR_KEY, check_floor
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -32,75 +36,18 @@ if TYPE_CHECKING:
     from roformer_lit.module import MaskedLM
 
 
-#: The fields of :class:`~roformer_lit.encoder_config.EncoderConfig` a BERT-layout HF config
-#: holds as they are, and its key for each (``import_hf`` reads them back through it).
-HF_CONFIG_KEYS: dict[str, str] = {
-    "vocab_size": "vocab_size",
-    "hidden_size": "hidden_size",
-    "num_layers": "num_hidden_layers",
-    "num_heads": "num_attention_heads",
-    "intermediate_size": "intermediate_size",
-    "dropout": "hidden_dropout_prob",
-    "max_positions": "max_position_embeddings",
-    "layer_norm_eps": "layer_norm_eps",
-}
-#: The other fields, each handled by name: the scheme picks the architecture and gives
-#: its HF options; softmax attention, one global scheme in every layer (``layer_plan``)
-#: and BERT's block are required; a pre-norm model goes to ModernBERT; the attention
-#: dropout is ``attention_probs_dropout_prob``; the kernel's options choose how softmax
-#: attention is computed, not what it computes.
-HANDLED_FIELDS = (
-    "position",
-    "position_kwargs",
-    "attention",
-    "attention_kwargs",
-    "attention_dropout",
-    "layer_plan",
-    "block",
-    "pre_norm",
-)
-
-
-def _check_every_field_exports(config: EncoderConfig, model_class: str) -> None:
-    """A field export neither maps nor handles (one added after this) is refused unless it
-    has its default: no HF setting would carry it."""
-    defaults = encoder_defaults(type(config))
-    for name, value in config.as_dict().items():
-        if name in HF_CONFIG_KEYS or name in HANDLED_FIELDS or value == defaults[name]:
-            continue
-        raise ConfigError(
-            f"cannot export model.{name}={value!r}: no Hugging Face {model_class} setting "
-            f"holds it; export needs model.{name}={defaults[name]!r}"
-        )
-
-
 def _check_exportable(model: MaskedLM) -> HFArchitecture:
-    """``model``'s architecture, or a ConfigError for what HF cannot compute: a kernel or
-    block layout no architecture has, then the scheme's own options (``check_export``)."""
+    """``model``'s architecture (:func:`~roformer_lit.interop.mapping.architecture_for`),
+    or a ConfigError for what HF cannot compute: a field no HF setting holds, a kernel
+    other than softmax, then what the architecture refuses (``check_export``)."""
     config = model.config
-    arch = architecture_for(config.position)
-    _check_every_field_exports(config, arch.model_class)
-    if config.attention != "softmax":
+    arch = architecture_for(config.position, config.pre_norm)
+    check_every_field_exports(config, arch)
+    kernels = sorted({layer.spec.attention for layer in config.layers} - {"softmax"})
+    if kernels:  # every layer's kernel, a plan's included
         raise ConfigError(
-            f"cannot export attention={config.attention!r}: Hugging Face {arch.model_class} "
-            "computes softmax attention only; export needs attention='softmax'"
-        )
-    plain = config.model_layer
-    if any(
-        spec.window is not None or spec.scheme_key != plain.scheme_key
-        for spec in config.layer_specs
-    ):
-        raise ConfigError(
-            f"cannot export model.layer_plan: Hugging Face {arch.model_class} has one position "
-            "scheme and global attention in every layer; export needs a plan without windows "
-            "or per-layer position settings (or layer_plan null)"
-        )
-    changed = config.block_options.changed()
-    if changed:
-        listed = ", ".join(f"{key}={value}" for key, value in changed.items())
-        raise ConfigError(
-            f"cannot export model.block {listed}: Hugging Face {arch.model_class} has BERT's "
-            "block only (gelu MLP, LayerNorm with bias, linear biases); export needs block null"
+            f"cannot export attention={kernels[0]!r}: Hugging Face {arch.model_class} "
+            "computes softmax attention only; export needs attention='softmax' in every layer"
         )
     arch.check_export(model)
     return arch
@@ -125,14 +72,13 @@ def check_out_dir(out_dir: str | os.PathLike[str]) -> None:
 
 
 def hf_config_kwargs(model: MaskedLM, arch: HFArchitecture) -> dict[str, Any]:
-    """The HF config of ``model``: the fields of :data:`HF_CONFIG_KEYS`, the attention
-    dropout, then the scheme options of ``arch.config_kwargs``."""
+    """The HF config of ``model``: the mapped fields (:func:`~.config_keys.hf_keys`, the
+    attention dropout in effect), then what ``arch.config_kwargs`` adds."""
     config = model.config
-    kwargs: dict[str, Any] = {key: getattr(config, name) for name, key in HF_CONFIG_KEYS.items()}
+    values = config.as_dict() | {"attention_dropout": config.attention_dropout_value}
+    kwargs: dict[str, Any] = {key: values[name] for name, key in hf_keys(arch).items()}
     kwargs.update(
         {
-            "hidden_act": "gelu",  # exact (erf) GELU, as torch.nn.functional.gelu
-            "attention_probs_dropout_prob": config.attention_dropout_value,
             "initializer_range": model.hparams.init_std,
             "pad_token_id": None,  # the model does not know it; export_hf sets the tokenizer's
             "tie_word_embeddings": True,
@@ -142,18 +88,18 @@ def hf_config_kwargs(model: MaskedLM, arch: HFArchitecture) -> dict[str, Any]:
     return kwargs
 
 
-def to_hf_model(model: MaskedLM) -> Any:
-    """An in-memory HF ``*ForMaskedLM`` (float32, CPU, eval mode) equal to ``model``: a
-    pre-norm model as ``ModernBertForMaskedLM`` (:mod:`roformer_lit.interop.modernbert`),
-    a post-norm one as its scheme's architecture."""
-    if model.config.pre_norm:  # every architecture of ARCHITECTURES is post-LN (BERT)
-        return to_modernbert(model)
+def to_hf_model(model: MaskedLM, dtype: torch.dtype = torch.float32) -> Any:
+    """An in-memory HF ``*ForMaskedLM`` (``dtype``, CPU, eval mode) equal to ``model``, of
+    the architecture of its scheme and block layout (:mod:`roformer_lit.interop`); its
+    config records the architecture's ``transformers`` floor (:data:`.versions.FLOOR_KEY`)."""
     transformers = require_transformers()
     arch = _check_exportable(model)
+    check_floor(arch.transformers_floor, transformers, f"exporting {arch.model_class}")
     config = getattr(transformers, arch.config_class)(**hf_config_kwargs(model, arch))
-    hf = getattr(transformers, arch.model_class)(config)
+    setattr(config, FLOOR_KEY, arch.transformers_floor)
+    hf = getattr(transformers, arch.model_class)(config).to(dtype)
     ours = dict(model.named_parameters())
-    table = links(arch, model.config.num_layers)
+    table = arch.links(config)
     unmapped = sorted(set(ours) - {link.ours for link in table})
     if unmapped:
         raise ConfigError(
@@ -161,18 +107,19 @@ def to_hf_model(model: MaskedLM) -> Any:
             f"{', '.join(unmapped)}"
         )
     state = hf.state_dict()
-    width = model.config.hidden_size
+    width, heads = model.config.hidden_size, model.config.num_heads
     for link in table:
-        tensor = ours[link.ours].detach()
+        tensor = ours[link.ours].detach().to(device="cpu", dtype=dtype)
         if link.slot is not None:
             tensor = tensor[link.slot * width : (link.slot + 1) * width]
+        tensor = arch.to_hf(link, tensor, heads)
         if link.theirs not in state or state[link.theirs].shape != tensor.shape:
             raise RuntimeError(f"interop mapping error: {link.ours} -> {link.theirs}")
-        state[link.theirs] = tensor.to(device="cpu", dtype=torch.float32).clone()
-    for name in arch.derived:
-        if name == TOKEN_TYPES:
-            # HF always adds token-type row 0; our model has no token types
-            state[f"{arch.prefix}.{name}"] = torch.zeros_like(state[f"{arch.prefix}.{name}"])
+        state[link.theirs] = tensor.clone()
+    arch.derive_export_weights(state)
+    for name, twin in arch.tied(config).items():
+        if name in state:
+            state[name] = state[twin]
     hf.load_state_dict(state)
     return hf.eval()
 
@@ -189,9 +136,11 @@ def export_hf(
     The directory holds ``config.json``, the weights, ``tokenizer.json`` and
     ``tokenizer_config.json`` (see :mod:`roformer_lit.interop.tokenizer`), so
     ``AutoTokenizer``, ``AutoModelForMaskedLM`` and ``pipeline("fill-mask", model=dir)``
-    load it with only ``transformers`` installed. The HF class is
-    ``ARCHITECTURES[model.config.position].model_class`` (:mod:`roformer_lit.interop`), or
-    ``ModernBertForMaskedLM`` for a pre-norm model (``configs/recipes/modernbert.yaml``).
+    load it with only ``transformers`` installed. The HF class is the architecture of the
+    model's scheme and block layout (:mod:`roformer_lit.interop`; a pre-norm RoPE model,
+    ``configs/recipes/modernbert.yaml``, is ``ModernBertForMaskedLM``). ``config.json``
+    records the oldest ``transformers`` that reads it (``min_transformers_version``), and
+    the written directory is loaded back and checked to give the model's logits.
 
     Args:
         model: the model to export.
@@ -206,7 +155,8 @@ def export_hf(
         ConfigError: no tokenizer (unless ``require_tokenizer=False``); a tokenizer without
             ``[PAD]``/``[SEP]``/``[MASK]`` or of another vocabulary size; a scheme, kernel
             or option HF cannot represent; an ``out_dir`` that is an existing file or
-            non-empty directory, or that cannot be written. Nothing is left behind on error.
+            non-empty directory, or that cannot be written; written files whose logits
+            differ from the model's. Nothing is left behind on error.
     """
     out = Path(out_dir)
     check_out_dir(out)
@@ -222,13 +172,15 @@ def export_hf(
         check_vocabulary(tok, model.config.vocab_size)
         files = hf_tokenizer_files(tok, model.config.max_positions)
         hf.config.pad_token_id = tok.token_to_id("[PAD]")
-    _write_atomically(out, hf, files)
+    _write_atomically(out, hf, files, lambda staging: check_written(model, staging, out))
     return str(out)
 
 
-def _write_atomically(out: Path, hf: Any, files: dict[str, str]) -> None:
-    """Write ``hf`` and ``files`` into a fresh hidden sibling of ``out``, then rename it onto
-    ``out`` (missing or empty). On any failure the sibling and every parent directory this
+def _write_atomically(
+    out: Path, hf: Any, files: dict[str, str], check: Callable[[Path], None]
+) -> None:
+    """Write ``hf`` and ``files`` into a fresh hidden sibling of ``out``, ``check`` it, then
+    rename it onto ``out`` (missing or empty). On any failure the sibling and every parent directory this
     call created are removed, so no partial export is ever visible at ``out``."""
     created = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
     staging = out.parent / f".{out.name}.export-{uuid.uuid4().hex[:12]}"
@@ -236,7 +188,8 @@ def _write_atomically(out: Path, hf: Any, files: dict[str, str]) -> None:
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
             staging.mkdir()
-            hf.save_pretrained(staging)
+            with quiet_transformers(require_transformers()):
+                hf.save_pretrained(staging)
             for name, text in files.items():
                 (staging / name).write_text(text, encoding="utf-8")
             for path in staging.iterdir():  # some writers create 0600 files
@@ -245,6 +198,7 @@ def _write_atomically(out: Path, hf: Any, files: dict[str, str]) -> None:
             raise ConfigError(
                 f"cannot write the export to {str(out)!r}: {err.strerror or err}"
             ) from err
+        check(staging)
         try:
             # rename onto a missing or empty directory; fails if out_dir has files by now
             os.rename(staging, out)

@@ -1,10 +1,13 @@
 """``import_hf``: build a ``MaskedLM`` from a Hugging Face ``*ForMaskedLM`` directory or model.
 
-Only configurations our encoder computes exactly are accepted; anything else is a
-ConfigError naming the setting. The checks common to every architecture live here; what
-is particular to one (its config settings, position options, weights we cannot hold, HF
-tensors folded into ours such as BERT's token-type row 0) is that architecture's hooks in
-:mod:`roformer_lit.interop.architectures`.
+One loader for every architecture: the HF config (``config.json`` read as plain data and
+built by the architecture's config class), the version floor it records, the state dict
+(read from the weight files, :mod:`roformer_lit.interop.weights`, or the model's own),
+its tensors' names and shapes checked against the model the config describes, then the
+architecture's checks and its name mapping onto a ``MaskedLM`` built from the same
+config. Only configurations our encoder computes exactly are accepted; anything else is
+one ConfigError line naming the setting or tensor. What is particular to one architecture
+is its hooks in :mod:`roformer_lit.interop.architectures`.
 """
 
 from __future__ import annotations
@@ -18,119 +21,104 @@ import torch
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import require_transformers
-from roformer_lit.interop.export import HF_CONFIG_KEYS
-from roformer_lit.interop.mapping import ARCHITECTURES, BY_MODEL_TYPE, HFArchitecture, links
-from roformer_lit.interop.modernbert import MODEL_CLASS, from_modernbert
+from roformer_lit.interop.architectures.base import HFArchitecture
+from roformer_lit.interop.config_keys import hf_keys
+from roformer_lit.interop.mapping import ARCHITECTURES, supported
+from roformer_lit.interop.versions import FLOOR_KEY, check_floor
+from roformer_lit.interop.weights import build_config, check_state, read_config, read_weights
 from roformer_lit.module import MaskedLM
 
 
-def _supported() -> str:
-    listed = [f"{a.model_class} ({a.model_type})" for a in ARCHITECTURES.values()]
-    return ", ".join([*listed, f"{MODEL_CLASS} (modernbert)"])
+def _from_directory(path: Path, transformers: Any) -> tuple[Any, dict[str, torch.Tensor], Any]:
+    """(architecture, state dict, HF config) of an HF model directory."""
+    if not path.is_dir():
+        raise ConfigError(
+            f"import_hf needs a local Hugging Face model directory, got {str(path)!r}"
+        )
+    settings = read_config(path)
+    arch = ARCHITECTURES.get(settings["model_type"])
+    if arch is None:
+        raise ConfigError(
+            f"cannot import model_type {settings['model_type']!r} from {str(path)!r}; "
+            f"supported: {supported()}"
+        )
+    if FLOOR_KEY in settings:
+        check_floor(settings[FLOOR_KEY], transformers, f"{str(path)!r}")
+    check_floor(arch.transformers_floor, transformers, f"importing {arch.model_class}")
+    config = build_config(arch, settings, transformers)
+    return arch, read_weights(path), config
 
 
-def _load(path_or_model: Any) -> tuple[Any, HFArchitecture | None]:
-    """The HF model and its architecture (None: ModernBERT, :mod:`.modernbert`)."""
-    transformers = require_transformers()
-    if isinstance(path_or_model, (str, os.PathLike)):
-        path = Path(path_or_model)
-        if not path.is_dir():
-            raise ConfigError(
-                f"import_hf needs a local Hugging Face model directory, got {str(path)!r}"
-            )
-        config = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
-        if config.model_type == "modernbert":
-            cls = getattr(transformers, MODEL_CLASS)
-            return cls.from_pretrained(path, config=config, local_files_only=True), None
-        arch = BY_MODEL_TYPE.get(config.model_type)
-        if arch is None:
-            raise ConfigError(
-                f"cannot import model_type {config.model_type!r} from {str(path)!r}; "
-                f"supported: {_supported()}"
-            )
-        cls = getattr(transformers, arch.model_class)
-        return cls.from_pretrained(path, config=config, local_files_only=True), arch
-    if isinstance(path_or_model, getattr(transformers, MODEL_CLASS)):
-        return path_or_model, None
+def _from_model(hf: Any, transformers: Any) -> tuple[Any, dict[str, torch.Tensor], Any]:
+    """(architecture, state dict, HF config) of an HF model instance."""
     for arch in ARCHITECTURES.values():
-        if isinstance(path_or_model, getattr(transformers, arch.model_class)):
-            return path_or_model, arch
-    raise ConfigError(f"cannot import a {type(path_or_model).__name__}; supported: {_supported()}")
-
-
-def _check_config(config: Any, arch: HFArchitecture) -> None:
-    if config.hidden_act != "gelu":
-        arch.refuse(f"hidden_act={config.hidden_act!r}; only 'gelu' (exact GELU) is supported")
-    if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
-        arch.refuse("is_decoder / add_cross_attention set; only bidirectional encoders")
-    embedding_size = getattr(config, "embedding_size", None)
-    if embedding_size not in (None, config.hidden_size):
-        arch.refuse(f"embedding_size={embedding_size} != hidden_size={config.hidden_size}")
-    arch.check_import_config(config)
+        model_class = getattr(transformers, arch.model_class, None)
+        if model_class is not None and isinstance(hf, model_class):
+            check_floor(arch.transformers_floor, transformers, f"importing {arch.model_class}")
+            arch.check_import_settings(hf.config.to_dict())  # as a directory's config.json
+            return arch, dict(hf.state_dict()), hf.config
+    raise ConfigError(f"cannot import a {type(hf).__name__}; supported: {supported()}")
 
 
 def encoder_config(config: Any, arch: HFArchitecture) -> EncoderConfig:
-    """Our architecture of the HF ``config``: the fields of :data:`HF_CONFIG_KEYS` read
-    back, the scheme and its options from ``arch``, softmax attention, BERT's block."""
-    settings = {name: getattr(config, key) for name, key in HF_CONFIG_KEYS.items()}
+    """Our architecture of the HF ``config``: the mapped fields read back
+    (:func:`~roformer_lit.interop.config_keys.hf_keys`), softmax attention, the
+    architecture's scheme and layout, and the fields its hooks give."""
+    settings = {name: getattr(config, key) for name, key in hf_keys(arch).items()}
     settings["dropout"] = float(settings["dropout"])
-    attention_dropout = float(config.attention_probs_dropout_prob)
+    attention_dropout = float(settings["attention_dropout"])
+    settings["attention_dropout"] = (
+        None if attention_dropout == settings["dropout"] else attention_dropout
+    )
     return EncoderConfig.from_settings(
         settings,
         position=arch.position,
+        pre_norm=arch.pre_norm,
         attention="softmax",
-        attention_dropout=None if attention_dropout == settings["dropout"] else attention_dropout,
-        position_kwargs=arch.import_position_kwargs(config),
+        **arch.import_settings(config),
     )
-
-
-def _check_weights(state: dict[str, torch.Tensor], arch: HFArchitecture, head: str) -> None:
-    p = arch.prefix
-    words = state[f"{p}.embeddings.word_embeddings.weight"]
-    if head == "cls":
-        decoder = state.get("cls.predictions.decoder.weight")
-        if decoder is not None and not torch.equal(decoder, words):
-            arch.refuse("its MLM decoder is not tied to the word embeddings")
-        decoder_bias = state.get("cls.predictions.decoder.bias")
-        if decoder_bias is not None and not torch.equal(
-            decoder_bias, state["cls.predictions.bias"]
-        ):
-            arch.refuse("its MLM decoder bias differs from cls.predictions.bias")
-    arch.check_import_weights(state)
 
 
 def import_hf(path_or_model: Any) -> MaskedLM:
     """A ``MaskedLM`` (eval mode) equal to an HF MLM given as a directory or a model instance.
 
-    The scheme is the one whose ``ARCHITECTURES`` entry names the HF class
-    (:mod:`roformer_lit.interop`); softmax attention, post-LN. A directory is read
-    with ``local_files_only=True`` (never downloads). Raises ConfigError for a config or
-    weights our encoder cannot represent exactly.
+    The architecture is the one whose ``ARCHITECTURES`` entry names the HF ``model_type``
+    (:mod:`roformer_lit.interop`). A directory is read by this package (never downloads,
+    never fills a missing tensor): its tensors must be exactly those its config describes.
+    The model takes the dtype of the HF word embeddings.
+
+    Raises:
+        ConfigError: a missing or unreadable ``config.json`` or weight file; an unsupported
+            ``model_type``; a ``transformers`` older than the architecture's or the
+            directory's floor; a missing, unexpected, wrong-shaped or untied tensor; a
+            config or weights our encoder cannot represent exactly. One line each.
     """
-    hf, arch = _load(path_or_model)
-    if arch is None:  # ModernBERT: pre-norm, its own layout (interop/modernbert.py)
-        return from_modernbert(hf)
-    config = hf.config
-    _check_config(config, arch)
-    head = "cls" if getattr(config, "legacy", True) else "lm_predictions"
-    state = {
-        k: v.detach().to(device="cpu", dtype=torch.float32) for k, v in hf.state_dict().items()
-    }
-    _check_weights(state, arch, head)
+    transformers = require_transformers()
+    if isinstance(path_or_model, (str, os.PathLike)):
+        arch, state, config = _from_directory(Path(path_or_model), transformers)
+    else:
+        arch, state, config = _from_model(path_or_model, transformers)
+    arch.check_import_config(config)
+    check_state(state, arch, config, transformers)
+    links = arch.links(config)
+    words = next(link.theirs for link in links if link.ours == "encoder.word_embeddings.weight")
+    dtype = state[words].dtype
+    state = {name: tensor.detach().to(device="cpu", dtype=dtype) for name, tensor in state.items()}
+    arch.check_import_weights(state)
     model = MaskedLM.from_config(encoder_config(config, arch), init_std=config.initializer_range)
-    ours = dict(model.named_parameters())
-    table = links(arch, config.num_hidden_layers, head)
+    model = model.to(dtype)
+    heads = config.num_attention_heads
     fused: dict[str, list[torch.Tensor | None]] = {}
     values: dict[str, torch.Tensor] = {}
-    for link in table:
-        if link.theirs not in state:
-            raise RuntimeError(f"interop mapping error: {link.theirs} missing")
+    for link in links:
+        tensor = arch.to_ours(link, state[link.theirs], heads)
         if link.slot is None:
-            values[link.ours] = state[link.theirs]
+            values[link.ours] = tensor
         else:
-            fused.setdefault(link.ours, [None, None, None])[link.slot] = state[link.theirs]
+            fused.setdefault(link.ours, [None, None, None])[link.slot] = tensor
     values.update({name: torch.cat(parts) for name, parts in fused.items()})
     arch.fold_import_weights(values, state)
+    ours = dict(model.named_parameters())
     if set(values) != set(ours):
         raise RuntimeError(
             f"interop mapping error: unmatched parameters {sorted(set(values) ^ set(ours))}"

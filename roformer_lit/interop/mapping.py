@@ -1,99 +1,51 @@
-"""One name-mapping table per HF architecture, shared by export and import, and the
-registry of the architectures (:data:`ARCHITECTURES`, one module each in
-:mod:`roformer_lit.interop.architectures`).
+"""The registry of the HF architectures (:data:`ARCHITECTURES`, one module each in
+:mod:`roformer_lit.interop.architectures`) and how export and import pick one.
 
-Every architecture here uses BERT's post-LN block, so the per-layer names are common; what
-differs is the model prefix, the q/k/v names, the MLM head names and the position tensors.
-A ``Link`` pairs one of our parameters with one HF tensor; ``slot`` selects a slice of our
-fused ``qkv`` (query rows ``[0:H]``, key ``[H:2H]``, value ``[2H:3H]``).
+Export picks the architecture of the model's scheme and block layout (``position``,
+``pre_norm``); import the one of the HF ``model_type``. Each architecture's name mapping
+(:meth:`~.architectures.base.HFArchitecture.links`) is shared by both directions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from roformer_lit.errors import ConfigError
-from roformer_lit.interop.architectures import deberta, learned, rope
-from roformer_lit.interop.architectures.base import HFArchitecture
+from roformer_lit.interop.architectures import deberta, learned, modernbert, rope
+from roformer_lit.interop.architectures.base import HFArchitecture, Link
 
-__all__ = ["ARCHITECTURES", "BY_MODEL_TYPE", "HFArchitecture", "Link", "architecture_for", "links"]
+__all__ = ["ARCHITECTURES", "HFArchitecture", "Link", "architecture_for", "supported"]
 
-
-@dataclass(frozen=True)
-class Link:
-    """``ours`` (a ``MaskedLM`` parameter name) <-> ``theirs`` (an HF state-dict key)."""
-
-    ours: str
-    theirs: str
-    slot: int | None = None  # 0/1/2: query/key/value rows of our fused qkv
-
-
-_HEAD = {
-    # legacy BERT-style head: transform (dense, act, LayerNorm), decoder tied to E, bias
-    "cls": (
-        "cls.predictions.transform.dense",
-        "cls.predictions.transform.LayerNorm",
-        "cls.predictions.bias",
-    ),
-    # DeBERTa-v2 non-legacy head (import only): same maths, no decoder module
-    "lm_predictions": (
-        "lm_predictions.lm_head.dense",
-        "lm_predictions.lm_head.LayerNorm",
-        "lm_predictions.lm_head.bias",
-    ),
-}
-
-_LAYER = (
-    ("attention.out", "attention.output.dense"),
-    ("attention_norm", "attention.output.LayerNorm"),
-    ("ffn_in", "intermediate.dense"),
-    ("ffn_out", "output.dense"),
-    ("ffn_norm", "output.LayerNorm"),
-)
-
-#: our scheme -> its HF architecture (one module each in ``interop.architectures``)
+#: HF ``model_type`` -> its architecture
 ARCHITECTURES: dict[str, HFArchitecture] = {
-    arch.position: arch for arch in (rope.ARCHITECTURE, deberta.ARCHITECTURE, learned.ARCHITECTURE)
+    arch.model_type: arch
+    for arch in (
+        rope.ARCHITECTURE,
+        deberta.ARCHITECTURE,
+        learned.ARCHITECTURE,
+        modernbert.ARCHITECTURE,
+    )
 }
 
-BY_MODEL_TYPE: dict[str, HFArchitecture] = {a.model_type: a for a in ARCHITECTURES.values()}
+
+def supported() -> str:
+    """The importable classes, for messages: ``Class (model_type), ...``."""
+    return ", ".join(f"{a.model_class} ({a.model_type})" for a in ARCHITECTURES.values())
 
 
-def architecture_for(position: str) -> HFArchitecture:
-    """The HF layout of scheme ``position``, or a ConfigError naming the exportable ones."""
-    if position not in ARCHITECTURES:
+def architecture_for(position: str, pre_norm: bool) -> HFArchitecture:
+    """The HF architecture of scheme ``position`` in the ``pre_norm`` layout, or a
+    ConfigError naming the exportable schemes (or the scheme's layouts)."""
+    schemes = [a for a in ARCHITECTURES.values() if a.position == position]
+    if not schemes:
+        exportable = sorted({a.position for a in ARCHITECTURES.values()})
         raise ConfigError(
             f"position {position!r} has no Hugging Face counterpart; exportable schemes: "
-            f"{', '.join(sorted(ARCHITECTURES))}"
+            f"{', '.join(exportable)}"
         )
-    return ARCHITECTURES[position]
-
-
-def links(arch: HFArchitecture, num_layers: int, head: str = "cls") -> list[Link]:
-    """Every (ours, theirs) pair for a model with ``num_layers`` layers."""
-    p = arch.prefix
-    dense, norm, bias = _HEAD[head]
-    pairs = [
-        Link("encoder.word_embeddings.weight", f"{p}.embeddings.word_embeddings.weight"),
-        Link("head.bias", bias),
-    ]
-    for suffix in ("weight", "bias"):
-        pairs += [
-            Link(f"encoder.embedding_norm.{suffix}", f"{p}.embeddings.LayerNorm.{suffix}"),
-            Link(f"head.dense.{suffix}", f"{dense}.{suffix}"),
-            Link(f"head.norm.{suffix}", f"{norm}.{suffix}"),
-        ]
-    pairs += [Link(ours, f"{p}.{theirs}") for ours, theirs in arch.position_links]
-    for i in range(num_layers):
-        ours, theirs = f"encoder.layers.{i}", f"{p}.encoder.layer.{i}"
-        for suffix in ("weight", "bias"):
-            pairs += [
-                Link(
-                    f"{ours}.attention.qkv.{suffix}",
-                    f"{theirs}.attention.self.{name}.{suffix}",
-                    slot,
-                )
-                for slot, name in enumerate(arch.qkv)
-            ]
-            pairs += [Link(f"{ours}.{a}.{suffix}", f"{theirs}.{b}.{suffix}") for a, b in _LAYER]
-    return pairs
+    for arch in schemes:
+        if arch.pre_norm == pre_norm:
+            return arch
+    layouts = ", ".join(f"{a.model_class} (pre_norm {str(a.pre_norm).lower()})" for a in schemes)
+    raise ConfigError(
+        f"cannot export position {position!r} with pre_norm={str(pre_norm).lower()}: its "
+        f"Hugging Face architectures are {layouts}"
+    )

@@ -4,7 +4,8 @@ A scheme acts at up to four points:
 
 - ``embed(x, positions)``: once, on the token embeddings ``x[B, L, H]`` (absolute schemes);
 - ``prepare(length, device, dtype, positions)``: once per forward, a context shared by all
-  layers (cos/sin table, relative index, normalised relative table);
+  layers (cos/sin table, relative index, normalised relative table); a scheme that sets
+  ``reads_key_padding`` also gets ``key_padding_mask`` (which keys are real tokens);
 - per layer, through the module returned by ``layer(index)``:
   ``rotate(x, ctx)`` on projected queries and keys (the kernel decides where), and
   ``score(q, k, ctx, qkv)`` returning an additive score bias and the score scale;
@@ -128,6 +129,11 @@ class PositionScheme(nn.Module):
     #: The head size must be a multiple of this with the default options (RoPE rotates
     #: pairs: 2); the registry-wide tests skip the shapes that are not.
     head_size_multiple: ClassVar[int] = 1
+    #: True if ``prepare`` takes the keys' padding: the encoder then calls
+    #: ``prepare(..., key_padding_mask=mask)`` (``[B, L]`` bool, True at real tokens, or
+    #: None), e.g. a scale by the number of keys a query attends to. Schemes that leave it
+    #: False are called as before.
+    reads_key_padding: ClassVar[bool] = False
     #: ``position_kwargs`` under which the scheme's position dependence shows on the short
     #: rows of the tests (a few tokens, tens of positions); the registry-wide tests build
     #: every scheme with them, so no test names a scheme.
@@ -170,7 +176,8 @@ class PositionScheme(nn.Module):
         dtype: torch.dtype,
         positions: Tensor | None = None,
     ) -> Any:
-        """The per-forward context handed to every layer's hooks."""
+        """The per-forward context handed to every layer's hooks (a scheme with
+        ``reads_key_padding`` also receives ``key_padding_mask=``)."""
         return None
 
     def layer(self, index: int) -> LayerPosition:

@@ -52,6 +52,12 @@ def _clean(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-")
 
 
+def component_label(name: Any) -> str:
+    """A scheme's or kernel's name as a run name part: an import path's
+    ``my_pkg.schemes:CoPE`` becomes ``my_pkg.schemes_CoPE`` (no colon in a directory name)."""
+    return _clean(str(name))
+
+
 def _compact(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
@@ -118,7 +124,7 @@ def run_stem(config: Any) -> str:
     model, data = _get(config, "model"), _get(config, "data")
     if _get(data, "class_path") is not None:  # a data module named by its class
         data = _get(data, "init_args")
-    position, attention = (_clean(str(_get(model, key))) for key in ("position", "attention"))
+    position, attention = (component_label(_get(model, key)) for key in ("position", "attention"))
     stem = f"{position}-{attention}-seed{_get(config, 'seed_everything')}"
     corpus = corpus_label(data)
     parts = [stem, *([corpus] if corpus else []), *variant_parts(model, data)]

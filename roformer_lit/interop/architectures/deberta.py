@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from roformer_lit.interop.architectures.base import HFArchitecture
+from roformer_lit.interop.architectures.bert_layout import BERT_LAYOUT_FLOOR, BertLayout
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -19,12 +19,13 @@ if TYPE_CHECKING:
     from roformer_lit.module import MaskedLM
 
 
-class DebertaV2Architecture(HFArchitecture):
+class DebertaV2Architecture(BertLayout):
     """The DeBERTa-v3 settings our ``deberta`` scheme computes exactly, both ways."""
 
     def config_kwargs(self, model: MaskedLM) -> dict[str, Any]:
         scheme = model.encoder.position
         return {
+            **super().config_kwargs(model),
             "relative_attention": True,
             "position_buckets": scheme.position_buckets,
             "max_relative_positions": scheme.max_relative_positions,
@@ -37,6 +38,7 @@ class DebertaV2Architecture(HFArchitecture):
         }
 
     def check_import_config(self, config: Any) -> None:
+        super().check_import_config(config)
         head_size = getattr(config, "attention_head_size", None)
         pos_att_type = list(config.pos_att_type or [])
         if not getattr(config, "relative_attention", False):
@@ -73,6 +75,7 @@ class DebertaV2Architecture(HFArchitecture):
 
 
 ARCHITECTURE = DebertaV2Architecture(
+    transformers_floor=BERT_LAYOUT_FLOOR,
     position="deberta",
     model_type="deberta-v2",
     model_class="DebertaV2ForMaskedLM",

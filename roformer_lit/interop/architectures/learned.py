@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from roformer_lit.interop.architectures.base import TOKEN_TYPES, HFArchitecture
+from roformer_lit.interop.architectures.bert_layout import (
+    BERT_LAYOUT_FLOOR,
+    TOKEN_TYPES,
+    BertLayout,
+)
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -20,11 +24,11 @@ if TYPE_CHECKING:
 TABLE = "encoder.position.table.weight"  # our learned position table
 
 
-class BertArchitecture(HFArchitecture):
+class BertArchitecture(BertLayout):
     """A learned absolute table; token-type row 0 folded into it on import."""
 
     def config_kwargs(self, model: MaskedLM) -> dict[str, Any]:
-        return {"type_vocab_size": 1}
+        return {**super().config_kwargs(model), "type_vocab_size": 1}
 
     def fold_import_weights(self, values: dict[str, Tensor], state: Mapping[str, Tensor]) -> None:
         token_types = state.get(f"{self.prefix}.{TOKEN_TYPES}")
@@ -33,6 +37,7 @@ class BertArchitecture(HFArchitecture):
 
 
 ARCHITECTURE = BertArchitecture(
+    transformers_floor=BERT_LAYOUT_FLOOR,
     position="learned",
     model_type="bert",
     model_class="BertForMaskedLM",

@@ -15,7 +15,11 @@ import torch
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import require_transformers
-from roformer_lit.interop.architectures.base import TOKEN_TYPES, HFArchitecture
+from roformer_lit.interop.architectures.bert_layout import (
+    BERT_LAYOUT_FLOOR,
+    TOKEN_TYPES,
+    BertLayout,
+)
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -25,10 +29,11 @@ if TYPE_CHECKING:
 HF_ROPE_BASE = 10000.0  # HF RoFormer hardcodes it (RoFormerSinusoidalPositionalEmbedding)
 
 
-class RoFormerArchitecture(HFArchitecture):
+class RoFormerArchitecture(BertLayout):
     """Plain RoPE only: base 10000, every dimension, no scaling, no p-RoPE."""
 
     def check_export(self, model: MaskedLM) -> None:
+        super().check_export(model)
         scheme = model.encoder.position
         if float(scheme.base) != HF_ROPE_BASE:
             raise ConfigError(
@@ -44,9 +49,15 @@ class RoFormerArchitecture(HFArchitecture):
 
     def config_kwargs(self, model: MaskedLM) -> dict[str, Any]:
         hidden = model.config.hidden_size
-        return {"embedding_size": hidden, "rotary_value": False, "type_vocab_size": 1}
+        return {
+            **super().config_kwargs(model),
+            "embedding_size": hidden,
+            "rotary_value": False,
+            "type_vocab_size": 1,
+        }
 
     def check_import_config(self, config: Any) -> None:
+        super().check_import_config(config)
         if config.rotary_value:
             self.refuse("rotary_value=True; our RoPE does not rotate values")
 
@@ -57,12 +68,13 @@ class RoFormerArchitecture(HFArchitecture):
         sinusoid = (
             transformers.models.roformer.modeling_roformer.RoFormerSinusoidalPositionalEmbedding
         )
-        expected = sinusoid(*table.shape).create_weight()
+        expected = sinusoid(*table.shape).create_weight().to(table.dtype)
         if not torch.allclose(table, expected, atol=1e-6):
             self.refuse(f"embed_positions is not the base-{HF_ROPE_BASE:g} sinusoid table")
 
 
 ARCHITECTURE = RoFormerArchitecture(
+    transformers_floor=BERT_LAYOUT_FLOOR,
     position="rope",
     model_type="roformer",
     model_class="RoFormerForMaskedLM",
