@@ -13,8 +13,7 @@ import tomllib
 import torch
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.model import Encoder
-from roformer_lit.testing import check_scheme, run_check, scheme_checks
+from roformer_lit.testing import check_scheme
 from roformer_lit.testing.checks import default_dtype
 from roformer_lit.testing.models import random_ids, small_model, visible_model
 
@@ -24,13 +23,6 @@ sys.path.insert(0, str(EXAMPLES))
 from roformer_lit_examples import CoPE, ScalableSoftmax  # noqa: E402
 from roformer_lit_examples.cope import contextual_positions  # noqa: E402
 from roformer_lit_examples.ssmax import keys_per_query  # noqa: E402
-
-#: The kit's checks scalable softmax fails, all for one reason: n counts padded keys.
-NEEDS_THE_PADDING_MASK = {"padding", "translation", "positions"}
-MISSING_SEAM = (
-    "the seam hands a scheme no key-padding mask, so scalable softmax counts padded keys "
-    "in n (examples/roformer_lit_examples/ssmax.py)"
-)
 
 
 def test_cope_passes_the_kit():
@@ -42,51 +34,10 @@ def test_cope_passes_the_kit_with_a_short_table():
     check_scheme(CoPE, npos_max=3, checks=["padding", "segments", "reference", "gradients"])
 
 
-def ssmax_cases():
-    for inner in ("nope", "rope"):
-        for check, attention in scheme_checks(ScalableSoftmax):
-            marks = []
-            if check in NEEDS_THE_PADDING_MASK and not (check == "positions" and inner == "nope"):
-                marks = [pytest.mark.xfail(reason=MISSING_SEAM, strict=True, raises=AssertionError)]
-            yield pytest.param(inner, check, attention, marks=marks, id=f"{inner}-{check}")
-
-
-@pytest.mark.parametrize("inner,check,attention", ssmax_cases())
-def test_scalable_softmax_against_the_kit(inner, check, attention):
-    run_check(check, ScalableSoftmax, attention, inner=inner)
-
-
-@pytest.fixture
-def encoder_hands_over_the_padding_mask(monkeypatch):
-    """What the seam lacks, supplied around the encoder: before each forward the key-padding
-    mask is handed to every scheme that asks for it (``wants_padding_mask``)."""
-    forward = Encoder.forward
-
-    def handing_over(self, input_ids, attention_mask=None, *args, **kwargs):
-        for scheme in self.position_schemes():
-            if getattr(scheme, "wants_padding_mask", False):
-                scheme.padding_mask = None if attention_mask is None else attention_mask.bool()
-        return forward(self, input_ids, attention_mask, *args, **kwargs)
-
-    monkeypatch.setattr(Encoder, "forward", handing_over)
-
-
-class MaskedScalableSoftmax(ScalableSoftmax):
-    """Scalable softmax given the key-padding mask (by the fixture above)."""
-
-    wants_padding_mask = True
-    padding_mask = None
-
-    def prepare(self, length, device, dtype, positions=None):
-        return super().prepare(length, device, dtype, positions, self.padding_mask)
-
-
-@pytest.mark.usefixtures("encoder_hands_over_the_padding_mask")
-@pytest.mark.parametrize("inner", ["nope", "rope"])
-@pytest.mark.parametrize("check", sorted(NEEDS_THE_PADDING_MASK))
-def test_given_the_padding_mask_scalable_softmax_passes_the_rest(inner, check):
-    """The three failures above are the missing mask's alone."""
-    run_check(check, MaskedScalableSoftmax, "softmax", inner=inner)
+@pytest.mark.parametrize("inner", ["nope", "rope", "alibi"])
+def test_scalable_softmax_passes_the_kit(inner):
+    """Over a scheme without a bias, one that rotates, and one that adds a bias."""
+    check_scheme(ScalableSoftmax, inner=inner)
 
 
 def test_keys_per_query_counts_each_packed_document_and_real_keys():

@@ -11,13 +11,11 @@ by length Llama 4 uses for long contexts). Here, per layer ``l`` and head ``h``:
 - ``s_lh = exp(sigma_lh)`` is learned (kept positive by the exponential), initialised to
   ``initial_s`` (default ``1 / log(max_positions)``: the factor is 1 for a row of
   ``max_positions`` tokens; the paper learns ``s`` and this starting value is ours);
-- ``n_i`` is the number of keys query ``i`` attends to: the length of its packed document
-  when documents are packed (``segment_ids``: the segment positions restart at 0), else the
-  row's length ``L``. **With padding, ``n_i`` counts the padded keys too**: the seam hands a
-  scheme no key-padding mask, so a padded row is scaled by the padded length. ``prepare``
-  takes an optional ``key_padding_mask`` and then counts real keys only, for an encoder
-  that passes it; the one today does not. ``n_i = 1`` gives the factor 0 (one key: the
-  softmax is 1 whatever the scale).
+- ``n_i`` is the number of keys query ``i`` attends to: the real (unpadded) keys of its
+  packed document when documents are packed (``segment_ids``: the segment positions restart
+  at 0), else of its row. The scheme declares ``reads_key_padding``, so the encoder hands
+  ``prepare`` the key-padding mask; a padded row is then scaled as the row alone.
+  ``n_i = 1`` gives the factor 0 (one key: the softmax is 1 whatever the scale).
 - The factor is applied through the seam without a core change: the layer's ``rotate``
   multiplies queries and keys by ``sqrt(s_lh log n)`` each (after the inner scheme's own
   rotation), so ``q'.k'`` is multiplied by ``s_lh log n`` for every pair of one document
@@ -113,6 +111,7 @@ class ScalableSoftmax(PositionScheme):
 
     needs_score_bias = True
     uses_segment_positions = True
+    reads_key_padding = True
 
     def __init__(
         self,
