@@ -10,12 +10,9 @@ import torch
 import torch.nn.functional as F
 from model_factory import (
     INVALID_PAIRS,
-    PAD,
-    SHAPES,
     VALID_PAIRS,
     random_ids,
     small_model,
-    visible_model,
 )
 
 from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES, MaskedLM
@@ -28,7 +25,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 def test_every_registered_scheme_is_documented(name):
     """The README's scheme table lists every registered scheme (and only those), and each
     scheme's class states what it computes. Its declared translation invariance is checked
-    against the model's behaviour by test_prepended_padding, for every scheme."""
+    against the model's behaviour by the kit's translation check (tests/test_scheme_kit.py)."""
     rows = re.findall(r"^\| `(\w+)` \|", README.read_text(encoding="utf-8"), flags=re.M)
     schemes = [row for row in rows if row in POSITION_SCHEMES or row not in ATTENTION_KERNELS]
     assert name in schemes
@@ -41,41 +38,6 @@ def test_every_registered_kernel_is_documented(name):
     text = README.read_text(encoding="utf-8")
     assert f"`{name}`" in text
     assert (ATTENTION_KERNELS[name].__doc__ or "").strip()
-
-
-@pytest.mark.parametrize("hidden_size,num_heads", SHAPES[:2])
-@pytest.mark.parametrize("position,attention", VALID_PAIRS)
-def test_prepended_padding(position, attention, hidden_size, num_heads):
-    """Relative schemes ignore a shift of all positions; absolute ones do not (each with
-    the options under which its position dependence shows: ``test_kwargs``)."""
-    model = visible_model(position, attention, hidden_size, num_heads)
-    ids = random_ids(2, 11)
-    n_pad = 5
-    padded = torch.cat([torch.full((2, n_pad), PAD), ids], dim=1)
-    mask = torch.ones_like(padded, dtype=torch.bool)
-    mask[:, :n_pad] = False
-    with torch.no_grad():
-        plain = model(ids, torch.ones_like(ids))
-        shifted = model(padded, mask)[:, n_pad:]
-    if POSITION_SCHEMES[position].translation_invariant:
-        torch.testing.assert_close(shifted, plain, atol=1e-4, rtol=1e-4)
-    else:
-        assert (shifted - plain).abs().max() > 1e-3
-
-
-@pytest.mark.parametrize("position,attention", VALID_PAIRS)
-def test_padding_is_masked_out(position, attention):
-    """Whatever sits in padded slots does not change the real tokens' logits."""
-    model = small_model(position, attention)
-    ids = random_ids(2, 13)
-    mask = torch.ones_like(ids, dtype=torch.bool)
-    mask[:, 9:] = False
-    other = ids.clone()
-    other[:, 9:] = random_ids(2, 4, seed=7)
-    with torch.no_grad():
-        a = model(ids, mask)[:, :9]
-        b = model(other, mask.int())[:, :9]  # an integer 0/1 mask means the same
-    torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("attention", ["softmax", "linear"])
@@ -138,26 +100,6 @@ def test_mlm_loss_on_labelled_rows_matches_the_full_forward(position, attention,
     torch.testing.assert_close(loss, expected_loss, atol=1e-5, rtol=1e-5)
     for got, want in zip(gradients(loss), expected, strict=True):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
-
-
-@pytest.mark.parametrize("position,attention", VALID_PAIRS)
-def test_gradients_reach_every_parameter(position, attention):
-    model = small_model(position, attention).train()
-    ids = random_ids(2, 10)
-    labels = ids.clone()
-    model.mlm_loss(ids, labels).backward()
-    missing = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.any()]
-    assert missing == []
-
-
-@pytest.mark.parametrize("hidden_size,num_heads", SHAPES)
-@pytest.mark.parametrize("position,attention", VALID_PAIRS)
-def test_shapes(position, attention, hidden_size, num_heads):
-    if (hidden_size // num_heads) % POSITION_SCHEMES[position].head_size_multiple:
-        pytest.skip(f"head size {hidden_size // num_heads}: {position} refuses it (test_bad_input)")
-    model = small_model(position, attention, hidden_size, num_heads, num_layers=1)
-    out = model(random_ids(2, 7))
-    assert out.shape == (2, 7, 97)
 
 
 @pytest.mark.parametrize("position,attention", INVALID_PAIRS)

@@ -60,38 +60,6 @@ def random_positions(batch: int, length: int, span: int, seed: int = 5) -> torch
     return torch.stack(rows)
 
 
-def placed_in_longer_rows(ids: torch.Tensor, positions: torch.Tensor):
-    """The longer rows: the tokens at indices ``positions``, other tokens elsewhere (masked
-    out as padding keys), and the key-padding mask."""
-    longer = int(positions.max()) + 1
-    rows = random_ids(ids.shape[0], longer, seed=9)
-    mask = torch.zeros(ids.shape[0], longer, dtype=torch.bool)
-    for b in range(ids.shape[0]):
-        rows[b, positions[b]] = ids[b]
-        mask[b, positions[b]] = True
-    return rows, mask
-
-
-@pytest.mark.usefixtures("double_precision")
-@pytest.mark.parametrize("position,attention", READING_PAIRS)
-def test_positions_equal_tokens_placed_in_a_longer_padded_row(position, attention):
-    model = model_for(position, attention).double()
-    ids = random_ids(BATCH, LENGTH)
-    positions = random_positions(BATCH, LENGTH, SPAN)
-    assert int(positions.max()) >= MAX_POSITIONS  # some positions lie past the cached tables
-    labels = torch.where(
-        torch.rand(ids.shape, generator=torch.Generator().manual_seed(2)) < 0.5, ids, -100
-    )
-    with torch.no_grad():
-        got = model(ids, position_ids=positions)  # first: before a longer row grows a cache
-        logits, _ = model.masked_logits(ids, labels, position_ids=positions)
-        rows, mask = placed_in_longer_rows(ids, positions)
-        longer = model(rows, mask)
-    expected = torch.stack([longer[b, positions[b]] for b in range(BATCH)])
-    torch.testing.assert_close(got, expected, **TOL)
-    torch.testing.assert_close(logits, expected[labels != -100], **TOL)
-
-
 @pytest.mark.parametrize("position,attention", READING_PAIRS)
 def test_ordinary_positions_given_change_nothing(position, attention):
     model = model_for(position, attention)

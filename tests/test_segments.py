@@ -2,53 +2,29 @@
 
 With ``segment_ids`` a token attends only to its own segment and positions restart at each
 segment, so every document of a packed block gets exactly the logits it gets alone. The
-oracle is the model run on each document by itself; parametrised over the registries, so
-a new scheme or kernel is covered when it is registered.
+oracle is the model run on each document by itself. That check, over every registered
+scheme and kernel, is the scheme kit's ``segments`` check (tests/test_scheme_kit.py); here
+segments with padding, the FlexAttention path and the refusals.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
-from model_factory import VALID_PAIRS, random_ids, small_model
+from model_factory import VALID_PAIRS, small_model
 
 from roformer_lit import ATTENTION_KERNELS
 from roformer_lit.positions.base import segment_positions
+from roformer_lit.testing.checks import PACKED_LENGTHS, packed_documents
 
 SEGMENT_PAIRS = [(p, a) for p, a in VALID_PAIRS if ATTENTION_KERNELS[a].supports_segments]
 NO_SEGMENT_KERNELS = [a for a, k in ATTENTION_KERNELS.items() if not k.supports_segments]
-LENGTHS = (9, 14, 5)  # three documents packed into one block of 28
-
-
-def packed_documents() -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
-    documents = [random_ids(1, n, seed=10 + i) for i, n in enumerate(LENGTHS)]
-    block = torch.cat(documents, dim=1)
-    segments = torch.cat([torch.full((1, n), i) for i, n in enumerate(LENGTHS)], dim=1)
-    return documents, block, segments
 
 
 def test_segment_positions_restart_at_every_segment():
     ids = torch.tensor([[0, 0, 0, 1, 1, 2], [5, 5, 5, 5, 5, 5], [3, 1, 1, 3, 3, 3]])
     expected = torch.tensor([[0, 1, 2, 0, 1, 0], [0, 1, 2, 3, 4, 5], [0, 0, 1, 0, 1, 2]])
     assert torch.equal(segment_positions(ids), expected)
-
-
-@pytest.mark.parametrize("position,attention", SEGMENT_PAIRS)
-def test_a_packed_document_gets_its_logits_alone(position, attention):
-    model = small_model(position, attention, max_positions=32)
-    documents, block, segments = packed_documents()
-    with torch.no_grad():
-        packed = model(block, segment_ids=segments)
-        unmasked = model(block)
-        start = 0
-        for document in documents:
-            alone = model(document)
-            stop = start + document.shape[1]
-            torch.testing.assert_close(packed[:, start:stop], alone, rtol=1e-4, atol=1e-5)
-            start = stop
-        # without segments the later documents see the others (and, for absolute
-        # schemes, sit at other positions): their logits differ
-        assert not torch.allclose(unmasked[:, LENGTHS[0] :], packed[:, LENGTHS[0] :], atol=1e-4)
 
 
 @pytest.mark.parametrize("position,attention", SEGMENT_PAIRS[:6])
@@ -82,7 +58,7 @@ def test_flex_path_keeps_segments_apart(position):
     with torch.no_grad():
         packed = model(block, segment_ids=segments)
         torch.testing.assert_close(
-            packed[:, : LENGTHS[0]], model(documents[0]), rtol=1e-4, atol=1e-5
+            packed[:, : PACKED_LENGTHS[0]], model(documents[0]), rtol=1e-4, atol=1e-5
         )
 
 

@@ -1,0 +1,371 @@
+"""The checks of a position scheme, each a function of the scheme class and one kernel.
+
+Every check builds small models around the class (:mod:`roformer_lit.testing.models`) and
+compares what the class computes with an oracle that does not go through the scheme's own
+code path for the property at stake:
+
+- ``shapes``: logits ``[B, L, V]`` in float32, finite, at three encoder shapes (odd head
+  counts; head sizes the class's ``head_size_multiple`` refuses are left out);
+- ``padding``: the real tokens' logits ignore what sits in padded slots, and equal those
+  of the unpadded row;
+- ``translation``: prepending padding shifts every real token's position; the logits stay
+  the same if the scheme declares ``translation_invariant``, and change if it does not;
+- ``segments``: every document of a packed block (``segment_ids``) gets the logits it gets
+  alone (on kernels with ``supports_segments``);
+- ``positions``: tokens at sorted, distinct, non-contiguous positions (``position_ids``,
+  past the cached tables) get, in float64, the logits of a longer row holding them at those
+  indices and padding elsewhere; ``0 .. L-1`` given changes nothing; a scheme that declares
+  ``reads_positions = False`` must ignore any positions;
+- ``float64``: the float32 model agrees with the same weights in float64;
+- ``gradients``: the MLM loss's gradient is finite and reaches every parameter;
+- ``reference``: where the class provides the optional ``reference`` hook (below), every
+  layer's attention logits built from its hooks equal it in float64.
+
+The ``reference`` hook, a staticmethod (or classmethod) of the scheme class::
+
+    reference(scheme, q, k, positions, layer) -> Tensor  # [B, h, L, L], float64
+
+returns the pre-softmax logits ``scale * q'.k' + bias`` of encoder layer ``layer``, written
+from the paper's formula (loops and float64 allowed: it is slow by design): ``q`` and ``k``
+are that layer's projected queries and keys ``[B, h, L, d]`` before any rotation,
+``positions`` the ``[B, L]`` positions or None for ``0 .. L-1``, ``scheme`` the built
+instance (read its parameters).
+
+The claims ``translation_invariant`` and ``reads_positions`` are read from the built
+instance, so a scheme whose claims follow its options (one composed over another) may set
+them in ``__init__``; ``needs_score_bias`` and ``head_size_multiple`` are the class's. The kit builds the same logits from the hooks: ``rotate``
+(when the layer ``rotates``) and ``score``. What a scheme adds in ``embed`` is outside it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.module import MaskedLM
+from roformer_lit.positions.base import PositionScheme, QKVWeights, default_scale
+from roformer_lit.testing.models import (
+    PAD,
+    SHAPES,
+    VOCAB,
+    random_ids,
+    random_positions,
+    small_model,
+    visible_model,
+)
+
+Options = Mapping[str, Any]
+
+#: Three documents packed into one block of 28 (the ``segments`` check).
+PACKED_LENGTHS = (9, 14, 5)
+#: Positions drawn from ``[0, SPAN)``, past the cached tables of ``MAX_POSITIONS`` rows.
+SPAN, MAX_POSITIONS, LENGTH, BATCH = 40, 16, 7, 3
+#: Float64 comparisons (sinusoid tables are float32 by design: ~1e-9 apart).
+FLOAT64_TOL = {"rtol": 1e-7, "atol": 1e-8}
+#: float32 logits against float64 ones: float32 rounding alone leaves ~4e-7 at these sizes
+#: for every built-in; a float32 path through bfloat16 leaves ~4e-5.
+FLOAT32_AGAINST_FLOAT64 = {"rtol": 1e-6, "atol": 5e-6}
+#: Float32 forward passes of one model against each other.
+FLOAT32_TOL = {"rtol": 1e-4, "atol": 1e-5}
+
+
+@contextmanager
+def default_dtype(dtype: torch.dtype) -> Iterator[None]:
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def _differs(a: Tensor, b: Tensor, at_least: float = 1e-3) -> bool:
+    return bool((a - b).abs().max() > at_least)
+
+
+def check_shapes(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """Logits ``[B, L, V]``, float32 and finite, at every shape the class accepts."""
+    tried = 0
+    for hidden_size, num_heads in SHAPES:
+        if (hidden_size // num_heads) % scheme.head_size_multiple:
+            continue
+        model = small_model(
+            scheme, attention, hidden_size, num_heads, num_layers=1, position_kwargs=options
+        )
+        with torch.no_grad():
+            out = model(random_ids(2, 7))
+        shape = (hidden_size, num_heads)
+        assert out.shape == (2, 7, VOCAB), f"logits {tuple(out.shape)} at {shape}, not (2, 7, 97)"
+        assert out.dtype == torch.float32, f"logits are {out.dtype}, not float32, at {shape}"
+        assert torch.isfinite(out).all(), f"non-finite logits at (hidden, heads) {shape}"
+        tried += 1
+    assert tried, f"no test shape has a head size that is a multiple of {scheme.head_size_multiple}"
+
+
+def check_padding(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """What sits in padded slots changes nothing, and a padded row equals the row alone."""
+    model = visible_model(scheme, attention, options=options)
+    ids = random_ids(2, 13)
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[:, 9:] = False
+    other = ids.clone()
+    other[:, 9:] = random_ids(2, 4, seed=7)
+    with torch.no_grad():
+        padded = model(ids, mask)[:, :9]
+        other_padding = model(other, mask.int())[:, :9]  # an integer 0/1 mask means the same
+        alone = model(ids[:, :9])
+    torch.testing.assert_close(
+        other_padding, padded, **FLOAT32_TOL, msg=lambda m: f"padded slots leak: {m}"
+    )
+    torch.testing.assert_close(
+        padded, alone, **FLOAT32_TOL, msg=lambda m: f"a padded row differs from it alone: {m}"
+    )
+
+
+def check_translation(
+    scheme: type[PositionScheme],
+    attention: str,
+    options: Options,
+    shapes: tuple[tuple[int, int], ...] = tuple(SHAPES[:2]),
+) -> None:
+    """Prepended padding shifts every position: nothing changes iff the class declares
+    ``translation_invariant``."""
+    for hidden_size, num_heads in shapes:
+        if (hidden_size // num_heads) % scheme.head_size_multiple:
+            continue
+        model = visible_model(scheme, attention, hidden_size, num_heads, options=options)
+        ids = random_ids(2, 11)
+        n_pad = 5
+        padded = torch.cat([torch.full((2, n_pad), PAD), ids], dim=1)
+        mask = torch.ones_like(padded, dtype=torch.bool)
+        mask[:, :n_pad] = False
+        with torch.no_grad():
+            plain = model(ids, torch.ones_like(ids))
+            shifted = model(padded, mask)[:, n_pad:]
+        if model.encoder.position.translation_invariant:  # the built instance's claim
+            torch.testing.assert_close(
+                shifted,
+                plain,
+                atol=1e-4,
+                rtol=1e-4,
+                msg=lambda m: f"declares translation_invariant, but a shift changes logits: {m}",
+            )
+        else:
+            assert _differs(shifted, plain), (
+                "declares translation_invariant = False, but shifting every position by "
+                f"{n_pad} changes no logit by 1e-3 (declare it True, or show the dependence "
+                "on short rows with test_kwargs / amplify_for_tests)"
+            )
+
+
+def packed_documents() -> tuple[list[Tensor], Tensor, Tensor]:
+    """Three documents, the block packing them, and its segment ids."""
+    documents = [random_ids(1, n, seed=10 + i) for i, n in enumerate(PACKED_LENGTHS)]
+    block = torch.cat(documents, dim=1)
+    segments = torch.cat([torch.full((1, n), i) for i, n in enumerate(PACKED_LENGTHS)], dim=1)
+    return documents, block, segments
+
+
+def check_segments(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """Every document of a packed block gets the logits it gets alone."""
+    model = small_model(scheme, attention, max_positions=32, position_kwargs=options)
+    documents, block, segments = packed_documents()
+    with torch.no_grad():
+        packed = model(block, segment_ids=segments)
+        unmasked = model(block)
+        start = 0
+        for index, document in enumerate(documents):
+            alone = model(document)
+            stop = start + document.shape[1]
+            torch.testing.assert_close(
+                packed[:, start:stop],
+                alone,
+                rtol=1e-4,
+                atol=1e-5,
+                msg=lambda m, i=index: f"packed document {i} differs from it alone: {m}",
+            )
+            start = stop
+    # without segments the later documents see the others: the check is not vacuous
+    first = PACKED_LENGTHS[0]
+    assert not torch.allclose(unmasked[:, first:], packed[:, first:], atol=1e-4), (
+        "segment_ids change no logit of a packed block"
+    )
+
+
+def placed_in_longer_rows(ids: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+    """The tokens at indices ``positions`` of longer rows, other tokens elsewhere (masked
+    out as padding keys), and the key-padding mask."""
+    longer = int(positions.max()) + 1
+    rows = random_ids(ids.shape[0], longer, seed=9)
+    mask = torch.zeros(ids.shape[0], longer, dtype=torch.bool)
+    for b in range(ids.shape[0]):
+        rows[b, positions[b]] = ids[b]
+        mask[b, positions[b]] = True
+    return rows, mask
+
+
+def positions_model(scheme: type[PositionScheme], attention: str, options: Options) -> MaskedLM:
+    """A visible model whose cached tables are shorter than the positions drawn (a bounded
+    scheme's table holds the whole range)."""
+    bounded = scheme.max_length is not PositionScheme.max_length
+    max_positions = SPAN if bounded else MAX_POSITIONS
+    return visible_model(scheme, attention, max_positions=max_positions, options=options)
+
+
+def check_positions(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """Arbitrary increasing positions are a longer padded row's (float64); ``0 .. L-1``
+    given is the fast path; a class that reads no positions ignores them."""
+    ids = random_ids(BATCH, LENGTH)
+    positions = random_positions(BATCH, LENGTH, SPAN)
+    model = visible_model(scheme, attention, options=options)
+    if not model.encoder.position.reads_positions:  # the built instance's claim
+        with torch.no_grad():
+            plain, given = model(ids), model(ids, position_ids=positions)
+        torch.testing.assert_close(
+            given,
+            plain,
+            **FLOAT32_TOL,
+            msg=lambda m: f"declares reads_positions = False, but position_ids change logits: {m}",
+        )
+        return
+    model = positions_model(scheme, attention, options)
+    arange = torch.arange(LENGTH).expand(BATCH, LENGTH)
+    with torch.no_grad():
+        plain, given = model(ids), model(ids, position_ids=arange)
+    torch.testing.assert_close(
+        given, plain, **FLOAT32_TOL, msg=lambda m: f"position_ids 0 .. L-1 change logits: {m}"
+    )
+    assert int(positions.max()) >= MAX_POSITIONS  # some positions lie past the cached tables
+    with default_dtype(torch.float64):
+        model = positions_model(scheme, attention, options).double()
+        with torch.no_grad():
+            got = model(ids, position_ids=positions)  # first: before a longer row grows a cache
+            rows, mask = placed_in_longer_rows(ids, positions)
+            longer = model(rows, mask)
+    expected = torch.stack([longer[b, positions[b]] for b in range(BATCH)])
+    torch.testing.assert_close(
+        got,
+        expected,
+        **FLOAT64_TOL,
+        msg=lambda m: f"tokens at positions differ from a longer padded row's: {m}",
+    )
+
+
+def check_float64(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """The float32 model agrees with the same weights in float64 (padding included)."""
+    model = visible_model(scheme, attention, options=options)
+    ids = random_ids(2, 13)
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, 10:] = False
+    with default_dtype(torch.float64):
+        double = copy.deepcopy(model).double()
+        with torch.no_grad():
+            wanted = double(ids, mask)
+    with torch.no_grad():
+        got = model(ids, mask)
+    assert wanted.dtype == torch.float64, f"the float64 model gives {wanted.dtype} logits"
+    torch.testing.assert_close(
+        got.double(),
+        wanted,
+        **FLOAT32_AGAINST_FLOAT64,
+        msg=lambda m: f"float32 disagrees with float64: {m}",
+    )
+
+
+def check_gradients(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """The MLM loss's gradient is finite and reaches every parameter (the scheme's too)."""
+    model = visible_model(scheme, attention, options=options).train()
+    ids = random_ids(2, 10)
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, 8:] = False
+    labels = torch.where(mask, ids, -100)
+    loss = model.mlm_loss(ids, labels, mask)
+    assert torch.isfinite(loss), f"the loss is {loss.item()}"
+    loss.backward()
+    named = list(model.named_parameters())
+    non_finite = [n for n, p in named if p.grad is not None and not torch.isfinite(p.grad).all()]
+    assert non_finite == [], f"non-finite gradients: {non_finite}"
+    missing = [n for n, p in named if p.grad is None or not p.grad.any()]
+    assert missing == [], f"no gradient reaches {missing}"
+
+
+def seam_logits(
+    scheme: PositionScheme, layer: int, q: Tensor, k: Tensor, positions: Tensor | None, qkv
+) -> Tensor:
+    """``scale * q'.k' + bias`` of layer ``layer`` as its hooks give them (no mask)."""
+    length = q.shape[-2]
+    ctx = scheme.prepare(length, q.device, q.dtype, positions)
+    hooks = scheme.layer(layer)
+    score = hooks.score(q, k, ctx, qkv)
+    if hooks.rotates:
+        q, k = hooks.rotate(q, ctx), hooks.rotate(k, ctx)
+    scale = default_scale(q.shape[-1]) if score is None else score.scale
+    logits = scale * q @ k.transpose(-1, -2)
+    if score is not None and score.bias is not None:
+        logits = logits + score.bias
+    return logits
+
+
+def check_reference(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """Every layer's logits from the hooks equal the class's ``reference`` in float64."""
+    reference: Callable[..., Tensor] = scheme.reference  # type: ignore[attr-defined]
+    with default_dtype(torch.float64):
+        model = visible_model(scheme, attention, options=options).double()
+        built = model.encoder.position
+        heads = model.hparams.num_heads
+        head_size = model.hparams.hidden_size // heads
+        generator = torch.Generator().manual_seed(4)
+        q, k = torch.randn(2, BATCH, heads, LENGTH, head_size, generator=generator).unbind(0)
+        reads = built.reads_positions
+        drawn = random_positions(BATCH, LENGTH, SPAN) if reads else None
+        with torch.no_grad():
+            for index, block in enumerate(model.encoder.layers):
+                attention_block = block.attention
+                qkv = QKVWeights(attention_block.qkv.weight, attention_block.qkv.bias, heads)
+                for positions in (None, drawn) if drawn is not None else (None,):
+                    got = seam_logits(built, index, q, k, positions, qkv)
+                    wanted = reference(built, q, k, positions, index)
+                    where = "0 .. L-1" if positions is None else "random positions"
+                    torch.testing.assert_close(
+                        got.expand_as(wanted),
+                        wanted,
+                        **FLOAT64_TOL,
+                        msg=lambda m, i=index, w=where: (
+                            f"layer {i} at {w} differs from the reference: {m}"
+                        ),
+                    )
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: its name, the function, and when it applies to a (class, kernel) pair."""
+
+    name: str
+    run: Callable[[type[PositionScheme], str, Options], None]
+    applies: Callable[[type[PositionScheme], str], bool] = lambda scheme, attention: True
+
+
+CHECKS: dict[str, Check] = {
+    check.name: check
+    for check in (
+        Check("shapes", check_shapes),
+        Check("padding", check_padding),
+        Check("translation", check_translation),
+        Check(
+            "segments",
+            check_segments,
+            lambda scheme, attention: ATTENTION_KERNELS[attention].supports_segments,
+        ),
+        Check("positions", check_positions),
+        Check("float64", check_float64),
+        Check("gradients", check_gradients),
+        Check("reference", check_reference, lambda scheme, attention: hasattr(scheme, "reference")),
+    )
+}

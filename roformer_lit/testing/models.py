@@ -1,0 +1,133 @@
+"""Small models around one scheme class, for the checks of :mod:`roformer_lit.testing`.
+
+A class is built into a :class:`~roformer_lit.module.MaskedLM` under its registered name, or,
+for a class no registry holds (the author's own, possibly defined inside a test), under a
+name it is given for the duration of :func:`registered` only. The model is small, randomly
+initialised and then perturbed (non-trivial biases and norms), in eval mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.module import MaskedLM
+from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.positions.base import PositionScheme
+
+VOCAB = 97
+PAD = 0
+
+#: (hidden_size, num_heads): odd head counts, head sizes 16, 8 and 6.
+SHAPES = [(48, 3), (40, 5), (36, 6)]
+
+
+def registered_name(cls: type[PositionScheme]) -> str | None:
+    """The name ``cls`` is registered under (built-in or entry point), or None."""
+    for name in POSITION_SCHEMES:
+        try:
+            if POSITION_SCHEMES[name] is cls:
+                return name
+        except Exception:  # a broken plugin is the registry's to report, not the kit's
+            continue
+    return None
+
+
+def scheme_label(cls: type[PositionScheme]) -> str:
+    """The registered name of ``cls``, else ``module:Class`` (how messages name it)."""
+    return registered_name(cls) or f"{cls.__module__}:{cls.__qualname__}"
+
+
+@contextmanager
+def registered(cls: type[PositionScheme]) -> Iterator[str]:
+    """The name ``cls`` is built under: its registered name, or one it is registered under
+    for this block only (the registry is left as it was found)."""
+    known = registered_name(cls)
+    if known is not None:
+        yield known
+        return
+    name = f"kit-check-{cls.__qualname__}"
+    POSITION_SCHEMES.register(name, cls)
+    try:
+        yield name
+    finally:
+        POSITION_SCHEMES.unregister(name)
+
+
+def compatible_kernels(cls: type[PositionScheme]) -> list[str]:
+    """The registered attention kernels that can run ``cls``."""
+    return [
+        name
+        for name, kernel in ATTENTION_KERNELS.items()
+        if kernel.supports_score_bias or not cls.needs_score_bias
+    ]
+
+
+def small_model(
+    position: str | type[PositionScheme],
+    attention: str = "softmax",
+    hidden_size: int = 48,
+    num_heads: int = 3,
+    num_layers: int = 2,
+    seed: int = 0,
+    **kwargs: Any,
+) -> MaskedLM:
+    """A randomly initialised small model in eval mode, with non-trivial biases and norms.
+
+    ``position`` is a registered name or a scheme class (built under :func:`registered`)."""
+    if not isinstance(position, str):
+        with registered(position) as name:
+            return small_model(name, attention, hidden_size, num_heads, num_layers, seed, **kwargs)
+    torch.manual_seed(seed)
+    model = MaskedLM(
+        position=position,
+        attention=attention,
+        vocab_size=VOCAB,
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        intermediate_size=2 * hidden_size,
+        max_positions=kwargs.pop("max_positions", 64),
+        **kwargs,
+    )
+    with torch.no_grad():
+        for param in model.parameters():
+            param.add_(0.05 * torch.randn_like(param))
+    return model.eval()
+
+
+def visible_model(
+    position: str | type[PositionScheme],
+    attention: str = "softmax",
+    *args: Any,
+    options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> MaskedLM:
+    """:func:`small_model` with the scheme's ``test_kwargs`` (options under which its
+    position dependence shows on short rows) updated by ``options``, its parameters
+    amplified where their effect would be too small to see (``amplify_for_tests``)."""
+    cls = POSITION_SCHEMES[position] if isinstance(position, str) else position
+    merged = {**cls.test_kwargs, **(kwargs.pop("position_kwargs", None) or {}), **(options or {})}
+    if merged:
+        kwargs["position_kwargs"] = merged
+    model = small_model(position, attention, *args, **kwargs)
+    for scheme in model.encoder.position_schemes():
+        scheme.amplify_for_tests()
+    return model
+
+
+def random_ids(batch: int, length: int, seed: int = 1) -> torch.Tensor:
+    """Token ids that are never the pad id."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(1, VOCAB, (batch, length), generator=generator)
+
+
+def random_positions(batch: int, length: int, span: int, seed: int = 5) -> torch.Tensor:
+    """``[batch, length]`` sorted distinct positions drawn from ``[0, span)``, one draw a row."""
+    generator = torch.Generator().manual_seed(seed)
+    rows = [torch.randperm(span, generator=generator)[:length].sort().values for _ in range(batch)]
+    return torch.stack(rows)

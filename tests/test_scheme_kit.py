@@ -1,0 +1,52 @@
+"""The scheme kit's checks (roformer_lit/testing) over every registered scheme and kernel.
+
+These are the suite's property tests of the built-in schemes (shapes, padding, translation
+invariance, packed documents, arbitrary positions, float32 against float64, gradients, the
+reference where a class gives one): the same functions an author runs with
+``check_scheme(MyScheme)``, so the kit cannot drift from what the suite checks. That the
+kit fails broken schemes is tests/test_scheme_kit_fails.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from roformer_lit import POSITION_SCHEMES
+from roformer_lit.testing import CHECKS, check_scheme, run_check, scheme_checks
+
+CASES = [
+    (position, attention, check)
+    for position, cls in POSITION_SCHEMES.items()
+    for check, attention in scheme_checks(cls)
+]
+
+
+@pytest.mark.parametrize("position,attention,check", CASES)
+def test_registered_scheme_passes_the_kit(position, attention, check):
+    run_check(check, POSITION_SCHEMES[position], attention)
+
+
+def test_every_scheme_gets_every_check_but_the_optional_ones():
+    """Each registered scheme is checked on the softmax kernel by every check but the
+    ``reference`` of a class without one, so a new check reaches every scheme."""
+    for position, cls in POSITION_SCHEMES.items():
+        on_softmax = {check for check, attention in scheme_checks(cls) if attention == "softmax"}
+        optional = set() if hasattr(cls, "reference") else {"reference"}
+        assert on_softmax == set(CHECKS) - optional, position
+
+
+def test_check_scheme_refuses_what_it_cannot_check():
+    with pytest.raises(TypeError, match="PositionScheme subclass"):
+        check_scheme(dict)
+    with pytest.raises(ValueError, match="unknown check.*'shape'.*valid: shapes"):
+        check_scheme(POSITION_SCHEMES["nope"], checks=["shape"])
+
+
+def test_an_unregistered_class_is_checked_and_leaves_the_registry_as_it_was():
+    before = dict(POSITION_SCHEMES)
+
+    class Unregistered(POSITION_SCHEMES["alibi"]):
+        """ALiBi under a class no registry holds."""
+
+    check_scheme(Unregistered, attention="softmax", checks=["padding", "translation"])
+    assert POSITION_SCHEMES == before

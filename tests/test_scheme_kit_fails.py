@@ -1,0 +1,177 @@
+"""The scheme kit fails a broken scheme, naming the check and the scheme: one broken scheme
+per check, each a working built-in with one thing wrong (an author's likely mistake)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+from roformer_lit.positions.alibi import AlibiPosition, alibi_slopes
+from roformer_lit.positions.base import EncoderShape, LayerPosition, PositionScheme, ScoreBias
+from roformer_lit.positions.nope import NoPosition
+from roformer_lit.positions.rope import RotaryPosition
+from roformer_lit.positions.sinusoidal import SinusoidalPosition
+from roformer_lit.testing import check_scheme
+
+
+class WrongShape(NoPosition):
+    """Drops the last token from the embeddings."""
+
+    def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
+        return x[:, :-1]
+
+
+class PaddingLeak(NoPosition):
+    """Adds the mean of every slot's embedding, padded slots included."""
+
+    def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
+        return x + x.mean(dim=1, keepdim=True)
+
+
+class ClaimsTranslationInvariance(SinusoidalPosition):
+    """Absolute sinusoids that claim to depend on differences of positions only."""
+
+    translation_invariant = True
+
+
+class ClaimsToDependOnAbsolutePositions(RotaryPosition):
+    """RoPE (relative) that claims a shift of every position changes its outputs."""
+
+    translation_invariant = False
+
+
+class HalfPrecisionInFloat32(RotaryPosition):
+    """Rotates through bfloat16 whenever it is not given float64."""
+
+    def prepare(self, length, device, dtype, positions=None):
+        ctx = super().prepare(length, device, dtype, positions)
+        return ctx, dtype
+
+    def layer(self, index: int) -> LayerPosition:
+        inner = super().layer(index)
+        return _HalfRotation(inner)
+
+
+class _HalfRotation(LayerPosition):
+    rotates = True
+
+    def __init__(self, inner: LayerPosition) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def rotate(self, x: Tensor, ctx) -> Tensor:
+        inner_ctx, dtype = ctx
+        rotated = self.inner.rotate(x, inner_ctx)
+        return rotated if dtype == torch.float64 else rotated.bfloat16().to(rotated.dtype)
+
+
+class NanGradient(PositionScheme):
+    """A learned log-distance bias ``log(w |i - j|)`` where ``i != j``, else 0: finite in the
+    forward pass, but the masked-out branch's ``log 0`` makes the gradient NaN."""
+
+    needs_score_bias = True
+
+    def __init__(self, shape: EncoderShape) -> None:
+        super().__init__(shape)
+        self.weight = nn.Parameter(torch.ones(shape.num_heads))
+        self._layer = _SharedBias()
+
+    def prepare(self, length, device, dtype, positions=None) -> ScoreBias:
+        index = torch.arange(length, device=device, dtype=dtype)
+        distance = (index[:, None] - index[None, :]).abs()
+        log_distance = torch.log(self.weight[:, None, None] * distance)
+        bias = torch.where(distance > 0, -log_distance, torch.zeros_like(log_distance))
+        return ScoreBias(bias[None], scale=self.shape.head_size**-0.5)
+
+    def layer(self, index: int) -> LayerPosition:
+        return self._layer
+
+
+class _SharedBias(LayerPosition):
+    def score(self, q, k, ctx, qkv):
+        return ctx
+
+
+class WrongReference(AlibiPosition):
+    """ALiBi whose reference doubles the paper's slopes."""
+
+    @staticmethod
+    def reference(scheme, q, k, positions, layer):
+        length = q.shape[-2]
+        at = torch.arange(length, dtype=torch.float64) if positions is None else positions
+        at = at.to(torch.float64).expand(q.shape[0], length)
+        slopes = 2 * torch.tensor(alibi_slopes(q.shape[1]), dtype=torch.float64)
+        distance = (at[:, None, :, None] - at[:, None, None, :]).abs()
+        return q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5 - slopes[:, None, None] * distance
+
+
+class RightReference(AlibiPosition):
+    """ALiBi with the paper's formula as its reference: the kit passes it."""
+
+    @staticmethod
+    def reference(scheme, q, k, positions, layer):
+        length = q.shape[-2]
+        at = torch.arange(length, dtype=torch.float64) if positions is None else positions
+        at = at.to(torch.float64).expand(q.shape[0], length)
+        slopes = torch.tensor(alibi_slopes(q.shape[1]), dtype=torch.float64)
+        distance = (at[:, None, :, None] - at[:, None, None, :]).abs()
+        return q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5 - slopes[:, None, None] * distance
+
+
+@pytest.mark.parametrize(
+    "scheme,check,words",
+    [
+        (WrongShape, "shapes", "shapes check failed"),
+        (PaddingLeak, "padding", "padded slots leak"),
+        (ClaimsTranslationInvariance, "translation", "declares translation_invariant"),
+        (ClaimsToDependOnAbsolutePositions, "translation", "changes no logit"),
+        (HalfPrecisionInFloat32, "float64", "float32 disagrees with float64"),
+        (NanGradient, "gradients", "non-finite gradients"),
+        (WrongReference, "reference", "differs from the reference"),
+    ],
+    ids=lambda value: value.__name__ if isinstance(value, type) else None,
+)
+def test_the_kit_fails_a_broken_scheme_naming_check_and_scheme(scheme, check, words):
+    with pytest.raises(AssertionError) as failure:
+        check_scheme(scheme, attention="softmax", checks=[check])
+    message = str(failure.value)
+    assert f"{check} check failed for scheme " in message and scheme.__qualname__ in message
+    assert words in message, message
+
+
+@pytest.mark.parametrize(
+    "scheme,check",
+    [
+        (PaddingLeak, "shapes"),
+        (ClaimsTranslationInvariance, "padding"),
+        (HalfPrecisionInFloat32, "translation"),
+        (NanGradient, "float64"),
+        (RightReference, "reference"),
+    ],
+    ids=lambda value: value.__name__ if isinstance(value, type) else value,
+)
+def test_each_broken_scheme_passes_the_checks_its_mistake_is_not_about(scheme, check):
+    """The failures above are the named check's, not a kit that fails everything."""
+    check_scheme(scheme, attention="softmax", checks=[check])
+
+
+def test_a_scheme_that_ignores_segments_fails_the_segments_check():
+    """Positions that run on across documents instead of restarting in each: an absolute
+    scheme that drops the segment positions it is handed."""
+
+    class RunsOnAcrossDocuments(SinusoidalPosition):
+        def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
+            return super().embed(x, None)
+
+    with pytest.raises(AssertionError, match="segments check failed.*packed document 1"):
+        check_scheme(RunsOnAcrossDocuments, attention="softmax", checks=["segments"])
+
+
+def test_a_scheme_that_ignores_positions_it_claims_to_read_fails_the_positions_check():
+    class IgnoresPositions(SinusoidalPosition):
+        def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
+            return super().embed(x, None)
+
+    with pytest.raises(AssertionError, match="positions check failed.*longer padded row"):
+        check_scheme(IgnoresPositions, attention="softmax", checks=["positions"])
