@@ -117,7 +117,7 @@ class ResolvedLayer:
 
     @property
     def scheme_capabilities(self) -> SchemeCapabilities:
-        return self.scheme.capabilities()
+        return self.scheme.capabilities(self.scheme_options)
 
     @property
     def kernel_capabilities(self) -> KernelCapabilities:
@@ -191,8 +191,10 @@ def embedding_schemes_do_not_vary(config: EncoderConfig, layers: list[ResolvedLa
     if not varied:
         return
     model_scheme = lookup(POSITION_SCHEMES, model.position, "position")
-    candidates = [(model.position, model_scheme)] + [(v.spec.position, v.scheme) for v in varied]
-    embedding = [name for name, cls in candidates if cls.capabilities().embeds]
+    model_options = check_options(model_scheme, model.position_kwargs, "position", model.position)
+    candidates = [(model.position, model_scheme.capabilities(model_options))]
+    candidates += [(v.spec.position, v.scheme_capabilities) for v in varied]
+    embedding = [name for name, capabilities in candidates if capabilities.embeds]
     if embedding:
         valid = ", ".join(
             sorted(

@@ -164,3 +164,22 @@ def test_cope_is_nope_until_its_tables_learn():
         assert not torch.allclose(cope(ids), nope(ids))  # the perturbed tables count
         cope.encoder.position.embeddings.zero_()
         torch.testing.assert_close(cope(ids), nope(ids))
+
+
+def test_ssmax_claims_are_its_inner_schemes_so_the_rules_read_them():
+    """ssmax over nope reads no positions: randomized positions are refused as with nope;
+    over rope they are accepted; over fire it claims no translation invariance."""
+    from roformer_lit.commands.prelaunch import random_positions_need_a_reader
+    from roformer_lit.encoder_config import EncoderConfig
+    from roformer_lit.errors import ConfigError
+
+    path = "roformer_lit_examples.ssmax:ScalableSoftmax"
+    small = dict(vocab_size=40, hidden_size=16, num_heads=2, num_layers=2, intermediate_size=32)
+    over_nope = EncoderConfig(position=path, **small)
+    with pytest.raises(ConfigError, match="reads none"):
+        random_positions_need_a_reader(over_nope, {"random_positions": 64})
+    over_rope = EncoderConfig(position=path, position_kwargs={"inner": "rope"}, **small)
+    random_positions_need_a_reader(over_rope, {"random_positions": 64})
+    over_fire = EncoderConfig(position=path, position_kwargs={"inner": "fire"}, **small)
+    assert not over_fire.layers[0].scheme_capabilities.translation_invariant
+    assert over_rope.layers[0].scheme_capabilities.translation_invariant

@@ -33,11 +33,14 @@ Softmax kernel only (a temperature means nothing to linear attention).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
+from roformer_lit.capabilities import SchemeCapabilities
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.base import (
@@ -162,6 +165,23 @@ class ScalableSoftmax(PositionScheme):
             torch.full((shape.num_layers, shape.num_heads), math.log(initial_s))
         )
         self._layers = [ScaledLayer(i, self.inner.layer(i)) for i in range(shape.num_layers)]
+
+    @classmethod
+    def capabilities(cls, options: Mapping[str, Any] | None = None) -> SchemeCapabilities:
+        """The inner scheme's claims (translation invariance, reading positions, a bounded
+        table), so the rules treat ``ssmax`` over ``fire`` as absolute and ``ssmax`` over
+        ``nope`` as reading no positions; it always needs a score-taking kernel."""
+        base = super().capabilities(options)
+        inner_name = (options or {}).get("inner", "nope")
+        if not isinstance(inner_name, str) or inner_name not in POSITION_SCHEMES:
+            return base  # the constructor refuses it in one line
+        inner = POSITION_SCHEMES[inner_name].capabilities((options or {}).get("inner_kwargs"))
+        return replace(
+            base,
+            translation_invariant=inner.translation_invariant,
+            reads_positions=inner.reads_positions,
+            bounded=inner.bounded,
+        )
 
     def amplify_for_tests(self) -> None:
         self.inner.amplify_for_tests()

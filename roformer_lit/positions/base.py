@@ -140,8 +140,11 @@ class PositionScheme(nn.Module):
     test_kwargs: ClassVar[Mapping[str, Any]] = {}
 
     @classmethod
-    def capabilities(cls) -> SchemeCapabilities:
-        """What the scheme needs and claims, as data (:mod:`roformer_lit.capabilities`)."""
+    def capabilities(cls, options: Mapping[str, Any] | None = None) -> SchemeCapabilities:
+        """What the scheme needs and claims with ``options`` (its checked
+        ``position_kwargs``), as data (:mod:`roformer_lit.capabilities`): its class
+        attributes; a scheme whose claims depend on an option (one that wraps another
+        scheme) overrides this."""
         return SchemeCapabilities(
             needs_score_bias=cls.needs_score_bias,
             embeds=cls.embed is not PositionScheme.embed,
