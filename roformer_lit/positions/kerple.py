@@ -19,12 +19,16 @@ two learned parameters per head. Choices the paper leaves open, made here:
 - Scale: the bias is added to the already-scaled score ``q.k / sqrt(d)``, as in the
   reference code (it adds to the scaled attention logits).
 
-The bias depends on (head, ``i - j``) only: one ``[1, h, L, L]`` tensor per layer, shared
-by the batch; given positions (randomized positions), ``|p_i - p_j|`` per example gives a
-``[B, h, L, L]`` one. It needs the full score matrix: softmax only.
+The bias depends on (head, ``i - j``) only: its ``[h, 2L - 1]`` values per offset are read
+per block of rows on long rows; the dense ``[1, h, L, L]`` tensor per layer, shared by the
+batch, is built only for the dense path; given positions (randomized positions),
+``|p_i - p_j|`` per example gives a ``[B, h, L, L]`` one. It needs the full score matrix: softmax only.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -61,6 +65,14 @@ def _read_kerple(
     return -r1[h] * torch.log1p(r2[h] * distance[b, i, j])
 
 
+class KerpleDistances(NamedTuple):
+    """``|i - j|`` over ``0 .. L-1``: ``square()`` gives the ``[L, L]`` float32 tensor,
+    built (and cached) only when a dense bias asks for it."""
+
+    length: int
+    square: Callable[[], Tensor]
+
+
 class KerpleLayer(LayerPosition):
     """``r1, r2`` of one layer (or of all layers, when shared)."""
 
@@ -75,11 +87,13 @@ class KerpleLayer(LayerPosition):
         """``r1, r2 > 0``, each ``[h]``."""
         return nn.functional.softplus(self.raw_r1), nn.functional.softplus(self.raw_r2)
 
-    def score(self, q: Tensor, k: Tensor, ctx: Tensor, qkv: QKVWeights) -> ScoreBias:
+    def score(
+        self, q: Tensor, k: Tensor, ctx: Tensor | KerpleDistances, qkv: QKVWeights
+    ) -> ScoreBias:
         """Dense ``[1, h, L, L]`` (built if asked) and the lookup from the ``[h]`` strengths;
         for per-example distances ``ctx[B, L, L]``, ``[B, h, L, L]`` and their lookup."""
         r1, r2 = self.strengths()
-        if ctx.dim() == 3:
+        if isinstance(ctx, Tensor):
             distance = ctx.to(r2.dtype)
             return ScoreBias(
                 scale=self.scale,
@@ -88,11 +102,11 @@ class KerpleLayer(LayerPosition):
             )
 
         def build() -> Tensor:
-            bias = -r1[:, None, None] * torch.log1p(r2[:, None, None] * ctx.to(r2.dtype))
+            square = ctx.square().to(r2.dtype)
+            bias = -r1[:, None, None] * torch.log1p(r2[:, None, None] * square)
             return bias.to(q.dtype)[None]
 
-        length = ctx.shape[-1]
-        offsets = torch.arange(-(length - 1), length, device=ctx.device, dtype=r2.dtype).abs()
+        offsets = torch.arange(-(ctx.length - 1), ctx.length, device=q.device, dtype=r2.dtype).abs()
         per_offset = -r1[:, None] * torch.log1p(r2[:, None] * offsets)  # [h, 2L - 1]
         return ScoreBias(scale=self.scale, build=build, lookup=offset_lookup(per_offset))
 
@@ -117,12 +131,12 @@ class KerplePosition(PositionScheme):
         device: torch.device,
         dtype: torch.dtype,
         positions: Tensor | None = None,
-    ) -> Tensor:
-        """``|i - j|``, ``[L, L]`` float32, or ``|p_i - p_j|``, ``[B, L, L]``, given positions
-        (each layer applies its own kernel to it)."""
+    ) -> Tensor | KerpleDistances:
+        """``|i - j|`` (the ``[L, L]`` float32 tensor built only if a dense bias asks), or
+        ``|p_i - p_j|``, ``[B, L, L]``, given positions (each layer applies its own kernel)."""
         if positions is not None:
             return position_distance(positions)
-        return self._distance(length, device)
+        return KerpleDistances(length, lambda: self._distance(length, device))
 
     def layer(self, index: int) -> LayerPosition:
         return self.layers[index if self.per_layer else 0]
