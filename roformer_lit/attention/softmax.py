@@ -94,6 +94,22 @@ class SoftmaxAttention(AttentionKernel):
         self.window_block = window_block
         self.bias_block, self.bias_block_from = bias_block, bias_block_from
 
+    def score_pairs(self, length: int, window: int | None) -> int:
+        """``(query, key)`` score entries one head of one row computes at ``length`` tokens
+        with ``window`` (the keys the layer actually reads, for FLOP counts): ``L^2`` on the
+        global path and dense SDPA; in the banded computation each block of ``window_block``
+        queries reads its window's keys, ``[start - half, stop + half)`` clipped to the row.
+        (FlexAttention's block mask on CUDA reads the band in 128 x 128 tiles instead: at
+        most one tile more per block of rows.)"""
+        half = band_half_width(window, length)
+        if half is None or self.backend == "flex" or length <= self.window_block:
+            return length * length
+        return sum(
+            (min(start + self.window_block, length) - start)
+            * (min(length, start + self.window_block + half) - max(0, start - half))
+            for start in range(0, length, self.window_block)
+        )
+
     def _flex_window(self, q: Tensor, bias: ScoreBias | None, dropout_p: float) -> bool:
         """Whether a windowed layer runs on FlexAttention with a block mask: CUDA, a dtype
         its Triton kernels take (not float64), no dropout, backend not ``sdpa``, and a bias
