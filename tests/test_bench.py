@@ -160,3 +160,28 @@ def test_bench_times_layer_plans_against_all_global_for_kernels_with_windows(cap
     )
     assert {(p, k) for p, k, *_ in rows} == {("rope", "softmax")}  # linear has no windows
     assert all(float(r) > 0 for *_, a, b in rows for r in (a, b))
+
+
+def test_bias_block_from_reaches_the_kernels_that_take_it(capsys):
+    """``--bias-block-from N`` sets the softmax kernel's threshold (the blocked bias path
+    from N tokens on, the dense one above the longest length) and leaves kernels without
+    the option alone."""
+    from roformer_lit.benchmarks.models import kernel_options, parse_args
+    from roformer_lit.benchmarks.runners import Shape, ours
+
+    ns = parse_args(["--lengths", "16", "--bias-block-from", "8"])
+    assert kernel_options(ns, "linear") is None
+    shape = Shape(2, 16, 32, 1, 2, 32, 128)
+    runner = ours(
+        "alibi",
+        "softmax",
+        shape,
+        torch.device("cpu"),
+        False,
+        False,
+        attention_kwargs=kernel_options(ns, "softmax"),
+    )
+    assert runner.model.encoder.layers[0].attention.kernel.bias_block_from == 8
+    argv = ["bench", "--lengths", "16", "--schemes", "alibi", "--kernels", "softmax", "linear"]
+    assert main([*argv, "--bias-block-from", "8", "--no-mfu", "--no-backends", *TINY_BENCH]) == 0
+    assert "| alibi | softmax | 16 |" in capsys.readouterr().out

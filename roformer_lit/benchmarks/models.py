@@ -13,6 +13,7 @@ matrix shapes in the same run (the practical GEMM ceiling of the machine).
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import statistics
 import time
@@ -67,6 +68,14 @@ def matmul_ceiling(
     return statistics.median(rates[1:])
 
 
+def kernel_options(ns: argparse.Namespace, attention: str) -> dict | None:
+    """The kernel's options from ``--bias-block-from`` (for kernels that take it)."""
+    if ns.bias_block_from is None:
+        return None
+    takes = inspect.signature(ATTENTION_KERNELS[attention]).parameters
+    return {"bias_block_from": ns.bias_block_from} if "bias_block_from" in takes else None
+
+
 def valid_pairs(schemes: Sequence[str], kernels: Sequence[str]) -> list[tuple[str, str]]:
     return [
         (p, k)
@@ -111,7 +120,11 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
     shape = Shape(ns.batch, length, ns.hidden, ns.layers, ns.heads, ns.intermediate, ns.vocab)
     autocast = device.type == "cuda" and ns.bf16
     pairs = valid_pairs(ns.schemes, ns.kernels)
-    runners = {pair: ours(*pair, shape, device, autocast, ns.compile) for pair in pairs}
+    options = {pair: kernel_options(ns, pair[1]) for pair in pairs}
+    runners = {
+        pair: ours(*pair, shape, device, autocast, ns.compile, attention_kwargs=options[pair])
+        for pair in pairs
+    }
     hf = {}
     if ns.vs_hf:
         for (p, k), runner in runners.items():
@@ -164,7 +177,9 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
         flops = training_step_flops(runner.model, shape.batch, length, masked)
         flop_rates[(p, k)] = flops / statistics.median(t.fwd_bwd)
         memory[(p, k)] = (
-            peak_step_memory_mb(p, k, shape, device, autocast=autocast)
+            peak_step_memory_mb(
+                p, k, shape, device, autocast=autocast, attention_kwargs=options[(p, k)]
+            )
             if ns.memory
             else float("nan")
         )
@@ -326,6 +341,14 @@ def build_parser() -> ToolParser:
         metavar="W",
         help="also time every pair whose kernel has windows with every layer a window of W "
         "tokens and with two windowed layers to one global, alternating with all-global",
+    )
+    parser.add_argument(
+        "--bias-block-from",
+        type=integer(1, 2**31),
+        default=None,
+        metavar="N",
+        help="softmax attention with a score bias attends in blocks of queries from N tokens "
+        "on (default: the kernel's, 2048); above the longest --lengths: the dense [L, L] bias",
     )
     parser.add_argument(
         "--compile-speedup",

@@ -105,16 +105,19 @@ def ours(
     compile: bool,
     documents: int | None = None,
     layer_plan: dict | None = None,
+    attention_kwargs: dict | None = None,
 ) -> Runner:
     """Our model on the benchmark batch; with ``documents``, each block holds that many
     documents kept apart by ``segment_ids`` (``--data.document_mask``); with
-    ``layer_plan``, the model has that plan (``--plans``)."""
+    ``layer_plan``, the model has that plan (``--plans``); ``attention_kwargs``: the
+    kernel's options."""
     torch.manual_seed(0)
     model = MaskedLM(
         position=position,
         attention=attention,
         compile=compile,
         layer_plan=layer_plan,
+        attention_kwargs=attention_kwargs,
         **shape.model_kwargs(),
     )
     model.to(device).train()
