@@ -344,7 +344,7 @@ def build_parser() -> ToolParser:
     )
     parser.add_argument(
         "--bias-block-from",
-        type=integer(1, 2**31),
+        type=integer(1, MAX_LENGTH),
         default=None,
         metavar="N",
         help="softmax attention with a score bias attends in blocks of queries from N tokens "
