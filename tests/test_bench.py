@@ -185,3 +185,32 @@ def test_bias_block_from_reaches_the_kernels_that_take_it(capsys):
     argv = ["bench", "--lengths", "16", "--schemes", "alibi", "--kernels", "softmax", "linear"]
     assert main([*argv, "--bias-block-from", "8", "--no-mfu", "--no-backends", *TINY_BENCH]) == 0
     assert "| alibi | softmax | 16 |" in capsys.readouterr().out
+
+
+def test_vs_hf_times_the_modernbert_recipe_against_its_hf_model_with_the_same_weights(capsys):
+    """``--vs-hf`` builds the ModernBERT recipe at bench's shape and its
+    ``ModernBertForMaskedLM`` twin (their logits agree: same weights, same function), then
+    prints training-step and inference ratios per length."""
+    pytest.importorskip("transformers")
+    from roformer_lit.benchmarks.runners import Shape, hf_reference, make_batch, recipe
+
+    shape = Shape(2, 24, 32, 3, 2, 48, 128)
+    ours_runner = recipe("modernbert", shape, torch.device("cpu"), False)
+    config = ours_runner.model.config
+    assert config.pre_norm and config.block["mlp"] == "geglu" and config.layer_plan
+    theirs = hf_reference(ours_runner.model, shape, torch.device("cpu"), False)
+    ids, _ = make_batch(shape, torch.device("cpu"))
+    with torch.no_grad():
+        want = theirs.model.eval()(input_ids=ids).logits
+        got = ours_runner.model.eval()(ids)
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+    argv = ["bench", "--lengths", "16", "--schemes", "nope", "--kernels", "softmax", "--vs-hf"]
+    assert main([*argv, "--no-mfu", "--no-backends", *TINY_BENCH]) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(
+        r"^\| modernbert \| ModernBertForMaskedLM \((\w+)\) \| 16 \|.* ([\d.]+)x \| ([\d.]+)x \|$",
+        out,
+        re.M,
+    )
+    assert len(rows) == 1 and all(float(r) > 0 for r in rows[0][1:]), out

@@ -26,7 +26,14 @@ from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.benchmarks.flops import gemm_shapes, nominal_peak_flops, training_step_flops
 from roformer_lit.benchmarks.machine import describe_machine
 from roformer_lit.benchmarks.memory import peak_step_memory_mb
-from roformer_lit.benchmarks.runners import Runner, Shape, hf_reference, ours, sync_device
+from roformer_lit.benchmarks.runners import (
+    Runner,
+    Shape,
+    hf_reference,
+    ours,
+    recipe,
+    sync_device,
+)
 from roformer_lit.benchmarks.sdpa_backends import backends_taken, describe
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
@@ -39,6 +46,9 @@ HF_REFERENCES = {
     "deberta": "DebertaV2ForMaskedLM",
     "learned": "BertForMaskedLM",
 }
+#: Recipes (``configs/recipes/<name>.yaml``) ``--vs-hf`` times against the HF model they
+#: export to, built at bench's shape with the same weights.
+HF_RECIPES = {"modernbert": "ModernBertForMaskedLM"}
 
 
 def matmul_ceiling(
@@ -108,6 +118,7 @@ class LengthResult:
     backend_rows: list[str]
     mask_rows: list[str]
     plan_rows: list[str]
+    recipe_rows: list[str]
 
 
 def _sides(twins: Sequence[dict], runners: dict, pair: tuple[str, str]) -> list[Runner]:
@@ -246,9 +257,48 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
         ]
         plan_rows.append(f"| {p} | {k} | {length} | " + " | ".join(cells) + " |")
     steps = {pair: statistics.median(r.timings.step) for pair, r in runners.items()}
+    recipe_rows = time_recipes(ns, shape, device, autocast) if ns.vs_hf else []
     return LengthResult(
-        rows, hf_rows, ceiling, steps, compile_rows, backend_rows, mask_rows, plan_rows
+        rows,
+        hf_rows,
+        ceiling,
+        steps,
+        compile_rows,
+        backend_rows,
+        mask_rows,
+        plan_rows,
+        recipe_rows,
     )
+
+
+def time_recipes(
+    ns: argparse.Namespace, shape: Shape, device: torch.device, autocast: bool
+) -> list[str]:
+    """Each recipe of :data:`HF_RECIPES` against its HF model (same weights): training
+    steps and inference passes, ours and theirs back to back, order reversed every other
+    round; the ratios are medians of per-round HF / ours times (above 1: ours faster)."""
+    rows = []
+    for name, reference in HF_RECIPES.items():
+        pair = [recipe(name, shape, device, autocast)]
+        pair.append(hf_reference(pair[0].model, shape, device, autocast))
+        for runner in pair:
+            for _ in range(ns.warmup):
+                runner.step(record=False)
+                runner.infer(record=False)
+        for round_index in range(ns.rounds):
+            for runner in pair if round_index % 2 == 0 else reversed(pair):
+                runner.step()
+                runner.infer()
+        ours_t, hf_t = (runner.timings for runner in pair)
+        tokens = shape.batch * shape.length
+        rows.append(
+            f"| {name} | {reference} ({pair[1].model.config._attn_implementation}) "
+            f"| {shape.length} | {tokens / statistics.median(ours_t.step):,.0f} "
+            f"| {tokens / statistics.median(hf_t.step):,.0f} "
+            f"| {median_ratio(hf_t.step, ours_t.step):.2f}x "
+            f"| {median_ratio(hf_t.inference, ours_t.inference):.2f}x |"
+        )
+    return rows
 
 
 def window_plans(window: int, layers: int) -> dict[str, dict]:
@@ -423,6 +473,11 @@ def main(args: Sequence[str] | None = None) -> int:
             ["scheme", "HF reference", "L", "ours tokens/s", "HF tokens/s"]
             + ["speed-up (median paired)", "ours peak MB", "HF peak MB"],
             (row for r in results for row in r.hf_rows),
+        )
+        _print_table(
+            ["recipe", "HF reference (attention)", "L", "ours tokens/s", "HF tokens/s"]
+            + ["training step speed-up (median paired)", "inference speed-up (median paired)"],
+            (row for r in results for row in r.recipe_rows),
         )
     if ns.mfu:
         _print_table(
