@@ -116,6 +116,8 @@ def bias_rows(
     if bias.rows is not None:
         return bias.rows(start, stop).to(dtype)
     lookup = bias.lookup
+    if isinstance(lookup, OffsetLookup):
+        return lookup.cast(dtype).rows(start, stop)
     if lookup is not None:
         if isinstance(lookup, TableLookup):
             lookup = lookup.cast(dtype)
@@ -159,12 +161,36 @@ def _read_offset(per_offset: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor)
     return per_offset[h, i - j + (per_offset.shape[1] - 1) // 2]
 
 
-def offset_lookup(per_offset: Tensor) -> TableLookup:
+class OffsetLookup(TableLookup):
+    """A lookup of a bias that depends on ``(h, i - j)`` only, read from its ``[h, 2L - 1]``
+    values (column ``i - j + L - 1``). A block of rows is a strided view of them (a Toeplitz
+    block: each row the previous one shifted by one), so its gradient is a sum over
+    overlapping windows rather than a scatter of one entry per score."""
+
+    def __init__(self, per_offset: Tensor) -> None:
+        super().__init__(_read_offset, per_offset)
+
+    def cast(self, dtype: torch.dtype) -> OffsetLookup:
+        return OffsetLookup(self.tables[0].to(dtype).contiguous())
+
+    def rows(self, start: int, stop: int) -> Tensor:
+        """Queries ``start .. stop - 1`` against every key: ``[1, h, r, L]``. Window ``r``
+        of ``unfold`` over the columns from ``start`` holds ``per_offset[h, start + r + j']``;
+        with ``j' = L - 1 - j`` (the flip) row ``i = start + r`` holds
+        ``per_offset[h, i - j + L - 1]``. Sliced before unfolding, so neither the view nor
+        its gradient ever spans ``[L, L]``."""
+        (per_offset,) = self.tables
+        length = (per_offset.shape[-1] + 1) // 2
+        needed = per_offset[:, start : stop + length - 1]
+        return needed.unfold(-1, length, 1).flip(-1)[None]
+
+
+def offset_lookup(per_offset: Tensor) -> OffsetLookup:
     """A lookup of a bias that depends on ``(h, i - j)`` only, read from its ``[h, 2L - 1]``
     values (column ``i - j + L - 1``). Learned biases are first evaluated into this small
     table outside the kernel, so their gradient is one small scatter, not one atomic add
     per score entry into a few per-head parameters."""
-    return TableLookup(_read_offset, per_offset)
+    return OffsetLookup(per_offset)
 
 
 def _read_dense(bias: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:
