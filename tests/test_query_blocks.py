@@ -192,21 +192,28 @@ class ShapeRecorder(TorchDispatchMode):
 
 
 @pytest.mark.parametrize("position", BIAS_SCHEMES)
-@pytest.mark.parametrize("case", ["padding", "documents"])
+@pytest.mark.parametrize("case", ["padding", "documents", "positions"])
 def test_long_rows_never_build_an_l_by_l_tensor(position, case):
-    """A training step's forward and backward on long rows: no tensor has two dimensions of
-    the row length (no bias, index, distance or score matrix over all pairs)."""
+    """A training step's forward and backward on long rows (padded, packed documents, or
+    at per-example positions): no tensor has two dimensions of the row length (no bias,
+    index, distance or score matrix over all pairs)."""
     length = 50  # no other dimension of the small model is 50
     ids = torch.randint(1, 97, (BATCH, length), generator=torch.Generator().manual_seed(2))
     mask = torch.ones(BATCH, length, dtype=torch.long)
     mask[1, 40:] = 0
-    segments = None
+    segments = positions = None
     if case == "documents":
         segments = torch.cat([torch.zeros(BATCH, 20), torch.ones(BATCH, 30)], 1).long()
-    model = small_model(position, attention_kwargs={"bias_block": 8, "bias_block_from": 16})
+    if case == "positions":  # randomized positions: per-example, not contiguous
+        positions = torch.stack([torch.arange(length) * 2, torch.arange(length) + 7])
+    model = small_model(
+        position, attention_kwargs={"bias_block": 8, "bias_block_from": 16}, max_positions=128
+    )
     recorder = ShapeRecorder()
     with recorder:
-        logits = model.train()(ids, attention_mask=mask, segment_ids=segments)
+        logits = model.train()(
+            ids, attention_mask=mask, segment_ids=segments, position_ids=positions
+        )
         logits.sum().backward()
     square = [(op, s) for op, s in recorder.shapes if s.count(length) >= 2]
     assert recorder.shapes and not square

@@ -60,9 +60,13 @@ def deberta_index(length: int, buckets: int, max_position: int, device: torch.de
     return (bucketed + buckets).clamp(0, 2 * buckets - 1)
 
 
-def position_index(positions: Tensor, buckets: int, max_position: int) -> Tensor:
-    """``delta`` of ``p_i - p_j`` per example, ``[B, L, L]`` long."""
-    bucketed = log_bucket(positions[:, :, None] - positions[:, None, :], buckets, max_position)
+def position_index(
+    positions: Tensor, buckets: int, max_position: int, rows: slice = slice(None)
+) -> Tensor:
+    """``delta`` of ``p_i - p_j`` per example, ``[B, L, L]`` long; given ``rows``, those
+    query rows only, ``[B, r, L]``."""
+    relative = positions[:, rows, None] - positions[:, None, :]
+    bucketed = log_bucket(relative, buckets, max_position)
     return (bucketed + buckets).clamp(0, 2 * buckets - 1)
 
 
@@ -84,7 +88,7 @@ class DebertaLayer(LayerPosition):
         self,
         q: Tensor,
         k: Tensor,
-        ctx: tuple[Tensor, Callable[[], Tensor], Tensor | None],
+        ctx: tuple[Tensor, Callable[..., Tensor], Tensor | None],
         qkv: QKVWeights,
     ) -> ScoreBias:
         """The two ``[h, B, L, 2S]`` products; the dense bias gathers them with the ``[L, L]``
@@ -124,8 +128,8 @@ class DebertaLayer(LayerPosition):
             return gathered(index_of(), 0, length)
 
         def rows(start: int, stop: int) -> Tensor:
-            if offsets is None:
-                return gathered(index_of()[:, start:stop], start, stop)
+            if offsets is None:  # per-example positions: this block's own index
+                return gathered(index_of(slice(start, stop)), start, stop)
             i = torch.arange(start, stop, device=q.device)[:, None]
             j = torch.arange(length, device=q.device)[None, :]
             return gathered(offsets[i - j + length - 1], start, stop)
@@ -191,16 +195,20 @@ class DebertaPosition(PositionScheme):
         device: torch.device,
         dtype: torch.dtype,
         positions: Tensor | None = None,
-    ) -> tuple[Tensor, Callable[[], Tensor], Tensor | None]:
+    ) -> tuple[Tensor, Callable[..., Tensor], Tensor | None]:
         """The layer-normed ``[2S, H]`` table, a call giving the ``[L, L]`` bucket index
         (built only when read: the dense bias) and the bucket of every offset
         ``i - j = -(L-1) .. L-1`` (``[2L - 1]``); given positions, a call giving the
-        per-example ``[B, L, L]`` index, and None."""
+        per-example ``[B, L, L]`` index (or ``[B, r, L]`` of some query rows), built when
+        read, and None."""
         table = self.rel_norm(self.rel_embeddings.weight).to(dtype)
         buckets, max_position = self.position_buckets, self.max_relative_positions
         if positions is not None:
-            per_example = position_index(positions, buckets, max_position)
-            return table, lambda: per_example, None
+
+            def per_example(rows: slice = slice(None)) -> Tensor:
+                return position_index(positions, buckets, max_position, rows)
+
+            return table, per_example, None
         return table, lambda: self._square_index(length, device), self._offset_index(length, device)
 
     def _square_index(self, length: int, device: torch.device) -> Tensor:

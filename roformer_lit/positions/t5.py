@@ -43,7 +43,7 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
-from roformer_lit.score_bias import TableLookup, offset_lookup
+from roformer_lit.score_bias import offset_lookup
 from roformer_lit.validation import Rule, at_least_int, boolean, check
 
 EVEN_BUCKETS = Rule("an even integer >= 4", lambda v: at_least_int(4).accepts(v) and v % 2 == 0)
@@ -79,34 +79,40 @@ def offset_buckets(
     return t5_bucket(offsets, num_buckets, max_distance)
 
 
-def position_bucket_index(positions: Tensor, num_buckets: int, max_distance: int) -> Tensor:
-    """``bucket(p_j - p_i)`` per example: ``[B, L, L]`` long (row ``i``, column ``j``)."""
-    return t5_bucket(positions[:, None, :] - positions[:, :, None], num_buckets, max_distance)
-
-
-def _read_bucket(
-    weight: Tensor, index: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor
+def position_bucket_index(
+    positions: Tensor, num_buckets: int, max_distance: int, rows: slice = slice(None)
 ) -> Tensor:
-    return weight[index[b, i, j], h]
+    """``bucket(p_j - p_i)`` per example: ``[B, L, L]`` long (row ``i``, column ``j``); given
+    ``rows``, those rows only, ``[B, r, L]``."""
+    relative = positions[:, None, :] - positions[:, rows, None]
+    return t5_bucket(relative, num_buckets, max_distance)
 
 
 def t5_bias(
     table: nn.Embedding,
-    index: Callable[[], Tensor],
+    index: Callable[..., Tensor],
     offsets: Tensor | None,
     dtype: torch.dtype,
     scale: float,
 ) -> ScoreBias:
     """The bias ``table[bucket(j - i), h]``: dense ``[1, h, L, L]`` from the ``[L, L]`` index
-    (both built only if asked), lookup from the ``[2L - 1, h]`` per-offset values; for a
-    per-example ``[B, L, L]`` index (``offsets`` None), ``[B, h, L, L]`` and a lookup
-    reading it."""
+    ``index()`` (both built only if asked), lookup from the ``[2L - 1, h]`` per-offset
+    values; for per-example positions (``offsets`` None), ``[B, h, L, L]`` from the
+    ``[B, L, L]`` index, a lookup reading it, and blocks of rows from their own
+    ``[B, r, L]`` index ``index(slice(start, stop))``."""
     if offsets is None:
-        per_example = index()
+
+        def lookup(b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:
+            return table.weight[index()[b, i, j], h]
+
+        def rows(start: int, stop: int) -> Tensor:
+            return table(index(slice(start, stop))).permute(0, 3, 1, 2).to(dtype)
+
         return ScoreBias(
             scale=scale,
-            build=lambda: table(per_example).permute(0, 3, 1, 2).to(dtype),
-            lookup=TableLookup(_read_bucket, table.weight, per_example),
+            build=lambda: table(index()).permute(0, 3, 1, 2).to(dtype),
+            lookup=lookup,
+            rows=rows,
         )
 
     def build() -> Tensor:
@@ -129,7 +135,7 @@ class T5Layer(LayerPosition):
         self,
         q: Tensor,
         k: Tensor,
-        ctx: tuple[Callable[[], Tensor], Tensor | None, ScoreBias | None],
+        ctx: tuple[Callable[..., Tensor], Tensor | None, ScoreBias | None],
         qkv: QKVWeights,
     ) -> ScoreBias:
         index, offsets, shared = ctx
@@ -203,21 +209,21 @@ class T5Position(PositionScheme):
         device: torch.device,
         dtype: torch.dtype,
         positions: Tensor | None = None,
-    ) -> tuple[Callable[[], Tensor], Tensor | None, ScoreBias | None]:
+    ) -> tuple[Callable[..., Tensor], Tensor | None, ScoreBias | None]:
         """The bucket index (a call: the ``[L, L]`` one is built only for the dense bias),
         the per-offset buckets and, when shared, the bias every layer adds; given positions,
-        the per-example ``[B, L, L]`` index and no per-offset one."""
+        a call giving the per-example ``[B, L, L]`` index (or ``[B, r, L]`` of some rows),
+        built when read, and no per-offset one."""
         if positions is None:
             offsets = self._offset_buckets(length, device)
 
             def index() -> Tensor:
                 return self._bucket_index(length, device)
         else:
-            per_example = position_bucket_index(positions, self.num_buckets, self.max_distance)
             offsets = None
 
-            def index() -> Tensor:
-                return per_example
+            def index(rows: slice = slice(None)) -> Tensor:
+                return position_bucket_index(positions, self.num_buckets, self.max_distance, rows)
 
         shared = None
         if self.table is not None:
