@@ -1,4 +1,4 @@
-"""A scheme's additive score bias, in the two forms attention kernels consume.
+"""A scheme's additive score bias, in the forms attention kernels consume.
 
     softmax(q k^T * scale + bias) v,   bias[b, h, i, j] = lookup(b, h, i, j)
 
@@ -8,10 +8,18 @@
   (a slope per head, a scalar per distance bucket, a ``[B, h, L, 2S]`` product). The
   indices are integer tensors that broadcast against each other: 0-d inside
   FlexAttention's ``score_mod``, index grids in :func:`dense_from_lookup`. A kernel that
-  computes scores tile by tile (FlexAttention) uses it and never builds ``[L, L]``.
+  computes scores tile by tile (FlexAttention) uses it and never builds ``[L, L]``;
+- **rows**: ``rows(start, stop)``, the bias of queries ``start .. stop - 1`` against every
+  key, ``[B or 1, h, stop - start, L]``, for a bias with no per-entry lookup but a cheap
+  block of rows (an MLP of the distance, a shifted product of the queries with a table).
 
-A scheme gives ``lookup`` when its bias has such a compact form; then both forms must be
-the same function of ``(b, h, i, j)`` (the test-suite checks this for every scheme).
+:func:`bias_rows` gives a block of rows from whichever compact form a bias has, so a kernel
+that attends one block of queries at a time (long rows, in
+:mod:`roformer_lit.attention.query_blocks`) never builds ``[L, L]``.
+
+A scheme gives ``lookup`` or ``rows`` when its bias has such a compact form; then every
+form must be the same function of ``(b, h, i, j)`` (the test-suite checks this for every
+scheme).
 This module is data only: schemes produce it and kernels read it, neither imports the other.
 """
 
@@ -40,17 +48,24 @@ class ScoreBias:
         *,
         build: Callable[[], Tensor] | None = None,
         lookup: BiasLookup | None = None,
+        rows: Callable[[int, int], Tensor] | None = None,
     ) -> None:
         if bias is not None and build is not None:
             raise ValueError("give the dense bias as a tensor or as build, not both")
         self._bias, self._build = bias, build
         self.scale = scale
         self.lookup = lookup
+        self.rows = rows
 
     @property
     def adds_bias(self) -> bool:
         """True if there is a bias at all (False: only the scale differs)."""
-        return self._bias is not None or self._build is not None or self.lookup is not None
+        return any(form is not None for form in (self._bias, self._build, self.lookup, self.rows))
+
+    @property
+    def has_blocks(self) -> bool:
+        """True if a block of rows comes without the dense bias (a lookup or ``rows``)."""
+        return self.lookup is not None or self.rows is not None
 
     @property
     def bias(self) -> Tensor | None:
@@ -82,6 +97,36 @@ def dense_from_lookup(
     """The dense ``[B, h, L, L]`` bias a lookup describes (for checks and small inputs)."""
     b, h, i, j = index_grids(batch, heads, length, device)
     return lookup(b, h, i, j).expand(batch, heads, length, length)
+
+
+def bias_rows(
+    bias: ScoreBias,
+    batch: int,
+    heads: int,
+    start: int,
+    stop: int,
+    length: int,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> Tensor:
+    """The bias of queries ``start .. stop - 1`` against all ``length`` keys,
+    ``[B or 1, h, stop - start, L]`` in ``dtype``: from ``rows`` if the bias gives it, else
+    its lookup at those indices (tables cast to ``dtype`` first), else a slice of the dense
+    bias (which builds it)."""
+    if bias.rows is not None:
+        return bias.rows(start, stop).to(dtype)
+    lookup = bias.lookup
+    if isinstance(lookup, OffsetLookup):
+        return lookup.cast(dtype).rows(start, stop)
+    if lookup is not None:
+        if isinstance(lookup, TableLookup):
+            lookup = lookup.cast(dtype)
+        b, h, _, j = index_grids(batch, heads, length, device)
+        i = torch.arange(start, stop, device=device)[None, None, :, None]
+        return lookup(b, h, i, j).to(dtype)
+    dense = bias.bias
+    assert dense is not None, "a ScoreBias without any form adds no bias"
+    return (dense[:, :, start:stop] if dense.shape[2] > 1 else dense).to(dtype)
 
 
 class TableLookup:
@@ -116,12 +161,36 @@ def _read_offset(per_offset: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor)
     return per_offset[h, i - j + (per_offset.shape[1] - 1) // 2]
 
 
-def offset_lookup(per_offset: Tensor) -> TableLookup:
+class OffsetLookup(TableLookup):
+    """A lookup of a bias that depends on ``(h, i - j)`` only, read from its ``[h, 2L - 1]``
+    values (column ``i - j + L - 1``). A block of rows is a strided view of them (a Toeplitz
+    block: each row the previous one shifted by one), so its gradient is a sum over
+    overlapping windows rather than a scatter of one entry per score."""
+
+    def __init__(self, per_offset: Tensor) -> None:
+        super().__init__(_read_offset, per_offset)
+
+    def cast(self, dtype: torch.dtype) -> OffsetLookup:
+        return OffsetLookup(self.tables[0].to(dtype).contiguous())
+
+    def rows(self, start: int, stop: int) -> Tensor:
+        """Queries ``start .. stop - 1`` against every key: ``[1, h, r, L]``. Window ``r``
+        of ``unfold`` over the columns from ``start`` holds ``per_offset[h, start + r + j']``;
+        with ``j' = L - 1 - j`` (the flip) row ``i = start + r`` holds
+        ``per_offset[h, i - j + L - 1]``. Sliced before unfolding, so neither the view nor
+        its gradient ever spans ``[L, L]``."""
+        (per_offset,) = self.tables
+        length = (per_offset.shape[-1] + 1) // 2
+        needed = per_offset[:, start : stop + length - 1]
+        return needed.unfold(-1, length, 1).flip(-1)[None]
+
+
+def offset_lookup(per_offset: Tensor) -> OffsetLookup:
     """A lookup of a bias that depends on ``(h, i - j)`` only, read from its ``[h, 2L - 1]``
     values (column ``i - j + L - 1``). Learned biases are first evaluated into this small
     table outside the kernel, so their gradient is one small scatter, not one atomic add
     per score entry into a few per-head parameters."""
-    return TableLookup(_read_offset, per_offset)
+    return OffsetLookup(per_offset)
 
 
 def _read_dense(bias: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:

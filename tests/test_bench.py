@@ -9,7 +9,7 @@ import torch
 from model_factory import VALID_PAIRS, random_ids, small_model
 from torch.utils.flop_counter import FlopCounterMode
 
-from roformer_lit.benchmarks.flops import gemm_shapes
+from roformer_lit.benchmarks.flops import attention_flops, gemm_shapes, training_step_flops
 from roformer_lit.commands import main
 
 TINY_BENCH = [
@@ -91,22 +91,44 @@ def test_bench_bert_base_preset_sets_the_bert_base_shape(capsys):
     assert "hidden 768, 12 layers, 12 heads, FFN 3072, vocab 30522" in out
 
 
-@pytest.mark.parametrize("pre_norm", [False, True])
-def test_flop_formula_counts_the_weight_products_an_mlm_step_runs(pre_norm):
-    """``gemm_shapes`` against torch's own FLOP counter on a real forward + backward: the
-    last layer's output projection and FFN run at the labelled rows only, so a formula
-    that counted them at every token (or a model that ran them there) would disagree."""
-    model = small_model("nope", "softmax", num_layers=3, pre_norm=pre_norm).train()
+LOCAL = {"local": {"window": 4}}
+#: Blocks and layer plans whose FLOPs the formula must read off the built model.
+FLOP_MODELS = {
+    "bert post-norm": {},
+    "bert pre-norm": {"pre_norm": True},
+    "geglu": {"block": {"mlp": "geglu"}},
+    "swiglu, no linear bias": {"block": {"mlp": "swiglu", "linear_bias": False}},
+    "all windowed": {"layer_plan": {"pattern": ["local"], "types": LOCAL}},
+    "2:1 windowed, geglu": {
+        "layer_plan": {"layers": ["local", "local", "global"], "types": LOCAL},
+        "block": {"mlp": "geglu"},
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(FLOP_MODELS))
+def test_flop_formula_counts_what_torchs_flop_counter_counts(name):
+    """``gemm_shapes`` and ``attention_flops`` against torch's own FLOP counter on a real
+    forward + backward: every linear layer at the rows it runs (the last layer's output
+    projection and FFN at the labelled rows only), a GLU's doubled input projection, and
+    windowed layers at the keys their blocks read (blocks of 4 queries, window 4: a
+    formula that counted them at full length would disagree)."""
+    model = small_model(
+        "nope", "softmax", num_layers=3, attention_kwargs={"window_block": 4}, **FLOP_MODELS[name]
+    ).train()
     batch, length = 3, 20
     ids = random_ids(batch, length)
     labels = torch.where(torch.arange(length) % 4 == 1, ids, -100)
     masked = int((labels != -100).sum())
     with FlopCounterMode(display=False) as counter:
         model.mlm_loss(ids, labels).backward()
-    counted = counter.get_flop_counts()["Global"]
-    weight_products = sum(n for op, n in counted.items() if str(op) in ("aten.mm", "aten.addmm"))
+    counted = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+    weight_products = counted.get("aten.mm", 0) + counted.get("aten.addmm", 0)
     formula = 3 * sum(2 * m * k * n for m, k, n in gemm_shapes(model, batch, length, masked))
     assert weight_products == formula
+    attention = 3 * attention_flops(model, batch, length)
+    assert counted.get("aten.bmm", 0) == attention  # nope: attention is every bmm
+    assert training_step_flops(model, batch, length, masked) == formula + attention
 
 
 def test_bench_times_the_document_mask_for_kernels_that_keep_documents_apart(capsys):
@@ -138,3 +160,57 @@ def test_bench_times_layer_plans_against_all_global_for_kernels_with_windows(cap
     )
     assert {(p, k) for p, k, *_ in rows} == {("rope", "softmax")}  # linear has no windows
     assert all(float(r) > 0 for *_, a, b in rows for r in (a, b))
+
+
+def test_bias_block_from_reaches_the_kernels_that_take_it(capsys):
+    """``--bias-block-from N`` sets the softmax kernel's threshold (the blocked bias path
+    from N tokens on, the dense one above the longest length) and leaves kernels without
+    the option alone."""
+    from roformer_lit.benchmarks.models import kernel_options, parse_args
+    from roformer_lit.benchmarks.runners import Shape, ours
+
+    ns = parse_args(["--lengths", "16", "--bias-block-from", "8"])
+    assert kernel_options(ns, "linear") is None
+    shape = Shape(2, 16, 32, 1, 2, 32, 128)
+    runner = ours(
+        "alibi",
+        "softmax",
+        shape,
+        torch.device("cpu"),
+        False,
+        False,
+        attention_kwargs=kernel_options(ns, "softmax"),
+    )
+    assert runner.model.encoder.layers[0].attention.kernel.bias_block_from == 8
+    argv = ["bench", "--lengths", "16", "--schemes", "alibi", "--kernels", "softmax", "linear"]
+    assert main([*argv, "--bias-block-from", "8", "--no-mfu", "--no-backends", *TINY_BENCH]) == 0
+    assert "| alibi | softmax | 16 |" in capsys.readouterr().out
+
+
+def test_vs_hf_times_the_modernbert_recipe_against_its_hf_model_with_the_same_weights(capsys):
+    """``--vs-hf`` builds the ModernBERT recipe at bench's shape and its
+    ``ModernBertForMaskedLM`` twin (their logits agree: same weights, same function), then
+    prints training-step and inference ratios per length."""
+    pytest.importorskip("transformers")
+    from roformer_lit.benchmarks.runners import Shape, hf_reference, make_batch, recipe
+
+    shape = Shape(2, 24, 32, 3, 2, 48, 128)
+    ours_runner = recipe("modernbert", shape, torch.device("cpu"), False)
+    config = ours_runner.model.config
+    assert config.pre_norm and config.block["mlp"] == "geglu" and config.layer_plan
+    theirs = hf_reference(ours_runner.model, shape, torch.device("cpu"), False)
+    ids, _ = make_batch(shape, torch.device("cpu"))
+    with torch.no_grad():
+        want = theirs.model.eval()(input_ids=ids).logits
+        got = ours_runner.model.eval()(ids)
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+    argv = ["bench", "--lengths", "16", "--schemes", "nope", "--kernels", "softmax", "--vs-hf"]
+    assert main([*argv, "--no-mfu", "--no-backends", *TINY_BENCH]) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(
+        r"^\| modernbert \| ModernBertForMaskedLM \((\w+)\) \| 16 \|.* ([\d.]+)x \| ([\d.]+)x \|$",
+        out,
+        re.M,
+    )
+    assert len(rows) == 1 and all(float(r) > 0 for r in rows[0][1:]), out

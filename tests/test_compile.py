@@ -6,6 +6,8 @@ import pytest
 import torch
 from model_factory import VALID_PAIRS, random_ids, small_model
 
+from roformer_lit import POSITION_SCHEMES
+
 
 @pytest.mark.parametrize("with_mask", [False, True])
 @pytest.mark.parametrize("position,attention", VALID_PAIRS)
@@ -77,3 +79,28 @@ def test_a_layer_plan_with_windows_traces_as_one_graph(position):
         torch.testing.assert_close(
             compiled(ids, mask), model.encoder(ids, mask), atol=1e-5, rtol=1e-5
         )
+
+
+@pytest.mark.parametrize(
+    "position", [name for name, scheme in POSITION_SCHEMES.items() if scheme.needs_score_bias]
+)
+def test_bias_in_blocks_of_queries_traces_as_one_graph_and_trains_like_eager(position):
+    """Long rows with a score bias (checkpointed blocks of queries) compile without a graph
+    break, and the compiled backward gives eager's gradients."""
+    kernel = {"bias_block": 4, "bias_block_from": 4}
+    model = small_model(position, attention_kwargs=kernel, dropout=0.0).train()
+    ids = random_ids(2, 12)
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, 8:] = False
+    torch._dynamo.reset()
+    explanation = torch._dynamo.explain(model.encoder)(ids, mask)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    compiled = torch.compile(model.encoder, backend="aot_eager")
+    grads = []
+    for encoder in (compiled, model.encoder):
+        model.zero_grad()
+        encoder(ids, mask).sum().backward()
+        grads.append({n: p.grad for n, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys()
+    for name, grad in grads[0].items():
+        torch.testing.assert_close(grad, grads[1][name], atol=1e-5, rtol=1e-5, msg=name)

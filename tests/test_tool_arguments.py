@@ -34,6 +34,7 @@ HUGE = str(10**30)
 ARGUMENTS: list[tuple[str, str, str]] = [
     ("bench", "--lengths", "count"),
     ("bench", "--batch", "count"),
+    ("bench", "--bias-block-from", "count"),
     ("bench", "--hidden", "count"),
     ("bench", "--layers", "count"),
     ("bench", "--heads", "count"),

@@ -15,6 +15,13 @@ Two paths compute the same function:
   fused kernel from the scheme's small tables (its ``lookup``), so no ``[L, L]`` tensor
   is built.
 
+From ``bias_block_from`` tokens on (default ``BIAS_BLOCK_FROM``), a global layer whose bias
+has a compact form (a lookup or ``rows``: every bias scheme here) and that does not take
+FlexAttention runs SDPA one block of ``bias_block`` queries at a time
+(:mod:`roformer_lit.attention.query_blocks`): the bias is built per block from that form,
+never ``[B, h, L, L]``, and memory grows linearly with the length, in training too. Shorter
+rows take the dense path above, unchanged bit for bit.
+
 ``backend``: ``auto`` (default) takes FlexAttention on CUDA where it measured faster
 than SDPA at BERT-base on an H100 (README, GPU table): a bias learned in small
 per-distance tables (T5 buckets, KERPLE, learnable ALiBi slopes; SDPA then has to
@@ -46,6 +53,7 @@ from torch import Tensor
 from roformer_lit.attention.banded import banded_softmax
 from roformer_lit.attention.base import AttentionKernel, Rotation
 from roformer_lit.attention.flex import flex_softmax
+from roformer_lit.attention.query_blocks import query_blocked_softmax
 from roformer_lit.attention.window import band_half_width, band_mask
 from roformer_lit.capabilities import KernelCapabilities
 from roformer_lit.errors import ConfigError
@@ -58,6 +66,11 @@ BACKENDS = ("auto", "sdpa", "flex")
 FLEX_FROM_LENGTH = 1024
 #: The dtypes FlexAttention's Triton kernels compute in (no float64 matrix products).
 FLEX_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+#: Global layers with a score bias attend in blocks of queries from this many tokens on
+#: (below it, the dense bias path every curve so far was trained and evaluated with).
+BIAS_BLOCK_FROM = 2048
+#: Queries per block there: the transient bias is ``[B, h, BIAS_BLOCK, L]``.
+BIAS_BLOCK = 256
 
 
 class SoftmaxAttention(AttentionKernel):
@@ -68,13 +81,37 @@ class SoftmaxAttention(AttentionKernel):
     supports_window = True
 
     def __init__(
-        self, *, backend: Literal["auto", "sdpa", "flex"] = "auto", window_block: int = 128
+        self,
+        *,
+        backend: Literal["auto", "sdpa", "flex"] = "auto",
+        window_block: int = 128,
+        bias_block: int = BIAS_BLOCK,
+        bias_block_from: int = BIAS_BLOCK_FROM,
     ) -> None:
         super().__init__()
         check("softmax attention backend", backend, one_of(*BACKENDS))
         check("softmax attention window_block", window_block, positive_int)
+        check("softmax attention bias_block", bias_block, positive_int)
+        check("softmax attention bias_block_from", bias_block_from, positive_int)
         self.backend = backend
         self.window_block = window_block
+        self.bias_block, self.bias_block_from = bias_block, bias_block_from
+
+    def score_pairs(self, length: int, window: int | None) -> int:
+        """``(query, key)`` score entries one head of one row computes at ``length`` tokens
+        with ``window`` (the keys the layer actually reads, for FLOP counts): ``L^2`` on the
+        global path and dense SDPA; in the banded computation each block of ``window_block``
+        queries reads its window's keys, ``[start - half, stop + half)`` clipped to the row.
+        (FlexAttention's block mask on CUDA reads the band in 128 x 128 tiles instead: at
+        most one tile more per block of rows.)"""
+        half = band_half_width(window, length)
+        if half is None or self.backend == "flex" or length <= self.window_block:
+            return length * length
+        return sum(
+            (min(start + self.window_block, length) - start)
+            * (min(length, start + self.window_block + half) - max(0, start - half))
+            for start in range(0, length, self.window_block)
+        )
 
     @classmethod
     def capabilities(cls, options: Mapping[str, Any] | None = None) -> KernelCapabilities:
@@ -178,6 +215,24 @@ class SoftmaxAttention(AttentionKernel):
                 key_padding_mask=key_padding_mask,
                 segment_ids=segment_ids,
                 half_window=half,
+            )
+        if (
+            half is None
+            and bias is not None
+            and bias.adds_bias
+            and bias.has_blocks
+            and q.shape[-2] >= self.bias_block_from
+        ):
+            return query_blocked_softmax(
+                q,
+                k,
+                v,
+                scale=scale,
+                bias=bias,
+                key_padding_mask=key_padding_mask,
+                segment_ids=segment_ids,
+                dropout_p=dropout_p,
+                block=self.bias_block,
             )
         mask = None
         if key_padding_mask is not None:

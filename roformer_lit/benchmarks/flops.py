@@ -1,14 +1,27 @@
-"""Model FLOPs of one MLM training step (forward + backward = 3x forward), by matrix product.
+"""Model FLOPs of one MLM training step (forward + backward = 3x forward), read off the
+built model: every product it runs with a weight matrix, and attention at the keys each
+layer reads.
 
-Per layer and token: QKV ``2*H*3H``, output ``2*H*H``, FFN ``2*2*H*I``; attention
-``2*2*L*H`` (scores and weighted sum; linear attention: ``2*2*d*H``). The last layer's
-output projection and FFN and the MLM head (``2*H*H + 2*H*V``) run at the ``M`` masked
-tokens only, as ``MaskedLM.mlm_loss`` does. Element-wise work is not counted.
+- Weights: every ``nn.Linear`` of every encoder layer (whatever its block: a GLU's
+  ``[2I, H]`` input projection counts as such), ``2 * rows * in * out`` each; the last
+  layer's output projection and FFN and the MLM head (its dense layer and the tied
+  ``[V, H]`` decoder) run at the ``M`` masked tokens only, as ``MaskedLM.mlm_loss`` does,
+  every other product at all ``B * L`` tokens.
+- Attention: ``2 * 2 * B * h * d * pairs`` per layer (scores and weighted sum), ``pairs``
+  the ``(query, key)`` entries the layer's kernel computes at its window
+  (``kernel.score_pairs``: ``L^2`` globally, the band read block by block in a windowed
+  layer); a kernel without ``score_pairs`` (linear attention) costs ``2 * 2 * d * H`` per
+  token.
+
+Not counted: element-wise work, and a position scheme's own products (XL's relative
+projection and shifted product, DeBERTa's c2p/p2c tables, FIRE's MLP), which are not
+in its attention layers' weights.
 """
 
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from roformer_lit.module import MaskedLM
 
@@ -32,27 +45,44 @@ NOMINAL_BF16_TFLOPS = (
 def gemm_shapes(
     model: MaskedLM, batch: int, length: int, masked: int
 ) -> list[tuple[int, int, int]]:
-    """``(m, k, n)`` of every weight matrix product in one forward pass."""
-    hp = model.config
+    """``(m, k, n)`` of every weight matrix product in one forward pass, from the model's
+    own ``nn.Linear`` modules (and the tied decoder)."""
     tokens = batch * length
-    h, i, v = hp.hidden_size, hp.intermediate_size, hp.vocab_size
+    layers = list(model.encoder.layers)
+    shapes = []
+    for index, layer in enumerate(layers):
+        for module in layer.modules():
+            if isinstance(module, nn.Linear):
+                # the last layer needs keys and values at every token, the rest at the masked
+                at_all = index < len(layers) - 1 or module is layer.attention.qkv
+                shapes.append(
+                    (tokens if at_all else masked, module.in_features, module.out_features)
+                )
+    for module in model.head.modules():
+        if isinstance(module, nn.Linear):
+            shapes.append((masked, module.in_features, module.out_features))
+    vocab, hidden = model.encoder.word_embeddings.weight.shape
+    return [*shapes, (masked, hidden, vocab)]
 
-    def layer(rows: int) -> list[tuple[int, int, int]]:
-        return [(tokens, h, 3 * h), (rows, h, h), (rows, h, i), (rows, i, h)]
 
-    head = [(masked, h, h), (masked, h, v)]
-    return layer(tokens) * (hp.num_layers - 1) + layer(masked) + head
+def attention_flops(model: MaskedLM, batch: int, length: int) -> int:
+    """Forward FLOPs of every layer's attention (scores and weighted sum) at its window."""
+    total = 0
+    for layer in model.encoder.layers:
+        attention = layer.attention
+        width = attention.num_heads * attention.head_size
+        score_pairs = getattr(attention.kernel, "score_pairs", None)
+        if score_pairs is None:  # linear attention: d x d state per head
+            total += 2 * 2 * batch * length * attention.head_size * width
+        else:
+            total += 2 * 2 * batch * score_pairs(length, attention.window) * width
+    return total
 
 
 def training_step_flops(model: MaskedLM, batch: int, length: int, masked: int) -> float:
     """FLOPs of forward + backward (3x the forward's matrix products)."""
-    hp = model.config
     weights = sum(2 * m * k * n for m, k, n in gemm_shapes(model, batch, length, masked))
-    head_size = hp.hidden_size // hp.num_heads
-    kernel = model.encoder.layers[0].attention.kernel
-    span = length if kernel.supports_score_bias else head_size  # quadratic vs linear kernels
-    attention = 2 * 2 * batch * length * span * hp.hidden_size * hp.num_layers
-    return 3.0 * (weights + attention)
+    return 3.0 * (weights + attention_flops(model, batch, length))
 
 
 def nominal_peak_flops(device: torch.device, override_tflops: float | None = None) -> float | None:

@@ -31,11 +31,25 @@ def _reset_peak_rss() -> None:
 
 
 def _measure(
-    position: str, attention: str, shape: Any, device_name: str, hf: bool, autocast: bool
+    position: str,
+    attention: str,
+    shape: Any,
+    device_name: str,
+    hf: bool,
+    autocast: bool,
+    attention_kwargs: dict | None = None,
 ) -> float:
     device = torch.device(device_name)
     torch.set_num_threads(max(torch.get_num_threads(), 1))
-    runner = ours(position, attention, shape, device, autocast=autocast, compile=False)
+    runner = ours(
+        position,
+        attention,
+        shape,
+        device,
+        autocast=autocast,
+        compile=False,
+        attention_kwargs=attention_kwargs,
+    )
     if hf:
         runner = hf_reference(runner.model, shape, device, autocast=autocast)
     if device.type == "cuda":
@@ -58,10 +72,13 @@ def peak_step_memory_mb(
     device: torch.device,
     hf: bool = False,
     autocast: bool = False,
+    attention_kwargs: dict | None = None,
 ) -> float:
     """Peak MiB of one forward + backward of (position, attention) [or its HF reference],
-    under bf16 autocast when ``autocast`` is set (as the timed steps were)."""
+    under bf16 autocast when ``autocast`` is set (as the timed steps were), with the
+    kernel options ``attention_kwargs``."""
+    args = (position, attention, shape)
     if device.type == "cuda":
-        return _measure(position, attention, shape, str(device), hf, autocast)
+        return _measure(*args, str(device), hf, autocast, attention_kwargs)
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(_measure, (position, attention, shape, "cpu", hf, autocast))
+        return pool.apply(_measure, (*args, "cpu", hf, autocast, attention_kwargs))

@@ -13,6 +13,7 @@ matrix shapes in the same run (the practical GEMM ceiling of the machine).
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import statistics
 import time
@@ -24,7 +25,14 @@ import torch
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.benchmarks.flops import gemm_shapes, nominal_peak_flops, training_step_flops
 from roformer_lit.benchmarks.memory import peak_step_memory_mb
-from roformer_lit.benchmarks.runners import Runner, Shape, hf_reference, ours, sync_device
+from roformer_lit.benchmarks.runners import (
+    Runner,
+    Shape,
+    hf_reference,
+    ours,
+    recipe,
+    sync_device,
+)
 from roformer_lit.benchmarks.sdpa_backends import backends_taken, describe
 from roformer_lit.machine import describe_machine
 from roformer_lit.module import MaskedLM
@@ -38,6 +46,9 @@ HF_REFERENCES = {
     "deberta": "DebertaV2ForMaskedLM",
     "learned": "BertForMaskedLM",
 }
+#: Recipes (``configs/recipes/<name>.yaml``) ``--vs-hf`` times against the HF model they
+#: export to, built at bench's shape with the same weights.
+HF_RECIPES = {"modernbert": "ModernBertForMaskedLM"}
 
 
 def matmul_ceiling(
@@ -65,6 +76,14 @@ def matmul_ceiling(
         sync_device(device)
         rates.append(flops / (time.perf_counter() - start))
     return statistics.median(rates[1:])
+
+
+def kernel_options(ns: argparse.Namespace, attention: str) -> dict | None:
+    """The kernel's options from ``--bias-block-from`` (for kernels that take it)."""
+    if ns.bias_block_from is None:
+        return None
+    takes = inspect.signature(ATTENTION_KERNELS[attention]).parameters
+    return {"bias_block_from": ns.bias_block_from} if "bias_block_from" in takes else None
 
 
 def valid_pairs(schemes: Sequence[str], kernels: Sequence[str]) -> list[tuple[str, str]]:
@@ -99,6 +118,7 @@ class LengthResult:
     backend_rows: list[str]
     mask_rows: list[str]
     plan_rows: list[str]
+    recipe_rows: list[str]
 
 
 def _sides(twins: Sequence[dict], runners: dict, pair: tuple[str, str]) -> list[Runner]:
@@ -111,7 +131,11 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
     shape = Shape(ns.batch, length, ns.hidden, ns.layers, ns.heads, ns.intermediate, ns.vocab)
     autocast = device.type == "cuda" and ns.bf16
     pairs = valid_pairs(ns.schemes, ns.kernels)
-    runners = {pair: ours(*pair, shape, device, autocast, ns.compile) for pair in pairs}
+    options = {pair: kernel_options(ns, pair[1]) for pair in pairs}
+    runners = {
+        pair: ours(*pair, shape, device, autocast, ns.compile, attention_kwargs=options[pair])
+        for pair in pairs
+    }
     hf = {}
     if ns.vs_hf:
         for (p, k), runner in runners.items():
@@ -164,7 +188,9 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
         flops = training_step_flops(runner.model, shape.batch, length, masked)
         flop_rates[(p, k)] = flops / statistics.median(t.fwd_bwd)
         memory[(p, k)] = (
-            peak_step_memory_mb(p, k, shape, device, autocast=autocast)
+            peak_step_memory_mb(
+                p, k, shape, device, autocast=autocast, attention_kwargs=options[(p, k)]
+            )
             if ns.memory
             else float("nan")
         )
@@ -231,9 +257,48 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
         ]
         plan_rows.append(f"| {p} | {k} | {length} | " + " | ".join(cells) + " |")
     steps = {pair: statistics.median(r.timings.step) for pair, r in runners.items()}
+    recipe_rows = time_recipes(ns, shape, device, autocast) if ns.vs_hf else []
     return LengthResult(
-        rows, hf_rows, ceiling, steps, compile_rows, backend_rows, mask_rows, plan_rows
+        rows,
+        hf_rows,
+        ceiling,
+        steps,
+        compile_rows,
+        backend_rows,
+        mask_rows,
+        plan_rows,
+        recipe_rows,
     )
+
+
+def time_recipes(
+    ns: argparse.Namespace, shape: Shape, device: torch.device, autocast: bool
+) -> list[str]:
+    """Each recipe of :data:`HF_RECIPES` against its HF model (same weights): training
+    steps and inference passes, ours and theirs back to back, order reversed every other
+    round; the ratios are medians of per-round HF / ours times (above 1: ours faster)."""
+    rows = []
+    for name, reference in HF_RECIPES.items():
+        pair = [recipe(name, shape, device, autocast)]
+        pair.append(hf_reference(pair[0].model, shape, device, autocast))
+        for runner in pair:
+            for _ in range(ns.warmup):
+                runner.step(record=False)
+                runner.infer(record=False)
+        for round_index in range(ns.rounds):
+            for runner in pair if round_index % 2 == 0 else reversed(pair):
+                runner.step()
+                runner.infer()
+        ours_t, hf_t = (runner.timings for runner in pair)
+        tokens = shape.batch * shape.length
+        rows.append(
+            f"| {name} | {reference} ({pair[1].model.config._attn_implementation}) "
+            f"| {shape.length} | {tokens / statistics.median(ours_t.step):,.0f} "
+            f"| {tokens / statistics.median(hf_t.step):,.0f} "
+            f"| {median_ratio(hf_t.step, ours_t.step):.2f}x "
+            f"| {median_ratio(hf_t.inference, ours_t.inference):.2f}x |"
+        )
+    return rows
 
 
 def window_plans(window: int, layers: int) -> dict[str, dict]:
@@ -328,6 +393,14 @@ def build_parser() -> ToolParser:
         "tokens and with two windowed layers to one global, alternating with all-global",
     )
     parser.add_argument(
+        "--bias-block-from",
+        type=integer(1, MAX_LENGTH),
+        default=None,
+        metavar="N",
+        help="softmax attention with a score bias attends in blocks of queries from N tokens "
+        "on (default: the kernel's, 2048); above the longest --lengths: the dense [L, L] bias",
+    )
+    parser.add_argument(
         "--compile-speedup",
         action="store_true",
         help="also time a torch.compile'd twin of every pair, alternating with eager",
@@ -400,6 +473,11 @@ def main(args: Sequence[str] | None = None) -> int:
             ["scheme", "HF reference", "L", "ours tokens/s", "HF tokens/s"]
             + ["speed-up (median paired)", "ours peak MB", "HF peak MB"],
             (row for r in results for row in r.hf_rows),
+        )
+        _print_table(
+            ["recipe", "HF reference (attention)", "L", "ours tokens/s", "HF tokens/s"]
+            + ["training step speed-up (median paired)", "inference speed-up (median paired)"],
+            (row for r in results for row in r.recipe_rows),
         )
     if ns.mfu:
         _print_table(

@@ -25,7 +25,8 @@ Choices the paper leaves open for an encoder, made here:
 The bias depends on (head, ``i - j``) only: one ``[1, h, L, L]`` tensor built once per
 forward and shared by every layer and every example (padding broadcasts it to
 ``[B, h, L, L]`` inside the softmax kernel). Given positions (randomized positions) the
-distance is ``|p_i - p_j|`` per example: a ``[B, h, L, L]`` bias. It needs the full score
+distance is ``|p_i - p_j|`` per example: a ``[B, h, L, L]`` bias when built whole, read from
+the ``[B, L]`` positions entry by entry (or block by block) otherwise. It needs the full score
 matrix: softmax only.
 """
 
@@ -72,10 +73,16 @@ def position_distance(positions: Tensor) -> Tensor:
     return (pos[:, :, None] - pos[:, None, :]).abs()
 
 
-def _read_distance_bias(
-    slopes: Tensor, distance: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor
+def position_gap(positions: Tensor, b: Tensor, i: Tensor, j: Tensor) -> Tensor:
+    """``|p_i - p_j|`` of row ``b`` at broadcasting indices, exact in integers (the entries
+    of :func:`position_distance`, read without building its ``[B, L, L]``)."""
+    return (positions[b, i] - positions[b, j]).abs()
+
+
+def _read_position_bias(
+    slopes: Tensor, positions: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor
 ) -> Tensor:
-    return -slopes[h] * distance[b, i, j]
+    return -slopes[h] * position_gap(positions, b, i, j).to(slopes.dtype)
 
 
 class DistanceCache:
@@ -133,14 +140,15 @@ class AlibiPosition(PositionScheme):
     ) -> ScoreBias:
         """The bias every layer adds: dense ``[1, h, L, L]`` (built if asked) and its lookup
         from the ``[h, 2L - 1]`` values ``-m_h |i - j|``; given positions, ``[B, h, L, L]``
-        and a lookup reading the ``[B, L, L]`` distances ``|p_i - p_j|``."""
+        and a lookup computing ``|p_i - p_j|`` from the positions at the entries it reads."""
         slopes = self.slopes()
         if positions is not None:
-            distance = position_distance(positions)
             return ScoreBias(
                 scale=self.scale,
-                build=lambda: (-slopes[:, None, None] * distance[:, None]).to(dtype),
-                lookup=TableLookup(_read_distance_bias, slopes, distance),
+                build=lambda: (-slopes[:, None, None] * position_distance(positions)[:, None]).to(
+                    dtype
+                ),
+                lookup=TableLookup(_read_position_bias, slopes, positions),
             )
 
         def build() -> Tensor:

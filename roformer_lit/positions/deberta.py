@@ -11,7 +11,9 @@ layer's own projections (``share_att_key``). The p2c term is indexed with ``delt
 as in HF and Microsoft's code (the paper writes ``delta(j, i)``).
 
 Each term is one ``[B, h, L, 2S]`` product gathered with the ``[L, L]`` index; no
-``[L, L, d]`` tensor is built. Given positions (randomized positions), the index is
+``[L, L, d]`` tensor is built. On long rows the gather runs per block of query rows
+(``rows``), with that block's ``[r, L]`` index from the ``[2L - 1]`` bucket of each offset:
+the ``[L, L]`` index and the ``[B, h, L, L]`` bias are then never built. Given positions (randomized positions), the index is
 ``delta`` of ``p_i - p_j`` per example, ``[B, L, L]``. The bias needs the full score
 matrix: softmax only.
 """
@@ -19,6 +21,8 @@ matrix: softmax only.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 
 import torch
 from torch import Tensor, nn
@@ -56,9 +60,13 @@ def deberta_index(length: int, buckets: int, max_position: int, device: torch.de
     return (bucketed + buckets).clamp(0, 2 * buckets - 1)
 
 
-def position_index(positions: Tensor, buckets: int, max_position: int) -> Tensor:
-    """``delta`` of ``p_i - p_j`` per example, ``[B, L, L]`` long."""
-    bucketed = log_bucket(positions[:, :, None] - positions[:, None, :], buckets, max_position)
+def position_index(
+    positions: Tensor, buckets: int, max_position: int, rows: slice = slice(None)
+) -> Tensor:
+    """``delta`` of ``p_i - p_j`` per example, ``[B, L, L]`` long; given ``rows``, those
+    query rows only, ``[B, r, L]``."""
+    relative = positions[:, rows, None] - positions[:, None, :]
+    bucketed = log_bucket(relative, buckets, max_position)
     return (bucketed + buckets).clamp(0, 2 * buckets - 1)
 
 
@@ -77,12 +85,17 @@ class DebertaLayer(LayerPosition):
         self.scale = 1.0 / math.sqrt(shape.head_size * (1 + int(c2p) + int(p2c)))
 
     def score(
-        self, q: Tensor, k: Tensor, ctx: tuple[Tensor, Tensor, Tensor | None], qkv: QKVWeights
+        self,
+        q: Tensor,
+        k: Tensor,
+        ctx: tuple[Tensor, Callable[..., Tensor], Tensor | None],
+        qkv: QKVWeights,
     ) -> ScoreBias:
         """The two ``[h, B, L, 2S]`` products; the dense bias gathers them with the ``[L, L]``
         index (built if asked), the lookup indexes them with the bucket of ``i - j``; with
         a per-example ``[B, L, L]`` index (``offsets`` None) both read that index."""
-        table, index, offsets = ctx  # [2S, H] layer-normed, [L, L] or [B, L, L], [2L - 1]
+        # [2S, H] layer-normed; a call giving [L, L] or [B, L, L]; [2L - 1] or None
+        table, index_of, offsets = ctx
         batch, heads, length, head_size = q.shape
         # Heads-major [h, B*L, d] operands: plain bmm against the [h, 2S, d] tables (no
         # broadcast, so no reduction over the batch in backward); the scale goes on these
@@ -98,26 +111,38 @@ class DebertaLayer(LayerPosition):
             by_key = torch.bmm(query_table, keys.transpose(1, 2))  # [h, 2S, B*L]
             by_key = by_key.view(heads, -1, batch, length).transpose(1, 2)  # [h, B, 2S, L(j)]
 
-        def build() -> Tensor:
-            gather_index = index.expand(heads, batch, length, length)
+        def gathered(index: Tensor, start: int, stop: int) -> Tensor:
+            """Rows ``start .. stop - 1`` of the bias, ``[B, h, r, L]``, from their
+            ``[r, L]`` or ``[B, r, L]`` index."""
+            gather_index = index.expand(heads, batch, stop - start, length)
             bias = None
             if by_query is not None:  # [i, j] = q_i . Kr[delta(i, j)]
-                bias = by_query.gather(-1, gather_index)
+                bias = by_query[:, :, start:stop].gather(-1, gather_index)
             if by_key is not None:  # [i, j] = k_j . Qr[delta(i, j)]
                 p2c = by_key.gather(-2, gather_index)
                 bias = p2c if bias is None else bias + p2c
             assert bias is not None
             return bias.transpose(0, 1)
 
+        def build() -> Tensor:
+            return gathered(index_of(), 0, length)
+
+        def rows(start: int, stop: int) -> Tensor:
+            if offsets is None:  # per-example positions: this block's own index
+                return gathered(index_of(slice(start, stop)), start, stop)
+            i = torch.arange(start, stop, device=q.device)[:, None]
+            j = torch.arange(length, device=q.device)[None, :]
+            return gathered(offsets[i - j + length - 1], start, stop)
+
         def lookup(b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:
-            delta = index[b, i, j] if offsets is None else offsets[i - j + length - 1]
+            delta = index_of()[b, i, j] if offsets is None else offsets[i - j + length - 1]
             c2p = None if by_query is None else by_query[h, b, i, delta]
             p2c = None if by_key is None else by_key[h, b, delta, j]
             if c2p is None:
                 return p2c
             return c2p if p2c is None else c2p + p2c
 
-        return ScoreBias(scale=self.scale, build=build, lookup=lookup)
+        return ScoreBias(scale=self.scale, build=build, lookup=lookup, rows=rows)
 
 
 class DebertaPosition(PositionScheme):
@@ -161,7 +186,8 @@ class DebertaPosition(PositionScheme):
         self.rel_embeddings = nn.Embedding(2 * position_buckets, shape.hidden_size)
         self.rel_norm = nn.LayerNorm(shape.hidden_size, eps=shape.layer_norm_eps)
         self._layer = DebertaLayer(shape, c2p, p2c)
-        self._index: tuple[Tensor, Tensor] | None = None  # the indices of the last length seen
+        self._index: Tensor | None = None  # the [L, L] index of the last length seen
+        self._offsets: Tensor | None = None  # the [2L - 1] offset buckets of the last length
 
     def prepare(
         self,
@@ -169,26 +195,46 @@ class DebertaPosition(PositionScheme):
         device: torch.device,
         dtype: torch.dtype,
         positions: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor, Tensor | None]:
-        """The layer-normed ``[2S, H]`` table, the ``[L, L]`` bucket index and the bucket
-        of every offset ``i - j = -(L-1) .. L-1`` (``[2L - 1]``); given positions, the
-        per-example ``[B, L, L]`` index and None."""
+    ) -> tuple[Tensor, Callable[..., Tensor], Tensor | None]:
+        """The layer-normed ``[2S, H]`` table, a call giving the ``[L, L]`` bucket index
+        (built only when read: the dense bias) and the bucket of every offset
+        ``i - j = -(L-1) .. L-1`` (``[2L - 1]``); given positions, a call giving the
+        per-example ``[B, L, L]`` index (or ``[B, r, L]`` of some query rows), built when
+        read, and None."""
         table = self.rel_norm(self.rel_embeddings.weight).to(dtype)
+        buckets, max_position = self.position_buckets, self.max_relative_positions
         if positions is not None:
-            buckets, max_position = self.position_buckets, self.max_relative_positions
-            return table, position_index(positions, buckets, max_position), None
-        if torch.compiler.is_compiling():  # traced once into the graph (a cache would recompile)
-            return table, *self._indices(length, device)
-        cached = self._index
-        if cached is None or cached[0].shape[0] != length or cached[0].device != device:
-            cached = self._index = self._indices(length, device)
-        return table, *cached
 
-    def _indices(self, length: int, device: torch.device) -> tuple[Tensor, Tensor]:
-        index = deberta_index(length, self.position_buckets, self.max_relative_positions, device)
-        return index, offset_buckets(
-            length, self.position_buckets, self.max_relative_positions, device
+            def per_example(rows: slice = slice(None)) -> Tensor:
+                return position_index(positions, buckets, max_position, rows)
+
+            return table, per_example, None
+        return table, lambda: self._square_index(length, device), self._offset_index(length, device)
+
+    def _square_index(self, length: int, device: torch.device) -> Tensor:
+        """``delta`` over ``[L, L]``, cached for the last length (rebuilt while tracing:
+        a cache read inside a traced graph would make it recompile)."""
+        build = partial(
+            deberta_index, length, self.position_buckets, self.max_relative_positions, device
         )
+        if torch.compiler.is_compiling():
+            return build()
+        cached = self._index
+        if cached is None or cached.shape[0] != length or cached.device != device:
+            cached = self._index = build()
+        return cached
+
+    def _offset_index(self, length: int, device: torch.device) -> Tensor:
+        """``delta`` of every offset, ``[2L - 1]``, cached for the last length."""
+        build = partial(
+            offset_buckets, length, self.position_buckets, self.max_relative_positions, device
+        )
+        if torch.compiler.is_compiling():
+            return build()
+        cached = self._offsets
+        if cached is None or cached.shape[0] != 2 * length - 1 or cached.device != device:
+            cached = self._offsets = build()
+        return cached
 
     def layer(self, index: int) -> LayerPosition:
         return self._layer

@@ -23,7 +23,8 @@ constant threshold and the bias depends on ``|i - j|`` only).
 Other choices: the distance is ``|i - j|``, symmetric (one MLP for both directions); one
 FIRE module shared by all layers (``per_layer: true`` gives each layer its own), the
 bias added to the scaled score ``q.k / sqrt(d)``. The MLP runs once per forward on the
-``[L, L]`` normalised distances: one ``[1, h, L, L]`` bias shared by the batch.
+``[L, L]`` normalised distances: one ``[1, h, L, L]`` bias shared by the batch; on long
+rows it runs per block of query rows instead, in every layer (no ``[L, L]`` tensor).
 Softmax only.
 """
 
@@ -60,29 +61,48 @@ class Fire(nn.Module):
         self.register_buffer("init_threshold", torch.tensor(float(threshold)), persistent=False)
 
     def forward(
-        self, length: int, device: torch.device, dtype: torch.dtype, positions: Tensor | None
+        self,
+        length: int,
+        device: torch.device,
+        dtype: torch.dtype,
+        positions: Tensor | None,
+        rows: slice = slice(None),
     ) -> Tensor:
-        """``[1, h, L, L]`` over positions ``0 .. L-1``, or ``[B, h, L, L]`` over ``positions``."""
+        """``[1, h, L, L]`` over positions ``0 .. L-1``, or ``[B, h, L, L]`` over
+        ``positions``; given ``rows``, only those query rows: ``[B or 1, h, r, L]``."""
         if positions is None:
             pos = torch.arange(length, device=device, dtype=self.c.dtype)[None]
         else:
             pos = positions.to(self.c.dtype)
-        distance = (pos[:, :, None] - pos[:, None, :]).abs()
+        at_query = pos[:, rows]
+        distance = (at_query[:, :, None] - pos[:, None, :]).abs()
         threshold = (self.threshold_multiplier * self.init_threshold).abs()
-        normaliser = torch.maximum(torch.maximum(pos[:, :, None], pos[:, None, :]), threshold)
+        normaliser = torch.maximum(torch.maximum(at_query[:, :, None], pos[:, None, :]), threshold)
         psi_distance = torch.log(torch.abs(self.c * distance) + 1)
         psi_normaliser = torch.log(torch.abs(self.c * normaliser) + 1) + EPS
-        bias = self.mlp((psi_distance / psi_normaliser).unsqueeze(-1))  # [B or 1, L, L, h]
+        bias = self.mlp((psi_distance / psi_normaliser).unsqueeze(-1))  # [B or 1, r, L, h]
         return bias.permute(0, 3, 1, 2).to(dtype)
 
 
-def fire_bias(bias: Tensor, scale: float) -> ScoreBias:
-    """The ``[1, h, L, L]`` bias: the MLP is evaluated once per forward on the ``[L, L]``
-    grid, shared by the batch (no per-example tensor). No lookup: past ``L_thr`` the bias
-    depends on ``max(i, j)`` too, so it has no per-distance table, and FlexAttention
-    reading a learned ``[h, L, L]`` tensor did not compile in bf16 on an H100 (its backward
-    needed more shared memory than the chip has)."""
-    return ScoreBias(bias=bias, scale=scale)
+def fire_bias(
+    fire: Fire,
+    length: int,
+    device: torch.device,
+    dtype: torch.dtype,
+    positions: Tensor | None,
+    scale: float,
+) -> ScoreBias:
+    """The ``[1, h, L, L]`` bias (``[B, h, L, L]`` given positions), built when asked: the
+    MLP evaluated once per forward on the ``[L, L]`` grid, shared by the batch; or, on long
+    rows, one block of query rows at a time (``rows``: never the whole grid). No lookup:
+    past ``L_thr`` the bias depends on ``max(i, j)`` too, so it has no per-distance table,
+    and FlexAttention reading a learned ``[h, L, L]`` tensor did not compile in bf16 on an
+    H100 (its backward needed more shared memory than the chip has)."""
+    return ScoreBias(
+        scale=scale,
+        build=lambda: fire(length, device, dtype, positions),
+        rows=lambda start, stop: fire(length, device, dtype, positions, slice(start, stop)),
+    )
 
 
 class FireLayer(LayerPosition):
@@ -97,7 +117,7 @@ class FireLayer(LayerPosition):
         self, q: Tensor, k: Tensor, ctx: tuple[Tensor | None, None], qkv: QKVWeights
     ) -> ScoreBias:
         positions, _ = ctx
-        return fire_bias(self.fire(q.shape[-2], q.device, q.dtype, positions), self.scale)
+        return fire_bias(self.fire, q.shape[-2], q.device, q.dtype, positions, self.scale)
 
 
 class FirePosition(PositionScheme):
@@ -140,8 +160,8 @@ class FirePosition(PositionScheme):
         """The shared bias, or with ``per_layer`` the positions each layer builds its own from."""
         if self.fire is None:
             return positions, None
-        bias = self.fire(length, device, dtype, positions)
-        return fire_bias(bias, default_scale(self.shape.head_size))
+        scale = default_scale(self.shape.head_size)
+        return fire_bias(self.fire, length, device, dtype, positions, scale)
 
     def layer(self, index: int) -> LayerPosition:
         return self.layers[index if self.per_layer else 0]

@@ -19,17 +19,22 @@ two learned parameters per head. Choices the paper leaves open, made here:
 - Scale: the bias is added to the already-scaled score ``q.k / sqrt(d)``, as in the
   reference code (it adds to the scaled attention logits).
 
-The bias depends on (head, ``i - j``) only: one ``[1, h, L, L]`` tensor per layer, shared
-by the batch; given positions (randomized positions), ``|p_i - p_j|`` per example gives a
-``[B, h, L, L]`` one. It needs the full score matrix: softmax only.
+The bias depends on (head, ``i - j``) only: its ``[h, 2L - 1]`` values per offset are read
+per block of rows on long rows; the dense ``[1, h, L, L]`` tensor per layer, shared by the
+batch, is built only for the dense path; given positions (randomized positions),
+``|p_i - p_j|`` per example gives a ``[B, h, L, L]`` one, or is read from the ``[B, L]``
+positions entry by entry (or block by block). It needs the full score matrix: softmax only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import torch
 from torch import Tensor, nn
 
-from roformer_lit.positions.alibi import DistanceCache, position_distance
+from roformer_lit.positions.alibi import DistanceCache, position_distance, position_gap
 from roformer_lit.positions.base import (
     EncoderShape,
     LayerPosition,
@@ -56,9 +61,20 @@ def kerple_bias(r1: Tensor, r2: Tensor, distance: Tensor) -> Tensor:
 
 
 def _read_kerple(
-    r1: Tensor, r2: Tensor, distance: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor
+    r1: Tensor, r2: Tensor, positions: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor
 ) -> Tensor:
-    return -r1[h] * torch.log1p(r2[h] * distance[b, i, j])
+    return -r1[h] * torch.log1p(r2[h] * position_gap(positions, b, i, j).to(r2.dtype))
+
+
+class KerpleDistances(NamedTuple):
+    """``|i - j|`` over ``0 .. L-1`` (or ``|p_i - p_j|`` over per-example positions):
+    ``square()`` gives the ``[L, L]`` (``[B, L, L]``) float32 tensor, built only when a
+    dense bias asks for it."""
+
+    length: int
+    square: Callable[[], Tensor]
+    #: ``[B, L]`` per-example positions (``square`` then gives ``[B, L, L]``), or None.
+    positions: Tensor | None = None
 
 
 class KerpleLayer(LayerPosition):
@@ -75,24 +91,23 @@ class KerpleLayer(LayerPosition):
         """``r1, r2 > 0``, each ``[h]``."""
         return nn.functional.softplus(self.raw_r1), nn.functional.softplus(self.raw_r2)
 
-    def score(self, q: Tensor, k: Tensor, ctx: Tensor, qkv: QKVWeights) -> ScoreBias:
+    def score(self, q: Tensor, k: Tensor, ctx: KerpleDistances, qkv: QKVWeights) -> ScoreBias:
         """Dense ``[1, h, L, L]`` (built if asked) and the lookup from the ``[h]`` strengths;
-        for per-example distances ``ctx[B, L, L]``, ``[B, h, L, L]`` and their lookup."""
+        at per-example positions, ``[B, h, L, L]`` and a lookup reading the positions."""
         r1, r2 = self.strengths()
-        if ctx.dim() == 3:
-            distance = ctx.to(r2.dtype)
+        if ctx.positions is not None:
             return ScoreBias(
                 scale=self.scale,
-                build=lambda: kerple_bias(r1, r2, distance).to(q.dtype),
-                lookup=TableLookup(_read_kerple, r1, r2, distance),
+                build=lambda: kerple_bias(r1, r2, ctx.square().to(r2.dtype)).to(q.dtype),
+                lookup=TableLookup(_read_kerple, r1, r2, ctx.positions),
             )
 
         def build() -> Tensor:
-            bias = -r1[:, None, None] * torch.log1p(r2[:, None, None] * ctx.to(r2.dtype))
+            square = ctx.square().to(r2.dtype)
+            bias = -r1[:, None, None] * torch.log1p(r2[:, None, None] * square)
             return bias.to(q.dtype)[None]
 
-        length = ctx.shape[-1]
-        offsets = torch.arange(-(length - 1), length, device=ctx.device, dtype=r2.dtype).abs()
+        offsets = torch.arange(-(ctx.length - 1), ctx.length, device=q.device, dtype=r2.dtype).abs()
         per_offset = -r1[:, None] * torch.log1p(r2[:, None] * offsets)  # [h, 2L - 1]
         return ScoreBias(scale=self.scale, build=build, lookup=offset_lookup(per_offset))
 
@@ -117,12 +132,13 @@ class KerplePosition(PositionScheme):
         device: torch.device,
         dtype: torch.dtype,
         positions: Tensor | None = None,
-    ) -> Tensor:
-        """``|i - j|``, ``[L, L]`` float32, or ``|p_i - p_j|``, ``[B, L, L]``, given positions
-        (each layer applies its own kernel to it)."""
+    ) -> KerpleDistances:
+        """``|i - j|``, or ``|p_i - p_j|`` given positions, each layer applying its own
+        kernel to it (the ``[L, L]`` or ``[B, L, L]`` tensor is built only if a dense bias
+        asks)."""
         if positions is not None:
-            return position_distance(positions)
-        return self._distance(length, device)
+            return KerpleDistances(length, lambda: position_distance(positions), positions)
+        return KerpleDistances(length, lambda: self._distance(length, device))
 
     def layer(self, index: int) -> LayerPosition:
         return self.layers[index if self.per_layer else 0]

@@ -19,14 +19,17 @@ Choices, stated:
 - Initialisation: the table is an ``nn.Embedding``, so it gets the model's BERT init
   (normal, std ``init_std``), not T5's ``d_model^-0.5``.
 
-The bias depends on (head, ``i - j``) only: one ``[1, h, L, L]`` tensor per forward
-(per layer with ``per_layer``), shared by the batch; given positions (randomized
-positions), ``bucket(p_j - p_i)`` per example gives a ``[B, h, L, L]`` one. Softmax only.
+The bias depends on (head, ``i - j``) only: its ``[h, 2L - 1]`` values per offset are read
+per block of rows on long rows, and the dense ``[1, h, L, L]`` tensor (per layer with
+``per_layer``, shared by the batch) is built only for the dense path; given positions
+(randomized positions), ``bucket(p_j - p_i)`` per example gives a ``[B, h, L, L]`` one.
+Softmax only.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
@@ -40,7 +43,7 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
-from roformer_lit.score_bias import TableLookup, offset_lookup
+from roformer_lit.score_bias import offset_lookup
 from roformer_lit.validation import Rule, at_least_int, boolean, check
 
 EVEN_BUCKETS = Rule("an even integer >= 4", lambda v: at_least_int(4).accepts(v) and v % 2 == 0)
@@ -76,36 +79,44 @@ def offset_buckets(
     return t5_bucket(offsets, num_buckets, max_distance)
 
 
-def position_bucket_index(positions: Tensor, num_buckets: int, max_distance: int) -> Tensor:
-    """``bucket(p_j - p_i)`` per example: ``[B, L, L]`` long (row ``i``, column ``j``)."""
-    return t5_bucket(positions[:, None, :] - positions[:, :, None], num_buckets, max_distance)
-
-
-def _read_bucket(
-    weight: Tensor, index: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor
+def position_bucket_index(
+    positions: Tensor, num_buckets: int, max_distance: int, rows: slice = slice(None)
 ) -> Tensor:
-    return weight[index[b, i, j], h]
+    """``bucket(p_j - p_i)`` per example: ``[B, L, L]`` long (row ``i``, column ``j``); given
+    ``rows``, those rows only, ``[B, r, L]``."""
+    relative = positions[:, None, :] - positions[:, rows, None]
+    return t5_bucket(relative, num_buckets, max_distance)
 
 
 def t5_bias(
     table: nn.Embedding,
-    index: Tensor,
+    index: Callable[..., Tensor],
     offsets: Tensor | None,
     dtype: torch.dtype,
     scale: float,
 ) -> ScoreBias:
     """The bias ``table[bucket(j - i), h]``: dense ``[1, h, L, L]`` from the ``[L, L]`` index
-    (built if asked), lookup from the ``[2L - 1, h]`` per-offset values; for a per-example
-    ``[B, L, L]`` index (``offsets`` None), ``[B, h, L, L]`` and a lookup reading it."""
+    ``index()`` (both built only if asked), lookup from the ``[2L - 1, h]`` per-offset
+    values; for per-example positions (``offsets`` None), ``[B, h, L, L]`` from the
+    ``[B, L, L]`` index, a lookup reading it, and blocks of rows from their own
+    ``[B, r, L]`` index ``index(slice(start, stop))``."""
     if offsets is None:
+
+        def lookup(b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:
+            return table.weight[index()[b, i, j], h]
+
+        def rows(start: int, stop: int) -> Tensor:
+            return table(index(slice(start, stop))).permute(0, 3, 1, 2).to(dtype)
+
         return ScoreBias(
             scale=scale,
-            build=lambda: table(index).permute(0, 3, 1, 2).to(dtype),
-            lookup=TableLookup(_read_bucket, table.weight, index),
+            build=lambda: table(index()).permute(0, 3, 1, 2).to(dtype),
+            lookup=lookup,
+            rows=rows,
         )
 
     def build() -> Tensor:
-        return table(index).permute(2, 0, 1).to(dtype)[None]
+        return table(index()).permute(2, 0, 1).to(dtype)[None]
 
     # offsets holds bucket(j - i) for j - i = -(L-1) .. L-1; flipped: column i - j + L - 1
     per_offset = table(offsets.flip(0)).t()  # [h, 2L - 1]
@@ -124,7 +135,7 @@ class T5Layer(LayerPosition):
         self,
         q: Tensor,
         k: Tensor,
-        ctx: tuple[Tensor, Tensor | None, ScoreBias | None],
+        ctx: tuple[Callable[..., Tensor], Tensor | None, ScoreBias | None],
         qkv: QKVWeights,
     ) -> ScoreBias:
         index, offsets, shared = ctx
@@ -169,22 +180,28 @@ class T5Position(PositionScheme):
         else:
             self.table = nn.Embedding(num_buckets, shape.num_heads)
             self.layers = nn.ModuleList([T5Layer(shape, None)])
-        self._index: tuple[Tensor, Tensor] | None = None
+        self._index: Tensor | None = None  # the [L, L] bucket index of the last length seen
+        self._offsets: Tensor | None = None  # the [2L - 1] offset buckets of the last length
 
-    def _bucket_index(self, length: int, device: torch.device) -> tuple[Tensor, Tensor]:
-        """The ``[L, L]`` bucket index and the ``[2L - 1]`` bucket of each offset."""
+    def _bucket_index(self, length: int, device: torch.device) -> Tensor:
+        """The ``[L, L]`` bucket index (only the dense bias reads it: built when asked)."""
         if torch.compiler.is_compiling():  # traced into the graph (a cache would recompile)
-            return self._indices(length, device)
+            return bucket_index(length, self.num_buckets, self.max_distance, device)
         cached = self._index
-        if cached is None or cached[0].shape[0] != length or cached[0].device != device:
-            cached = self._index = self._indices(length, device)
+        if cached is None or cached.shape[0] != length or cached.device != device:
+            cached = self._index = bucket_index(length, self.num_buckets, self.max_distance, device)
         return cached
 
-    def _indices(self, length: int, device: torch.device) -> tuple[Tensor, Tensor]:
-        return (
-            bucket_index(length, self.num_buckets, self.max_distance, device),
-            offset_buckets(length, self.num_buckets, self.max_distance, device),
-        )
+    def _offset_buckets(self, length: int, device: torch.device) -> Tensor:
+        """The bucket of each offset ``j - i = -(L-1) .. L-1``: ``[2L - 1]``."""
+        if torch.compiler.is_compiling():
+            return offset_buckets(length, self.num_buckets, self.max_distance, device)
+        cached = self._offsets
+        if cached is None or cached.shape[0] != 2 * length - 1 or cached.device != device:
+            cached = self._offsets = offset_buckets(
+                length, self.num_buckets, self.max_distance, device
+            )
+        return cached
 
     def prepare(
         self,
@@ -192,14 +209,22 @@ class T5Position(PositionScheme):
         device: torch.device,
         dtype: torch.dtype,
         positions: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None, ScoreBias | None]:
-        """The bucket indices and, when shared, the bias every layer adds; given positions,
-        the per-example ``[B, L, L]`` index and no per-offset one."""
+    ) -> tuple[Callable[..., Tensor], Tensor | None, ScoreBias | None]:
+        """The bucket index (a call: the ``[L, L]`` one is built only for the dense bias),
+        the per-offset buckets and, when shared, the bias every layer adds; given positions,
+        a call giving the per-example ``[B, L, L]`` index (or ``[B, r, L]`` of some rows),
+        built when read, and no per-offset one."""
         if positions is None:
-            index, offsets = self._bucket_index(length, device)
+            offsets = self._offset_buckets(length, device)
+
+            def index() -> Tensor:
+                return self._bucket_index(length, device)
         else:
-            index = position_bucket_index(positions, self.num_buckets, self.max_distance)
             offsets = None
+
+            def index(rows: slice = slice(None)) -> Tensor:
+                return position_bucket_index(positions, self.num_buckets, self.max_distance, rows)
+
         shared = None
         if self.table is not None:
             shared = t5_bias(self.table, index, offsets, dtype, self.layers[0].scale)

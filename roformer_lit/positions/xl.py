@@ -14,7 +14,9 @@ the ``n + L - 1`` distances ``i0 + n - 1`` down to ``i0 - (L-1)``: one
 ``(r, j)`` sits at column ``n - 1 - r + j``, a strided view of the product. Against one
 ``[B, h, L, 2L - 1]`` product and a gather, this does ``(L + n) / 2L`` of the work, keeps
 the transient ``n / L`` the size, and saves nothing large for backward (a view keeps only
-its geometry; a gather would keep its whole input). No ``[L, L, d]`` tensor is built.
+its geometry; a gather would keep its whole input). No ``[L, L, d]`` tensor is built. On
+long rows the attention kernel asks for one block of rows at a time (``rows``) and the
+``[B, h, L, L]`` bias is never built; below that, ``build`` writes all blocks into it.
 
 Given positions (randomized positions), the distance is ``p_i - p_j`` per example and the
 table is no longer Toeplitz. With ``S_i = sin(p_i f)``, ``C_i = cos(p_i f)`` and the
@@ -91,18 +93,27 @@ class XLLayer(LayerPosition):
         # the scale goes on the small operands, never on an [L, L] tensor
         content_bias = (k @ (self.u * scale).transpose(-1, -2)).transpose(-1, -2)  # [B, h, 1, L]
         queries = (q + self.v) * scale
-        bias = None if length <= BLOCK_ROWS else q.new_empty(batch, heads, length, length)
-        for start in range(0, length, BLOCK_ROWS):
-            rows = min(BLOCK_ROWS, length - start)
-            # distances start + rows - 1 down to start - (L - 1)
-            distances = r[:, length - rows - start : 2 * length - 1 - start]
-            by_distance = queries[:, :, start : start + rows] @ distances.transpose(-1, -2)
-            block = shift_relative(by_distance, length) + content_bias
-            if bias is None:
-                bias = block
-            else:  # written in place: never all blocks and their concatenation at once
-                bias[:, :, start : start + rows] = block
-        return ScoreBias(bias=bias, scale=scale)
+
+        def rows(start: int, stop: int) -> Tensor:
+            """Query rows ``start .. stop - 1`` against every key: ``[B, h, r, L]``."""
+            count = stop - start
+            # distances stop - 1 down to start - (L - 1)
+            distances = r[:, length - count - start : 2 * length - 1 - start]
+            by_distance = queries[:, :, start:stop] @ distances.transpose(-1, -2)
+            return shift_relative(by_distance, length) + content_bias
+
+        def build() -> Tensor:
+            bias = None if length <= BLOCK_ROWS else q.new_empty(batch, heads, length, length)
+            for start in range(0, length, BLOCK_ROWS):
+                block = rows(start, min(start + BLOCK_ROWS, length))
+                if bias is None:
+                    bias = block
+                else:  # written in place: never all blocks and their concatenation at once
+                    bias[:, :, start : start + BLOCK_ROWS] = block
+            assert bias is not None
+            return bias
+
+        return ScoreBias(build=build, rows=rows, scale=scale)
 
     def score_at_positions(self, q: Tensor, k: Tensor, sin: Tensor, cos: Tensor) -> ScoreBias:
         """The ``[B, h, L, L]`` score bias at per-example positions, from their sines and
@@ -114,8 +125,12 @@ class XLLayer(LayerPosition):
         by_sin, by_cos = (queries @ weight).chunk(2, dim=-1)  # [B, h, L, H/2] each
         sin_i, cos_i = sin[:, None], cos[:, None]
         by_query = torch.cat([by_sin * sin_i + by_cos * cos_i, by_cos * sin_i - by_sin * cos_i], -1)
-        by_key = torch.cat([cos, sin], dim=-1)[:, None]  # [B, 1, L, H]
-        return ScoreBias(bias=by_query @ by_key.transpose(-1, -2) + content_bias, scale=scale)
+        by_key = torch.cat([cos, sin], dim=-1)[:, None].transpose(-1, -2)  # [B, 1, H, L]
+
+        def rows(start: int, stop: int) -> Tensor:
+            return by_query[:, :, start:stop] @ by_key + content_bias
+
+        return ScoreBias(build=lambda: by_query @ by_key + content_bias, rows=rows, scale=scale)
 
 
 class TransformerXLPosition(PositionScheme):

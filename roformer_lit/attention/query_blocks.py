@@ -1,0 +1,94 @@
+"""Global softmax attention with a score bias, one block of queries at a time.
+
+    out[i] = softmax_j( q_i k_j * scale + bias[i, j] + mask[i, j] ) v_j,   all j
+
+The queries are cut into blocks of ``block`` rows. Block ``[s, e)`` is one SDPA call
+(its queries against every key) with a float mask ``[B or 1, h, e - s, L]``: the scheme's
+bias for those rows, built from its compact form (:func:`~roformer_lit.score_bias.bias_rows`:
+a lookup of small tables, or the scheme's own ``rows``), with ``-inf`` at padded keys and
+across segments, as the dense path merges them. The ``[B, h, L, L]`` bias is never built:
+the transient is ``block / L`` of it.
+
+Training keeps memory linear in ``L`` too: each block runs under activation checkpointing
+(:func:`torch.utils.checkpoint.checkpoint`, non-reentrant, random state kept so attention
+dropout draws the same mask again), so backward stores only the inputs and the
+``[B, h, L, d]`` output, and recomputes one block's bias and probabilities at a time; the
+price is one more forward of the attention (and of the bias) per step. Gradients reach the
+scheme's tables through its lookup or ``rows``, block by block.
+
+The row blocks are exact: softmax is per row, so block ``[s, e)`` gives the same rows as the
+full computation (up to float rounding order).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch.utils.checkpoint import checkpoint
+
+from roformer_lit.score_bias import ScoreBias, bias_rows
+
+
+def _attend_rows(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    start: int,
+    stop: int,
+    *,
+    scale: float,
+    bias: ScoreBias,
+    key_padding_mask: Tensor | None,
+    segment_ids: Tensor | None,
+    dropout_p: float,
+) -> Tensor:
+    """Queries ``start .. stop - 1`` against every key: ``[B, h, stop - start, d]``."""
+    batch, heads, length, _ = q.shape
+    mask = bias_rows(bias, batch, heads, start, stop, length, q.device, q.dtype)
+    allowed = None
+    if key_padding_mask is not None:
+        allowed = key_padding_mask[:, None, None, :]
+    if segment_ids is not None:  # block-diagonal, these rows: [B, 1, r, L]
+        same = segment_ids[:, None, start:stop, None] == segment_ids[:, None, None, :]
+        allowed = same if allowed is None else same & allowed
+    if allowed is not None:
+        mask = mask.masked_fill(~allowed, -torch.inf)
+    return F.scaled_dot_product_attention(
+        q[..., start:stop, :], k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
+    )
+
+
+def query_blocked_softmax(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    scale: float,
+    bias: ScoreBias,
+    key_padding_mask: Tensor | None = None,
+    segment_ids: Tensor | None = None,
+    dropout_p: float = 0.0,
+    block: int = 256,
+) -> Tensor:
+    """Global ``softmax(q k^T * scale + bias + mask) v`` for ``q, k, v`` ``[B, h, L, d]``
+    (already rotated) in blocks of ``block`` queries; ``bias`` must have a lookup or
+    ``rows`` (:attr:`~roformer_lit.score_bias.ScoreBias.has_blocks`)."""
+    length = q.shape[-2]
+    options = dict(
+        scale=scale,
+        bias=bias,
+        key_padding_mask=key_padding_mask,
+        segment_ids=segment_ids,
+        dropout_p=dropout_p,
+    )
+    recompute = torch.is_grad_enabled()
+    pieces = []
+    for start in range(0, length, block):
+        stop = min(start + block, length)
+        if recompute:
+            piece = checkpoint(_attend_rows, q, k, v, start, stop, use_reentrant=False, **options)
+        else:
+            piece = _attend_rows(q, k, v, start, stop, **options)
+        pieces.append(piece)
+    return torch.cat(pieces, dim=-2)

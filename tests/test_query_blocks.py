@@ -1,0 +1,219 @@
+"""Global softmax attention in blocks of queries (long rows with a score bias) against a
+float64 oracle, for every registered scheme that adds a bias (a new one is tested the
+moment it is registered): outputs and gradients (queries, keys, values and every parameter
+the bias reads), with padding, packed documents and per-example positions; through whole
+models against the dense path; and never an ``[L, L]`` tensor, forward or backward."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from model_factory import small_model
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from roformer_lit import POSITION_SCHEMES
+from roformer_lit.attention.softmax import SoftmaxAttention
+from roformer_lit.positions.base import QKVWeights, segment_positions
+from roformer_lit.score_bias import dense_from_lookup
+
+BATCH, LENGTH = 2, 11
+BIAS_SCHEMES = [name for name, scheme in POSITION_SCHEMES.items() if scheme.needs_score_bias]
+#: A kernel that takes the blocked path at every length here (blocks of 4: two full, one not).
+BLOCKED = {"bias_block": 4, "bias_block_from": 2}
+
+CASES = {
+    "plain": (None, None, None),
+    "padding": (torch.tensor([[True] * LENGTH, [True] * 7 + [False] * 4]), None, None),
+    "documents": (None, torch.tensor([[0] * 4 + [1] * 7, [0] * 9 + [1] * 2]), None),
+    "positions": (None, None, torch.tensor([[0, 2, 3, 7, 8, 9, 12, 15, 16, 20, 21]] * 2)),
+}
+
+
+@pytest.fixture(autouse=True)
+def double_precision():
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(previous)
+
+
+def layer_inputs(position: str, segments, positions):
+    """A float64 model, random q, k, v and layer 0's score bias (segment positions or the
+    given ones where the scheme reads them, as the encoder hands them on)."""
+    model = small_model(position).double()
+    scheme, attention = model.encoder.position, model.encoder.layers[0].attention
+    heads, d = attention.num_heads, attention.head_size
+    generator = torch.Generator().manual_seed(7)
+    q, k, v = (
+        torch.randn(BATCH, heads, LENGTH, d, generator=generator).requires_grad_() for _ in range(3)
+    )
+    if segments is not None and scheme.uses_segment_positions:
+        positions = segment_positions(segments)
+    ctx = scheme.prepare(LENGTH, torch.device("cpu"), torch.float64, positions)
+    weights = QKVWeights(attention.qkv.weight, attention.qkv.bias, heads)
+    return model, (q, k, v), scheme.layer(0).score(q, k, ctx, weights)
+
+
+def oracle(q, k, v, score, pad, segments):
+    """``softmax(q k^T scale + bias, -inf at padded keys and across segments) v`` in float64,
+    the bias read entry by entry from the scheme's dense form (or its lookup)."""
+    scores = q @ k.transpose(-1, -2) * score.scale
+    dense = score.bias
+    if dense is None:
+        dense = dense_from_lookup(score.lookup, BATCH, q.shape[1], LENGTH)
+    scores = scores + dense
+    allowed = torch.ones(BATCH, 1, LENGTH, LENGTH, dtype=torch.bool)
+    for b in range(BATCH):
+        for i in range(LENGTH):
+            for j in range(LENGTH):
+                if pad is not None and not pad[b, j]:
+                    allowed[b, :, i, j] = False
+                if segments is not None and segments[b, i] != segments[b, j]:
+                    allowed[b, :, i, j] = False
+    return scores.masked_fill(~allowed, -math.inf).softmax(-1) @ v
+
+
+def output_and_gradients(model, inputs, out, pad):
+    """The output and the gradients of a fixed random weighting of its real rows with
+    respect to q, k, v and every parameter the output reads."""
+    weight = torch.randn(out.shape, generator=torch.Generator().manual_seed(3))
+    real = torch.ones(BATCH, LENGTH, dtype=torch.bool) if pad is None else pad
+    loss = (out * weight * real[:, None, :, None]).sum()
+    params = list(model.parameters())
+    grads = torch.autograd.grad(loss, [*inputs, *params], allow_unused=True)
+    return out.detach(), grads
+
+
+@pytest.mark.parametrize("position", BIAS_SCHEMES)
+@pytest.mark.parametrize("case", list(CASES))
+def test_blocked_path_and_its_gradients_equal_the_float64_oracle(position, case):
+    pad, segments, positions = CASES[case]
+    model, inputs, score = layer_inputs(position, segments, positions)
+    assert score is not None and score.adds_bias
+    assert score.has_blocks, f"{position}'s bias has no lookup or rows: it builds [L, L]"
+    kernel = SoftmaxAttention(backend="sdpa", **BLOCKED)
+    got = kernel(*inputs, scale=score.scale, bias=score, key_padding_mask=pad, segment_ids=segments)
+    got, got_grads = output_and_gradients(model, inputs, got, pad)
+
+    model, inputs, score = layer_inputs(position, segments, positions)  # a fresh graph
+    want = oracle(*inputs, score, pad, segments)
+    want, want_grads = output_and_gradients(model, inputs, want, pad)
+    real = torch.ones(BATCH, LENGTH, dtype=torch.bool) if pad is None else pad
+    torch.testing.assert_close(got.transpose(1, 2)[real], want.transpose(1, 2)[real])
+    own = {id(p) for p in model.encoder.position.parameters()}
+    reached = [
+        g is not None
+        for p, g in zip(model.parameters(), got_grads[3:], strict=True)
+        if id(p) in own
+    ]
+    assert any(reached) or not own  # the bias's parameters (fixed ALiBi: none) are reached
+    for g, w in zip(got_grads, want_grads, strict=True):
+        assert (g is None) == (w is None)
+        if g is not None:
+            torch.testing.assert_close(g, w, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("position", BIAS_SCHEMES)
+@pytest.mark.parametrize("case", ["padding", "documents"])
+def test_a_model_on_long_rows_equals_the_dense_path(position, case):
+    """The whole encoder (every layer, each scheme's own context) in blocks of queries gives
+    the logits and parameter gradients of the dense path."""
+    pad, segments, _ = CASES[case]
+    ids = torch.randint(1, 97, (BATCH, LENGTH), generator=torch.Generator().manual_seed(1))
+    mask = None if pad is None else pad.long()
+    results = []
+    for kwargs in ({}, BLOCKED):
+        # training mode without dropout (the two paths draw its masks differently)
+        model = small_model(position, attention_kwargs=kwargs, dropout=0.0).double().train()
+        logits = model(ids, attention_mask=mask, segment_ids=segments)
+        loss = (logits.softmax(-1)[..., 5] * (1 if pad is None else pad)).sum()
+        names, params = zip(*model.named_parameters(), strict=True)
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        results.append((logits.detach(), dict(zip(names, grads, strict=True))))
+    (dense, dense_grads), (blocked, blocked_grads) = results
+    real = torch.ones(BATCH, LENGTH, dtype=torch.bool) if pad is None else pad
+    torch.testing.assert_close(blocked[real], dense[real], atol=1e-10, rtol=1e-10)
+    for name, want in dense_grads.items():
+        got = blocked_grads[name]
+        assert (got is None) == (want is None), name
+        if want is not None:
+            torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-10, msg=name)
+
+
+def test_attention_dropout_draws_the_same_mask_again_in_backward():
+    """Checkpointed blocks recompute with the random state of their forward: the gradient
+    is that of the dropped-out forward (checked against a finite difference of it)."""
+    model, (q, k, v), score = layer_inputs("alibi", None, None)
+    kernel = SoftmaxAttention(backend="sdpa", **BLOCKED)
+
+    def run(query):
+        torch.manual_seed(11)
+        return kernel(query, k, v, scale=score.scale, bias=score, dropout_p=0.5).sum()
+
+    (grad,) = torch.autograd.grad(run(q), q)
+    step = torch.zeros_like(q)
+    step[1, 2, 5, 3] = 1e-6
+    with torch.no_grad():
+        numeric = (run(q + step) - run(q - step)) / 2e-6
+    torch.testing.assert_close(grad[1, 2, 5, 3], numeric, atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("position", BIAS_SCHEMES)
+def test_short_rows_take_the_dense_path_bit_for_bit(position):
+    """Below ``bias_block_from`` the kernel is dense SDPA with the merged mask, exactly."""
+    pad, _, _ = CASES["padding"]
+    _, (q, k, v), score = layer_inputs(position, None, None)
+    with torch.no_grad():
+        got = SoftmaxAttention(backend="sdpa")(
+            q, k, v, scale=score.scale, bias=score, key_padding_mask=pad
+        )
+        mask = score.bias.masked_fill(~pad[:, None, None, :], -torch.inf)
+        want = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, scale=score.scale
+        )
+    assert torch.equal(got, want)
+
+
+class ShapeRecorder(TorchDispatchMode):
+    """Records the shape of every tensor an operator returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shapes: list[tuple[str, tuple[int, ...]]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, tuple | list) else (out,):
+            if isinstance(t, torch.Tensor):
+                self.shapes.append((str(func), tuple(t.shape)))
+        return out
+
+
+@pytest.mark.parametrize("position", BIAS_SCHEMES)
+@pytest.mark.parametrize("case", ["padding", "documents", "positions"])
+def test_long_rows_never_build_an_l_by_l_tensor(position, case):
+    """A training step's forward and backward on long rows (padded, packed documents, or
+    at per-example positions): no tensor has two dimensions of the row length (no bias,
+    index, distance or score matrix over all pairs)."""
+    length = 50  # no other dimension of the small model is 50
+    ids = torch.randint(1, 97, (BATCH, length), generator=torch.Generator().manual_seed(2))
+    mask = torch.ones(BATCH, length, dtype=torch.long)
+    mask[1, 40:] = 0
+    segments = positions = None
+    if case == "documents":
+        segments = torch.cat([torch.zeros(BATCH, 20), torch.ones(BATCH, 30)], 1).long()
+    if case == "positions":  # randomized positions: per-example, not contiguous
+        positions = torch.stack([torch.arange(length) * 2, torch.arange(length) + 7])
+    model = small_model(
+        position, attention_kwargs={"bias_block": 8, "bias_block_from": 16}, max_positions=128
+    )
+    recorder = ShapeRecorder()
+    with recorder:
+        logits = model.train()(
+            ids, attention_mask=mask, segment_ids=segments, position_ids=positions
+        )
+        logits.sum().backward()
+    square = [(op, s) for op, s in recorder.shapes if s.count(length) >= 2]
+    assert recorder.shapes and not square
