@@ -33,8 +33,8 @@ TEST_FILES = "cpu-study-plans-{task}.csv"
 #: run-name plan label (:func:`roformer_lit.layer_plan.plan_label`) -> what the page calls it
 PLANS = {
     "layer_plan=none": "all-global RoPE",
-    "global.base160000.0-local8x2": "ModernBERT: global (base 160 K), local ×2",
-    "global.nope-local8x2": "iRoPE: global NoPE, local RoPE ×2",
+    "global.base160000.0-local8x2": "ModernBERT: global (base 160 K) first, local ×2",
+    "global.nope-local8x2": "global NoPE first, local RoPE ×2",
     "local8": "all-local",
 }
 RUN = run_pattern("study_plans", r"(?P<plan>.+?)", STUDY_TASKS)
@@ -48,7 +48,7 @@ RECALL_SHORT_RUN = re.compile(r"study_plans_recall_short/(?P<plan>.+?)-seed(?P<s
 RECALL_SHORT_PLANS = {
     **PLANS,
     "local8x2-global.base160000.0": "local ×2, global (base 160 K) last",
-    "local8x2-global.nope": "local RoPE ×2, global NoPE last",
+    "local8x2-global.nope": "local RoPE ×2, global NoPE last (iRoPE / RNoPE order)",
 }
 MLM_FILE = "cpu-study-plans-mlm.csv"
 MLM_LENGTHS = [128, 256, 512, 1024, 2048]
@@ -56,7 +56,7 @@ MLM_LENGTHS = [128, 256, 512, 1024, 2048]
 MLM_PLANS = {
     "layer_plan=none": PLANS["layer_plan=none"],
     "global.base160000.0-local32x2-global.base160000.0": "ModernBERT: global (base 160 K), local ×2, global",
-    "global.nope-local32x2-global.nope": "iRoPE: global NoPE, local RoPE ×2, global NoPE",
+    "global.nope-local32x2-global.nope": "global NoPE, local RoPE ×2, global NoPE",
     "local32": "all-local",
 }
 MLM_RUN = re.compile(r"study_plans_mlm/seed(?P<seed>\d+)-(?P<plan>.+?)(?:/|$)")

@@ -14,8 +14,9 @@ import statistics
 from collections.abc import Callable
 
 from roformer_lit.errors import ConfigError, one_line
-from roformer_lit.results.study import budget, mlm, plans, probes, selected
+from roformer_lit.results.study import budget, figures, mlm, plans, probes, readme, selected
 from roformer_lit.results.study.bridge import bridge
+from roformer_lit.results.study.streams import data_seed
 
 START = re.compile(r"<!-- generated: (?P<name>[a-z0-9_-]+) -->\n")
 END = "<!-- end generated -->"
@@ -52,6 +53,11 @@ REGIONS: dict[str, Callable[[], str]] = {
     "rp-counts": probes.rp_counts,
     "recall": probes.recall,
     "prope": probes.prope,
+    "data-seed": data_seed,
+    "figure-schemes": lambda: figures.embed("schemes", "test accuracy against length per scheme"),
+    "figure-budget": lambda: figures.embed("budget", "accuracy at 1x against training step"),
+    "figure-plans": lambda: figures.embed("plans", "accuracy against length per layer plan"),
+    "readme-findings": readme.findings,
 }
 
 #: What a region's function raises when the raw outputs lack what it states (a file cut

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roformer_lit.results.statistics import mean_interval, verdict
-from roformer_lit.results.study.paired import Pair, by_common_seed, holm_family
+from roformer_lit.results.study.paired import Pair, by_common_seed, cell, holm_family, power
 from roformer_lit.results.study.reading import csv_rows
 from roformer_lit.results.study.words import NOT_RUN, SOLVED, names
 
@@ -163,10 +163,7 @@ class SeedStudy:
                     continue
                 row = []
                 for n in self.lengths:
-                    ref, other, p = self.pairs[(task, name, n)]
-                    diff = statistics.fmean(other) - statistics.fmean(ref)
-                    separated = verdict(p) != "n.s."
-                    row.append(f"**{diff:+.3f}** (p={p:.2g})" if separated else f"{diff:+.3f} n.s.")
+                    row.append(cell(*self.pairs[(task, name, n)]))
                 lines.append(f"| {task} | `{name}` | " + " | ".join(row) + " |")
         return "\n".join(lines)
 
@@ -210,7 +207,7 @@ class SeedStudy:
                 )
             text += self.against_reference(task)
             parts.append(text)
-        return "\n\n".join(parts)
+        return "\n\n".join([*parts, power(self.pairs, "nats")])
 
     def findings(self) -> str:
         """Per task: who solves at 1× (every seed, some seeds), who solves past it, who is
@@ -255,7 +252,7 @@ class SeedStudy:
                 )
             text += self.against_reference(task)
             parts.append(text)
-        return "\n\n".join(parts)
+        return "\n\n".join([*parts, power(self.pairs)])
 
 
 def run_pattern(sweep: str, variant: str, tasks: list[str], tail: str = "") -> re.Pattern[str]:

@@ -17,7 +17,7 @@ over the rates its own runs have (the findings say which). Raw outputs read, all
   learning rate's runs are reported; the selection never reads this file.
 
 Statistics (:mod:`roformer_lit.results.statistics`): 95 % Student-t intervals over seeds; each
-variant against ``rope`` (base 10,000) by a paired t-test over seeds, Holm-corrected over every
+variant against ``rope`` (base 10,000) by the exact sign-flip test over seeds, Holm-corrected over every
 cell of the comparison table.
 """
 
@@ -32,6 +32,7 @@ from roformer_lit.results.statistics import (
     prediction_interval,
     verdict,
 )
+from roformer_lit.results.study.paired import cell
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import csv_rows, optional
 from roformer_lit.results.study.seed_study import TEST_COLUMNS, SeedStudy, read_test_csv
@@ -308,12 +309,10 @@ def prope() -> str:
             diff = statistics.fmean(other) - statistics.fmean(ref)
             if verdict(p) != "n.s.":
                 separated.append(f"`{task}` at n={n} ({diff:+.3f})")
-                row.append(f"**{diff:+.3f}** (p={p:.2g})")
-            else:
-                row.append(f"{diff:+.3f} n.s.")
+            row.append(cell(ref, other, p))
         lines.append(f"| {task} | " + " | ".join(row) + " |")
     summary = (
-        f"p-RoPE minus RoPE, both at base 100 (accuracy, paired by seed, Holm over these "
+        f"p-RoPE minus RoPE, both at base 100 (accuracy, paired by seed, exact sign-flip test, Holm over these "
         f"{len(control.pairs)} cells): "
         + (
             "separated at " + ", ".join(separated) + "; every other cell not separated."
