@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 
 from roformer_lit.results.study.places import bench_file, cached
+from roformer_lit.results.study.present import add_present
 from roformer_lit.results.study.seed_study import Parse, SeedStudy, read_test_csv, run_pattern
 from roformer_lit.results.study.words import PROBE_LENGTHS, STUDY_TASKS
 
@@ -40,6 +41,9 @@ PLANS = {
 RUN = run_pattern("study_plans", r"(?P<plan>.+?)", STUDY_TASKS)
 RECALL_FILE = "cpu-study-plans-recall.csv"
 RECALL_LENGTHS = [8, 16, 32, 64, 128]
+#: the symbols of each recall sweep (its ``data.probe_symbols``)
+RECALL_SYMBOLS = 256
+RECALL_SHORT_SYMBOLS = 32
 RECALL_RUN = re.compile(r"study_plans_recall/(?P<plan>.+?)-seed(?P<seed>\d+)(?:/|$)")
 RECALL_SHORT_FILE = "cpu-study-plans-recall-short.csv"
 RECALL_SHORT_LENGTHS = [4, 8, 16]
@@ -52,6 +56,10 @@ RECALL_SHORT_PLANS = {
 }
 MLM_FILE = "cpu-study-plans-mlm.csv"
 MLM_LENGTHS = [128, 256, 512, 1024, 2048]
+#: What the MLM table calls ``extrapolate``'s ``baseline:unigram`` row: the entropy of the
+#: masked tokens' own frequencies on the evaluated blocks, an in-sample reference, not a
+#: baseline a model could reach from its training split.
+IN_SAMPLE = "in-sample unigram"
 #: the MLM sweep's plan labels (four layers: ModernBERT's global layers are the first and last)
 MLM_PLANS = {
     "layer_plan=none": PLANS["layer_plan=none"],
@@ -110,18 +118,29 @@ def study() -> SeedStudy:
 @cached
 def recall_study() -> SeedStudy:
     """``recall`` at longer contexts (regions ``plans-recall-*``), its own Holm family."""
-    return _study(RECALL_LENGTHS, {"recall": RECALL_FILE}, _parser(RECALL_RUN, "recall", PLANS))
+    result = _study(RECALL_LENGTHS, {"recall": RECALL_FILE}, _parser(RECALL_RUN, "recall", PLANS))
+    add_present(result.baselines, RECALL_SYMBOLS, RECALL_LENGTHS, RECALL_FILE)
+    return result
 
 
 @cached
 def recall_short_study() -> SeedStudy:
     """``recall`` where all-global RoPE learns 1× (regions ``plans-recall-short-*``)."""
     parse = _parser(RECALL_SHORT_RUN, "recall", RECALL_SHORT_PLANS)
-    return _study(RECALL_SHORT_LENGTHS, {"recall": RECALL_SHORT_FILE}, parse, RECALL_SHORT_PLANS)
+    result = _study(
+        RECALL_SHORT_LENGTHS, {"recall": RECALL_SHORT_FILE}, parse, RECALL_SHORT_PLANS
+    )
+    add_present(result.baselines, RECALL_SHORT_SYMBOLS, RECALL_SHORT_LENGTHS, RECALL_SHORT_FILE)
+    return result
 
 
 @cached
 def mlm_study() -> SeedStudy:
     """MLM on the bundled corpus (regions ``plans-mlm-*``): loss, lower is better."""
     parse = _parser(MLM_RUN, "mlm", MLM_PLANS)
-    return _study(MLM_LENGTHS, {"mlm": MLM_FILE}, parse, MLM_PLANS, "loss", "L")
+    result = _study(MLM_LENGTHS, {"mlm": MLM_FILE}, parse, MLM_PLANS, "loss", "L")
+    result.baselines = {
+        (task, IN_SAMPLE if rule == "unigram" else rule, n): value
+        for (task, rule, n), value in result.baselines.items()
+    }
+    return result

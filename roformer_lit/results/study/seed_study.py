@@ -101,6 +101,12 @@ class SeedStudy:
         best = self.best_baseline(task, n)[1]
         return bool(values) and all(self.better(v, best) for v in values.values())
 
+    def below_baseline(self, task: str, name: str, n: int) -> bool:
+        """Every seed worse than the task's best baseline at ``n``."""
+        values = self.values(task, name, n)
+        best = self.best_baseline(task, n)[1]
+        return bool(values) and all(self.better(best, v) for v in values.values())
+
     def solved(self, task: str, name: str, n: int) -> tuple[int, int]:
         """(seeds with exact match >= :data:`SOLVED`, seeds)."""
         exact = self.values(task, name, n, "exact")
@@ -202,7 +208,7 @@ class SeedStudy:
                 rule, value = self.best_baseline(task, n)
                 below = [f"`{v}`" for v in order if self.above_baseline(task, v, n)]
                 text += (
-                    f"Below the `{rule}` baseline's loss ({value:.3f}) on every seed at "
+                    f"Below the `{rule}` loss ({value:.3f}) on every seed at "
                     f"{self.times(n)}: {names(below)}. "
                 )
             text += self.against_reference(task)
@@ -243,12 +249,13 @@ class SeedStudy:
             text += (
                 f"Past 1×, runs that solve: {names(past)}. " if past else "No run solves past 1×. "
             )
-            for n in self.lengths[1:]:
+            for n in self.lengths:
                 rule, value = self.best_baseline(task, n)
                 above = [f"`{v}`" for v in order if self.above_baseline(task, v, n)]
+                below = [f"`{v}`" for v in order if self.below_baseline(task, v, n)]
                 text += (
-                    f"Above the best baseline on every seed at {self.times(n)} (`{rule}`, "
-                    f"{value:.3f}): {names(above)}. "
+                    f"At {self.times(n)} against the best baseline (`{rule}`, {value:.3f}), "
+                    f"above on every seed: {names(above)}; below on every seed: {names(below)}. "
                 )
             text += self.against_reference(task)
             parts.append(text)
