@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import re
 
+from roformer_lit.results.statistics import verdict
+from roformer_lit.results.study.exact import ALPHA, smallest_p
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.present import add_present
 from roformer_lit.results.study.seed_study import Parse, SeedStudy, read_test_csv, run_pattern
-from roformer_lit.results.study.words import PROBE_LENGTHS, STUDY_TASKS
+from roformer_lit.results.study.words import PROBE_LENGTHS, SOLVED, STUDY_TASKS
 
 TEST_FILES = "cpu-study-plans-{task}.csv"
 #: run-name plan label (:func:`roformer_lit.layer_plan.plan_label`) -> what the page calls it
@@ -127,9 +129,7 @@ def recall_study() -> SeedStudy:
 def recall_short_study() -> SeedStudy:
     """``recall`` where all-global RoPE learns 1× (regions ``plans-recall-short-*``)."""
     parse = _parser(RECALL_SHORT_RUN, "recall", RECALL_SHORT_PLANS)
-    result = _study(
-        RECALL_SHORT_LENGTHS, {"recall": RECALL_SHORT_FILE}, parse, RECALL_SHORT_PLANS
-    )
+    result = _study(RECALL_SHORT_LENGTHS, {"recall": RECALL_SHORT_FILE}, parse, RECALL_SHORT_PLANS)
     add_present(result.baselines, RECALL_SHORT_SYMBOLS, RECALL_SHORT_LENGTHS, RECALL_SHORT_FILE)
     return result
 
@@ -144,3 +144,44 @@ def mlm_study() -> SeedStudy:
         for (task, rule, n), value in result.baselines.items()
     }
     return result
+
+
+def recall_order() -> str:
+    """Region ``plans-recall-order``: per plan of the ``recall`` setting all-global RoPE
+    learns, the longest length solved on every seed, whether every seed is below the best
+    baseline at 1×, and what the paired tests can say about the ordering."""
+    study = recall_short_study()
+    if not study.tasks():
+        return "_Not run yet._"
+    first, last = study.lengths[0], study.lengths[-1]
+    rows = []
+    for name in study.order["recall"]:
+        solved = [
+            n
+            for n in study.lengths
+            if study.solved("recall", name, n)[0] == study.solved("recall", name, n)[1] > 0
+        ]
+        longest = study.times(max(solved)) if solved else "none"
+        below = (
+            " (every seed below the best baseline at 1×: the lookup is not learnt)"
+            if study.below_baseline("recall", name, first)
+            else ""
+        )
+        rows.append(f"`{name}`: {longest}{below}")
+    separated = [key for key, (_, _, p) in study.pairs.items() if verdict(p) != "n.s."]
+    seeds = min(len(a) for a, _, _ in study.pairs.values())
+    floor = smallest_p(seeds)
+    tested = (
+        f"{len(separated)} of {len(study.pairs)} paired cells against `{study.reference}` are "
+        "separated after Holm"
+        if separated
+        else f"No paired cell against `{study.reference}` is separated (with {seeds} seeds the "
+        f"exact test's floor is p = {floor:.4g}"
+        + (f" > α = {ALPHA}" if floor > ALPHA else "")
+        + "), so this ordering rests on solved counts over seeds, not on a test"
+    )
+    return (
+        f"Longest length solved on every seed (exact match ≥ {SOLVED}), of "
+        f"{', '.join(study.times(n) for n in study.lengths)}; 16 keys cap the test at "
+        f"{study.times(last)}: " + "; ".join(rows) + f". {tested}."
+    )
