@@ -14,7 +14,16 @@ import statistics
 from collections.abc import Callable
 
 from roformer_lit.errors import ConfigError, one_line
-from roformer_lit.results.study import budget, figures, mlm, plans, probes, readme, selected
+from roformer_lit.results.study import (
+    budget,
+    figures,
+    locality,
+    mlm,
+    plans,
+    probes,
+    readme,
+    selected,
+)
 from roformer_lit.results.study.bridge import bridge
 from roformer_lit.results.study.streams import data_seed
 
@@ -47,6 +56,8 @@ REGIONS: dict[str, Callable[[], str]] = {
     "plans-mlm-findings": lambda: plans.mlm_study().findings(),
     "mlm-sweep": mlm.mlm_sweep,
     "position-lr": mlm.position_lr,
+    "locality": locality.locality,
+    "position-lr-table": locality.position_lr_table,
     "training-length": probes.training_length,
     "beyond-2x": probes.beyond,
     "rp-pairs": probes.rp_pairs,
