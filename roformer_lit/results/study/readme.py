@@ -13,6 +13,7 @@ from roformer_lit.results.statistics import verdict
 from roformer_lit.results.study import budget, figures, plans, selected
 from roformer_lit.results.study.exact import ALPHA, detectable, differences, effect, smallest_p
 from roformer_lit.results.study.seed_study import SeedStudy
+from roformer_lit.results.study.streams import data_seeds
 from roformer_lit.results.study.words import SOLVED, names
 
 TASKS_PAGE = "docs/studies/position-tasks.md"
@@ -34,11 +35,12 @@ def _reach(family: dict) -> str:
         if separated
         else f"no paired cell separated ({n} seeds: the exact test's floor p = {floor:.4g}"
         + (f" > {ALPHA}" if floor > ALPHA else "")
-        + "): no evidence either way"
+        + "): no test-backed evidence either way"
     )
     return (
-        f"{head}; {agree} of {len(family)} cells have every seed on one side; a t-test would "
-        f"need a mean difference of ≈ {detectable(spread, n):.3f}"
+        f"{head}; {agree} of {len(family)} cells have every seed on one side (unadjusted "
+        f"p = {floor:.4g} each); a t-test would need a mean difference of "
+        f"≈ {detectable(spread, n):.3f}"
     )
 
 
@@ -80,7 +82,8 @@ def findings() -> str:
     rows.append(
         (
             "all four, against `rope`",
-            "differences between schemes past 1×",
+            f"each scheme minus `rope`, paired by seed, "
+            f"{schemes.times(schemes.lengths[0])} to {schemes.times(schemes.lengths[-1])}",
             f"{_reach(schemes.pairs)}; {link}",
         )
     )
@@ -89,7 +92,7 @@ def findings() -> str:
         rows.append(
             (
                 "`copy`, `reverse` budget",
-                "the 1× cost of randomized positions against training steps",
+                "randomized positions on minus off, paired by seed, at every budget and length",
                 f"{_reach(tests)}; [budget]({TASKS_PAGE}#budget-does-the-1-cost-of-randomized-positions-close-with-training)",
             )
         )
@@ -128,6 +131,18 @@ def findings() -> str:
                 "MLM, 600 steps",
                 f"mean loss below all-global RoPE's at every length (1×–16×): {names(lower)}",
                 f"{_reach(mlm.pairs)} (nats); [layer plans]({PLANS_PAGE}#mlm-on-the-bundled-corpus)",
+            )
+        )
+    found = data_seeds()
+    shared = sorted({v for _, data in found.values() for v in data})
+    if all(len(data) == 1 for _, data in found.values()):
+        rows.append(
+            (
+                "every study",
+                f"seeds vary the initialisation only: every run has `data.seed` "
+                f"{names([str(v) for v in shared])}, one training stream and one test set",
+                "the intervals and tests cover initialisation, not the data; "
+                f"[what the seeds vary]({TASKS_PAGE}#at-the-training-length)",
             )
         )
     lines = ["| task | finding | evidence |", "|---|---|---|"]
