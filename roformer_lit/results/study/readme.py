@@ -73,7 +73,7 @@ def findings() -> str:
         )
         rows.append(
             (
-                f"`{task}`",
+                task,
                 f"solved (exact ≥ {SOLVED}) on every seed at 1× by {names(_solved_every(schemes, task, first))}; "
                 f"runs solving a length past 1× (up to {schemes.times(last)}): {past}",
                 f"above the best baseline on every seed, {above}; {link}",
@@ -81,7 +81,7 @@ def findings() -> str:
         )
     rows.append(
         (
-            "all four, against `rope`",
+            "all four, against rope",
             f"each scheme minus `rope`, paired by seed, "
             f"{schemes.times(schemes.lengths[0])} to {schemes.times(schemes.lengths[-1])}",
             f"{_reach(schemes.pairs)}; {link}",
@@ -91,7 +91,7 @@ def findings() -> str:
     if tests:
         rows.append(
             (
-                "`copy`, `reverse` budget",
+                "copy, reverse: budget",
                 "randomized positions on minus off, paired by seed, at every budget and length",
                 f"{_reach(tests)}; [budget]({TASKS_PAGE}#budget-does-the-1-cost-of-randomized-positions-close-with-training)",
             )
@@ -108,7 +108,7 @@ def findings() -> str:
         ]
         rows.append(
             (
-                "`recall` (32 symbols)",
+                "recall (32 symbols)",
                 f"plans solving on every seed: {names(solving)}; 16 keys cap the test at "
                 f"{short.times(short.lengths[-1])}",
                 f"{_reach(short.pairs)}; [layer plans]({PLANS_PAGE}#recall-where-the-all-global-model-learns-1)",
@@ -145,6 +145,7 @@ def findings() -> str:
                 f"[what the seeds vary]({TASKS_PAGE}#at-the-training-length)",
             )
         )
+    # task names bare: a row starting "| `name` |" is the README's scheme table's form
     lines = ["| task | finding | evidence |", "|---|---|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     return (
