@@ -55,6 +55,12 @@ def mark(before: list[float], after: list[float], p: float) -> str:
     return ("▲ " if statistics.fmean(after) > statistics.fmean(before) else "▼ ") + verdict(p)
 
 
+def sides(before: list[float], after: list[float]) -> str:
+    """``3↑0↓``: how many seeds ``after`` is above and below ``before``."""
+    e = effect(before, after)
+    return f"{e.up}↑{e.down}↓"
+
+
 def cell(before: list[float], after: list[float], p: float) -> str:
     """A pairs-table cell: the mean difference ``after − before`` with the distribution-free
     interval of the median difference, seeds up/down, and the Holm-adjusted exact p

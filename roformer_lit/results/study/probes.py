@@ -22,7 +22,7 @@ from roformer_lit.data.probes import PROBE_TASKS, ProbeValidation, baseline_scor
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.statistics import holm, mean_interval, verdict
 from roformer_lit.results.study.exact import sign_flip_p, smallest_p
-from roformer_lit.results.study.paired import holm_family, mark
+from roformer_lit.results.study.paired import holm_family, mark, sides
 from roformer_lit.results.study.places import PLACES, cached
 from roformer_lit.results.study.reading import read_text
 from roformer_lit.results.study.words import PROBE_LENGTHS, TIMES, names, span
@@ -285,7 +285,7 @@ def _pairs_table(tasks: list[str], with_task: bool) -> str:
                 before, after, p = cells[(scheme, task, n)]
                 row.append(
                     f"{statistics.fmean(before):.3f} → {statistics.fmean(after):.3f} "
-                    f"{mark(before, after, p)}"
+                    f"{mark(before, after, p)} {sides(before, after)}"
                 )
             lead = f"| {scheme} | " + (f"{task} | " if with_task else "")
             lines.append(lead + " | ".join(row) + " |")

@@ -72,8 +72,7 @@ def data_seed() -> str:
         f"`seed_everything` only; every run has `data.seed` "
         f"{names([str(v) for v in values])}, so all seeds of a cell train on one stream of "
         "sequences and are scored on one test set. The intervals and paired tests here cover "
-        "the initialisation (and the training draws `seed_everything` sets) only, not the "
-        "data: a difference that holds over seeds may still belong to this one stream and "
+        "the initialisation and whatever else `seed_everything` seeds, not the data: a difference that holds over seeds may still belong to this one stream and "
         "test set, and another `data.seed` may move every run of a cell together."
     )
     if varied:
