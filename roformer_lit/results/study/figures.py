@@ -32,6 +32,11 @@ from roformer_lit.results.study.seed_study import SeedStudy
 #: "series": [{"label", "mean", "low", "high"}], "baselines": [{"label", "y"}]}]}``.
 Figure = dict[str, Any]
 DIGITS = 6
+#: Written into every sidecar: raise it when :func:`draw` changes, so every PNG is redrawn
+#: (a sidecar that differs makes its figure stale).
+STYLE = 3
+#: A baseline's line style by a word of its label (others dotted).
+LINES = {"majority": "--", "relative_place": "-.", "values present": (0, (1, 1, 5, 1))}
 
 
 def _series(label: str, by_x: list[dict[int, float]]) -> dict[str, Any]:
@@ -139,7 +144,7 @@ def sidecars(wanted: list[str]) -> dict[str, str]:
     panels."""
     found = {}
     for name in wanted:
-        figure = FIGURES[name]()
+        figure = {"style": STYLE, **FIGURES[name]()}
         if figure["panels"]:
             found[name] = json.dumps(figure, indent=1, ensure_ascii=False) + "\n"
     return found
@@ -153,25 +158,29 @@ def draw(figure: Figure, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     panels = figure["panels"]
-    columns = min(3, len(panels))
+    columns = 2 if len(panels) == 4 else min(3, len(panels))
     rows = -(-len(panels) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.8 * rows), squeeze=False)
-    cmap = plt.get_cmap("tab20")
+    fig, axes = plt.subplots(
+        rows,
+        columns,
+        figsize=(4.6 * columns + 3.2, 3.4 * rows),
+        squeeze=False,
+        layout="constrained",
+    )
+    labels = list(dict.fromkeys(s["label"] for p in panels for s in p["series"]))
+    cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
+    colors = {label: cmap(i % cmap.N) for i, label in enumerate(labels)}
+    handles: dict[str, Any] = {}
     for ax, panel in zip(axes.flat, panels, strict=False):
-        for i, series in enumerate(panel["series"]):
-            color = cmap(i % 20)
-            ax.plot(
-                panel["x"], series["mean"], marker="o", ms=3, color=color, label=series["label"]
-            )
+        for series in panel["series"]:
+            color = colors[series["label"]]
+            (line,) = ax.plot(panel["x"], series["mean"], marker="o", ms=3, color=color)
             ax.fill_between(panel["x"], series["low"], series["high"], color=color, alpha=0.15)
-        for line in panel["baselines"]:
-            ax.plot(
-                panel["x"],
-                line["y"],
-                "k--" if "majority" in line["label"] else "k:",
-                lw=1.2,
-                label=line["label"],
-            )
+            handles.setdefault(series["label"], line)
+        for baseline in panel["baselines"]:
+            style = next((s for key, s in LINES.items() if key in baseline["label"]), ":")
+            (line,) = ax.plot(panel["x"], baseline["y"], linestyle=style, color="0.15", lw=1.2)
+            handles.setdefault(baseline["label"], line)
         ax.set_title(panel["title"], fontsize=9)
         ax.set_xscale("log", base=2)
         ax.set_xticks(panel["x"], [str(x) for x in panel["x"]])
@@ -180,11 +189,10 @@ def draw(figure: Figure, path: Path) -> None:
         ax.set_ylabel(figure["ylabel"], fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, loc="best")
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
+    fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=7)
     fig.suptitle(figure["title"], fontsize=10)
-    fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90, metadata={"Software": None})
     plt.close(fig)
@@ -205,8 +213,8 @@ def stale(wanted: list[str]) -> dict[str, str]:
 def write(name: str, text: str) -> None:
     """Write a figure's sidecar and its PNG."""
     figure_dir().mkdir(parents=True, exist_ok=True)
-    (figure_dir() / f"{name}.json").write_text(text, encoding="utf-8")
-    draw(json.loads(text), figure_dir() / f"{name}.png")
+    draw(json.loads(text), figure_dir() / f"{name}.png")  # the PNG first: a failed drawing
+    (figure_dir() / f"{name}.json").write_text(text, encoding="utf-8")  # leaves it stale
 
 
 def embed(name: str, alt: str, prefix: str = "figures/") -> str:
