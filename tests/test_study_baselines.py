@@ -62,3 +62,43 @@ def test_the_data_seed_sentence_follows_the_sweep_files(tmp_path, monkeypatch) -
 def test_every_study_sweep_shares_one_data_seed() -> None:
     """What the pages state today (the sentence is regenerated on --check)."""
     assert all(data == {0} for _, data in streams.data_seeds().values())
+
+
+@pytest.mark.parametrize("base", [10000.0, 100.0])
+def test_prope_turns_are_the_angles_the_rope_module_would_give(base) -> None:
+    """The pairs p-RoPE zeroes in the model (its ``inv_freq`` 0) would turn, at full RoPE of
+    the same base, by the page's angles over the training sequence."""
+    import torch
+
+    from roformer_lit.positions.base import EncoderShape
+    from roformer_lit.positions.rope import RotaryPosition
+    from roformer_lit.results.study import selected
+
+    shape = EncoderShape(64, 4, 2, 64)
+    assert shape.head_size == selected.HEAD_SIZE
+    full = RotaryPosition(shape, base=base)
+    prope = RotaryPosition(shape, base=base, unrotated_fraction=selected.PROPE_FRACTION)
+    distance = selected.TRAINING_TOKENS - 1
+    angles = full.tables_at(torch.tensor([distance]))  # cos/sin at the largest distance
+    zeroed = (prope.inv_freq == 0).nonzero().flatten().tolist()
+    pairs = selected.HEAD_SIZE // 2
+    expected = [distance * base ** (-2 * i / selected.HEAD_SIZE) for i in zeroed]
+    assert selected.unrotated_turns(base) == pytest.approx(expected, rel=1e-12)
+    # and the module's own table at that distance holds those angles: each pair's cosine
+    # sits at columns 2i and 2i + 1 (tables_from_angles), its signed sine at 2i + 1
+    cos, sin = angles[0][0, 0::2].double(), angles[1][0, 1::2].double()
+    measured = torch.atan2(sin, cos)[zeroed]
+    wrapped = [float(np.angle(np.exp(1j * a))) for a in expected]
+    assert measured.tolist() == pytest.approx(wrapped, abs=1e-6)
+    assert len(zeroed) == pairs - int((1 - selected.PROPE_FRACTION) * pairs)
+
+
+def test_no_page_prints_p_equal_to_zero() -> None:
+    """An exact test's p is never 0; a page must not say so."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for page in [*(root / "docs" / "studies").glob("*.md"), root / "README.md"]:
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"\bp ?= ?0(?![.\d])", text), page
