@@ -7,8 +7,10 @@ import pytest
 
 from roformer_lit.results.study.seed_study import SeedStudy
 
-SEEDS = range(5)
-NOISE = [0.01, -0.02, 0.0, 0.015, -0.005]
+#: Eight seeds: the exact sign-flip test's floor 2/2**8 survives Holm over the four cells
+#: (five seeds cannot go below p = 0.0625, so they separate nothing).
+SEEDS = range(8)
+NOISE = [0.01, -0.02, 0.0, 0.015, -0.005, 0.007, -0.012, 0.003]
 
 
 def _study(metric: str, better: float, worse: float, baseline: float) -> SeedStudy:
@@ -49,3 +51,16 @@ def test_the_best_baseline_is_the_lowest_loss_and_the_highest_accuracy():
         study = SeedStudy([8], "reference", metric=metric)
         study.baselines.update({("task", "a", 8): 0.2, ("task", "b", 8): 0.7})
         assert study.best_baseline("task", 8)[1] == pick
+
+
+def test_five_seeds_separate_nothing_and_the_findings_say_so():
+    """The same gap on five seeds: the exact test's floor 0.0625 is above 0.05, so no cell is
+    separated and the findings say that is no evidence either way."""
+    study = _study("acc", 0.9, 0.3, 0.5)
+    for key in list(study.cells):
+        study.cells[key] = {s: v for s, v in study.cells[key].items() if s < 5}
+    assert study.separated("task", above=True) == [] == study.separated("task", above=False)
+    findings = study.findings()
+    assert "cannot go below p = 0.0625 with 5 seeds" in findings
+    assert "no evidence either way" in findings
+    assert "4 of 4 cells have every seed's difference on one side" in findings

@@ -8,7 +8,12 @@ that the pages equal what the data give. One module a job:
 - :mod:`.places`: where the raw outputs and the pages are, and the caches of what was read;
 - :mod:`.reading`: reading a raw output, refusing a damaged one in one line;
 - :mod:`.words`: how a page writes a list, a span, a length; the shared constants;
-- :mod:`.paired`: paired t-tests by seed, Holm over a family, and their marks;
+- :mod:`.exact`: the exact sign-flip test, distribution-free intervals of a paired effect,
+  and the smallest detectable difference;
+- :mod:`.paired`: paired tests by seed (exact sign-flip), Holm over a family, their marks
+  and cells, and what a family could detect;
+- :mod:`.streams`: what the seeds of the study sweeps vary (``data.seed``);
+- :mod:`.present`: ``recall``'s "guess among the values present" baseline;
 - :mod:`.seed_study`: :class:`~.seed_study.SeedStudy`, the table, pairs and findings of a
   study of variants against a reference over seeds;
 - :mod:`.probes`: the first position-task sweep (2026-11-24: every scheme, randomized
@@ -18,6 +23,9 @@ that the pages equal what the data give. One module a job:
 - :mod:`.mlm`: the MLM positions sweep and the position learning rate;
 - :mod:`.bridge`: probe accuracy against MLM loss;
 - :mod:`.budget`: the training-budget study (regions ``budget*``);
+- :mod:`.locality`: the bias-only attention shares and the position learning rate's table;
+- :mod:`.figures`: the figures and their JSON sidecars (checked on ``--check``);
+- :mod:`.readme`: the README's findings table (region ``readme-findings``);
 - :mod:`.regions`: the table of regions and the rewriting of a page;
 - :mod:`.pages`: the command.
 """

@@ -54,7 +54,9 @@ def bridge() -> str:
             result = spearman([a for a, _ in pairs], [b for _, b in pairs])
             label = f"`{task}`" if task != "mean" else f"mean of {names([f'`{t}`' for t in tasks])}"
             holds = (
-                "not separated from 0" if result.low <= 0.0 <= result.high else "separated from 0"
+                "holds 0: no evidence either way"
+                if result.low <= 0.0 <= result.high
+                else "excludes 0"
             )
             rows.append(
                 f"| {times}× (n={n}; MLM L={length}) | {label} | {result.text()} | {holds} |"

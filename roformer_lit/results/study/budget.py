@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.statistics import mean_interval, verdict
-from roformer_lit.results.study.paired import by_common_seed, holm_family, mark
+from roformer_lit.results.study.paired import by_common_seed, holm_family, mark, power, sides
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import csv_rows, optional
 from roformer_lit.results.study.seed_study import TEST_COLUMNS
@@ -218,7 +218,8 @@ def budget_pairs() -> str:
                     continue
                 off, on, p = tests[(*arm, step, n)]
                 row.append(
-                    f"{statistics.fmean(off):.3f} → {statistics.fmean(on):.3f} {mark(off, on, p)}"
+                    f"{statistics.fmean(off):.3f} → {statistics.fmean(on):.3f} {mark(off, on, p)} "
+                    f"{sides(off, on)}"
                 )
             lines.append(
                 f"| {arm[0]} | {arm[1]:g} | {arm[2]} | {step:,} | " + " | ".join(row) + " |"
@@ -283,7 +284,7 @@ def budget_findings() -> str:
             f"at any of the steps {', '.join(f'{s:,}' for s in steps)}, reaches exact match "
             "≥ 0.9 past 1×."
         )
-    return text
+    return text + "\n\n" + power(tests)
 
 
 #: The earlier 6,000-step runs of the 3e-3 slices (2026-11-25) -> the sweep that replaced

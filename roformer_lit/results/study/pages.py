@@ -14,13 +14,18 @@ the line or region), exit 2; no page is written then.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
-from roformer_lit.errors import ConfigError
+from roformer_lit.errors import ConfigError, one_line
+from roformer_lit.results.study import figures
 from roformer_lit.results.study.places import PLACES, REPOSITORY, read_from
 from roformer_lit.results.study.reading import read_text
-from roformer_lit.results.study.regions import render
+from roformer_lit.results.study.regions import MISSING_DATA, render
+
+#: A figure a page embeds: ``figures/NAME.png``.
+EMBEDDED = re.compile(r"figures/([a-z0-9_-]+)\.png")
 
 
 def shown(path: Path) -> str:
@@ -28,19 +33,31 @@ def shown(path: Path) -> str:
     return str(path.relative_to(REPOSITORY)) if path.is_relative_to(REPOSITORY) else str(path)
 
 
-def render_pages(bench: Path, pages: Path) -> dict[Path, str]:
-    """Each page of ``pages`` whose regions differ from what ``bench``'s raw outputs give,
-    with its new text (the studies read from ``bench`` only during the call)."""
+def render_pages(
+    bench: Path, pages: Path, readme: Path | None = None
+) -> tuple[dict[Path, str], dict[str, str]]:
+    """Each page of ``pages`` (and ``readme``, when given) whose regions differ from what
+    ``bench``'s raw outputs give, with its new text, and each figure of ``pages/figures``
+    whose plotted values differ, with its new JSON (the studies read from ``bench`` only
+    during the call)."""
     before = (PLACES.bench, PLACES.pages)
     read_from(bench, pages)
     try:
-        rewritten = {}
-        for page in sorted(Path(pages).glob("*.md")):
+        rewritten, embedded = {}, set()
+        extra = [Path(readme)] if readme is not None and Path(readme).is_file() else []
+        for page in [*sorted(Path(pages).glob("*.md")), *extra]:
             text = read_text(page)
             new = render(text, str(page))
+            embedded |= set(EMBEDDED.findall(new))
             if new != text:
                 rewritten[page] = new
-        return rewritten
+        try:
+            return rewritten, figures.stale(sorted(embedded & set(figures.FIGURES)))
+        except MISSING_DATA as exc:
+            raise ConfigError(
+                f"{pages}: a figure cannot be drawn from the raw outputs "
+                f"({type(exc).__name__}: {one_line(exc)})"
+            ) from None
     finally:
         read_from(*before)
 
@@ -56,13 +73,22 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--pages", type=Path, default=PLACES.pages, help="study pages (default: docs/studies)"
     )
+    parser.add_argument(
+        "--readme",
+        type=Path,
+        default=None,
+        help="a README with generated regions (default: the checkout's, with the default "
+        "--pages only)",
+    )
     ns = parser.parse_args(argv)
+    if ns.readme is None and Path(ns.pages).resolve() == PLACES.pages.resolve():
+        ns.readme = REPOSITORY / "README.md"
     try:
-        rewritten = render_pages(ns.bench, ns.pages)
+        rewritten, drawn = render_pages(ns.bench, ns.pages, ns.readme)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    stale = list(rewritten)
+    stale = [*rewritten, *(Path(ns.pages) / "figures" / f"{name}.json" for name in drawn)]
     if ns.check and stale:
         print(
             "stale generated regions: "
@@ -74,6 +100,13 @@ def main(argv: list[str]) -> int:
     if not ns.check:
         for page, new in rewritten.items():
             page.write_text(new, encoding="utf-8")
+        before = (PLACES.bench, PLACES.pages)
+        read_from(ns.bench, ns.pages)
+        try:
+            for name, text in drawn.items():
+                figures.write(name, text)
+        finally:
+            read_from(*before)
     for page in stale:
         print(f"rewrote {shown(page)}")
     return 0

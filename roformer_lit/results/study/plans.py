@@ -25,21 +25,27 @@ from __future__ import annotations
 
 import re
 
+from roformer_lit.results.statistics import verdict
+from roformer_lit.results.study.exact import ALPHA, smallest_p
 from roformer_lit.results.study.places import bench_file, cached
+from roformer_lit.results.study.present import add_present
 from roformer_lit.results.study.seed_study import Parse, SeedStudy, read_test_csv, run_pattern
-from roformer_lit.results.study.words import PROBE_LENGTHS, STUDY_TASKS
+from roformer_lit.results.study.words import PROBE_LENGTHS, SOLVED, STUDY_TASKS
 
 TEST_FILES = "cpu-study-plans-{task}.csv"
 #: run-name plan label (:func:`roformer_lit.layer_plan.plan_label`) -> what the page calls it
 PLANS = {
     "layer_plan=none": "all-global RoPE",
-    "global.base160000.0-local8x2": "ModernBERT: global (base 160 K), local ×2",
-    "global.nope-local8x2": "iRoPE: global NoPE, local RoPE ×2",
+    "global.base160000.0-local8x2": "ModernBERT: global (base 160 K) first, local ×2",
+    "global.nope-local8x2": "global NoPE first, local RoPE ×2",
     "local8": "all-local",
 }
 RUN = run_pattern("study_plans", r"(?P<plan>.+?)", STUDY_TASKS)
 RECALL_FILE = "cpu-study-plans-recall.csv"
 RECALL_LENGTHS = [8, 16, 32, 64, 128]
+#: the symbols of each recall sweep (its ``data.probe_symbols``)
+RECALL_SYMBOLS = 256
+RECALL_SHORT_SYMBOLS = 32
 RECALL_RUN = re.compile(r"study_plans_recall/(?P<plan>.+?)-seed(?P<seed>\d+)(?:/|$)")
 RECALL_SHORT_FILE = "cpu-study-plans-recall-short.csv"
 RECALL_SHORT_LENGTHS = [4, 8, 16]
@@ -48,15 +54,19 @@ RECALL_SHORT_RUN = re.compile(r"study_plans_recall_short/(?P<plan>.+?)-seed(?P<s
 RECALL_SHORT_PLANS = {
     **PLANS,
     "local8x2-global.base160000.0": "local ×2, global (base 160 K) last",
-    "local8x2-global.nope": "local RoPE ×2, global NoPE last",
+    "local8x2-global.nope": "local RoPE ×2, global NoPE last (iRoPE / RNoPE order)",
 }
 MLM_FILE = "cpu-study-plans-mlm.csv"
 MLM_LENGTHS = [128, 256, 512, 1024, 2048]
+#: What the MLM table calls ``extrapolate``'s ``baseline:unigram`` row: the entropy of the
+#: masked tokens' own frequencies on the evaluated blocks, an in-sample reference, not a
+#: baseline a model could reach from its training split.
+IN_SAMPLE = "in-sample unigram"
 #: the MLM sweep's plan labels (four layers: ModernBERT's global layers are the first and last)
 MLM_PLANS = {
     "layer_plan=none": PLANS["layer_plan=none"],
     "global.base160000.0-local32x2-global.base160000.0": "ModernBERT: global (base 160 K), local ×2, global",
-    "global.nope-local32x2-global.nope": "iRoPE: global NoPE, local RoPE ×2, global NoPE",
+    "global.nope-local32x2-global.nope": "global NoPE, local RoPE ×2, global NoPE",
     "local32": "all-local",
 }
 MLM_RUN = re.compile(r"study_plans_mlm/seed(?P<seed>\d+)-(?P<plan>.+?)(?:/|$)")
@@ -110,18 +120,68 @@ def study() -> SeedStudy:
 @cached
 def recall_study() -> SeedStudy:
     """``recall`` at longer contexts (regions ``plans-recall-*``), its own Holm family."""
-    return _study(RECALL_LENGTHS, {"recall": RECALL_FILE}, _parser(RECALL_RUN, "recall", PLANS))
+    result = _study(RECALL_LENGTHS, {"recall": RECALL_FILE}, _parser(RECALL_RUN, "recall", PLANS))
+    add_present(result.baselines, RECALL_SYMBOLS, RECALL_LENGTHS, RECALL_FILE)
+    return result
 
 
 @cached
 def recall_short_study() -> SeedStudy:
     """``recall`` where all-global RoPE learns 1× (regions ``plans-recall-short-*``)."""
     parse = _parser(RECALL_SHORT_RUN, "recall", RECALL_SHORT_PLANS)
-    return _study(RECALL_SHORT_LENGTHS, {"recall": RECALL_SHORT_FILE}, parse, RECALL_SHORT_PLANS)
+    result = _study(RECALL_SHORT_LENGTHS, {"recall": RECALL_SHORT_FILE}, parse, RECALL_SHORT_PLANS)
+    add_present(result.baselines, RECALL_SHORT_SYMBOLS, RECALL_SHORT_LENGTHS, RECALL_SHORT_FILE)
+    return result
 
 
 @cached
 def mlm_study() -> SeedStudy:
     """MLM on the bundled corpus (regions ``plans-mlm-*``): loss, lower is better."""
     parse = _parser(MLM_RUN, "mlm", MLM_PLANS)
-    return _study(MLM_LENGTHS, {"mlm": MLM_FILE}, parse, MLM_PLANS, "loss", "L")
+    result = _study(MLM_LENGTHS, {"mlm": MLM_FILE}, parse, MLM_PLANS, "loss", "L")
+    result.baselines = {
+        (task, IN_SAMPLE if rule == "unigram" else rule, n): value
+        for (task, rule, n), value in result.baselines.items()
+    }
+    return result
+
+
+def recall_order() -> str:
+    """Region ``plans-recall-order``: per plan of the ``recall`` setting all-global RoPE
+    learns, the longest length solved on every seed, whether every seed is below the best
+    baseline at 1×, and what the paired tests can say about the ordering."""
+    study = recall_short_study()
+    if not study.tasks():
+        return "_Not run yet._"
+    first, last = study.lengths[0], study.lengths[-1]
+    rows = []
+    for name in study.order["recall"]:
+        solved = [
+            n
+            for n in study.lengths
+            if study.solved("recall", name, n)[0] == study.solved("recall", name, n)[1] > 0
+        ]
+        longest = study.times(max(solved)) if solved else "none"
+        below = (
+            " (every seed below the best baseline at 1×: the lookup is not learnt)"
+            if study.below_baseline("recall", name, first)
+            else ""
+        )
+        rows.append(f"`{name}`: {longest}{below}")
+    separated = [key for key, (_, _, p) in study.pairs.items() if verdict(p) != "n.s."]
+    seeds = min(len(a) for a, _, _ in study.pairs.values())
+    floor = smallest_p(seeds)
+    tested = (
+        f"{len(separated)} of {len(study.pairs)} paired cells against `{study.reference}` are "
+        "separated after Holm"
+        if separated
+        else f"No paired cell against `{study.reference}` is separated (with {seeds} seeds the "
+        f"exact test's floor is p = {floor:.4g}"
+        + (f" > α = {ALPHA}" if floor > ALPHA else "")
+        + "), so this ordering rests on solved counts over seeds, not on a test"
+    )
+    return (
+        f"Longest length solved on every seed (exact match ≥ {SOLVED}), of "
+        f"{', '.join(study.times(n) for n in study.lengths)}; 16 keys cap the test at "
+        f"{study.times(last)}: " + "; ".join(rows) + f". {tested}."
+    )

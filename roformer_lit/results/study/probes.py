@@ -8,7 +8,7 @@ Raw outputs read: the ``extrapolate`` outputs :data:`RAW` in ``docs/bench/``
 positions, ``--positions random``, the others at the ordinary positions). Baselines are
 computed here on the very sequences those runs were evaluated on (data seed 0, 256
 sequences per length: the study's settings), by :mod:`roformer_lit.data.probes.baselines`.
-Statistics: :mod:`roformer_lit.results.statistics` (paired t-test by seed, Holm over every
+Statistics: :mod:`.exact` (exact sign-flip test by seed, Holm over every
 off/on cell compared, 95 % t-intervals).
 """
 
@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from roformer_lit.data.probes import PROBE_TASKS, ProbeValidation, baseline_scores
 from roformer_lit.errors import ConfigError
-from roformer_lit.results.statistics import holm, mean_interval, paired_t_test, verdict
-from roformer_lit.results.study.paired import holm_family, mark
+from roformer_lit.results.statistics import holm, mean_interval, verdict
+from roformer_lit.results.study.exact import sign_flip_p, smallest_p
+from roformer_lit.results.study.paired import holm_family, mark, sides
 from roformer_lit.results.study.places import PLACES, cached
 from roformer_lit.results.study.reading import read_text
 from roformer_lit.results.study.words import PROBE_LENGTHS, TIMES, names, span
@@ -284,7 +285,7 @@ def _pairs_table(tasks: list[str], with_task: bool) -> str:
                 before, after, p = cells[(scheme, task, n)]
                 row.append(
                     f"{statistics.fmean(before):.3f} → {statistics.fmean(after):.3f} "
-                    f"{mark(before, after, p)}"
+                    f"{mark(before, after, p)} {sides(before, after)}"
                 )
             lead = f"| {scheme} | " + (f"{task} | " if with_task else "")
             lines.append(lead + " | ".join(row) + " |")
@@ -322,11 +323,12 @@ def rp_counts() -> str:
     sort_up = [n for n in LENGTHS[1:] if count(["sort"], n)[0] == len(SCHEMES[1:])]
     sort_every = [n for n in LENGTHS[1:] if count(["sort"], n)[3] == len(SCHEMES[1:])]
     return (
-        f"Paired t-test by seed (three seeds), Holm-corrected over all {family} off/on cells "
-        f"of both tables. Of the {pairs} scheme × task pairs on `copy`, `reverse` and "
+        f"Exact sign-flip test by seed (three seeds: it cannot go below "
+        f"p = {smallest_p(3):g}, so no cell can be separated at α = 0.05), Holm-corrected over "
+        f"all {family} off/on cells of both tables. Of the {pairs} scheme × task pairs on `copy`, `reverse` and "
         f"`odds_first`, at 2× {up2} are separated upwards, {down2} downwards and {ns2} are "
-        f"n.s. ({every2} are higher with randomized positions on every seed, which with "
-        "three seeds a sign test would give p = 0.25 each). At the training length "
+        f"n.s. ({every2} are higher with randomized positions on every seed, the strongest "
+        "evidence three seeds can give). At the training length "
         f"{down1} are separated downwards (a cost), {up1} upwards, {ns1} n.s. On `sort`, all "
         f"nine schemes are higher on every seed at "
         f"{names([TIMES[n] for n in sort_every]) if sort_every else 'no length past 1×'}, "
@@ -386,14 +388,14 @@ def prope() -> str:
                 common = sorted(set(full) & set(by_seed))
                 for n in LENGTHS[:3]:
                     tests.append(
-                        paired_t_test(
+                        sign_flip_p(
                             [full[s][n][0] for s in common], [by_seed[s][n][0] for s in common]
                         )
                     )
     separated = sum(verdict(p) != "n.s." for p in holm(tests))
     lines += [
         "",
-        f"Against full `rope` by seed (paired t-test, Holm over the {len(tests)} cells): "
+        f"Against full `rope` by seed (exact sign-flip test, Holm over the {len(tests)} cells): "
         f"{separated} separated, {len(tests) - separated} n.s.",
     ]
     return "\n".join(lines)

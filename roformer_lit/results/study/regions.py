@@ -14,8 +14,18 @@ import statistics
 from collections.abc import Callable
 
 from roformer_lit.errors import ConfigError, one_line
-from roformer_lit.results.study import budget, mlm, plans, probes, selected
+from roformer_lit.results.study import (
+    budget,
+    figures,
+    locality,
+    mlm,
+    plans,
+    probes,
+    readme,
+    selected,
+)
 from roformer_lit.results.study.bridge import bridge
+from roformer_lit.results.study.streams import data_seed
 
 START = re.compile(r"<!-- generated: (?P<name>[a-z0-9_-]+) -->\n")
 END = "<!-- end generated -->"
@@ -40,11 +50,14 @@ REGIONS: dict[str, Callable[[], str]] = {
     "plans-recall-short-table": lambda: plans.recall_short_study().table(),
     "plans-recall-short-pairs": lambda: plans.recall_short_study().pairs_table(),
     "plans-recall-short-findings": lambda: plans.recall_short_study().findings(),
+    "plans-recall-order": plans.recall_order,
     "plans-mlm-table": lambda: plans.mlm_study().table(),
     "plans-mlm-pairs": lambda: plans.mlm_study().pairs_table(),
     "plans-mlm-findings": lambda: plans.mlm_study().findings(),
     "mlm-sweep": mlm.mlm_sweep,
     "position-lr": mlm.position_lr,
+    "locality": locality.locality,
+    "position-lr-table": locality.position_lr_table,
     "training-length": probes.training_length,
     "beyond-2x": probes.beyond,
     "rp-pairs": probes.rp_pairs,
@@ -52,6 +65,12 @@ REGIONS: dict[str, Callable[[], str]] = {
     "rp-counts": probes.rp_counts,
     "recall": probes.recall,
     "prope": probes.prope,
+    "data-seed": data_seed,
+    "prope-turns": selected.prope_turns,
+    "figure-schemes": lambda: figures.embed("schemes", "test accuracy against length per scheme"),
+    "figure-budget": lambda: figures.embed("budget", "accuracy at 1x against training step"),
+    "figure-plans": lambda: figures.embed("plans", "accuracy against length per layer plan"),
+    "readme-findings": readme.findings,
 }
 
 #: What a region's function raises when the raw outputs lack what it states (a file cut

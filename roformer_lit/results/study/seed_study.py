@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roformer_lit.results.statistics import mean_interval, verdict
-from roformer_lit.results.study.paired import Pair, by_common_seed, holm_family
+from roformer_lit.results.study.paired import Pair, by_common_seed, cell, holm_family, power
 from roformer_lit.results.study.reading import csv_rows
 from roformer_lit.results.study.words import NOT_RUN, SOLVED, names
 
@@ -101,6 +101,12 @@ class SeedStudy:
         best = self.best_baseline(task, n)[1]
         return bool(values) and all(self.better(v, best) for v in values.values())
 
+    def below_baseline(self, task: str, name: str, n: int) -> bool:
+        """Every seed worse than the task's best baseline at ``n``."""
+        values = self.values(task, name, n)
+        best = self.best_baseline(task, n)[1]
+        return bool(values) and all(self.better(best, v) for v in values.values())
+
     def solved(self, task: str, name: str, n: int) -> tuple[int, int]:
         """(seeds with exact match >= :data:`SOLVED`, seeds)."""
         exact = self.values(task, name, n, "exact")
@@ -163,10 +169,7 @@ class SeedStudy:
                     continue
                 row = []
                 for n in self.lengths:
-                    ref, other, p = self.pairs[(task, name, n)]
-                    diff = statistics.fmean(other) - statistics.fmean(ref)
-                    separated = verdict(p) != "n.s."
-                    row.append(f"**{diff:+.3f}** (p={p:.2g})" if separated else f"{diff:+.3f} n.s.")
+                    row.append(cell(*self.pairs[(task, name, n)]))
                 lines.append(f"| {task} | `{name}` | " + " | ".join(row) + " |")
         return "\n".join(lines)
 
@@ -205,12 +208,12 @@ class SeedStudy:
                 rule, value = self.best_baseline(task, n)
                 below = [f"`{v}`" for v in order if self.above_baseline(task, v, n)]
                 text += (
-                    f"Below the `{rule}` baseline's loss ({value:.3f}) on every seed at "
+                    f"Below the `{rule}` loss ({value:.3f}) on every seed at "
                     f"{self.times(n)}: {names(below)}. "
                 )
             text += self.against_reference(task)
             parts.append(text)
-        return "\n\n".join(parts)
+        return "\n\n".join([*parts, power(self.pairs, "nats")])
 
     def findings(self) -> str:
         """Per task: who solves at 1× (every seed, some seeds), who solves past it, who is
@@ -246,16 +249,17 @@ class SeedStudy:
             text += (
                 f"Past 1×, runs that solve: {names(past)}. " if past else "No run solves past 1×. "
             )
-            for n in self.lengths[1:]:
+            for n in self.lengths:
                 rule, value = self.best_baseline(task, n)
                 above = [f"`{v}`" for v in order if self.above_baseline(task, v, n)]
+                below = [f"`{v}`" for v in order if self.below_baseline(task, v, n)]
                 text += (
-                    f"Above the best baseline on every seed at {self.times(n)} (`{rule}`, "
-                    f"{value:.3f}): {names(above)}. "
+                    f"At {self.times(n)} against the best baseline (`{rule}`, {value:.3f}), "
+                    f"above on every seed: {names(above)}; below on every seed: {names(below)}. "
                 )
             text += self.against_reference(task)
             parts.append(text)
-        return "\n\n".join(parts)
+        return "\n\n".join([*parts, power(self.pairs)])
 
 
 def run_pattern(sweep: str, variant: str, tasks: list[str], tail: str = "") -> re.Pattern[str]:

@@ -17,12 +17,13 @@ over the rates its own runs have (the findings say which). Raw outputs read, all
   learning rate's runs are reported; the selection never reads this file.
 
 Statistics (:mod:`roformer_lit.results.statistics`): 95 % Student-t intervals over seeds; each
-variant against ``rope`` (base 10,000) by a paired t-test over seeds, Holm-corrected over every
+variant against ``rope`` (base 10,000) by the exact sign-flip test over seeds, Holm-corrected over every
 cell of the comparison table.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 
@@ -32,6 +33,7 @@ from roformer_lit.results.statistics import (
     prediction_interval,
     verdict,
 )
+from roformer_lit.results.study.paired import cell
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import csv_rows, optional
 from roformer_lit.results.study.seed_study import TEST_COLUMNS, SeedStudy, read_test_csv
@@ -308,12 +310,10 @@ def prope() -> str:
             diff = statistics.fmean(other) - statistics.fmean(ref)
             if verdict(p) != "n.s.":
                 separated.append(f"`{task}` at n={n} ({diff:+.3f})")
-                row.append(f"**{diff:+.3f}** (p={p:.2g})")
-            else:
-                row.append(f"{diff:+.3f} n.s.")
+            row.append(cell(ref, other, p))
         lines.append(f"| {task} | " + " | ".join(row) + " |")
     summary = (
-        f"p-RoPE minus RoPE, both at base 100 (accuracy, paired by seed, Holm over these "
+        f"p-RoPE minus RoPE, both at base 100 (accuracy, paired by seed, exact sign-flip test, Holm over these "
         f"{len(control.pairs)} cells): "
         + (
             "separated at " + ", ".join(separated) + "; every other cell not separated."
@@ -322,3 +322,32 @@ def prope() -> str:
         )
     )
     return "\n".join(lines) + "\n\n" + summary
+
+
+#: The study encoder's head size (hidden 64 / 4 heads, ``configs/probes/study.yaml``) and
+#: its longest training sequence (n = 16: 16 symbols, ``[SEP]``, 16 answer slots).
+HEAD_SIZE = 16
+TRAINING_TOKENS = 33
+PROPE_FRACTION = 0.25
+
+
+def unrotated_turns(base: float) -> list[float]:
+    """The largest angle (rad) each frequency pair p-RoPE leaves unrotated would turn over
+    the training sequence: ``(T - 1) · base^(-2i/d)`` for the lowest ``u · d/2`` pairs
+    (RoPE's ``inv_freq``; :class:`~roformer_lit.positions.rope.RotaryPosition`)."""
+    pairs = HEAD_SIZE // 2
+    kept = math.floor((1 - PROPE_FRACTION) * pairs + 1e-9)
+    return [(TRAINING_TOKENS - 1) * base ** (-2 * i / HEAD_SIZE) for i in range(kept, pairs)]
+
+
+def prope_turns() -> str:
+    """The sentence of how far p-RoPE's unrotated pairs would turn at base 10,000 and 100."""
+    pairs = HEAD_SIZE // 2
+    low_base, high_base = unrotated_turns(10000.0), unrotated_turns(100.0)
+    return (
+        f"With head size {HEAD_SIZE} ({pairs} frequency pairs), p-RoPE with unrotated "
+        f"fraction {PROPE_FRACTION:g} leaves the lowest {len(low_base)} pairs unrotated. Over "
+        f"a {TRAINING_TOKENS}-token training sequence those pairs would turn by at most "
+        f"{max(low_base):.3f} rad at base 10,000, so there p-RoPE equals RoPE almost by "
+        f"construction, and by {min(high_base):.2f}–{max(high_base):.2f} rad at base 100."
+    )

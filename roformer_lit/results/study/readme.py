@@ -1,0 +1,155 @@
+"""The README's findings: a table of task × finding × evidence, every cell from the studies'
+cells (region ``readme-findings`` of ``README.md``, written by ``scripts/study_pages.py``).
+
+A finding with no separated paired cell says "no evidence either way" with the smallest
+difference the family could have detected (:func:`~.paired.power`'s numbers).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from roformer_lit.results.statistics import verdict
+from roformer_lit.results.study import budget, figures, plans, selected
+from roformer_lit.results.study.exact import ALPHA, detectable, differences, effect, smallest_p
+from roformer_lit.results.study.seed_study import SeedStudy
+from roformer_lit.results.study.streams import data_seeds
+from roformer_lit.results.study.words import SOLVED, names
+
+TASKS_PAGE = "docs/studies/position-tasks.md"
+PLANS_PAGE = "docs/studies/layer-plans.md"
+
+
+def _reach(family: dict) -> str:
+    """How many paired cells are separated (or why none can be), how many have every seed on
+    one side, and the t-approximation's smallest detectable difference."""
+    if not family:
+        return "not run"
+    n = min(len(a) for a, _, _ in family.values())
+    spread = statistics.median(statistics.stdev(differences(a, b)) for a, b, _ in family.values())
+    separated = sum(verdict(p) != "n.s." for _, _, p in family.values())
+    agree = sum((e := effect(a, b)).up == e.n or e.down == e.n for a, b, _ in family.values())
+    floor = smallest_p(n)
+    head = (
+        f"{separated} of {len(family)} paired cells separated after Holm"
+        if separated
+        else f"no paired cell separated ({n} seeds: the exact test's floor p = {floor:.4g}"
+        + (f" > {ALPHA}" if floor > ALPHA else "")
+        + "): no test-backed evidence either way"
+    )
+    return (
+        f"{head}; {agree} of {len(family)} cells have every seed on one side (unadjusted "
+        f"p = {floor:.4g} each); a t-test would need a mean difference of "
+        f"≈ {detectable(spread, n):.3f}"
+    )
+
+
+def _solved_every(study: SeedStudy, task: str, n: int) -> list[str]:
+    return [
+        f"`{v}`"
+        for v in study.order[task]
+        if study.solved(task, v, n)[1]
+        and study.solved(task, v, n)[0] == study.solved(task, v, n)[1]
+    ]
+
+
+def _above(study: SeedStudy, task: str, n: int) -> list[str]:
+    return [f"`{v}`" for v in study.order[task] if study.above_baseline(task, v, n)]
+
+
+def findings() -> str:
+    rows = []
+    link = f"[position tasks]({TASKS_PAGE}#every-scheme-at-its-selected-learning-rate)"
+    schemes = selected.study()
+    for task in schemes.tasks():
+        first, last = schemes.lengths[0], schemes.lengths[-1]
+        past = sum(
+            schemes.solved(task, v, n)[0] > 0
+            for v in schemes.order[task]
+            for n in schemes.lengths[1:]
+        )
+        above = "; ".join(
+            f"{schemes.times(n)}: {names(_above(schemes, task, n))}" for n in schemes.lengths[1:]
+        )
+        rows.append(
+            (
+                task,
+                f"solved (exact ≥ {SOLVED}) on every seed at 1× by {names(_solved_every(schemes, task, first))}; "
+                f"runs solving a length past 1× (up to {schemes.times(last)}): {past}",
+                f"above the best baseline on every seed, {above}; {link}",
+            )
+        )
+    rows.append(
+        (
+            "all four, against rope",
+            f"each scheme minus `rope`, paired by seed, "
+            f"{schemes.times(schemes.lengths[0])} to {schemes.times(schemes.lengths[-1])}",
+            f"{_reach(schemes.pairs)}; {link}",
+        )
+    )
+    tests = budget.budget_tests()
+    if tests:
+        rows.append(
+            (
+                "copy, reverse: budget",
+                "randomized positions on minus off, paired by seed, at every budget and length",
+                f"{_reach(tests)}; [budget]({TASKS_PAGE}#budget-does-the-1-cost-of-randomized-positions-close-with-training)",
+            )
+        )
+    short = plans.recall_short_study()
+    if short.tasks():
+        solving = [
+            f"`{v}` at {names([short.times(n) for n in short.lengths if short.solved('recall', v, n)[0] == short.solved('recall', v, n)[1] > 0])}"
+            for v in short.order["recall"]
+            if any(
+                short.solved("recall", v, n)[0] == short.solved("recall", v, n)[1] > 0
+                for n in short.lengths
+            )
+        ]
+        rows.append(
+            (
+                "recall (32 symbols)",
+                f"plans solving on every seed: {names(solving)}; 16 keys cap the test at "
+                f"{short.times(short.lengths[-1])}",
+                f"{_reach(short.pairs)}; [layer plans]({PLANS_PAGE}#recall-where-the-all-global-model-learns-1)",
+            )
+        )
+    mlm = plans.mlm_study()
+    if mlm.tasks():
+        lower = [
+            f"`{v}`"
+            for v in mlm.order["mlm"]
+            if v != mlm.reference
+            and all(
+                statistics.fmean(mlm.values("mlm", v, n).values())
+                < statistics.fmean(mlm.values("mlm", mlm.reference, n).values())
+                for n in mlm.lengths
+            )
+        ]
+        rows.append(
+            (
+                "MLM, 600 steps",
+                f"mean loss below all-global RoPE's at every length (1×–16×): {names(lower)}",
+                f"{_reach(mlm.pairs)} (nats); [layer plans]({PLANS_PAGE}#mlm-on-the-bundled-corpus)",
+            )
+        )
+    found = data_seeds()
+    shared = sorted({v for _, data in found.values() for v in data})
+    if all(len(data) == 1 for _, data in found.values()):
+        rows.append(
+            (
+                "every study",
+                f"seeds vary the initialisation only: every run has `data.seed` "
+                f"{names([str(v) for v in shared])}, one training stream and one test set",
+                "the intervals and tests cover initialisation, not the data; "
+                f"[what the seeds vary]({TASKS_PAGE}#at-the-training-length)",
+            )
+        )
+    # task names bare: a row starting "| `name` |" is the README's scheme table's form
+    lines = ["| task | finding | evidence |", "|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return (
+        figures.embed("schemes", "test accuracy against length per scheme", "docs/studies/figures/")
+        + "\n\n"
+        + "\n".join(lines)
+    )
