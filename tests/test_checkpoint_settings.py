@@ -160,16 +160,25 @@ def test_a_typed_value_that_differs_does_what_the_table_says(name, resume):
         assert notes == []
 
 
+def _filled(name: str, value: object) -> dict:
+    """The fill setting ``name`` to the run's ``value``: a data value names the run's class
+    (the parser reads a section without one as the default class's)."""
+    section, key = name.split(".")
+    if section == "model":
+        return {"model": {key: value}}
+    owner = next(cls for cls in DATA_MODULES if key in cls.arguments())
+    return {"data": {"class_path": class_path(owner), "init_args": {key: value}}}
+
+
 @pytest.mark.parametrize("resume", [False, True], ids=["evaluate", "resume"])
 @pytest.mark.parametrize("name", sorted(CHECKPOINT_SETTINGS))
 def test_an_untyped_value_is_the_runs(name, resume):
-    section, key = name.split(".")
     checkpoint, config = _checkpoint(name, "theirs"), _config(name, "ours")
     fill, notes = checkpoint_settings(checkpoint, config, set(), resume, "run.ckpt")
-    assert fill == {section: {key: "theirs"}} and notes == []
+    assert fill == _filled(name, "theirs") and notes == []
     # from a --config file: replaced, and the note says so
     fill, notes = checkpoint_settings(checkpoint, config, set(), resume, "run.ckpt", {name})
-    assert fill == {section: {key: "theirs"}}
+    assert fill == _filled(name, "theirs")
     assert len(notes) == 1 and f"{name}='ours' -> 'theirs'" in notes[0]
 
 

@@ -272,18 +272,21 @@ def saved_settings(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
 def _data_section(
     section: Any, saved: Mapping[str, Any], typed: set[str]
 ) -> tuple[type | None, dict[str, Any]]:
-    """(the data module class to switch to, None: the command's; the command's data
-    settings as the checkpoint's class has them). The class follows the checkpoint's
-    settings (:func:`~roformer_lit.data.modules.data_class_for`: ``probe`` picks it, in
-    an earlier version's flat settings too) unless ``data.probe`` was typed; a switch
-    leaves the command's values of the keys both classes take."""
+    """(the data module class the run had, None: the command's; the command's data
+    settings as that class has them). The class follows the checkpoint's settings
+    (:func:`~roformer_lit.data.modules.data_class_for`: ``probe`` picks it, in an earlier
+    version's flat settings too) unless ``data.probe`` was typed; :func:`checkpoint_settings`
+    names it in the fill even where the command's is the same: values filled without a
+    ``class_path`` are read against the parser's default class (the corpus), which refused
+    a position task's keys when the task's own config was given (``validate --config
+    configs/probes/copy.yaml``). A switch leaves the command's values of the keys both classes take."""
     ours_class, ours = complete_settings(section)
     theirs = {k.split(".", 1)[1]: v for k, v in saved.items() if k.startswith("data.")}
     if not theirs or "data.probe" in typed:
         return None, ours
     theirs_class = data_class_for(theirs)
     if theirs_class is ours_class:
-        return None, ours
+        return theirs_class, ours
     accepted = theirs_class.arguments()
     switched = {**accepted, **{k: v for k, v in ours.items() if k in accepted}}
     return theirs_class, switched
@@ -316,7 +319,7 @@ def checkpoint_settings(
         sections["data"] = config.get("data")
     elif config.get("data") is not None:
         data_class, sections["data"] = _data_section(config.get("data"), saved_all, typed)
-        if data_class is not None:
+        if data_class is not None and data_class is not complete_settings(config["data"])[0]:
             fill["data"] = {"class_path": class_path(data_class), "init_args": {}}
     for name, saved in sorted(saved_all.items()):
         section, key = name.split(".", 1)
@@ -348,6 +351,10 @@ def checkpoint_settings(
             notes.append(
                 f"note: {doing} {name}={_plain(ours)!r}, the run trained at {_plain(saved)!r}"
             )
+    if data_class is not None and "data" in fill and "init_args" not in fill["data"]:
+        # named even where the command's class is the run's: values given without it are
+        # read against the parser's default class (the corpus)
+        fill["data"] = {"class_path": class_path(data_class), "init_args": fill["data"]}
     if replaced:
         notes.insert(
             0,
