@@ -45,6 +45,7 @@ FAST_MODULES = frozenset(
         "test_tool_arguments",
         "test_config_composition",
         "test_run_name",
+        "test_plan_identity",
         "test_checkpoint_settings",
         "test_encoder_config",
         "test_total_steps",
