@@ -92,7 +92,7 @@ def test_by_takes_the_metric_as_every_table_names_it(sweep, tmp_path, logged, na
     rows = [_compare(root, None, tmp_path / by, by=by) for by in (logged, name)]
     for table in rows:  # the text that says which name was given aside
         for row in table:
-            assert row.pop("selected_by").startswith("mean val")
+            assert row.pop("selected_by").startswith("mean ")
     assert rows[0] == rows[1]
 
 
