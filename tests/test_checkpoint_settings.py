@@ -242,3 +242,43 @@ def test_same_setting(ours, theirs, same):
 
     assert same_setting(ours, theirs) is same
     assert same_setting(theirs, ours) is same
+
+
+#: (the run's plan, the command's plan, whether they build the same layers), on a RoPE model.
+RESUMED_PLANS = {
+    "layers for the pattern": (
+        {"pattern": ["local", "global"], "types": {"local": {"window": 8}}},
+        {"layers": ["local", "global"] * 2, "types": {"local": {"window": 8}}},
+        True,
+    ),
+    "the base as an integer": (
+        {"pattern": ["g", "l"], "types": {"g": {"position_kwargs": {"base": 160000.0}}}},
+        {"pattern": ["g", "l"], "types": {"g": {"position_kwargs": {"base": 160000}}}},
+        True,
+    ),
+    "another window": (
+        {"pattern": ["local", "global"], "types": {"local": {"window": 8}}},
+        {"layers": ["local", "global"] * 2, "types": {"local": {"window": 16}}},
+        False,
+    ),
+    "another global scheme": (
+        {"pattern": ["l", "g"], "types": {"g": {"position": "nope"}}},
+        {"pattern": ["l", "g"], "types": {"g": {"position": "alibi"}}},
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RESUMED_PLANS))
+def test_a_typed_plan_that_builds_the_runs_layers_resumes(case):
+    theirs, ours, same = RESUMED_PLANS[case]
+    checkpoint = {"hyper_parameters": {"position": "rope", "layer_plan": theirs}}
+    config = {"model": {"position": "rope", "layer_plan": ours}, "data": {}}
+    if not same:
+        with pytest.raises(ConfigError, match="layer_plan"):
+            checkpoint_settings(checkpoint, config, {"model.layer_plan"}, True, "run.ckpt")
+        return
+    assert checkpoint_settings(checkpoint, config, {"model.layer_plan"}, True, "run.ckpt") == (
+        {},
+        [],
+    )

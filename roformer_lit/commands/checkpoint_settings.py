@@ -31,12 +31,13 @@ always the command's. A tokenizer change is refused after the data module is bui
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from roformer_lit.data.modules import class_path, complete_settings, data_class_for
 from roformer_lit.encoder_config import ENCODER_FIELDS
 from roformer_lit.errors import ConfigError
+from roformer_lit.plan_identity import plain, same_plan
 
 REFUSE, NOTICE, QUIET = "refuse", "notice", "quiet"
 
@@ -118,6 +119,14 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
     "data.max_train_blocks": (QUIET, REFUSE),
 }
 
+
+#: Settings whose value is compared as what it builds, given the two ``model`` sections
+#: (the command's, the run's): a layer plan written with ``layers:`` is the run's
+#: ``pattern:`` plan (:func:`~roformer_lit.plan_identity.same_plan`). Every other setting
+#: compares as plain data (:func:`same_setting`).
+SAME_BY: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], bool]] = {
+    "model.layer_plan": same_plan,
+}
 
 #: Sections a checkpoint fills, and where the checkpoint keeps each one's settings.
 SECTIONS = {"model": "hyper_parameters", "data": "datamodule_hyper_parameters"}
@@ -292,6 +301,16 @@ def _data_section(
     return theirs_class, switched
 
 
+def _equivalent(name: str, model: Any, saved: Mapping[str, Any]) -> bool:
+    """Whether setting ``name`` of the command's ``model`` section builds what the run's
+    (``saved``: :func:`saved_settings`) built, for a setting of :data:`SAME_BY`."""
+    same = SAME_BY.get(name)
+    if same is None or model is None:
+        return False
+    theirs = {k.split(".", 1)[1]: v for k, v in saved.items() if k.startswith("model.")}
+    return same(plain(model), theirs)
+
+
 def checkpoint_settings(
     checkpoint: Mapping[str, Any],
     config: Any,
@@ -327,7 +346,7 @@ def checkpoint_settings(
         if current is None or key not in current or name in MACHINE_SETTINGS:
             continue
         ours = current.get(key)
-        if same_setting(ours, saved):
+        if same_setting(ours, saved) or _equivalent(name, sections["model"], saved_all):
             continue
         if name not in typed:
             target = fill.setdefault(section, {})
