@@ -72,22 +72,32 @@ def _layer_names(plan: Mapping[str, Any]) -> list[str] | None:
 
 def canonical_plan(plan: Any, position: Any, position_kwargs: Any = None) -> Any:
     """``plan`` (``model.layer_plan``) in the one form of the module docstring, for a model
-    whose scheme is ``position`` with options ``position_kwargs``; None for no plan."""
+    whose scheme is ``position`` with options ``position_kwargs``; None for no plan; a
+    plan that is not well formed as plain data, as it is."""
+    well_formed, form = plan_form(plan, position, position_kwargs)
+    return form if well_formed else number(plain(plan))
+
+
+def plan_form(plan: Any, position: Any, position_kwargs: Any = None) -> tuple[bool, Any]:
+    """(whether ``plan`` is well formed, its one form): :func:`canonical_plan`, saying
+    whether it could be read."""
     plan = plain(plan)
+    if plan is None:
+        return True, None
     if not isinstance(plan, Mapping):
-        return plan
+        return False, plan
     names = _layer_names(plan)
     types = plan.get("types") if plan.get("types") is not None else {}
     base = number(plain(position_kwargs) or {})
     if names is None or not isinstance(types, Mapping) or not isinstance(base, Mapping):
-        return number(plan)
+        return False, plan
     pattern = shortest_period(names)
     canonical: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(pattern):
         settings = types.get(name) if types.get(name) is not None else {}
         own = settings.get("position_kwargs") if isinstance(settings, Mapping) else None
         if not isinstance(settings, Mapping) or not isinstance(own or {}, Mapping):
-            return number(plan)
+            return False, plan
         scheme = settings.get("position", position)
         own = number(own or {})
         if scheme == position:
@@ -103,8 +113,8 @@ def canonical_plan(plan: Any, position: Any, position_kwargs: Any = None) -> Any
             entry["window"] = number(settings["window"])
         canonical[name] = entry
     if not any(canonical.values()):
-        return None
-    return {"pattern": pattern, "types": {n: e for n, e in canonical.items() if e}}
+        return True, None
+    return True, {"pattern": pattern, "types": {n: e for n, e in canonical.items() if e}}
 
 
 def model_plan(model: Mapping[str, Any]) -> Any:
@@ -120,4 +130,12 @@ def same_plan(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
     return model_plan(plain(ours)) == model_plan(plain(theirs))
 
 
-__all__ = ["canonical_plan", "model_plan", "number", "plain", "same_plan", "shortest_period"]
+__all__ = [
+    "canonical_plan",
+    "model_plan",
+    "number",
+    "plain",
+    "plan_form",
+    "same_plan",
+    "shortest_period",
+]

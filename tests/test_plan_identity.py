@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from roformer_lit.layer_plan import plan_label
 from roformer_lit.plan_identity import canonical_plan, same_plan, shortest_period
+from roformer_lit.plan_labels import read_label, written_plan
 from roformer_lit.results.compare.runs import RunSummary
 from roformer_lit.results.compare.select import select
 from roformer_lit.results.compare.variants import variant_labels
@@ -172,3 +174,107 @@ def test_select_keeps_plans_that_differ_in_any_setting_in_groups_of_their_own(ca
     ]
     groups = select(runs, "learning_rate", "val_acc")
     assert len(groups) == 2 and all(len(g.runs) == 2 for g in groups)
+
+
+# -- labels: injective over settings, one spelling --------------------------------------------
+
+#: Pairs of plans that build different layers but whose labels once collided (or could).
+COLLIDING = {
+    "a type named local8 against local with window 8": (
+        {"pattern": ["local8", "global"], "types": {"local8": {"position": "nope"}}},
+        {"pattern": ["local", "global"], "types": {"local": {"window": 8, "position": "nope"}}},
+    ),
+    "a type named localx against local repeated": (
+        {"pattern": ["localx", "g"], "types": {"localx": {"window": 2}, "g": {"window": 4}}},
+        {"pattern": ["local", "local", "g"], "types": {"local": {"window": 4}, "g": {"window": 4}}},
+    ),
+    "a scheme with digits against an option": (
+        {"pattern": ["g", "l"], "types": {"g": {"position": "t5"}, "l": {"window": 8}}},
+        {"pattern": ["g", "l"], "types": {"g": {"position_kwargs": {"t": 5}}, "l": {"window": 8}}},
+    ),
+    "a fractional option against two fields": (
+        {
+            "pattern": ["g", "l"],
+            "types": {"g": {"position_kwargs": {"a": 0.5}}, "l": {"window": 8}},
+        },
+        {
+            "pattern": ["g", "l"],
+            "types": {"g": {"position_kwargs": {"a": 0, "b": 5}}, "l": {"window": 8}},
+        },
+    ),
+    "a type named like a digest": (
+        {"pattern": ["l", "deadbeef"], "types": {"l": {"window": 8}}},
+        {"pattern": ["l"], "types": {"l": {"window": 8}}},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COLLIDING))
+def test_labels_of_different_plans_differ(case):
+    first, second = COLLIDING[case]
+    assert plan_label(first) != plan_label(second)
+    for plan in (first, second):  # a label read back is its plan, or it carries a digest
+        label = plan_label(plan)
+        assert read_label(label) == written_plan(plan) or read_label(label) is None
+
+
+@pytest.mark.parametrize("case", sorted(EQUIVALENT))
+def test_one_plan_written_two_ways_has_one_label_where_its_types_write_the_same(case):
+    first, second = EQUIVALENT[case]
+    if case in ("the model's own scheme named",):  # a type's own scheme is written
+        return
+    assert plan_label(first) == plan_label(second)
+
+
+@pytest.mark.parametrize(
+    "plan,label",
+    [
+        (MODERN, "global.base160000-local128.base10000x2"),
+        (
+            {"pattern": ["local", "local", "global"], "types": {"local": {"window": 128}}},
+            "local128x2-global",
+        ),
+        (
+            {"pattern": THREE, "types": {"global": {"position": "nope"}, "local": {"window": 8}}},
+            "global.nope-local8x2",
+        ),
+    ],
+)
+def test_plain_plans_keep_short_labels_in_one_spelling(plan, label):
+    assert plan_label(plan) == label
+    assert read_label(label) == written_plan(plan)
+
+
+def test_a_recipe_run_is_named_for_its_recipe_and_what_differs():
+    import yaml
+    from cli_helpers import CONFIGS
+
+    from roformer_lit.training.run_name import run_stem
+
+    recipe = CONFIGS / "recipes" / "modernbert.yaml"
+    own = yaml.safe_load(recipe.read_text(encoding="utf-8"))["model"]
+    size = CONFIGS / "size" / "base.yaml"
+
+    def stem(files=(), **model) -> str:
+        section = {"attention": "softmax", **own, **model}
+        config = {"config": [recipe, *files], "seed_everything": 0, "model": section}
+        return run_stem({**config, "data": {}})
+
+    typed = {
+        "pattern": ["global", "local", "local"],
+        "types": {
+            "global": {"position_kwargs": {"base": 160000}},
+            "local": {"window": 128, "position_kwargs": {"base": 10000}},
+        },
+    }
+    assert stem() == "modernbert-seed0"
+    assert stem([size]) == "modernbert-seed0"
+    assert stem(layer_plan=typed) == "modernbert-seed0"  # the recipe's plan, typed
+    assert stem(block={**own["block"], "mlp": "swiglu"}) == "modernbert-seed0-mlpswiglu"
+    assert stem(attention="linear") == "modernbert-linear-seed0"
+    replaced = stem(block={"mlp": "gelu"})  # a whole block replaces the recipe's
+    assert replaced.startswith("modernbert-seed0-") and "mlpgelu" in replaced
+    assert "normdefault" in replaced
+    plain = {"config": [], "seed_everything": 0, "data": {}}
+    plain["model"] = {"position": "rope", "attention": "softmax", "layer_plan": typed}
+    assert run_stem(plain) == "rope-softmax-seed0-global.base160000-local128.base10000x2"
