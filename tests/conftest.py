@@ -46,6 +46,7 @@ FAST_MODULES = frozenset(
         "test_config_composition",
         "test_run_name",
         "test_plan_identity",
+        "test_extrapolate_overrides",
         "test_checkpoint_settings",
         "test_encoder_config",
         "test_total_steps",
