@@ -138,3 +138,23 @@ def test_bench_times_layer_plans_against_all_global_for_kernels_with_windows(cap
     )
     assert {(p, k) for p, k, *_ in rows} == {("rope", "softmax")}  # linear has no windows
     assert all(float(r) > 0 for *_, a, b in rows for r in (a, b))
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--plans", "8", "--kernels", "linear"], ["--plans 8", "windowed", "--kernels softmax"]),
+        (["--document-mask", "2", "--kernels", "linear"], ["--document-mask 2", "documents"]),
+        (["--vs-hf", "--schemes", "alibi"], ["--vs-hf", "Hugging Face", "--schemes rope"]),
+    ],
+    ids=["plans", "document-mask", "vs-hf"],
+)
+def test_an_option_whose_table_no_pair_can_fill_is_one_line(flags, words, capsys):
+    """Each option of PAIR_TABLES: exit 0 with an empty table was the bug."""
+    from roformer_lit.benchmarks.models import PAIR_TABLES
+
+    assert len(PAIR_TABLES) == 3  # a new option of that kind gets a case here
+    assert main(["bench", "--lengths", "16", *flags, *TINY_BENCH]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: bench: "), err
+    assert all(word in err[0] for word in words), err[0]
