@@ -282,3 +282,34 @@ def test_a_typed_plan_that_builds_the_runs_layers_resumes(case):
         {},
         [],
     )
+
+
+#: (the run's data class, a key only the other class takes): every such pair.
+OTHER_CLASS_KEYS = [
+    (run_class, key)
+    for run_class in DATA_MODULES
+    for other in DATA_MODULES
+    if other is not run_class
+    for key in sorted(set(other.arguments()) - set(run_class.arguments()) - {"probe"})
+]
+
+
+@pytest.mark.parametrize(
+    ("run_class", "key"), OTHER_CLASS_KEYS, ids=[f"{c.__name__}-{k}" for c, k in OTHER_CLASS_KEYS]
+)
+def test_a_typed_key_the_runs_data_module_does_not_take_is_named(run_class, key):
+    """A corpus key typed to evaluate a position-task run (or a task's key on a corpus run)
+    was dropped without a word (earlier: a vocabulary mismatch): one line naming it."""
+    other = next(cls for cls in DATA_MODULES if cls is not run_class)
+    theirs = {"probe": "copy"} if run_class is ProbeDataModule else {"max_length": 64}
+    ours = {key: "typed", **({"probe": "copy"} if other is ProbeDataModule else {})}
+    checkpoint = {"datamodule_hyper_parameters": theirs, "hyper_parameters": {}}
+    config = {"model": {}, "data": {"class_path": class_path(other), "init_args": ours}}
+    for resume in (False, True):
+        with pytest.raises(ConfigError) as info:
+            checkpoint_settings(checkpoint, config, {f"data.{key}"}, resume, "run.ckpt")
+        line = str(info.value)
+        assert "\n" not in line and f"data.{key}='typed'" in line and "run.ckpt" in line
+    # left to the command's config file, not typed: the run's own class, no refusal
+    fill, _ = checkpoint_settings(checkpoint, config, set(), False, "run.ckpt")
+    assert fill["data"]["class_path"] == class_path(run_class)

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from roformer_lit.data.modules import class_path, complete_settings, data_class_for
+from roformer_lit.data.modules import class_path, complete_settings, data_class_for, refusal
 from roformer_lit.encoder_config import ENCODER_FIELDS
 from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import plain, same_plan
@@ -279,7 +279,7 @@ def saved_settings(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _data_section(
-    section: Any, saved: Mapping[str, Any], typed: set[str]
+    section: Any, saved: Mapping[str, Any], typed: set[str], path: str = "the checkpoint"
 ) -> tuple[type | None, dict[str, Any]]:
     """(the data module class the run had, None: the command's; the command's data
     settings as that class has them). The class follows the checkpoint's settings
@@ -297,6 +297,15 @@ def _data_section(
     if theirs_class is ours_class:
         return theirs_class, ours
     accepted = theirs_class.arguments()
+    for name in sorted(typed):  # typed for the command's class, which the run's takes not
+        key = name.split(".", 1)[1] if name.startswith("data.") else ""
+        if key and key not in accepted and key in ours:
+            raise ConfigError(
+                f"checkpoint {path} is a run of {theirs_class.__name__}"
+                + (f" (data.probe={theirs['probe']!r})" if theirs.get("probe") else "")
+                + ": "
+                + refusal(theirs_class, key, ours[key], theirs.get("probe"))
+            )
     switched = {**accepted, **{k: v for k, v in ours.items() if k in accepted}}
     return theirs_class, switched
 
@@ -337,7 +346,7 @@ def checkpoint_settings(
     if config.get("data") is not None and not pretraining_data:
         sections["data"] = config.get("data")
     elif config.get("data") is not None:
-        data_class, sections["data"] = _data_section(config.get("data"), saved_all, typed)
+        data_class, sections["data"] = _data_section(config.get("data"), saved_all, typed, path)
         if data_class is not None and data_class is not complete_settings(config["data"])[0]:
             fill["data"] = {"class_path": class_path(data_class), "init_args": {}}
     for name, saved in sorted(saved_all.items()):
