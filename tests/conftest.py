@@ -47,6 +47,7 @@ FAST_MODULES = frozenset(
         "test_run_name",
         "test_plan_identity",
         "test_extrapolate_overrides",
+        "test_replaced_mappings",
         "test_checkpoint_settings",
         "test_encoder_config",
         "test_total_steps",

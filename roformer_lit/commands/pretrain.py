@@ -34,6 +34,7 @@ from roformer_lit.commands.checkpoint_settings import (
     typed_keys,
 )
 from roformer_lit.commands.prelaunch import check_fit_config
+from roformer_lit.commands.replaced_mappings import replaced_notes
 from roformer_lit.data.datamodule import PretrainDataModule
 from roformer_lit.data.modules import (
     DATA_MODULES,
@@ -124,6 +125,9 @@ class RoformerCLI(LightningCLI):
             if line is not None:
                 raise ConfigError(line) from exc
             raise
+        if _get_rank() in (None, 0):  # a mapping typed whole replaces the files' (the rule)
+            for note in replaced_notes(self._argv):
+                print(note, file=sys.stderr, flush=True)
 
     def _parse_ckpt_path(self) -> None:
         """Check ``--ckpt_path`` before anything is built: it must be a readable pretraining
