@@ -288,7 +288,9 @@ def _data_section(
     names it in the fill even where the command's is the same: values filled without a
     ``class_path`` are read against the parser's default class (the corpus), which refused
     a position task's keys when the task's own config was given (``validate --config
-    configs/probes/copy.yaml``). A switch leaves the command's values of the keys both classes take."""
+    configs/probes/copy.yaml``). A switch leaves the command's values of the keys both
+    classes take; a key typed for the command's class that the run's does not take is one
+    ConfigError line naming it."""
     ours_class, ours = complete_settings(section)
     theirs = {k.split(".", 1)[1]: v for k, v in saved.items() if k.startswith("data.")}
     if not theirs or "data.probe" in typed:

@@ -35,10 +35,10 @@ Every combination goes through the check the command runs before it starts
 (:func:`roformer_lit.commands.prelaunch.check_fit_config`, or fine-tuning's) before anything
 runs or is created, ``--dry-run`` or not; the first bad one is one line naming its run and
 the rule. ``exclude:`` drops combinations (matched by type and value, see
-:mod:`roformer_lit.sweep.spec`); excluding all of them is an error. Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0) are skipped,
+:mod:`roformer_lit.sweep.spec`); excluding all of them is an error.
+Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0) are skipped,
 once their ``config.yaml`` shows they ran with the settings the sweep gives them now (else
-one line, nothing run: :mod:`roformer_lit.sweep.finished`);
-interrupted runs resume from their ``last.ckpt``; a partial run without a checkpoint is moved
+one line, nothing run: :mod:`roformer_lit.sweep.finished`); interrupted runs resume from their ``last.ckpt``; a partial run without a checkpoint is moved
 aside to ``<version>.failed-<k>``. A failed run does not stop the others; the sweep ends with
 a summary table and exit code 1 if any run failed. SIGTERM (exit 75) or Ctrl-C (130) is
 passed on once to the running fits, which save ``last.ckpt`` and stop; nothing queued starts,

@@ -6,13 +6,14 @@ by key), written ``name=value``. A layer plan is compared as what it builds
 (:func:`roformer_lit.plan_identity.canonical_plan`: ``layers:`` and ``pattern:`` spellings
 of one plan are one variant), setting by setting: its pattern (``pattern=...``), and each
 type's scheme, options and window, named ``<type>.<setting>`` (``global.position=nope``,
-``global.base=160000``, ``local.window=128``). Keys a run does not set are left out of its label (they
-take the scheme's default); a top-level key a run does not save (a run from before the
-option existed) compares as the constructors' default (:func:`saved_defaults`). A run whose hyperparameter files could not all be read
-(``RunSummary.problems``) is *partial*: a key it lacks is unknown, not unset, and does not
-split it from the runs that have it. Seeds (``seed_everything``, the data ``seed``) and bookkeeping
-keys (:data:`IGNORED_KEYS`) never split variants: runs differing only in them are the
-seeds of one variant.
+``global.base=160000``, ``local.window=128``). Keys a run does not set are left out of its
+label (they take the scheme's default); a top-level key a run does not save (a run from
+before the option existed) compares as the constructors' default (:func:`saved_defaults`).
+A run whose hyperparameter files could not all be read (``RunSummary.problems``) is
+*partial*: a key it lacks is unknown, not unset, and does not split it from the runs that
+have it. Seeds (``seed_everything``, the data ``seed``) and bookkeeping keys
+(:data:`IGNORED_KEYS`, top-level keys only) never split variants: runs differing only in
+them are the seeds of one variant.
 
     rope-softmax
     deberta-softmax c2p=false
