@@ -10,7 +10,7 @@ from roformer_lit.layer_plan import plan_label
 from roformer_lit.plan_identity import canonical_plan, same_plan, shortest_period
 from roformer_lit.plan_labels import read_label, written_plan
 from roformer_lit.results.compare.runs import RunSummary
-from roformer_lit.results.compare.select import select
+from roformer_lit.results.compare.select import select, to_csv, to_markdown
 from roformer_lit.results.compare.variants import variant_labels
 
 THREE = ["global", "local", "local"]
@@ -164,6 +164,9 @@ def test_select_over_a_plan_key_picks_the_best_plan(key):
     (group,) = select(runs, key, "val/acc")
     assert len(group.runs) == 2 and all(r.hparams["layer_plan"] is best for r in group.runs)
     assert len(group.candidates) == 2
+    table, rows = to_markdown([group], "val/acc"), to_csv([group], "val/acc")
+    if key != "layer_plan":  # the chosen pattern, as compact JSON
+        assert '["local","global"]' in table and '""local"",""global""' in rows
 
 
 @pytest.mark.parametrize("case", sorted(DIFFERING))
