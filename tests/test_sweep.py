@@ -89,6 +89,15 @@ class Launches:
         return [arg(a, VERSION) for a in self.argv]
 
 
+def commanded(line: str) -> list[str]:
+    """The argv of a printed command line, without the environment it sets
+    (``OMP_NUM_THREADS=1 python -m roformer_lit ...``)."""
+    words = shlex.split(line)
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        words.pop(0)
+    return words
+
+
 def no_launch(*args, **kwargs):
     raise AssertionError("no fit process may start")
 
@@ -790,7 +799,7 @@ def test_slurm_debug_array_runs_the_local_commands(tmp_path, monkeypatch, capsys
     write_sweep(tmp_path / "sweep.yaml")
     monkeypatch.chdir(tmp_path)
     assert main(["sweep", "--config", "sweep.yaml", "--dry-run"]) == 0
-    local = [shlex.split(line) for line in capsys.readouterr().out.strip().splitlines()]
+    local = [commanded(line) for line in capsys.readouterr().out.strip().splitlines()]
     fake = Launches()
     monkeypatch.setattr(runner, "launch", fake)
     argv = ["sweep", "--config", "sweep.yaml", "--launcher", "slurm", "--slurm.cluster", "debug"]
@@ -819,7 +828,7 @@ def test_slurm_job_array_script_and_tasks(tmp_path, monkeypatch, capsys):
     write_sweep(tmp_path / "sweep.yaml")
     monkeypatch.chdir(tmp_path)
     assert main(["sweep", "--config", "sweep.yaml", "--dry-run"]) == 0
-    local = [shlex.split(line) for line in capsys.readouterr().out.strip().splitlines()]
+    local = [commanded(line) for line in capsys.readouterr().out.strip().splitlines()]
     monkeypatch.setattr(runner, "launch", no_launch)
     args = ["--slurm.cluster", "slurm", "--slurm.partition", "gpu", "--slurm.time", "2:00:00"]
     args += ["--slurm.gpus_per_node", "2", "--slurm.setup", "module load cuda"]
