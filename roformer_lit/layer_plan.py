@@ -33,7 +33,6 @@ one type everywhere (or no plan) is the model without a plan, bit for bit.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -164,41 +163,10 @@ def resolve_plan(
     return [specs[name] for name in names]
 
 
-#: The longest plan label in a run name; a longer one is cut and given a digest of the whole.
-MAX_LABEL = 80
-
-
 def plan_label(plan: Mapping[str, Any] | None) -> str:
-    """A short label of a plan for run names: ``local128x2-global`` (the pattern, or the
-    layers' types, with each windowed type's window, then ``.<scheme>`` and
-    ``.<option><value>`` for a type's own scheme and options: ``global.nope``,
-    ``global.base160000.0``; runs of one type counted); ``""`` for no plan. Labels past :data:`MAX_LABEL` characters end in a digest of the whole."""
-    if not isinstance(plan, Mapping):
-        return ""
-    names = plan.get("pattern") or plan.get("layers")
-    types = plan.get("types") if isinstance(plan.get("types"), Mapping) else {}
-    if not isinstance(names, Sequence) or isinstance(names, str):
-        return ""
+    """A short label of a plan for run names, never shared by two plans that build other
+    layers: ``local128x2-global``, ``global.nope-local8x2``, ``global.base160000`` (see
+    :mod:`roformer_lit.plan_labels`); ``""`` for no plan."""
+    from roformer_lit.plan_labels import plan_label as label
 
-    def label(name: Any) -> str:
-        settings = types.get(name)
-        settings = settings if isinstance(settings, Mapping) else {}
-        text = str(name) if settings.get("window") is None else f"{name}{settings['window']}"
-        if settings.get("position") is not None:
-            text += f".{settings['position']}"
-        options = settings.get("position_kwargs")
-        if isinstance(options, Mapping) and options:
-            text += "." + "+".join(f"{k}{v}" for k, v in options.items())
-        return text
-
-    runs: list[list[Any]] = []
-    for name in map(label, names):
-        if runs and runs[-1][0] == name:
-            runs[-1][1] += 1
-        else:
-            runs.append([name, 1])
-    text = "-".join(name if count == 1 else f"{name}x{count}" for name, count in runs)
-    if len(text) <= MAX_LABEL:
-        return text
-    digest = hashlib.sha1(text.encode()).hexdigest()[:8]
-    return f"{text[: MAX_LABEL - 9]}-{digest}"
+    return label(plan)

@@ -3,7 +3,8 @@
 declared, and every parse error is one line.
 
 * :class:`ToolParser` -- an ``argparse`` parser whose every error (unknown flag, missing
-  argument, a value out of its range) raises :class:`~roformer_lit.errors.ConfigError`
+  argument, a value out of its range, an option given twice: argparse would keep the last
+  value silently) raises :class:`~roformer_lit.errors.ConfigError`
   ``"<tool>: <message>"``, which ``python -m roformer_lit`` prints as one ``error:`` line and
   exit code 2 (never a usage dump, never ``SystemExit`` out of ``cli.main``).
 * :func:`integer` and :func:`real` -- ``type=`` callables declaring an argument's range,
@@ -46,9 +47,67 @@ class ToolParser(argparse.ArgumentParser):
         LightningCLI's underscores, so a user's hands type both)."""
         if args is not None:
             args = [known_spelling(word, self._option_string_actions) for word in args]
+            self._refuse_repeated_options(args)
         ns, extra = super().parse_known_args(args, namespace)
         self._refuse_repeats(ns)
         return ns, extra
+
+    #: Actions an option may be given several times for (each adds to a list, or counts).
+    REPEATABLE = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction)
+
+    def _action_of(self, word: str) -> argparse.Action | None:
+        """The action a command-line word names as argparse resolves it (the option, its
+        ``--option=value`` form, or an unambiguous abbreviation); None for anything else."""
+        if not word.startswith("-") or word == "-":
+            return None
+        option = word.partition("=")[0]
+        actions = self._option_string_actions
+        if option in actions:
+            return actions[option]
+        if self.allow_abbrev and option.startswith("--"):
+            found = {id(a): a for name, a in actions.items() if name.startswith(option)}
+            if len(found) == 1:
+                return next(iter(found.values()))
+        return None
+
+    def _refuse_repeated_options(self, args: list[str]) -> None:
+        """An option given twice (``--lengths 16 --lengths 32``) would take the last value
+        without a word: one line naming it, for every option but those that collect or
+        count (``--only``, ``--slurm.setup``). Words after ``--`` are values."""
+        seen: dict[int, tuple[str, list[str]]] = {}
+        for index, word in enumerate(args):
+            if word == "--":
+                return
+            action = self._action_of(word)
+            if action is None or isinstance(action, self.REPEATABLE) or not action.option_strings:
+                continue
+            values = self._values_after(args, index, action)
+            given = " ".join([word, *values])
+            if id(action) in seen:
+                name = action.option_strings[0]
+                first, earlier = seen[id(action)]
+                together = " ".join([name, *earlier, *values])
+                several = action.nargs in ("+", "*")
+                self.error(
+                    f"argument {name}: given twice ({first}, then {given}): argparse would "
+                    "keep the last silently; give it once"
+                    + (f", with every value after it: {together}" if several else "")
+                )
+            seen[id(action)] = (given, values)
+
+    def _values_after(self, args: list[str], index: int, action: argparse.Action) -> list[str]:
+        """The words after ``args[index]`` that are its option's values (up to the next
+        option), for the message."""
+        if "=" in args[index] or action.nargs == 0:
+            return []
+        values = []
+        for word in args[index + 1 :]:
+            if word.startswith("--") or self._action_of(word) is not None:
+                break
+            values.append(word)
+            if action.nargs in (None, "?"):
+                break
+        return values
 
     def _refuse_repeats(self, ns: argparse.Namespace) -> None:
         """An option taking several values (``--lengths 16 32``) lists each once: a repeat

@@ -214,3 +214,23 @@ def test_vs_hf_times_the_modernbert_recipe_against_its_hf_model_with_the_same_we
         re.M,
     )
     assert len(rows) == 1 and all(float(r) > 0 for r in rows[0][1:]), out
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--plans", "8", "--kernels", "linear"], ["--plans 8", "windowed", "--kernels softmax"]),
+        (["--document-mask", "2", "--kernels", "linear"], ["--document-mask 2", "documents"]),
+    ],
+    ids=["plans", "document-mask"],
+)
+def test_an_option_whose_table_no_pair_can_fill_is_one_line(flags, words, capsys):
+    """Each option of PAIR_TABLES: exit 0 with an empty table was the bug."""
+    from roformer_lit.benchmarks.models import PAIR_TABLES
+
+    assert len(PAIR_TABLES) == 2  # a new option of that kind gets a case here (--vs-hf
+    # always fills its recipe table, so it is not one)
+    assert main(["bench", "--lengths", "16", *flags, *TINY_BENCH]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: bench: "), err
+    assert all(word in err[0] for word in words), err[0]

@@ -53,11 +53,11 @@ def evaluated(ckpt: Path) -> dict:
     return json.loads(lines[-1])
 
 
-def validate(ckpt: Path, *extra: str) -> list[str]:
+def validate(ckpt: Path, *extra: str, config: str = "rope.yaml") -> list[str]:
     return [
         "validate",
         "--config",
-        str(CONFIGS / "rope.yaml"),
+        str(CONFIGS / config),
         *QUIET,
         *extra,
         "--ckpt_path",
@@ -65,13 +65,24 @@ def validate(ckpt: Path, *extra: str) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize(
-    "run", ["mlm/rope-*", "probes/*", "mlm/alibi-*"], ids=["lengths", "probe", "random-positions"]
-)
-def test_validate_with_a_scheme_config_reproduces_the_runs_last_val_loss(work, monkeypatch, run):
+#: (run, the --config file given to validate): a scheme config of another data module and
+#: length, and the run's own config (the same data module class as the checkpoint's, other
+#: values: the form the runs guide shows).
+VALIDATED_WITH = {
+    "lengths": ("mlm/rope-*", "rope.yaml"),
+    "probe": ("probes/*", "rope.yaml"),
+    "random-positions": ("mlm/alibi-*", "rope.yaml"),
+    "probe-own-config": ("probes/*", "probes/copy.yaml"),
+    "random-positions-own-config": ("mlm/alibi-*", "alibi.yaml"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VALIDATED_WITH))
+def test_validate_with_any_config_reproduces_the_runs_last_val_loss(work, monkeypatch, case):
+    run, config = VALIDATED_WITH[case]
     monkeypatch.chdir(work)
     ckpt = last(work, run)
-    assert main(validate(ckpt)) == 0
+    assert main(validate(ckpt, config=config)) == 0
     record = evaluated(ckpt)
     assert record["metrics"]["val/loss"] == pytest.approx(run_loss(ckpt), rel=1e-6, abs=1e-6)
     if run == "mlm/rope-*":

@@ -83,6 +83,19 @@ def test_each_group_is_at_its_best_value_on_selection_never_on_the_report(sweep,
     assert without == {g: r["learning_rate"] for g, r in rows.items()}
 
 
+@pytest.mark.parametrize(
+    "logged,name",
+    [("val/acc", "val_acc"), ("val/loss", "val_loss"), ("val/best_loss", "best_val_loss")],
+)
+def test_by_takes_the_metric_as_every_table_names_it(sweep, tmp_path, logged, name):
+    root, _ = sweep
+    rows = [_compare(root, None, tmp_path / by, by=by) for by in (logged, name)]
+    for table in rows:  # the text that says which name was given aside
+        for row in table:
+            assert row.pop("selected_by").startswith("mean ")
+    assert rows[0] == rows[1]
+
+
 def test_intervals_are_student_t_over_seeds(sweep, tmp_path):
     stats = pytest.importorskip("scipy.stats")
     root, report = sweep

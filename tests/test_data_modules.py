@@ -204,12 +204,12 @@ def test_an_old_checkpoint_fills_the_class_of_its_run(task):
     parsed = validate_config(["--config", str(CONFIGS / "rope.yaml")], prelaunch=False)
     fill, _ = checkpoint_settings(checkpoint, parsed, set(), resume=False, path="old.ckpt")
     section = fill["data"]
-    if task is None:  # the command's class already: flat values
-        assert "class_path" not in section and section["max_length"] == 33
-        assert "probe_symbols" not in section
+    values = section["init_args"]  # the run's class is named, whatever the command's
+    if task is None:
+        assert section["class_path"] == class_path(CorpusDataModule)
+        assert values["max_length"] == 33 and "probe_symbols" not in values
         return
     assert section["class_path"] == class_path(ProbeDataModule)
-    values = section["init_args"]
     assert values["probe"] == "copy" and values["probe_symbols"] == 12
     assert values["batch_size"] == 8 and not set(values) & CORPUS_KEYS
 

@@ -73,6 +73,7 @@ def test_a_checkpoint_glob_expands_to_one_finetune_per_checkpoint_and_seed(
     ]  # grid order: the last key (the fine-tuning seed) varies fastest
     assert len(commands) == len(expected)
     for command, (run, seed) in zip(commands, expected, strict=True):
+        assert command.pop(0).startswith("OMP_NUM_THREADS=")  # printed as it runs
         assert command[:4] == [sys.executable, "-m", "roformer_lit", "finetune"]
         assert arg(command, "--config") == str(BASE)
         assert arg(command, "--model.pretrained") == f"runs/positions/{run}/checkpoints/last.ckpt"

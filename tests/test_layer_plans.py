@@ -197,9 +197,14 @@ def test_a_plan_shows_in_the_run_name_and_compares_variant_columns():
     plan = {"pattern": ["local", "local", "global"], "types": {"local": {"window": 128}}}
     assert plan_label(plan) == "local128x2-global"
     assert plan_label(None) == ""
-    modernbert_base = {"layers": (["global", "local", "local"] * 8)[:22], "types": {}}
+    modernbert_base = {
+        "layers": (["global", "local", "local"] * 8)[:22],
+        "types": {"local": {"window": 128}},
+    }
     label = plan_label(modernbert_base)
-    assert len(label) <= 80 and label.startswith("global-localx2-global")
+    assert len(label) <= 80 and label.startswith("global-local128x2-global")
+    # plain types everywhere build the model without a plan: no label
+    assert plan_label({**modernbert_base, "types": {}}) == ""
     assert label != plan_label({**modernbert_base, "layers": modernbert_base["layers"][:21]})
     # plans that differ only in a type's scheme or options get different labels
     three = ["global", "local", "local"]

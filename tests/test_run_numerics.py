@@ -11,6 +11,7 @@ from cli_helpers import probe_fit_args
 
 from roformer_lit.commands import main as cli_main
 from roformer_lit.training.lifecycle import NUMERICS_KEY, numerics_record, numerics_warning
+from roformer_lit.training.numerics_history import HISTORY_KEY, extended, read_history, read_record
 
 CPU = {"processor": "Intel Xeon", "torch": "2.13.0", "cpu_threads": 1}
 
@@ -86,8 +87,63 @@ def test_a_checkpoint_records_its_threads_and_a_resume_with_others_says_so(
         assert lines == ["warning: " + expected]
         resumed = torch.load(ckpt, map_location="cpu", weights_only=True)
         assert resumed[NUMERICS_KEY] == numerics_record_at(2)  # the count of the run that wrote it
+        # the history keeps both counts, each from the step its stretch began at
+        assert resumed[HISTORY_KEY] == [
+            {"from_step": 0, **numerics_record_at(1)},
+            {"from_step": 6, **numerics_record_at(2)},
+        ]
+
+        # a tampered record (a string, a list) resumes with one warning, never a traceback
+        for steps, damaged in ((10, "tampered"), (12, ["tampered"])):
+            resumed[NUMERICS_KEY] = damaged
+            torch.save(resumed, ckpt)
+            capsys.readouterr()
+            assert cli_main([*probe_fit_args("copy", steps, 2), "--ckpt_path", str(ckpt)]) == 0
+            err = capsys.readouterr().err
+            warned = [line for line in err.splitlines() if "numerics record is a" in line]
+            assert len(warned) == 1 and type(damaged).__name__ in warned[0], err[-2000:]
+            resumed = torch.load(ckpt, map_location="cpu", weights_only=True)
+            assert resumed[NUMERICS_KEY] == numerics_record_at(2)
     finally:
         torch.set_num_threads(before)
+
+
+DAMAGED_HISTORY = {
+    "absent, with a record": (None, CPU, [{"from_step": None, **CPU}], False),
+    "absent, no record": (None, None, [], False),
+    "a list of records": ([{"from_step": 0, **CPU}], CPU, [{"from_step": 0, **CPU}], False),
+    "a string": ("x", CPU, [], True),
+    "a list with a string": (["x", {"from_step": 3, **CPU}], CPU, [{"from_step": 3, **CPU}], True),
+    "a mapping": ({"from_step": 0}, CPU, [], True),
+}
+
+
+@pytest.mark.parametrize("value", ["tampered", ["tampered"], 3, 2.5, True])
+def test_a_damaged_record_reads_as_absent_with_a_warning(value):
+    record, warning = read_record(value, "x.ckpt")
+    assert record is None and warning is not None and "\n" not in warning
+    assert warning.startswith("x.ckpt:") and type(value).__name__ in warning
+    assert numerics_warning(record, CPU) is None  # what crashed the resume: now nothing to compare
+
+
+@pytest.mark.parametrize("value", [None, CPU, {}])
+def test_a_record_that_reads_is_kept(value):
+    assert read_record(value, "x.ckpt") == (value, None)
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED_HISTORY))
+def test_the_history_keeps_every_entry_that_reads(case):
+    value, record, kept, warned = DAMAGED_HISTORY[case]
+    history, warning = read_history(value, record, "x.ckpt")
+    assert history == kept and (warning is not None) == warned
+
+
+def test_a_stretch_under_other_numerics_adds_an_entry():
+    first = extended([], CPU, 0)
+    assert first == [{"from_step": 0, **CPU}]
+    assert extended(first, CPU, 40) == first  # the same numerics: one stretch
+    other = {**CPU, "cpu_threads": 2}
+    assert extended(first, other, 40) == [*first, {"from_step": 40, **other}]
 
 
 def numerics_record_at(threads: int) -> dict:

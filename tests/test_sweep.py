@@ -3,6 +3,7 @@ skip/resume/retry, dry runs, GPU slots and the SLURM job array."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -86,6 +87,15 @@ class Launches:
 
     def versions(self) -> list[str]:
         return [arg(a, VERSION) for a in self.argv]
+
+
+def commanded(line: str) -> list[str]:
+    """The argv of a printed command line, without the environment it sets
+    (``OMP_NUM_THREADS=1 python -m roformer_lit ...``)."""
+    words = shlex.split(line)
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        words.pop(0)
+    return words
 
 
 def no_launch(*args, **kwargs):
@@ -294,6 +304,8 @@ def test_dry_run_prints_the_commands_and_creates_nothing(tmp_path, monkeypatch, 
     commands = [shlex.split(line) for line in lines]
     assert [arg(c, VERSION) for c in commands] == NAMES4
     for command in commands:
+        assert command[0].startswith("OMP_NUM_THREADS=")  # as it runs: see the threads test
+        command.pop(0)
         assert command[:4] == [sys.executable, "-m", "roformer_lit", "fit"]
         assert arg(command, "--config") == str(CONFIGS / "rope.yaml")
         assert arg(command, "--trainer.logger.init_args.name") == "tiny"
@@ -787,7 +799,7 @@ def test_slurm_debug_array_runs_the_local_commands(tmp_path, monkeypatch, capsys
     write_sweep(tmp_path / "sweep.yaml")
     monkeypatch.chdir(tmp_path)
     assert main(["sweep", "--config", "sweep.yaml", "--dry-run"]) == 0
-    local = [shlex.split(line) for line in capsys.readouterr().out.strip().splitlines()]
+    local = [commanded(line) for line in capsys.readouterr().out.strip().splitlines()]
     fake = Launches()
     monkeypatch.setattr(runner, "launch", fake)
     argv = ["sweep", "--config", "sweep.yaml", "--launcher", "slurm", "--slurm.cluster", "debug"]
@@ -816,7 +828,7 @@ def test_slurm_job_array_script_and_tasks(tmp_path, monkeypatch, capsys):
     write_sweep(tmp_path / "sweep.yaml")
     monkeypatch.chdir(tmp_path)
     assert main(["sweep", "--config", "sweep.yaml", "--dry-run"]) == 0
-    local = [shlex.split(line) for line in capsys.readouterr().out.strip().splitlines()]
+    local = [commanded(line) for line in capsys.readouterr().out.strip().splitlines()]
     monkeypatch.setattr(runner, "launch", no_launch)
     args = ["--slurm.cluster", "slurm", "--slurm.partition", "gpu", "--slurm.time", "2:00:00"]
     args += ["--slurm.gpus_per_node", "2", "--slurm.setup", "module load cuda"]
@@ -1025,6 +1037,36 @@ def test_every_run_gets_the_same_threads_whatever_jobs_is(
     assert seen == [expected] * 4
 
 
+@pytest.mark.parametrize(
+    ("flags", "environ", "expected"),
+    [
+        ([], {}, "1"),
+        (["--threads", "2"], {}, "2"),
+        (["--threads", "4"], {"OMP_NUM_THREADS": "5"}, "4"),
+        ([], {"OMP_NUM_THREADS": "5"}, None),  # yours, inherited as the run inherits it
+    ],
+)
+def test_a_dry_run_prints_each_command_with_the_threads_it_runs_with(
+    flags, environ, expected, tmp_path, monkeypatch, capsys
+):
+    """A command run as printed gives the sweep's numbers: its thread count is in it."""
+    write_sweep(tmp_path / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    assert main(["sweep", "--config", "sweep.yaml", "--dry-run", *flags]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4
+    for line in lines:
+        first = shlex.split(line)[0]
+        if expected is None:
+            assert first == sys.executable
+        else:
+            assert first == f"OMP_NUM_THREADS={expected}"
+
+
 # --- --only: one slice of a sweep ---------------------------------------------------------
 
 
@@ -1078,3 +1120,73 @@ def test_a_bad_only_is_one_line_and_creates_nothing(only, words, tmp_path, monke
     errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and all(w in errors[0] for w in words), errors
     assert captured.out == "" and sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+# --- a finished run is skipped only as the run the sweep asks for ---------------------------
+
+#: (the plan a finished run ran with, the plan the edited sweep asks for under the same
+#: name, whether the run is still the one asked for).
+EDITED_PLANS = {
+    "the same plan": (
+        {"pattern": ["local", "global"], "types": {"local": {"window": 8}}},
+        None,
+        True,
+    ),
+    "the same plan as layers": (
+        {"pattern": ["local", "global"], "types": {"local": {"window": 8}}},
+        {"layers": ["local", "global"], "types": {"local": {"window": 8}}},
+        True,
+    ),
+    "another window": (
+        {"pattern": ["local", "global"], "types": {"local": {"window": 8}}},
+        {"pattern": ["local", "global"], "types": {"local": {"window": 4}}},
+        False,
+    ),
+    "another global scheme": (
+        {"pattern": ["local", "global"], "types": {"global": {"position": "nope"}}},
+        {"pattern": ["local", "global"], "types": {"global": {"position": "alibi"}}},
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDITED_PLANS))
+def test_a_finished_run_with_other_settings_is_refused_not_skipped(
+    case, tmp_path, monkeypatch, capsys
+):
+    """The issue's case: a sweep edited from one plan to another under the same run name
+    skipped the new plan as finished, using the old run."""
+    ran, asked, same = EDITED_PLANS[case]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    overrides = {**TINY_OVERRIDES, "model.num_layers": 2}
+    write_sweep(
+        tmp_path / "s.yaml", {"seed_everything": [0]}, **overrides, **{"model.layer_plan": ran}
+    )
+    from roformer_lit.sweep.spec import load_sweep
+
+    sweep = load_sweep("s.yaml")
+    (run,) = sweep.runs
+    finished = tmp_path / "runs" / "tiny" / run.version
+    (finished / "checkpoints").mkdir(parents=True)
+    (finished / "checkpoints" / "last.ckpt").write_bytes(b"")
+    (finished / runner.MARKER).write_text("{}", encoding="utf-8")
+    config = sweep.resolved[run.version].as_dict()
+    config = json.loads(json.dumps(config, default=str))  # plain data, as config.yaml holds
+    (finished / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    edited = {**overrides, "model.layer_plan": asked or ran}
+    write_sweep(tmp_path / "s.yaml", {"seed_everything": [0]}, **edited)
+    capsys.readouterr()
+    code = main(["sweep", "--config", "s.yaml"])
+    err = capsys.readouterr().err
+    if same:
+        assert code == 0 and "error" not in err
+        return
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "Traceback" not in err
+    assert run.version in errors[0] and "model.layer_plan" in errors[0]
+    assert sorted(p.name for p in finished.iterdir()) == [
+        "checkpoints",
+        "config.yaml",
+        runner.MARKER,
+    ]

@@ -16,7 +16,9 @@ from cli_helpers import CONFIGS
 from roformer_lit import sweep
 from roformer_lit.benchmarks import corpus_scale, data_pipeline, flex_vs_sdpa, models
 from roformer_lit.commands import EXIT_USER_ERROR, main
-from roformer_lit.results import extrapolate
+from roformer_lit.errors import ConfigError
+from roformer_lit.results import extrapolate, locality
+from roformer_lit.results.compare import cli as compare_cli
 from roformer_lit.tool_arguments import bounded_arguments, unbounded_numeric_arguments
 
 #: tool -> (the arguments before the one under test, its parser)
@@ -165,3 +167,48 @@ def test_bench_data_corpus_runs_fit_with_the_bundled_config_from_elsewhere(here,
     config = Path(argv[argv.index("--config") + 1])
     assert config.is_file() and config.read_text() == (CONFIGS / "rope.yaml").read_text()
     assert Path(argv[argv.index("--data.train_files") + 1]).is_absolute()
+
+
+#: Every tool with a ToolParser: (the arguments before the option under test, its parser).
+ALL_TOOLS = {
+    **TOOLS,
+    "compare": (["compare", "runs"], compare_cli.build_parser),
+    "locality": (["locality", "x.ckpt"], locality.build_parser),
+}
+REPEATABLE = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction)
+REPEATED = [
+    pytest.param(
+        tool, action.option_strings[-1], action.nargs, id=f"{tool}{action.option_strings[-1]}"
+    )
+    for tool, (_, build) in ALL_TOOLS.items()
+    for action in build()._actions
+    if action.option_strings and not isinstance(action, (argparse._HelpAction, *REPEATABLE))
+]
+
+
+@pytest.mark.parametrize(("tool", "flag", "nargs"), REPEATED)
+def test_an_option_given_twice_is_one_line_naming_it(tool, flag, nargs, here, capsys):
+    """``--lengths 16 --lengths 32`` evaluated only 32: every option of every tool that
+    takes one value (or one list) is refused when given twice."""
+    value = [] if nargs == 0 else ["sweep.yaml" if flag == "--config" else "1"]  # a file
+    line = refused([*ALL_TOOLS[tool][0], flag, *value, flag, *value], here, capsys)
+    assert "given twice" in line and flag in line, line
+
+
+def test_a_repeated_list_option_names_every_value_in_one():
+    parser = extrapolate.build_parser()
+    with pytest.raises(ConfigError) as info:
+        parser.parse_args(["x.ckpt", "--lengths", "16", "--len", "32", "64"])
+    assert "--lengths 16 32 64" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--config", "s.yaml", "--only", "a=1", "--only", "b=2"],  # collects: may repeat
+        ["--config", "s.yaml", "--slurm.setup", "a", "--slurm.setup", "b"],
+    ],
+)
+def test_options_that_collect_may_repeat(argv):
+    ns = sweep._parser().parse_args(argv)
+    assert ns.only or ns.slurm_setup

@@ -17,7 +17,7 @@ import inspect
 import math
 import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -408,6 +408,48 @@ def build_parser() -> ToolParser:
     return parser
 
 
+def _kernels_with(capability: str) -> list[str]:
+    return [name for name, kernel in ATTENTION_KERNELS.items() if getattr(kernel, capability)]
+
+
+#: Options that add a table of the pairs able to fill it: (option's dest, flag, whether a
+#: pair can, what the pairs need, the valid choices). An option no pair of --schemes and
+#: --kernels can fill is refused: its table would be printed empty, exit 0.
+PAIR_TABLES: tuple[
+    tuple[str, str, Callable[[tuple[str, str]], bool], str, Callable[[], str]], ...
+] = (
+    (
+        "plans",
+        "--plans",
+        lambda pair: ATTENTION_KERNELS[pair[1]].supports_window,
+        "a kernel with windowed attention",
+        lambda: "--kernels " + " ".join(_kernels_with("supports_window")),
+    ),
+    (
+        "document_mask",
+        "--document-mask",
+        lambda pair: ATTENTION_KERNELS[pair[1]].supports_segments,
+        "a kernel that keeps documents apart",
+        lambda: "--kernels " + " ".join(_kernels_with("supports_segments")),
+    ),
+)
+
+
+def refuse_empty_tables(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
+    """One line for an option of :data:`PAIR_TABLES` that no pair of ``ns`` can fill."""
+    pairs = valid_pairs(ns.schemes, ns.kernels)
+    for dest, flag, fills, needs, valid in PAIR_TABLES:
+        value = getattr(ns, dest)
+        if value in (None, False) or any(fills(pair) for pair in pairs):
+            continue
+        given = flag if value is True else f"{flag} {value}"
+        parser.error(
+            f"{given}: no pair of --schemes {' '.join(ns.schemes)} and --kernels "
+            f"{' '.join(ns.kernels)} can be timed for it (it needs {needs}), so its table "
+            f"would be empty; valid: {valid()}"
+        )
+
+
 def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
     """The parsed arguments, or one ConfigError line naming the first wrong one (ranges,
     then what needs several arguments: documents per block, heads per hidden, the device)."""
@@ -423,6 +465,7 @@ def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
             f"no scheme of --schemes {' '.join(ns.schemes)} runs on a kernel of --kernels "
             f"{' '.join(ns.kernels)} (score-bias schemes need a kernel that supports them)"
         )
+    refuse_empty_tables(parser, ns)
     if ns.bert_base:
         for key, value in BERT_BASE.items():
             setattr(ns, key, value)

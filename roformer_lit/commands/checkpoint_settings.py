@@ -31,12 +31,13 @@ always the command's. A tokenizer change is refused after the data module is bui
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from roformer_lit.data.modules import class_path, complete_settings, data_class_for
+from roformer_lit.data.modules import class_path, complete_settings, data_class_for, refusal
 from roformer_lit.encoder_config import ENCODER_FIELDS
 from roformer_lit.errors import ConfigError
+from roformer_lit.plan_identity import plain, same_plan
 
 REFUSE, NOTICE, QUIET = "refuse", "notice", "quiet"
 
@@ -118,6 +119,14 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
     "data.max_train_blocks": (QUIET, REFUSE),
 }
 
+
+#: Settings whose value is compared as what it builds, given the two ``model`` sections
+#: (the command's, the run's): a layer plan written with ``layers:`` is the run's
+#: ``pattern:`` plan (:func:`~roformer_lit.plan_identity.same_plan`). Every other setting
+#: compares as plain data (:func:`same_setting`).
+SAME_BY: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], bool]] = {
+    "model.layer_plan": same_plan,
+}
 
 #: Sections a checkpoint fills, and where the checkpoint keeps each one's settings.
 SECTIONS = {"model": "hyper_parameters", "data": "datamodule_hyper_parameters"}
@@ -270,23 +279,47 @@ def saved_settings(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _data_section(
-    section: Any, saved: Mapping[str, Any], typed: set[str]
+    section: Any, saved: Mapping[str, Any], typed: set[str], path: str = "the checkpoint"
 ) -> tuple[type | None, dict[str, Any]]:
-    """(the data module class to switch to, None: the command's; the command's data
-    settings as the checkpoint's class has them). The class follows the checkpoint's
-    settings (:func:`~roformer_lit.data.modules.data_class_for`: ``probe`` picks it, in
-    an earlier version's flat settings too) unless ``data.probe`` was typed; a switch
-    leaves the command's values of the keys both classes take."""
+    """(the data module class the run had, None: the command's; the command's data
+    settings as that class has them). The class follows the checkpoint's settings
+    (:func:`~roformer_lit.data.modules.data_class_for`: ``probe`` picks it, in an earlier
+    version's flat settings too) unless ``data.probe`` was typed; :func:`checkpoint_settings`
+    names it in the fill even where the command's is the same: values filled without a
+    ``class_path`` are read against the parser's default class (the corpus), which refused
+    a position task's keys when the task's own config was given (``validate --config
+    configs/probes/copy.yaml``). A switch leaves the command's values of the keys both
+    classes take; a key typed for the command's class that the run's does not take is one
+    ConfigError line naming it."""
     ours_class, ours = complete_settings(section)
     theirs = {k.split(".", 1)[1]: v for k, v in saved.items() if k.startswith("data.")}
     if not theirs or "data.probe" in typed:
         return None, ours
     theirs_class = data_class_for(theirs)
     if theirs_class is ours_class:
-        return None, ours
+        return theirs_class, ours
     accepted = theirs_class.arguments()
+    for name in sorted(typed):  # typed for the command's class, which the run's takes not
+        key = name.split(".", 1)[1] if name.startswith("data.") else ""
+        if key and key not in accepted and key in ours:
+            raise ConfigError(
+                f"checkpoint {path} is a run of {theirs_class.__name__}"
+                + (f" (data.probe={theirs['probe']!r})" if theirs.get("probe") else "")
+                + ": "
+                + refusal(theirs_class, key, ours[key], theirs.get("probe"))
+            )
     switched = {**accepted, **{k: v for k, v in ours.items() if k in accepted}}
     return theirs_class, switched
+
+
+def _equivalent(name: str, model: Any, saved: Mapping[str, Any]) -> bool:
+    """Whether setting ``name`` of the command's ``model`` section builds what the run's
+    (``saved``: :func:`saved_settings`) built, for a setting of :data:`SAME_BY`."""
+    same = SAME_BY.get(name)
+    if same is None or model is None:
+        return False
+    theirs = {k.split(".", 1)[1]: v for k, v in saved.items() if k.startswith("model.")}
+    return same(plain(model), theirs)
 
 
 def checkpoint_settings(
@@ -315,8 +348,8 @@ def checkpoint_settings(
     if config.get("data") is not None and not pretraining_data:
         sections["data"] = config.get("data")
     elif config.get("data") is not None:
-        data_class, sections["data"] = _data_section(config.get("data"), saved_all, typed)
-        if data_class is not None:
+        data_class, sections["data"] = _data_section(config.get("data"), saved_all, typed, path)
+        if data_class is not None and data_class is not complete_settings(config["data"])[0]:
             fill["data"] = {"class_path": class_path(data_class), "init_args": {}}
     for name, saved in sorted(saved_all.items()):
         section, key = name.split(".", 1)
@@ -324,7 +357,7 @@ def checkpoint_settings(
         if current is None or key not in current or name in MACHINE_SETTINGS:
             continue
         ours = current.get(key)
-        if same_setting(ours, saved):
+        if same_setting(ours, saved) or _equivalent(name, sections["model"], saved_all):
             continue
         if name not in typed:
             target = fill.setdefault(section, {})
@@ -348,6 +381,10 @@ def checkpoint_settings(
             notes.append(
                 f"note: {doing} {name}={_plain(ours)!r}, the run trained at {_plain(saved)!r}"
             )
+    if data_class is not None and "data" in fill and "init_args" not in fill["data"]:
+        # named even where the command's class is the run's: values given without it are
+        # read against the parser's default class (the corpus)
+        fill["data"] = {"class_path": class_path(data_class), "init_args": fill["data"]}
     if replaced:
         notes.insert(
             0,

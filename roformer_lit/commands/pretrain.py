@@ -33,6 +33,7 @@ from roformer_lit.commands.checkpoint_settings import (
     typed_keys,
 )
 from roformer_lit.commands.prelaunch import check_fit_config
+from roformer_lit.commands.replaced_mappings import replaced_notes
 from roformer_lit.data.datamodule import PretrainDataModule
 from roformer_lit.data.modules import (
     DATA_MODULES,
@@ -128,6 +129,9 @@ class RoformerCLI(CompatCLI):
             if line is not None:
                 raise ConfigError(line) from exc
             raise
+        if launch_rank() in (None, 0):  # a mapping typed whole replaces the files' (the rule)
+            for note in replaced_notes(self._argv):
+                print(note, file=sys.stderr, flush=True)
 
     def check_ckpt_path(self) -> None:
         """Check ``--ckpt_path`` before anything is built: it must be a readable pretraining

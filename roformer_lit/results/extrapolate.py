@@ -39,7 +39,10 @@ their training does. A length whose sequences are longer than ``R`` is "n/a" the
 its position scheme's options overridden (merged into the checkpoint's own
 ``position_kwargs``): the model is rebuilt with them and given the checkpoint's weights,
 e.g. RoPE's frequency scaling at evaluation time, without retraining. Options that would
-change the weights' shapes are refused (the weights do not fit).
+change the weights' shapes are refused (the weights do not fit). With a layer plan an
+option acts on the layers it reaches (of the model's scheme, not setting it themselves),
+``{global: {base: 500}}`` on a type's own, and one that reaches no layer is refused
+(:mod:`roformer_lit.results.extrapolate_overrides`).
 
 Beside the runs (:mod:`roformer_lit.results.extrapolate_rows`): each row names its
 checkpoint's step; rows ``baseline:<rule>`` give the position task's trivial baselines
@@ -82,6 +85,7 @@ from roformer_lit.data.probe_module import PROBE_VAL_SEQUENCES
 from roformer_lit.data.probes import ProbeTask, ProbeValidation, baseline_scores, probe_task
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
+from roformer_lit.results.extrapolate_overrides import apply_overrides
 from roformer_lit.results.extrapolate_rows import (
     SOLVED_AT,
     CellScores,
@@ -285,11 +289,14 @@ def parse_position_kwargs(text: str | None) -> dict[str, Any] | None:
 
 
 def with_position_kwargs(model: MaskedLM, overrides: dict[str, Any], label: str) -> MaskedLM:
-    """``model`` rebuilt with ``overrides`` merged into its ``position_kwargs``, holding the
-    same weights (eval mode); a ConfigError if the options are invalid for its scheme or
-    change the weights' shapes."""
-    hparams = dict(model.hparams)
-    hparams["position_kwargs"] = {**(hparams.get("position_kwargs") or {}), **overrides}
+    """``model`` rebuilt with ``overrides`` merged into its ``position_kwargs`` (with a layer
+    plan: into the options of the layers they reach, or of the types they name,
+    :mod:`roformer_lit.results.extrapolate_overrides`), holding the same weights (eval
+    mode); a ConfigError if an option reaches no layer, is invalid for its scheme or
+    changes the weights' shapes."""
+    hparams, notes = apply_overrides(dict(model.hparams), overrides, label)
+    for note in notes:
+        print(note, file=sys.stderr)
     rebuilt = MaskedLM(**hparams)
     try:
         rebuilt.load_state_dict(model.state_dict())

@@ -35,8 +35,10 @@ Every combination goes through the check the command runs before it starts
 (:func:`roformer_lit.commands.prelaunch.check_fit_config`, or fine-tuning's) before anything
 runs or is created, ``--dry-run`` or not; the first bad one is one line naming its run and
 the rule. ``exclude:`` drops combinations (matched by type and value, see
-:mod:`roformer_lit.sweep.spec`); excluding all of them is an error. Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0) are skipped;
-interrupted runs resume from their ``last.ckpt``; a partial run without a checkpoint is moved
+:mod:`roformer_lit.sweep.spec`); excluding all of them is an error.
+Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0) are skipped,
+once their ``config.yaml`` shows they ran with the settings the sweep gives them now (else
+one line, nothing run: :mod:`roformer_lit.sweep.finished`); interrupted runs resume from their ``last.ckpt``; a partial run without a checkpoint is moved
 aside to ``<version>.failed-<k>``. A failed run does not stop the others; the sweep ends with
 a summary table and exit code 1 if any run failed. SIGTERM (exit 75) or Ctrl-C (130) is
 passed on once to the running fits, which save ``last.ckpt`` and stop; nothing queued starts,
@@ -130,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(args: Sequence[str]) -> int:
     from roformer_lit.sweep import runner, slurm
+    from roformer_lit.sweep.finished import check_finished
     from roformer_lit.sweep.spec import load_sweep, shell_line
     from roformer_lit.training import run_dir
 
@@ -184,15 +187,18 @@ def main(args: Sequence[str]) -> int:
     actions = {t.version: t.action() for t in tasks}
     todo = [t for t in tasks if actions[t.version] != "skip"]
     skipped = [t for t in tasks if actions[t.version] == "skip"]
+    for task in skipped:  # a finished run is skipped only as the run the sweep asks for
+        if task.version in sweep.resolved:
+            check_finished(task.version, task.run_dir, sweep.resolved[task.version])
 
     if ns.dry_run:
         if ns.launcher == "slurm":
             print("# --launcher slurm: one job array with")
             for line in slurm.describe(slurm_options, sweep.name, len(todo)):
                 print(f"#   {line}")
-        for task in todo:
+        for task in todo:  # as it runs: with its thread count (a run's numbers depend on it)
             extra = list(runner.GPU_ARGS) if ns.devices is not None else []
-            print(shell_line([*task.command(actions[task.version]), *extra]))
+            print(shell_line([*task.command(actions[task.version]), *extra], task.env))
         note = f"{len(todo)} of {len(tasks)} runs to go, {len(skipped)} finished (skipped)"
         if ns.devices is not None:
             note += f"; each with CUDA_VISIBLE_DEVICES set to one of {','.join(devices)}"  # type: ignore[arg-type]

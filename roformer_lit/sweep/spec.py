@@ -79,6 +79,8 @@ class Sweep:
     command: str = "fit"
     slurm: dict[str, Any] = field(default_factory=dict)
     runs: list[Run] = field(default_factory=list)
+    #: version -> the parsed config of its command (:func:`validate_sweep` fills it).
+    resolved: dict[str, Any] = field(default_factory=dict)
 
     def fit_args(self, run: Run, root: str) -> list[str]:
         """The arguments after ``python -m roformer_lit``: ``fit --config BASE --k v ...``."""
@@ -514,6 +516,6 @@ def validate_sweep(sweep: Sweep, root: str) -> None:
             raise ConfigError(f"{where}: base {sweep.base} with the overrides: {exc}") from exc
         for run in sweep.runs:
             try:
-                validate_config(sweep.fit_args(run, root)[1:])
+                sweep.resolved[run.version] = validate_config(sweep.fit_args(run, root)[1:])
             except ConfigError as exc:
                 raise ConfigError(f"{where}: run {run.version} ({run.describe()}): {exc}") from exc

@@ -10,7 +10,9 @@ theirs (the network, the loss, the metrics); this base gives both
   so a checkpoint is usable without the corpus (:mod:`roformer_lit.data.stored_tokenizer`);
   and the numerics it ran under (:func:`numerics_record`: processor, torch, CPU threads):
   a run resumed under others rounds differently, so it is not the uninterrupted run bit for
-  bit, and says so in one ``warning:`` line (:func:`numerics_warning`);
+  bit, and says so in one ``warning:`` line (:func:`numerics_warning`); the history of every
+  stretch's numerics is kept, and a damaged record reads as absent with a warning
+  (:mod:`roformer_lit.training.numerics_history`);
 * **the non-finite guard**: a NaN/inf training loss or gradient stops the run with
   :class:`~roformer_lit.errors.TrainingDiverged` naming the step, before the optimiser
   touches the weights (with a module's ``skip_nonfinite`` setting the batch is
@@ -55,6 +57,7 @@ from roformer_lit.errors import TrainingDiverged
 from roformer_lit.machine import cpu_model
 from roformer_lit.run_files import warn
 from roformer_lit.training.checkpoint_io import refuse_nonfinite
+from roformer_lit.training.numerics_history import HISTORY_KEY, extended, read_history, read_record
 from roformer_lit.training.steps import total_steps
 
 #: The schedule's length for a run without an end (no step limit, endless epochs).
@@ -247,6 +250,8 @@ class RunModule(L.LightningModule):
         self.skip_nonfinite_setting = skip_nonfinite
         self._rng_to_restore: Mapping[str, Any] | None = None
         self._saved_numerics: Mapping[str, Any] | None = None
+        self._numerics_history: list[dict[str, Any]] = []
+        self._resumed_at_step = 0
         self.skipped_batches = 0
         self._consecutive_skips = 0
 
@@ -287,6 +292,9 @@ class RunModule(L.LightningModule):
         self.save_run_state(checkpoint)
         checkpoint["rng_states"] = collect_rng_states()
         checkpoint[NUMERICS_KEY] = numerics_record(self.device)
+        checkpoint[HISTORY_KEY] = extended(
+            self._numerics_history, checkpoint[NUMERICS_KEY], self._resumed_at_step
+        )
         if self._world_size() > 1:  # every rank's generators, not only rank 0's
             # Lightning builds the checkpoint on every rank (and meets them all at a
             # barrier after writing it), so this collective cannot be left waiting.
@@ -296,7 +304,15 @@ class RunModule(L.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.load_run_state(checkpoint)
-        self._saved_numerics = checkpoint.get(NUMERICS_KEY)
+        self._resumed_at_step = int(checkpoint.get("global_step") or 0)
+        where = "the resumed checkpoint"
+        self._saved_numerics, damaged = read_record(checkpoint.get(NUMERICS_KEY), where)
+        self._numerics_history, broken = read_history(
+            checkpoint.get(HISTORY_KEY), self._saved_numerics, where
+        )
+        for message in (damaged, broken):
+            if message is not None and self.global_rank == 0:
+                warn(message)
         # Restored at the first training batch, not now: creating the trainer's loaders and
         # loops between here and there must not shift the generators. Each rank takes its
         # own states when the world size is unchanged, else rank 0's.

@@ -11,21 +11,34 @@
   (``local128x2-global``, :func:`roformer_lit.layer_plan.plan_label`) and every block option
   the run sets (``mlpgeglu``).
 
-So ``rope-softmax-seed0-copy-rp1024`` and ``rope-softmax-seed0-copy`` are told apart by name,
-as ``compare`` tells them apart by their variant columns. Only letters, digits, ``.``, ``_``
-and ``-`` appear; a name is cut to :data:`MAX_STEM` characters (the run's ``config.yaml``
-always holds the whole configuration).
+A run of a **recipe** (a ``--config`` file in a directory named ``recipes``, such as
+``configs/recipes/modernbert.yaml``) is named for the recipe and what differs from it:
+``<recipe>-seed<N>[-<corpus>][-<variant>...]``, where the scheme and kernel show only
+where they are not the recipe's, and the variant parts only the options, plan and block
+settings whose values are not the recipe's (``modernbert-seed0``,
+``modernbert-seed0-mlpswiglu``); a later ``--config`` file's model settings count as
+differences too.
+
+Values are spelled one way everywhere in a name (:func:`roformer_lit.plan_labels.spelled`:
+``160000.0`` and ``160000`` are ``160000``). So ``rope-softmax-seed0-copy-rp1024`` and
+``rope-softmax-seed0-copy`` are told apart by name, as ``compare`` tells them apart by their
+variant columns. Only letters, digits, ``.``, ``_`` and ``-`` appear; a name is cut to
+:data:`MAX_STEM` characters (the run's ``config.yaml`` always holds the whole
+configuration).
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.layer_plan import plan_label
+from roformer_lit.plan_identity import number, plain, same_plan
+from roformer_lit.plan_labels import spelled
 
 #: Longest name stem (a run directory name stays well under the file system's 255 bytes,
 #: leaving room for a ``-N`` counter).
@@ -59,26 +72,10 @@ def component_label(name: Any) -> str:
 
 
 def _compact(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, bool | int | str) or value is None:
-        return str(value).lower() if isinstance(value, bool) else str(value)
     try:
-        return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"))
+        return spelled(value)
     except TypeError:
         return str(value)
-
-
-def _plain(value: Any) -> Any:
-    """A namespace or mapping as a dict, recursively (jsonargparse's Namespace included)."""
-    as_dict = getattr(value, "as_dict", None)
-    if callable(as_dict):
-        value = as_dict()
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 def corpus_label(data: Any) -> str | None:
@@ -101,22 +98,87 @@ def corpus_label(data: Any) -> str | None:
     return label[:40] or None
 
 
-def variant_parts(model: Any, data: Any) -> list[str]:
-    """The name parts of the settings that make this run a variant (see the module doc)."""
+def _differing(options: Any, reference: Any) -> list[str]:
+    """``<key><value>`` of each option whose value is not ``reference``'s, by key, and
+    ``<key>default`` for one ``reference`` sets that ``options`` leaves to its default (a
+    whole mapping given over a recipe's replaces it: ``--model.block '{mlp: gelu}'``)."""
+    options = plain(options) or {}
+    reference = plain(reference) or {}
+    if not isinstance(options, Mapping):
+        return [_compact(options)]
+    reference = reference if isinstance(reference, Mapping) else {}
+    parts = {
+        key: f"{key}{_compact(options[key])}"
+        for key in options
+        if key not in reference or number(reference[key]) != number(options[key])
+    }
+    parts.update({key: f"{key}default" for key in reference if key not in options})
+    return [parts[key] for key in sorted(parts)]
+
+
+def variant_parts(model: Any, data: Any, recipe: Mapping[str, Any] | None = None) -> list[str]:
+    """The name parts of the settings that make this run a variant (see the module doc);
+    with a ``recipe``'s model section, only those whose values are not the recipe's."""
+    reference = recipe or {}
     parts = []
     for key, show in VARIANT_PARTS:
         shown = show(_get(data, key)) if data is not None else None
         if shown:
             parts.append(shown)
     for section in ("position_kwargs", "attention_kwargs"):
-        options = _plain(_get(model, section)) or {}
-        if isinstance(options, Mapping):
-            parts += [f"{key}{_compact(options[key])}" for key in sorted(options)]
-    parts.append(plan_label(_plain(_get(model, "layer_plan"))))  # "" without a plan
-    block = _plain(_get(model, "block"))
-    if isinstance(block, Mapping):
-        parts += [f"{key}{_compact(block[key])}" for key in sorted(block)]
+        parts += _differing(_get(model, section), reference.get(section))
+    theirs = {key: reference.get(key) for key in ("position", "position_kwargs", "layer_plan")}
+    if recipe is None or not same_plan(plain(model) or {}, theirs):
+        parts.append(plan_label(plain(_get(model, "layer_plan"))))  # "" without a plan
+    parts += _differing(_get(model, "block"), reference.get("block"))
     return [p for p in (_clean(part) for part in parts) if p]
+
+
+#: An architecture setting's default (what a recipe that leaves it unset runs with).
+ENCODER_DEFAULTS = {field.name: field.default for field in dataclasses.fields(EncoderConfig)}
+
+#: The directory whose config files are recipes: runs named for them.
+RECIPES_DIRECTORY = "recipes"
+
+
+def recipe_of(config: Any) -> tuple[str, dict[str, Any]] | None:
+    """(name, model section) of the last ``--config`` file of ``config`` that is a recipe
+    (in a directory named :data:`RECIPES_DIRECTORY`), where it has an inline ``model``
+    section; None otherwise. A later ``--config`` file's model settings differ from it."""
+    from roformer_lit.safe_input import read_text_file, safe_yaml_load
+
+    files = _get(config, "config") or []
+    for index in range(len(files) - 1, -1, -1):
+        path = Path(str(files[index]))
+        if path.parent.name != RECIPES_DIRECTORY:
+            continue
+        try:
+            document = safe_yaml_load(read_text_file(str(path), "config file"))
+        except Exception:  # the parser read it already; unreadable now: no recipe name
+            return None
+        model = document.get("model") if isinstance(document, Mapping) else None
+        if not isinstance(model, Mapping):
+            return None
+        reference = dict(plain(model))
+        for later in files[index + 1 :]:  # later files' model settings are differences
+            reference.update({k: _MOVED for k in _model_keys(later)})
+        return _clean(path.stem), reference
+    return None
+
+
+_MOVED = object()  # a recipe setting a later --config file set again: shown if it differs
+
+
+def _model_keys(file: Any) -> list[str]:
+    from roformer_lit.safe_input import read_text_file, safe_yaml_load
+
+    path = str(file)
+    try:
+        document = safe_yaml_load(read_text_file(path, "config file"))
+    except Exception:
+        return []
+    model = document.get("model") if isinstance(document, Mapping) else None
+    return [str(k) for k in model] if isinstance(model, Mapping) else []
 
 
 def run_stem(config: Any) -> str:
@@ -124,8 +186,19 @@ def run_stem(config: Any) -> str:
     model, data = _get(config, "model"), _get(config, "data")
     if _get(data, "class_path") is not None:  # a data module named by its class
         data = _get(data, "init_args")
-    position, attention = (component_label(_get(model, key)) for key in ("position", "attention"))
-    stem = f"{position}-{attention}-seed{_get(config, 'seed_everything')}"
+    seed = f"seed{_get(config, 'seed_everything')}"
+    recipe = recipe_of(config)
+    if recipe is None:
+        head = [component_label(_get(model, key)) for key in ("position", "attention")] + [seed]
+        reference = None
+    else:
+        name, reference = recipe
+        head = [name]
+        for key in ("position", "attention"):  # a recipe that leaves one unset: the default
+            theirs = reference.get(key, ENCODER_DEFAULTS.get(key))
+            if theirs != _get(model, key):
+                head.append(component_label(_get(model, key)))
+        head.append(seed)
     corpus = corpus_label(data)
-    parts = [stem, *([corpus] if corpus else []), *variant_parts(model, data)]
+    parts = [*head, *([corpus] if corpus else []), *variant_parts(model, data, reference)]
     return "-".join(parts)[:MAX_STEM].rstrip("._-")

@@ -32,12 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.plan_identity import plain
 from roformer_lit.results.compare.aggregate import METRICS
 from roformer_lit.results.compare.runs import RunSummary
 from roformer_lit.results.compare.variants import (
     IGNORED_KEYS,
+    comparable,
     differing_keys,
     flatten,
+    format_value,
+    identity,
     variant_labels,
 )
 from roformer_lit.results.statistics import Interval, mean_interval
@@ -51,6 +55,48 @@ SELECTION_METRICS: dict[str, tuple[str, Callable[[Sequence[float]], float]]] = {
     "val_acc": ("val_acc", max),
     "val_exact": ("val_exact", max),
 }
+#: ``--by`` as every table, log line and TensorBoard tag names the metric -> its name above.
+LOGGED_NAMES = {
+    "val/loss": "val_loss",
+    "val/best_loss": "best_val_loss",
+    "val/ppl": "val_ppl",
+    "val/acc": "val_acc",
+    "val/exact": "val_exact",
+}
+
+
+def selection_metric(by: str) -> str:
+    """``--by`` as a key of :data:`SELECTION_METRICS` (the logged name ``val/acc`` is
+    ``val_acc``), or a one-line ConfigError naming both spellings."""
+    name = LOGGED_NAMES.get(by, by)
+    if name not in SELECTION_METRICS:
+        valid = ", ".join([*SELECTION_METRICS, *LOGGED_NAMES])
+        raise ConfigError(f"compare: --by {by} is not a selection metric: valid: {valid}")
+    return name
+
+
+def hashable(value: Any) -> Any:
+    """A hyperparameter's value as a dict key: lists as tuples, mappings as sorted
+    ``(key, value)`` tuples, all the way down (``layer_plan.pattern`` is a list)."""
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(hashable(v) for v in value)
+    return value
+
+
+def _key_shown(value: Any) -> Any:
+    """A candidate value as a dict key of :attr:`SelectedGroup.candidates`: a scalar as
+    itself, a list or mapping as :func:`shown` writes it."""
+    return shown(value) if isinstance(value, (Mapping, list, tuple)) else value
+
+
+def shown(value: Any) -> str:
+    """A chosen or candidate value as the tables write it: a scalar as itself, a list or
+    mapping as compact JSON (``["global","local"]``)."""
+    if isinstance(value, (Mapping, list, tuple)):
+        return format_value(plain(value))
+    return str(value)
 
 
 @dataclass
@@ -79,19 +125,41 @@ def best_value(means: Mapping[Any, float], by: str) -> Any:
     return next(v for v in sorted(means, key=repr) if means[v] == target)
 
 
+#: A layer plan's written key -> the key of its one form
+#: (:func:`~roformer_lit.plan_identity.canonical_plan` writes every plan as a pattern).
+PLAN_ALIASES = {"layer_plan.layers": "layer_plan.pattern"}
+
+
+def value_of(flat: Mapping[str, Any], key: str) -> Any:
+    """``key``'s value among flattened hyperparameters: the value itself, or, for a key
+    holding settings (``layer_plan``, ``position_kwargs``), the mapping of those below it;
+    None where the run has neither."""
+    if key in flat:
+        return flat[key]
+    prefix = f"{key}."
+    below = {k[len(prefix) :]: v for k, v in flat.items() if k.startswith(prefix)}
+    return below or None
+
+
+def _without(flat: dict[str, Any], key: str) -> dict[str, Any]:
+    prefix = f"{key}."
+    return {k: v for k, v in flat.items() if k != key and not k.startswith(prefix)}
+
+
 def resolve_key(key: str, runs: Sequence[RunSummary]) -> str:
     """``KEY`` as the runs' flattened hyperparameters name it (``model.``/``data.`` prefixes
-    dropped), or a ConfigError naming the keys whose values differ between the runs."""
-    flats = [flatten(r.hparams) for r in runs]
+    dropped; a key holding settings, such as ``layer_plan``, selects them together), or a
+    ConfigError naming the keys whose values differ between the runs."""
+    flats = [flatten(comparable(r.hparams)) for r in runs]
     short = key.removeprefix("model.").removeprefix("data.")
-    if short.rsplit(".", 1)[-1] in IGNORED_KEYS:
+    if short in IGNORED_KEYS:
         raise ConfigError(
             f"compare: --select {key} cannot be selected: seeds are the replicates every "
             "value is averaged over, and the scheme and kernel name the groups; select a "
             "hyperparameter such as learning_rate"
         )
-    for candidate in (key, short):
-        if any(candidate in f for f in flats):
+    for candidate in (key, short, PLAN_ALIASES.get(short, short)):
+        if any(value_of(f, candidate) is not None for f in flats):
             return candidate
     differing = differing_keys([r.hparams for r in runs])
     raise ConfigError(
@@ -103,22 +171,20 @@ def resolve_key(key: str, runs: Sequence[RunSummary]) -> str:
 def select(runs: Sequence[RunSummary], key: str, by: str) -> list[SelectedGroup]:
     """Each group of ``runs`` at the value of ``key`` with the best mean ``by`` (module
     docstring). Reads nothing but the run summaries."""
-    if by not in SELECTION_METRICS:
-        raise ConfigError(
-            f"compare: --by {by} is not a selection metric: valid: {', '.join(SELECTION_METRICS)}"
-        )
+    by = selection_metric(by)
     attribute, _ = SELECTION_METRICS[by]
     key = resolve_key(key, runs)
     identities = []
     for run in runs:
-        flat = flatten({**run.hparams, "position": run.position, "attention": run.attention})
-        flat.pop(key, None)
-        identities.append(flat)
+        flat = flatten(comparable(identity(run)))
+        identities.append(_without(flat, key))
     labels = variant_labels(identities)
     groups: dict[str, dict[Any, list[RunSummary]]] = {}
+    written: dict[Any, Any] = {}  # hashable form -> the value as the runs hold it
     for label, run in zip(labels, runs, strict=True):
-        value = flatten(run.hparams).get(key)
-        groups.setdefault(label, {}).setdefault(value, []).append(run)
+        value = value_of(flatten(comparable(run.hparams)), key)
+        written.setdefault(hashable(value), value)
+        groups.setdefault(label, {}).setdefault(hashable(value), []).append(run)
     selected = []
     for label, by_value in groups.items():
         candidates: dict[Any, tuple[float, int]] = {}
@@ -127,13 +193,16 @@ def select(runs: Sequence[RunSummary], key: str, by: str) -> list[SelectedGroup]
             scores = [getattr(r, attribute) for r in by_value[value]]
             finite = [s for s in scores if s is not None and math.isfinite(s)]
             if len(finite) < len(scores) or not finite:
-                notes.append(f"{key}={value}: {len(scores) - len(finite)} run(s) without {by}")
+                missing = len(scores) - len(finite)
+                notes.append(f"{key}={shown(written[value])}: {missing} run(s) without {by}")
                 continue
             candidates[value] = (math.fsum(finite) / len(finite), len(finite))
         if not candidates:
             continue
         chosen = best_value({v: mean for v, (mean, _) in candidates.items()}, by)
+        candidates = {_key_shown(written[v]): c for v, c in candidates.items()}
         members = sorted(by_value[chosen], key=lambda r: (r.seed is None, r.seed or 0))
+        chosen = written[chosen]
         stats = {}
         for metric in METRICS:
             values = [getattr(r, metric) for r in members]
@@ -229,12 +298,12 @@ def to_csv(groups: Sequence[SelectedGroup], by: str) -> str:
     for group in groups:
         record: dict[str, object] = {
             "group": group.group,
-            key: group.value,
+            key: shown(group.value) if isinstance(group.value, (Mapping, list)) else group.value,
             "n_seeds": len(group.runs),
             "seeds": " ".join("" if r.seed is None else str(r.seed) for r in group.runs),
             "selected_by": f"mean {by} over seeds (validation, training length)",
             "candidates": "; ".join(
-                f"{v}: {m:.6g} ({n})" for v, (m, n) in group.candidates.items()
+                f"{shown(v)}: {m:.6g} ({n})" for v, (m, n) in group.candidates.items()
             ),
             "note": "; ".join(group.notes),
         }
@@ -261,7 +330,7 @@ def to_markdown(groups: Sequence[SelectedGroup], by: str) -> str:
     selection metric's interval, and each reported cell as ``mean [low, high]``."""
     key = groups[0].key if groups else "value"
     cells = sorted({c for g in groups for c in g.report})
-    attribute = SELECTION_METRICS[by][0]
+    attribute = SELECTION_METRICS[selection_metric(by)][0]
     head = ["group", f"{key} (chosen)", "seeds", f"mean {by} per {key}", f"{by} (selection)"]
     head += [f"{metric} n={length} (reported)" for metric, length in cells]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -269,9 +338,9 @@ def to_markdown(groups: Sequence[SelectedGroup], by: str) -> str:
         interval = group.stats.get(attribute)
         row = [
             group.group,
-            str(group.value),
+            shown(group.value),
             str(len(group.runs)),
-            ", ".join(f"{v}: {m:.4f}" for v, (m, _) in group.candidates.items()),
+            ", ".join(f"{shown(v)}: {m:.4f}" for v, (m, _) in group.candidates.items()),
             "–" if interval is None else interval.text(4),
         ]
         row += [group.report[c].text(3) if c in group.report else "–" for c in cells]

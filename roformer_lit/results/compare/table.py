@@ -14,7 +14,7 @@ from pathlib import Path
 
 from roformer_lit.results.compare.aggregate import METRICS, Stat, VariantRow
 from roformer_lit.results.compare.runs import RunSummary
-from roformer_lit.results.compare.variants import differing_keys, flatten
+from roformer_lit.results.compare.variants import comparable, differing_keys, flatten
 from roformer_lit.results.statistics import CONFIDENCE, t_quantile
 
 #: Decimal places per metric in the markdown table (the CSV keeps full precision).
@@ -111,7 +111,7 @@ def to_csv(rows: Sequence[VariantRow]) -> str:
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        flat = flatten(row.runs[0].hparams)
+        flat = flatten(comparable(row.runs[0].hparams))
         record: dict[str, object] = {
             "variant": row.variant,
             "n_seeds": row.n,

@@ -2,13 +2,18 @@
 
 A variant is ``position-attention`` plus every other hyperparameter whose value differs
 between the runs being compared (nested dicts such as ``position_kwargs`` are compared key
-by key), written ``name=value``. Keys a run does not set are left out of its label (they
-take the scheme's default); a top-level key a run does not save (a run from before the
-option existed) compares as the constructors' default (:func:`saved_defaults`). A run whose hyperparameter files could not all be read
-(``RunSummary.problems``) is *partial*: a key it lacks is unknown, not unset, and does not
-split it from the runs that have it. Seeds (``seed_everything``, the data ``seed``) and bookkeeping
-keys (:data:`IGNORED_KEYS`) never split variants: runs differing only in them are the
-seeds of one variant.
+by key), written ``name=value``. A layer plan is compared as what it builds
+(:func:`roformer_lit.plan_identity.canonical_plan`: ``layers:`` and ``pattern:`` spellings
+of one plan are one variant), setting by setting: its pattern (``pattern=...``), and each
+type's scheme, options and window, named ``<type>.<setting>`` (``global.position=nope``,
+``global.base=160000``, ``local.window=128``). Keys a run does not set are left out of its
+label (they take the scheme's default); a top-level key a run does not save (a run from
+before the option existed) compares as the constructors' default (:func:`saved_defaults`).
+A run whose hyperparameter files could not all be read (``RunSummary.problems``) is
+*partial*: a key it lacks is unknown, not unset, and does not split it from the runs that
+have it. Seeds (``seed_everything``, the data ``seed``) and bookkeeping keys
+(:data:`IGNORED_KEYS`, top-level keys only) never split variants: runs differing only in
+them are the seeds of one variant.
 
     rope-softmax
     deberta-softmax c2p=false
@@ -26,12 +31,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from roformer_lit.plan_identity import model_plan
 from roformer_lit.results.compare.runs import RunSummary
 
-#: Hyperparameters that never tell variants apart.
+#: Hyperparameters that never tell variants apart (top-level keys only: a layer type's
+#: ``position`` inside ``layer_plan`` is a setting like any other).
 IGNORED_KEYS = frozenset(
     {"seed", "seed_everything", "cache_dir", "num_workers", "position", "attention"}
 )
+#: The prefix of a layer type's settings among the flattened keys.
+PLAN_TYPES = "layer_plan.types."
 _MISSING = object()
 
 
@@ -115,7 +124,7 @@ def saved_defaults() -> dict[str, Any]:
     values: dict[str, Any] = {}
     for source, class_name in SAVED_CLASSES:
         for name, default in constructor_defaults(package / source, class_name).items():
-            seen.setdefault(name, set()).add(_format(default))
+            seen.setdefault(name, set()).add(format_value(default))
             values[name] = default
     return {name: values[name] for name, formats in seen.items() if len(formats) == 1}
 
@@ -126,16 +135,16 @@ def differing_keys(
     """Flattened keys (seeds and :data:`IGNORED_KEYS` excluded) whose values differ. A key
     a run lacks counts as its default (:func:`saved_defaults`) where one is known. Where
     ``partial[i]`` is true, a key missing from ``hparams_list[i]`` is unknown and ignored."""
-    flats = [flatten(h) for h in hparams_list]
+    flats = [flatten(comparable(h)) for h in hparams_list]
     partial = partial if partial is not None else [False] * len(flats)
     keys = sorted({k for f in flats for k in f})
     defaults = saved_defaults()
     out = []
     for key in keys:
-        if key.rsplit(".", 1)[-1] in IGNORED_KEYS:
+        if key in IGNORED_KEYS:
             continue
         values = {
-            _format(f.get(key, defaults.get(key, _MISSING)))
+            format_value(f.get(key, defaults.get(key, _MISSING)))
             for f, unknown in zip(flats, partial, strict=True)
             if key in f or not unknown
         }
@@ -153,30 +162,57 @@ def variant_labels(
     names = _short_names(keys)
     labels = []
     for hparams in hparams_list:
-        flat = flatten(hparams)
+        flat = flatten(comparable(hparams))
         parts = [f"{hparams.get('position', '?')}-{hparams.get('attention', '?')}"]
-        parts += [f"{names[k]}={_format(flat[k])}" for k in keys if k in flat]
+        parts += [f"{names[k]}={format_value(flat[k])}" for k in keys if k in flat]
         labels.append(" ".join(parts))
     return labels
 
 
 def assign_variants(runs: Sequence[RunSummary]) -> list[RunSummary]:
     """Copies of ``runs`` with ``variant`` set from what differs among all of them."""
-    labels = variant_labels([_identity(r) for r in runs], [bool(r.problems) for r in runs])
+    labels = variant_labels([identity(r) for r in runs], [bool(r.problems) for r in runs])
     return [replace(run, variant=label) for run, label in zip(runs, labels, strict=True)]
 
 
-def _identity(run: RunSummary) -> dict[str, Any]:
+def comparable(hparams: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's hyperparameters with its layer plan in the one form of
+    :func:`~roformer_lit.plan_identity.canonical_plan` (left out where it builds the
+    model without a plan)."""
+    out = dict(hparams)
+    if "layer_plan" in out:
+        plan = model_plan(out)
+        if plan is None:
+            out.pop("layer_plan")
+        else:
+            out["layer_plan"] = plan
+    return out
+
+
+def identity(run: RunSummary) -> dict[str, Any]:
+    """What tells ``run`` apart: its hyperparameters, scheme and kernel."""
     return {**run.hparams, "position": run.position, "attention": run.attention}
 
 
+def short_name(key: str) -> str:
+    """A flattened key as a label names it: a layer type's setting as ``<type>.<setting>``
+    (``layer_plan.types.global.position_kwargs.base`` -> ``global.base``), any other key
+    by its last dotted component."""
+    if key.startswith(PLAN_TYPES):
+        parts = key[len(PLAN_TYPES) :].split(".")
+        return f"{parts[0]}.{parts[-1]}"
+    return key.rsplit(".", 1)[-1]
+
+
 def _short_names(keys: list[str]) -> dict[str, str]:
-    """The last dotted component of each key, or the whole key where that is ambiguous."""
-    leaves = [k.rsplit(".", 1)[-1] for k in keys]
-    return {k: leaf if leaves.count(leaf) == 1 else k for k, leaf in zip(keys, leaves, strict=True)}
+    """:func:`short_name` of each key, or the whole key where that is ambiguous."""
+    shorts = [short_name(k) for k in keys]
+    return {k: s if shorts.count(s) == 1 else k for k, s in zip(keys, shorts, strict=True)}
 
 
-def _format(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A hyperparameter's value as a label writes it: a string as itself, anything else as
+    compact JSON."""
     if value is _MISSING:
         return "<unset>"
     if isinstance(value, str):

@@ -1,0 +1,283 @@
+"""Per-layer settings are settings: a plan is compared as what it builds
+(:mod:`roformer_lit.plan_identity`) by ``compare``, ``compare --select``, a resumed run and
+``sweep``; every setting of a plan tells variants apart and the label says which."""
+
+from __future__ import annotations
+
+import pytest
+
+from roformer_lit.layer_plan import plan_label
+from roformer_lit.plan_identity import canonical_plan, same_plan, shortest_period
+from roformer_lit.plan_labels import read_label, written_plan
+from roformer_lit.results.compare.runs import RunSummary
+from roformer_lit.results.compare.select import select, to_csv, to_markdown
+from roformer_lit.results.compare.variants import variant_labels
+
+THREE = ["global", "local", "local"]
+MODERN = {
+    "pattern": THREE,
+    "types": {
+        "global": {"position_kwargs": {"base": 160000.0}},
+        "local": {"window": 128, "position_kwargs": {"base": 10000.0}},
+    },
+}
+
+#: (plan, another way to write the same network), over a RoPE model without options.
+EQUIVALENT = {
+    "layers for a pattern": (
+        {"pattern": ["l", "g"], "types": {"l": {"window": 8}}},
+        {"layers": ["l", "g", "l", "g"], "types": {"l": {"window": 8}}},
+    ),
+    "a pattern repeated": (
+        {"pattern": THREE, "types": {"local": {"window": 8}}},
+        {"pattern": THREE * 2, "types": {"local": {"window": 8}}},
+    ),
+    "the model's own scheme named": (
+        {"pattern": ["a", "b"], "types": {"b": {"position": "nope"}}},
+        {"pattern": ["a", "b"], "types": {"a": {"position": "rope"}, "b": {"position": "nope"}}},
+    ),
+    "an integral float": (
+        MODERN,
+        {
+            **MODERN,
+            "types": {
+                "global": {"position_kwargs": {"base": 160000}},
+                "local": {"window": 128, "position_kwargs": {"base": 10000}},
+            },
+        },
+    ),
+    "empty settings": (
+        {"pattern": ["l", "g"], "types": {"l": {"window": 8}, "g": {}}},
+        {"pattern": ["l", "g"], "types": {"l": {"window": 8}, "g": None}},
+    ),
+    "one plain type everywhere is no plan": ({"pattern": ["all"]}, None),
+}
+
+#: (setting of the plan, plan A, plan B that differs only in it, the label's name for it).
+DIFFERING = {
+    "scheme": (
+        {"pattern": THREE, "types": {"global": {"position": "nope"}}},
+        {"pattern": THREE, "types": {"global": {"position": "alibi"}}},
+        "global.position",
+    ),
+    "options": (
+        {"pattern": THREE, "types": {"global": {"position_kwargs": {"base": 1e5}}}},
+        {"pattern": THREE, "types": {"global": {"position_kwargs": {"base": 2e5}}}},
+        "global.base",
+    ),
+    "window": (
+        {"pattern": THREE, "types": {"local": {"window": 8}}},
+        {"pattern": THREE, "types": {"local": {"window": 16}}},
+        "local.window",
+    ),
+    "pattern": (
+        {"pattern": THREE, "types": {"local": {"window": 8}}},
+        {"pattern": ["local", "local", "global"], "types": {"local": {"window": 8}}},
+        "pattern",
+    ),
+}
+
+
+def model(plan, position="rope", position_kwargs=None) -> dict:
+    return {"position": position, "position_kwargs": position_kwargs, "layer_plan": plan}
+
+
+@pytest.mark.parametrize("case", sorted(EQUIVALENT))
+def test_equivalent_plans_are_one_plan(case):
+    first, second = EQUIVALENT[case]
+    assert same_plan(model(first), model(second))
+    labels = variant_labels(
+        [
+            {"position": "rope", "attention": "softmax", "layer_plan": first, "seed": 0},
+            {"position": "rope", "attention": "softmax", "layer_plan": second, "seed": 1},
+        ]
+    )
+    assert labels[0] == labels[1] == "rope-softmax"
+
+
+@pytest.mark.parametrize("case", sorted(DIFFERING))
+def test_every_setting_of_a_plan_tells_variants_apart_and_the_label_names_it(case):
+    first, second, name = DIFFERING[case]
+    assert not same_plan(model(first), model(second))
+    base = {"position": "rope", "attention": "softmax"}
+    labels = variant_labels(
+        [
+            {**base, "layer_plan": first, "seed": 0},
+            {**base, "layer_plan": first, "seed": 1},
+            {**base, "layer_plan": second, "seed": 0},
+        ]
+    )
+    assert labels[0] == labels[1] != labels[2]
+    assert all(f" {name}=" in label for label in labels[::2]), labels
+
+
+def test_a_type_with_the_models_options_has_none_of_its_own():
+    plan = {"pattern": ["a", "b"], "types": {"b": {"position_kwargs": {"base": 500}}}}
+    assert canonical_plan(plan, "rope", {"base": 500}) is None
+    assert canonical_plan(plan, "rope", {"base": 10000}) == {
+        "pattern": ["a", "b"],
+        "types": {"b": {"position_kwargs": {"base": 500}}},
+    }
+
+
+@pytest.mark.parametrize(
+    "names,period",
+    [
+        (["a"], ["a"]),
+        (["a", "a"], ["a"]),
+        (["a", "b", "a", "b"], ["a", "b"]),
+        (["a", "b", "a"], ["a", "b", "a"]),
+    ],
+)
+def test_shortest_period(names, period):
+    assert shortest_period(names) == period
+
+
+def test_a_malformed_plan_is_compared_as_written():
+    plan = {"pattern": "global", "layers": ["x"]}
+    assert canonical_plan(plan, "rope") == plan
+
+
+def _run(plan, seed: int, acc: float, lr: float = 1e-3) -> RunSummary:
+    hparams = {"position": "rope", "attention": "softmax", "learning_rate": lr}
+    if plan is not None:
+        hparams["layer_plan"] = plan
+    return RunSummary(
+        path=__import__("pathlib").Path(f"run-{id(plan)}-{seed}-{lr}"),
+        position="rope",
+        attention="softmax",
+        seed=seed,
+        hparams=hparams,
+        final_val_loss=2 - acc,
+        val_acc=acc,
+    )
+
+
+@pytest.mark.parametrize("key", ["layer_plan.pattern", "layer_plan", "model.layer_plan.layers"])
+def test_select_over_a_plan_key_picks_the_best_plan(key):
+    """A list-valued key (``layer_plan.pattern``) raised TypeError; the whole plan and its
+    ``layers`` spelling select the same way."""
+    best = {"pattern": ["local", "global"], "types": {"local": {"window": 8}}}
+    worse = {"pattern": ["global", "local"], "types": {"local": {"window": 8}}}
+    runs = [_run(best, s, 0.9 + s / 100) for s in range(2)]
+    runs += [_run(worse, s, 0.5 + s / 100) for s in range(2)]
+    (group,) = select(runs, key, "val/acc")
+    assert len(group.runs) == 2 and all(r.hparams["layer_plan"] is best for r in group.runs)
+    assert len(group.candidates) == 2
+    table, rows = to_markdown([group], "val/acc"), to_csv([group], "val/acc")
+    if key != "layer_plan":  # the chosen pattern, as compact JSON
+        assert '["local","global"]' in table and '""local"",""global""' in rows
+
+
+@pytest.mark.parametrize("case", sorted(DIFFERING))
+def test_select_keeps_plans_that_differ_in_any_setting_in_groups_of_their_own(case):
+    first, second, _ = DIFFERING[case]
+    runs = [
+        _run(plan, s, 0.5, lr) for plan in (first, second) for s in (0, 1) for lr in (1e-3, 3e-3)
+    ]
+    groups = select(runs, "learning_rate", "val_acc")
+    assert len(groups) == 2 and all(len(g.runs) == 2 for g in groups)
+
+
+# -- labels: injective over settings, one spelling --------------------------------------------
+
+#: Pairs of plans that build different layers but whose labels once collided (or could).
+COLLIDING = {
+    "a type named local8 against local with window 8": (
+        {"pattern": ["local8", "global"], "types": {"local8": {"position": "nope"}}},
+        {"pattern": ["local", "global"], "types": {"local": {"window": 8, "position": "nope"}}},
+    ),
+    "a type named localx against local repeated": (
+        {"pattern": ["localx", "g"], "types": {"localx": {"window": 2}, "g": {"window": 4}}},
+        {"pattern": ["local", "local", "g"], "types": {"local": {"window": 4}, "g": {"window": 4}}},
+    ),
+    "a scheme with digits against an option": (
+        {"pattern": ["g", "l"], "types": {"g": {"position": "t5"}, "l": {"window": 8}}},
+        {"pattern": ["g", "l"], "types": {"g": {"position_kwargs": {"t": 5}}, "l": {"window": 8}}},
+    ),
+    "a fractional option against two fields": (
+        {
+            "pattern": ["g", "l"],
+            "types": {"g": {"position_kwargs": {"a": 0.5}}, "l": {"window": 8}},
+        },
+        {
+            "pattern": ["g", "l"],
+            "types": {"g": {"position_kwargs": {"a": 0, "b": 5}}, "l": {"window": 8}},
+        },
+    ),
+    "a type named like a digest": (
+        {"pattern": ["l", "deadbeef"], "types": {"l": {"window": 8}}},
+        {"pattern": ["l"], "types": {"l": {"window": 8}}},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COLLIDING))
+def test_labels_of_different_plans_differ(case):
+    first, second = COLLIDING[case]
+    assert plan_label(first) != plan_label(second)
+    for plan in (first, second):  # a label read back is its plan, or it carries a digest
+        label = plan_label(plan)
+        assert read_label(label) == written_plan(plan) or read_label(label) is None
+
+
+@pytest.mark.parametrize("case", sorted(EQUIVALENT))
+def test_one_plan_written_two_ways_has_one_label_where_its_types_write_the_same(case):
+    first, second = EQUIVALENT[case]
+    if case in ("the model's own scheme named",):  # a type's own scheme is written
+        return
+    assert plan_label(first) == plan_label(second)
+
+
+@pytest.mark.parametrize(
+    "plan,label",
+    [
+        (MODERN, "global.base160000-local128.base10000x2"),
+        (
+            {"pattern": ["local", "local", "global"], "types": {"local": {"window": 128}}},
+            "local128x2-global",
+        ),
+        (
+            {"pattern": THREE, "types": {"global": {"position": "nope"}, "local": {"window": 8}}},
+            "global.nope-local8x2",
+        ),
+    ],
+)
+def test_plain_plans_keep_short_labels_in_one_spelling(plan, label):
+    assert plan_label(plan) == label
+    assert read_label(label) == written_plan(plan)
+
+
+def test_a_recipe_run_is_named_for_its_recipe_and_what_differs():
+    import yaml
+    from cli_helpers import CONFIGS
+
+    from roformer_lit.training.run_name import run_stem
+
+    recipe = CONFIGS / "recipes" / "modernbert.yaml"
+    own = yaml.safe_load(recipe.read_text(encoding="utf-8"))["model"]
+    size = CONFIGS / "size" / "base.yaml"
+
+    def stem(files=(), **model) -> str:
+        section = {"attention": "softmax", **own, **model}
+        config = {"config": [recipe, *files], "seed_everything": 0, "model": section}
+        return run_stem({**config, "data": {}})
+
+    typed = {
+        "pattern": ["global", "local", "local"],
+        "types": {
+            "global": {"position_kwargs": {"base": 160000}},
+            "local": {"window": 128, "position_kwargs": {"base": 10000}},
+        },
+    }
+    assert stem() == "modernbert-seed0"
+    assert stem([size]) == "modernbert-seed0"
+    assert stem(layer_plan=typed) == "modernbert-seed0"  # the recipe's plan, typed
+    assert stem(block={**own["block"], "mlp": "swiglu"}) == "modernbert-seed0-mlpswiglu"
+    assert stem(attention="linear") == "modernbert-linear-seed0"
+    replaced = stem(block={"mlp": "gelu"})  # a whole block replaces the recipe's
+    assert replaced.startswith("modernbert-seed0-") and "mlpgelu" in replaced
+    assert "normdefault" in replaced
+    plain = {"config": [], "seed_everything": 0, "data": {}}
+    plain["model"] = {"position": "rope", "attention": "softmax", "layer_plan": typed}
+    assert run_stem(plain) == "rope-softmax-seed0-global.base160000-local128.base10000x2"
