@@ -238,3 +238,27 @@ def test_the_command_prints_no_traceback_on_a_damaged_file(tmp_path) -> None:
     proc = _run("--check", "--bench", str(bench), "--pages", str(pages))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith(f"error: {bench / PLANS_CSV}: line 1: not UTF-8 text")
+
+
+def test_a_rerun_plan_sweep_is_read_in_todays_run_name_spelling():
+    """Run names spell 160000.0 as 160000 since the labels became injective: the study
+    reads a rerun's runs as the same plans as the raw outputs' older names, and nothing
+    else as a plan."""
+    from roformer_lit.layer_plan import plan_label
+    from roformer_lit.results.study.plans import MLM_PLANS, PLANS, RECALL_SHORT_PLANS, plan_called
+
+    modern = {
+        "pattern": ["global", "local", "local"],
+        "types": {"global": {"position_kwargs": {"base": 160000.0}}, "local": {"window": 8}},
+    }
+    last = {
+        "pattern": ["local", "local", "global"],
+        "types": {"global": {"position_kwargs": {"base": 160000.0}}, "local": {"window": 8}},
+    }
+    assert plan_called(PLANS, plan_label(modern)) == PLANS["global.base160000.0-local8x2"]
+    assert (
+        plan_called(RECALL_SHORT_PLANS, plan_label(last))
+        == RECALL_SHORT_PLANS["local8x2-global.base160000.0"]
+    )
+    assert plan_called(MLM_PLANS, "global.base160000-local32x2-global.base160000") is not None
+    assert plan_called(PLANS, "global.base1600-local8x2") is None

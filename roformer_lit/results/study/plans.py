@@ -72,11 +72,28 @@ MLM_PLANS = {
 MLM_RUN = re.compile(r"study_plans_mlm/seed(?P<seed>\d+)-(?P<plan>.+?)(?:/|$)")
 
 
+def spelled_today(label: str) -> str:
+    """A plan label with its integral numbers spelled as run names spell them since
+    2026-11-27 (``160000.0`` -> ``160000``): the raw outputs keep the names they had, and a
+    rerun sweep's runs are read as the same plans."""
+    return re.sub(r"(\d+)\.0(?=-|$|\.|x)", r"\1", label)
+
+
+def plan_called(plans: dict[str, str], label: str) -> str | None:
+    """What the page calls the run's plan ``label``, in either spelling (None: not a plan
+    of the study)."""
+    if label in plans:
+        return plans[label]
+    today = {spelled_today(known): name for known, name in plans.items()}
+    return today.get(spelled_today(label))
+
+
 def _parse(name: str) -> tuple[str, str, int] | None:
     match = RUN.search(name)
-    if match is None or match["plan"] not in PLANS:
+    called = None if match is None else plan_called(PLANS, match["plan"])
+    if called is None:
         return None
-    return match["task"], PLANS[match["plan"]], int(match["seed"])
+    return match["task"], called, int(match["seed"])
 
 
 def _parser(pattern: re.Pattern[str], task: str, plans: dict[str, str]) -> Parse:
@@ -84,9 +101,10 @@ def _parser(pattern: re.Pattern[str], task: str, plans: dict[str, str]) -> Parse
 
     def parse(name: str) -> tuple[str, str, int] | None:
         match = pattern.search(name)
-        if match is None or match["plan"] not in plans:
+        called = None if match is None else plan_called(plans, match["plan"])
+        if called is None:
             return None
-        return task, plans[match["plan"]], int(match["seed"])
+        return task, called, int(match["seed"])
 
     return parse
 
