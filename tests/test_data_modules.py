@@ -19,6 +19,7 @@ from roformer_lit.commands.prelaunch import CROSS_SECTION_RULES, check_fit_confi
 from roformer_lit.commands.pretrain import validate_config
 from roformer_lit.data import CorpusDataModule, PretrainDataModule, ProbeDataModule
 from roformer_lit.data.modules import DATA_MODULES, class_path, data_module, resolve
+from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.extrapolate import run_settings
 from roformer_lit.safe_input import safe_yaml_load
@@ -293,10 +294,10 @@ def test_the_cross_section_table_has_one_refusing_case_each():
     for rule in CROSS_SECTION_RULES:
         refused = []
         for case, config in parsed.items():
-            model = config.model.as_dict()
+            architecture = EncoderConfig.from_settings(config.model.as_dict())
             _, data = resolve(config.data)
             try:
-                rule(model, data)
+                rule(architecture, data)
             except ConfigError:
                 refused.append(case)
         assert len(refused) == 1, (rule.__name__, refused)

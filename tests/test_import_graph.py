@@ -124,6 +124,8 @@ FLOORS: dict[str, tuple[int, str]] = {
     "attention": (1, "architecture"),
     "blocks": (1, "architecture"),
     "layer_plan": (1, "architecture"),
+    "plan_identity": (1, "architecture"),
+    "plan_labels": (1, "architecture"),
     "encoder_config": (1, "architecture"),
     "model": (1, "architecture"),
     # 2 -- the training core: the Lightning module, data modules, the training machinery
@@ -133,6 +135,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     # 3 -- libraries built on the core
     "finetune": (3, "built on the core"),
     "interop": (3, "built on the core"),
+    "testing": (3, "built on the core"),  # the scheme author's test kit
     # 4 -- tools: commands, and what reads or drives runs
     "commands": (4, "tools"),
     "finetune.cli": (4, "tools"),

@@ -52,9 +52,10 @@ DOCUMENTED = {
 #: (module, private attribute) reached on an object of another library, with its owner.
 OTHER_LIBRARIES = {
     ("roformer_lit.tool_arguments", "_actions"): "argparse (standard library)",
-    ("roformer_lit.interop.modernbert", "_attn_implementation"): "transformers",
     ("roformer_lit.data.hf_source", "_fingerprint"): "datasets",
     ("roformer_lit.interop.weights", "_keys_to_ignore_on_load_unexpected"): "transformers",
+    ("roformer_lit.benchmarks.models", "_attn_implementation"): "transformers",
+    ("roformer_lit.benchmarks.runners", "_supports_flash_attn"): "transformers",
 }
 
 

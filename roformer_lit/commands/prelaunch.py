@@ -47,6 +47,7 @@ from roformer_lit.validation import (
     check_run_arguments,
     check_trainer_arguments,
     check_training_arguments,
+    check_weights_fit_in_memory,
 )
 
 
@@ -92,10 +93,14 @@ def document_mask_needs_segments(config: EncoderConfig, data: Mapping[str, Any])
                 for name in ATTENTION_KERNELS.builtin_names()
                 if ATTENTION_KERNELS[name].capabilities().segments
             )
+            where = (
+                f"model.attention={layer.spec.attention!r}"
+                if layer.spec.attention == config.attention
+                else f"model.layer_plan type {layer.spec.type!r} attention {layer.spec.attention!r}"
+            )
+            needs = "needs an attention kernel that keeps documents apart"
             raise ConfigError(
-                f"data.document_mask true needs an attention kernel that keeps documents "
-                f"apart; attention {layer.spec.attention!r}{layer.where(config.model_layer)} "
-                f"cannot; valid: {', '.join(valid)}"
+                f"data.document_mask true {needs}; {where} cannot; valid: {', '.join(valid)}"
             )
 
 
@@ -158,6 +163,7 @@ def check_model(model: Mapping[str, Any], vocab_size: Any, max_length: Any) -> E
     checked config."""
     check_training_arguments({k: v for k, v in model.items() if k not in ENCODER_FIELDS})
     config = EncoderConfig.from_settings({**model, "vocab_size": vocab_size})
+    check_weights_fit_in_memory(config.as_dict())  # names the sizes; the exact bytes below
     try:
         with torch.random.fork_rng(devices=[]), torch.device("meta"):
             encoder = Encoder(config)
