@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.attention.softmax import BIAS_BLOCK_FROM
 from roformer_lit.benchmarks.flops import gemm_shapes, nominal_peak_flops, training_step_flops
 from roformer_lit.benchmarks.memory import peak_step_memory_mb
 from roformer_lit.benchmarks.runners import (
@@ -398,7 +399,8 @@ def build_parser() -> ToolParser:
         default=None,
         metavar="N",
         help="softmax attention with a score bias attends in blocks of queries from N tokens "
-        "on (default: the kernel's, 2048); above the longest --lengths: the dense [L, L] bias",
+        f"on (default: the kernel's, {BIAS_BLOCK_FROM}); above the longest --lengths: the "
+        "dense [L, L] bias",
     )
     parser.add_argument(
         "--compile-speedup",
