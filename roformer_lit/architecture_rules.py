@@ -40,7 +40,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.layer_plan import LayerSpec
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.base import EncoderShape, PositionScheme
-from roformer_lit.registry import check_options, lookup
+from roformer_lit.registry import Registry, check_options, lookup
 from roformer_lit.validation import (
     PREFIX,
     Rule,
@@ -149,15 +149,26 @@ def resolve_layers(specs: Sequence[LayerSpec]) -> list[ResolvedLayer]:
     return layers
 
 
-def _kernels_that(predicate: Callable[[KernelCapabilities], bool]) -> str:
+def _registered_that(registry: Registry, predicate: Callable[[Any], bool]) -> str:
     names = []
-    for name in ATTENTION_KERNELS:
+    for name in registry:
         try:
-            if predicate(ATTENTION_KERNELS[name].capabilities()):
+            if predicate(registry[name].capabilities()):
                 names.append(name)
         except ConfigError:  # a broken plugin is reported where it is used, not here
             continue
     return ", ".join(sorted(names)) or "none"
+
+
+def kernels_that(predicate: Callable[[KernelCapabilities], bool]) -> str:
+    """The registered kernels whose default capabilities satisfy ``predicate``, in words:
+    the valid choices a refusal names."""
+    return _registered_that(ATTENTION_KERNELS, predicate)
+
+
+def schemes_that(predicate: Callable[[SchemeCapabilities], bool]) -> str:
+    """The registered schemes whose default claims satisfy ``predicate``, in words."""
+    return _registered_that(POSITION_SCHEMES, predicate)
 
 
 def bias_needs_a_kernel_that_takes_it(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:
@@ -168,7 +179,7 @@ def bias_needs_a_kernel_that_takes_it(config: EncoderConfig, layers: list[Resolv
             raise ConfigError(
                 f"position {layer.spec.position!r}{where} adds a score bias, which attention "
                 f"{layer.spec.attention!r} cannot take; valid attention kernels for "
-                f"{layer.spec.position!r}: {_kernels_that(lambda c: c.score_bias)}"
+                f"{layer.spec.position!r}: {kernels_that(lambda c: c.score_bias)}"
             )
 
 
@@ -179,7 +190,7 @@ def window_needs_a_kernel_with_windows(config: EncoderConfig, layers: list[Resol
             raise ConfigError(
                 f"model.layer_plan type {layer.spec.type!r} has window {layer.spec.window}, "
                 f"which attention {layer.spec.attention!r} cannot restrict to; valid attention "
-                f"kernels with windows: {_kernels_that(lambda c: c.window)}"
+                f"kernels with windows: {kernels_that(lambda c: c.window)}"
             )
 
 
@@ -196,13 +207,7 @@ def embedding_schemes_do_not_vary(config: EncoderConfig, layers: list[ResolvedLa
     candidates += [(v.spec.position, v.scheme_capabilities) for v in varied]
     embedding = [name for name, capabilities in candidates if capabilities.embeds]
     if embedding:
-        valid = ", ".join(
-            sorted(
-                n
-                for n in POSITION_SCHEMES.builtin_names()
-                if not POSITION_SCHEMES[n].capabilities().embeds
-            )
-        )
+        valid = schemes_that(lambda c: not c.embeds)
         raise ConfigError(
             f"position {embedding[0]!r} adds positions to the embeddings once, so it cannot "
             f"vary per layer in model.layer_plan; valid per-layer schemes: {valid}"
@@ -231,7 +236,7 @@ def dropout_needs_a_kernel_with_dropout(config: EncoderConfig, layers: list[Reso
                 f"model.attention_dropout={config.attention_dropout!r} needs a kernel with "
                 f"attention dropout; attention {layer.spec.attention!r}{options}"
                 f"{layer.where(config.model_layer)} has none; set model.attention_dropout 0 "
-                f"(or null), or use one of: {_kernels_that(lambda c: c.dropout)}"
+                f"(or null), or use one of: {kernels_that(lambda c: c.dropout)}"
             )
 
 

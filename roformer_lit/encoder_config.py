@@ -35,8 +35,10 @@ from functools import cached_property
 from typing import Any
 
 from roformer_lit.architecture_rules import ResolvedLayer, check_architecture
+from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.blocks import BlockOptions
 from roformer_lit.layer_plan import LayerSpec, resolve_plan
+from roformer_lit.positions import POSITION_SCHEMES
 
 
 @dataclass(frozen=True)
@@ -128,9 +130,6 @@ class EncoderConfig:
         and ``attention:<name>`` (:meth:`~roformer_lit.registry.Registry.origin`: built-in,
         an entry point's distribution and version, or an import path's module): what a
         checkpoint records, so a run is loaded with its own plugin or refused in one line."""
-        from roformer_lit.attention import ATTENTION_KERNELS
-        from roformer_lit.positions import POSITION_SCHEMES
-
         found: dict[str, dict[str, str]] = {}
         for layer in self.layers:
             found.setdefault(

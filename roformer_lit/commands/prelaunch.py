@@ -36,12 +36,11 @@ from typing import Any
 
 import torch
 
-from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.architecture_rules import kernels_that, schemes_that
 from roformer_lit.data.modules import complete_settings
 from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.model import Encoder
-from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.validation import (
     check_fits_in_memory,
     check_run_arguments,
@@ -88,20 +87,14 @@ def document_mask_needs_segments(config: EncoderConfig, data: Mapping[str, Any])
         return
     for layer in config.layers:
         if not layer.kernel_capabilities.segments:
-            valid = sorted(
-                name
-                for name in ATTENTION_KERNELS.builtin_names()
-                if ATTENTION_KERNELS[name].capabilities().segments
-            )
+            valid = kernels_that(lambda c: c.segments)
             where = (
                 f"model.attention={layer.spec.attention!r}"
                 if layer.spec.attention == config.attention
                 else f"model.layer_plan type {layer.spec.type!r} attention {layer.spec.attention!r}"
             )
             needs = "needs an attention kernel that keeps documents apart"
-            raise ConfigError(
-                f"data.document_mask true {needs}; {where} cannot; valid: {', '.join(valid)}"
-            )
+            raise ConfigError(f"data.document_mask true {needs}; {where} cannot; valid: {valid}")
 
 
 def random_positions_need_a_reader(config: EncoderConfig, data: Mapping[str, Any]) -> None:
@@ -113,16 +106,12 @@ def random_positions_need_a_reader(config: EncoderConfig, data: Mapping[str, Any
     if span is None:
         return
     if not any(layer.scheme_capabilities.reads_positions for layer in config.layers):
-        valid = sorted(
-            name
-            for name in POSITION_SCHEMES.builtin_names()
-            if POSITION_SCHEMES[name].capabilities().reads_positions
-        )
+        valid = schemes_that(lambda c: c.reads_positions)
         schemes = ", ".join(dict.fromkeys(layer.spec.position for layer in config.layers))
         raise ConfigError(
             f"data.random_positions={span} needs a position scheme that reads positions; "
             f"model.position={config.position!r} (every layer: {schemes}) reads none; "
-            f"valid: {', '.join(valid)}"
+            f"valid: {valid}"
         )
 
 

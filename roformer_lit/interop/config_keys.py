@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from roformer_lit.encoder_config import EncoderConfig, encoder_defaults
 from roformer_lit.errors import ConfigError
-from roformer_lit.interop.encoder_view import field_defaults
 
 if TYPE_CHECKING:
-    from roformer_lit.encoder_config import EncoderConfig
     from roformer_lit.interop.architectures.base import HFArchitecture
 
 #: field -> its key in BERT's config; an architecture renames some (``renamed_keys``)
@@ -53,7 +52,7 @@ def hf_keys(arch: HFArchitecture) -> dict[str, str]:
 def check_every_field_exports(config: EncoderConfig, arch: HFArchitecture) -> None:
     """A field neither mapped nor handled (one added after this) is refused unless it has
     its default: no HF setting would carry it."""
-    defaults = field_defaults(config)
+    defaults = encoder_defaults(type(config))  # a subclass may add fields
     for name, value in config.as_dict().items():
         if name in CONFIG_KEYS or name in HANDLED_FIELDS or value == defaults[name]:
             continue
