@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from roformer_lit.errors import ConfigError
     from roformer_lit.module import MaskedLM
     from roformer_lit.positions import POSITION_SCHEMES
+    from roformer_lit.training_config import TrainingConfig
 
 __all__ = [
     "ATTENTION_KERNELS",
@@ -33,6 +34,7 @@ __all__ = [
     "ConfigError",
     "EncoderConfig",
     "MaskedLM",
+    "TrainingConfig",
     "checkpoint_tokenizer",
     "export_hf",
     "import_hf",
@@ -45,6 +47,7 @@ _LAZY = {
     "ConfigError": "roformer_lit.errors",
     "EncoderConfig": "roformer_lit.encoder_config",
     "MaskedLM": "roformer_lit.module",
+    "TrainingConfig": "roformer_lit.training_config",
     "checkpoint_tokenizer": "roformer_lit.data.stored_tokenizer",
 }
 

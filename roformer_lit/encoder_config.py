@@ -51,14 +51,19 @@ class EncoderConfig:
             ``package.module:Class``.
         attention: an attention kernel, named the same ways (``ATTENTION_KERNELS``).
         vocab_size: the tokenizer's vocabulary (linked from the data module by the CLI).
-        hidden_size, num_layers, num_heads, intermediate_size: the encoder's dimensions.
+        hidden_size: the width of the hidden states (a multiple of ``num_heads``).
+        num_layers: the number of encoder layers.
+        num_heads: attention heads per layer.
+        intermediate_size: the feed-forward block's inner width.
         max_positions: size of position tables (a hard limit only for ``learned``).
         dropout: hidden dropout.
         attention_dropout: dropout of the attention probabilities; None: ``dropout``
             (:attr:`attention_dropout_value`).
         layer_norm_eps: the norms' epsilon everywhere.
         pre_norm: pre-LN blocks instead of BERT's post-LN.
-        position_kwargs, attention_kwargs: options of the scheme / kernel.
+        position_kwargs: the position scheme's options (``python -m roformer_lit schemes``
+            lists each scheme's).
+        attention_kwargs: the attention kernel's options.
         block: the block's options (:mod:`roformer_lit.blocks`); None: BERT's block.
         layer_plan: each layer's scheme, kernel, their options and window
             (:mod:`roformer_lit.layer_plan`); None: every layer global with ``position``.

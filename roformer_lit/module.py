@@ -37,18 +37,15 @@ from roformer_lit.batch import IGNORE_INDEX, Batch, placement
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
+from roformer_lit.module_arguments import configs_from, flat_help, flat_signature
 from roformer_lit.training.checkpoint_io import (
     PRETRAINING,
     drop_duplicate_weights,
     read_checkpoint,
 )
-from roformer_lit.training.lifecycle import OptimizerSettings, RunModule
-from roformer_lit.validation import (
-    TRAINING_RULES,
-    Rule,
-    check_training_arguments,
-    check_weights_fit_in_memory,
-)
+from roformer_lit.training.lifecycle import RunModule
+from roformer_lit.training_config import TrainingConfig
+from roformer_lit.validation import TRAINING_RULES, Rule, check_weights_fit_in_memory
 
 #: Every argument of :class:`MaskedLM` and what it accepts: the architecture's fields and
 #: the training settings.
@@ -58,116 +55,34 @@ MODEL_RULES: dict[str, Rule] = {**FIELD_RULES, **TRAINING_RULES}
 class MaskedLM(RunModule):
     """An encoder MLM with a registered position scheme and attention kernel.
 
-    The architecture's arguments (``position`` to ``layer_plan``) are the fields of
-    :class:`~roformer_lit.encoder_config.EncoderConfig` (documented there, once), made once
-    from them as ``self.config`` and passed whole to the encoder and head. They are flat
-    keyword arguments here because that is what jsonargparse turns into the flat
-    ``--model.<key>`` options with types, defaults and help, and what Lightning saves as
-    the checkpoint's flat ``hyper_parameters`` (so every earlier checkpoint loads
-    unchanged); ``tests/test_encoder_config.py`` holds them equal to the config's fields
-    (names, types, defaults). From Python, :meth:`from_config` takes a config whole. The
-    rest are training settings (:data:`~roformer_lit.validation.TRAINING_RULES`).
-
-    Args:
-        position ... layer_plan: the architecture (:class:`EncoderConfig`).
-        learning_rate, weight_decay, betas, warmup_steps, min_lr_ratio: AdamW and schedule;
-            the decay runs to ``trainer.max_steps`` (or the trainer's estimate).
-        lr_schedule: ``linear`` (warm-up, then linear decay to ``trainer.max_steps``: the
-            default), ``constant`` (warm-up, then ``learning_rate``: independent of the
-            step count, so checkpoints at several steps serve several budgets) or ``wsd``
-            (warm-up, stable, then linear decay over the last ``decay_fraction`` of the
-            steps after warm-up); :func:`roformer_lit.training.lifecycle.lr_factor`.
-        decay_fraction: the share of post-warm-up steps ``wsd`` decays over, in (0, 1].
-        position_lr_scale: the position scheme's parameters train at this multiple of
-            ``learning_rate`` (1: one rate). Learned biases that start at zero (T5, FIRE)
-            move about one learning rate per AdamW step, so a short run leaves them near
-            uniform; a larger scale lets a short study tell such schemes apart.
-        init_std: standard deviation of the normal initialisation.
-        compile: wrap the encoder in ``torch.compile``.
-        skip_nonfinite: skip (no optimiser step) a batch whose loss or gradient is NaN/inf
-            and count it in ``train/skipped_batches``, instead of stopping the run with
-            :class:`TrainingDiverged` (which still stops it after ``MAX_CONSECUTIVE_SKIPS``
-            such batches in a row).
+    ``MaskedLM(model=EncoderConfig(...), training=TrainingConfig(...))`` takes the
+    architecture (:class:`~roformer_lit.encoder_config.EncoderConfig`, kept as
+    ``self.config`` and passed whole to the encoder and head) and the training settings
+    (:class:`~roformer_lit.training_config.TrainingConfig`, ``self.training_config``) whole.
+    Either may instead be given field by field, flat (``MaskedLM(position="alibi",
+    learning_rate=1e-3)``): the spelling of YAML, the command line (``--model.hidden_size``)
+    and every checkpoint's ``hyper_parameters``, through the alias table
+    :data:`~roformer_lit.module_arguments.FLAT_KEYS`. The signature jsonargparse reads and
+    the ``Args`` below are generated from the two dataclasses, where each field is written
+    once.
     """
 
     def __init__(
         self,
-        position: str = "rope",
-        attention: str = "softmax",
-        vocab_size: int = 8192,
-        hidden_size: int = 256,
-        num_layers: int = 4,
-        num_heads: int = 4,
-        intermediate_size: int = 1024,
-        max_positions: int = 512,
-        dropout: float = 0.1,
-        attention_dropout: float | None = None,
-        layer_norm_eps: float = 1e-12,
-        pre_norm: bool = False,
-        position_kwargs: dict[str, Any] | None = None,
-        attention_kwargs: dict[str, Any] | None = None,
-        block: dict[str, Any] | None = None,
-        layer_plan: dict[str, Any] | None = None,
-        learning_rate: float = 5e-4,
-        weight_decay: float = 0.01,
-        betas: tuple[float, float] = (0.9, 0.98),
-        warmup_steps: int = 100,
-        min_lr_ratio: float = 0.0,
-        position_lr_scale: float = 1.0,
-        lr_schedule: str = "linear",
-        decay_fraction: float = 0.2,
-        init_std: float = 0.02,
-        compile: bool = False,
-        skip_nonfinite: bool = False,
+        model: EncoderConfig | Mapping[str, Any] | None = None,
+        training: TrainingConfig | Mapping[str, Any] | None = None,
+        **flat: Any,
     ) -> None:
-        super().__init__(
-            OptimizerSettings(
-                learning_rate=learning_rate,
-                weight_decay=weight_decay,
-                betas=betas,
-                min_lr_ratio=min_lr_ratio,
-                lr_schedule=lr_schedule,
-                decay_fraction=decay_fraction,
-                position_lr_scale=position_lr_scale,
-            ),
-            skip_nonfinite=skip_nonfinite,
+        self.config, self.training_config = configs_from(model, training, flat)
+        settings = self.training_config
+        # RunModule.__init__ named, not super(): a frame without ``__class__`` is one that
+        # Lightning's save_hyperparameters does not read the (flat) signature's locals from
+        RunModule.__init__(
+            self, settings.optimizer_settings, skip_nonfinite=settings.skip_nonfinite
         )
-        # the training settings here; the architecture's when its config is made (once)
-        check_training_arguments(
-            {
-                "learning_rate": learning_rate,
-                "weight_decay": weight_decay,
-                "betas": betas,
-                "warmup_steps": warmup_steps,
-                "min_lr_ratio": min_lr_ratio,
-                "position_lr_scale": position_lr_scale,
-                "lr_schedule": lr_schedule,
-                "decay_fraction": decay_fraction,
-                "init_std": init_std,
-                "compile": compile,
-                "skip_nonfinite": skip_nonfinite,
-            }
-        )
-        self.config = EncoderConfig(
-            position=position,
-            attention=attention,
-            vocab_size=vocab_size,
-            hidden_size=hidden_size,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
-            max_positions=max_positions,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            layer_norm_eps=layer_norm_eps,
-            pre_norm=pre_norm,
-            position_kwargs=position_kwargs,
-            attention_kwargs=attention_kwargs,
-            block=block,
-            layer_plan=layer_plan,
-        )
-        self.save_hyperparameters()  # flat, as every version saved them
-        self._warmup_steps = warmup_steps
+        # flat, as every version saved them: the one spelling checkpoints hold
+        self.save_hyperparameters({**self.config.as_dict(), **settings.as_dict()})
+        self._warmup_steps = settings.warmup_steps
         check_weights_fit_in_memory(self.config.as_dict())  # a host check: it allocates
         try:
             self.encoder = Encoder(self.config)
@@ -180,11 +95,11 @@ class MaskedLM(RunModule):
                 "num_layers, intermediate_size, max_positions are too large for this machine): "
                 + " ".join(str(exc).split())[:200]
             ) from None
-        self.apply(lambda m: init_bert_weights(m, init_std))
+        self.apply(lambda m: init_bert_weights(m, settings.init_std))
         # the encoder is registered once, as ``encoder``; the (compiled) callable that runs
         # it is kept outside the module tree, so no tensor has a second name in state_dict
         object.__setattr__(
-            self, "_encode", torch.compile(self.encoder) if compile else self.encoder
+            self, "_encode", torch.compile(self.encoder) if settings.compile else self.encoder
         )
         self.train_acc = MulticlassAccuracy(self.config.vocab_size, average="micro")
         self.val_metrics = self._stage_metrics(self.config.vocab_size)
@@ -195,7 +110,7 @@ class MaskedLM(RunModule):
     def from_config(cls, config: EncoderConfig, **training: Any) -> MaskedLM:
         """A model of the architecture ``config`` with the training settings ``training``
         (the others their defaults)."""
-        return cls(**config.as_dict(), **training)
+        return cls(model=config, **training)
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike[str]) -> MaskedLM:
@@ -426,3 +341,12 @@ def _exact_match(logits: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
     labelled = selected.any(dim=1)
     exact = (wrong_per_row[labelled] == 0).float()
     return exact.mean(), labelled.sum().float()
+
+
+# The flat spelling (module docstring of :mod:`roformer_lit.module_arguments`): what
+# jsonargparse reads to make the ``--model.<key>`` options, with each field's help.
+MaskedLM.__init__.__signature__ = flat_signature()  # type: ignore[attr-defined]
+MaskedLM.__init__.__annotations__ = {
+    p.name: p.annotation for p in flat_signature().parameters.values() if p.name != "self"
+} | {"return": None}
+MaskedLM.__doc__ = f"{MaskedLM.__doc__.rstrip()}\n\n    " + flat_help().replace("\n", "\n    ")

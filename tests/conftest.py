@@ -53,6 +53,7 @@ FAST_MODULES = frozenset(
         "test_replaced_mappings",
         "test_checkpoint_settings",
         "test_encoder_config",
+        "test_module_arguments",
         "test_total_steps",
         "test_plugins",
         "test_docs_composition",

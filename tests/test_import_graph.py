@@ -130,6 +130,8 @@ FLOORS: dict[str, tuple[int, str]] = {
     "model": (1, "architecture"),
     # 2 -- the training core: the Lightning module, data modules, the training machinery
     "module": (2, "training core"),
+    "module_arguments": (2, "training core"),
+    "training_config": (2, "training core"),
     "data": (2, "training core"),
     "training": (2, "training core"),
     # 3 -- libraries built on the core
