@@ -476,6 +476,8 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
                 (tmp_path / "runs" / experiment / run / "checkpoints" / "last.ckpt").touch()
         monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "launch", no_launch)
+    # the scheme study names the example plugins by import path (examples/, not installed)
+    monkeypatch.syspath_prepend(str(CONFIGS.parent / "examples"))
     # --root: an empty one, so that no finished run of a checkout's own runs/ is skipped
     config = str(path.relative_to(CONFIGS.parent))
     root = str(tmp_path / "sweep-root")
@@ -509,13 +511,16 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "study_budget_reverse_rate": 2 * 2 * 5,
         "study_budget_copy_long": 2 * 2 * 5,  # study_budget_copy to 12,000 steps
         "study_budget_reverse_long": 2 * 2 * 5,
-        # (every scheme + rope at base 100 and p-RoPE at base 100) x 4 tasks x 2 rates x 5 seeds
-        "study_schemes_selected": (len(POSITION_SCHEMES) + 2) * 4 * 3 * 5,  # three rates
+        # (every scheme + rope at base 100 and p-RoPE at base 100 + the plugins cope, ssmax
+        # over nope and ssmax over rope) x 4 tasks x 3 rates x 5 seeds
+        "study_schemes_selected": (len(POSITION_SCHEMES) + 2 + 3) * 4 * 3 * 5,
         # four layer plans x four tasks x five seeds
         "study_plans": 4 * 4 * 5,
         "study_plans_recall": 4 * 5,  # the four plans on recall at longer contexts
         "study_plans_mlm": 5 * 4,  # the four plans on MLM, seeds first
         "study_plans_recall_short": 6 * 5,  # recall at 2-4 pairs, 32 symbols; two orders
+        "study_plans_recall_placement": 5 * 5,  # five more plans of that setting
+        "study_plans_recall_long": 2,  # the 16x pilot: two plans, one seed
     }
     expected = expected[path.stem]
     assert len(lines) == expected

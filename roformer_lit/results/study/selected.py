@@ -6,7 +6,12 @@ rate 1e-3 / 3e-3 / 1e-2 × seeds 0-4, 1,500 steps), run one task and rate at a t
 ``sweep --only data.probe=TASK --only model.learning_rate=RATE``; each group is selected
 over the rates its own runs have (the findings say which). Raw outputs read, all in ``docs/bench/``:
 
-* :data:`SELECTION_FILE`: ``compare``'s ``runs.csv`` (one row per run): ``val_acc``, the
+The two example plugins (``examples/``: CoPE, and scalable softmax over ``nope`` and over
+``rope``) are rows of the same sweep file, named by import path; they ran a day later, so
+their raw outputs are files of their own (the second of each list below), scored on the very
+same test sequences (checked: their baseline rows must equal the first files').
+
+* :data:`SELECTION_FILES`: ``compare``'s ``runs.csv`` (one row per run): ``val_acc``, the
   accuracy each run logged at its last validation, on validation sequences at the training
   length. The learning rate of each (task, variant) is chosen here, from this file alone, by
   :func:`roformer_lit.results.compare.select.best_value`, the rule ``compare --select
@@ -39,20 +44,37 @@ from roformer_lit.results.study.reading import csv_rows, optional
 from roformer_lit.results.study.seed_study import TEST_COLUMNS, SeedStudy, read_test_csv
 from roformer_lit.results.study.words import PROBE_LENGTHS, STUDY_TASKS
 
-SELECTION_FILE = "cpu-2026-11-25-study-schemes-runs.csv"
-TEST_FILES = "cpu-2026-11-25-study-schemes-{task}.csv"
+SELECTION_FILES = (
+    "cpu-2026-11-25-study-schemes-runs.csv",
+    "cpu-2026-11-27-study-schemes-plugins-runs.csv",
+)
+TEST_FILES = (
+    "cpu-2026-11-25-study-schemes-{task}.csv",
+    "cpu-2026-11-27-study-schemes-plugins-{task}.csv",
+)
 LENGTHS = PROBE_LENGTHS[:3]
 REFERENCE = "rope"
 RUN = re.compile(
-    r"study_schemes_selected/(?P<scheme>[a-z0-9]+)-(?P<options>.+?)-(?P<task>"
+    r"study_schemes_selected/(?P<scheme>[A-Za-z0-9_.]+)-(?P<options>.+?)-(?P<task>"
     + "|".join(STUDY_TASKS)
     + r")-learning_rate(?P<lr>[0-9.e-]+)-seed(?P<seed>\d+)(?:/|$)"
 )
+#: A plugin's run-name label (its import path, ``:`` written ``_``) -> the name the page
+#: gives it, marked as a plugin.
+PLUGINS = {
+    "roformer_lit_examples.cope_CoPE": "cope",
+    "roformer_lit_examples.ssmax_ScalableSoftmax": "ssmax",
+}
 
 
 def variant(scheme: str, options: str) -> str:
-    """``rope`` for the defaults, ``rope (base=100.0)`` with options."""
-    return scheme if options == "default" else f"{scheme} ({options.replace('+', ', ')})"
+    """``rope`` for the defaults, ``rope (base=100.0)`` with options; a plugin
+    ``ssmax (plugin)``, ``ssmax (plugin, inner=rope)``."""
+    plain = options == "default"
+    if scheme in PLUGINS:
+        extra = "" if plain else ", " + options.replace("+", ", ")
+        return f"{PLUGINS[scheme]} (plugin{extra})"
+    return scheme if plain else f"{scheme} ({options.replace('+', ', ')})"
 
 
 def _parse(name: str) -> tuple[str, str, float, int] | None:
@@ -69,17 +91,18 @@ def _parse(name: str) -> tuple[str, str, float, int] | None:
 
 @cached
 def selection_scores() -> dict[tuple[str, str], dict[float, dict[int, float]]]:
-    """``(task, variant) -> learning rate -> seed -> val_acc`` from :data:`SELECTION_FILE`."""
-    path = bench_file(SELECTION_FILE)
+    """``(task, variant) -> learning rate -> seed -> val_acc`` from :data:`SELECTION_FILES`."""
     scores: dict = {}
-    if not path.is_file():
-        return scores
-    for row in csv_rows(path, {"path": str, "val_acc": optional(float)}):
-        parsed = _parse(row["path"])
-        if parsed is None or row["val_acc"] is None:
+    for file_name in SELECTION_FILES:
+        path = bench_file(file_name)
+        if not path.is_file():
             continue
-        task, name, lr, seed = parsed
-        scores.setdefault((task, name), {}).setdefault(lr, {})[seed] = row["val_acc"]
+        for row in csv_rows(path, {"path": str, "val_acc": optional(float)}):
+            parsed = _parse(row["path"])
+            if parsed is None or row["val_acc"] is None:
+                continue
+            task, name, lr, seed = parsed
+            scores.setdefault((task, name), {}).setdefault(lr, {})[seed] = row["val_acc"]
     return scores
 
 
@@ -114,24 +137,37 @@ def study() -> SeedStudy:
         REFERENCE,
         extra=("learning rate: mean val acc (chosen **bold**)", {}),
     )
+
+    def parse(name: str) -> tuple[str, str, int] | None:
+        parsed = _parse(name)
+        if parsed is None or picks.get((parsed[0], parsed[1])) != parsed[2]:
+            return None  # another study's run, or a rate not chosen
+        return parsed[0], parsed[1], parsed[3]
+
     for task in STUDY_TASKS:
-        path = bench_file(TEST_FILES.format(task=task))
-        if not path.is_file():
+        paths = [bench_file(f.format(task=task)) for f in TEST_FILES]
+        if not paths[0].is_file():
             continue
-
-        def parse(name: str) -> tuple[str, str, int] | None:
-            parsed = _parse(name)
-            if parsed is None or picks.get((parsed[0], parsed[1])) != parsed[2]:
-                return None  # another study's run, or a rate not chosen
-            return parsed[0], parsed[1], parsed[3]
-
-        cells, baselines = read_test_csv(path, parse)
-        result.cells.update(cells)
-        result.baselines.update(baselines)
+        for path in (p for p in paths if p.is_file()):
+            cells, baselines = read_test_csv(path, parse)
+            result.cells.update(cells)
+            _same_sequences(result.baselines, baselines, path.name)
+            result.baselines.update(baselines)
         result.order[task] = [name for t, name in selection_scores() if t == task]
         for name in result.order[task]:
             result.extra[1][(task, name)] = _selection_text(task, name)  # type: ignore[index]
     return result
+
+
+def _same_sequences(known: dict, more: dict, file_name: str) -> None:
+    """A later file's runs must have been scored on the study's test sequences: its
+    baseline rows (computed on the sequences it evaluated) equal the ones already read."""
+    for key, value in more.items():
+        if key in known and known[key] != value:
+            raise ValueError(
+                f"{file_name}: baseline {key} is {value}, not {known[key]}: its runs were "
+                "scored on other sequences than the study's"
+            )
 
 
 def tasks() -> list[str]:
