@@ -521,6 +521,8 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "study_plans_recall_short": 6 * 5,  # recall at 2-4 pairs, 32 symbols; two orders
         "study_plans_recall_placement": 5 * 5,  # five more plans of that setting
         "study_plans_recall_long": 2,  # the 16x pilot: two plans, one seed
+        "study_plans_recall_seeds": 2 * 5,  # the headline pair at seeds 5-9
+        "study_plans_recall_data_seeds": 2 * 5,  # the headline pair at data seeds 1-5
     }
     expected = expected[path.stem]
     assert len(lines) == expected
@@ -776,6 +778,13 @@ def test_version_names_are_readable_and_unique():
     assert clash == ["v-w", "w-v"]
     clash = version_names([(("a.x", "v w"), ("b.y", "z")), (("a.x", "v_w"), ("b.y", "z"))])
     assert clash[0] != clash[1] and all(c.startswith("x=v_w,y=z") for c in clash)
+
+
+def test_the_data_seed_and_the_run_seed_are_told_apart_in_names():
+    """``data.seed`` and ``seed_everything`` both end in "seed": a name must say which."""
+    names = [r.version for r in expand({"seed_everything": [0, 1], "data.seed": [2, 3]})]
+    assert names == ["seed0-dataseed2", "seed0-dataseed3", "seed1-dataseed2", "seed1-dataseed3"]
+    assert [r.version for r in expand({"data.seed": [4]})] == ["dataseed4"]
 
 
 def test_slurm_time_formats():

@@ -45,14 +45,16 @@ OWNED_KEYS = (
 LOGS_DIR = "sweep_logs"
 STATUS_FILE = "sweep_status.json"
 #: Short labels of grid keys in run names (otherwise the key's last component).
-KEY_ALIASES = {"seed_everything": "seed"}
+#: Short names of keys whose last component would mislead: ``data.seed`` is the data's
+#: seed, not the run's (``seed0-dataseed1``, not ``seed0-seed1``).
+KEY_ALIASES = {"seed_everything": "seed", "data.seed": "dataseed"}
 #: A grid key whose mapping values are named by :func:`roformer_lit.layer_plan.plan_label`.
 PLAN_KEY = "model.layer_plan"
 #: What a sweep may run: ``fit`` (pretraining, the default) or ``finetune``.
 COMMANDS = ("fit", "finetune")
 #: ``finetune`` sweeps: the fine-tuning seed in run names (the pretrained run's own name
 #: usually ends in ``seed<N>`` already): ``movie_polarity-rope-softmax-seed0-ftseed1``.
-FINETUNE_KEY_ALIASES = {"seed_everything": "ftseed"}
+FINETUNE_KEY_ALIASES = {"seed_everything": "ftseed", "data.seed": "dataseed"}
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=,-]*")
 DOTTED_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
 MAX_VERSION_LENGTH = 120
