@@ -54,6 +54,7 @@ FAST_MODULES = frozenset(
         "test_checkpoint_settings",
         "test_encoder_config",
         "test_module_arguments",
+        "test_corpus_baselines",
         "test_total_steps",
         "test_plugins",
         "test_docs_composition",

@@ -75,6 +75,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from lightning.pytorch import Trainer
 
@@ -178,8 +179,10 @@ class Evaluation:
     tokens: int = 0  # a probe's sequence length at input length ``length``
     #: A probe's baselines on the same sequences, ``rule -> (acc, exact)``.
     baselines: dict[str, tuple[float, float]] = field(default_factory=dict)
-    #: A corpus run's unigram baseline loss on the same masked tokens.
+    #: A corpus run's unigram baseline loss on the same masked tokens: fitted to them
+    #: (in-sample), and estimated on the training split.
     unigram_loss: float | None = None
+    train_unigram_loss: float | None = None
     #: What identifies the evaluated sequences (the same for every seed of a sweep).
     sequences: tuple[Any, ...] | None = None
 
@@ -192,6 +195,7 @@ class Evaluation:
             loss=self.loss,
             baselines=self.baselines,
             unigram_loss=self.unigram_loss,
+            train_unigram_loss=self.train_unigram_loss,
             sequences=self.sequences,
             task=task,
         )
@@ -417,6 +421,35 @@ def unigram_loss(data: PretrainDataModule) -> float | None:
     return -math.fsum(c / total * math.log(c / total) for c in counts.values())
 
 
+def train_unigram_log_probs(data: PretrainDataModule) -> np.ndarray:
+    """``log p(w)`` of every token id ``w`` under the unigram distribution of the run's
+    *training* split, add-one smoothed over the tokenizer's ``V`` ids (a token the split
+    never holds keeps a finite loss):
+
+        p(w) = (c_train(w) + 1) / (N_train + V)
+    """
+    (stream, start, stop), _ = data.split_ranges()  # type: ignore[attr-defined]
+    vocab = data.tokenizer_vocab_size
+    counts = np.bincount(np.asarray(stream.read(start, stop), dtype=np.int64), minlength=vocab)
+    counts = counts[:vocab].astype(np.float64)
+    return np.log(counts + 1.0) - math.log(counts.sum() + vocab)
+
+
+def train_unigram_loss(data: PretrainDataModule, log_probs: np.ndarray) -> float | None:
+    """The loss (nats, as ``val/loss``) of predicting every masked validation token by the
+    training split's unigram distribution (:func:`train_unigram_log_probs`):
+    ``-(1/M) sum_masked log p(w)``. Unlike :func:`unigram_loss` it is not fitted to the
+    tokens it scores: a model that learns only token frequencies from its training data
+    reaches it. None without masked tokens."""
+    total, count = 0.0, 0
+    for batch in data.val_dataloader():
+        labels = batch["labels"]
+        masked = labels[labels != -100].numpy()
+        total -= math.fsum(log_probs[masked].tolist())
+        count += masked.size
+    return total / count if count else None
+
+
 def shortest_split(settings: RunSettings) -> int | None:
     """Tokens in the shorter of a corpus run's two splits (the data module cuts both into
     blocks, so no block can be longer); None for a probe or when the data cannot be read
@@ -507,6 +540,7 @@ def evaluate_checkpoint(
         )
     cells: list[Evaluation] = []
     shortest = shortest_split(settings)
+    train_log_probs: np.ndarray | None = None
     for length in lengths:
         cell = Evaluation(length)
         cells.append(cell)
@@ -558,6 +592,9 @@ def evaluate_checkpoint(
             cell.sequences = (task.name, symbols, data.seed, len(sequences), settings.split)
         else:
             cell.unigram_loss = unigram_loss(data)
+            if train_log_probs is None:  # the split is the same at every length: read once
+                train_log_probs = train_unigram_log_probs(data)
+            cell.train_unigram_loss = train_unigram_loss(data, train_log_probs)
             cell.sequences = (settings.source, str(settings.data), data.seed, cell.blocks)
         if math.isnan(loss):
             cell.why_not = "n/a (no masked tokens)"

@@ -5,8 +5,11 @@
   (``metric``: ``acc``, ``exact`` or ``loss``); ``--budget FILE`` is the same with a
   ``step`` column after ``name`` (the checkpoint's optimiser steps, empty for baselines):
   accuracy against training steps. Baselines are rows named ``baseline:<rule>``
-  (:mod:`roformer_lit.data.probes.baselines` for position tasks, ``baseline:unigram`` for
-  corpus runs); with several position tasks in one call, ``baseline:<rule>:<task>``.
+  (:mod:`roformer_lit.data.probes.baselines` for position tasks; for corpus runs
+  ``baseline:unigram``, the entropy of the masked tokens' own frequencies, an in-sample
+  reference, and ``baseline:train_unigram``, their loss under the training split's
+  add-one-smoothed unigram distribution, a baseline a model could reach); with several
+  position tasks in one call, ``baseline:<rule>:<task>``.
 * A baseline row's value at a length is the mean of the rule's score over the distinct sets
   of evaluation sequences at that length (one set per data seed; a sweep's seeds share one).
 * :func:`verdict`: a position-task cell reads ``solved`` when its exact match is at least
@@ -41,6 +44,7 @@ class CellScores:
     #: a corpus cell's unigram loss is :attr:`unigram_loss`.
     baselines: dict[str, tuple[float, float]] = field(default_factory=dict)
     unigram_loss: float | None = None
+    train_unigram_loss: float | None = None
     #: Which evaluation sequences the baselines were scored on (task, symbols, seed, count).
     sequences: tuple | None = None
     task: str | None = None
@@ -92,6 +96,10 @@ def baseline_rows(checkpoints: Sequence[CheckpointRows]) -> list[tuple[str, int,
             grouped.setdefault((f"baseline:{rule}{suffix}", length, "exact"), []).append(exact)
         if cell.unigram_loss is not None:
             grouped.setdefault(("baseline:unigram", length, "loss"), []).append(cell.unigram_loss)
+        if cell.train_unigram_loss is not None:
+            grouped.setdefault(("baseline:train_unigram", length, "loss"), []).append(
+                cell.train_unigram_loss
+            )
     return [(n, length, m, sum(v) / len(v)) for (n, length, m), v in grouped.items()]
 
 
