@@ -18,7 +18,11 @@ learns (regions ``plans-recall-short-*``): ``configs/sweeps/study_plans_recall_s
 MLM (regions ``plans-mlm-*``): ``configs/sweeps/study_plans_mlm.yaml`` (the quick-start
 recipe with the four plans, window 32 of 128 tokens), ``extrapolate --csv`` of every run's
 last checkpoint on its own validation text at :data:`MLM_LENGTHS` tokens, with the
-``baseline:unigram`` rows: masked-token loss, lower is better.
+``baseline:unigram`` rows (in-sample: shown, never the baseline a finding uses):
+masked-token loss, lower is better. The baseline, ``baseline:train_unigram`` (the training
+split's unigram), is read from :data:`MLM_TRAIN_UNIGRAM_FILE`: ``extrapolate`` of a 2-step
+checkpoint of the same recipe, whose baseline rows depend on the data alone; its in-sample
+rows must equal the study file's (the same tokenizer, blocks and masks), or it is refused.
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ MLM_LENGTHS = [128, 256, 512, 1024, 2048]
 #: masked tokens' own frequencies on the evaluated blocks, an in-sample reference, not a
 #: baseline a model could reach from its training split.
 IN_SAMPLE = "in-sample unigram"
+#: the training split's unigram (``baseline:train_unigram``): the MLM study's baseline
+TRAIN_UNIGRAM = "unigram (training split)"
+MLM_TRAIN_UNIGRAM_FILE = "cpu-2026-11-27-mlm-train-unigram.csv"
 #: the MLM sweep's plan labels (four layers: ModernBERT's global layers are the first and last)
 MLM_PLANS = {
     "layer_plan=none": PLANS["layer_plan=none"],
@@ -161,6 +168,18 @@ def mlm_study() -> SeedStudy:
         (task, IN_SAMPLE if rule == "unigram" else rule, n): value
         for (task, rule, n), value in result.baselines.items()
     }
+    result.references = (IN_SAMPLE,)
+    path = bench_file(MLM_TRAIN_UNIGRAM_FILE)
+    if result.tasks() and path.is_file():
+        _, rows = read_test_csv(path, lambda name: ("mlm", name, 0), "loss")
+        for (task, rule, n), value in rows.items():
+            if rule == "unigram" and result.baselines.get((task, IN_SAMPLE, n)) != value:
+                raise ValueError(
+                    f"{MLM_TRAIN_UNIGRAM_FILE}: its in-sample unigram at L={n} is {value}, "
+                    "not the study's: it was scored on other blocks or masks"
+                )
+            if rule == "train_unigram":
+                result.baselines[(task, TRAIN_UNIGRAM, n)] = value
     return result
 
 

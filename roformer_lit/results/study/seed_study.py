@@ -61,7 +61,9 @@ class SeedStudy:
     """See the module docstring. ``order``: task -> its variants, in the order shown;
     ``extra``: an optional column (head, ``(task, variant) -> text``) after the variant;
     ``metric``: the cells' measure, ``acc`` (higher is better) or ``loss`` (MLM: lower is
-    better, no exact match, so no "solved"); ``length_name``: how a length is written."""
+    better, no exact match, so no "solved"); ``length_name``: how a length is written;
+    ``references``: baseline rows shown in the table but never the baseline a finding
+    compares with (a reference fitted to the scored tokens themselves)."""
 
     lengths: list[int]
     reference: str
@@ -71,6 +73,7 @@ class SeedStudy:
     extra: tuple[str, Mapping[tuple[str, str], str]] | None = None
     metric: str = "acc"
     length_name: str = "n"
+    references: tuple[str, ...] = ()
 
     @property
     def lower_is_better(self) -> bool:
@@ -90,7 +93,11 @@ class SeedStudy:
         return self.cells.get((task, name, n, metric or self.metric), {})
 
     def best_baseline(self, task: str, n: int) -> tuple[str, float]:
-        rules = {r: v for (t, r, m), v in self.baselines.items() if (t, m) == (task, n)}
+        rules = {
+            r: v
+            for (t, r, m), v in self.baselines.items()
+            if (t, m) == (task, n) and r not in self.references
+        }
         pick = min if self.lower_is_better else max
         rule = pick(rules, key=lambda r: rules[r])
         return rule, rules[rule]
