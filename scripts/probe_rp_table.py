@@ -7,10 +7,11 @@
 matched by the sweep's run names, ``<scheme>-<task>-random_positions=none-seed<k>`` (off) and
 ``<scheme>-<task>-random_positions<R>-seed<k>`` (on), and paired by seed; other rows of
 either file are ignored. A cell is ``off → on`` (answer-token accuracy, mean over seeds),
-then the paired t-test of on against off over the seeds, its p-value Holm-corrected over
-every cell of the table (:mod:`roformer_lit.results.statistics`): ``▲ p=…`` where on is
-above off at adjusted p < 0.05, ``▼ p=…`` where below, ``n.s.`` where the seeds do not
-separate them (and ``n.s.`` with fewer than two seeds).
+then the exact paired sign-flip test of on against off over the seeds (no normality
+assumed: :func:`roformer_lit.results.study.exact.sign_flip_p`; with n seeds its p is at least
+2 / 2**n, 0.0625 at n = 5), its p-value Holm-corrected over every cell of the table:
+``▲ p=…`` where on is above off at adjusted p < 0.05, ``▼ p=…`` where below, ``n.s.`` where
+the seeds do not separate them (and ``n.s.`` with fewer than two seeds).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from roformer_lit.results.statistics import holm, paired_t_test, verdict
+from roformer_lit.results.statistics import holm, verdict
+from roformer_lit.results.study.exact import sign_flip_p, smallest_p
 
 RUN = re.compile(
     r"/(?P<scheme>[a-z0-9_]+)-(?P<task>[a-z_]+)-random_positions(?P<range>=none|\d+)"
@@ -61,10 +63,12 @@ def main(off_path: str, on_path: str) -> None:
             if before and all(v == v for v in before + after):  # no NaN (n/a) cell
                 cells[(key, i)] = (before, after)
     tested = [c for c, (before, _) in cells.items() if len(before) >= 2]
-    adjusted = dict(zip(tested, holm([paired_t_test(*cells[c]) for c in tested]), strict=True))
+    adjusted = dict(zip(tested, holm([sign_flip_p(*cells[c]) for c in tested]), strict=True))
+    floor = smallest_p(len(seeds_seen)) if seeds_seen else 1.0
     print(
-        f"Seeds {seeds_seen}, paired; off → on, mean answer-token accuracy; paired t-test "
-        f"by seed, Holm-corrected over the {len(tested)} cells compared:\n"
+        f"Seeds {seeds_seen}, paired; off → on, mean answer-token accuracy; exact sign-flip "
+        f"test by seed (smallest possible p = {floor:.4g}), Holm-corrected over the "
+        f"{len(tested)} cells compared:\n"
     )
     print("| scheme | task | " + " | ".join(lengths) + " |")
     print("|---|---|" + "---|" * len(lengths))
