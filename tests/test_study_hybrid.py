@@ -139,3 +139,16 @@ def test_the_long_pilot_says_what_one_seed_shows(bench: Path):
 def test_nothing_run_says_so(bench: Path):
     for region in (hybrid.long_table, lambda: hybrid.seeds_study().table()):
         assert region().startswith("_No slice")
+
+
+def test_the_readme_row_states_the_ten_seed_comparison(bench: Path):
+    from roformer_lit.results.study import readme
+
+    _short(bench)
+    values = {("layer_plan=none", s): 0.5 for s in range(5, 10)}
+    values |= {("local8x2-global.nope", s): 0.9 for s in range(5, 10)}
+    (bench / hybrid.SEEDS_FILE).write_text(_rows(SEEDS, values, _real_majority()))
+    row = next(line for line in readme.findings().splitlines() if "recall: ten seeds" in line)
+    assert f"`{hybrid.LAST}` minus `{hybrid.REFERENCE}`" in row
+    assert "+0.400" in row and "10↑0↓" in row
+    assert "3 of 3 paired cells separated after Holm" in row

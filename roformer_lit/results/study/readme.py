@@ -10,8 +10,9 @@ from __future__ import annotations
 import statistics
 
 from roformer_lit.results.statistics import verdict
-from roformer_lit.results.study import budget, figures, plans, selected
+from roformer_lit.results.study import budget, figures, hybrid, plans, selected
 from roformer_lit.results.study.exact import ALPHA, detectable, differences, effect, smallest_p
+from roformer_lit.results.study.paired import cell
 from roformer_lit.results.study.seed_study import SeedStudy
 from roformer_lit.results.study.streams import data_seeds
 from roformer_lit.results.study.words import SOLVED, names
@@ -57,6 +58,29 @@ def _above(study: SeedStudy, task: str, n: int) -> list[str]:
     return [f"`{v}`" for v in study.order[task] if study.above_baseline(task, v, n)]
 
 
+def _solved_all(study: SeedStudy, name: str, n: int) -> bool:
+    solved, seeds = study.solved("recall", name, n)
+    return solved == seeds > 0
+
+
+def _solving(study: SeedStudy) -> list[str]:
+    """Each ``recall`` plan solving some length on every seed, with those lengths."""
+    return [
+        f"`{v}` at {names([study.times(n) for n in study.lengths if _solved_all(study, v, n)])}"
+        for v in study.order["recall"]
+        if any(_solved_all(study, v, n) for n in study.lengths)
+    ]
+
+
+def _versus(study: SeedStudy) -> str:
+    """Each variant minus the reference at every length, paired, with its Holm p."""
+    parts = [
+        f"{study.times(n)} {cell(*study.pairs[(task, name, n)])}" for (task, name, n) in study.pairs
+    ]
+    others = [v for v in study.order["recall"] if v != study.reference]
+    return f"{names([f'`{v}`' for v in others])} minus `{study.reference}`: " + "; ".join(parts)
+
+
 def findings() -> str:
     rows = []
     link = f"[position tasks]({TASKS_PAGE}#every-scheme-at-its-selected-learning-rate)"
@@ -98,22 +122,30 @@ def findings() -> str:
         )
     short = plans.recall_short_study()
     if short.tasks():
-        solving = [
-            f"`{v}` at {names([short.times(n) for n in short.lengths if short.solved('recall', v, n)[0] == short.solved('recall', v, n)[1] > 0])}"
-            for v in short.order["recall"]
-            if any(
-                short.solved("recall", v, n)[0] == short.solved("recall", v, n)[1] > 0
-                for n in short.lengths
-            )
-        ]
         rows.append(
             (
                 "recall (32 symbols)",
-                f"plans solving on every seed: {names(solving)}; 16 keys cap the test at "
-                f"{short.times(short.lengths[-1])}",
+                f"plans solving on every seed: {names(_solving(short))}; 16 keys cap the test "
+                f"at {short.times(short.lengths[-1])}",
                 f"{_reach(short.pairs)}; [layer plans]({PLANS_PAGE}#recall-where-the-all-global-model-learns-1)",
             )
         )
+    further = f"[layer plans]({PLANS_PAGE}#the-hybrid-result-tested-further)"
+    placement = hybrid.placement_study()
+    if placement.tasks():
+        rows.append(
+            (
+                "recall: where the NoPE layer goes",
+                f"plans solving on every seed: {names(_solving(placement))}",
+                f"{_reach(placement.pairs)}; {further}",
+            )
+        )
+    for label, study in (
+        ("recall: ten seeds", hybrid.seeds_study()),
+        ("recall: six data seeds", hybrid.data_seeds_study()),
+    ):
+        if study.tasks():
+            rows.append((label, _versus(study), f"{_reach(study.pairs)}; {further}"))
     mlm = plans.mlm_study()
     if mlm.tasks():
         lower = [
