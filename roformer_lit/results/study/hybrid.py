@@ -153,13 +153,18 @@ def data_seeds_study() -> SeedStudy:
     return study
 
 
+def _long() -> tuple[dict, dict] | None:
+    """The pilot's cells (every metric) and accuracy baselines; None when not run."""
+    path = bench_file(LONG_FILE)
+    return read_test_csv(path, _parser(LONG_RUN, TWO)) if path.is_file() else None
+
+
 def long_table() -> str:
     """The 16× pilot: each plan's test accuracy and exact match at one seed, the baselines."""
-    path = bench_file(LONG_FILE)
-    if not path.is_file():
+    read = _long()
+    if read is None:
         return NOT_RUN
-    acc, baselines = read_test_csv(path, _parser(LONG_RUN, TWO))
-    exact, _ = read_test_csv(path, _parser(LONG_RUN, TWO), "exact")
+    cells, baselines = read
     head = ["variant", *(f"n={n} ({n // LONG_LENGTHS[0]}×)" for n in LONG_LENGTHS)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for rule in sorted({r for _, r, _ in baselines}):
@@ -172,8 +177,8 @@ def long_table() -> str:
     for name in (REFERENCE, LAST):
         row = []
         for n in LONG_LENGTHS:
-            a = acc.get(("recall", name, n, "acc"), {})
-            e = exact.get(("recall", name, n, "exact"), {})
+            a = cells.get(("recall", name, n, "acc"), {})
+            e = cells.get(("recall", name, n, "exact"), {})
             if not a:
                 row.append("–")
                 continue
@@ -186,22 +191,21 @@ def long_table() -> str:
 
 def long_findings() -> str:
     """What the pilot shows: which plan learns 1× and how far each solves (one seed)."""
-    path = bench_file(LONG_FILE)
-    if not path.is_file():
+    read = _long()
+    if read is None:
         return NOT_RUN
-    acc, baselines = read_test_csv(path, _parser(LONG_RUN, TWO))
-    exact, _ = read_test_csv(path, _parser(LONG_RUN, TWO), "exact")
+    cells, baselines = read
     parts = []
     for name in (REFERENCE, LAST):
         solved = [
             n
             for n in LONG_LENGTHS
-            if exact.get(("recall", name, n, "exact"))
-            and min(exact[("recall", name, n, "exact")].values()) >= SOLVED
+            if cells.get(("recall", name, n, "exact"))
+            and min(cells[("recall", name, n, "exact")].values()) >= SOLVED
         ]
         first = LONG_LENGTHS[0]
         best = max(v for (t, r, m), v in baselines.items() if m == first)
-        at_first = acc.get(("recall", name, first, "acc"), {})
+        at_first = cells.get(("recall", name, first, "acc"), {})
         above = bool(at_first) and min(at_first.values()) > best
         reach = (
             f"solves up to n={max(solved)} ({max(solved) // first}×)"
