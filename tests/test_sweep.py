@@ -511,9 +511,9 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "study_budget_reverse_rate": 2 * 2 * 5,
         "study_budget_copy_long": 2 * 2 * 5,  # study_budget_copy to 12,000 steps
         "study_budget_reverse_long": 2 * 2 * 5,
-        # (every scheme + rope at base 100 and p-RoPE at base 100 + the plugins cope, ssmax
-        # over nope and ssmax over rope) x 4 tasks x 3 rates x 5 seeds
-        "study_schemes_selected": (len(POSITION_SCHEMES) + 2 + 3) * 4 * 3 * 5,
+        # (every scheme + rope at base 100 and p-RoPE at base 100 + the plugins cope and ssmax
+        # over rope) x 4 tasks x 3 rates x 5 seeds
+        "study_schemes_selected": (len(POSITION_SCHEMES) + 2 + 2) * 4 * 3 * 5,
         # four layer plans x four tasks x five seeds
         "study_plans": 4 * 4 * 5,
         "study_plans_recall": 4 * 5,  # the four plans on recall at longer contexts
@@ -523,6 +523,8 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "study_plans_recall_long": 2,  # the 16x pilot: two plans, one seed
         "study_plans_recall_seeds": 2 * 5,  # the headline pair at seeds 5-9
         "study_plans_recall_data_seeds": 2 * 5,  # the headline pair at data seeds 1-5
+        "study_plans_last": 4 * 5,  # global NoPE last on the four tasks
+        "study_plans_mlm_last": 5,  # global NoPE last on MLM
     }
     expected = expected[path.stem]
     assert len(lines) == expected

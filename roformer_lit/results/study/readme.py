@@ -166,15 +166,18 @@ def findings() -> str:
             )
         )
     found = data_seeds()
-    shared = sorted({v for _, data in found.values() for v in data})
-    if all(len(data) == 1 for _, data in found.values()):
+    fixed = [name for name, (_, data) in found.items() if len(data) == 1]
+    shared = sorted({v for name in fixed for v in found[name][1]})
+    varied = [f"`{name}`" for name in found if name not in fixed]
+    if fixed:
         rows.append(
             (
-                "every study",
+                "every study" if not varied else f"every study but {names(varied)}",
                 f"seeds vary the initialisation only: every run has `data.seed` "
                 f"{names([str(v) for v in shared])}, one training stream and one test set",
-                "the intervals and tests cover initialisation, not the data; "
-                f"[what the seeds vary]({TASKS_PAGE}#at-the-training-length)",
+                "the intervals and tests cover initialisation, not the data"
+                + (f" ({names(varied)}: the data varied, by `data.seed`)" if varied else "")
+                + f"; [what the seeds vary]({TASKS_PAGE}#at-the-training-length)",
             )
         )
     # task names bare: a row starting "| `name` |" is the README's scheme table's form

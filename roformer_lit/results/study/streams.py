@@ -27,6 +27,12 @@ SWEEPS = [
     "study_plans_recall.yaml",
     "study_plans_recall_short.yaml",
     "study_plans_mlm.yaml",
+    "study_plans_recall_placement.yaml",
+    "study_plans_recall_seeds.yaml",
+    "study_plans_recall_data_seeds.yaml",
+    "study_plans_recall_long.yaml",
+    "study_plans_last.yaml",
+    "study_plans_mlm_last.yaml",
 ]
 #: ``data.seed`` when no file sets it (``PretrainDataModule`` / ``TaskDataModule``).
 DEFAULT_DATA_SEED = 0
@@ -76,5 +82,6 @@ def data_seed() -> str:
         "test set, and another `data.seed` may move every run of a cell together."
     )
     if varied:
-        text += f" {names([f'`{n}`' for n in varied])} vary `data.seed` as well."
+        verb = "varies" if len(varied) == 1 else "vary"
+        text += f" {names([f'`{n}`' for n in varied])} {verb} `data.seed` as well."
     return text
