@@ -152,3 +152,40 @@ def test_the_readme_row_states_the_ten_seed_comparison(bench: Path):
     assert f"`{hybrid.LAST}` minus `{hybrid.REFERENCE}`" in row
     assert "+0.400" in row and "10↑0↓" in row
     assert "3 of 3 paired cells separated after Holm" in row
+
+
+def test_the_global_last_layout_joins_the_task_and_mlm_tables(bench: Path):
+    from roformer_lit.results.study import plans
+
+    lines = ["name,length,metric,value"]
+    last = ["name,length,metric,value"]
+    for seed in range(5):
+        name = f"runs/study_plans/layer_plan=none-copy-seed{seed}/checkpoints/last.ckpt"
+        lines += [f"{name},{n},acc,0.5" for n in (16, 32, 64)]
+        name = f"runs/study_plans_last/local8x2-global.nope-copy-seed{seed}/checkpoints/last.ckpt"
+        last += [f"{name},{n},acc,0.6" for n in (16, 32, 64)]
+    for rows in (lines, last):
+        rows += [f"baseline:majority,{n},acc,0.2" for n in (16, 32, 64)]
+    (bench / plans.TEST_FILES.format(task="copy")).write_text("\n".join(lines) + "\n")
+    (bench / plans.LAST_FILES.format(task="copy")).write_text("\n".join(last) + "\n")
+    study = plans.study()
+    name = plans.LAST_PLANS["local8x2-global.nope"]
+    assert study.order["copy"][-1] == name
+    assert study.values("copy", name, 32) == {s: 0.6 for s in range(5)}
+    assert ("copy", name, 32) in study.pairs
+
+
+def test_an_mlm_file_scored_on_other_blocks_is_refused(bench: Path):
+    from roformer_lit.results.study import plans
+
+    def rows(path: str, plan: str, unigram: float) -> str:
+        out = ["name,length,metric,value"]
+        out += [f"runs/{path}/seed{s}-{plan}/checkpoints/last.ckpt,128,loss,4.5" for s in range(5)]
+        return "\n".join([*out, f"baseline:unigram,128,loss,{unigram}"]) + "\n"
+
+    (bench / plans.MLM_FILE).write_text(rows("study_plans_mlm", "layer_plan=none", 5.5))
+    (bench / plans.MLM_LAST_FILE).write_text(
+        rows("study_plans_mlm_last", "local32x3-global.nope", 5.6)
+    )
+    with pytest.raises(ValueError, match="other test sequences"):
+        plans.mlm_study()

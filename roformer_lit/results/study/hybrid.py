@@ -37,7 +37,7 @@ from roformer_lit.results.study.plans import (
     plan_called,
 )
 from roformer_lit.results.study.present import add_present
-from roformer_lit.results.study.seed_study import Parse, SeedStudy, read_test_csv
+from roformer_lit.results.study.seed_study import Parse, SeedStudy, merge_file, read_test_csv
 from roformer_lit.results.study.words import NOT_RUN, SOLVED
 
 REFERENCE = RECALL_SHORT_PLANS["layer_plan=none"]
@@ -80,22 +80,8 @@ def _parser(pattern: re.Pattern[str], plans: dict[str, str], only_seed: int | No
 
 
 def _merge(study: SeedStudy, file_name: str, parse: Parse) -> bool:
-    """Add a file's cells to ``study``; its baselines must equal those read already (the
-    same test sequences). False when the file is absent."""
-    path = bench_file(file_name)
-    if not path.is_file():
-        return False
-    cells, baselines = read_test_csv(path, parse)
-    for key, value in baselines.items():
-        if key in study.baselines and study.baselines[key] != value:
-            raise ValueError(
-                f"{file_name}: baseline {key} is {value}, not {study.baselines[key]}: its runs "
-                "were scored on other test sequences"
-            )
-    for key, by_seed in cells.items():  # seeds join a cell's seeds, never replace them
-        study.cells.setdefault(key, {}).update(by_seed)
-    study.baselines.update(baselines)
-    return True
+    """:func:`~.seed_study.merge_file` of a raw output in ``docs/bench/``."""
+    return merge_file(study, bench_file(file_name), parse)
 
 
 def _short(plans: dict[str, str], only_seed: int | None = None) -> SeedStudy:

@@ -33,10 +33,20 @@ from roformer_lit.results.statistics import verdict
 from roformer_lit.results.study.exact import ALPHA, smallest_p
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.present import add_present
-from roformer_lit.results.study.seed_study import Parse, SeedStudy, read_test_csv, run_pattern
+from roformer_lit.results.study.seed_study import (
+    Parse,
+    SeedStudy,
+    merge_file,
+    read_test_csv,
+    run_pattern,
+)
 from roformer_lit.results.study.words import PROBE_LENGTHS, SOLVED, STUDY_TASKS
 
 TEST_FILES = "cpu-study-plans-{task}.csv"
+#: the global-last layout on the tasks (``study_plans_last.yaml``), beside the four plans
+LAST_FILES = "cpu-study-plans-last-{task}.csv"
+LAST_RUN = run_pattern("study_plans_last", r"(?P<plan>.+?)", STUDY_TASKS)
+LAST_PLANS = {"local8x2-global.nope": "local RoPE ×2, global NoPE last (iRoPE / RNoPE order)"}
 #: run-name plan label (:func:`roformer_lit.layer_plan.plan_label`) -> what the page calls it
 PLANS = {
     "layer_plan=none": "all-global RoPE",
@@ -77,6 +87,10 @@ MLM_PLANS = {
     "local32": "all-local",
 }
 MLM_RUN = re.compile(r"study_plans_mlm/seed(?P<seed>\d+)-(?P<plan>.+?)(?:/|$)")
+#: the global-last layout on MLM (``study_plans_mlm_last.yaml``)
+MLM_LAST_FILE = "cpu-study-plans-mlm-last.csv"
+MLM_LAST_RUN = re.compile(r"study_plans_mlm_last/seed(?P<seed>\d+)-(?P<plan>.+?)(?:/|$)")
+MLM_LAST_PLANS = {"local32x3-global.nope": "local RoPE ×3, global NoPE last (1:3)"}
 
 
 def spelled_today(label: str) -> str:
@@ -95,12 +109,20 @@ def plan_called(plans: dict[str, str], label: str) -> str | None:
     return today.get(spelled_today(label))
 
 
-def _parse(name: str) -> tuple[str, str, int] | None:
-    match = RUN.search(name)
-    called = None if match is None else plan_called(PLANS, match["plan"])
-    if called is None:
-        return None
-    return match["task"], called, int(match["seed"])
+def _task_parser(pattern: re.Pattern[str], plans: dict[str, str]) -> Parse:
+    """``parse`` for a sweep over the tasks whose run names hold ``plan``, ``task``, ``seed``."""
+
+    def parse(name: str) -> tuple[str, str, int] | None:
+        match = pattern.search(name)
+        called = None if match is None else plan_called(plans, match["plan"])
+        if called is None:
+            return None
+        return match["task"], called, int(match["seed"])
+
+    return parse
+
+
+_parse = _task_parser(RUN, PLANS)
 
 
 def _parser(pattern: re.Pattern[str], task: str, plans: dict[str, str]) -> Parse:
@@ -138,8 +160,15 @@ def _study(
 
 @cached
 def study() -> SeedStudy:
-    """The four position tasks (regions ``plans-*``)."""
-    return _study(PROBE_LENGTHS, {t: TEST_FILES.format(task=t) for t in STUDY_TASKS}, _parse)
+    """The four position tasks (regions ``plans-*``), with the global-last layout where its
+    raw outputs exist (the same setting and seeds: :func:`~.seed_study.merge_file`)."""
+    result = _study(PROBE_LENGTHS, {t: TEST_FILES.format(task=t) for t in STUDY_TASKS}, _parse)
+    for task in result.tasks():
+        if merge_file(
+            result, bench_file(LAST_FILES.format(task=task)), _task_parser(LAST_RUN, LAST_PLANS)
+        ):
+            result.order[task] = [*result.order[task], *LAST_PLANS.values()]
+    return result
 
 
 @cached
@@ -161,25 +190,31 @@ def recall_short_study() -> SeedStudy:
 
 @cached
 def mlm_study() -> SeedStudy:
-    """MLM on the bundled corpus (regions ``plans-mlm-*``): loss, lower is better."""
+    """MLM on the bundled corpus (regions ``plans-mlm-*``): loss, lower is better, with the
+    global-last layout where its raw output exists and the training split's unigram as the
+    baseline (the in-sample unigram a reference only)."""
     parse = _parser(MLM_RUN, "mlm", MLM_PLANS)
     result = _study(MLM_LENGTHS, {"mlm": MLM_FILE}, parse, MLM_PLANS, "loss", "L")
+    if not result.tasks():
+        return result
+    last = _parser(MLM_LAST_RUN, "mlm", MLM_LAST_PLANS)
+    if merge_file(result, bench_file(MLM_LAST_FILE), last, "loss"):
+        result.order["mlm"] = [*result.order["mlm"], *MLM_LAST_PLANS.values()]
+    path = bench_file(MLM_TRAIN_UNIGRAM_FILE)
+    if path.is_file():  # its one run is a 2-step model: only its baseline rows are read
+        _, rows = read_test_csv(path, lambda name: ("mlm", name, 0), "loss")
+        for key, value in rows.items():
+            if result.baselines.setdefault(key, value) != value:
+                raise ValueError(
+                    f"{MLM_TRAIN_UNIGRAM_FILE}: its {key[1]} at L={key[2]} is {value}, not "
+                    f"{result.baselines[key]}: it was scored on other blocks or masks"
+                )
+    names = {"unigram": IN_SAMPLE, "train_unigram": TRAIN_UNIGRAM}
     result.baselines = {
-        (task, IN_SAMPLE if rule == "unigram" else rule, n): value
+        (task, names.get(rule, rule), n): value
         for (task, rule, n), value in result.baselines.items()
     }
     result.references = (IN_SAMPLE,)
-    path = bench_file(MLM_TRAIN_UNIGRAM_FILE)
-    if result.tasks() and path.is_file():
-        _, rows = read_test_csv(path, lambda name: ("mlm", name, 0), "loss")
-        for (task, rule, n), value in rows.items():
-            if rule == "unigram" and result.baselines.get((task, IN_SAMPLE, n)) != value:
-                raise ValueError(
-                    f"{MLM_TRAIN_UNIGRAM_FILE}: its in-sample unigram at L={n} is {value}, "
-                    "not the study's: it was scored on other blocks or masks"
-                )
-            if rule == "train_unigram":
-                result.baselines[(task, TRAIN_UNIGRAM, n)] = value
     return result
 
 

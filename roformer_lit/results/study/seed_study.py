@@ -56,6 +56,25 @@ def read_test_csv(path: Path, parse: Parse, metric: str = "acc") -> tuple[dict, 
     return cells, baselines
 
 
+def merge_file(study: SeedStudy, path: Path, parse: Parse, metric: str = "acc") -> bool:
+    """Add the cells of another raw output of the same setting to ``study``: its seeds join
+    each cell's seeds (never replace them), and its baselines must equal those read already
+    (ValueError otherwise: its runs were scored on other sequences). False when absent."""
+    if not path.is_file():
+        return False
+    cells, baselines = read_test_csv(path, parse, metric)
+    for key, value in baselines.items():
+        if key in study.baselines and study.baselines[key] != value:
+            raise ValueError(
+                f"{path.name}: baseline {key} is {value}, not {study.baselines[key]}: its runs "
+                "were scored on other test sequences"
+            )
+    for key, by_seed in cells.items():
+        study.cells.setdefault(key, {}).update(by_seed)
+    study.baselines.update(baselines)
+    return True
+
+
 @dataclass
 class SeedStudy:
     """See the module docstring. ``order``: task -> its variants, in the order shown;
