@@ -140,6 +140,15 @@ def findings() -> str:
                 f"{_reach(placement.pairs)}; {further}",
             )
         )
+    reach = hybrid.long_reach()
+    if reach:
+        rows.append(
+            (
+                "recall to 16× (128 symbols, 16,000 steps)",
+                "; ".join(f"`{name}` {text}" for name, text in reach.items()),
+                f"one seed per plan: a pilot, no interval and no test; {further}",
+            )
+        )
     for label, study in (
         ("recall: ten seeds", hybrid.seeds_study()),
         ("recall: six data seeds", hybrid.data_seeds_study()),
