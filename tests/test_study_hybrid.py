@@ -190,3 +190,16 @@ def test_an_mlm_file_scored_on_other_blocks_is_refused(bench: Path):
     )
     with pytest.raises(ValueError, match="other test sequences"):
         plans.mlm_study()
+
+
+def test_a_variant_missing_a_length_shows_a_dash(bench: Path):
+    from roformer_lit.results.study.seed_study import SeedStudy
+
+    study = SeedStudy([16, 32], "ref")
+    for name, value in (("ref", 0.5), ("other", 0.7)):
+        for seed in range(3):
+            study.cells.setdefault(("copy", name, 16, "acc"), {})[seed] = value
+    study.cells[("copy", "ref", 32, "acc")] = {0: 0.4, 1: 0.4, 2: 0.4}
+    study.order["copy"] = ["ref", "other"]
+    row = next(line for line in study.pairs_table().splitlines() if "`other`" in line)
+    assert row.rstrip().endswith("| – |")

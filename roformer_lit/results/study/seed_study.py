@@ -191,11 +191,12 @@ class SeedStudy:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for task in self.tasks():
             for name in self.order[task]:
-                if (task, name, self.lengths[0]) not in self.pairs:
+                if not any((task, name, n) in self.pairs for n in self.lengths):
                     continue
-                row = []
-                for n in self.lengths:
-                    row.append(cell(*self.pairs[(task, name, n)]))
+                row = [  # a length a variant was not evaluated at: a dash, not a crash
+                    cell(*self.pairs[(task, name, n)]) if (task, name, n) in self.pairs else "–"
+                    for n in self.lengths
+                ]
                 lines.append(f"| {task} | `{name}` | " + " | ".join(row) + " |")
         return "\n".join(lines)
 
