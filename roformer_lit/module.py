@@ -37,7 +37,12 @@ from roformer_lit.batch import IGNORE_INDEX, Batch, placement
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
-from roformer_lit.module_arguments import configs_from, flat_help, flat_signature
+from roformer_lit.module_arguments import (
+    configs_from,
+    flat_help,
+    flat_hyperparameters,
+    flat_signature,
+)
 from roformer_lit.training.checkpoint_io import (
     PRETRAINING,
     drop_duplicate_weights,
@@ -81,7 +86,7 @@ class MaskedLM(RunModule):
             self, settings.optimizer_settings, skip_nonfinite=settings.skip_nonfinite
         )
         # flat, as every version saved them: the one spelling checkpoints hold
-        self.save_hyperparameters({**self.config.as_dict(), **settings.as_dict()})
+        self.save_hyperparameters(flat_hyperparameters(self.config, settings))
         self._warmup_steps = settings.warmup_steps
         check_weights_fit_in_memory(self.config.as_dict())  # a host check: it allocates
         try:

@@ -77,6 +77,22 @@ def flat_help() -> str:
     return "\n".join(lines) + "\n"
 
 
+def as_data(value: Any) -> Any:
+    """``value`` as plain YAML data: tuples as lists, mappings and lists item by item (what
+    a safe YAML loader reads back: ``hparams.yaml``, TensorBoard's hparams tab)."""
+    if isinstance(value, Mapping):
+        return {key: as_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_data(item) for item in value]
+    return value
+
+
+def flat_hyperparameters(model: EncoderConfig, training: TrainingConfig) -> dict[str, Any]:
+    """What a checkpoint stores: every flat key with its value as plain data, the
+    spelling every version saved (so every checkpoint loads through the flat signature)."""
+    return {key: as_data(value) for key, value in {**model.as_dict(), **training.as_dict()}.items()}
+
+
 def configs_from(
     model: EncoderConfig | Mapping[str, Any] | None,
     training: TrainingConfig | Mapping[str, Any] | None,

@@ -67,6 +67,8 @@ class TrainingConfig:
 
     def __post_init__(self) -> None:
         check_training_arguments(self.as_dict())  # checked now, once
+        # a pair however it was spelled (YAML and checkpoints give a list)
+        object.__setattr__(self, "betas", tuple(self.betas))
 
     @property
     def optimizer_settings(self) -> OptimizerSettings:

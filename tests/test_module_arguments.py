@@ -155,3 +155,14 @@ def test_a_flat_checkpoint_loads_into_the_typed_module(tmp_path: Path):
     assert loaded.config == model.config
     assert loaded.training_config == model.training_config
     _same_weights(model, loaded)
+
+
+def test_hyper_parameters_are_plain_yaml_data():
+    """A safe YAML loader reads them back (hparams.yaml, TensorBoard's hparams tab): the
+    betas pair is saved as a list and read back as the config's pair."""
+    import yaml
+
+    model = MaskedLM(**SMALL, betas=(0.8, 0.9))
+    saved = yaml.safe_load(yaml.dump(dict(model.hparams)))
+    assert saved["betas"] == [0.8, 0.9]
+    assert MaskedLM(**saved).training_config.betas == (0.8, 0.9)
