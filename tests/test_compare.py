@@ -344,12 +344,15 @@ def test_compare_reads_the_constructor_defaults_without_importing_them():
     import sys
 
     from roformer_lit.data import CorpusDataModule, PretrainDataModule, ProbeDataModule
+    from roformer_lit.encoder_config import EncoderConfig
     from roformer_lit.finetune.datamodule import TaskDataModule
     from roformer_lit.finetune.module import SequenceClassifier
     from roformer_lit.module import MaskedLM
+    from roformer_lit.module_arguments import FLAT_KEYS
     from roformer_lit.results.compare.variants import SAVED_CLASSES, constructor_defaults
+    from roformer_lit.training_config import TrainingConfig
 
-    classes = (MaskedLM, PretrainDataModule, CorpusDataModule, ProbeDataModule)
+    classes = (EncoderConfig, TrainingConfig, PretrainDataModule, CorpusDataModule, ProbeDataModule)
     live = {c.__name__: c for c in (*classes, SequenceClassifier, TaskDataModule)}
     package = Path(roformer_lit_root())
     for source, name in SAVED_CLASSES:
@@ -362,6 +365,16 @@ def test_compare_reads_the_constructor_defaults_without_importing_them():
             if p.default is not inspect.Parameter.empty
         }
         assert read == expected, name
+    # MaskedLM saves the two configs' fields: read from source, they are its flat defaults
+    flat = {
+        k: p.default
+        for k, p in inspect.signature(MaskedLM.__init__).parameters.items()
+        if k in FLAT_KEYS
+    }
+    read = {}
+    for source, name in SAVED_CLASSES[:2]:
+        read |= constructor_defaults(package / source, name)
+    assert read == flat
     probe = (
         "import sys; import roformer_lit.results.compare as c; c.variants.saved_defaults(); "
         "print(any(m in sys.modules for m in ('roformer_lit.module', "

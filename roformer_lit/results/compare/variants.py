@@ -60,7 +60,9 @@ def flatten(hparams: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 #: relative to the package, class name). Read as source (:func:`saved_defaults`), so
 #: reading runs never imports the training stack.
 SAVED_CLASSES = (
-    ("module.py", "MaskedLM"),
+    # MaskedLM saves the fields of its two configs, flat (module_arguments.FLAT_KEYS)
+    ("encoder_config.py", "EncoderConfig"),
+    ("training_config.py", "TrainingConfig"),
     ("data/datamodule.py", "PretrainDataModule"),
     ("data/corpus_module.py", "CorpusDataModule"),
     ("data/probe_module.py", "ProbeDataModule"),
@@ -70,14 +72,18 @@ SAVED_CLASSES = (
 
 
 def constructor_defaults(source: Path, class_name: str) -> dict[str, Any]:
-    """The literal default values of ``class_name.__init__``'s arguments in ``source``, read
-    with ``ast`` (a default that is not a literal is left out), each under the name the
-    class saves it as (its literal ``SAVED_AS`` table: ``vocab_size`` is saved as
-    ``requested_vocab_size`` by the corpus data module)."""
+    """The literal default values of ``class_name.__init__``'s arguments in ``source`` (of
+    a dataclass: its fields' defaults), read with ``ast`` (a default that is not a literal
+    is left out), each under the name the class saves it as (its literal ``SAVED_AS`` table:
+    ``vocab_size`` is saved as ``requested_vocab_size`` by the corpus data module)."""
     tree = ast.parse(source.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == class_name:
             saved_as = _saved_as(node)
+            if not any(
+                isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in node.body
+            ):
+                return _field_defaults(node)
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == "__init__":
                     args = item.args
@@ -102,6 +108,18 @@ def constructor_defaults(source: Path, class_name: str) -> dict[str, Any]:
                             continue
                     return out
     raise LookupError(f"{class_name}.__init__ not found in {source}")
+
+
+def _field_defaults(node: ast.ClassDef) -> dict[str, Any]:
+    """A dataclass body's ``name: type = literal`` fields (a non-literal default left out)."""
+    out = {}
+    for item in node.body:
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value:
+            try:
+                out[item.target.id] = ast.literal_eval(item.value)
+            except ValueError:
+                continue
+    return out
 
 
 def _saved_as(node: ast.ClassDef) -> dict[str, str]:
