@@ -350,8 +350,9 @@ def _exact_match(logits: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
 
 # The flat spelling (module docstring of :mod:`roformer_lit.module_arguments`): what
 # jsonargparse reads to make the ``--model.<key>`` options, with each field's help.
-MaskedLM.__init__.__signature__ = flat_signature()  # type: ignore[attr-defined]
+_FLAT_SIGNATURE = flat_signature()
+MaskedLM.__init__.__signature__ = _FLAT_SIGNATURE  # type: ignore[attr-defined]
 MaskedLM.__init__.__annotations__ = {
-    p.name: p.annotation for p in flat_signature().parameters.values() if p.name != "self"
+    p.name: p.annotation for p in _FLAT_SIGNATURE.parameters.values() if p.name != "self"
 } | {"return": None}
 MaskedLM.__doc__ = f"{MaskedLM.__doc__.rstrip()}\n\n    " + flat_help().replace("\n", "\n    ")
