@@ -163,26 +163,61 @@ def _read_offset(per_offset: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor)
 
 class OffsetLookup(TableLookup):
     """A lookup of a bias that depends on ``(h, i - j)`` only, read from its ``[h, 2L - 1]``
-    values (column ``i - j + L - 1``). A block of rows is a strided view of them (a Toeplitz
-    block: each row the previous one shifted by one), so its gradient is a sum over
-    overlapping windows rather than a scatter of one entry per score."""
+    values (column ``i - j + L - 1``). A block of rows is a Toeplitz block (each row the
+    previous one shifted by one), so its gradient is a sum along diagonals
+    (:class:`_ToeplitzRows`), not a scatter of one entry per score."""
 
     def __init__(self, per_offset: Tensor) -> None:
         super().__init__(_read_offset, per_offset)
+        self._full: Tensor | None = None
 
     def cast(self, dtype: torch.dtype) -> OffsetLookup:
         return OffsetLookup(self.tables[0].to(dtype).contiguous())
 
     def rows(self, start: int, stop: int) -> Tensor:
-        """Queries ``start .. stop - 1`` against every key: ``[1, h, r, L]``. Window ``r``
-        of ``unfold`` over the columns from ``start`` holds ``per_offset[h, start + r + j']``;
-        with ``j' = L - 1 - j`` (the flip) row ``i = start + r`` holds
-        ``per_offset[h, i - j + L - 1]``. Sliced before unfolding, so neither the view nor
-        its gradient ever spans ``[L, L]``."""
+        """Queries ``start .. stop - 1`` against every key: ``[1, h, r, L]``, never more
+        than those rows, forward or backward."""
         (per_offset,) = self.tables
+        return _ToeplitzRows.apply(per_offset, start, stop)[None]
+
+    def full(self) -> Tensor:
+        """Every row, ``[1, h, L, L]``, built once per lookup (layers sharing a bias share
+        it, and its gradient is reduced once)."""
+        if self._full is None:
+            length = (self.tables[0].shape[-1] + 1) // 2
+            self._full = self.rows(0, length)
+        return self._full
+
+
+class _ToeplitzRows(torch.autograd.Function):
+    """``rows[h, r, j] = per_offset[h, start + r - j + L - 1]`` for ``r < stop - start``.
+
+    Forward: window ``r`` of ``unfold`` over the columns from ``start`` holds
+    ``per_offset[h, start + r + j']``; with ``j' = L - 1 - j`` (the flip) row ``start + r``
+    holds the entry of offset ``start + r - j``. Backward: the gradient of column
+    ``start + c`` is the sum of ``grad[h, r, L - 1 - j']`` over ``r + j' = c``: the flipped
+    rows are written into a zeroed ``[h, R, L + R - 1]`` buffer through a view whose row
+    stride is one element longer than the buffer's (row ``r`` lands shifted by ``r``), and
+    the buffer is summed over its rows: two passes over the block, no index tensor."""
+
+    @staticmethod
+    def forward(ctx, per_offset: Tensor, start: int, stop: int) -> Tensor:
         length = (per_offset.shape[-1] + 1) // 2
+        ctx.start, ctx.length = start, length
         needed = per_offset[:, start : stop + length - 1]
-        return needed.unfold(-1, length, 1).flip(-1)[None]
+        return needed.unfold(-1, length, 1).flip(-1)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, None, None]:
+        heads, count, length = grad.shape
+        width = length + count - 1
+        shifted = grad.new_zeros(heads, count, width)
+        shifted.as_strided((heads, count, length), (count * width, width + 1, 1)).copy_(
+            grad.flip(-1)
+        )
+        d_offset = grad.new_zeros(heads, 2 * length - 1)
+        d_offset[:, ctx.start : ctx.start + width] = shifted.sum(1)
+        return d_offset, None, None
 
 
 def offset_lookup(per_offset: Tensor) -> OffsetLookup:

@@ -31,6 +31,7 @@ FAST_MODULES = frozenset(
         "test_example_schemes",
         "test_segments",
         "test_sdpa_backends",
+        "test_cpu_fused_bias",
         "test_flex_attention",
         "test_random_positions",
         "test_state_dict",

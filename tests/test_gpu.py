@@ -133,7 +133,7 @@ def test_auto_backend_takes_flex_on_cuda_for_long_inputs_when_the_scheme_gives_a
     calls = []
     real = softmax.flex_softmax
     monkeypatch.setattr(softmax, "flex_softmax", lambda *a, **kw: calls.append(1) or real(*a, **kw))
-    long = softmax.FLEX_FROM_LENGTH
+    long = softmax.FUSED_FROM_LENGTH
     model = small_model(
         position, hidden_size=128, num_heads=2, attention_dropout=0.0, max_positions=long
     )

@@ -1,8 +1,10 @@
-"""Global softmax attention in blocks of queries (long rows with a score bias) against a
-float64 oracle, for every registered scheme that adds a bias (a new one is tested the
-moment it is registered): outputs and gradients (queries, keys, values and every parameter
-the bias reads), with padding, packed documents and per-example positions; through whole
-models against the dense path; and never an ``[L, L]`` tensor, forward or backward."""
+"""Global softmax attention with a score bias on its long-row paths against a float64
+oracle, for every registered scheme that adds a bias (a new one is tested the moment it is
+registered): in blocks of queries (on SDPA or on the fused CPU kernel) and dense on the
+fused CPU kernel with its own bias gradient, outputs and gradients (queries, keys, values
+and every parameter the bias reads), with padding, packed documents and per-example
+positions; through whole models against the dense path; and never an ``[L, L]`` tensor,
+forward or backward, in blocks."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from model_factory import small_model
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from roformer_lit import POSITION_SCHEMES
+from roformer_lit.attention import cpu_fused_bias, query_blocks, softmax
 from roformer_lit.attention.softmax import SoftmaxAttention
 from roformer_lit.positions.base import QKVWeights, segment_positions
 from roformer_lit.score_bias import dense_from_lookup
@@ -28,6 +31,15 @@ CASES = {
     "padding": (torch.tensor([[True] * LENGTH, [True] * 7 + [False] * 4]), None, None),
     "documents": (None, torch.tensor([[0] * 4 + [1] * 7, [0] * 9 + [1] * 2]), None),
     "positions": (None, None, torch.tensor([[0, 2, 3, 7, 8, 9, 12, 15, 16, 20, 21]] * 2)),
+}
+
+
+#: The long-row paths, each made to run at LENGTH tokens: the kernel's options and the
+#: length from which ``auto`` takes the fused CPU kernel.
+PATHS = {
+    "blocks on SDPA": ({"backend": "sdpa", **BLOCKED}, softmax.FUSED_FROM_LENGTH),
+    "blocks on the fused kernel": (BLOCKED, 2),
+    "dense on the fused kernel": ({}, 2),
 }
 
 
@@ -88,13 +100,29 @@ def output_and_gradients(model, inputs, out, pad):
 
 @pytest.mark.parametrize("position", BIAS_SCHEMES)
 @pytest.mark.parametrize("case", list(CASES))
-def test_blocked_path_and_its_gradients_equal_the_float64_oracle(position, case):
+@pytest.mark.parametrize("path", list(PATHS))
+def test_long_row_paths_and_their_gradients_equal_the_float64_oracle(
+    position, case, path, monkeypatch
+):
+    """(The fused kernel's backward in chunks of 4 queries: three chunks, one not full.)"""
     pad, segments, positions = CASES[case]
+    options, fused_from = PATHS[path]
+    monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", fused_from)
+    monkeypatch.setattr(cpu_fused_bias, "BACKWARD_ROWS", 4)
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return cpu_fused_bias.fused_attention_with_bias(*args, **kwargs)
+
+    monkeypatch.setattr(softmax, "fused_attention_with_bias", counted)
+    monkeypatch.setattr(query_blocks, "fused_attention_with_bias", counted)
     model, inputs, score = layer_inputs(position, segments, positions)
     assert score is not None and score.adds_bias
     assert score.has_blocks, f"{position}'s bias has no lookup or rows: it builds [L, L]"
-    kernel = SoftmaxAttention(backend="sdpa", **BLOCKED)
+    kernel = SoftmaxAttention(**options)
     got = kernel(*inputs, scale=score.scale, bias=score, key_padding_mask=pad, segment_ids=segments)
+    assert bool(calls) == ("fused" in path)  # the path named is the path taken
     got, got_grads = output_and_gradients(model, inputs, got, pad)
 
     model, inputs, score = layer_inputs(position, segments, positions)  # a fresh graph
@@ -161,12 +189,15 @@ def test_attention_dropout_draws_the_same_mask_again_in_backward():
 
 
 @pytest.mark.parametrize("position", BIAS_SCHEMES)
-def test_short_rows_take_the_dense_path_bit_for_bit(position):
-    """Below ``bias_block_from`` the kernel is dense SDPA with the merged mask, exactly."""
+@pytest.mark.parametrize("backend", ["auto", "sdpa"])
+def test_short_rows_take_the_dense_path_bit_for_bit(position, backend):
+    """Below ``FUSED_FROM_LENGTH`` and ``bias_block_from`` the kernel is dense SDPA with the
+    merged mask, exactly (every curve trained on short rows is unchanged)."""
     pad, _, _ = CASES["padding"]
     _, (q, k, v), score = layer_inputs(position, None, None)
+    assert LENGTH < softmax.FUSED_FROM_LENGTH
     with torch.no_grad():
-        got = SoftmaxAttention(backend="sdpa")(
+        got = SoftmaxAttention(backend=backend)(
             q, k, v, scale=score.scale, bias=score, key_padding_mask=pad
         )
         mask = score.bias.masked_fill(~pad[:, None, None, :], -torch.inf)

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
+from roformer_lit.attention.cpu_fused_bias import fused_attention_with_bias
 from roformer_lit.score_bias import ScoreBias, bias_rows
 
 
@@ -42,6 +43,7 @@ def _attend_rows(
     key_padding_mask: Tensor | None,
     segment_ids: Tensor | None,
     dropout_p: float,
+    fused: bool,
 ) -> Tensor:
     """Queries ``start .. stop - 1`` against every key: ``[B, h, stop - start, d]``."""
     batch, heads, length, _ = q.shape
@@ -54,6 +56,8 @@ def _attend_rows(
         allowed = same if allowed is None else same & allowed
     if allowed is not None:
         mask = mask.masked_fill(~allowed, -torch.inf)
+    if fused:
+        return fused_attention_with_bias(q[..., start:stop, :], k, v, mask, scale)
     return F.scaled_dot_product_attention(
         q[..., start:stop, :], k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
     )
@@ -70,10 +74,13 @@ def query_blocked_softmax(
     segment_ids: Tensor | None = None,
     dropout_p: float = 0.0,
     block: int = 256,
+    fused: bool = False,
 ) -> Tensor:
     """Global ``softmax(q k^T * scale + bias + mask) v`` for ``q, k, v`` ``[B, h, L, d]``
     (already rotated) in blocks of ``block`` queries; ``bias`` must have a lookup or
-    ``rows`` (:attr:`~roformer_lit.score_bias.ScoreBias.has_blocks`)."""
+    ``rows`` (:attr:`~roformer_lit.score_bias.ScoreBias.has_blocks`). ``fused``: each block
+    on the fused CPU kernel with its own bias gradient
+    (:mod:`~roformer_lit.attention.cpu_fused_bias`), else SDPA."""
     length = q.shape[-2]
     options = dict(
         scale=scale,
@@ -81,6 +88,7 @@ def query_blocked_softmax(
         key_padding_mask=key_padding_mask,
         segment_ids=segment_ids,
         dropout_p=dropout_p,
+        fused=fused,
     )
     recompute = torch.is_grad_enabled()
     pieces = []

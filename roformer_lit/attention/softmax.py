@@ -25,7 +25,7 @@ rows take the dense path above, unchanged bit for bit.
 ``backend``: ``auto`` (default) takes FlexAttention on CUDA where it measured faster
 than SDPA at BERT-base on an H100 (README, GPU table): a bias learned in small
 per-distance tables (T5 buckets, KERPLE, learnable ALiBi slopes; SDPA then has to
-produce the gradient of a dense ``[1, h, L, L]`` bias) from ``FLEX_FROM_LENGTH`` tokens
+produce the gradient of a dense ``[1, h, L, L]`` bias) from ``FUSED_FROM_LENGTH`` tokens
 on, with attention dropout off (FlexAttention has none); SDPA otherwise. ``sdpa``: always
 SDPA. ``flex``: FlexAttention wherever the scheme gives a lookup (DeBERTa's halves its
 memory at 2048 tokens for ~15 % more time; fixed ALiBi saves memory and is slower), SDPA
@@ -52,18 +52,21 @@ from torch import Tensor
 
 from roformer_lit.attention.banded import banded_softmax
 from roformer_lit.attention.base import AttentionKernel, Rotation
+from roformer_lit.attention.cpu_fused_bias import fused_attention_with_bias, fused_bias_available
 from roformer_lit.attention.flex import flex_softmax
 from roformer_lit.attention.query_blocks import query_blocked_softmax
 from roformer_lit.attention.window import band_half_width, band_mask
 from roformer_lit.capabilities import KernelCapabilities
 from roformer_lit.errors import ConfigError
-from roformer_lit.score_bias import BiasLookup, ScoreBias, TableLookup
+from roformer_lit.score_bias import BiasLookup, OffsetLookup, ScoreBias, TableLookup
 from roformer_lit.validation import check, one_of, positive_int
 
 BACKENDS = ("auto", "sdpa", "flex")
-#: ``auto`` takes FlexAttention for learned per-distance biases from this length on (at 512
-#: tokens KERPLE was 20 % slower on it, at 2048 26 % faster; see the README's GPU table).
-FLEX_FROM_LENGTH = 1024
+#: ``auto`` takes a fused kernel for a score bias from this length on: FlexAttention on CUDA
+#: for learned per-distance biases (at 512 tokens KERPLE was 20 % slower on it, at 2048 26 %
+#: faster; see the README's GPU table), the fused CPU kernel with its own bias gradient on
+#: a CPU (:mod:`roformer_lit.attention.cpu_fused_bias`). Below it, SDPA as before.
+FUSED_FROM_LENGTH = 1024
 #: The dtypes FlexAttention's Triton kernels compute in (no float64 matrix products).
 FLEX_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 #: Global layers with a score bias attend in blocks of queries from this many tokens on
@@ -163,10 +166,21 @@ class SoftmaxAttention(AttentionKernel):
             and dropout_p == 0
             and isinstance(lookup, TableLookup)
             and lookup.learned_and_small
-            and q.shape[-2] >= FLEX_FROM_LENGTH
+            and q.shape[-2] >= FUSED_FROM_LENGTH
         ):
             return lookup
         return None
+
+    def _fused_cpu_bias(self, q: Tensor, dropout_p: float) -> bool:
+        """Whether a float bias takes the fused CPU kernel with its own bias gradient
+        (:mod:`roformer_lit.attention.cpu_fused_bias`): backend ``auto``, from
+        ``FUSED_FROM_LENGTH`` tokens on, where the kernel applies (CPU, no dropout).
+        Shorter rows keep SDPA's choice, so every curve trained below it is unchanged."""
+        return (
+            self.backend == "auto"
+            and q.shape[-2] >= FUSED_FROM_LENGTH
+            and fused_bias_available(q, dropout_p)
+        )
 
     def forward(
         self,
@@ -238,6 +252,7 @@ class SoftmaxAttention(AttentionKernel):
                 segment_ids=segment_ids,
                 dropout_p=dropout_p,
                 block=self.bias_block,
+                fused=self.backend == "auto" and fused_bias_available(q, dropout_p),
             )
         mask = None
         if key_padding_mask is not None:
@@ -248,12 +263,25 @@ class SoftmaxAttention(AttentionKernel):
         if half is not None:  # the band |i - j| <= half; a query always sees itself
             band = band_mask(q.shape[-2], half, q.device)
             mask = band if mask is None else (band & mask) | band_mask(q.shape[-2], 0, q.device)
-        dense = None if bias is None else bias.bias
+        fused = bias is not None and bias.adds_bias and self._fused_cpu_bias(q, dropout_p)
+        dense = None if bias is None else _dense_bias(bias, fused)
         if dense is not None:
             mask = dense if mask is None else dense.masked_fill(~mask, -torch.inf)
+            if fused:
+                return fused_attention_with_bias(q, k, v, mask, scale)
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
         )
+
+
+def _dense_bias(bias: ScoreBias, fused: bool) -> Tensor | None:
+    """The dense bias; for the fused CPU kernel, a bias of ``(h, i - j)`` only is expanded
+    from its ``[h, 2L - 1]`` values (:meth:`~roformer_lit.score_bias.OffsetLookup.full`),
+    so its gradient is a sum along diagonals rather than a scatter through an ``[L, L]``
+    index."""
+    if fused and isinstance(bias.lookup, OffsetLookup):
+        return bias.lookup.full()
+    return bias.bias
 
 
 def _lookup_of(bias: ScoreBias | None) -> BiasLookup | None:

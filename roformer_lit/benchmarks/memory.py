@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from roformer_lit.benchmarks.runners import hf_reference, ours
+from roformer_lit.training.denormals import flush_denormals
 
 
 def _status_mb(field: str) -> float:
@@ -39,6 +40,7 @@ def _measure(
     autocast: bool,
     attention_kwargs: dict | None = None,
 ) -> float:
+    flush_denormals()  # as in the parent ``python -m roformer_lit``
     device = torch.device(device_name)
     torch.set_num_threads(max(torch.get_num_threads(), 1))
     runner = ours(
