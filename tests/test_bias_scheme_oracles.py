@@ -17,6 +17,7 @@ from model_factory import random_ids, small_model
 from roformer_lit.commands import main
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions import POSITION_SCHEMES, EncoderShape
+from roformer_lit.positions import fire as fire_module
 
 
 @pytest.fixture
@@ -597,7 +598,12 @@ def fire_oracle(fire, length: int) -> torch.Tensor:
 
 @pytest.mark.parametrize("per_layer", [False, True])
 @pytest.mark.parametrize("threshold", [512.0, 4.0])
-def test_fire_bias_equals_formula(per_layer, threshold, double_precision):
+@pytest.mark.parametrize("piecewise", [False, True])
+def test_fire_bias_equals_formula(per_layer, threshold, piecewise, double_precision, monkeypatch):
+    """As layers (short rows) and in the piecewise-linear form (long rows, here made to
+    start at 1 token)."""
+    if piecewise:
+        monkeypatch.setattr(fire_module, "PIECEWISE_FROM", 1)
     model = small_model(
         "fire", position_kwargs={"threshold": threshold, "per_layer": per_layer}
     ).double()
@@ -608,6 +614,29 @@ def test_fire_bias_equals_formula(per_layer, threshold, double_precision):
         assert bias.shape == (1, 3, length, length)
         torch.testing.assert_close(bias, fire_oracle(fire, length))
     assert (scheme.layer(0) is scheme.layer(1)) == (not per_layer)
+
+
+@pytest.mark.parametrize("dead_units", [False, True])
+def test_fire_piecewise_form_has_the_layers_gradients(dead_units, double_precision):
+    """The piecewise-linear MLP gives the gradients of the layers it replaces: of every
+    weight and of its input (through which ``c`` and ``L_thr`` learn); with units whose
+    input weight is 0 (always on, or never) too."""
+    generator = torch.Generator().manual_seed(5)
+    first, second = torch.nn.Linear(1, 32).double(), torch.nn.Linear(32, 3).double()
+    if dead_units:
+        with torch.no_grad():
+            first.weight[[2, 7]] = 0.0
+            first.bias[2], first.bias[7] = 0.3, -0.3
+    x = (torch.rand(2, 9, 11, generator=generator, dtype=torch.float64) * 3 - 1.5).requires_grad_()
+    weight = torch.randn(3, 2, 9, 11, generator=generator, dtype=torch.float64)
+    params = [x, *first.parameters(), *second.parameters()]
+    got = fire_module.scalar_relu_mlp(x, first, second)
+    want = second(torch.relu(first(x.unsqueeze(-1)))).movedim(-1, 0)
+    torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
+    got_grads = torch.autograd.grad((got * weight).sum(), params)
+    want_grads = torch.autograd.grad((want * weight).sum(), params)
+    for g, w in zip(got_grads, want_grads, strict=True):
+        torch.testing.assert_close(g, w, atol=1e-12, rtol=1e-12)
 
 
 def test_fire_normaliser_is_the_query_position_below_the_diagonal(double_precision):
