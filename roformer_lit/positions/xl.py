@@ -16,7 +16,7 @@ the ``n + L - 1`` distances ``i0 + n - 1`` down to ``i0 - (L-1)``: one
 the transient ``n / L`` the size, and saves nothing large for backward (a view keeps only
 its geometry; a gather would keep its whole input). No ``[L, L, d]`` tensor is built. On
 long rows the attention kernel asks for one block of rows at a time (``rows``) and the
-``[B, h, L, L]`` bias is never built; below that, ``build`` writes all blocks into it.
+``[B, h, L, L]`` bias is never built; below that, ``build`` concatenates all blocks.
 
 Given positions (randomized positions), the distance is ``p_i - p_j`` per example and the
 table is no longer Toeplitz. With ``S_i = sin(p_i f)``, ``C_i = cos(p_i f)`` and the
@@ -103,15 +103,12 @@ class XLLayer(LayerPosition):
             return shift_relative(by_distance, length) + content_bias
 
         def build() -> Tensor:
-            bias = None if length <= BLOCK_ROWS else q.new_empty(batch, heads, length, length)
-            for start in range(0, length, BLOCK_ROWS):
-                block = rows(start, min(start + BLOCK_ROWS, length))
-                if bias is None:
-                    bias = block
-                else:  # written in place: never all blocks and their concatenation at once
-                    bias[:, :, start : start + BLOCK_ROWS] = block
-            assert bias is not None
-            return bias
+            # concatenated, not written into one tensor in place: the backward of each
+            # in-place block write copies the whole [B, h, L, L] gradient (CopySlices),
+            # which made XL's step 2.8x nope's at 2,048 tokens; the price is the blocks and
+            # their concatenation held at once while it is built
+            starts = range(0, length, BLOCK_ROWS)
+            return torch.cat([rows(s, min(s + BLOCK_ROWS, length)) for s in starts], dim=2)
 
         return ScoreBias(build=build, rows=rows, scale=scale)
 
