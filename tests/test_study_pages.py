@@ -51,6 +51,7 @@ SELECTION_CSV = "cpu-2026-11-25-study-schemes-runs.csv"
 PROBES_TXT = "cpu-2026-11-24-probes-recall-extrapolate.txt"
 MLM_TXT = "cpu-2026-11-23-extrapolation-every-scheme.txt"
 POSITION_LR_TXT = "cpu-2026-11-23-position-lr.txt"
+SPEED_TXT = "cpu-2026-11-27-bias-fused-512-2048.txt"
 
 
 def _lines(text: str) -> list[str]:
@@ -125,6 +126,18 @@ def emptied(data: bytes) -> bytes:
     return b""
 
 
+def speed_row_cut(data: bytes) -> bytes:
+    """The first row of the bench table loses its last cell."""
+    lines = _lines(data.decode())
+    at = next(i for i, line in enumerate(lines) if line.startswith("| nope |"))
+    lines[at] = lines[at].rsplit("|", 2)[0] + "|\n"
+    return "".join(lines).encode()
+
+
+def speed_table_renamed(data: bytes) -> bytes:
+    return data.replace(b"| scheme | kernel |", b"| position | kernel |")
+
+
 #: (case, damaged raw output, damage, region read, what the error line says)
 DAMAGED_FILES = [
     ("csv-cut-mid-row", PLANS_CSV, cut_mid_row, "plans-table", "line 10: 2 of 4 fields"),
@@ -141,6 +154,9 @@ DAMAGED_FILES = [
     ("mlm-loss-cell", MLM_TXT, mlm_loss_cell, "mlm-sweep", "no loss at L=128"),
     ("mlm-missing", MLM_TXT, None, "mlm-sweep", "cannot be read"),
     ("position-lr-empty", POSITION_LR_TXT, emptied, "position-lr", "cannot be written"),
+    ("speed-row-cut", SPEED_TXT, speed_row_cut, "cpu-bias-table", "cells for"),
+    ("speed-no-table", SPEED_TXT, speed_table_renamed, "cpu-bias-findings", "no per-scheme table"),
+    ("speed-missing", SPEED_TXT, None, "readme-cpu-bias", "cannot be read"),
 ]
 
 REGION_PAGE = "# A page\n\n<!-- generated: {region} -->\nstale\n<!-- end generated -->\n"

@@ -107,6 +107,15 @@ def median_ratio(numerators: list[float], denominators: list[float]) -> float:
     return statistics.median(a / b for a, b in zip(numerators, denominators, strict=True))
 
 
+def ratio_range(numerators: list[float], denominators: list[float]) -> str:
+    """The smallest and largest per-round ratio, ``"1.41-1.57"`` (the spread the median of
+    the step / nope column hides); a dash for the baseline itself."""
+    if numerators is denominators:
+        return "–"
+    ratios = [a / b for a, b in zip(numerators, denominators, strict=True)]
+    return f"{min(ratios):.2f}–{max(ratios):.2f}"
+
+
 @dataclass
 class LengthResult:
     """The markdown rows one sequence length contributes to each of bench's tables."""
@@ -199,6 +208,7 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
         rows.append(
             f"| {p} | {k} | {length} | {tokens / step:,.0f} | {step * 1e3:.1f} "
             f"| {statistics.median(t.fwd_bwd) * 1e3:.1f} | {_cell(vs_nope, '.3f')} "
+            f"| {ratio_range(t.step, baseline.timings.step) if baseline else '–'} "
             f"| {flop_rates[(p, k)] / 1e9:.1f} |{mfu} {_cell(memory[(p, k)], ',.0f')} |"
         )
     hf_rows = []
@@ -511,6 +521,7 @@ def main(args: Sequence[str] | None = None) -> int:
     results = [bench_length(ns, length, device) for length in ns.lengths]
     peak = nominal_peak_flops(device, ns.peak_tflops)
     columns = ["scheme", "kernel", "L", "tokens/s", "step ms", "fwd+bwd ms", "step / nope"]
+    columns += ["step / nope, rounds' range"]
     columns += ["model GFLOP/s", *([f"MFU (of {peak / 1e12:g} TFLOP/s)"] if peak else [])]
     _print_table([*columns, "peak MB"], (row for r in results for row in r.rows))
     if ns.vs_hf:

@@ -4,7 +4,8 @@
     python scripts/study_pages.py --check   # exit 0 only if the pages equal what the data give
 
 A region is the text between ``<!-- generated: NAME -->`` and ``<!-- end generated -->`` on
-a page of ``docs/studies/``; :data:`~.regions.REGIONS` maps each name to the function that
+a page of ``docs/studies/``, the README or ``docs/performance.md`` (its CPU speed tables);
+:data:`~.regions.REGIONS` maps each name to the function that
 writes it. Every table, and every sentence that states a count, an ordering or "on every
 seed", lives in such a region, so a page cannot drift from its data: the default test suite
 runs ``--check``. A damaged raw output or page is one ``error:`` line naming the file (and
@@ -34,9 +35,9 @@ def shown(path: Path) -> str:
 
 
 def render_pages(
-    bench: Path, pages: Path, readme: Path | None = None
+    bench: Path, pages: Path, readme: Path | None = None, performance: Path | None = None
 ) -> tuple[dict[Path, str], dict[str, str]]:
-    """Each page of ``pages`` (and ``readme``, when given) whose regions differ from what
+    """Each page of ``pages`` (and ``readme`` and ``performance``, when given) whose regions differ from what
     ``bench``'s raw outputs give, with its new text, and each figure of ``pages/figures``
     whose plotted values differ, with its new JSON (the studies read from ``bench`` only
     during the call)."""
@@ -44,7 +45,7 @@ def render_pages(
     read_from(bench, pages)
     try:
         rewritten, embedded = {}, set()
-        extra = [Path(readme)] if readme is not None and Path(readme).is_file() else []
+        extra = [Path(p) for p in (readme, performance) if p is not None and Path(p).is_file()]
         for page in [*sorted(Path(pages).glob("*.md")), *extra]:
             text = read_text(page)
             new = render(text, str(page))
@@ -81,10 +82,12 @@ def main(argv: list[str]) -> int:
         "--pages only)",
     )
     ns = parser.parse_args(argv)
+    performance = None
     if ns.readme is None and Path(ns.pages).resolve() == PLACES.pages.resolve():
         ns.readme = REPOSITORY / "README.md"
+        performance = REPOSITORY / "docs" / "performance.md"
     try:
-        rewritten, drawn = render_pages(ns.bench, ns.pages, ns.readme)
+        rewritten, drawn = render_pages(ns.bench, ns.pages, ns.readme, performance)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.results.study import (
     budget,
+    cpu_speed,
     figures,
     hybrid,
     locality,
@@ -83,6 +84,9 @@ REGIONS: dict[str, Callable[[], str]] = {
     "figure-budget": lambda: figures.embed("budget", "accuracy at 1x against training step"),
     "figure-plans": lambda: figures.embed("plans", "accuracy against length per layer plan"),
     "readme-findings": readme.findings,
+    "cpu-bias-table": cpu_speed.table,
+    "cpu-bias-findings": cpu_speed.findings,
+    "readme-cpu-bias": cpu_speed.readme,
 }
 
 #: What a region's function raises when the raw outputs lack what it states (a file cut

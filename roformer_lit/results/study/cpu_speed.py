@@ -1,0 +1,145 @@
+"""The bias schemes' training-step time and memory on a CPU, from ``bench``'s raw outputs
+(regions ``cpu-bias-table``, ``cpu-bias-findings`` and ``readme-cpu-bias``).
+
+Each raw output is what ``python -m roformer_lit bench`` printed, its command on the
+first line; the table rows are read back from its markdown table. The target compared
+against is the performance goal: a bias scheme's step at most ``TARGET`` times the step of
+``nope`` (no position information, fused attention) at 2,048 tokens and beyond.
+"""
+
+from __future__ import annotations
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.results.study.places import bench_file, cached
+from roformer_lit.results.study.reading import read_text
+
+#: The raw outputs: this code at 512 and 2,048 tokens (batch 4), the same with subnormal
+#: floats kept (the opt-out), and at 8,192 tokens (batch 1).
+FUSED = "cpu-2026-11-27-bias-fused-512-2048.txt"
+KEPT = "cpu-2026-11-27-bias-kept-subnormals-2048.txt"
+LONG = "cpu-2026-11-27-bias-fused-8192.txt"
+#: The schemes that add a score bias, in the order the tables show them.
+BIAS_SCHEMES = ("alibi", "t5", "kerple", "fire", "xl", "deberta")
+TARGET = 1.5
+PERFORMANCE_PAGE = "docs/performance.md"
+
+Row = dict[str, str]
+
+
+@cached
+def bench_table(name: str) -> dict[tuple[str, int], Row]:
+    """The rows of the per-scheme table of raw output ``name``, by ``(scheme, L)``, each a
+    mapping from column header to cell; ConfigError naming the file if it has none."""
+    path = bench_file(name)
+    lines = read_text(path).splitlines()
+    header = next(
+        (i for i, line in enumerate(lines) if line.startswith("| scheme | kernel |")), None
+    )
+    if header is None:
+        raise ConfigError(f"{path}: no per-scheme table (a '| scheme | kernel |' header)")
+    columns = [c.strip() for c in lines[header].strip("|").split("|")]
+    rows: dict[tuple[str, int], Row] = {}
+    for number, line in enumerate(lines[header + 2 :], start=header + 3):
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) != len(columns):
+            raise ConfigError(
+                f"{path}: line {number}: {len(cells)} cells for {len(columns)} columns"
+            )
+        row = dict(zip(columns, cells, strict=True))
+        try:
+            rows[(row["scheme"], int(row["L"]))] = row
+        except ValueError:
+            raise ConfigError(f"{path}: line {number}: L is not an integer: {row['L']!r}") from None
+    return rows
+
+
+def command(name: str) -> str:
+    """The command a raw output records on its first line (``# <time> <command>``)."""
+    first = read_text(bench_file(name)).splitlines()[0]
+    words = first.lstrip("# ").split(" ", 1)
+    return words[1].replace(".venv/bin/python", "python") if len(words) > 1 else first
+
+
+def ratio(name: str, scheme: str, length: int) -> float:
+    """``step / nope`` of ``scheme`` at ``length`` in raw output ``name``."""
+    row = bench_table(name).get((scheme, length))
+    if row is None:
+        raise ConfigError(f"{bench_file(name)}: no row for {scheme} at L = {length}")
+    return float(row["step / nope"])
+
+
+def _cell(name: str, scheme: str, length: int, column: str) -> str:
+    row = bench_table(name).get((scheme, length))
+    return "not run" if row is None else row[column]
+
+
+def table() -> str:
+    """Scheme x (L = 512, 2,048, 2,048 with subnormals kept, 8,192): step / nope with the
+    per-round range, and peak memory."""
+    head = (
+        "| scheme | step / nope, L = 512 | step / nope, L = 2,048 (rounds' range) "
+        "| peak MB, 2,048 | same, subnormals kept | step / nope, L = 8,192 (range) "
+        "| peak MB, 8,192 |\n|---|---|---|---|---|---|---|\n"
+    )
+    lines = []
+    for scheme in ("nope", "rope", *BIAS_SCHEMES):
+        at_2048 = bench_table(FUSED).get((scheme, 2048))
+        long = bench_table(LONG).get((scheme, 8192))
+        range_2048 = at_2048["step / nope, rounds' range"] if at_2048 else "–"
+        range_long = long["step / nope, rounds' range"] if long else "–"
+        lines.append(
+            f"| {scheme} | {_cell(FUSED, scheme, 512, 'step / nope')} "
+            f"| {_cell(FUSED, scheme, 2048, 'step / nope')} ({range_2048}) "
+            f"| {_cell(FUSED, scheme, 2048, 'peak MB')} "
+            f"| {_cell(KEPT, scheme, 2048, 'step / nope')} "
+            f"| {_cell(LONG, scheme, 8192, 'step / nope')} ({range_long}) "
+            f"| {_cell(LONG, scheme, 8192, 'peak MB')} |"
+        )
+    sources = (
+        f"Raw outputs: [`docs/bench/{FUSED}`](bench/{FUSED}) (`{command(FUSED)}`), "
+        f"[`docs/bench/{KEPT}`](bench/{KEPT}) (`{command(KEPT)}`) and "
+        f"[`docs/bench/{LONG}`](bench/{LONG}) (`{command(LONG)}`)."
+    )
+    return head + "\n".join(lines) + "\n\n" + sources + "\n"
+
+
+def _within(length: int, name: str) -> tuple[list[str], list[str]]:
+    """The bias schemes whose step / nope at ``length`` is within the target, and the rest."""
+    present = [s for s in BIAS_SCHEMES if (s, length) in bench_table(name)]
+    meets = [s for s in present if ratio(name, s, length) <= TARGET]
+    return meets, [s for s in present if s not in meets]
+
+
+def _listed(name: str, schemes: list[str], length: int) -> str:
+    return ", ".join(f"`{s}` {ratio(name, s, length):.2f}×" for s in schemes) or "none"
+
+
+def findings() -> str:
+    """Which schemes meet the target at 2,048 and 8,192 tokens, and what keeping subnormal
+    floats costs, with the numbers."""
+    meets, misses = _within(2048, FUSED)
+    long_meets, long_misses = _within(8192, LONG)
+    kept = _listed(KEPT, [s for s in BIAS_SCHEMES if (s, 2048) in bench_table(KEPT)], 2048)
+    return (
+        f"- At 2,048 tokens {len(meets)} of {len(meets) + len(misses)} bias schemes train "
+        f"within {TARGET}× of `nope`'s step (median of per-round ratios, one run): "
+        f"{_listed(FUSED, meets, 2048)}; not within it: {_listed(FUSED, misses, 2048)}.\n"
+        f"- At 8,192 tokens (batch 1, the blocked path): within {TARGET}×: "
+        f"{_listed(LONG, long_meets, 8192)}; not within it: "
+        f"{_listed(LONG, long_misses, 8192)}.\n"
+        f"- With subnormal floats kept (`ROFORMER_LIT_KEEP_SUBNORMALS=1`, same code) at 2,048 "
+        f"tokens: {kept}.\n"
+    )
+
+
+def readme() -> str:
+    """One sentence for the README, the numbers from the same raw outputs."""
+    meets, misses = _within(2048, FUSED)
+    return (
+        f"On a 2-core CPU at 2,048 tokens, {len(meets)} of {len(meets) + len(misses)} bias "
+        f"schemes train within {TARGET}× of `nope`'s step ({_listed(FUSED, meets, 2048)}; "
+        f"{_listed(FUSED, misses, 2048)} do not): [performance](docs/performance.md#bias-"
+        f"schemes-on-a-cpu).\n"
+    )
