@@ -35,7 +35,9 @@ def main(argv: list[str]) -> int:
         runner.step(record=False)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         runner.step(record=False)
-    print(f"# {ns.scheme}, L = {ns.length}, one training step (batch {ns.batch}), torch {torch.__version__}")
+    print(
+        f"# {ns.scheme}, L = {ns.length}, one training step (batch {ns.batch}), torch {torch.__version__}"
+    )
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=ns.rows))
     return 0
 
