@@ -11,7 +11,11 @@ import pytest
 import torch
 
 from roformer_lit.attention import cpu_fused_bias
-from roformer_lit.attention.cpu_fused_bias import fused_attention_with_bias, fused_bias_available
+from roformer_lit.attention.cpu_fused_bias import (
+    fused_attention_rebuilding_mask,
+    fused_attention_with_bias,
+    fused_bias_available,
+)
 from roformer_lit.score_bias import OffsetLookup
 
 BATCH, HEADS, LENGTH, HEAD_SIZE = 2, 3, 10, 4
@@ -114,3 +118,24 @@ def test_the_full_rows_are_built_once_per_lookup():
     lookup = OffsetLookup(torch.randn(HEADS, 2 * LENGTH - 1))
     assert lookup.full() is lookup.full()
     assert lookup.full().shape == (1, HEADS, LENGTH, LENGTH)
+
+
+def test_a_fixed_mask_rebuilt_in_backward_gives_the_same_gradients():
+    """A mask that needs no gradient is built once in forward and once in backward (never
+    kept), and the gradients are the written-out softmax's."""
+    (q, k, v), bias, hidden = inputs(MASK_SHAPES["per example and head"], seed=5)
+    mask = bias.detach().masked_fill(hidden, -math.inf)
+    built = []
+
+    def rebuild():
+        built.append(1)
+        return mask.clone()
+
+    out = fused_attention_rebuilding_mask(q, k, v, rebuild, SCALE)
+    got = torch.autograd.grad(out.sum(), (q, k, v))
+    want_out = written_out(q, k, v, mask)
+    want = torch.autograd.grad(want_out.sum(), (q, k, v))
+    assert len(built) == 2
+    torch.testing.assert_close(out, want_out, atol=1e-12, rtol=1e-12)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, atol=1e-12, rtol=1e-12)

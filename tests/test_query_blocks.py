@@ -111,12 +111,20 @@ def test_long_row_paths_and_their_gradients_equal_the_float64_oracle(
     monkeypatch.setattr(cpu_fused_bias, "BACKWARD_ROWS", 4)
     calls = []
 
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return cpu_fused_bias.fused_attention_with_bias(*args, **kwargs)
+    def counted(function):
+        def call(*args, **kwargs):
+            calls.append(1)
+            return function(*args, **kwargs)
 
-    monkeypatch.setattr(softmax, "fused_attention_with_bias", counted)
-    monkeypatch.setattr(query_blocks, "fused_attention_with_bias", counted)
+        return call
+
+    fused, rebuilding = (
+        cpu_fused_bias.fused_attention_with_bias,
+        cpu_fused_bias.fused_attention_rebuilding_mask,
+    )
+    monkeypatch.setattr(softmax, "fused_attention_with_bias", counted(fused))
+    monkeypatch.setattr(query_blocks, "fused_attention_with_bias", counted(fused))
+    monkeypatch.setattr(query_blocks, "fused_attention_rebuilding_mask", counted(rebuilding))
     model, inputs, score = layer_inputs(position, segments, positions)
     assert score is not None and score.adds_bias
     assert score.has_blocks, f"{position}'s bias has no lookup or rows: it builds [L, L]"

@@ -17,11 +17,13 @@ gradient, one head and a chunk of queries at a time from the kept ``lse``:
 
 Speed on a CPU needs subnormal floats flushed to zero
 (:mod:`roformer_lit.training.denormals`): a bias of ``-m |i - j|`` makes many probabilities
-subnormal, and every product with one then takes a slow microcode path (the fused backward
-took 7x its time at 2,048 tokens).
+subnormal, and every product with one then takes a slow microcode path (docs/performance.md,
+"Bias schemes on a CPU", has the step times with them kept).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -120,6 +122,40 @@ def _backward_with_mask(
                     dmask_h += dscore.sum(1, keepdim=True)
         dk[:, h], dv[:, h] = dk_h, dv_h
     return dq.mul_(scale), dk, dv, dmask
+
+
+class _FusedAttentionRebuildingMask(torch.autograd.Function):
+    """The fused kernel for a mask that needs no gradient, rebuilt in backward by
+    ``rebuild()`` instead of kept (blocks of a fixed bias on long rows: memory stays linear
+    in the length without recomputing the attention's forward)."""
+
+    @staticmethod
+    def forward(ctx, q: Tensor, k: Tensor, v: Tensor, rebuild, scale: float) -> Tensor:  # noqa: ANN001
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q, k, v, 0.0, False, attn_mask=rebuild().to(q.dtype), scale=scale
+        )
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.rebuild, ctx.scale = rebuild, scale
+        return out
+
+    @staticmethod
+    def backward(ctx, dout: Tensor) -> tuple[Tensor | None, ...]:
+        q, k, v, out, lse = ctx.saved_tensors
+        with torch.no_grad():
+            mask = ctx.rebuild().to(q.dtype)
+        dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+            dout.contiguous(), q, k, v, out, lse, 0.0, False, attn_mask=mask, scale=ctx.scale
+        )
+        return dq, dk, dv, None, None
+
+
+def fused_attention_rebuilding_mask(
+    q: Tensor, k: Tensor, v: Tensor, rebuild: Callable[[], Tensor], scale: float
+) -> Tensor:
+    """``softmax(q k^T * scale + rebuild()) v`` on the fused CPU kernel, for a mask that
+    needs no gradient: ``rebuild`` is called in forward and again in backward (under
+    ``no_grad``), and the mask is never kept."""
+    return _FusedAttentionRebuildingMask.apply(q, k, v, rebuild, scale)
 
 
 def fused_attention_with_bias(

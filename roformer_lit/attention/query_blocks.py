@@ -2,7 +2,8 @@
 
     out[i] = softmax_j( q_i k_j * scale + bias[i, j] + mask[i, j] ) v_j,   all j
 
-The queries are cut into blocks of ``block`` rows. Block ``[s, e)`` is one SDPA call
+The queries are cut into blocks of ``block`` rows. Block ``[s, e)`` is one SDPA (or fused
+CPU kernel) call
 (its queries against every key) with a float mask ``[B or 1, h, e - s, L]``: the scheme's
 bias for those rows, built from its compact form (:func:`~roformer_lit.score_bias.bias_rows`:
 a lookup of small tables, or the scheme's own ``rows``), with ``-inf`` at padded keys and
@@ -14,7 +15,10 @@ Training keeps memory linear in ``L`` too: each block runs under activation chec
 dropout draws the same mask again), so backward stores only the inputs and the
 ``[B, h, L, d]`` output, and recomputes one block's bias and probabilities at a time; the
 price is one more forward of the attention (and of the bias) per step. Gradients reach the
-scheme's tables through its lookup or ``rows``, block by block.
+scheme's tables through its lookup or ``rows``, block by block. On the fused CPU kernel a
+bias that needs no gradient (fixed ALiBi) skips the checkpoint: each block keeps only its
+output and log-sum-exp, and its mask is rebuilt in backward
+(:func:`~roformer_lit.attention.cpu_fused_bias.fused_attention_rebuilding_mask`).
 
 The row blocks are exact: softmax is per row, so block ``[s, e)`` gives the same rows as the
 full computation (up to float rounding order).
@@ -22,13 +26,42 @@ full computation (up to float rounding order).
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
-from roformer_lit.attention.cpu_fused_bias import fused_attention_with_bias
+from roformer_lit.attention.cpu_fused_bias import (
+    fused_attention_rebuilding_mask,
+    fused_attention_with_bias,
+)
 from roformer_lit.score_bias import ScoreBias, bias_rows
+
+
+def _block_mask(
+    q: Tensor,
+    start: int,
+    stop: int,
+    *,
+    bias: ScoreBias,
+    key_padding_mask: Tensor | None,
+    segment_ids: Tensor | None,
+) -> Tensor:
+    """The float mask of queries ``start .. stop - 1``: their bias rows, ``-inf`` at padded
+    keys and across segments (``[B or 1, h, stop - start, L]``)."""
+    batch, heads, length, _ = q.shape
+    mask = bias_rows(bias, batch, heads, start, stop, length, q.device, q.dtype)
+    allowed = None
+    if key_padding_mask is not None:
+        allowed = key_padding_mask[:, None, None, :]
+    if segment_ids is not None:  # block-diagonal, these rows: [B, 1, r, L]
+        same = segment_ids[:, None, start:stop, None] == segment_ids[:, None, None, :]
+        allowed = same if allowed is None else same & allowed
+    if allowed is not None:
+        mask = mask.masked_fill(~allowed, -torch.inf)
+    return mask
 
 
 def _attend_rows(
@@ -46,16 +79,9 @@ def _attend_rows(
     fused: bool,
 ) -> Tensor:
     """Queries ``start .. stop - 1`` against every key: ``[B, h, stop - start, d]``."""
-    batch, heads, length, _ = q.shape
-    mask = bias_rows(bias, batch, heads, start, stop, length, q.device, q.dtype)
-    allowed = None
-    if key_padding_mask is not None:
-        allowed = key_padding_mask[:, None, None, :]
-    if segment_ids is not None:  # block-diagonal, these rows: [B, 1, r, L]
-        same = segment_ids[:, None, start:stop, None] == segment_ids[:, None, None, :]
-        allowed = same if allowed is None else same & allowed
-    if allowed is not None:
-        mask = mask.masked_fill(~allowed, -torch.inf)
+    mask = _block_mask(
+        q, start, stop, bias=bias, key_padding_mask=key_padding_mask, segment_ids=segment_ids
+    )
     if fused:
         return fused_attention_with_bias(q[..., start:stop, :], k, v, mask, scale)
     return F.scaled_dot_product_attention(
@@ -91,10 +117,17 @@ def query_blocked_softmax(
         fused=fused,
     )
     recompute = torch.is_grad_enabled()
+    masks = dict(bias=bias, key_padding_mask=key_padding_mask, segment_ids=segment_ids)
+    # a bias that needs no gradient (fixed ALiBi) on the fused kernel: each block's mask is
+    # rebuilt in backward instead of checkpointing the block (no second forward)
+    fixed = fused and recompute and not _block_mask(q, 0, min(block, length), **masks).requires_grad
     pieces = []
     for start in range(0, length, block):
         stop = min(start + block, length)
-        if recompute:
+        if fixed:
+            rebuild = functools.partial(_block_mask, q.detach(), start, stop, **masks)
+            piece = fused_attention_rebuilding_mask(q[..., start:stop, :], k, v, rebuild, scale)
+        elif recompute:
             piece = checkpoint(_attend_rows, q, k, v, start, stop, use_reentrant=False, **options)
         else:
             piece = _attend_rows(q, k, v, start, stop, **options)

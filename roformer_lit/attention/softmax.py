@@ -70,12 +70,11 @@ FUSED_FROM_LENGTH = 1024
 #: The dtypes FlexAttention's Triton kernels compute in (no float64 matrix products).
 FLEX_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 #: Global layers with a score bias attend in blocks of queries from this many tokens on
-#: (below it, the dense bias path every curve so far was trained and evaluated with). On a
-#: 2-core CPU at 2,048 tokens the blocked path took 1.0-1.9x the dense step time for 0.37-0.57x
-#: its peak memory, ALiBi aside (docs/bench/cpu-2026-11-27-bias-blocks.txt): it is the path for rows
-#: whose dense [L, L] bias and probabilities do not fit, not a speed-up, so it starts where
-#: a dense layer's float32 probabilities pass 1 GiB per head group (8,192 tokens); set
-#: ``bias_block_from`` lower to trade time for memory.
+#: (below it, the dense bias path). The blocks keep memory linear in the length, in
+#: training too, for the price of the checkpoint's second forward of each block: a memory
+#: path, not a speed-up (docs/performance.md, "Bias schemes on a CPU", has its step times
+#: and peak memory at 8,192 tokens). It starts where a dense layer's float32 scores pass
+#: 1 GiB per head group; set ``bias_block_from`` lower to trade time for memory.
 BIAS_BLOCK_FROM = 8192
 #: Queries per block there: the transient bias is ``[B, h, BIAS_BLOCK, L]``.
 BIAS_BLOCK = 256
