@@ -34,12 +34,15 @@ FUSED_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 
 def fused_bias_available(q: Tensor, dropout_p: float) -> bool:
     """True where the fused kernel applies: a CPU tensor of a dtype it takes, no dropout
-    (it has none), and no CPU autocast (which would hand it mixed dtypes)."""
+    (it has none), no CPU autocast (which would hand it mixed dtypes), and not while
+    ``torch.compile`` traces (the compiled graph keeps SDPA, which inductor lowers itself;
+    compiling does not pay on a CPU here, see docs/performance.md)."""
     return (
         q.device.type == "cpu"
         and q.dtype in FUSED_DTYPES
         and dropout_p == 0
         and not torch.is_autocast_enabled("cpu")
+        and not torch.compiler.is_compiling()
     )
 
 
