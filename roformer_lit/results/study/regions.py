@@ -87,6 +87,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "cpu-bias-table": cpu_speed.table,
     "cpu-bias-findings": cpu_speed.findings,
     "readme-cpu-bias": cpu_speed.readme,
+    "cpu-every-scheme": cpu_speed.every_scheme,
 }
 
 #: What a region's function raises when the raw outputs lack what it states (a file cut
