@@ -19,7 +19,10 @@ SHORT = "runs/study_plans_recall_short/{plan}-seed{seed}/checkpoints/last.ckpt"
 SEEDS = "runs/study_plans_recall_seeds/{plan}-seed{seed}/checkpoints/last.ckpt"
 DATA = "runs/study_plans_recall_data_seeds/{plan}-dataseed{seed}/checkpoints/last.ckpt"
 LONG = "runs/study_plans_recall_long/{plan}-seed{seed}/checkpoints/last.ckpt"
+LONG_SEEDS = "runs/study_plans_recall_long_seeds/{plan}-seed{seed}/checkpoints/last.ckpt"
+INTERLEAVE8 = "runs/study_plans_recall_interleave8/{plan}-seed{seed}/checkpoints/last.ckpt"
 LENGTHS = (4, 8, 16)
+MLM_LENGTHS = (128, 256, 512, 1024, 2048)
 
 
 def _real_majority(file_name: str = hybrid.RECALL_SHORT_FILE) -> dict[int, str]:
@@ -131,10 +134,59 @@ def test_the_long_pilot_says_what_one_seed_shows(bench: Path):
     majority = _real_majority(hybrid.LONG_FILE)  # the present-values rule checks against it
     (bench / hybrid.LONG_FILE).write_text(_rows(LONG, values, majority, lengths))
     text = hybrid.long_findings()
-    assert f"`{hybrid.LAST}` solves up to n=64 (16×)" in text
+    assert f"`{hybrid.LAST}` solves up to n=64 (16×) on its one seed" in text
     assert f"`{hybrid.REFERENCE}` solves no length" in text
-    assert f"not above the best baseline ({float(majority[4]):.3f})" in text
-    assert "0.950 (exact 0.950) · solved" in hybrid.long_table()
+    assert f"not above the best baseline (`majority`, {float(majority[4]):.3f})" in text
+    assert "0.950 (exact 0.950) · 1/1 solved" in hybrid.long_table()
+
+
+def test_the_long_pilot_counts_every_seed_and_its_floor(bench: Path):
+    lengths = tuple(hybrid.LONG_LENGTHS)
+    majority = _real_majority(hybrid.LONG_FILE)
+    first = {("layer_plan=none", 0): 0.2, ("local8x2-global.nope", 0): 0.95}
+    (bench / hybrid.LONG_FILE).write_text(_rows(LONG, first, majority, lengths))
+    more = {("layer_plan=none", 1): 0.3, ("layer_plan=none", 2): 0.3}
+    more |= {("local8x2-global.nope", 1): 0.95, ("local8x2-global.nope", 2): 0.5}
+    (bench / hybrid.LONG_SEEDS_FILE).write_text(_rows(LONG_SEEDS, more, majority, lengths))
+    assert hybrid.long_seeds() == 3
+    table = hybrid.long_table()
+    # the mean over three seeds, each seed's value, and one seed of three not solving
+    assert f"{(0.95 + 0.95 + 0.5) / 3:.3f}: 0.950 (exact 0.950), 0.950" in table
+    assert "2/3 solved" in table
+    text = hybrid.long_findings()
+    assert (
+        f"3 seeds per plan: the exact paired test cannot go below p = {smallest_p(3):.4g}" in text
+    )
+    assert f"`{hybrid.LAST}` solves no length on all 3 seeds" in text
+
+
+def test_a_long_seeds_file_scored_on_other_sequences_is_refused(bench: Path):
+    lengths = tuple(hybrid.LONG_LENGTHS)
+    majority = _real_majority(hybrid.LONG_FILE)
+    (bench / hybrid.LONG_FILE).write_text(
+        _rows(LONG, {("layer_plan=none", 0): 0.2}, majority, lengths)
+    )
+    other = {n: float(v) + 0.01 for n, v in majority.items()}
+    (bench / hybrid.LONG_SEEDS_FILE).write_text(
+        _rows(LONG_SEEDS, {("layer_plan=none", 1): 0.2}, other, lengths)
+    )
+    with pytest.raises(ValueError, match="other test sequences"):
+        hybrid.long_study()
+
+
+def test_the_interleave_at_eight_layers_is_its_own_family(bench: Path):
+    values = {("layer_plan=none", s): 0.4 for s in range(5)}
+    values |= {("local8x3-global.nope", s): 0.95 for s in range(5)}
+    (bench / hybrid.INTERLEAVE8_FILE).write_text(_rows(INTERLEAVE8, values, _real_majority()))
+    study = hybrid.interleave8_study()
+    reference, interleave = hybrid.INTERLEAVE8_PLANS.values()
+    assert study.reference == reference
+    assert study.order["recall"] == [reference, interleave]
+    assert study.solved("recall", interleave, 16) == (5, 5)
+    assert set(study.pairs) == {("recall", interleave, n) for n in LENGTHS}
+    # every seed on one side, five seeds: the floor, Holm over three cells
+    assert study.pairs[("recall", interleave, 8)][2] == pytest.approx(3 * smallest_p(5))
+    assert ("recall", "values present", 4) in study.baselines
 
 
 def test_nothing_run_says_so(bench: Path):
@@ -190,6 +242,50 @@ def test_an_mlm_file_scored_on_other_blocks_is_refused(bench: Path):
     )
     with pytest.raises(ValueError, match="other test sequences"):
         plans.mlm_study()
+
+
+def _mlm_rows(path: str, values: dict[tuple[str, int], float], unigram: float) -> str:
+    out = ["name,length,metric,value"]
+    for n in MLM_LENGTHS:
+        for (plan, seed), value in values.items():
+            out.append(f"runs/{path}/seed{seed}-{plan}/checkpoints/last.ckpt,{n},loss,{value}")
+        out += [f"baseline:unigram,{n},loss,{unigram}", f"baseline:train_unigram,{n},loss,6.6"]
+    return "\n".join(out) + "\n"
+
+
+def test_mlm_ten_seeds_pair_the_two_plans_only(bench: Path):
+    from roformer_lit.results.study import plans
+
+    first = {("layer_plan=none", s): 4.5 for s in range(5)}
+    first |= {("local32x2-global.nope", s): 4.4 for s in range(5)}  # not a plan of the pair
+    (bench / plans.MLM_FILE).write_text(_mlm_rows("study_plans_mlm", first, 5.5))
+    last = {("local32x3-global.nope", s): 4.2 for s in range(5)}
+    (bench / plans.MLM_LAST_FILE).write_text(_mlm_rows("study_plans_mlm_last", last, 5.5))
+    assert not plans.mlm_seeds_study().tasks()
+    more = {("layer_plan=none", s): 4.6 for s in range(5, 10)}
+    more |= {("local32x3-global.nope", s): 4.3 for s in range(5, 10)}
+    (bench / plans.MLM_SEEDS_FILE).write_text(_mlm_rows("study_plans_mlm_seeds", more, 5.5))
+    places.read_from(bench, bench / "pages")
+    study = plans.mlm_seeds_study()
+    one_three = plans.MLM_LAST_PLANS["local32x3-global.nope"]
+    assert study.order["mlm"] == [plans.MLM_PLANS["layer_plan=none"], one_three]
+    assert study.values("mlm", one_three, 128) == {s: 4.2 for s in range(5)} | {
+        s: 4.3 for s in range(5, 10)
+    }
+    ref, other, p = study.pairs[("mlm", one_three, 128)]
+    assert len(ref) == 10 and p == pytest.approx(len(MLM_LENGTHS) * smallest_p(10))
+    assert "separated lower (better)" in study.findings()
+
+
+def test_mlm_ten_seeds_scored_on_other_blocks_are_refused(bench: Path):
+    from roformer_lit.results.study import plans
+
+    first = {("layer_plan=none", s): 4.5 for s in range(5)}
+    (bench / plans.MLM_FILE).write_text(_mlm_rows("study_plans_mlm", first, 5.5))
+    more = {("layer_plan=none", s): 4.6 for s in range(5, 10)}
+    (bench / plans.MLM_SEEDS_FILE).write_text(_mlm_rows("study_plans_mlm_seeds", more, 5.7))
+    with pytest.raises(ValueError, match="other test sequences"):
+        plans.mlm_seeds_study()
 
 
 def test_a_variant_missing_a_length_shows_a_dash(bench: Path):

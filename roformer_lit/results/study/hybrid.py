@@ -26,7 +26,9 @@ are the same runs):
 from __future__ import annotations
 
 import re
+import statistics
 
+from roformer_lit.results.study.exact import smallest_p
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.plans import (
     RECALL_SHORT_FILE,
@@ -37,8 +39,13 @@ from roformer_lit.results.study.plans import (
     plan_called,
 )
 from roformer_lit.results.study.present import add_present
-from roformer_lit.results.study.seed_study import Parse, SeedStudy, merge_file, read_test_csv
-from roformer_lit.results.study.words import NOT_RUN, SOLVED
+from roformer_lit.results.study.seed_study import (
+    Parse,
+    SeedStudy,
+    by_data_seed,
+    merge_file,
+)
+from roformer_lit.results.study.words import NOT_RUN
 
 REFERENCE = RECALL_SHORT_PLANS["layer_plan=none"]
 FIRST = RECALL_SHORT_PLANS["global.nope-local8x2"]
@@ -64,9 +71,21 @@ DATA_SEEDS_RUN = re.compile(
 SHORT_DATA_SEED = 0
 LONG_FILE = "cpu-study-plans-recall-long.csv"
 LONG_RUN = re.compile(r"study_plans_recall_long/(?P<plan>.+?)-seed(?P<seed>\d+)(?:/|$)")
+#: seeds 1-2 of the 16x pilot (``study_plans_recall_long_seeds.yaml``)
+LONG_SEEDS_FILE = "cpu-study-plans-recall-long-seeds.csv"
+LONG_SEEDS_RUN = re.compile(r"study_plans_recall_long_seeds/(?P<plan>.+?)-seed(?P<seed>\d+)(?:/|$)")
 LONG_LENGTHS = [4, 8, 16, 32, 64]
 LONG_SYMBOLS = 128
 TWO = {"layer_plan=none": REFERENCE, "local8x2-global.nope": LAST}
+#: the 1:3 interleave at two periods, against all-global RoPE at the same depth
+INTERLEAVE8_FILE = "cpu-study-plans-recall-interleave8.csv"
+INTERLEAVE8_RUN = re.compile(
+    r"study_plans_recall_interleave8/(?P<plan>.+?)-seed(?P<seed>\d+)(?:/|$)"
+)
+INTERLEAVE8_PLANS = {
+    "layer_plan=none": "all-global RoPE (8 layers)",
+    "local8x3-global.nope": "(local RoPE ×3, global NoPE) ×2 (8 layers)",
+}
 
 
 def _parser(pattern: re.Pattern[str], plans: dict[str, str], only_seed: int | None = None) -> Parse:
@@ -118,49 +137,56 @@ def seeds_study() -> SeedStudy:
 def data_seeds_study() -> SeedStudy:
     """The two plans by data seed (0: recall_short's seed-0 runs; 1-5: their own sweep),
     paired by data seed; baselines the mean over the six test sets."""
-    study = _short(TWO, only_seed=0)
-    path = bench_file(DATA_SEEDS_FILE)
-    if not study.cells or not path.is_file():
-        return SeedStudy(RECALL_SHORT_LENGTHS, REFERENCE)
-    # recall_short's seed-0 runs are data seed 0: rekey them, then add data seeds 1-5
-    study.cells = {
-        key: {SHORT_DATA_SEED: by_seed[0]} for key, by_seed in study.cells.items() if 0 in by_seed
-    }
-    cells, baselines = read_test_csv(path, _parser(DATA_SEEDS_RUN, TWO))
-    seeds = {s for by_seed in cells.values() for s in by_seed}
-    for key, by_seed in cells.items():
-        study.cells.setdefault(key, {}).update(by_seed)
-    # the file's baselines are the mean over its own test sets: weigh in data seed 0's
-    study.baselines = {
-        key: (value * len(seeds) + study.baselines[key]) / (len(seeds) + 1)
-        for key, value in baselines.items()
-        if key in study.baselines
-    }
-    study.order["recall"] = [REFERENCE, LAST]
+    study = by_data_seed(
+        _short(TWO),
+        bench_file(DATA_SEEDS_FILE),
+        _parser(DATA_SEEDS_RUN, TWO),
+        data_seed=SHORT_DATA_SEED,
+    )
+    study.order = {"recall": [REFERENCE, LAST]} if study.cells else {}
     return study
 
 
-def _long() -> tuple[dict, dict] | None:
-    """The pilot's cells (every metric) and accuracy baselines, with "guess among the
-    values present" on its regenerated test sequences; None when not run."""
-    path = bench_file(LONG_FILE)
-    if not path.is_file():
-        return None
-    cells, baselines = read_test_csv(path, _parser(LONG_RUN, TWO))
-    add_present(baselines, LONG_SYMBOLS, LONG_LENGTHS, LONG_FILE)
-    return cells, baselines
+@cached
+def interleave8_study() -> SeedStudy:
+    """The 1:3 interleave at 8 layers against all-global RoPE at 8 layers: its own family."""
+    reference = INTERLEAVE8_PLANS["layer_plan=none"]
+    study = SeedStudy(RECALL_SHORT_LENGTHS, reference)
+    if _merge(study, INTERLEAVE8_FILE, _parser(INTERLEAVE8_RUN, INTERLEAVE8_PLANS)):
+        study.order["recall"] = list(INTERLEAVE8_PLANS.values())
+        add_present(study.baselines, RECALL_SHORT_SYMBOLS, RECALL_SHORT_LENGTHS, INTERLEAVE8_FILE)
+    return study
+
+
+@cached
+def long_study() -> SeedStudy:
+    """The 16× pilot's runs (seed 0: :data:`LONG_FILE`; seeds 1-2 where
+    :data:`LONG_SEEDS_FILE` exists, scored on the same sequences), with "guess among the
+    values present" on its regenerated test sequences; empty when not run."""
+    study = SeedStudy(LONG_LENGTHS, REFERENCE)
+    if _merge(study, LONG_FILE, _parser(LONG_RUN, TWO)):
+        _merge(study, LONG_SEEDS_FILE, _parser(LONG_SEEDS_RUN, TWO))
+        study.order["recall"] = [REFERENCE, LAST]
+        add_present(study.baselines, LONG_SYMBOLS, LONG_LENGTHS, LONG_FILE)
+    return study
+
+
+def long_seeds() -> int:
+    """The fewest seeds a plan of the pilot has at 1×."""
+    study = long_study()
+    return min(len(study.values("recall", name, LONG_LENGTHS[0])) for name in (REFERENCE, LAST))
 
 
 def long_table() -> str:
-    """The 16× pilot: each plan's test accuracy and exact match at one seed, the baselines."""
-    read = _long()
-    if read is None:
+    """The 16× pilot: each plan's mean test accuracy with every seed's accuracy and exact
+    match, and how many seeds solve; the baselines."""
+    study = long_study()
+    if not study.tasks():
         return NOT_RUN
-    cells, baselines = read
-    head = ["variant", *(f"n={n} ({n // LONG_LENGTHS[0]}×)" for n in LONG_LENGTHS)]
+    head = ["variant", *(study.times(n) for n in LONG_LENGTHS)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for rule in sorted({r for _, r, _ in baselines}):
-        values = [baselines.get(("recall", rule, n)) for n in LONG_LENGTHS]
+    for rule in sorted({r for _, r, _ in study.baselines}):
+        values = [study.baselines.get(("recall", rule, n)) for n in LONG_LENGTHS]
         lines.append(
             f"| baseline: {rule} | "
             + " | ".join("–" if v is None else f"{v:.3f}" for v in values)
@@ -169,63 +195,73 @@ def long_table() -> str:
     for name in (REFERENCE, LAST):
         row = []
         for n in LONG_LENGTHS:
-            a = cells.get(("recall", name, n, "acc"), {})
-            e = cells.get(("recall", name, n, "exact"), {})
-            if not a:
+            acc, exact = study.values("recall", name, n), study.values("recall", name, n, "exact")
+            if not acc:
                 row.append("–")
                 continue
-            seed = min(a)
-            solved = " · solved" if e.get(seed, 0.0) >= SOLVED else ""
-            row.append(f"{a[seed]:.3f} (exact {e.get(seed, float('nan')):.3f}){solved}")
+            seeds = ", ".join(
+                f"{acc[s]:.3f} (exact {exact.get(s, float('nan')):.3f})" for s in sorted(acc)
+            )
+            solved, count = study.solved("recall", name, n)
+            mean = "" if count == 1 else f"{statistics.fmean(acc.values()):.3f}: "
+            row.append(f"{mean}{seeds} · {solved}/{count} solved")
         lines.append(f"| `{name}` | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
 def long_reach() -> dict[str, str]:
-    """Each pilot plan -> how far it solves (``solves up to n=64 (16×)`` or ``solves no
-    length``); empty when not run."""
-    read = _long()
-    if read is None:
+    """Each pilot plan -> how far it solves on every seed (``solves up to n=64 (16×) on
+    every seed (3)`` or ``solves no length on every seed``); empty when not run."""
+    study = long_study()
+    if not study.tasks():
         return {}
-    cells, _ = read
-    first = LONG_LENGTHS[0]
     reach = {}
     for name in (REFERENCE, LAST):
-        solved = [
-            n
-            for n in LONG_LENGTHS
-            if cells.get(("recall", name, n, "exact"))
-            and min(cells[("recall", name, n, "exact")].values()) >= SOLVED
-        ]
+        solved = [n for n in LONG_LENGTHS if _solved_every(study, name, n)]
+        count = len(study.values("recall", name, LONG_LENGTHS[0]))
+        every = "on its one seed" if count == 1 else f"on all {count} seeds"
         reach[name] = (
-            f"solves up to n={max(solved)} ({max(solved) // first}×)"
+            f"solves up to {study.times(max(solved))} {every}"
             if solved
-            else "solves no length"
+            else f"solves no length {every}"
         )
     return reach
 
 
+def _solved_every(study: SeedStudy, name: str, n: int) -> bool:
+    solved, count = study.solved("recall", name, n)
+    return solved == count > 0
+
+
 def long_findings() -> str:
-    """What the pilot shows: how far each plan solves and whether it is above the best
-    baseline at 1× (one seed)."""
-    read = _long()
-    if read is None:
+    """What the pilot shows: how far each plan solves on every seed, whether every seed is
+    above the best baseline at 1×, and what its seeds can and cannot test."""
+    study = long_study()
+    if not study.tasks():
         return NOT_RUN
-    cells, baselines = read
     first = LONG_LENGTHS[0]
-    best = max(v for (_, _, n), v in baselines.items() if n == first)
-    parts = []
-    for name, reach in long_reach().items():
-        at_first = cells.get(("recall", name, first, "acc"), {})
-        above = bool(at_first) and min(at_first.values()) > best
-        parts.append(
-            f"`{name}` {reach}; at 1× its accuracy is {'above' if above else 'not above'} "
-            f"the best baseline ({best:.3f})"
+    rule, best = study.best_baseline("recall", first)
+    parts = [
+        f"`{name}` {reach}; at 1× its accuracy is "
+        f"{'above' if study.above_baseline('recall', name, first) else 'not above'} the best "
+        f"baseline (`{rule}`, {best:.3f}) on every seed"
+        for name, reach in long_reach().items()
+    ]
+    seeds = long_seeds()
+    if seeds == 1:
+        caveat = (
+            "One seed per plan (a pilot: no interval, no test). With one run each this shows "
+            "what these two runs did, not how the plans compare"
+        )
+    else:
+        caveat = (
+            f"{seeds} seeds per plan: the exact paired test cannot go below p = "
+            f"{smallest_p(seeds):.4g}, so no difference here is test-backed; this shows what "
+            "these runs did, every seed counted"
         )
     return (
-        "One seed per plan (a pilot: no interval, no test): "
+        caveat
+        + ": "
         + "; ".join(parts)
-        + ". With one run each this shows what these two runs did, not how the plans compare: "
-        "whether it holds over seeds, and whether all-global RoPE learns the setting with a "
-        "longer budget, is not tested."
+        + ". Whether all-global RoPE learns the setting with a longer budget is not tested."
     )

@@ -91,6 +91,13 @@ MLM_RUN = re.compile(r"study_plans_mlm/seed(?P<seed>\d+)-(?P<plan>.+?)(?:/|$)")
 MLM_LAST_FILE = "cpu-study-plans-mlm-last.csv"
 MLM_LAST_RUN = re.compile(r"study_plans_mlm_last/seed(?P<seed>\d+)-(?P<plan>.+?)(?:/|$)")
 MLM_LAST_PLANS = {"local32x3-global.nope": "local RoPE ×3, global NoPE last (1:3)"}
+#: seeds 5-9 of all-global RoPE and the 1:3 layout (``study_plans_mlm_seeds.yaml``)
+MLM_SEEDS_FILE = "cpu-study-plans-mlm-seeds.csv"
+MLM_SEEDS_RUN = re.compile(r"study_plans_mlm_seeds/seed(?P<seed>\d+)-(?P<plan>.+?)(?:/|$)")
+MLM_SEEDS_PLANS = {
+    "layer_plan=none": MLM_PLANS["layer_plan=none"],
+    **MLM_LAST_PLANS,
+}
 
 
 def spelled_today(label: str) -> str:
@@ -215,6 +222,43 @@ def mlm_study() -> SeedStudy:
         for (task, rule, n), value in result.baselines.items()
     }
     result.references = (IN_SAMPLE,)
+    return result
+
+
+@cached
+def mlm_seeds_study() -> SeedStudy:
+    """MLM's headline pair at seeds 0-9 (regions ``plans-mlm-seeds-*``): all-global RoPE and
+    the 1:3 layout, seeds 0-4 from :func:`mlm_study`'s runs, 5-9 from
+    :data:`MLM_SEEDS_FILE` (the same blocks and masks: its baselines must equal), their own
+    Holm family; empty until that file exists."""
+    study = mlm_study()
+    pair = list(MLM_SEEDS_PLANS.values())
+    result = SeedStudy(
+        MLM_LENGTHS,
+        study.reference,
+        cells={k: dict(v) for k, v in study.cells.items() if k[1] in pair},
+        baselines=dict(study.baselines),
+        metric="loss",
+        length_name="L",
+        references=study.references,
+    )
+    names = {"unigram": IN_SAMPLE, "train_unigram": TRAIN_UNIGRAM}
+
+    path = bench_file(MLM_SEEDS_FILE)
+    if not result.cells or not path.is_file():
+        return SeedStudy(MLM_LENGTHS, study.reference, metric="loss", length_name="L")
+    parse = _parser(MLM_SEEDS_RUN, "mlm", MLM_SEEDS_PLANS)
+    cells, baselines = read_test_csv(path, parse, "loss")
+    for (task, rule, n), value in baselines.items():
+        key = (task, names.get(rule, rule), n)
+        if key in result.baselines and result.baselines[key] != value:
+            raise ValueError(
+                f"{MLM_SEEDS_FILE}: baseline {key} is {value}, not {result.baselines[key]}: "
+                "its runs were scored on other test sequences"
+            )
+    for key, by_seed in cells.items():
+        result.cells.setdefault(key, {}).update(by_seed)
+    result.order["mlm"] = pair
     return result
 
 

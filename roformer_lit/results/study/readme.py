@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 
 from roformer_lit.results.statistics import verdict
-from roformer_lit.results.study import budget, figures, hybrid, plans, selected
+from roformer_lit.results.study import budget, figures, hybrid, plans, scheme_seeds, selected
 from roformer_lit.results.study.exact import ALPHA, detectable, differences, effect, smallest_p
 from roformer_lit.results.study.paired import cell
 from roformer_lit.results.study.seed_study import SeedStudy
@@ -73,12 +73,23 @@ def _solving(study: SeedStudy) -> list[str]:
 
 
 def _versus(study: SeedStudy) -> str:
-    """Each variant minus the reference at every length, paired, with its Holm p."""
+    """Each variant minus the reference at every length, paired, with its Holm p (one
+    variant: its cells in a row; several: each variant's, in turn)."""
+    (task,) = study.tasks()
+    others = [v for v in study.order[task] if v != study.reference]
+    unit = " nats" if study.lower_is_better else ""
     parts = [
-        f"{study.times(n)} {cell(*study.pairs[(task, name, n)])}" for (task, name, n) in study.pairs
+        (f"`{name}` " if len(others) > 1 else "")
+        + "; ".join(
+            f"{study.times(n)} {cell(*study.pairs[(task, name, n)])}"
+            for n in study.lengths
+            if (task, name, n) in study.pairs
+        )
+        for name in others
     ]
-    others = [v for v in study.order["recall"] if v != study.reference]
-    return f"{names([f'`{v}`' for v in others])} minus `{study.reference}`: " + "; ".join(parts)
+    if len(others) == 1:
+        return f"`{others[0]}` minus `{study.reference}`{unit}: " + parts[0]
+    return f"each minus `{study.reference}`{unit}: " + " · ".join(parts)
 
 
 def findings() -> str:
@@ -146,15 +157,29 @@ def findings() -> str:
             (
                 "recall to 16× (128 symbols, 16,000 steps)",
                 "; ".join(f"`{name}` {text}" for name, text in reach.items()),
-                f"one seed per plan: a pilot, no interval and no test; {further}",
+                (
+                    "one seed per plan: a pilot, no interval and no test"
+                    if (seeds := hybrid.long_seeds()) == 1
+                    else f"{seeds} seeds per plan: the exact test's floor p = "
+                    f"{smallest_p(seeds):.4g}, no test-backed difference"
+                )
+                + f"; {further}",
             )
         )
     for label, study in (
         ("recall: ten seeds", hybrid.seeds_study()),
         ("recall: six data seeds", hybrid.data_seeds_study()),
+        ("recall: the 1:3 interleave at 8 layers", hybrid.interleave8_study()),
     ):
         if study.tasks():
             rows.append((label, _versus(study), f"{_reach(study.pairs)}; {further}"))
+    headline = f"[position tasks]({TASKS_PAGE}#the-headline-cell-at-ten-seeds-and-six-data-seeds)"
+    for label, study in (
+        ("reverse: ten seeds", scheme_seeds.seeds_study()),
+        ("reverse: six data seeds", scheme_seeds.data_seeds_study()),
+    ):
+        if study.tasks():
+            rows.append((label, _versus(study), f"{_reach(study.pairs)}; {headline}"))
     mlm = plans.mlm_study()
     if mlm.tasks():
         lower = [
@@ -172,6 +197,15 @@ def findings() -> str:
                 "MLM, 600 steps",
                 f"mean loss below all-global RoPE's at every length (1×–16×): {names(lower)}",
                 f"{_reach(mlm.pairs)} (nats); [layer plans]({PLANS_PAGE}#mlm-on-the-bundled-corpus)",
+            )
+        )
+    ten = plans.mlm_seeds_study()
+    if ten.tasks():
+        rows.append(
+            (
+                "MLM: ten seeds",
+                _versus(ten),
+                f"{_reach(ten.pairs)} (nats); [layer plans]({PLANS_PAGE}#mlm-at-ten-seeds)",
             )
         )
     found = data_seeds()

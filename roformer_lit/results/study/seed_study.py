@@ -75,6 +75,45 @@ def merge_file(study: SeedStudy, path: Path, parse: Parse, metric: str = "acc") 
     return True
 
 
+def by_data_seed(
+    study: SeedStudy, path: Path, parse: Parse, run_seed: int = 0, data_seed: int = 0
+) -> SeedStudy:
+    """``study``'s runs of ``seed_everything`` ``run_seed`` (trained and scored with
+    ``data.seed`` ``data_seed``) keyed by that data seed, with the runs of ``path``, a raw
+    output whose ``parse`` gives each run's ``data.seed`` as its seed (one initialisation,
+    each data seed its own training stream and test set, shared by the variants of that
+    data seed: paired by data seed). Baselines: the mean over every test set (``path``'s
+    rows are already the mean over its own). An empty study when ``path`` is absent."""
+    empty = SeedStudy(study.lengths, study.reference, metric=study.metric)
+    if not study.cells or not path.is_file():
+        return empty
+    cells, baselines = read_test_csv(path, parse, study.metric)
+    seeds = {s for by_seed in cells.values() for s in by_seed}
+    if data_seed in seeds:
+        raise ValueError(f"{path.name}: data seed {data_seed} is the study's own runs'")
+    result = SeedStudy(
+        study.lengths,
+        study.reference,
+        cells={
+            key: {data_seed: by_seed[run_seed]}
+            for key, by_seed in study.cells.items()
+            if run_seed in by_seed
+        },
+        order={task: list(names_) for task, names_ in study.order.items()},
+        metric=study.metric,
+        length_name=study.length_name,
+        references=study.references,
+    )
+    for key, by_seed in cells.items():
+        result.cells.setdefault(key, {}).update(by_seed)
+    result.baselines = {
+        key: (value * len(seeds) + study.baselines[key]) / (len(seeds) + 1)
+        for key, value in baselines.items()
+        if key in study.baselines
+    }
+    return result
+
+
 @dataclass
 class SeedStudy:
     """See the module docstring. ``order``: task -> its variants, in the order shown;

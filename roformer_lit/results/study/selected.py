@@ -265,6 +265,9 @@ def rate_effect(groups: list[tuple[str, str]]) -> str:
 RETRAIN_FILES = {
     "cpu-2026-11-25-study-schemes-retrain.csv": "fresh clone, the study's machine (2026-11-25)",
     "cpu-2026-11-26-study-schemes-retrain.csv": "another machine: Intel Xeon (2026-11-26)",
+    "cpu-2026-11-27-study-schemes-retrain.csv": (
+        "Intel Xeon, the ten-seed rerun's machine (2026-11-27, subnormals kept)"
+    ),
 }
 
 

@@ -33,6 +33,11 @@ SWEEPS = [
     "study_plans_recall_long.yaml",
     "study_plans_last.yaml",
     "study_plans_mlm_last.yaml",
+    "study_schemes_reverse_seeds.yaml",
+    "study_schemes_reverse_data_seeds.yaml",
+    "study_plans_recall_interleave8.yaml",
+    "study_plans_mlm_seeds.yaml",
+    "study_plans_recall_long_seeds.yaml",
 ]
 #: ``data.seed`` when no file sets it (``PretrainDataModule`` / ``TaskDataModule``).
 DEFAULT_DATA_SEED = 0

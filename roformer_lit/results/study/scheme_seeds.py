@@ -1,0 +1,95 @@
+"""The scheme study's headline cell at ten seeds and at six data seeds: regions
+``schemes-seeds-*`` and ``schemes-data-*`` of ``docs/studies/position-tasks.md`` (written by
+``scripts/study_pages.py``).
+
+The cell: ``reverse``, where ``alibi``, ``kerple`` and ``fire`` stay above the best baseline
+past 1× at five seeds, with sized ``t5`` and the ``rope`` reference (:data:`VARIANTS`), each
+at the learning rate :func:`~.selected.chosen` picked on seeds 0-4's validation accuracy,
+then fixed:
+
+* **ten seeds** (``schemes-seeds-*``): seeds 0-4 are the scheme study's runs
+  (:func:`~.selected.study`), seeds 5-9 ``study_schemes_reverse_seeds.yaml``
+  (:data:`SEEDS_FILE`), all at ``data.seed`` 0: one test set (their baseline rows must
+  equal the study's: :func:`~.seed_study.merge_file`), so the exact sign-flip test can reach
+  p = 2 / 2**10;
+* **data seeds** (``schemes-data-*``): ``seed_everything`` 0 and ``data.seed`` 0-5 (0: the
+  study's seed-0 runs; 1-5: ``study_schemes_reverse_data_seeds.yaml``,
+  :data:`DATA_SEEDS_FILE`), each data seed its own training stream and test set, paired by
+  data seed (:func:`~.seed_study.by_data_seed`).
+
+A raw output whose runs trained at another rate than the one selected is refused
+(ValueError): the fixed rates of the sweep files must be the selection's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from roformer_lit.results.study import selected
+from roformer_lit.results.study.places import bench_file, cached
+from roformer_lit.results.study.seed_study import Parse, SeedStudy, by_data_seed, merge_file
+
+TASK = "reverse"
+#: the variants of the cell, as the scheme study's page names them
+VARIANTS = ["rope", "alibi", "kerple", "fire", "t5 (num_buckets=136, max_distance=1024)"]
+SEEDS_FILE = "cpu-study-schemes-reverse-seeds.csv"
+DATA_SEEDS_FILE = "cpu-study-schemes-reverse-data-seeds.csv"
+_NAME = (
+    r"/(?P<scheme>[A-Za-z0-9_.]+)-(?P<options>.+?)-learning_rate(?P<lr>[0-9.e-]+)"
+    r"-{seed}(?P<seed>\d+)(?:/|$)"
+)
+SEEDS_RUN = re.compile("study_schemes_reverse_seeds" + _NAME.format(seed="seed"))
+DATA_SEEDS_RUN = re.compile("study_schemes_reverse_data_seeds" + _NAME.format(seed="dataseed"))
+
+
+def _parser(pattern: re.Pattern[str]) -> Parse:
+    """``parse`` of the sweep's run names: (``reverse``, variant, seed), refusing a run at a
+    rate the selection did not choose."""
+
+    def parse(name: str) -> tuple[str, str, int] | None:
+        match = pattern.search(name)
+        if match is None:
+            return None
+        called = selected.variant(match["scheme"], match["options"])
+        if called not in VARIANTS:
+            return None
+        pick = selected.chosen().get((TASK, called))
+        if pick is None or float(match["lr"]) != pick:
+            raise ValueError(
+                f"{name}: learning rate {match['lr']} is not the one selected on seeds 0-4 "
+                f"for `{called}` on `{TASK}` ({pick})"
+            )
+        return TASK, called, int(match["seed"])
+
+    return parse
+
+
+def _study_cell() -> SeedStudy:
+    """The scheme study's runs of the cell (seeds 0-4, their selected rates)."""
+    study = selected.study()
+    cell = SeedStudy(study.lengths, selected.REFERENCE)
+    cell.cells = {
+        key: dict(by_seed)
+        for key, by_seed in study.cells.items()
+        if key[0] == TASK and key[1] in VARIANTS
+    }
+    cell.baselines = {key: v for key, v in study.baselines.items() if key[0] == TASK}
+    cell.order = {TASK: list(VARIANTS)} if cell.cells else {}
+    return cell
+
+
+@cached
+def seeds_study() -> SeedStudy:
+    """The cell at seeds 0-9 (data seed 0); empty until :data:`SEEDS_FILE` exists."""
+    study = _study_cell()
+    if not study.cells or not merge_file(study, bench_file(SEEDS_FILE), _parser(SEEDS_RUN)):
+        return SeedStudy(selected.LENGTHS, selected.REFERENCE)
+    return study
+
+
+@cached
+def data_seeds_study() -> SeedStudy:
+    """The cell at seed 0 by data seed 0-5, paired by data seed."""
+    study = by_data_seed(_study_cell(), bench_file(DATA_SEEDS_FILE), _parser(DATA_SEEDS_RUN))
+    study.order = {TASK: list(VARIANTS)} if study.cells else {}
+    return study
