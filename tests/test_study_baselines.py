@@ -60,14 +60,15 @@ def test_the_data_seed_sentence_follows_the_sweep_files(tmp_path, monkeypatch) -
 
 
 def test_every_study_sweep_but_the_data_seed_slice_shares_one_data_seed() -> None:
-    """What the pages state today (the sentence is regenerated on --check): two sweeps vary
-    the data (the headline recall cell and the headline reverse cell), every other runs on
+    """What the pages state today (the sentence is regenerated on --check): three sweeps vary
+    the data (the headline recall, reverse and MLM cells), every other runs on
     data.seed 0."""
     found = streams.data_seeds()
     varied = {name: data for name, (_, data) in found.items() if data != {0}}
     assert varied == {
         "study_plans_recall_data_seeds.yaml": {1, 2, 3, 4, 5},
         "study_schemes_reverse_data_seeds.yaml": {1, 2, 3, 4, 5},
+        "study_plans_mlm_data_seeds.yaml": {1, 2, 3, 4, 5},
     }
 
 

@@ -299,3 +299,30 @@ def test_a_variant_missing_a_length_shows_a_dash(bench: Path):
     study.order["copy"] = ["ref", "other"]
     row = next(line for line in study.pairs_table().splitlines() if "`other`" in line)
     assert row.rstrip().endswith("| – |")
+
+
+def test_mlm_data_seeds_pair_by_data_seed_with_the_baselines_named_as_the_table(bench: Path):
+    from roformer_lit.results.study import plans
+
+    first = {("layer_plan=none", s): 4.5 for s in range(5)}
+    (bench / plans.MLM_FILE).write_text(_mlm_rows("study_plans_mlm", first, 5.5))
+    last = {("local32x3-global.nope", s): 4.2 for s in range(5)}
+    (bench / plans.MLM_LAST_FILE).write_text(_mlm_rows("study_plans_mlm_last", last, 5.5))
+    runs = ["name,length,metric,value"]
+    for n in MLM_LENGTHS:
+        for seed in range(1, 6):
+            for plan, value in (("layer_plan=none", 4.7), ("local32x3-global.nope", 4.1)):
+                name = (
+                    f"runs/study_plans_mlm_data_seeds/dataseed{seed}-{plan}/checkpoints/last.ckpt"
+                )
+                runs.append(f"{name},{n},loss,{value}")
+        runs += [f"baseline:unigram,{n},loss,5.8", f"baseline:train_unigram,{n},loss,6.9"]
+    (bench / plans.MLM_DATA_SEEDS_FILE).write_text("\n".join(runs) + "\n")
+    study = plans.mlm_data_seeds_study()
+    one_three = plans.MLM_LAST_PLANS["local32x3-global.nope"]
+    assert study.values("mlm", one_three, 512) == {0: 4.2} | {s: 4.1 for s in range(1, 6)}
+    # the file's rows are renamed as the table names them, then averaged with data seed 0's
+    assert study.baselines[("mlm", plans.TRAIN_UNIGRAM, 512)] == pytest.approx((5 * 6.9 + 6.6) / 6)
+    assert study.baselines[("mlm", plans.IN_SAMPLE, 512)] == pytest.approx((5 * 5.8 + 5.5) / 6)
+    assert study.best_baseline("mlm", 512)[0] == plans.TRAIN_UNIGRAM
+    assert len(study.pairs[("mlm", one_three, 128)][0]) == 6

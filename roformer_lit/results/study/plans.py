@@ -36,6 +36,7 @@ from roformer_lit.results.study.present import add_present
 from roformer_lit.results.study.seed_study import (
     Parse,
     SeedStudy,
+    by_data_seed,
     merge_file,
     read_test_csv,
     run_pattern,
@@ -94,6 +95,11 @@ MLM_LAST_PLANS = {"local32x3-global.nope": "local RoPE ×3, global NoPE last (1:
 #: seeds 5-9 of all-global RoPE and the 1:3 layout (``study_plans_mlm_seeds.yaml``)
 MLM_SEEDS_FILE = "cpu-study-plans-mlm-seeds.csv"
 MLM_SEEDS_RUN = re.compile(r"study_plans_mlm_seeds/seed(?P<seed>\d+)-(?P<plan>.+?)(?:/|$)")
+#: data seeds 1-5 of the same pair at seed 0 (``study_plans_mlm_data_seeds.yaml``)
+MLM_DATA_SEEDS_FILE = "cpu-study-plans-mlm-data-seeds.csv"
+MLM_DATA_SEEDS_RUN = re.compile(
+    r"study_plans_mlm_data_seeds/dataseed(?P<seed>\d+)-(?P<plan>.+?)(?:/|$)"
+)
 MLM_SEEDS_PLANS = {
     "layer_plan=none": MLM_PLANS["layer_plan=none"],
     **MLM_LAST_PLANS,
@@ -260,6 +266,31 @@ def mlm_seeds_study() -> SeedStudy:
         result.cells.setdefault(key, {}).update(by_seed)
     result.order["mlm"] = pair
     return result
+
+
+@cached
+def mlm_data_seeds_study() -> SeedStudy:
+    """MLM's headline pair at seed 0 by data seed 0-5 (regions ``plans-mlm-data-*``): data
+    seed 0 is :func:`mlm_study`'s seed-0 runs, 1-5 :data:`MLM_DATA_SEEDS_FILE`'s, paired by
+    data seed; baselines the mean over the six data seeds' masks."""
+    study = mlm_study()
+    pair = list(MLM_SEEDS_PLANS.values())
+    base = SeedStudy(
+        MLM_LENGTHS,
+        study.reference,
+        cells={k: dict(v) for k, v in study.cells.items() if k[1] in pair},
+        baselines=dict(study.baselines),
+        order={"mlm": pair},
+        metric="loss",
+        length_name="L",
+        references=study.references,
+    )
+    return by_data_seed(
+        base,
+        bench_file(MLM_DATA_SEEDS_FILE),
+        _parser(MLM_DATA_SEEDS_RUN, "mlm", MLM_SEEDS_PLANS),
+        rules={"unigram": IN_SAMPLE, "train_unigram": TRAIN_UNIGRAM},
+    )
 
 
 def recall_order() -> str:

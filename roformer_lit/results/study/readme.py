@@ -199,15 +199,19 @@ def findings() -> str:
                 f"{_reach(mlm.pairs)} (nats); [layer plans]({PLANS_PAGE}#mlm-on-the-bundled-corpus)",
             )
         )
-    ten = plans.mlm_seeds_study()
-    if ten.tasks():
-        rows.append(
-            (
-                "MLM: ten seeds",
-                _versus(ten),
-                f"{_reach(ten.pairs)} (nats); [layer plans]({PLANS_PAGE}#mlm-at-ten-seeds)",
+    for label, study in (
+        ("MLM: ten seeds", plans.mlm_seeds_study()),
+        ("MLM: six data seeds", plans.mlm_data_seeds_study()),
+    ):
+        if study.tasks():
+            rows.append(
+                (
+                    label,
+                    _versus(study),
+                    f"{_reach(study.pairs)} (nats); "
+                    f"[layer plans]({PLANS_PAGE}#mlm-at-ten-seeds-and-six-data-seeds)",
+                )
             )
-        )
     found = data_seeds()
     fixed = [name for name, (_, data) in found.items() if len(data) == 1]
     shared = sorted({v for name in fixed for v in found[name][1]})

@@ -76,18 +76,26 @@ def merge_file(study: SeedStudy, path: Path, parse: Parse, metric: str = "acc") 
 
 
 def by_data_seed(
-    study: SeedStudy, path: Path, parse: Parse, run_seed: int = 0, data_seed: int = 0
+    study: SeedStudy,
+    path: Path,
+    parse: Parse,
+    run_seed: int = 0,
+    data_seed: int = 0,
+    rules: Mapping[str, str] | None = None,
 ) -> SeedStudy:
     """``study``'s runs of ``seed_everything`` ``run_seed`` (trained and scored with
     ``data.seed`` ``data_seed``) keyed by that data seed, with the runs of ``path``, a raw
     output whose ``parse`` gives each run's ``data.seed`` as its seed (one initialisation,
     each data seed its own training stream and test set, shared by the variants of that
     data seed: paired by data seed). Baselines: the mean over every test set (``path``'s
-    rows are already the mean over its own). An empty study when ``path`` is absent."""
+    rows are already the mean over its own), its rules renamed by ``rules`` where the study
+    names them otherwise. An empty study when ``path`` is absent."""
     empty = SeedStudy(study.lengths, study.reference, metric=study.metric)
     if not study.cells or not path.is_file():
         return empty
     cells, baselines = read_test_csv(path, parse, study.metric)
+    rules = rules or {}
+    baselines = {(t, rules.get(r, r), n): value for (t, r, n), value in baselines.items()}
     seeds = {s for by_seed in cells.values() for s in by_seed}
     if data_seed in seeds:
         raise ValueError(f"{path.name}: data seed {data_seed} is the study's own runs'")

@@ -37,6 +37,7 @@ SWEEPS = [
     "study_schemes_reverse_data_seeds.yaml",
     "study_plans_recall_interleave8.yaml",
     "study_plans_mlm_seeds.yaml",
+    "study_plans_mlm_data_seeds.yaml",
     "study_plans_recall_long_seeds.yaml",
 ]
 #: ``data.seed`` when no file sets it (``PretrainDataModule`` / ``TaskDataModule``).
