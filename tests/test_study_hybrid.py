@@ -326,3 +326,37 @@ def test_mlm_data_seeds_pair_by_data_seed_with_the_baselines_named_as_the_table(
     assert study.baselines[("mlm", plans.IN_SAMPLE, 512)] == pytest.approx((5 * 5.8 + 5.5) / 6)
     assert study.best_baseline("mlm", 512)[0] == plans.TRAIN_UNIGRAM
     assert len(study.pairs[("mlm", one_three, 128)][0]) == 6
+
+
+def test_the_long_budget_run_joins_the_pilot_as_its_own_row(bench: Path):
+    lengths = tuple(hybrid.LONG_LENGTHS)
+    majority = _real_majority(hybrid.LONG_FILE)
+    first = {("layer_plan=none", 0): 0.2, ("local8x2-global.nope", 0): 0.95}
+    (bench / hybrid.LONG_FILE).write_text(_rows(LONG, first, majority, lengths))
+    budget = "runs/study_plans_recall_long_budget/{plan}-seed{seed}/checkpoints/last.ckpt"
+    (bench / hybrid.LONG_BUDGET_FILE).write_text(
+        _rows(budget, {("layer_plan=none", 0): 0.97}, majority, lengths)
+    )
+    study = hybrid.long_study()
+    assert study.order["recall"] == [hybrid.REFERENCE, hybrid.LAST, hybrid.LONG_BUDGET]
+    # the budget run is its own row, never a seed of the 16,000-step reference
+    assert study.values("recall", hybrid.REFERENCE, 4) == {0: 0.2}
+    assert study.values("recall", hybrid.LONG_BUDGET, 4) == {0: 0.97}
+    assert f"`{hybrid.LONG_BUDGET}` | 0.970 (exact 0.970) · 1/1 solved" in hybrid.long_table()
+    reach = hybrid.long_reach()
+    assert reach[hybrid.LONG_BUDGET] == "solves up to n=64 (16×) on its one seed"
+    assert "is one run (seed 0)" in hybrid.long_findings()
+
+
+def test_the_long_budget_is_the_sweep_files_budget():
+    import yaml
+
+    sweep = places.REPOSITORY / "configs" / "sweeps" / "study_plans_recall_long_budget.yaml"
+    overrides = yaml.safe_load(sweep.read_text())["overrides"]
+    assert overrides["trainer.max_steps"] == hybrid.LONG_BUDGET_STEPS
+    pilot = places.REPOSITORY / "configs" / "sweeps" / "study_plans_recall_long.yaml"
+    settings = yaml.safe_load(pilot.read_text())["overrides"]
+    # the same setting as the pilot but for the budget
+    assert {k: v for k, v in overrides.items() if k != "trainer.max_steps"} == {
+        k: v for k, v in settings.items() if k != "trainer.max_steps"
+    }

@@ -39,6 +39,7 @@ SWEEPS = [
     "study_plans_mlm_seeds.yaml",
     "study_plans_mlm_data_seeds.yaml",
     "study_plans_recall_long_seeds.yaml",
+    "study_plans_recall_long_budget.yaml",
 ]
 #: ``data.seed`` when no file sets it (``PretrainDataModule`` / ``TaskDataModule``).
 DEFAULT_DATA_SEED = 0
