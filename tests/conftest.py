@@ -1,4 +1,5 @@
-"""Shared test set-up: a private tokenizer cache for the whole session, and the fast tier.
+"""Shared test set-up: a private tokenizer cache for the whole session, the fast tier, and
+the study pages read from a temporary folder (:func:`study_bench`).
 
 ``python -m pytest -m fast`` runs the tests of the core that build no Trainer: the schemes
 and kernels against their oracles, the model's properties, masking, data, position tasks
@@ -11,6 +12,8 @@ cannot grow one by mistake. The default run (``python -m pytest``) runs everythi
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +100,16 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     mp.setenv("ROFORMER_LIT_CACHE", str(tmp_path_factory.mktemp("cache")))
     yield
     mp.undo()
+
+
+@pytest.fixture
+def study_bench(tmp_path: Path):
+    """The study pages read their raw outputs from an empty ``tmp_path`` (pages from
+    ``tmp_path / "pages"``) for the test, the repository's afterwards."""
+    from roformer_lit.results.study import places
+
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    places.read_from(tmp_path, pages)
+    yield tmp_path
+    places.read_from(places.REPOSITORY / "docs" / "bench", places.REPOSITORY / "docs" / "studies")

@@ -51,12 +51,8 @@ def _rows(pattern: str, values: dict[tuple[str, int], float], baseline, lengths=
 
 
 @pytest.fixture
-def bench(tmp_path: Path):
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    places.read_from(tmp_path, pages)
-    yield tmp_path
-    places.read_from(places.REPOSITORY / "docs" / "bench", places.REPOSITORY / "docs" / "studies")
+def bench(study_bench: Path) -> Path:
+    return study_bench
 
 
 def _short(bench: Path, baseline=None) -> None:

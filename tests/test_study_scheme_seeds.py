@@ -29,12 +29,8 @@ SCHEMES = {  # the page's variant name -> (run-name scheme, run-name options)
 
 
 @pytest.fixture
-def bench(tmp_path: Path):
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    places.read_from(tmp_path, pages)
-    yield tmp_path
-    places.read_from(places.REPOSITORY / "docs" / "bench", places.REPOSITORY / "docs" / "studies")
+def bench(study_bench: Path) -> Path:
+    return study_bench
 
 
 def _study_files(bench: Path, baseline: float = 0.2) -> None:

@@ -39,6 +39,7 @@ from roformer_lit.results.study.seed_study import (
     by_data_seed,
     merge_file,
     read_test_csv,
+    renamed,
     run_pattern,
 )
 from roformer_lit.results.study.words import PROBE_LENGTHS, SOLVED, STUDY_TASKS
@@ -79,6 +80,8 @@ MLM_LENGTHS = [128, 256, 512, 1024, 2048]
 IN_SAMPLE = "in-sample unigram"
 #: the training split's unigram (``baseline:train_unigram``): the MLM study's baseline
 TRAIN_UNIGRAM = "unigram (training split)"
+#: ``extrapolate``'s MLM baseline rules -> what the MLM tables call them
+MLM_RULES = {"unigram": IN_SAMPLE, "train_unigram": TRAIN_UNIGRAM}
 MLM_TRAIN_UNIGRAM_FILE = "cpu-2026-11-27-mlm-train-unigram.csv"
 #: the MLM sweep's plan labels (four layers: ModernBERT's global layers are the first and last)
 MLM_PLANS = {
@@ -222,13 +225,14 @@ def mlm_study() -> SeedStudy:
                     f"{MLM_TRAIN_UNIGRAM_FILE}: its {key[1]} at L={key[2]} is {value}, not "
                     f"{result.baselines[key]}: it was scored on other blocks or masks"
                 )
-    names = {"unigram": IN_SAMPLE, "train_unigram": TRAIN_UNIGRAM}
-    result.baselines = {
-        (task, names.get(rule, rule), n): value
-        for (task, rule, n), value in result.baselines.items()
-    }
+    result.baselines = renamed(result.baselines, MLM_RULES)
     result.references = (IN_SAMPLE,)
     return result
+
+
+def _mlm_pair() -> SeedStudy:
+    """:func:`mlm_study`'s runs of all-global RoPE and the 1:3 layout (seeds 0-4)."""
+    return mlm_study().only(list(MLM_SEEDS_PLANS.values()))
 
 
 @cached
@@ -237,35 +241,13 @@ def mlm_seeds_study() -> SeedStudy:
     the 1:3 layout, seeds 0-4 from :func:`mlm_study`'s runs, 5-9 from
     :data:`MLM_SEEDS_FILE` (the same blocks and masks: its baselines must equal), their own
     Holm family; empty until that file exists."""
-    study = mlm_study()
-    pair = list(MLM_SEEDS_PLANS.values())
-    result = SeedStudy(
-        MLM_LENGTHS,
-        study.reference,
-        cells={k: dict(v) for k, v in study.cells.items() if k[1] in pair},
-        baselines=dict(study.baselines),
-        metric="loss",
-        length_name="L",
-        references=study.references,
-    )
-    names = {"unigram": IN_SAMPLE, "train_unigram": TRAIN_UNIGRAM}
-
-    path = bench_file(MLM_SEEDS_FILE)
-    if not result.cells or not path.is_file():
-        return SeedStudy(MLM_LENGTHS, study.reference, metric="loss", length_name="L")
+    study = _mlm_pair()
     parse = _parser(MLM_SEEDS_RUN, "mlm", MLM_SEEDS_PLANS)
-    cells, baselines = read_test_csv(path, parse, "loss")
-    for (task, rule, n), value in baselines.items():
-        key = (task, names.get(rule, rule), n)
-        if key in result.baselines and result.baselines[key] != value:
-            raise ValueError(
-                f"{MLM_SEEDS_FILE}: baseline {key} is {value}, not {result.baselines[key]}: "
-                "its runs were scored on other test sequences"
-            )
-    for key, by_seed in cells.items():
-        result.cells.setdefault(key, {}).update(by_seed)
-    result.order["mlm"] = pair
-    return result
+    if not study.cells or not merge_file(
+        study, bench_file(MLM_SEEDS_FILE), parse, "loss", MLM_RULES
+    ):
+        return SeedStudy(MLM_LENGTHS, study.reference, metric="loss", length_name="L")
+    return study
 
 
 @cached
@@ -273,23 +255,11 @@ def mlm_data_seeds_study() -> SeedStudy:
     """MLM's headline pair at seed 0 by data seed 0-5 (regions ``plans-mlm-data-*``): data
     seed 0 is :func:`mlm_study`'s seed-0 runs, 1-5 :data:`MLM_DATA_SEEDS_FILE`'s, paired by
     data seed; baselines the mean over the six data seeds' masks."""
-    study = mlm_study()
-    pair = list(MLM_SEEDS_PLANS.values())
-    base = SeedStudy(
-        MLM_LENGTHS,
-        study.reference,
-        cells={k: dict(v) for k, v in study.cells.items() if k[1] in pair},
-        baselines=dict(study.baselines),
-        order={"mlm": pair},
-        metric="loss",
-        length_name="L",
-        references=study.references,
-    )
     return by_data_seed(
-        base,
+        _mlm_pair(),
         bench_file(MLM_DATA_SEEDS_FILE),
         _parser(MLM_DATA_SEEDS_RUN, "mlm", MLM_SEEDS_PLANS),
-        rules={"unigram": IN_SAMPLE, "train_unigram": TRAIN_UNIGRAM},
+        rules=MLM_RULES,
     )
 
 

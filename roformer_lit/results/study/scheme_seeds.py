@@ -66,16 +66,7 @@ def _parser(pattern: re.Pattern[str]) -> Parse:
 
 def _study_cell() -> SeedStudy:
     """The scheme study's runs of the cell (seeds 0-4, their selected rates)."""
-    study = selected.study()
-    cell = SeedStudy(study.lengths, selected.REFERENCE)
-    cell.cells = {
-        key: dict(by_seed)
-        for key, by_seed in study.cells.items()
-        if key[0] == TASK and key[1] in VARIANTS
-    }
-    cell.baselines = {key: v for key, v in study.baselines.items() if key[0] == TASK}
-    cell.order = {TASK: list(VARIANTS)} if cell.cells else {}
-    return cell
+    return selected.study().only(VARIANTS, TASK)
 
 
 @cached
@@ -90,6 +81,4 @@ def seeds_study() -> SeedStudy:
 @cached
 def data_seeds_study() -> SeedStudy:
     """The cell at seed 0 by data seed 0-5, paired by data seed."""
-    study = by_data_seed(_study_cell(), bench_file(DATA_SEEDS_FILE), _parser(DATA_SEEDS_RUN))
-    study.order = {TASK: list(VARIANTS)} if study.cells else {}
-    return study
+    return by_data_seed(_study_cell(), bench_file(DATA_SEEDS_FILE), _parser(DATA_SEEDS_RUN))

@@ -56,13 +56,21 @@ def read_test_csv(path: Path, parse: Parse, metric: str = "acc") -> tuple[dict, 
     return cells, baselines
 
 
-def merge_file(study: SeedStudy, path: Path, parse: Parse, metric: str = "acc") -> bool:
+def merge_file(
+    study: SeedStudy,
+    path: Path,
+    parse: Parse,
+    metric: str = "acc",
+    rules: Mapping[str, str] | None = None,
+) -> bool:
     """Add the cells of another raw output of the same setting to ``study``: its seeds join
-    each cell's seeds (never replace them), and its baselines must equal those read already
+    each cell's seeds (never replace them), and its baselines (their rules renamed by
+    ``rules`` where the study names them otherwise) must equal those read already
     (ValueError otherwise: its runs were scored on other sequences). False when absent."""
     if not path.is_file():
         return False
     cells, baselines = read_test_csv(path, parse, metric)
+    baselines = renamed(baselines, rules)
     for key, value in baselines.items():
         if key in study.baselines and study.baselines[key] != value:
             raise ValueError(
@@ -73,6 +81,12 @@ def merge_file(study: SeedStudy, path: Path, parse: Parse, metric: str = "acc") 
         study.cells.setdefault(key, {}).update(by_seed)
     study.baselines.update(baselines)
     return True
+
+
+def renamed(baselines: dict, rules: Mapping[str, str] | None) -> dict:
+    """``(task, rule, n) -> value`` with each rule named as ``rules`` names it."""
+    rules = rules or {}
+    return {(t, rules.get(r, r), n): value for (t, r, n), value in baselines.items()}
 
 
 def by_data_seed(
@@ -94,8 +108,7 @@ def by_data_seed(
     if not study.cells or not path.is_file():
         return empty
     cells, baselines = read_test_csv(path, parse, study.metric)
-    rules = rules or {}
-    baselines = {(t, rules.get(r, r), n): value for (t, r, n), value in baselines.items()}
+    baselines = renamed(baselines, rules)
     seeds = {s for by_seed in cells.values() for s in by_seed}
     if data_seed in seeds:
         raise ValueError(f"{path.name}: data seed {data_seed} is the study's own runs'")
@@ -140,6 +153,25 @@ class SeedStudy:
     metric: str = "acc"
     length_name: str = "n"
     references: tuple[str, ...] = ()
+
+    def only(self, names: list[str], task: str | None = None) -> SeedStudy:
+        """A new study of these variants (in this order) on every task they are in, or on
+        ``task`` alone: their cells copied, the same baselines, reference and settings."""
+        tasks = [t for t in self.order if task in (None, t)]
+        return SeedStudy(
+            self.lengths,
+            self.reference,
+            cells={
+                key: dict(by_seed)
+                for key, by_seed in self.cells.items()
+                if key[0] in tasks and key[1] in names
+            },
+            baselines={key: v for key, v in self.baselines.items() if key[0] in tasks},
+            order={t: [n for n in names if n in self.order[t]] for t in tasks},
+            metric=self.metric,
+            length_name=self.length_name,
+            references=self.references,
+        )
 
     @property
     def lower_is_better(self) -> bool:
