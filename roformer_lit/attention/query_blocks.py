@@ -119,8 +119,9 @@ def query_blocked_softmax(
     recompute = torch.is_grad_enabled()
     masks = dict(bias=bias, key_padding_mask=key_padding_mask, segment_ids=segment_ids)
     # a bias that needs no gradient (fixed ALiBi) on the fused kernel: each block's mask is
-    # rebuilt in backward instead of checkpointing the block (no second forward)
-    fixed = fused and recompute and not _block_mask(q, 0, min(block, length), **masks).requires_grad
+    # rebuilt in backward instead of checkpointing the block (no second forward); whether it
+    # needs one is read off the mask of the first query row alone
+    fixed = fused and recompute and not _block_mask(q, 0, 1, **masks).requires_grad
     pieces = []
     for start in range(0, length, block):
         stop = min(start + block, length)
