@@ -21,6 +21,12 @@ LONG = "cpu-2026-11-27-bias-fused-8192.txt"
 #: Every scheme and kernel at 128, 512 and 2,048 tokens with the HF references and the
 #: matmul ceiling (``bench --vs-hf``), FLOPs counted from the built model.
 EVERY = "cpu-2026-11-27-every-scheme.txt"
+#: Peak memory per scheme at 2,048 and 8,192 tokens (batch 1), as ``bench`` measures it and
+#: with freed memory returned to the OS (``scripts/peak_memory.py``).
+MEMORY = {
+    2048: "cpu-2026-11-27-peak-memory-2048.txt",
+    8192: "cpu-2026-11-27-peak-memory-8192.txt",
+}
 #: The schemes that add a score bias, in the order the tables show them.
 BIAS_SCHEMES = ("alibi", "t5", "kerple", "fire", "xl", "deberta")
 TARGET = 1.5
@@ -30,16 +36,15 @@ Row = dict[str, str]
 
 
 @cached
-def bench_table(name: str) -> dict[tuple[str, int], Row]:
-    """The rows of the per-scheme table of raw output ``name``, by ``(scheme, L)``, each a
-    mapping from column header to cell; ConfigError naming the file if it has none."""
+def bench_table(name: str, head: str = "| scheme | kernel |") -> dict[tuple[str, int], Row]:
+    """The rows of the per-scheme table of raw output ``name`` (the first whose header starts
+    with ``head``), by ``(scheme, L)``, each a mapping from column header to cell;
+    ConfigError naming the file if it has none."""
     path = bench_file(name)
     lines = read_text(path).splitlines()
-    header = next(
-        (i for i, line in enumerate(lines) if line.startswith("| scheme | kernel |")), None
-    )
+    header = next((i for i, line in enumerate(lines) if line.startswith(head)), None)
     if header is None:
-        raise ConfigError(f"{path}: no per-scheme table (a '| scheme | kernel |' header)")
+        raise ConfigError(f"{path}: no per-scheme table (a {head.strip()!r} header)")
     columns = [c.strip() for c in lines[header].strip("|").split("|")]
     rows: dict[tuple[str, int], Row] = {}
     for number, line in enumerate(lines[header + 2 :], start=header + 3):
@@ -199,3 +204,51 @@ def every_scheme() -> str:
         raise ConfigError(f"{bench_file(EVERY)}: no table")
     source = f"Raw output: [`docs/bench/{EVERY}`](bench/{EVERY}) (`{command(EVERY)}`)."
     return "\n\n".join(tables) + "\n\n" + source + "\n"
+
+
+def _megabytes(row: Row, column: str) -> float:
+    return float(row[column].replace(",", ""))
+
+
+def memory() -> str:
+    """Region ``cpu-bias-memory``: each scheme's peak memory at 2,048 and 8,192 tokens (batch
+    1), as ``bench`` measures it and with freed memory returned, the growth from 2,048 to
+    8,192 (4x the tokens: about 4x if memory is linear in length, 16x if quadratic), and
+    the largest share of a peak that was memory already freed."""
+    short, long = (bench_table(MEMORY[n], "| scheme | L | batch |") for n in (2048, 8192))
+    kept, returned = "peak MB", "peak MB, freed memory returned"
+    lines = [
+        "| scheme | peak MB, 2,048 | freed returned, 2,048 | peak MB, 8,192 "
+        "| freed returned, 8,192 | growth 2,048 → 8,192, freed returned |",
+        "|---|---|---|---|---|---|",
+    ]
+    growth = {}
+    for scheme in ("nope", *BIAS_SCHEMES):
+        a, b = short.get((scheme, 2048)), long.get((scheme, 8192))
+        if a is None or b is None:
+            continue
+        growth[scheme] = _megabytes(b, returned) / _megabytes(a, returned)
+        lines.append(
+            f"| {scheme} | {a[kept]} | {a[returned]} | {b[kept]} | {b[returned]} "
+            f"| {growth[scheme]:.1f}× |"
+        )
+    if not growth:
+        raise ConfigError(f"{bench_file(MEMORY[8192])}: no scheme measured at both lengths")
+    share = {
+        scheme: 1
+        - _megabytes(long[(scheme, 8192)], returned) / _megabytes(long[(scheme, 8192)], kept)
+        for scheme in growth
+    }
+    most = max(share, key=share.__getitem__)
+    sources = " and ".join(
+        f"[`docs/bench/{name}`](bench/{name}) (`{command(name)}`)" for name in MEMORY.values()
+    )
+    return (
+        "\n".join(lines)
+        + f"\n\nFrom 2,048 to 8,192 tokens (4× the tokens) the peak with freed memory returned "
+        f"grows {min(growth.values()):.1f}–{max(growth.values()):.1f}× "
+        f"({', '.join(f'`{s}` {g:.1f}×' for s, g in growth.items())}): linear in length "
+        f"would be about 4×, quadratic 16×. At 8,192 tokens up to "
+        f"{share[most]:.0%} of a peak as `bench` measures it (`{most}`) is memory glibc "
+        f"kept after it was freed, not tensors alive at once. Raw outputs: {sources}.\n"
+    )

@@ -104,6 +104,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "cpu-bias-findings": cpu_speed.findings,
     "readme-cpu-bias": cpu_speed.readme,
     "cpu-every-scheme": cpu_speed.every_scheme,
+    "cpu-bias-memory": cpu_speed.memory,
 }
 
 #: What a region's function raises when the raw outputs lack what it states (a file cut
