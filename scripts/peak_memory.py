@@ -66,6 +66,10 @@ def main(argv: list[str]) -> int:
         help="the blocked path's start (SoftmaxAttention's bias_block_from; default 8192)",
     )
     ns = parser.parse_args(argv)
+    for flag in ("length", "batch", "bias_block_from"):
+        value = getattr(ns, flag)
+        if value is not None and value < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be a positive integer, got {value}")
     shape = Shape(ns.batch, ns.length, 256, 4, 4, 1024, 8192)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     print(f"# {stamp} python scripts/peak_memory.py {' '.join(argv)}")
