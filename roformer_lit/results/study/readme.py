@@ -155,7 +155,7 @@ def findings() -> str:
     if reach:
         rows.append(
             (
-                "recall to 16× (128 symbols, 16,000 steps)",
+                "recall to 16× (128 symbols, 16,000 steps unless named)",
                 "; ".join(f"`{name}` {text}" for name, text in reach.items()),
                 (
                     "one seed per plan: a pilot, no interval and no test"
