@@ -130,8 +130,8 @@ def test_the_long_pilot_says_what_one_seed_shows(bench: Path):
     majority = _real_majority(hybrid.LONG_FILE)  # the present-values rule checks against it
     (bench / hybrid.LONG_FILE).write_text(_rows(LONG, values, majority, lengths))
     text = hybrid.long_findings()
-    assert f"`{hybrid.LAST}` solves up to n=64 (16×) on its one seed" in text
-    assert f"`{hybrid.REFERENCE}` solves no length" in text
+    assert f"`{hybrid.LAST}`: solves up to n=64 (16×) on its one seed" in text
+    assert f"`{hybrid.REFERENCE}`: solves no length" in text
     assert f"not above the best baseline (`majority`, {float(majority[4]):.3f})" in text
     assert "0.950 (exact 0.950) · 1/1 solved" in hybrid.long_table()
 
@@ -151,9 +151,12 @@ def test_the_long_pilot_counts_every_seed_and_its_floor(bench: Path):
     assert "2/3 solved" in table
     text = hybrid.long_findings()
     assert (
-        f"3 seeds per plan: the exact paired test cannot go below p = {smallest_p(3):.4g}" in text
+        f"3 seeds for each 16,000-step plan: the exact paired test cannot go below p = {smallest_p(3):.4g}"
+        in text
     )
-    assert f"`{hybrid.LAST}` solves no length on all 3 seeds" in text
+    assert (
+        f"`{hybrid.LAST}`: no length is solved on all 3 seeds; on some seeds: n=4 (1×) 2/3" in text
+    )
 
 
 def test_a_long_seeds_file_scored_on_other_sequences_is_refused(bench: Path):

@@ -156,11 +156,11 @@ def findings() -> str:
         rows.append(
             (
                 "recall to 16× (128 symbols, 16,000 steps unless named)",
-                "; ".join(f"`{name}` {text}" for name, text in reach.items()),
+                " · ".join(f"`{name}`: {text}" for name, text in reach.items()),
                 (
                     "one seed per plan: a pilot, no interval and no test"
                     if (seeds := hybrid.long_seeds()) == 1
-                    else f"{seeds} seeds per plan: the exact test's floor p = "
+                    else f"{seeds} seeds for each 16,000-step plan: the exact test's floor p = "
                     f"{smallest_p(seeds):.4g}, no test-backed difference"
                 )
                 + f"; {further}",
