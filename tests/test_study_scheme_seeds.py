@@ -129,3 +129,31 @@ def test_nothing_rerun_says_so_and_the_readme_rows_follow_the_files(bench: Path)
     assert "each minus `rope`" in row
     assert "`alibi` n=16 (1×) **+0.450" in row  # (5 · 0.4 + 5 · 0.5) / 10, separated
     assert "12 of 12 paired cells separated after Holm" in row
+
+
+def test_more_data_seeds_in_a_second_file_join_weighted_by_their_test_sets(bench: Path):
+    _study_files(bench, baseline=0.2)
+    (bench / scheme_seeds.DATA_SEEDS_FILE).write_text(
+        _rerun("study_schemes_reverse_data_seeds", "dataseed", range(1, 6), 0.3)
+    )
+    (bench / scheme_seeds.MORE_DATA_SEEDS_FILE).write_text(
+        _rerun("study_schemes_reverse_data_seeds", "dataseed", range(6, 10), 0.4)
+    )
+    study = scheme_seeds.data_seeds_study()
+    assert set(study.values("reverse", "alibi", 32)) == set(range(10))
+    # one test set at 0.2, five (mean 0.3), four (mean 0.4): the mean over all ten
+    expected = (0.2 + 5 * 0.3 + 4 * 0.4) / 10
+    assert study.baselines[("reverse", "majority", 32)] == pytest.approx(expected)
+    assert len(study.pairs[("reverse", "alibi", 32)][0]) == 10
+
+
+def test_a_data_seed_read_twice_is_refused(bench: Path):
+    _study_files(bench)
+    (bench / scheme_seeds.DATA_SEEDS_FILE).write_text(
+        _rerun("study_schemes_reverse_data_seeds", "dataseed", range(1, 6), 0.3)
+    )
+    (bench / scheme_seeds.MORE_DATA_SEEDS_FILE).write_text(
+        _rerun("study_schemes_reverse_data_seeds", "dataseed", range(5, 10), 0.3)
+    )
+    with pytest.raises(ValueError, match="data seed 5 is already read"):
+        scheme_seeds.data_seeds_study()

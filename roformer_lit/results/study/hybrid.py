@@ -64,6 +64,8 @@ PLACEMENT_PLANS = {
 SEEDS_FILE = "cpu-study-plans-recall-seeds.csv"
 SEEDS_RUN = re.compile(r"study_plans_recall_seeds/(?P<plan>.+?)-seed(?P<seed>\d+)(?:/|$)")
 DATA_SEEDS_FILE = "cpu-study-plans-recall-data-seeds.csv"
+#: data seeds 6-9 of the same sweep, evaluated later into a file of their own
+MORE_DATA_SEEDS_FILE = "cpu-study-plans-recall-data-seeds-6-9.csv"
 DATA_SEEDS_RUN = re.compile(
     r"study_plans_recall_data_seeds/(?P<plan>.+?)-dataseed(?P<seed>\d+)(?:/|$)"
 )
@@ -143,11 +145,11 @@ def seeds_study() -> SeedStudy:
 
 @cached
 def data_seeds_study() -> SeedStudy:
-    """The two plans by data seed (0: recall_short's seed-0 runs; 1-5: their own sweep),
-    paired by data seed; baselines the mean over the six test sets."""
+    """The two plans by data seed (0: recall_short's seed-0 runs; 1-5 and 6-9: their own
+    sweep, two raw outputs), paired by data seed; baselines the mean over the test sets."""
     study = by_data_seed(
         _short(TWO),
-        bench_file(DATA_SEEDS_FILE),
+        [bench_file(DATA_SEEDS_FILE), bench_file(MORE_DATA_SEEDS_FILE)],
         _parser(DATA_SEEDS_RUN, TWO),
         data_seed=SHORT_DATA_SEED,
     )

@@ -34,6 +34,8 @@ TASK = "reverse"
 VARIANTS = ["rope", "alibi", "kerple", "fire", "t5 (num_buckets=136, max_distance=1024)"]
 SEEDS_FILE = "cpu-study-schemes-reverse-seeds.csv"
 DATA_SEEDS_FILE = "cpu-study-schemes-reverse-data-seeds.csv"
+#: data seeds 6-9 of the same sweep, evaluated later into a file of their own
+MORE_DATA_SEEDS_FILE = "cpu-study-schemes-reverse-data-seeds-6-9.csv"
 _NAME = (
     r"/(?P<scheme>[A-Za-z0-9_.]+)-(?P<options>.+?)-learning_rate(?P<lr>[0-9.e-]+)"
     r"-{seed}(?P<seed>\d+)(?:/|$)"
@@ -80,5 +82,7 @@ def seeds_study() -> SeedStudy:
 
 @cached
 def data_seeds_study() -> SeedStudy:
-    """The cell at seed 0 by data seed 0-5, paired by data seed."""
-    return by_data_seed(_study_cell(), bench_file(DATA_SEEDS_FILE), _parser(DATA_SEEDS_RUN))
+    """The cell at seed 0 by data seed (0-5, and 6-9 where their file exists), paired by
+    data seed."""
+    files = [bench_file(DATA_SEEDS_FILE), bench_file(MORE_DATA_SEEDS_FILE)]
+    return by_data_seed(_study_cell(), files, _parser(DATA_SEEDS_RUN))

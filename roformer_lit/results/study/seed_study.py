@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import re
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,27 +91,25 @@ def renamed(baselines: dict, rules: Mapping[str, str] | None) -> dict:
 
 def by_data_seed(
     study: SeedStudy,
-    path: Path,
+    paths: Path | Sequence[Path],
     parse: Parse,
     run_seed: int = 0,
     data_seed: int = 0,
     rules: Mapping[str, str] | None = None,
 ) -> SeedStudy:
     """``study``'s runs of ``seed_everything`` ``run_seed`` (trained and scored with
-    ``data.seed`` ``data_seed``) keyed by that data seed, with the runs of ``path``, a raw
-    output whose ``parse`` gives each run's ``data.seed`` as its seed (one initialisation,
+    ``data.seed`` ``data_seed``) keyed by that data seed, with the runs of ``paths``, raw
+    outputs whose ``parse`` gives each run's ``data.seed`` as its seed (one initialisation,
     each data seed its own training stream and test set, shared by the variants of that
-    data seed: paired by data seed). Baselines: the mean over every test set (``path``'s
-    rows are already the mean over its own), its rules renamed by ``rules`` where the study
-    names them otherwise. An empty study when ``path`` is absent."""
+    data seed: paired by data seed). The first path must exist (an empty study otherwise),
+    later ones join where they exist; no data seed may be in two places. Baselines: the
+    mean over every test set (each file's rows are already the mean over its own seeds, so
+    each counts as many times as it has seeds), its rules renamed by ``rules`` where the
+    study names them otherwise."""
+    paths = [paths] if isinstance(paths, Path) else list(paths)
     empty = SeedStudy(study.lengths, study.reference, metric=study.metric)
-    if not study.cells or not path.is_file():
+    if not study.cells or not paths or not paths[0].is_file():
         return empty
-    cells, baselines = read_test_csv(path, parse, study.metric)
-    baselines = renamed(baselines, rules)
-    seeds = {s for by_seed in cells.values() for s in by_seed}
-    if data_seed in seeds:
-        raise ValueError(f"{path.name}: data seed {data_seed} is the study's own runs'")
     result = SeedStudy(
         study.lengths,
         study.reference,
@@ -125,12 +123,27 @@ def by_data_seed(
         length_name=study.length_name,
         references=study.references,
     )
-    for key, by_seed in cells.items():
-        result.cells.setdefault(key, {}).update(by_seed)
+    seen = {data_seed}
+    weighted = dict(study.baselines)
+    counted = dict.fromkeys(study.baselines, 1)  # test sets each baseline's sum holds
+    for path in (p for p in paths if p.is_file()):
+        cells, baselines = read_test_csv(path, parse, study.metric)
+        seeds = {s for by_seed in cells.values() for s in by_seed}
+        if seeds & seen:
+            raise ValueError(
+                f"{path.name}: data seed {min(seeds & seen)} is already read (the study's "
+                "own runs or an earlier file)"
+            )
+        seen |= seeds
+        for key, by_seed in cells.items():
+            result.cells.setdefault(key, {}).update(by_seed)
+        for key, value in renamed(baselines, rules).items():
+            if key in weighted:
+                weighted[key] += value * len(seeds)
+                counted[key] += len(seeds)
+    # a baseline every test set has: the mean over all of them
     result.baselines = {
-        key: (value * len(seeds) + study.baselines[key]) / (len(seeds) + 1)
-        for key, value in baselines.items()
-        if key in study.baselines
+        key: weighted[key] / len(seen) for key in weighted if counted[key] == len(seen)
     }
     return result
 
