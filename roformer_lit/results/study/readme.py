@@ -180,7 +180,7 @@ def findings() -> str:
             rows.append(
                 (_counted(label, study), _versus(study), f"{_reach(study.pairs)}; {further}")
             )
-    headline = f"[position tasks]({TASKS_PAGE}#the-headline-cell-at-ten-seeds-and-six-data-seeds)"
+    headline = f"[position tasks]({TASKS_PAGE}#the-headline-cell-at-ten-seeds-and-ten-data-seeds)"
     for label, study in (
         ("reverse: ten seeds", scheme_seeds.seeds_study()),
         ("reverse: {} data seeds", scheme_seeds.data_seeds_study()),

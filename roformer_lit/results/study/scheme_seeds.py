@@ -1,4 +1,4 @@
-"""The scheme study's headline cell at ten seeds and at six data seeds: regions
+"""The scheme study's headline cell at ten seeds and at ten data seeds: regions
 ``schemes-seeds-*`` and ``schemes-data-*`` of ``docs/studies/position-tasks.md`` (written by
 ``scripts/study_pages.py``).
 
