@@ -522,9 +522,17 @@ def test_shipped_sweep_files_are_valid(path, tmp_path, monkeypatch, capsys):
         "study_plans_recall_placement": 5 * 5,  # five more plans of that setting
         "study_plans_recall_long": 2,  # the 16x pilot: two plans, one seed
         "study_plans_recall_seeds": 2 * 5,  # the headline pair at seeds 5-9
-        "study_plans_recall_data_seeds": 2 * 5,  # the headline pair at data seeds 1-5
+        "study_plans_recall_data_seeds": 2 * 9,  # the headline pair at data seeds 1-9
         "study_plans_last": 4 * 5,  # global NoPE last on the four tasks
         "study_plans_mlm_last": 5,  # global NoPE last on MLM
+        "study_plans_mlm_seeds": 2 * 5,  # MLM's pair at seeds 5-9
+        "study_plans_mlm_data_seeds": 2 * 5,  # MLM's pair at data seeds 1-5
+        "study_plans_recall_interleave8": 2 * 5,  # 8 layers: the 1:3 interleave, all-global
+        "study_plans_recall_long_seeds": 2 * 2,  # the 16x pilot's two plans at seeds 1-2
+        "study_plans_recall_long_budget": 1,  # all-global RoPE at 48,000 steps
+        # rope, alibi, kerple, fire, sized t5 (each at its selected rate) on reverse
+        "study_schemes_reverse_seeds": 5 * 5,  # at seeds 5-9
+        "study_schemes_reverse_data_seeds": 5 * 9,  # at data seeds 1-9
     }
     expected = expected[path.stem]
     assert len(lines) == expected
