@@ -36,7 +36,7 @@ from roformer_lit.results.study.plans import (
     RECALL_SHORT_PLANS,
     RECALL_SHORT_RUN,
     RECALL_SHORT_SYMBOLS,
-    plan_called,
+    one_task_parser,
 )
 from roformer_lit.results.study.present import add_present
 from roformer_lit.results.study.seed_study import (
@@ -98,15 +98,9 @@ INTERLEAVE8_PLANS = {
 }
 
 
-def _parser(pattern: re.Pattern[str], plans: dict[str, str], only_seed: int | None = None) -> Parse:
-    def parse(name: str) -> tuple[str, str, int] | None:
-        match = pattern.search(name)
-        called = None if match is None else plan_called(plans, match["plan"])
-        if called is None or (only_seed is not None and int(match["seed"]) != only_seed):
-            return None
-        return "recall", called, int(match["seed"])
-
-    return parse
+def _parser(pattern: re.Pattern[str], plans: dict[str, str]) -> Parse:
+    """:func:`~.plans.one_task_parser` of ``recall``."""
+    return one_task_parser(pattern, "recall", plans)
 
 
 def _merge(study: SeedStudy, file_name: str, parse: Parse) -> bool:
@@ -114,10 +108,10 @@ def _merge(study: SeedStudy, file_name: str, parse: Parse) -> bool:
     return merge_file(study, bench_file(file_name), parse)
 
 
-def _short(plans: dict[str, str], only_seed: int | None = None) -> SeedStudy:
+def _short(plans: dict[str, str]) -> SeedStudy:
     """The recall_short runs of ``plans`` as a study against all-global RoPE."""
     study = SeedStudy(RECALL_SHORT_LENGTHS, REFERENCE)
-    _merge(study, RECALL_SHORT_FILE, _parser(RECALL_SHORT_RUN, plans, only_seed))
+    _merge(study, RECALL_SHORT_FILE, _parser(RECALL_SHORT_RUN, plans))
     return study
 
 
@@ -232,7 +226,7 @@ def long_reach() -> dict[str, str]:
         return {}
     reach = {}
     for name in study.order["recall"]:
-        solved = [n for n in LONG_LENGTHS if _solved_every(study, name, n)]
+        solved = [n for n in LONG_LENGTHS if study.solved_every("recall", name, n)]
         count = len(study.values("recall", name, LONG_LENGTHS[0]))
         if count == 1:
             text = (
@@ -255,11 +249,6 @@ def long_reach() -> dict[str, str]:
                 text += f"; on some seeds: {', '.join(some)}"
         reach[name] = text
     return reach
-
-
-def _solved_every(study: SeedStudy, name: str, n: int) -> bool:
-    solved, count = study.solved("recall", name, n)
-    return solved == count > 0
 
 
 def long_findings() -> str:

@@ -141,7 +141,7 @@ def _task_parser(pattern: re.Pattern[str], plans: dict[str, str]) -> Parse:
 _parse = _task_parser(RUN, PLANS)
 
 
-def _parser(pattern: re.Pattern[str], task: str, plans: dict[str, str]) -> Parse:
+def one_task_parser(pattern: re.Pattern[str], task: str, plans: dict[str, str]) -> Parse:
     """``parse`` for a one-task sweep whose run names hold ``plan`` and ``seed`` groups."""
 
     def parse(name: str) -> tuple[str, str, int] | None:
@@ -190,7 +190,9 @@ def study() -> SeedStudy:
 @cached
 def recall_study() -> SeedStudy:
     """``recall`` at longer contexts (regions ``plans-recall-*``), its own Holm family."""
-    result = _study(RECALL_LENGTHS, {"recall": RECALL_FILE}, _parser(RECALL_RUN, "recall", PLANS))
+    result = _study(
+        RECALL_LENGTHS, {"recall": RECALL_FILE}, one_task_parser(RECALL_RUN, "recall", PLANS)
+    )
     add_present(result.baselines, RECALL_SYMBOLS, RECALL_LENGTHS, RECALL_FILE)
     return result
 
@@ -198,7 +200,7 @@ def recall_study() -> SeedStudy:
 @cached
 def recall_short_study() -> SeedStudy:
     """``recall`` where all-global RoPE learns 1× (regions ``plans-recall-short-*``)."""
-    parse = _parser(RECALL_SHORT_RUN, "recall", RECALL_SHORT_PLANS)
+    parse = one_task_parser(RECALL_SHORT_RUN, "recall", RECALL_SHORT_PLANS)
     result = _study(RECALL_SHORT_LENGTHS, {"recall": RECALL_SHORT_FILE}, parse, RECALL_SHORT_PLANS)
     add_present(result.baselines, RECALL_SHORT_SYMBOLS, RECALL_SHORT_LENGTHS, RECALL_SHORT_FILE)
     return result
@@ -209,11 +211,11 @@ def mlm_study() -> SeedStudy:
     """MLM on the bundled corpus (regions ``plans-mlm-*``): loss, lower is better, with the
     global-last layout where its raw output exists and the training split's unigram as the
     baseline (the in-sample unigram a reference only)."""
-    parse = _parser(MLM_RUN, "mlm", MLM_PLANS)
+    parse = one_task_parser(MLM_RUN, "mlm", MLM_PLANS)
     result = _study(MLM_LENGTHS, {"mlm": MLM_FILE}, parse, MLM_PLANS, "loss", "L")
     if not result.tasks():
         return result
-    last = _parser(MLM_LAST_RUN, "mlm", MLM_LAST_PLANS)
+    last = one_task_parser(MLM_LAST_RUN, "mlm", MLM_LAST_PLANS)
     if merge_file(result, bench_file(MLM_LAST_FILE), last, "loss"):
         result.order["mlm"] = [*result.order["mlm"], *MLM_LAST_PLANS.values()]
     path = bench_file(MLM_TRAIN_UNIGRAM_FILE)
@@ -242,7 +244,7 @@ def mlm_seeds_study() -> SeedStudy:
     :data:`MLM_SEEDS_FILE` (the same blocks and masks: its baselines must equal), their own
     Holm family; empty until that file exists."""
     study = _mlm_pair()
-    parse = _parser(MLM_SEEDS_RUN, "mlm", MLM_SEEDS_PLANS)
+    parse = one_task_parser(MLM_SEEDS_RUN, "mlm", MLM_SEEDS_PLANS)
     if not study.cells or not merge_file(
         study, bench_file(MLM_SEEDS_FILE), parse, "loss", MLM_RULES
     ):
@@ -258,7 +260,7 @@ def mlm_data_seeds_study() -> SeedStudy:
     return by_data_seed(
         _mlm_pair(),
         bench_file(MLM_DATA_SEEDS_FILE),
-        _parser(MLM_DATA_SEEDS_RUN, "mlm", MLM_SEEDS_PLANS),
+        one_task_parser(MLM_DATA_SEEDS_RUN, "mlm", MLM_SEEDS_PLANS),
         rules=MLM_RULES,
     )
 

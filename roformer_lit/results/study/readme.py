@@ -58,17 +58,12 @@ def _above(study: SeedStudy, task: str, n: int) -> list[str]:
     return [f"`{v}`" for v in study.order[task] if study.above_baseline(task, v, n)]
 
 
-def _solved_all(study: SeedStudy, name: str, n: int) -> bool:
-    solved, seeds = study.solved("recall", name, n)
-    return solved == seeds > 0
-
-
 def _solving(study: SeedStudy) -> list[str]:
     """Each ``recall`` plan solving some length on every seed, with those lengths."""
     return [
-        f"`{v}` at {names([study.times(n) for n in study.lengths if _solved_all(study, v, n)])}"
+        f"`{v}` at {names([study.times(n) for n in study.lengths if study.solved_every('recall', v, n)])}"
         for v in study.order["recall"]
-        if any(_solved_all(study, v, n) for n in study.lengths)
+        if any(study.solved_every("recall", v, n) for n in study.lengths)
     ]
 
 

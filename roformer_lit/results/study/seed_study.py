@@ -230,6 +230,11 @@ class SeedStudy:
         exact = self.values(task, name, n, "exact")
         return sum(v >= SOLVED for v in exact.values()), len(exact)
 
+    def solved_every(self, task: str, name: str, n: int) -> bool:
+        """Every seed of the cell solves ``n`` (and it has seeds)."""
+        solved, seeds = self.solved(task, name, n)
+        return solved == seeds > 0
+
     def table(self) -> str:
         if not self.tasks():
             return NOT_RUN
