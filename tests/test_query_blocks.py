@@ -16,10 +16,10 @@ from model_factory import small_model
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from roformer_lit import POSITION_SCHEMES
-from roformer_lit.attention import cpu_fused_bias, query_blocks, softmax
+from roformer_lit.attention import cpu_fused_bias, cpu_offset_bias, query_blocks, softmax
 from roformer_lit.attention.softmax import SoftmaxAttention
 from roformer_lit.positions.base import QKVWeights, segment_positions
-from roformer_lit.score_bias import dense_from_lookup
+from roformer_lit.score_bias import OffsetLookup, dense_from_lookup
 
 BATCH, LENGTH = 2, 11
 BIAS_SCHEMES = [name for name, scheme in POSITION_SCHEMES.items() if scheme.needs_score_bias]
@@ -125,12 +125,23 @@ def test_long_row_paths_and_their_gradients_equal_the_float64_oracle(
     monkeypatch.setattr(softmax, "fused_attention_with_bias", counted(fused))
     monkeypatch.setattr(query_blocks, "fused_attention_with_bias", counted(fused))
     monkeypatch.setattr(query_blocks, "fused_attention_rebuilding_mask", counted(rebuilding))
+    offset_calls = []
+    monkeypatch.setattr(
+        softmax,
+        "offset_bias_attention",
+        lambda *a: offset_calls.append(1) or cpu_offset_bias.offset_bias_attention(*a),
+    )
+    monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", 4 * BATCH * LENGTH)
     model, inputs, score = layer_inputs(position, segments, positions)
     assert score is not None and score.adds_bias
     assert score.has_blocks, f"{position}'s bias has no lookup or rows: it builds [L, L]"
     kernel = SoftmaxAttention(**options)
     got = kernel(*inputs, scale=score.scale, bias=score, key_padding_mask=pad, segment_ids=segments)
-    assert bool(calls) == ("fused" in path)  # the path named is the path taken
+    # the path named is the path taken; on the fused kernel a bias of (h, i - j) alone with
+    # no padded key and no segments reads its [h, 2L - 1] table through a view instead
+    by_offset = isinstance(score.lookup, OffsetLookup) and pad is None and segments is None
+    assert bool(offset_calls) == ("fused" in path and by_offset)
+    assert bool(calls) == ("fused" in path and not by_offset)
     got, got_grads = output_and_gradients(model, inputs, got, pad)
 
     model, inputs, score = layer_inputs(position, segments, positions)  # a fresh graph
@@ -216,30 +227,37 @@ def test_short_rows_take_the_dense_path_bit_for_bit(position, backend):
 
 
 class ShapeRecorder(TorchDispatchMode):
-    """Records the shape of every tensor an operator returns."""
+    """Records the shape of every tensor an operator returns and the elements its storage
+    holds (a strided view of a small table, such as the Hankel view of a per-offset bias,
+    has an ``[L, L]`` shape over ``2L - 1`` elements per head)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.shapes: list[tuple[str, tuple[int, ...]]] = []
+        self.shapes: list[tuple[str, tuple[int, ...], int]] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         for t in out if isinstance(out, tuple | list) else (out,):
             if isinstance(t, torch.Tensor):
-                self.shapes.append((str(func), tuple(t.shape)))
+                held = t.untyped_storage().nbytes() // t.element_size()
+                self.shapes.append((str(func), tuple(t.shape), held))
         return out
 
 
 @pytest.mark.parametrize("position", BIAS_SCHEMES)
-@pytest.mark.parametrize("case", ["padding", "documents", "positions"])
-def test_long_rows_never_build_an_l_by_l_tensor(position, case):
-    """A training step's forward and backward on long rows (padded, packed documents, or
-    at per-example positions): no tensor has two dimensions of the row length (no bias,
-    index, distance or score matrix over all pairs)."""
+@pytest.mark.parametrize("case", ["plain", "padding", "documents", "positions"])
+def test_long_rows_never_build_an_l_by_l_tensor(position, case, monkeypatch):
+    """A training step's forward and backward on long rows (plain, padded, packed
+    documents, or at per-example positions; on the fused CPU kernel from 16 tokens): no
+    tensor with two dimensions of the row length holds ``L^2`` elements (no bias, index,
+    distance or score matrix over all pairs; a view of a small table holds less)."""
     length = 50  # no other dimension of the small model is 50
+    monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", 16)
+    monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", 8 * BATCH * length)
     ids = torch.randint(1, 97, (BATCH, length), generator=torch.Generator().manual_seed(2))
     mask = torch.ones(BATCH, length, dtype=torch.long)
-    mask[1, 40:] = 0
+    if case != "plain":
+        mask[1, 40:] = 0
     segments = positions = None
     if case == "documents":
         segments = torch.cat([torch.zeros(BATCH, 20), torch.ones(BATCH, 30)], 1).long()
@@ -254,5 +272,7 @@ def test_long_rows_never_build_an_l_by_l_tensor(position, case):
             ids, attention_mask=mask, segment_ids=segments, position_ids=positions
         )
         logits.sum().backward()
-    square = [(op, s) for op, s in recorder.shapes if s.count(length) >= 2]
+    square = [
+        (op, s) for op, s, held in recorder.shapes if s.count(length) >= 2 and held >= length**2
+    ]
     assert recorder.shapes and not square

@@ -53,6 +53,7 @@ from torch import Tensor
 from roformer_lit.attention.banded import banded_softmax
 from roformer_lit.attention.base import AttentionKernel, Rotation
 from roformer_lit.attention.cpu_fused_bias import fused_attention_with_bias, fused_bias_available
+from roformer_lit.attention.cpu_offset_bias import offset_bias_attention
 from roformer_lit.attention.flex import flex_softmax
 from roformer_lit.attention.query_blocks import query_blocked_softmax
 from roformer_lit.attention.window import band_half_width, band_mask
@@ -181,6 +182,33 @@ class SoftmaxAttention(AttentionKernel):
             and fused_bias_available(q, dropout_p)
         )
 
+    def _offset_bias_table(
+        self,
+        q: Tensor,
+        bias: ScoreBias | None,
+        key_padding_mask: Tensor | None,
+        segment_ids: Tensor | None,
+        half: int | None,
+        dropout_p: float,
+    ) -> Tensor | None:
+        """The ``[h, 2L - 1]`` table of a bias of ``(h, i - j)`` when the layer takes
+        :func:`~roformer_lit.attention.cpu_offset_bias.offset_bias_attention` (the fused
+        CPU kernel reading the table through a strided view: no ``[L, L]`` tensor at any
+        length), else None: a global layer on the fused CPU path (``_fused_cpu_bias``) whose
+        bias is an :class:`~roformer_lit.score_bias.OffsetLookup`, with no segments and no
+        padded key (a padding mask with every key real counts as none)."""
+        if (
+            half is not None
+            or segment_ids is not None
+            or bias is None
+            or not isinstance(bias.lookup, OffsetLookup)
+            or not self._fused_cpu_bias(q, dropout_p)
+        ):
+            return None
+        if key_padding_mask is not None and not bool(key_padding_mask.all()):
+            return None
+        return bias.lookup.tables[0]
+
     def forward(
         self,
         q: Tensor,
@@ -234,6 +262,11 @@ class SoftmaxAttention(AttentionKernel):
                 segment_ids=segment_ids,
                 half_window=half,
             )
+        per_offset = self._offset_bias_table(
+            q, bias, key_padding_mask, segment_ids, half, dropout_p
+        )
+        if per_offset is not None:
+            return offset_bias_attention(q, k, v, per_offset, scale)
         if (
             half is None
             and bias is not None

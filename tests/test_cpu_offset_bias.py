@@ -1,0 +1,185 @@
+"""Attention with a bias of ``(h, i - j)`` read through a Hankel view of its ``[h, 2L - 1]``
+table on the fused CPU kernel, against a float64 oracle that builds the dense bias entry by
+entry: values and gradients (queries, keys, values, the table), one and several chunks of
+the bias gradient (a partial last one), batch one and more; through whole models of every
+scheme whose bias is such a table, against the dense path; and the kernel's choice of it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from model_factory import small_model
+
+from roformer_lit import POSITION_SCHEMES
+from roformer_lit.attention import cpu_offset_bias, softmax
+from roformer_lit.attention.cpu_offset_bias import hankel_mask, offset_bias_attention
+from roformer_lit.attention.softmax import SoftmaxAttention
+from roformer_lit.positions.base import QKVWeights
+from roformer_lit.score_bias import OffsetLookup, ScoreBias
+
+BIAS_SCHEMES = [name for name, scheme in POSITION_SCHEMES.items() if scheme.needs_score_bias]
+
+
+def dense_oracle(q, k, v, per_offset, scale):
+    """``softmax(q k^T scale + B) v`` with ``B[h, i, j] = per_offset[h, i - j + L - 1]``
+    written entry by entry, in float64."""
+    heads, length = q.shape[1], q.shape[2]
+    bias = torch.empty(heads, length, length, dtype=per_offset.dtype)
+    for i in range(length):
+        for j in range(length):
+            bias[:, i, j] = per_offset[:, i - j + length - 1]
+    scores = q @ k.transpose(-1, -2) * scale + bias
+    return scores.softmax(-1) @ v
+
+
+def test_the_hankel_view_reads_the_bias_of_reversed_queries():
+    table = torch.randn(3, 2 * 7 - 1, dtype=torch.float64)
+    flipped = table.flip(-1).contiguous()
+    view = hankel_mask(flipped, 7)
+    assert view.untyped_storage().nbytes() == flipped.untyped_storage().nbytes()
+    for r in range(7):
+        for j in range(7):
+            i = 7 - 1 - r  # reversed row r is query L - 1 - r
+            assert torch.equal(view[0, :, r, j], table[:, i - j + 7 - 1])
+
+
+@pytest.mark.parametrize(
+    ("batch", "heads", "length", "rows_times_keys"),
+    [(1, 2, 9, 1 << 20), (1, 3, 13, 4 * 13), (3, 2, 11, 3 * 11 * 4), (2, 1, 1, 1)],
+    ids=["one chunk", "chunks of 4, batch 1", "chunks of 4, batch 3", "one token"],
+)
+@pytest.mark.parametrize("learned", [True, False], ids=["learned", "fixed"])
+def test_values_and_gradients_equal_the_float64_oracle(
+    batch, heads, length, rows_times_keys, learned, monkeypatch
+):
+    monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", rows_times_keys)
+    generator = torch.Generator().manual_seed(length)
+    q, k, v = (
+        torch.randn(
+            batch, heads, length, 5, dtype=torch.float64, generator=generator
+        ).requires_grad_()
+        for _ in range(3)
+    )
+    table = 3 * torch.randn(heads, 2 * length - 1, dtype=torch.float64, generator=generator)
+    table.requires_grad_(learned)
+    weight = torch.randn(batch, heads, length, 5, dtype=torch.float64, generator=generator)
+    inputs = (q, k, v, table) if learned else (q, k, v)
+    got = offset_bias_attention(q, k, v, table, 0.3)
+    got_grads = torch.autograd.grad((got * weight).sum(), inputs)
+    want = dense_oracle(q, k, v, table, 0.3)
+    want_grads = torch.autograd.grad((want * weight).sum(), inputs)
+    torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
+    for g, w in zip(got_grads, want_grads, strict=True):
+        torch.testing.assert_close(g, w, atol=1e-11, rtol=1e-11)
+
+
+def test_float32_matches_the_float64_oracle_at_a_long_alibi_like_row():
+    """Far distances drive most probabilities below float32's smallest normal number."""
+    length, heads = 300, 2
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, heads, length, 8, generator=generator) for _ in range(3))
+    offsets = torch.arange(-(length - 1), length).abs().float()
+    table = -torch.tensor([[0.5], [0.0625]]) * offsets
+    got = offset_bias_attention(q, k, v, table, 0.35)
+    want = dense_oracle(q.double(), k.double(), v.double(), table.double(), 0.35)
+    torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-5)
+
+
+def _offset_scheme(position: str) -> bool:
+    """Whether layer 0 of the scheme's small model gives an :class:`OffsetLookup`."""
+    model = small_model(position)
+    ctx = model.encoder.position.prepare(5, torch.device("cpu"), torch.float32, None)
+    attention = model.encoder.layers[0].attention
+    weights = QKVWeights(attention.qkv.weight, attention.qkv.bias, attention.num_heads)
+    q = torch.zeros(1, attention.num_heads, 5, attention.head_size)
+    score = model.encoder.position.layer(0).score(q, q, ctx, weights)
+    return score is not None and isinstance(score.lookup, OffsetLookup)
+
+
+OFFSET_SCHEMES = [name for name in BIAS_SCHEMES if _offset_scheme(name)]
+
+
+def test_the_per_offset_schemes_are_the_expected_ones():
+    """The schemes whose bias is a table of ``(h, i - j)`` take this path (so the model
+    test below covers them); a scheme of ``max(i, j)`` (FIRE) or of the content cannot."""
+    assert {"alibi", "t5", "kerple"} <= set(OFFSET_SCHEMES)
+    assert not {"fire", "xl", "deberta"} & set(OFFSET_SCHEMES)
+
+
+@pytest.mark.parametrize("position", OFFSET_SCHEMES)
+@pytest.mark.parametrize("mask", ["none", "every key real"])
+def test_a_model_on_the_offset_path_equals_the_dense_path(position, mask, monkeypatch):
+    """The whole encoder in float64 with the offset path taken from 2 tokens gives the
+    logits and every parameter gradient of the dense SDPA path."""
+    ids = torch.randint(1, 97, (2, 12), generator=torch.Generator().manual_seed(1))
+    attention_mask = None if mask == "none" else torch.ones(2, 12, dtype=torch.long)
+    calls = []
+    monkeypatch.setattr(
+        softmax,
+        "offset_bias_attention",
+        lambda *a: calls.append(1) or cpu_offset_bias.offset_bias_attention(*a),
+    )
+    monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", 5 * 2 * 12)
+    results = []
+    for fused_from in (softmax.FUSED_FROM_LENGTH, 2):
+        monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", fused_from)
+        torch.manual_seed(0)
+        model = small_model(position, dropout=0.0).double().train()
+        logits = model(ids, attention_mask=attention_mask)
+        loss = logits.softmax(-1)[..., 5].sum()
+        names, params = zip(*model.named_parameters(), strict=True)
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        results.append((logits.detach(), dict(zip(names, grads, strict=True))))
+    assert calls  # the second model took the offset path
+    (dense, dense_grads), (offset, offset_grads) = results
+    torch.testing.assert_close(offset, dense, atol=1e-10, rtol=1e-10)
+    for name, want in dense_grads.items():
+        got = offset_grads[name]
+        assert (got is None) == (want is None), name
+        if want is not None:
+            torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-10, msg=name)
+
+
+@pytest.mark.parametrize(
+    ("case", "taken"),
+    [
+        ("no mask", True),
+        ("every key real", True),
+        ("a padded key", False),
+        ("documents", False),
+        ("backend sdpa", False),
+        ("dropout", False),
+        ("short row", False),
+    ],
+)
+def test_the_kernel_takes_the_offset_path_only_where_it_computes_the_same_function(
+    case, taken, monkeypatch
+):
+    calls = []
+    monkeypatch.setattr(
+        softmax,
+        "offset_bias_attention",
+        lambda *a: calls.append(1) or cpu_offset_bias.offset_bias_attention(*a),
+    )
+    length = 8  # the fused path from 8 tokens on; the short row starts it at 16
+    monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", 16 if case == "short row" else length)
+    q = k = v = torch.randn(2, 2, length, 4)
+    lookup = OffsetLookup(torch.randn(2, 2 * length - 1))
+    bias = ScoreBias(scale=0.5, build=lookup.full, lookup=lookup)
+    pad = None
+    if case in ("every key real", "a padded key"):
+        pad = torch.ones(2, length, dtype=torch.bool)
+        pad[1, -1] = case == "every key real"
+    kernel = SoftmaxAttention(backend="sdpa" if case == "backend sdpa" else "auto")
+    segments = torch.tensor([[0] * 4 + [1] * 4] * 2) if case == "documents" else None
+    kernel(
+        q,
+        k,
+        v,
+        scale=0.5,
+        bias=bias,
+        key_padding_mask=pad,
+        segment_ids=segments,
+        dropout_p=0.5 if case == "dropout" else 0.0,
+    )
+    assert bool(calls) == taken
