@@ -165,7 +165,9 @@ class OffsetLookup(TableLookup):
     """A lookup of a bias that depends on ``(h, i - j)`` only, read from its ``[h, 2L - 1]``
     values (column ``i - j + L - 1``). A block of rows is a Toeplitz block (each row the
     previous one shifted by one), so its gradient is a sum along diagonals
-    (:class:`_ToeplitzRows`), not a scatter of one entry per score."""
+    (:class:`_ToeplitzRows`), not a scatter of one entry per score. A kernel may also read
+    the table itself (``tables[0]``): the fused CPU path reads it through a strided view
+    and builds no rows at all (:mod:`roformer_lit.attention.cpu_offset_bias`)."""
 
     def __init__(self, per_offset: Tensor) -> None:
         super().__init__(_read_offset, per_offset)

@@ -20,6 +20,11 @@ bias that needs no gradient (fixed ALiBi) skips the checkpoint: each block keeps
 output and log-sum-exp, and its mask is rebuilt in backward
 (:func:`~roformer_lit.attention.cpu_fused_bias.fused_attention_rebuilding_mask`).
 
+A bias of ``(h, i - j)`` alone with no padded key and no segments never reaches this path
+on the fused CPU kernel: it reads its table through a view instead
+(:mod:`roformer_lit.attention.cpu_offset_bias`, chosen in
+:class:`~roformer_lit.attention.softmax.SoftmaxAttention`).
+
 The row blocks are exact: softmax is per row, so block ``[s, e)`` gives the same rows as the
 full computation (up to float rounding order).
 """

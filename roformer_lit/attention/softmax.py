@@ -15,9 +15,16 @@ Two paths compute the same function:
   fused kernel from the scheme's small tables (its ``lookup``), so no ``[L, L]`` tensor
   is built.
 
-From ``bias_block_from`` tokens on (default ``BIAS_BLOCK_FROM``), a global layer whose bias
-has a compact form (a lookup or ``rows``: every bias scheme here) and that does not take
-FlexAttention runs SDPA one block of ``bias_block`` queries at a time
+On a CPU (backend ``auto``, from ``FUSED_FROM_LENGTH`` tokens, no attention dropout), a
+global layer whose bias depends on ``(h, i - j)`` only (an
+:class:`~roformer_lit.score_bias.OffsetLookup`: ALiBi, T5, KERPLE), with no padded key
+and no segments, runs the fused CPU kernel reading the bias's ``[h, 2L - 1]`` table
+through a strided Hankel view (:mod:`roformer_lit.attention.cpu_offset_bias`): no ``[L, L]``
+tensor at any length, memory linear in ``L``.
+
+Otherwise, from ``bias_block_from`` tokens on (default ``BIAS_BLOCK_FROM``), a global layer
+whose bias has a compact form (a lookup or ``rows``: every bias scheme here) and that does
+not take FlexAttention runs SDPA one block of ``bias_block`` queries at a time
 (:mod:`roformer_lit.attention.query_blocks`): the bias is built per block from that form,
 never ``[B, h, L, L]``, and memory grows linearly with the length, in training too. Shorter
 rows take the dense path above, unchanged bit for bit.
@@ -70,8 +77,9 @@ BACKENDS = ("auto", "sdpa", "flex")
 FUSED_FROM_LENGTH = 1024
 #: The dtypes FlexAttention's Triton kernels compute in (no float64 matrix products).
 FLEX_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-#: Global layers with a score bias attend in blocks of queries from this many tokens on
-#: (below it, the dense bias path). The blocks keep memory linear in the length, in
+#: Global layers with a score bias that do not take the per-offset path (FIRE, XL,
+#: DeBERTa; any bias with padding or segments) attend in blocks of queries from this many
+#: tokens on (below it, the dense bias path). The blocks keep memory linear in the length, in
 #: training too, for the price of the checkpoint's second forward of each block: a memory
 #: path, not a speed-up (docs/performance.md, "Bias schemes on a CPU", has its step times
 #: and peak memory at 8,192 tokens). It starts where a dense layer's float32 scores pass
