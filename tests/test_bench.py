@@ -209,11 +209,33 @@ def test_vs_hf_times_the_modernbert_recipe_against_its_hf_model_with_the_same_we
     assert main([*argv, "--no-mfu", "--no-backends", *TINY_BENCH]) == 0
     out = capsys.readouterr().out
     rows = re.findall(
-        r"^\| modernbert \| ModernBertForMaskedLM \((\w+)\) \| 16 \|.* ([\d.]+)x \| ([\d.]+)x \|$",
+        r"^\| modernbert \| ModernBertForMaskedLM \((\w+)\) \| 16 \|.* ([\d.]+)x \| ([\d.]+)x "
+        r"\| ([\d.]+)x \|$",
         out,
         re.M,
     )
     assert len(rows) == 1 and all(float(r) > 0 for r in rows[0][1:]), out
+
+
+def test_inference_flops_count_ours_at_each_window_and_hf_at_full_rows():
+    """``inference_flops`` (torch's counter, SDPA on its math form) against the formula
+    read off our built model: every linear layer and the head at every token, the windowed
+    layers' attention at the keys their blocks read (300 tokens, window 128). The HF twin
+    runs the same products with every layer's attention over the full row (and its rotary
+    tables' small products, hence the tolerance), so its count is larger."""
+    pytest.importorskip("transformers")
+    from roformer_lit.benchmarks.runners import Shape, hf_reference, inference_flops, recipe
+
+    batch, length, hidden, layers = 2, 300, 32, 3
+    shape = Shape(batch, length, hidden, layers, 2, 48, 128)
+    ours_runner = recipe("modernbert", shape, torch.device("cpu"), False)
+    model = ours_runner.model
+    products = 2 * sum(m * k * n for m, k, n in gemm_shapes(model, batch, length, batch * length))
+    assert inference_flops(ours_runner) == products + attention_flops(model, batch, length)
+    assert attention_flops(model, batch, length) < 4 * batch * length**2 * hidden * layers
+    theirs = inference_flops(hf_reference(model, shape, torch.device("cpu"), False))
+    full_rows = products + 4 * batch * length**2 * hidden * layers
+    assert theirs == pytest.approx(full_rows, rel=1e-3)
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from roformer_lit.benchmarks.runners import (
     Runner,
     Shape,
     hf_reference,
+    inference_flops,
     ours,
     recipe,
     sync_device,
@@ -301,13 +302,15 @@ def time_recipes(
                 runner.step()
                 runner.infer()
         ours_t, hf_t = (runner.timings for runner in pair)
+        ours_flops, hf_flops = (inference_flops(runner) for runner in pair)
         tokens = shape.batch * shape.length
         rows.append(
             f"| {name} | {reference} ({pair[1].model.config._attn_implementation}) "
             f"| {shape.length} | {tokens / statistics.median(ours_t.step):,.0f} "
             f"| {tokens / statistics.median(hf_t.step):,.0f} "
             f"| {median_ratio(hf_t.step, ours_t.step):.2f}x "
-            f"| {median_ratio(hf_t.inference, ours_t.inference):.2f}x |"
+            f"| {median_ratio(hf_t.inference, ours_t.inference):.2f}x "
+            f"| {hf_flops / ours_flops:.2f}x |"
         )
     return rows
 
@@ -532,7 +535,8 @@ def main(args: Sequence[str] | None = None) -> int:
         )
         _print_table(
             ["recipe", "HF reference (attention)", "L", "ours tokens/s", "HF tokens/s"]
-            + ["training step speed-up (median paired)", "inference speed-up (median paired)"],
+            + ["training step speed-up (median paired)", "inference speed-up (median paired)"]
+            + ["inference FLOPs, HF / ours"],
             (row for r in results for row in r.recipe_rows),
         )
     if ns.mfu:

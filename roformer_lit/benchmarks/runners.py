@@ -111,6 +111,20 @@ class Runner:
             self.timings.inference.append(time.perf_counter() - start)
 
 
+def inference_flops(runner: Runner) -> int:
+    """The FLOPs of one inference pass of ``runner``, counted by torch's
+    ``FlopCounterMode`` with SDPA on its math backend (the fused CPU kernel reports none;
+    the math form counts each call at the keys it is given: the full row under a mask, a
+    block's window in a banded layer)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    assert runner.logits is not None, "this runner has no inference pass"
+    with torch.no_grad(), sdpa_kernel([SDPBackend.MATH]), FlopCounterMode(display=False) as count:
+        runner.logits()
+    return count.get_total_flops()
+
+
 def document_segments(shape: Shape, documents: int, device: torch.device) -> torch.Tensor:
     """``[B, L]`` segment ids: each block split into ``documents`` equal runs."""
     ids = torch.arange(shape.length, device=device) * documents // shape.length
