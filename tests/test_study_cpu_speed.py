@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.results.study import cpu_speed
+from roformer_lit.results.study import cpu_speed, recipe_speed
 
 
 def _memory_file(rows: dict[str, tuple[str, str]], length: int) -> str:
@@ -49,6 +49,24 @@ def test_memory_refuses_files_with_no_scheme_at_both_lengths(study_bench: Path):
         cpu_speed.memory()
 
 
+def test_a_ratio_is_listed_as_the_raw_output_prints_it(study_bench: Path):
+    """1.495 is within a 1.5 target and 1.504 is not: both would print 1.50 at two digits."""
+    header = "| scheme | kernel | L | step / nope | step / nope, rounds' range |"
+    rows = [
+        "| fire | softmax | 2048 | 1.495 | 1.38–1.67 |",
+        "| xl | softmax | 2048 | 1.504 | 1.4–1.6 |",
+    ]
+    text = "\n".join(
+        ["# 2026-11-27T00:00:00Z python -m roformer_lit bench", "", header, "|---|", *rows]
+    )
+    (study_bench / "run.txt").write_text(text + "\n")
+    assert cpu_speed._within(2048, "run.txt") == (["fire"], ["xl"])
+    assert cpu_speed._run("run.txt", 2048) == (
+        "1 of 2 bias schemes within 1.5×: `fire` 1.495× (in every round for none; not in every "
+        "round for `fire` (up to 1.67×)); not within it: `xl` 1.504×"
+    )
+
+
 def test_a_file_without_the_table_is_refused_naming_the_header(study_bench: Path):
     (study_bench / cpu_speed.MEMORY[2048]).write_text("# nothing here\n")
     (study_bench / cpu_speed.MEMORY[8192]).write_text("# nothing here\n")
@@ -56,3 +74,53 @@ def test_a_file_without_the_table_is_refused_naming_the_header(study_bench: Path
         ConfigError, match=re.escape("no per-scheme table (a '| scheme | L | batch |'")
     ):
         cpu_speed.memory()
+
+
+def _recipe_file(length_flag: str, batch: int, *rows: tuple[int, str, str, str]) -> str:
+    """A raw output of ``bench --vs-hf``: its shape line and recipe table, one line per
+    ``(L, training ratio, inference ratio, FLOP ratio)``."""
+    lines = [
+        f"# 2026-11-27T00:00:00Z python -m roformer_lit bench --lengths {length_flag} --vs-hf",
+        "## roformer-lit bench on CPU: test",
+        "",
+        f"hidden 256, 4 layers, 4 heads, FFN 1024, vocab 8192, batch {batch}; 4 rounds",
+        "",
+        "| recipe | HF reference (attention) | L | ours tokens/s | HF tokens/s "
+        "| training step speed-up (median paired) | inference speed-up (median paired) "
+        "| inference FLOPs, HF / ours |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| modernbert | ModernBertForMaskedLM (sdpa) | {length} | 10 | 7 | {a} | {b} | {c} |"
+        for length, a, b, c in rows
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_recipe_table_states_the_target_and_the_flop_bound(study_bench: Path):
+    """Inference short of the target where the FLOP ratio is below it is said to be bound
+    by it; one short where the FLOP ratio would allow it is not."""
+    short, long = recipe_speed.FILES
+    (study_bench / short).write_text(
+        _recipe_file(
+            "512 2048", 4, (512, "1.50x", "1.04x", "1.18x"), (2048, "1.60x", "1.20x", "1.45x")
+        )
+    )
+    (study_bench / long).write_text(_recipe_file("8192", 1, (8192, "1.80x", "1.75x", "2.60x")))
+    text = recipe_speed.table()
+    assert "| 512 | 4 | sdpa | 1.50× | 1.04× | 1.18× |" in text
+    assert "| 8,192 | 1 | sdpa | 1.80× | 1.75× | 2.60× |" in text
+    assert "The training step meets the 1.3× target at every length." in text
+    assert "Inference misses it at 512 and 2,048 tokens (1.04×, 1.20×)." in text
+    assert "There the FLOP ratio is 1.18× at 512: at transformers' FLOP rate" in text
+    assert "1.45× at" not in text  # 2,048 is short of the target but not bound by FLOPs
+    assert "--lengths 8192 --vs-hf" in text
+
+
+def test_a_training_step_short_of_the_target_is_said(study_bench: Path):
+    short, long = recipe_speed.FILES
+    (study_bench / short).write_text(_recipe_file("512", 4, (512, "1.20x", "1.40x", "1.50x")))
+    (study_bench / long).write_text(_recipe_file("8192", 1, (8192, "1.80x", "1.75x", "2.60x")))
+    text = recipe_speed.table()
+    assert "The training step misses the 1.3× target at 512 tokens." in text
+    assert "Inference meets it at every length too." in text

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from roformer_lit.results.study import cpu_speed
 from roformer_lit.results.study.pages import main as study_main
 from roformer_lit.results.study.regions import render
 
@@ -51,7 +52,7 @@ SELECTION_CSV = "cpu-2026-11-25-study-schemes-runs.csv"
 PROBES_TXT = "cpu-2026-11-24-probes-recall-extrapolate.txt"
 MLM_TXT = "cpu-2026-11-23-extrapolation-every-scheme.txt"
 POSITION_LR_TXT = "cpu-2026-11-23-position-lr.txt"
-SPEED_TXT = "cpu-2026-11-27-bias-fused-512-2048.txt"
+SPEED_TXT = cpu_speed.FUSED
 
 
 def _lines(text: str) -> list[str]:

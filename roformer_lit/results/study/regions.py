@@ -24,6 +24,7 @@ from roformer_lit.results.study import (
     plans,
     probes,
     readme,
+    recipe_speed,
     scheme_seeds,
     selected,
 )
@@ -105,6 +106,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "readme-cpu-bias": cpu_speed.readme,
     "cpu-every-scheme": cpu_speed.every_scheme,
     "cpu-bias-memory": cpu_speed.memory,
+    "modernbert-vs-hf": recipe_speed.table,
 }
 
 #: What a region's function raises when the raw outputs lack what it states (a file cut
