@@ -183,3 +183,24 @@ def test_the_kernel_takes_the_offset_path_only_where_it_computes_the_same_functi
         dropout_p=0.5 if case == "dropout" else 0.0,
     )
     assert bool(calls) == taken
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_stays_near_the_float64_oracle(dtype):
+    """A model cast to bf16 or fp16 on a CPU takes the path too; the table's gradient (a
+    sum of up to L entries per offset) is accumulated in float32."""
+    length, heads = 160, 2
+    generator = torch.Generator().manual_seed(5)
+    exact = [torch.randn(1, heads, length, 8, generator=generator, dtype=torch.float64)]
+    exact = [exact[0], *(torch.randn_like(exact[0]) for _ in range(2))]
+    exact.append(torch.randn(heads, 2 * length - 1, generator=generator, dtype=torch.float64))
+    low = [t.to(dtype).requires_grad_() for t in exact]
+    exact = [t.requires_grad_() for t in exact]
+    got = offset_bias_attention(*low, 0.3)
+    got_grads = torch.autograd.grad(got.float().sum(), low)
+    want = dense_oracle(*exact, 0.3)
+    want_grads = torch.autograd.grad(want.sum(), exact)
+    torch.testing.assert_close(got.double(), want, atol=1e-2, rtol=1e-2)
+    for g, w in zip(got_grads, want_grads, strict=True):
+        assert g.dtype == dtype
+        assert (g.double() - w).abs().max() <= 3e-2 * w.abs().max()

@@ -117,7 +117,8 @@ def _anti_diagonal_bias_gradient(
     k_aug_t = torch.cat([k, ones], -1).transpose(-1, -2)
     dout_aug = torch.cat([reversed_dout, -delta], -1)
     v_aug_t = torch.cat([v, ones], -1).transpose(-1, -2)
-    d_flipped = torch.zeros_like(flipped)
+    # summed in at least float32: a diagonal gathers up to L entries
+    d_flipped = torch.zeros(flipped.shape, dtype=torch.promote_types(dtype, torch.float32))
     shifted = reversed_q.new_zeros(rows, width)  # its gaps stay zero: each chunk rewrites the rest
     for h in range(heads):
         for start in range(0, length, rows):
@@ -137,8 +138,8 @@ def _anti_diagonal_bias_gradient(
                 torch.sum(dscore.mul_(probs), 0, out=view)
             d_flipped[h, start : start + count + length - 1] += shifted[
                 :count, : count + length - 1
-            ].sum(0)
-    return d_flipped
+            ].sum(0, dtype=d_flipped.dtype)
+    return d_flipped.to(dtype)
 
 
 def offset_bias_attention(
