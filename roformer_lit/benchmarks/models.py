@@ -413,7 +413,8 @@ def build_parser() -> ToolParser:
         metavar="N",
         help="softmax attention with a score bias attends in blocks of queries from N tokens "
         f"on (default: the kernel's, {BIAS_BLOCK_FROM}); above the longest --lengths: the "
-        "dense [L, L] bias",
+        "dense [L, L] bias (a bias of (h, i - j) alone, ALiBi/T5/KERPLE, reads its table "
+        "through a view on a CPU from 1,024 tokens instead, unless --document-mask is given)",
     )
     parser.add_argument(
         "--compile-speedup",
