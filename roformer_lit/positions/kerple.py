@@ -20,7 +20,8 @@ two learned parameters per head. Choices the paper leaves open, made here:
   reference code (it adds to the scaled attention logits).
 
 The bias depends on (head, ``i - j``) only: its ``[h, 2L - 1]`` values per offset are read
-per block of rows on long rows; the dense ``[1, h, L, L]`` tensor per layer, shared by the
+by the fused CPU kernel through a strided view (from 1,024 tokens), per block of rows on
+long rows elsewhere; the dense ``[1, h, L, L]`` tensor per layer, shared by the
 batch, is built only for the dense path; given positions (randomized positions),
 ``|p_i - p_j|`` per example gives a ``[B, h, L, L]`` one, or is read from the ``[B, L]``
 positions entry by entry (or block by block). It needs the full score matrix: softmax only.

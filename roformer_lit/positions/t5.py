@@ -20,7 +20,8 @@ Choices, stated:
   (normal, std ``init_std``), not T5's ``d_model^-0.5``.
 
 The bias depends on (head, ``i - j``) only: its ``[h, 2L - 1]`` values per offset are read
-per block of rows on long rows, and the dense ``[1, h, L, L]`` tensor (per layer with
+by the fused CPU kernel through a strided view (from 1,024 tokens), per block of rows on
+long rows elsewhere, and the dense ``[1, h, L, L]`` tensor (per layer with
 ``per_layer``, shared by the batch) is built only for the dense path; given positions
 (randomized positions), ``bucket(p_j - p_i)`` per example gives a ``[B, h, L, L]`` one.
 Softmax only.
