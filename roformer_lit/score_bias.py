@@ -216,12 +216,24 @@ class _ToeplitzRows(torch.autograd.Function):
         heads, count, length = grad.shape
         width = length + count - 1
         shifted = grad.new_zeros(heads, count, width)
-        shifted.as_strided((heads, count, length), (count * width, width + 1, 1)).copy_(
-            grad.flip(-1)
-        )
+        shifted_rows(shifted, count, length).copy_(grad.flip(-1))
         d_offset = grad.new_zeros(heads, 2 * length - 1)
         d_offset[:, ctx.start : ctx.start + width] = shifted.sum(1)
         return d_offset, None, None
+
+
+def shifted_rows(buffer: Tensor, count: int, length: int) -> Tensor:
+    """A ``[..., count, length]`` view of ``buffer`` (``[..., R, W]``, ``R >= count``,
+    ``W >= length + count - 1``) whose row ``r`` starts at column ``r`` of the buffer's row
+    ``r``: rows written into it, the buffer summed over its rows gives the sums along
+    anti-diagonals, ``out[c] = sum_{r + j = c} rows[r, j]`` (the buffer's other entries
+    zero)."""
+    strides = buffer.stride()
+    return buffer.as_strided(
+        (*buffer.shape[:-2], count, length),
+        (*strides[:-2], strides[-2] + 1, strides[-1]),
+        buffer.storage_offset(),
+    )
 
 
 def offset_lookup(per_offset: Tensor) -> OffsetLookup:

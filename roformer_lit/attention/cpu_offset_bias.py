@@ -38,6 +38,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from roformer_lit.score_bias import shifted_rows
+
 _flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 _flash_backward = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
 
@@ -131,7 +133,7 @@ def _anti_diagonal_bias_gradient(
             )
             probs.exp_()
             dscore = torch.bmm(dout_aug[:, h, start : start + count], v_aug_t[:, h])
-            view = shifted[:count].as_strided((count, length), (width + 1, 1))
+            view = shifted_rows(shifted, count, length)
             if batch == 1:
                 torch.mul(dscore[0], probs[0], out=view)
             else:
