@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 import yaml
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
@@ -116,9 +118,6 @@ def inference_flops(runner: Runner) -> int:
     ``FlopCounterMode`` with SDPA on its math backend (the fused CPU kernel reports none;
     the math form counts each call at the keys it is given: the full row under a mask, a
     block's window in a banded layer)."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    from torch.utils.flop_counter import FlopCounterMode
-
     assert runner.logits is not None, "this runner has no inference pass"
     with torch.no_grad(), sdpa_kernel([SDPBackend.MATH]), FlopCounterMode(display=False) as count:
         runner.logits()
