@@ -223,17 +223,18 @@ class _ToeplitzRows(torch.autograd.Function):
 
 
 def shifted_rows(buffer: Tensor, count: int, length: int) -> Tensor:
-    """A ``[..., count, length]`` view of ``buffer`` (``[..., R, W]``, ``R >= count``,
-    ``W >= length + count - 1``) whose row ``r`` starts at column ``r`` of the buffer's row
-    ``r``: rows written into it, the buffer summed over its rows gives the sums along
-    anti-diagonals, ``out[c] = sum_{r + j = c} rows[r, j]`` (the buffer's other entries
-    zero)."""
-    strides = buffer.stride()
-    return buffer.as_strided(
-        (*buffer.shape[:-2], count, length),
-        (*strides[:-2], strides[-2] + 1, strides[-1]),
-        buffer.storage_offset(),
-    )
+    """A ``[..., count, length]`` view of a contiguous ``buffer`` (``[..., R, W]``,
+    ``R >= count``, ``W >= length + count - 1``) whose row ``r`` starts at column ``r`` of
+    the buffer's row ``r``: rows written into it, the buffer summed over its rows gives the
+    sums along anti-diagonals, ``out[c] = sum_{r + j = c} rows[r, j]`` (the buffer's other
+    entries zero). The strides come from the shape, not ``stride()``, so that
+    ``torch.compile`` traces it without a graph break."""
+    *leading, rows, width = buffer.shape
+    strides, step = [], rows * width
+    for size in reversed(leading):
+        strides.insert(0, step)
+        step *= size
+    return buffer.as_strided((*leading, count, length), (*strides, width + 1, 1))
 
 
 def offset_lookup(per_offset: Tensor) -> OffsetLookup:
