@@ -49,6 +49,7 @@ class ScoreBias:
         build: Callable[[], Tensor] | None = None,
         lookup: BiasLookup | None = None,
         rows: Callable[[int, int], Tensor] | None = None,
+        rows_read: tuple[Tensor, ...] | None = None,
     ) -> None:
         if bias is not None and build is not None:
             raise ValueError("give the dense bias as a tensor or as build, not both")
@@ -56,6 +57,10 @@ class ScoreBias:
         self.scale = scale
         self.lookup = lookup
         self.rows = rows
+        #: Given, every tensor ``rows`` reads that may need a gradient (its module's
+        #: parameters): no other. A kernel may then call ``rows`` again in backward and send
+        #: the gradient to these alone (rather than recompute the whole block's forward).
+        self.rows_read = rows_read
 
     @property
     def adds_bias(self) -> bool:

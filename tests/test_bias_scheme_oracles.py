@@ -639,6 +639,61 @@ def test_fire_piecewise_form_has_the_layers_gradients(dead_units, double_precisi
         torch.testing.assert_close(g, w, atol=1e-12, rtol=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_fire_v_shaped_segments_count_the_kinks_below_each_entry(seed):
+    """For rows that fall to 0 at their diagonal and rise after it, the per-row search
+    gives ``bucketize``'s count of kinks strictly below each entry: with kinks below 0,
+    at 0, past every entry, repeated, and equal to entries (ties count as not below)."""
+    generator = torch.Generator().manual_seed(seed)
+    rows, length = 7, 40
+    diagonal = torch.randint(0, length, (rows,), generator=generator)
+    values = torch.rand(rows, length, generator=generator).div(4).round(decimals=2)
+    x = torch.zeros(rows, length)
+    for i, d in enumerate(diagonal.tolist()):
+        x[i, :d] = values[i, :d].sort(descending=True).values + 0.01  # falls to x[i, d] = 0
+        x[i, d + 1 :] = values[i, d + 1 :].sort().values
+    x = x.expand(2, rows, length).contiguous()  # a leading (batch) dimension
+    ties = x[0].flatten()[torch.randint(0, rows * length, (5,), generator=generator)]
+    candidates = torch.cat(
+        [torch.rand(8, generator=generator) * 0.4 - 0.1, ties, torch.tensor([-1.0, 0.0, 5.0])]
+    )
+    for count in (0, 1, 3, candidates.numel()):
+        kinks = candidates[torch.randperm(candidates.numel(), generator=generator)[:count]]
+        kinks = kinks.sort().values
+        got = fire_module.v_shaped_segments(x, kinks, diagonal)
+        assert torch.equal(got, torch.bucketize(x, kinks)), count
+
+
+def test_fire_over_its_own_positions_takes_the_row_search_with_bucketize_s_values(
+    monkeypatch,
+):
+    """FIRE over positions 0 .. L-1 (rows falling to 0 at the diagonal) counts its kinks by
+    the per-row search; at explicit positions by ``bucketize``: the same bias and gradients
+    at float32 on 1,500 tokens past the threshold, kinks spread over the distances."""
+    torch.manual_seed(0)
+    fire = fire_module.Fire(4, 256.0)
+    with torch.no_grad():
+        fire.mlp[0].bias.copy_(-fire.mlp[0].weight[:, 0] * torch.rand(32))  # kinks in [0, 1]
+        fire.c.fill_(0.3)
+    length, rows = 1500, slice(700, 900)
+    searched = []
+    original = fire_module.v_shaped_segments
+    monkeypatch.setattr(
+        fire_module, "v_shaped_segments", lambda *a: searched.append(1) or original(*a)
+    )
+    results = []
+    for positions in (None, torch.arange(length)[None]):
+        bias = fire(length, torch.device("cpu"), torch.float32, positions, rows)
+        weight = torch.randn(bias.shape, generator=torch.Generator().manual_seed(1))
+        grads = torch.autograd.grad((bias * weight).sum(), list(fire.parameters()))
+        results.append((bias, grads))
+    assert len(searched) == 1
+    (got, got_grads), (want, want_grads) = results
+    torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    for g, w in zip(got_grads, want_grads, strict=True):
+        torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-4)
+
+
 def test_fire_normaliser_is_the_query_position_below_the_diagonal(double_precision):
     """For j <= i the bidirectional normaliser max(i, j) is the paper's causal i; the bias
     is symmetric in (i, j); below L_thr it depends on |i - j| only."""

@@ -18,11 +18,17 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from roformer_lit import POSITION_SCHEMES
 from roformer_lit.attention import cpu_fused_bias, cpu_offset_bias, query_blocks, softmax
 from roformer_lit.attention.softmax import SoftmaxAttention
+from roformer_lit.positions import fire as fire_module
 from roformer_lit.positions.base import QKVWeights, segment_positions
-from roformer_lit.score_bias import OffsetLookup, dense_from_lookup
+from roformer_lit.score_bias import OffsetLookup, bias_rows, dense_from_lookup
 
 BATCH, LENGTH = 2, 11
 BIAS_SCHEMES = [name for name, scheme in POSITION_SCHEMES.items() if scheme.needs_score_bias]
+#: Every scheme as built, and FIRE with its MLP in the piecewise-linear form it takes on
+#: long rows (from ``PIECEWISE_FROM`` tokens, made 1 here).
+FORMS = [(name, False) for name in BIAS_SCHEMES] + [
+    ("fire", True) for name in BIAS_SCHEMES if name == "fire"
+]
 #: A kernel that takes the blocked path at every length here (blocks of 4: two full, one not).
 BLOCKED = {"bias_block": 4, "bias_block_from": 2}
 
@@ -51,10 +57,12 @@ def double_precision():
     torch.set_default_dtype(previous)
 
 
-def layer_inputs(position: str, segments, positions):
+def layer_inputs(position: str, segments, positions, frozen: bool = False):
     """A float64 model, random q, k, v and layer 0's score bias (segment positions or the
-    given ones where the scheme reads them, as the encoder hands them on)."""
+    given ones where the scheme reads them, as the encoder hands them on); ``frozen``: the
+    scheme's parameters need no gradient."""
     model = small_model(position).double()
+    model.encoder.position.requires_grad_(not frozen)
     scheme, attention = model.encoder.position, model.encoder.layers[0].attention
     heads, d = attention.num_heads, attention.head_size
     generator = torch.Generator().manual_seed(7)
@@ -98,13 +106,15 @@ def output_and_gradients(model, inputs, out, pad):
     return out.detach(), grads
 
 
-@pytest.mark.parametrize("position", BIAS_SCHEMES)
+@pytest.mark.parametrize(("position", "piecewise"), FORMS)
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("path", list(PATHS))
 def test_long_row_paths_and_their_gradients_equal_the_float64_oracle(
-    position, case, path, monkeypatch
+    position, piecewise, case, path, monkeypatch
 ):
     """(The fused kernel's backward in chunks of 4 queries: three chunks, one not full.)"""
+    if piecewise:
+        monkeypatch.setattr(fire_module, "PIECEWISE_FROM", 1)
     pad, segments, positions = CASES[case]
     options, fused_from = PATHS[path]
     monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", fused_from)
@@ -244,13 +254,15 @@ class ShapeRecorder(TorchDispatchMode):
         return out
 
 
-@pytest.mark.parametrize("position", BIAS_SCHEMES)
+@pytest.mark.parametrize(("position", "piecewise"), FORMS)
 @pytest.mark.parametrize("case", ["plain", "padding", "documents", "positions"])
-def test_long_rows_never_build_an_l_by_l_tensor(position, case, monkeypatch):
+def test_long_rows_never_build_an_l_by_l_tensor(position, piecewise, case, monkeypatch):
     """A training step's forward and backward on long rows (plain, padded, packed
     documents, or at per-example positions; on the fused CPU kernel from 16 tokens): no
     tensor with two dimensions of the row length holds ``L^2`` elements (no bias, index,
     distance or score matrix over all pairs; a view of a small table holds less)."""
+    if piecewise:
+        monkeypatch.setattr(fire_module, "PIECEWISE_FROM", 1)
     length = 50  # no other dimension of the small model is 50
     monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", 16)
     monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", 8 * BATCH * length)
@@ -276,3 +288,91 @@ def test_long_rows_never_build_an_l_by_l_tensor(position, case, monkeypatch):
         (op, s) for op, s, held in recorder.shapes if s.count(length) >= 2 and held >= length**2
     ]
     assert recorder.shapes and not square
+
+
+def graph_leaves(tensor: torch.Tensor) -> list[torch.Tensor]:
+    """Every tensor needing a gradient that ``tensor``'s autograd graph reaches."""
+    leaves, seen, stack = [], set(), [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if hasattr(node, "variable"):
+            leaves.append(node.variable)
+        stack.extend(child for child, _ in node.next_functions)
+    return leaves
+
+
+@pytest.mark.parametrize(("position", "piecewise"), FORMS)
+@pytest.mark.parametrize("case", ["plain", "positions"])
+def test_rows_read_names_every_tensor_the_rows_need_a_gradient_of(
+    position, piecewise, case, monkeypatch
+):
+    """A bias that names what its ``rows`` read (``rows_read``) is rebuilt in backward and
+    its gradient sent to those tensors alone: its rows' graph reaches no other tensor that
+    needs a gradient (q, k, v, or another module's weight would lose theirs)."""
+    if piecewise:
+        monkeypatch.setattr(fire_module, "PIECEWISE_FROM", 1)
+    _, inputs, score = layer_inputs(position, None, CASES[case][2])
+    if score.rows is None or score.rows_read is None:
+        pytest.skip(f"{position}'s bias does not name what its rows read")
+    named = {id(t) for t in score.rows_read}
+    for start, stop in [(0, 4), (4, LENGTH)]:
+        reached = graph_leaves(score.rows(start, stop))
+        assert reached and all(id(t) in named for t in reached)
+
+
+class OperatorCounter(TorchDispatchMode):
+    """Counts calls of each operator."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls[str(func)] = self.calls.get(str(func), 0) + 1
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("position", BIAS_SCHEMES)
+@pytest.mark.parametrize("frozen", [False, True])
+def test_a_bias_naming_its_reads_is_attended_once_per_block(position, frozen, monkeypatch):
+    """On the fused kernel in blocks, a bias that needs no gradient (fixed ALiBi, or a
+    frozen one) or that names what its rows read runs the attention's forward once per
+    block in a training step, not again in backward (no checkpoint); any other bias is
+    checkpointed. Either way the gradients equal the float64 oracle's."""
+    monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", 2)
+    monkeypatch.setattr(cpu_fused_bias, "BACKWARD_ROWS", 4)
+    pad = CASES["padding"][0]  # padding: a bias of (h, i - j) takes the blocked path too
+    weight = (
+        torch.randn(BATCH, 1, LENGTH, 1, generator=torch.Generator().manual_seed(3))
+        * pad[:, None, :, None]
+    )
+
+    def run(kernel):
+        model, inputs, score = layer_inputs(position, None, None, frozen=frozen)
+        out = kernel(*inputs, score, pad)
+        wanted = [*inputs, *(p for p in model.parameters() if p.requires_grad)]
+        grads = torch.autograd.grad((out * weight).sum(), wanted, allow_unused=True)
+        return score, inputs[0].shape[1], grads
+
+    counter = OperatorCounter()
+    with counter:
+        score, heads, got = run(
+            lambda q, k, v, score, pad: SoftmaxAttention(**BLOCKED)(
+                q, k, v, scale=score.scale, bias=score, key_padding_mask=pad
+            )
+        )
+    forwards = counter.calls.get("aten._scaled_dot_product_flash_attention_for_cpu.default", 0)
+    blocks = math.ceil(LENGTH / BLOCKED["bias_block"])
+    # fixed: ALiBi's slopes by default, a frozen table; not XL's or DeBERTa's terms of q
+    first_row = bias_rows(score, BATCH, heads, 0, 1, LENGTH, torch.device("cpu"), torch.float64)
+    once = not first_row.requires_grad or (score.rows is not None and score.rows_read is not None)
+    assert forwards == (blocks if once else 2 * blocks)
+    _, _, want = run(lambda q, k, v, score, pad: oracle(q, k, v, score, pad, None))
+    assert len(got) == len(want) > 3 or frozen
+    for g, w in zip(got, want, strict=True):
+        assert (g is None) == (w is None)
+        if g is not None:
+            torch.testing.assert_close(g, w, atol=1e-10, rtol=1e-10)

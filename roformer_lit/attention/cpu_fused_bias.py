@@ -130,37 +130,60 @@ def _backward_with_mask(
 
 
 class _FusedAttentionRebuildingMask(torch.autograd.Function):
-    """The fused kernel for a mask that needs no gradient, rebuilt in backward by
-    ``rebuild()`` instead of kept (blocks of a fixed bias on long rows: memory stays linear
-    in the length without recomputing the attention's forward)."""
+    """The fused kernel for a mask rebuilt in backward by ``rebuild()`` instead of kept
+    (blocks of a bias on long rows: memory stays linear in the length without recomputing
+    the attention's forward). A mask that needs no gradient takes the fused kernel's own
+    backward; one read from ``parameters`` (and from no other tensor that needs a
+    gradient) is rebuilt with its graph, and ``dmask`` goes back through it to them."""
 
     @staticmethod
-    def forward(ctx, q: Tensor, k: Tensor, v: Tensor, rebuild, scale: float) -> Tensor:  # noqa: ANN001
+    def forward(
+        ctx, q: Tensor, k: Tensor, v: Tensor, rebuild, scale: float, *parameters: Tensor
+    ) -> Tensor:  # noqa: ANN001
+        with torch.no_grad():
+            mask = rebuild().to(q.dtype)
         out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            q, k, v, 0.0, False, attn_mask=rebuild().to(q.dtype), scale=scale
+            q, k, v, 0.0, False, attn_mask=mask, scale=scale
         )
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.rebuild, ctx.scale = rebuild, scale
+        ctx.rebuild, ctx.scale, ctx.parameters = rebuild, scale, parameters
         return out
 
     @staticmethod
     def backward(ctx, dout: Tensor) -> tuple[Tensor | None, ...]:
         q, k, v, out, lse = ctx.saved_tensors
-        with torch.no_grad():
+        dout = dout.contiguous()
+        wanted = [
+            p for p, need in zip(ctx.parameters, ctx.needs_input_grad[5:], strict=True) if need
+        ]
+        if not wanted:
+            with torch.no_grad():
+                mask = ctx.rebuild().to(q.dtype)
+            dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+                dout, q, k, v, out, lse, 0.0, False, attn_mask=mask, scale=ctx.scale
+            )
+            return dq, dk, dv, None, None, *(None for _ in ctx.parameters)
+        with torch.enable_grad():
             mask = ctx.rebuild().to(q.dtype)
-        dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
-            dout.contiguous(), q, k, v, out, lse, 0.0, False, attn_mask=mask, scale=ctx.scale
-        )
-        return dq, dk, dv, None, None
+        dq, dk, dv, dmask = _backward_with_mask(q, k, v, mask.detach(), out, lse, dout, ctx.scale)
+        got = iter(torch.autograd.grad(mask, wanted, dmask, allow_unused=True))
+        grads = [next(got) if need else None for need in ctx.needs_input_grad[5:]]
+        return dq, dk, dv, None, None, *grads
 
 
 def fused_attention_rebuilding_mask(
-    q: Tensor, k: Tensor, v: Tensor, rebuild: Callable[[], Tensor], scale: float
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    rebuild: Callable[[], Tensor],
+    scale: float,
+    parameters: tuple[Tensor, ...] = (),
 ) -> Tensor:
-    """``softmax(q k^T * scale + rebuild()) v`` on the fused CPU kernel, for a mask that
-    needs no gradient: ``rebuild`` is called in forward and again in backward (under
-    ``no_grad``), and the mask is never kept."""
-    return _FusedAttentionRebuildingMask.apply(q, k, v, rebuild, scale)
+    """``softmax(q k^T * scale + rebuild()) v`` on the fused CPU kernel, the mask never
+    kept: ``rebuild`` is called in forward (under ``no_grad``) and again in backward. A
+    mask that needs a gradient must be a function of ``parameters`` alone (no other
+    tensor that needs one): its gradient reaches them through the rebuilt mask."""
+    return _FusedAttentionRebuildingMask.apply(q, k, v, rebuild, scale, *parameters)
 
 
 def fused_attention_with_bias(

@@ -123,16 +123,20 @@ def query_blocked_softmax(
     )
     recompute = torch.is_grad_enabled()
     masks = dict(bias=bias, key_padding_mask=key_padding_mask, segment_ids=segment_ids)
-    # a bias that needs no gradient (fixed ALiBi) on the fused kernel: each block's mask is
-    # rebuilt in backward instead of checkpointing the block (no second forward); whether it
-    # needs one is read off the mask of the first query row alone
-    fixed = fused and recompute and not _block_mask(q, 0, 1, **masks).requires_grad
+    # on the fused kernel, a bias that needs no gradient (fixed ALiBi; read off the mask of
+    # the first query row alone) or whose rows read only the tensors it names: each block's
+    # mask is rebuilt in backward instead of checkpointing the block (no second forward)
+    parameters = bias.rows_read if bias.rows is not None else None
+    if fused and recompute and parameters is None:
+        parameters = None if _block_mask(q, 0, 1, **masks).requires_grad else ()
     pieces = []
     for start in range(0, length, block):
         stop = min(start + block, length)
-        if fixed:
+        if fused and recompute and parameters is not None:
             rebuild = functools.partial(_block_mask, q.detach(), start, stop, **masks)
-            piece = fused_attention_rebuilding_mask(q[..., start:stop, :], k, v, rebuild, scale)
+            piece = fused_attention_rebuilding_mask(
+                q[..., start:stop, :], k, v, rebuild, scale, parameters
+            )
         elif recompute:
             piece = checkpoint(_attend_rows, q, k, v, start, stop, use_reentrant=False, **options)
         else:

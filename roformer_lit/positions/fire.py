@@ -39,6 +39,7 @@ as layers, bit for bit as before.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from roformer_lit.positions.alibi import SharedBiasLayer
@@ -58,7 +59,9 @@ EPS = 1e-6
 PIECEWISE_FROM = 1024
 
 
-def scalar_relu_mlp(x: Tensor, first: nn.Linear, second: nn.Linear) -> Tensor:
+def scalar_relu_mlp(
+    x: Tensor, first: nn.Linear, second: nn.Linear, *, diagonal: Tensor | None = None
+) -> Tensor:
     """``second(relu(first(x[..., None])))`` for a ``1 -> W -> h`` MLP, as ``[h, *x.shape]``.
 
     Unit ``k`` is active where ``w_k x + b_k > 0``: right of its kink ``t_k = -b_k / w_k``
@@ -67,8 +70,10 @@ def scalar_relu_mlp(x: Tensor, first: nn.Linear, second: nn.Linear) -> Tensor:
     fixed, so the MLP is ``slope[s] x + intercept[s]`` with ``slope[s] = sum_k active
     W2[:, k] w_k`` and ``intercept[s] = b2 + sum_k active W2[:, k] b_k``: differentiable in
     every weight (the active set is constant almost everywhere), and in ``x`` (``slope``).
-    ``s = bucketize(x, kinks)``: the number of kinks strictly below ``x``; at a kink itself
-    both sides give the same value (ReLU is continuous)."""
+    ``s`` is the number of kinks strictly below ``x``; at a kink itself both sides give
+    the same value (ReLU is continuous). It is ``bucketize(x, kinks)``, or, given
+    ``diagonal`` (each row of ``x`` falls to 0 at its column ``diagonal`` and rises after
+    it, as FIRE's distances do), :func:`v_shaped_segments`, a search per row and kink."""
     w, b = first.weight[:, 0], first.bias
     kinks = torch.where(w != 0, -b / torch.where(w != 0, w, 1), torch.inf).detach()
     kinks, order = torch.sort(kinks)
@@ -80,37 +85,78 @@ def scalar_relu_mlp(x: Tensor, first: nn.Linear, second: nn.Linear) -> Tensor:
     active = (w[None, :] * edges[:, None] + b[None, :] > 0).to(w.dtype).detach()  # [S, W]
     slope = (active * w) @ second.weight.t()  # [S, h]
     intercept = (active * b) @ second.weight.t() + second.bias
-    segment = torch.bucketize(x.detach(), finite.contiguous())
-    return _PiecewiseLinear.apply(slope.t().contiguous(), intercept.t().contiguous(), x, segment)
+    if diagonal is None:
+        segment = torch.bucketize(x.detach(), finite.contiguous())
+    else:
+        segment = v_shaped_segments(x.detach(), finite, diagonal)
+    return _PiecewiseLinear.apply(slope, intercept, x, segment)
+
+
+def v_shaped_segments(x: Tensor, kinks: Tensor, diagonal: Tensor) -> Tensor:
+    """``bucketize(x, kinks)`` (for each entry, how many of the sorted ``kinks`` lie
+    strictly below it) for an ``x >= 0`` of ``[..., r, L]`` whose row ``i`` does not rise
+    up to its column ``diagonal[i]`` and does not fall after it.
+
+    With ``y = -x`` up to the diagonal and ``x`` after it, every row of ``y`` is sorted,
+    so for a kink ``t >= 0`` the entries above it are a prefix (``a = #{y < -t}``) and a
+    suffix (from ``b = #{y <= t}``) of the row: two ``searchsorted`` per row and kink, not
+    one per entry. The count is then ``#{t < 0} + #{t >= 0} - #{a <= j} + #{b <= j}``, a
+    running sum along the row. Where float rounding leaves ``x`` out of order by an ulp,
+    an entry within that ulp of a kink may be counted on the kink's other side: the MLP is
+    continuous there, so the value moves by rounding only (and its gradient follows the
+    count taken)."""
+    *lead, rows, length = x.shape
+    flat = x.reshape(-1, rows, length)
+    columns = torch.arange(length, device=x.device)
+    before = columns[None, :] <= diagonal[:, None]  # [r, L]
+    y = torch.where(before, -flat, flat).reshape(-1, length)
+    upper = kinks[kinks >= 0].contiguous()
+    if upper.numel() == 0:
+        return torch.full_like(x, kinks.numel(), dtype=torch.long)
+    searched = upper.expand(y.shape[0], -1).contiguous()
+    prefix = torch.searchsorted(y, -searched)  # entries before the diagonal above t
+    suffix = torch.searchsorted(y, searched, right=True)  # the first entry after it above t
+    steps = torch.zeros(y.shape[0], length + 1, dtype=torch.long, device=x.device)
+    steps.scatter_add_(1, suffix, torch.ones_like(suffix))
+    steps.scatter_add_(1, prefix, torch.full_like(prefix, -1))
+    below = kinks.numel() - upper.numel()
+    count = steps[:, :length].cumsum(1).add_(below + upper.numel())
+    return count.reshape(x.shape)
 
 
 class _PiecewiseLinear(torch.autograd.Function):
-    """``slope[:, s] x + intercept[:, s]`` with ``s = segment``, for ``[h, S]`` tables and an
-    ``x`` and ``segment`` of one shape: ``[h, *x.shape]``. The backward sums the tables'
-    gradients per interval with ``index_add_`` (on a CPU 5x faster, at 2,048 x 2,048
-    entries, than the accumulating scatter autograd gives advanced indexing) and gives
-    ``x``'s, ``sum_h grad * slope[:, s]``; nothing of size ``[h, *x.shape]`` is kept."""
+    """``slope[s] x + intercept[s]`` with ``s = segment``, for ``[S, h]`` tables and an
+    ``x`` and ``segment`` of one shape: ``[h, *x.shape]``. Both tables are read in one
+    embedding lookup (on a CPU several times faster than advanced indexing of an
+    ``[h, S]`` table). The backward sums the tables' gradients per interval with
+    ``index_add_`` (on a CPU 5x faster, at 2,048 x 2,048 entries, than the accumulating
+    scatter autograd gives advanced indexing) and gives ``x``'s, ``sum_h grad *
+    slope[s]``; nothing of size ``[h, *x.shape]`` is kept."""
 
     @staticmethod
     def forward(ctx, slope: Tensor, intercept: Tensor, x: Tensor, segment: Tensor) -> Tensor:
         ctx.save_for_backward(slope, x, segment)
-        ctx.intervals = slope.shape[1]
-        return torch.addcmul(intercept[:, segment], slope[:, segment], x)
+        heads = slope.shape[1]
+        both = F.embedding(segment, torch.cat([slope, intercept], 1)).movedim(-1, 0)
+        return torch.addcmul(both[heads:], both[:heads], x)
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None, None]:
         slope, x, segment = ctx.saved_tensors
-        heads, flat_index = grad.shape[0], segment.reshape(-1)
+        intervals, heads = slope.shape
+        flat_index = segment.reshape(-1)
         d_slope = d_intercept = d_x = None
         if ctx.needs_input_grad[0]:
             by_entry = (grad * x).reshape(heads, -1)
-            d_slope = grad.new_zeros(heads, ctx.intervals).index_add_(1, flat_index, by_entry)
+            d_slope = grad.new_zeros(heads, intervals).index_add_(1, flat_index, by_entry).t()
         if ctx.needs_input_grad[1]:
-            d_intercept = grad.new_zeros(heads, ctx.intervals).index_add_(
-                1, flat_index, grad.reshape(heads, -1)
+            d_intercept = (
+                grad.new_zeros(heads, intervals)
+                .index_add_(1, flat_index, grad.reshape(heads, -1))
+                .t()
             )
         if ctx.needs_input_grad[2]:
-            d_x = (grad * slope[:, segment]).sum(0)
+            d_x = (grad * F.embedding(segment, slope).movedim(-1, 0)).sum(0)
         return d_slope, d_intercept, d_x, None
 
 
@@ -148,7 +194,10 @@ class Fire(nn.Module):
         psi_normaliser = torch.log(torch.abs(self.c * normaliser) + 1) + EPS
         x = psi_distance / psi_normaliser  # [B or 1, r, L]
         if length >= PIECEWISE_FROM:
-            return scalar_relu_mlp(x, self.mlp[0], self.mlp[2]).transpose(0, 1).to(dtype)
+            # over positions 0 .. L-1, row i of x falls to 0 at column i and rises after it
+            diagonal = torch.arange(length, device=device)[rows] if positions is None else None
+            bias = scalar_relu_mlp(x, self.mlp[0], self.mlp[2], diagonal=diagonal)
+            return bias.transpose(0, 1).to(dtype)
         bias = self.mlp(x.unsqueeze(-1))  # [B or 1, r, L, h]
         return bias.permute(0, 3, 1, 2).to(dtype)
 
@@ -171,6 +220,7 @@ def fire_bias(
         scale=scale,
         build=lambda: fire(length, device, dtype, positions),
         rows=lambda start, stop: fire(length, device, dtype, positions, slice(start, stop)),
+        rows_read=tuple(fire.parameters()),
     )
 
 
