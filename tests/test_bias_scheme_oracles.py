@@ -7,6 +7,7 @@ run on these schemes from tests/test_model_properties.py and tests/test_compile.
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -616,21 +617,45 @@ def test_fire_bias_equals_formula(per_layer, threshold, piecewise, double_precis
     assert (scheme.layer(0) is scheme.layer(1)) == (not per_layer)
 
 
+def v_shaped_rows(generator: torch.Generator, rows: int, length: int) -> tuple:
+    """``[2, rows, length]`` entries in ``[0, 1.5]`` that fall to 0 at each row's diagonal
+    column and rise after it, and the diagonals."""
+    diagonal = torch.randint(0, length, (rows,), generator=generator)
+    x = torch.zeros(2, rows, length, dtype=torch.float64)
+    for b in range(2):
+        for i, d in enumerate(diagonal.tolist()):
+            values = torch.rand(length, generator=generator, dtype=torch.float64) * 1.5
+            x[b, i, :d] = values[:d].sort(descending=True).values
+            x[b, i, d + 1 :] = values[d + 1 :].sort().values
+    return x, diagonal
+
+
 @pytest.mark.parametrize("dead_units", [False, True])
-def test_fire_piecewise_form_has_the_layers_gradients(dead_units, double_precision):
+@pytest.mark.parametrize("by_rows", [False, True])
+def test_fire_piecewise_form_has_the_layers_gradients(dead_units, by_rows, double_precision):
     """The piecewise-linear MLP gives the gradients of the layers it replaces: of every
     weight and of its input (through which ``c`` and ``L_thr`` learn); with units whose
-    input weight is 0 (always on, or never) too."""
+    input weight is 0 (always on, or never) too. Kinks counted per entry (``bucketize``,
+    any input) or, for rows falling to 0 at a diagonal and rising after it, per row (the
+    tables' gradients then from running sums along rows)."""
     generator = torch.Generator().manual_seed(5)
     first, second = torch.nn.Linear(1, 32).double(), torch.nn.Linear(32, 3).double()
+    with torch.no_grad():  # most kinks inside the inputs' range
+        first.bias.copy_(-first.weight[:, 0] * (torch.rand(32, generator=generator) * 2 - 0.25))
     if dead_units:
         with torch.no_grad():
             first.weight[[2, 7]] = 0.0
             first.bias[2], first.bias[7] = 0.3, -0.3
-    x = (torch.rand(2, 9, 11, generator=generator, dtype=torch.float64) * 3 - 1.5).requires_grad_()
+    diagonal = None
+    if by_rows:
+        x, diagonal = v_shaped_rows(generator, 9, 11)
+        x.requires_grad_()
+    else:
+        x = torch.rand(2, 9, 11, generator=generator, dtype=torch.float64) * 3 - 1.5
+        x.requires_grad_()
     weight = torch.randn(3, 2, 9, 11, generator=generator, dtype=torch.float64)
     params = [x, *first.parameters(), *second.parameters()]
-    got = fire_module.scalar_relu_mlp(x, first, second)
+    got = fire_module.scalar_relu_mlp(x, first, second, diagonal=diagonal)
     want = second(torch.relu(first(x.unsqueeze(-1)))).movedim(-1, 0)
     torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
     got_grads = torch.autograd.grad((got * weight).sum(), params)
@@ -668,8 +693,10 @@ def test_fire_over_its_own_positions_takes_the_row_search_with_bucketize_s_value
     monkeypatch,
 ):
     """FIRE over positions 0 .. L-1 (rows falling to 0 at the diagonal) counts its kinks by
-    the per-row search; at explicit positions by ``bucketize``: the same bias and gradients
-    at float32 on 1,500 tokens past the threshold, kinks spread over the distances."""
+    the per-row search and sums its tables' gradients from running sums along rows; at
+    explicit positions by ``bucketize`` and ``index_add_``. On 1,500 tokens past the
+    threshold, kinks spread over the distances: in float32, the bias and gradients of the
+    float64 form at explicit positions, to float32's rounding of sums over 300,000 entries."""
     torch.manual_seed(0)
     fire = fire_module.Fire(4, 256.0)
     with torch.no_grad():
@@ -677,21 +704,27 @@ def test_fire_over_its_own_positions_takes_the_row_search_with_bucketize_s_value
         fire.c.fill_(0.3)
     length, rows = 1500, slice(700, 900)
     searched = []
-    original = fire_module.v_shaped_segments
-    monkeypatch.setattr(
-        fire_module, "v_shaped_segments", lambda *a: searched.append(1) or original(*a)
-    )
+
+    class Counted(fire_module.VShapedCrossings):
+        def __init__(self, *args) -> None:
+            searched.append(1)
+            super().__init__(*args)
+
+    monkeypatch.setattr(fire_module, "VShapedCrossings", Counted)
     results = []
-    for positions in (None, torch.arange(length)[None]):
-        bias = fire(length, torch.device("cpu"), torch.float32, positions, rows)
-        weight = torch.randn(bias.shape, generator=torch.Generator().manual_seed(1))
-        grads = torch.autograd.grad((bias * weight).sum(), list(fire.parameters()))
+    for module, dtype, positions in [
+        (fire, torch.float32, None),
+        (copy.deepcopy(fire).double(), torch.float64, torch.arange(length)[None]),
+    ]:
+        bias = module(length, torch.device("cpu"), dtype, positions, rows)
+        weight = torch.randn(bias.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
+        grads = torch.autograd.grad((bias * weight).sum(), list(module.parameters()))
         results.append((bias, grads))
     assert len(searched) == 1
     (got, got_grads), (want, want_grads) = results
-    torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(got.double(), want, atol=1e-6, rtol=1e-6)
     for g, w in zip(got_grads, want_grads, strict=True):
-        torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-4)
+        assert (g.double() - w).abs().max() <= 1e-5 * w.abs().max() + 1e-6
 
 
 def test_fire_normaliser_is_the_query_position_below_the_diagonal(double_precision):

@@ -51,6 +51,7 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
+from roformer_lit.score_bias import shifted_rows
 from roformer_lit.validation import boolean, check, finite_float_above
 
 MLP_WIDTH = 32
@@ -86,78 +87,167 @@ def scalar_relu_mlp(
     slope = (active * w) @ second.weight.t()  # [S, h]
     intercept = (active * b) @ second.weight.t() + second.bias
     if diagonal is None:
+        crossings = None
         segment = torch.bucketize(x.detach(), finite.contiguous())
     else:
-        segment = v_shaped_segments(x.detach(), finite, diagonal)
-    return _PiecewiseLinear.apply(slope, intercept, x, segment)
+        crossings = VShapedCrossings(x.detach(), finite, diagonal)
+        segment = crossings.segments()
+    return _PiecewiseLinear.apply(slope, intercept, x, segment, crossings)
 
 
-def v_shaped_segments(x: Tensor, kinks: Tensor, diagonal: Tensor) -> Tensor:
-    """``bucketize(x, kinks)`` (for each entry, how many of the sorted ``kinks`` lie
-    strictly below it) for an ``x >= 0`` of ``[..., r, L]`` whose row ``i`` does not rise
-    up to its column ``diagonal[i]`` and does not fall after it.
+class VShapedCrossings:
+    """Where each row of an ``x >= 0`` of ``[..., r, L]`` crosses each sorted kink, for
+    rows that do not rise up to their column ``diagonal[i]`` and do not fall after it
+    (FIRE's normalised distances over positions ``0 .. L-1``).
 
     With ``y = -x`` up to the diagonal and ``x`` after it, every row of ``y`` is sorted,
     so for a kink ``t >= 0`` the entries above it are a prefix (``a = #{y < -t}``) and a
-    suffix (from ``b = #{y <= t}``) of the row: two ``searchsorted`` per row and kink, not
-    one per entry. The count is then ``#{t < 0} + #{t >= 0} - #{a <= j} + #{b <= j}``, a
-    running sum along the row. Where float rounding leaves ``x`` out of order by an ulp,
-    an entry within that ulp of a kink may be counted on the kink's other side: the MLP is
-    continuous there, so the value moves by rounding only (and its gradient follows the
-    count taken)."""
-    *lead, rows, length = x.shape
-    flat = x.reshape(-1, rows, length)
-    columns = torch.arange(length, device=x.device)
-    before = columns[None, :] <= diagonal[:, None]  # [r, L]
-    y = torch.where(before, -flat, flat).reshape(-1, length)
-    upper = kinks[kinks >= 0].contiguous()
-    if upper.numel() == 0:
-        return torch.full_like(x, kinks.numel(), dtype=torch.long)
-    searched = upper.expand(y.shape[0], -1).contiguous()
-    prefix = torch.searchsorted(y, -searched)  # entries before the diagonal above t
-    suffix = torch.searchsorted(y, searched, right=True)  # the first entry after it above t
-    steps = torch.zeros(y.shape[0], length + 1, dtype=torch.long, device=x.device)
-    steps.scatter_add_(1, suffix, torch.ones_like(suffix))
-    steps.scatter_add_(1, prefix, torch.full_like(prefix, -1))
-    below = kinks.numel() - upper.numel()
-    count = steps[:, :length].cumsum(1).add_(below + upper.numel())
-    return count.reshape(x.shape)
+    suffix (from ``b = #{y <= t}``) of the row: two ``searchsorted`` per row and kink
+    instead of a search per entry. Kinks below 0 lie below every entry. Where float
+    rounding leaves ``x`` out of order by an ulp, an entry within that ulp of a kink may
+    be counted on the kink's other side: the MLP is continuous there, so its value moves
+    by rounding only (and its gradient follows the count taken)."""
+
+    def __init__(self, x: Tensor, kinks: Tensor, diagonal: Tensor) -> None:
+        *_, rows, length = x.shape
+        self.shape, self.kinks = x.shape, kinks.numel()
+        columns = torch.arange(length, device=x.device)
+        before = columns[None, :] <= diagonal[:, None]  # [r, L]
+        flat = x.reshape(-1, rows, length)
+        y = torch.where(before, -flat, flat).reshape(-1, length)
+        upper = kinks[kinks >= 0].contiguous().expand(y.shape[0], -1).contiguous()
+        self.below = self.kinks - upper.shape[1]
+        self.prefix = torch.searchsorted(y, -upper)  # [M, K+]: the entries before it above t
+        self.suffix = torch.searchsorted(y, upper, right=True)  # the first entry after it
+
+    def segments(self) -> Tensor:
+        """``bucketize(x, kinks)``: how many kinks lie strictly below each entry,
+        ``#{t < 0} + #{t >= 0} - #{a <= j} + #{b <= j}``, a running sum along the row."""
+        rows, length = self.prefix.shape[0], self.shape[-1]
+        steps = torch.zeros(rows, length + 1, dtype=torch.long, device=self.prefix.device)
+        steps.scatter_add_(1, self.suffix, torch.ones_like(self.suffix))
+        steps.scatter_add_(1, self.prefix, torch.full_like(self.prefix, -1))
+        count = steps[:, :length].cumsum(1).add_(self.below + self.prefix.shape[1])
+        return count.reshape(self.shape)
+
+    def interval_sums(self, values: Tensor) -> Tensor:
+        """``[n, S]``: the sum of ``values`` (``[n, *x.shape]``) over the entries of each of
+        the ``S = kinks + 1`` intervals. With ``U_k`` the sum over entries above kink ``k``
+        (a prefix and a suffix of each row: two reads of the running sum), interval ``s``
+        holds ``U_{s-1} - U_s`` (``U_{-1}`` the total, ``U_K = 0``)."""
+        count = values.shape[0]
+        running = values.reshape(count, -1, self.shape[-1]).cumsum(-1)  # [n, M, L]
+        total = running[..., -1]  # [n, M]
+
+        def first(entries: Tensor) -> Tensor:  # the sum of each row's first `entries`
+            index = (entries - 1).clamp(min=0).expand(count, -1, -1)
+            return running.gather(-1, index).masked_fill_(entries.expand_as(index) == 0, 0)
+
+        above = (first(self.prefix) + total[..., None] - first(self.suffix)).sum(1)  # [n, K+]
+        everything = total.sum(1, keepdim=True)  # [n, 1]
+        above = torch.cat(
+            [everything.expand(-1, self.below), above, torch.zeros_like(everything)], 1
+        )  # U_0 .. U_{K-1}, U_K = 0
+        return torch.cat([everything, above[:, :-1]], 1) - above
+
+
+def v_shaped_segments(x: Tensor, kinks: Tensor, diagonal: Tensor) -> Tensor:
+    """``bucketize(x, kinks)`` for rows falling to 0 at ``diagonal`` and rising after it
+    (:class:`VShapedCrossings`)."""
+    return VShapedCrossings(x, kinks, diagonal).segments()
 
 
 class _PiecewiseLinear(torch.autograd.Function):
     """``slope[s] x + intercept[s]`` with ``s = segment``, for ``[S, h]`` tables and an
     ``x`` and ``segment`` of one shape: ``[h, *x.shape]``. Both tables are read in one
     embedding lookup (on a CPU several times faster than advanced indexing of an
-    ``[h, S]`` table). The backward sums the tables' gradients per interval with
-    ``index_add_`` (on a CPU 5x faster, at 2,048 x 2,048 entries, than the accumulating
-    scatter autograd gives advanced indexing) and gives ``x``'s, ``sum_h grad *
-    slope[s]``; nothing of size ``[h, *x.shape]`` is kept."""
+    ``[h, S]`` table). The backward sums the tables' gradients per interval (from the
+    running sums along rows given ``crossings``, else with ``index_add_``, on a CPU 5x
+    faster at 2,048 x 2,048 entries than the accumulating scatter autograd gives advanced
+    indexing) and gives ``x``'s, ``sum_h grad * slope[s]``; nothing of size
+    ``[h, *x.shape]`` is kept."""
 
     @staticmethod
-    def forward(ctx, slope: Tensor, intercept: Tensor, x: Tensor, segment: Tensor) -> Tensor:
+    def forward(
+        ctx,
+        slope: Tensor,
+        intercept: Tensor,
+        x: Tensor,
+        segment: Tensor,
+        crossings: VShapedCrossings | None,
+    ) -> Tensor:
         ctx.save_for_backward(slope, x, segment)
+        ctx.crossings = crossings
         heads = slope.shape[1]
         both = F.embedding(segment, torch.cat([slope, intercept], 1)).movedim(-1, 0)
         return torch.addcmul(both[heads:], both[:heads], x)
 
     @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None, None]:
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, ...]:
         slope, x, segment = ctx.saved_tensors
         intervals, heads = slope.shape
-        flat_index = segment.reshape(-1)
-        d_slope = d_intercept = d_x = None
-        if ctx.needs_input_grad[0]:
-            by_entry = (grad * x).reshape(heads, -1)
-            d_slope = grad.new_zeros(heads, intervals).index_add_(1, flat_index, by_entry).t()
-        if ctx.needs_input_grad[1]:
-            d_intercept = (
-                grad.new_zeros(heads, intervals)
-                .index_add_(1, flat_index, grad.reshape(heads, -1))
-                .t()
-            )
+        crossings = ctx.crossings
+
+        def per_interval(values: Tensor) -> Tensor:
+            if crossings is not None:
+                return crossings.interval_sums(values).t()
+            flat = values.reshape(heads, -1)
+            return values.new_zeros(heads, intervals).index_add_(1, segment.reshape(-1), flat).t()
+
+        d_slope = per_interval(grad * x) if ctx.needs_input_grad[0] else None
+        d_intercept = per_interval(grad) if ctx.needs_input_grad[1] else None
+        d_x = None
         if ctx.needs_input_grad[2]:
             d_x = (grad * F.embedding(segment, slope).movedim(-1, 0)).sum(0)
-        return d_slope, d_intercept, d_x, None
+        return d_slope, d_intercept, d_x, None, None
+
+
+class _NormalisedDistances(torch.autograd.Function):
+    """``x[i, j] = psi_d[|i - j|] / psi_n[max(i, j)]`` for rows ``start .. stop - 1`` and
+    every column ``0 .. L-1``, from the ``[L]`` vectors ``psi_d`` (of each distance) and
+    ``psi_n`` (of each position, non-decreasing: so ``psi_n[max(i, j)] = max(psi_n[i],
+    psi_n[j])``). Forward: the distances are a view of one ``[2L - 1]`` vector (rows
+    reversed: a Hankel view), three passes over ``[r, L]``. Backward, with ``g = dx /
+    psi_n[max(i, j)]``: ``psi_d``'s gradient sums ``g`` along diagonals (folded over
+    ``|i - j|``), ``psi_n``'s sums ``-g x`` over each row up to the diagonal (``max = i``)
+    and each column past it (``max = j``)."""
+
+    @staticmethod
+    def forward(ctx, psi_d: Tensor, psi_n: Tensor, start: int, stop: int) -> Tensor:
+        length = psi_d.shape[0]
+        both_ways = torch.cat([psi_d.flip(0), psi_d[1:]])  # entry L - 1 + m: psi_d[|m|]
+        # row n of the unfolded view holds entries n .. n + L - 1: query i is row L - 1 - i
+        reversed_rows = both_ways.unfold(0, length, 1)[length - stop : length - start]
+        normaliser = torch.maximum(psi_n[start:stop].flip(0)[:, None], psi_n[None, :])
+        # written row-major (from an overlapping view, div alone may pick columns first)
+        x = torch.div(reversed_rows, normaliser, out=psi_d.new_empty(stop - start, length))
+        x = x.flip(0)
+        ctx.save_for_backward(psi_n, x)
+        ctx.start, ctx.stop = start, stop
+        return x
+
+    @staticmethod
+    def backward(ctx, dx: Tensor) -> tuple[Tensor | None, Tensor | None, None, None]:
+        psi_n, x = ctx.saved_tensors
+        start, stop, length = ctx.start, ctx.stop, x.shape[1]
+        count = stop - start
+        g = dx / torch.maximum(psi_n[start:stop, None], psi_n[None, :])
+        d_psi_d = d_psi_n = None
+        if ctx.needs_input_grad[0]:
+            # reversed rows r' = stop - 1 - i: anti-diagonal r' + j holds j - i = r' + j - (stop - 1)
+            shifted = g.new_zeros(count, length + count - 1)
+            shifted_rows(shifted, count, length).copy_(g.flip(0))
+            by_offset = shifted.sum(0)  # offsets j - i from -(stop - 1) to L - 1 - start
+            offsets = torch.arange(by_offset.shape[0], device=g.device) - (stop - 1)
+            d_psi_d = g.new_zeros(length).index_add_(0, offsets.abs(), by_offset)
+        if ctx.needs_input_grad[1]:
+            weighted = g.mul_(x).neg_()  # -g x
+            columns = torch.arange(length, device=x.device)
+            past = columns[None, :] > torch.arange(start, stop, device=x.device)[:, None]
+            after = torch.where(past, weighted, 0)  # max(i, j) = j
+            d_psi_n = after.sum(0)
+            d_psi_n[start:stop] += weighted.sum(1) - after.sum(1)  # max(i, j) = i
+        return d_psi_d, d_psi_n, None, None
 
 
 class Fire(nn.Module):
@@ -182,21 +272,30 @@ class Fire(nn.Module):
     ) -> Tensor:
         """``[1, h, L, L]`` over positions ``0 .. L-1``, or ``[B, h, L, L]`` over
         ``positions``; given ``rows``, only those query rows: ``[B or 1, h, r, L]``."""
+        threshold = (self.threshold_multiplier * self.init_threshold).abs()
+        if length >= PIECEWISE_FROM and positions is None:
+            # over positions 0 .. L-1 psi(|i - j|) and psi(max(L_thr, max(i, j))) are read
+            # from two [L] vectors; row i of x falls to 0 at column i and rises after it
+            steps = torch.arange(length, device=device, dtype=self.c.dtype)
+            psi_distance = torch.log(torch.abs(self.c * steps) + 1)
+            psi_normaliser = torch.log(torch.abs(self.c * torch.maximum(steps, threshold)) + 1)
+            start, stop, _ = rows.indices(length)
+            x = _NormalisedDistances.apply(psi_distance, psi_normaliser + EPS, start, stop)[None]
+            diagonal = torch.arange(start, stop, device=device)
+            bias = scalar_relu_mlp(x, self.mlp[0], self.mlp[2], diagonal=diagonal)
+            return bias.transpose(0, 1).to(dtype)
         if positions is None:
             pos = torch.arange(length, device=device, dtype=self.c.dtype)[None]
         else:
             pos = positions.to(self.c.dtype)
         at_query = pos[:, rows]
         distance = (at_query[:, :, None] - pos[:, None, :]).abs()
-        threshold = (self.threshold_multiplier * self.init_threshold).abs()
         normaliser = torch.maximum(torch.maximum(at_query[:, :, None], pos[:, None, :]), threshold)
         psi_distance = torch.log(torch.abs(self.c * distance) + 1)
         psi_normaliser = torch.log(torch.abs(self.c * normaliser) + 1) + EPS
         x = psi_distance / psi_normaliser  # [B or 1, r, L]
         if length >= PIECEWISE_FROM:
-            # over positions 0 .. L-1, row i of x falls to 0 at column i and rises after it
-            diagonal = torch.arange(length, device=device)[rows] if positions is None else None
-            bias = scalar_relu_mlp(x, self.mlp[0], self.mlp[2], diagonal=diagonal)
+            bias = scalar_relu_mlp(x, self.mlp[0], self.mlp[2])
             return bias.transpose(0, 1).to(dtype)
         bias = self.mlp(x.unsqueeze(-1))  # [B or 1, r, L, h]
         return bias.permute(0, 3, 1, 2).to(dtype)
