@@ -76,8 +76,16 @@ class ScoreBias:
     def bias(self) -> Tensor | None:
         """The dense ``[B or 1, h, L or 1, L]`` bias, built on first access."""
         if self._bias is None and self._build is not None:
-            self._bias, self._build = self._build(), None
+            self._bias, self._build = along_keys(self._build()), None
         return self._bias
+
+
+def along_keys(bias: Tensor) -> Tensor:
+    """``bias`` with each row's keys adjacent in memory (stride 1 along the last dimension),
+    the layout attention kernels read a mask in: a bias built as a lookup of an ``[S, h]``
+    table and permuted to ``[.., h, L, L]`` holds its heads innermost, and every kernel would
+    then stride across heads at every read. Copied only when it is not so laid out."""
+    return bias if bias.stride(-1) == 1 else bias.contiguous()
 
 
 def index_grids(
@@ -119,7 +127,7 @@ def bias_rows(
     its lookup at those indices (tables cast to ``dtype`` first), else a slice of the dense
     bias (which builds it)."""
     if bias.rows is not None:
-        return bias.rows(start, stop).to(dtype)
+        return along_keys(bias.rows(start, stop).to(dtype))
     lookup = bias.lookup
     if isinstance(lookup, OffsetLookup):
         return lookup.cast(dtype).rows(start, stop)

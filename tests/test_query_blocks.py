@@ -376,3 +376,20 @@ def test_a_bias_naming_its_reads_is_attended_once_per_block(position, frozen, mo
         assert (g is None) == (w is None)
         if g is not None:
             torch.testing.assert_close(g, w, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize(("position", "piecewise"), FORMS)
+@pytest.mark.parametrize("case", ["plain", "positions"])
+def test_a_bias_is_laid_out_along_the_keys(position, piecewise, case, monkeypatch):
+    """Every form of a scheme's bias a kernel reads (dense, a block of rows) holds each row's
+    keys next to each other (stride 1), as the attention kernels read them: a bias laid out
+    heads-innermost (as a lookup of a ``[S, h]`` table returns it) would make every read of
+    it stride across heads."""
+    if piecewise:
+        monkeypatch.setattr(fire_module, "PIECEWISE_FROM", 1)
+    _, (q, _, _), score = layer_inputs(position, None, CASES[case][2])
+    forms = [bias_rows(score, BATCH, q.shape[1], 3, 9, LENGTH, q.device, q.dtype)]
+    if score.bias is not None:
+        forms.append(score.bias)
+    for form in forms:
+        assert form.stride(-1) == 1, form.stride()

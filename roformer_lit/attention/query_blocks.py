@@ -16,8 +16,10 @@ dropout draws the same mask again), so backward stores only the inputs and the
 ``[B, h, L, d]`` output, and recomputes one block's bias and probabilities at a time; the
 price is one more forward of the attention (and of the bias) per step. Gradients reach the
 scheme's tables through its lookup or ``rows``, block by block. On the fused CPU kernel a
-bias that needs no gradient (fixed ALiBi) skips the checkpoint: each block keeps only its
-output and log-sum-exp, and its mask is rebuilt in backward
+bias that needs no gradient (fixed ALiBi), or whose ``rows`` read no tensor needing a
+gradient but those it names (``ScoreBias.rows_read``: FIRE's parameters), skips the
+checkpoint: each block keeps only its output and log-sum-exp, and its mask is rebuilt in
+backward, its gradient sent through the rebuilt mask to the named tensors
 (:func:`~roformer_lit.attention.cpu_fused_bias.fused_attention_rebuilding_mask`).
 
 A bias of ``(h, i - j)`` alone with no padded key and no segments never reaches this path

@@ -29,11 +29,16 @@ Softmax only.
 
 From ``PIECEWISE_FROM`` tokens on, the MLP is evaluated in its piecewise-linear form
 (:func:`scalar_relu_mlp`): a ReLU MLP of one scalar is ``a_s x + c_s`` on each of the at
-most 33 intervals its 32 kinks cut the line into, so the grid costs one bucket search and
-two gathers of ``[h, L, L]`` rather than a ``[L, L, 32]`` hidden layer forward and back
-(1.8x the step of T5 at 2,048 tokens on a CPU). Same function, same gradients (of the
-parameters and of the input, through ``c`` and ``L_thr``); below that length the MLP runs
-as layers, bit for bit as before.
+most 33 intervals its 32 kinks cut the line into, so the grid costs an interval count and
+one lookup of both tables per entry rather than a ``[L, L, 32]`` hidden layer forward and
+back (1.8x the step of T5 at 2,048 tokens on a CPU). Over positions ``0 .. L-1`` (no
+per-example positions) it uses the grid's shape: ``psi(|i - j|)`` and
+``psi(max(L_thr, i, j)) = max(psi_n[i], psi_n[j])`` come from two ``[L]`` vectors
+(:class:`_NormalisedDistances`), and each row of ``x`` falls to 0 at its diagonal and rises
+after it, so the intervals are counted by a search per row and kink, and the tables'
+gradients are read off running sums along rows (:class:`VShapedCrossings`). Same
+function, same gradients (of the parameters and of the input, through ``c`` and
+``L_thr``); below that length the MLP runs as layers, bit for bit as before.
 """
 
 from __future__ import annotations
@@ -180,7 +185,10 @@ class _PiecewiseLinear(torch.autograd.Function):
         ctx.crossings = crossings
         heads = slope.shape[1]
         both = F.embedding(segment, torch.cat([slope, intercept], 1)).movedim(-1, 0)
-        return torch.addcmul(both[heads:], both[:heads], x)
+        # written head by head (the lookup's layout, heads innermost, would be kept otherwise
+        # and every kernel reading the bias would stride across heads)
+        out = x.new_empty(heads, *x.shape)
+        return torch.addcmul(both[heads:], both[:heads], x, out=out)
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor | None, ...]:

@@ -16,10 +16,16 @@ from roformer_lit.results.study.reading import read_text
 #: The raw outputs: this code at 512 and 2,048 tokens (batch 4), a second run of the same at
 #: 2,048 tokens, the same with subnormal floats kept (the opt-out), and at 8,192 tokens
 #: (batch 1).
-FUSED = "cpu-2026-11-27-bias-offset-512-2048.txt"
-SECOND = "cpu-2026-11-27-bias-offset-2048-second.txt"
-KEPT = "cpu-2026-11-27-bias-offset-kept-subnormals-2048.txt"
-LONG = "cpu-2026-11-27-bias-offset-8192.txt"
+FUSED = "cpu-2026-11-27-bias-rows-512-2048.txt"
+SECOND = "cpu-2026-11-27-bias-rows-2048-second.txt"
+KEPT = "cpu-2026-11-27-bias-rows-kept-subnormals-2048.txt"
+LONG = "cpu-2026-11-27-bias-rows-8192.txt"
+#: The same before FIRE's rows were computed from the grid's shape and rebuilt in backward
+#: rather than checkpointed (two runs at 2,048 tokens, one at 8,192).
+FIRE_BEFORE = {
+    2048: ("cpu-2026-11-27-bias-offset-512-2048.txt", "cpu-2026-11-27-bias-offset-2048-second.txt"),
+    8192: ("cpu-2026-11-27-bias-offset-8192.txt",),
+}
 #: The same at 8,192 tokens before a bias of ``(h, i - j)`` was read through a view of its
 #: table (ALiBi, T5 and KERPLE then ran in blocks of queries, as the other bias schemes do).
 LONG_BEFORE = "cpu-2026-11-27-bias-fused-8192.txt"
@@ -29,8 +35,8 @@ EVERY = "cpu-2026-11-27-every-scheme.txt"
 #: Peak memory per scheme at 2,048 and 8,192 tokens (batch 1), as ``bench`` measures it and
 #: with freed memory returned to the OS (``scripts/peak_memory.py``).
 MEMORY = {
-    2048: "cpu-2026-11-27-peak-memory-offset-2048.txt",
-    8192: "cpu-2026-11-27-peak-memory-offset-8192.txt",
+    2048: "cpu-2026-11-27-peak-memory-rows-2048.txt",
+    8192: "cpu-2026-11-27-peak-memory-rows-8192.txt",
 }
 #: The schemes that add a score bias, in the order the tables show them.
 BIAS_SCHEMES = ("alibi", "t5", "kerple", "fire", "xl", "deberta")
@@ -186,7 +192,23 @@ def findings() -> str:
         f"{_listed(LONG_BEFORE, before, 8192)}.\n"
         f"- With subnormal floats kept (`ROFORMER_LIT_KEEP_SUBNORMALS=1`, same code) at 2,048 "
         f"tokens: {kept}.\n"
+        f"- `fire` before its rows were computed from the grid's shape and rebuilt in backward "
+        f"(raw outputs {_sources_before()}): {_fire_before()}.\n"
     )
+
+
+def _fire_before() -> str:
+    """FIRE's step / nope in the raw outputs of the code before, per length and run."""
+    return "; ".join(
+        f"{length:,} tokens "
+        + ", ".join(f"{bench_table(name)[('fire', length)]['step / nope']}×" for name in names)
+        for length, names in FIRE_BEFORE.items()
+    )
+
+
+def _sources_before() -> str:
+    names = [name for names in FIRE_BEFORE.values() for name in names]
+    return ", ".join(f"[`docs/bench/{name}`](bench/{name})" for name in names)
 
 
 def readme() -> str:
