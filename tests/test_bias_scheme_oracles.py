@@ -685,7 +685,7 @@ def test_fire_v_shaped_segments_count_the_kinks_below_each_entry(seed):
     for count in (0, 1, 3, candidates.numel()):
         kinks = candidates[torch.randperm(candidates.numel(), generator=generator)[:count]]
         kinks = kinks.sort().values
-        got = fire_module.v_shaped_segments(x, kinks, diagonal)
+        got = fire_module.VShapedCrossings(x, kinks, diagonal).segments()
         assert torch.equal(got, torch.bucketize(x, kinks)), count
 
 

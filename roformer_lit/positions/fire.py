@@ -79,7 +79,7 @@ def scalar_relu_mlp(
     ``s`` is the number of kinks strictly below ``x``; at a kink itself both sides give
     the same value (ReLU is continuous). It is ``bucketize(x, kinks)``, or, given
     ``diagonal`` (each row of ``x`` falls to 0 at its column ``diagonal`` and rises after
-    it, as FIRE's distances do), :func:`v_shaped_segments`, a search per row and kink."""
+    it, as FIRE's distances do), :class:`VShapedCrossings`, a search per row and kink."""
     w, b = first.weight[:, 0], first.bias
     kinks = torch.where(w != 0, -b / torch.where(w != 0, w, 1), torch.inf).detach()
     kinks, order = torch.sort(kinks)
@@ -154,12 +154,6 @@ class VShapedCrossings:
             [everything.expand(-1, self.below), above, torch.zeros_like(everything)], 1
         )  # U_0 .. U_{K-1}, U_K = 0
         return torch.cat([everything, above[:, :-1]], 1) - above
-
-
-def v_shaped_segments(x: Tensor, kinks: Tensor, diagonal: Tensor) -> Tensor:
-    """``bucketize(x, kinks)`` for rows falling to 0 at ``diagonal`` and rising after it
-    (:class:`VShapedCrossings`)."""
-    return VShapedCrossings(x, kinks, diagonal).segments()
 
 
 class _PiecewiseLinear(torch.autograd.Function):
