@@ -57,9 +57,10 @@ class ScoreBias:
         self.scale = scale
         self.lookup = lookup
         self.rows = rows
-        #: Given, every tensor ``rows`` reads that may need a gradient (its module's
-        #: parameters): no other. A kernel may then call ``rows`` again in backward and send
-        #: the gradient to these alone (rather than recompute the whole block's forward).
+        #: Given, every tensor ``rows`` reads that may need a gradient (a module's parameters,
+        #: or tensors computed before, such as a product of the queries with a table): no
+        #: other. A kernel may then call ``rows`` again in backward and send the gradient to
+        #: these alone (rather than recompute the whole block's forward).
         self.rows_read = rows_read
 
     @property

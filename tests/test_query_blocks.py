@@ -290,18 +290,22 @@ def test_long_rows_never_build_an_l_by_l_tensor(position, piecewise, case, monke
     assert recorder.shapes and not square
 
 
-def graph_leaves(tensor: torch.Tensor) -> list[torch.Tensor]:
-    """Every tensor needing a gradient that ``tensor``'s autograd graph reaches."""
-    leaves, seen, stack = [], set(), [tensor.grad_fn]
+def unnamed_reads(tensor: torch.Tensor, named: tuple[torch.Tensor, ...]) -> list[str]:
+    """The tensors needing a gradient that ``tensor``'s autograd graph reaches without
+    passing through one of ``named`` (leaves not named, by their shapes)."""
+    stops = {t.grad_fn for t in named if t.grad_fn is not None}
+    leaves = {id(t) for t in named if t.grad_fn is None}
+    missed, seen, stack = [], set(), [tensor.grad_fn]
     while stack:
         node = stack.pop()
-        if node is None or node in seen:
+        if node is None or node in seen or node in stops:
             continue
         seen.add(node)
-        if hasattr(node, "variable"):
-            leaves.append(node.variable)
+        variable = getattr(node, "variable", None)
+        if variable is not None and id(variable) not in leaves:
+            missed.append(str(tuple(variable.shape)))
         stack.extend(child for child, _ in node.next_functions)
-    return leaves
+    return missed
 
 
 @pytest.mark.parametrize(("position", "piecewise"), FORMS)
@@ -311,16 +315,17 @@ def test_rows_read_names_every_tensor_the_rows_need_a_gradient_of(
 ):
     """A bias that names what its ``rows`` read (``rows_read``) is rebuilt in backward and
     its gradient sent to those tensors alone: its rows' graph reaches no other tensor that
-    needs a gradient (q, k, v, or another module's weight would lose theirs)."""
+    needs a gradient except through them (q, k, v, or a weight would lose their share)."""
     if piecewise:
         monkeypatch.setattr(fire_module, "PIECEWISE_FROM", 1)
     _, inputs, score = layer_inputs(position, None, CASES[case][2])
     if score.rows is None or score.rows_read is None:
         pytest.skip(f"{position}'s bias does not name what its rows read")
-    named = {id(t) for t in score.rows_read}
     for start, stop in [(0, 4), (4, LENGTH)]:
-        reached = graph_leaves(score.rows(start, stop))
-        assert reached and all(id(t) in named for t in reached)
+        block = score.rows(start, stop)
+        assert block.requires_grad
+        assert unnamed_reads(block, score.rows_read) == []
+        assert unnamed_reads(block, ())  # without the names, the walk reaches tensors
 
 
 class OperatorCounter(TorchDispatchMode):

@@ -133,12 +133,13 @@ class _FusedAttentionRebuildingMask(torch.autograd.Function):
     """The fused kernel for a mask rebuilt in backward by ``rebuild()`` instead of kept
     (blocks of a bias on long rows: memory stays linear in the length without recomputing
     the attention's forward). A mask that needs no gradient takes the fused kernel's own
-    backward; one read from ``parameters`` (and from no other tensor that needs a
-    gradient) is rebuilt with its graph, and ``dmask`` goes back through it to them."""
+    backward; one read from ``reads`` (and from no other tensor that needs a gradient:
+    parameters, or tensors computed before) is rebuilt with its graph, and ``dmask`` goes
+    back through it to them, whence autograd carries it on."""
 
     @staticmethod
     def forward(
-        ctx, q: Tensor, k: Tensor, v: Tensor, rebuild, scale: float, *parameters: Tensor
+        ctx, q: Tensor, k: Tensor, v: Tensor, rebuild, scale: float, *reads: Tensor
     ) -> Tensor:  # noqa: ANN001
         with torch.no_grad():
             mask = rebuild().to(q.dtype)
@@ -146,23 +147,21 @@ class _FusedAttentionRebuildingMask(torch.autograd.Function):
             q, k, v, 0.0, False, attn_mask=mask, scale=scale
         )
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.rebuild, ctx.scale, ctx.parameters = rebuild, scale, parameters
+        ctx.rebuild, ctx.scale, ctx.reads = rebuild, scale, reads
         return out
 
     @staticmethod
     def backward(ctx, dout: Tensor) -> tuple[Tensor | None, ...]:
         q, k, v, out, lse = ctx.saved_tensors
         dout = dout.contiguous()
-        wanted = [
-            p for p, need in zip(ctx.parameters, ctx.needs_input_grad[5:], strict=True) if need
-        ]
+        wanted = [t for t, need in zip(ctx.reads, ctx.needs_input_grad[5:], strict=True) if need]
         if not wanted:
             with torch.no_grad():
                 mask = ctx.rebuild().to(q.dtype)
             dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
                 dout, q, k, v, out, lse, 0.0, False, attn_mask=mask, scale=ctx.scale
             )
-            return dq, dk, dv, None, None, *(None for _ in ctx.parameters)
+            return dq, dk, dv, None, None, *(None for _ in ctx.reads)
         with torch.enable_grad():
             mask = ctx.rebuild().to(q.dtype)
         dq, dk, dv, dmask = _backward_with_mask(q, k, v, mask.detach(), out, lse, dout, ctx.scale)
@@ -177,13 +176,13 @@ def fused_attention_rebuilding_mask(
     v: Tensor,
     rebuild: Callable[[], Tensor],
     scale: float,
-    parameters: tuple[Tensor, ...] = (),
+    reads: tuple[Tensor, ...] = (),
 ) -> Tensor:
     """``softmax(q k^T * scale + rebuild()) v`` on the fused CPU kernel, the mask never
     kept: ``rebuild`` is called in forward (under ``no_grad``) and again in backward. A
-    mask that needs a gradient must be a function of ``parameters`` alone (no other
-    tensor that needs one): its gradient reaches them through the rebuilt mask."""
-    return _FusedAttentionRebuildingMask.apply(q, k, v, rebuild, scale, *parameters)
+    mask that needs a gradient must be a function of ``reads`` alone among the tensors
+    that need one: its gradient reaches them through the rebuilt mask."""
+    return _FusedAttentionRebuildingMask.apply(q, k, v, rebuild, scale, *reads)
 
 
 def fused_attention_with_bias(

@@ -17,7 +17,8 @@ dropout draws the same mask again), so backward stores only the inputs and the
 price is one more forward of the attention (and of the bias) per step. Gradients reach the
 scheme's tables through its lookup or ``rows``, block by block. On the fused CPU kernel a
 bias that needs no gradient (fixed ALiBi), or whose ``rows`` read no tensor needing a
-gradient but those it names (``ScoreBias.rows_read``: FIRE's parameters), skips the
+gradient but those it names (``ScoreBias.rows_read``: FIRE's parameters, XL's and DeBERTa's
+products of the queries and keys with their tables), skips the
 checkpoint: each block keeps only its output and log-sum-exp, and its mask is rebuilt in
 backward, its gradient sent through the rebuilt mask to the named tensors
 (:func:`~roformer_lit.attention.cpu_fused_bias.fused_attention_rebuilding_mask`).
@@ -128,16 +129,16 @@ def query_blocked_softmax(
     # on the fused kernel, a bias that needs no gradient (fixed ALiBi; read off the mask of
     # the first query row alone) or whose rows read only the tensors it names: each block's
     # mask is rebuilt in backward instead of checkpointing the block (no second forward)
-    parameters = bias.rows_read if bias.rows is not None else None
-    if fused and recompute and parameters is None:
-        parameters = None if _block_mask(q, 0, 1, **masks).requires_grad else ()
+    reads = bias.rows_read if bias.rows is not None else None
+    if fused and recompute and reads is None:
+        reads = None if _block_mask(q, 0, 1, **masks).requires_grad else ()
     pieces = []
     for start in range(0, length, block):
         stop = min(start + block, length)
-        if fused and recompute and parameters is not None:
+        if fused and recompute and reads is not None:
             rebuild = functools.partial(_block_mask, q.detach(), start, stop, **masks)
             piece = fused_attention_rebuilding_mask(
-                q[..., start:stop, :], k, v, rebuild, scale, parameters
+                q[..., start:stop, :], k, v, rebuild, scale, reads
             )
         elif recompute:
             piece = checkpoint(_attend_rows, q, k, v, start, stop, use_reentrant=False, **options)

@@ -142,7 +142,10 @@ class DebertaLayer(LayerPosition):
                 return p2c
             return c2p if p2c is None else c2p + p2c
 
-        return ScoreBias(scale=self.scale, build=build, lookup=lookup, rows=rows)
+        products = tuple(t for t in (by_query, by_key) if t is not None)
+        return ScoreBias(
+            scale=self.scale, build=build, lookup=lookup, rows=rows, rows_read=products
+        )
 
 
 class DebertaPosition(PositionScheme):

@@ -110,7 +110,7 @@ class XLLayer(LayerPosition):
             starts = range(0, length, BLOCK_ROWS)
             return torch.cat([rows(s, min(s + BLOCK_ROWS, length)) for s in starts], dim=2)
 
-        return ScoreBias(build=build, rows=rows, scale=scale)
+        return ScoreBias(build=build, rows=rows, scale=scale, rows_read=(queries, r, content_bias))
 
     def score_at_positions(self, q: Tensor, k: Tensor, sin: Tensor, cos: Tensor) -> ScoreBias:
         """The ``[B, h, L, L]`` score bias at per-example positions, from their sines and
@@ -127,7 +127,12 @@ class XLLayer(LayerPosition):
         def rows(start: int, stop: int) -> Tensor:
             return by_query[:, :, start:stop] @ by_key + content_bias
 
-        return ScoreBias(build=lambda: by_query @ by_key + content_bias, rows=rows, scale=scale)
+        return ScoreBias(
+            build=lambda: by_query @ by_key + content_bias,
+            rows=rows,
+            scale=scale,
+            rows_read=(by_query, by_key, content_bias),
+        )
 
 
 class TransformerXLPosition(PositionScheme):
