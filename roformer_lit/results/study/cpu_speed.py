@@ -20,12 +20,15 @@ FUSED = "cpu-2026-11-27-bias-rows-512-2048.txt"
 SECOND = "cpu-2026-11-27-bias-rows-2048-second.txt"
 KEPT = "cpu-2026-11-27-bias-rows-kept-subnormals-2048.txt"
 LONG = "cpu-2026-11-27-bias-rows-8192.txt"
-#: The same before FIRE's rows were computed from the grid's shape and rebuilt in backward
-#: rather than checkpointed (two runs at 2,048 tokens, one at 8,192).
-FIRE_BEFORE = {
+#: The same before FIRE's rows were computed from the grid's shape and before the blocks of
+#: FIRE, XL and DeBERTa rebuilt their bias in backward rather than being checkpointed: the
+#: raw outputs per length, and the schemes those changes touch at that length (at 2,048
+#: tokens XL and DeBERTa take the dense path, which they did not change).
+BEFORE = {
     2048: ("cpu-2026-11-27-bias-offset-512-2048.txt", "cpu-2026-11-27-bias-offset-2048-second.txt"),
     8192: ("cpu-2026-11-27-bias-offset-8192.txt",),
 }
+CHANGED = {2048: ("fire",), 8192: ("fire", "xl", "deberta")}
 #: The same at 8,192 tokens before a bias of ``(h, i - j)`` was read through a view of its
 #: table (ALiBi, T5 and KERPLE then ran in blocks of queries, as the other bias schemes do).
 LONG_BEFORE = "cpu-2026-11-27-bias-fused-8192.txt"
@@ -192,22 +195,28 @@ def findings() -> str:
         f"{_listed(LONG_BEFORE, before, 8192)}.\n"
         f"- With subnormal floats kept (`ROFORMER_LIT_KEEP_SUBNORMALS=1`, same code) at 2,048 "
         f"tokens: {kept}.\n"
-        f"- `fire` before its rows were computed from the grid's shape and rebuilt in backward "
-        f"(raw outputs {_sources_before()}): {_fire_before()}.\n"
+        f"- Before FIRE's rows were computed from the grid's shape and before FIRE's, XL's and "
+        f"DeBERTa's blocks rebuilt their bias in backward instead of being checkpointed (raw "
+        f"outputs {_sources_before()}): {_before()}.\n"
     )
 
 
-def _fire_before() -> str:
-    """FIRE's step / nope in the raw outputs of the code before, per length and run."""
+def _before() -> str:
+    """The changed schemes' step / nope in the raw outputs of the code before, per length
+    (one value per run)."""
     return "; ".join(
         f"{length:,} tokens "
-        + ", ".join(f"{bench_table(name)[('fire', length)]['step / nope']}×" for name in names)
-        for length, names in FIRE_BEFORE.items()
+        + ", ".join(
+            f"`{scheme}` "
+            + " and ".join(f"{bench_table(n)[(scheme, length)]['step / nope']}×" for n in names)
+            for scheme in CHANGED[length]
+        )
+        for length, names in BEFORE.items()
     )
 
 
 def _sources_before() -> str:
-    names = [name for names in FIRE_BEFORE.values() for name in names]
+    names = [name for names in BEFORE.values() for name in names]
     return ", ".join(f"[`docs/bench/{name}`](bench/{name})" for name in names)
 
 
