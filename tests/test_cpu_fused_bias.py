@@ -9,6 +9,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from roformer_lit.attention import cpu_fused_bias
 from roformer_lit.attention.cpu_fused_bias import (
@@ -139,3 +140,27 @@ def test_a_fixed_mask_rebuilt_in_backward_gives_the_same_gradients():
     torch.testing.assert_close(out, want_out, atol=1e-12, rtol=1e-12)
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("named", [1, 2])
+def test_a_mask_rebuilt_in_backward_sends_its_gradient_to_what_it_reads(named):
+    """``fused_attention_rebuilding_mask``: a mask computed from a tensor that needs a
+    gradient (named once, or twice by mistake) gives that tensor SDPA's gradient once, and
+    q, k, v theirs."""
+    generator = torch.Generator().manual_seed(4)
+    q, k, v = (
+        torch.randn(2, 2, 9, 4, dtype=torch.float64, generator=generator).requires_grad_()
+        for _ in range(3)
+    )
+    table = torch.randn(2, 9, 9, dtype=torch.float64, generator=generator).requires_grad_()
+    inputs = [q, k, v, table]
+    got = cpu_fused_bias.fused_attention_rebuilding_mask(
+        q, k, v, lambda: (table * 2)[None], 0.5, (table,) * named
+    )
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=(table * 2)[None], scale=0.5)
+    weight = torch.randn(got.shape, dtype=torch.float64, generator=generator)
+    got_grads = torch.autograd.grad((got * weight).sum(), inputs)
+    want_grads = torch.autograd.grad((want * weight).sum(), inputs)
+    torch.testing.assert_close(got, want)
+    for g, w in zip(got_grads, want_grads, strict=True):
+        torch.testing.assert_close(g, w)

@@ -182,7 +182,8 @@ def fused_attention_rebuilding_mask(
     kept: ``rebuild`` is called in forward (under ``no_grad``) and again in backward. A
     mask that needs a gradient must be a function of ``reads`` alone among the tensors
     that need one: its gradient reaches them through the rebuilt mask."""
-    return _FusedAttentionRebuildingMask.apply(q, k, v, rebuild, scale, *reads)
+    distinct = tuple({id(t): t for t in reads}.values())  # a tensor named twice: one share
+    return _FusedAttentionRebuildingMask.apply(q, k, v, rebuild, scale, *distinct)
 
 
 def fused_attention_with_bias(
