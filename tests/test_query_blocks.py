@@ -21,6 +21,7 @@ from roformer_lit.attention.softmax import SoftmaxAttention
 from roformer_lit.positions import fire as fire_module
 from roformer_lit.positions.base import QKVWeights, segment_positions
 from roformer_lit.score_bias import OffsetLookup, bias_rows, dense_from_lookup
+from roformer_lit.testing.checks import unnamed_reads
 
 BATCH, LENGTH = 2, 11
 BIAS_SCHEMES = [name for name, scheme in POSITION_SCHEMES.items() if scheme.needs_score_bias]
@@ -288,24 +289,6 @@ def test_long_rows_never_build_an_l_by_l_tensor(position, piecewise, case, monke
         (op, s) for op, s, held in recorder.shapes if s.count(length) >= 2 and held >= length**2
     ]
     assert recorder.shapes and not square
-
-
-def unnamed_reads(tensor: torch.Tensor, named: tuple[torch.Tensor, ...]) -> list[str]:
-    """The tensors needing a gradient that ``tensor``'s autograd graph reaches without
-    passing through one of ``named`` (leaves not named, by their shapes)."""
-    stops = {t.grad_fn for t in named if t.grad_fn is not None}
-    leaves = {id(t) for t in named if t.grad_fn is None}
-    missed, seen, stack = [], set(), [tensor.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen or node in stops:
-            continue
-        seen.add(node)
-        variable = getattr(node, "variable", None)
-        if variable is not None and id(variable) not in leaves:
-            missed.append(str(tuple(variable.shape)))
-        stack.extend(child for child, _ in node.next_functions)
-    return missed
 
 
 @pytest.mark.parametrize(("position", "piecewise"), FORMS)

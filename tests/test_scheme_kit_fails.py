@@ -93,6 +93,34 @@ class _SharedBias(LayerPosition):
         return ctx
 
 
+class ForgetsWhatItsRowsRead(PositionScheme):
+    """A learned per-head slope times ``|i - j|``, given as rows that name what they read,
+    but not the slope (on long rows the slope would learn nothing through the bias)."""
+
+    needs_score_bias = True
+
+    def __init__(self, shape: EncoderShape) -> None:
+        super().__init__(shape)
+        self.slope = nn.Parameter(torch.full((shape.num_heads,), 0.5))
+        self._layer = _SharedBias()
+
+    def prepare(self, length, device, dtype, positions=None) -> ScoreBias:
+        def rows(start: int, stop: int) -> Tensor:
+            i = torch.arange(start, stop, device=device, dtype=dtype)[:, None]
+            j = torch.arange(length, device=device, dtype=dtype)[None, :]
+            return -(self.slope[:, None, None] * (i - j).abs())[None]
+
+        return ScoreBias(
+            build=lambda: rows(0, length),
+            rows=rows,
+            scale=self.shape.head_size**-0.5,
+            rows_read=(),
+        )
+
+    def layer(self, index: int) -> LayerPosition:
+        return self._layer
+
+
 class WrongReference(AlibiPosition):
     """ALiBi whose reference doubles the paper's slopes."""
 
@@ -129,6 +157,7 @@ class RightReference(AlibiPosition):
         (HalfPrecisionInFloat32, "float64", "float32 disagrees with float64"),
         (NanGradient, "gradients", "non-finite gradients"),
         (WrongReference, "reference", "differs from the reference"),
+        (ForgetsWhatItsRowsRead, "rows_read", "that rows_read does not name"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else None,
 )
@@ -148,6 +177,7 @@ def test_the_kit_fails_a_broken_scheme_naming_check_and_scheme(scheme, check, wo
         (HalfPrecisionInFloat32, "translation"),
         (NanGradient, "float64"),
         (RightReference, "reference"),
+        (ForgetsWhatItsRowsRead, "gradients"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else value,
 )

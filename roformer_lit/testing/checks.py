@@ -19,7 +19,12 @@ code path for the property at stake:
 - ``float64``: the float32 model agrees with the same weights in float64;
 - ``gradients``: the MLM loss's gradient is finite and reaches every parameter;
 - ``reference``: where the class provides the optional ``reference`` hook (below), every
-  layer's attention logits built from its hooks equal it in float64.
+  layer's attention logits built from its hooks equal it in float64;
+- ``rows_read``: a score bias that names what its ``rows`` read (``ScoreBias.rows_read``,
+  which lets long rows rebuild each block's bias in backward and send its gradient to
+  those tensors alone) names every tensor they read that needs a gradient: the autograd
+  graph of each block of rows, walked back, reaches no other (a tensor left out would
+  silently lose its gradient through the bias). A scheme naming nothing passes.
 
 The ``reference`` hook, a staticmethod (or classmethod) of the scheme class::
 
@@ -343,6 +348,50 @@ def check_reference(scheme: type[PositionScheme], attention: str, options: Optio
                     )
 
 
+def unnamed_reads(tensor: Tensor, named: tuple[Tensor, ...]) -> list[str]:
+    """The tensors needing a gradient that ``tensor``'s autograd graph reaches without
+    passing through one of ``named`` (leaves not named, by their shapes)."""
+    stops = {t.grad_fn for t in named if t.grad_fn is not None}
+    leaves = {id(t) for t in named if t.grad_fn is None}
+    missed, seen, stack = [], set(), [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen or node in stops:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None)
+        if variable is not None and id(variable) not in leaves:
+            missed.append(str(tuple(variable.shape)))
+        stack.extend(child for child, _ in node.next_functions)
+    return missed
+
+
+def check_rows_read(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """Every layer's blocks of rows, at ``0 .. L-1`` and at drawn positions, reach no
+    tensor needing a gradient but through those their ``rows_read`` names."""
+    model = visible_model(scheme, attention, options=options).train()
+    built = model.encoder.position
+    heads = model.hparams.num_heads
+    head_size = model.hparams.hidden_size // heads
+    generator = torch.Generator().manual_seed(6)
+    q, k = torch.randn(2, BATCH, heads, LENGTH, head_size, generator=generator).unbind(0)
+    q.requires_grad_(), k.requires_grad_()
+    drawn = random_positions(BATCH, LENGTH, SPAN) if built.reads_positions else None
+    for positions in (None, drawn) if drawn is not None else (None,):
+        ctx = built.prepare(LENGTH, q.device, q.dtype, positions)
+        for index, block in enumerate(model.encoder.layers):
+            qkv = QKVWeights(block.attention.qkv.weight, block.attention.qkv.bias, heads)
+            score = built.layer(index).score(q, k, ctx, qkv)
+            if score is None or score.rows is None or score.rows_read is None:
+                continue
+            for start, stop in ((0, 3), (3, LENGTH)):
+                missed = unnamed_reads(score.rows(start, stop), score.rows_read)
+                assert missed == [], (
+                    f"layer {index}'s rows({start}, {stop}) read tensors needing a gradient "
+                    f"that rows_read does not name (shapes {', '.join(missed)})"
+                )
+
+
 @dataclass(frozen=True)
 class Check:
     """One check: its name, the function, and when it applies to a (class, kernel) pair."""
@@ -367,5 +416,6 @@ CHECKS: dict[str, Check] = {
         Check("float64", check_float64),
         Check("gradients", check_gradients),
         Check("reference", check_reference, lambda scheme, attention: hasattr(scheme, "reference")),
+        Check("rows_read", check_rows_read),
     )
 }
