@@ -318,18 +318,25 @@ def seam_logits(
     return logits
 
 
+def layer_inputs(model: MaskedLM, seed: int) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Random queries and keys ``[B, h, L, d]`` of ``model``'s layer shape (in the default
+    dtype), and drawn positions ``[B, L]`` where its scheme reads positions (else None)."""
+    heads = model.hparams.num_heads
+    head_size = model.hparams.hidden_size // heads
+    generator = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(2, BATCH, heads, LENGTH, head_size, generator=generator).unbind(0)
+    reads = model.encoder.position.reads_positions
+    return q, k, random_positions(BATCH, LENGTH, SPAN) if reads else None
+
+
 def check_reference(scheme: type[PositionScheme], attention: str, options: Options) -> None:
     """Every layer's logits from the hooks equal the class's ``reference`` in float64."""
     reference: Callable[..., Tensor] = scheme.reference  # type: ignore[attr-defined]
     with default_dtype(torch.float64):
         model = visible_model(scheme, attention, options=options).double()
         built = model.encoder.position
-        heads = model.hparams.num_heads
-        head_size = model.hparams.hidden_size // heads
-        generator = torch.Generator().manual_seed(4)
-        q, k = torch.randn(2, BATCH, heads, LENGTH, head_size, generator=generator).unbind(0)
-        reads = built.reads_positions
-        drawn = random_positions(BATCH, LENGTH, SPAN) if reads else None
+        q, k, drawn = layer_inputs(model, seed=4)
+        heads = q.shape[1]
         with torch.no_grad():
             for index, block in enumerate(model.encoder.layers):
                 attention_block = block.attention
@@ -371,12 +378,9 @@ def check_rows_read(scheme: type[PositionScheme], attention: str, options: Optio
     tensor needing a gradient but through those their ``rows_read`` names."""
     model = visible_model(scheme, attention, options=options).train()
     built = model.encoder.position
-    heads = model.hparams.num_heads
-    head_size = model.hparams.hidden_size // heads
-    generator = torch.Generator().manual_seed(6)
-    q, k = torch.randn(2, BATCH, heads, LENGTH, head_size, generator=generator).unbind(0)
+    q, k, drawn = layer_inputs(model, seed=6)
     q.requires_grad_(), k.requires_grad_()
-    drawn = random_positions(BATCH, LENGTH, SPAN) if built.reads_positions else None
+    heads = q.shape[1]
     for positions in (None, drawn) if drawn is not None else (None,):
         ctx = built.prepare(LENGTH, q.device, q.dtype, positions)
         for index, block in enumerate(model.encoder.layers):
