@@ -82,7 +82,7 @@ def scalar_relu_mlp(
     it, as FIRE's distances do), :class:`VShapedCrossings`, a search per row and kink."""
     w, b = first.weight[:, 0], first.bias
     kinks = torch.where(w != 0, -b / torch.where(w != 0, w, 1), torch.inf).detach()
-    kinks, order = torch.sort(kinks)
+    kinks = torch.sort(kinks).values
     finite = kinks[torch.isfinite(kinks)]
     # one point inside each interval: below the first kink, between kinks, above the last
     edges = torch.cat([finite[:1] - 1, (finite[1:] + finite[:-1]) / 2, finite[-1:] + 1])
@@ -115,13 +115,13 @@ class VShapedCrossings:
 
     def __init__(self, x: Tensor, kinks: Tensor, diagonal: Tensor) -> None:
         *_, rows, length = x.shape
-        self.shape, self.kinks = x.shape, kinks.numel()
+        self.shape = x.shape
         columns = torch.arange(length, device=x.device)
         before = columns[None, :] <= diagonal[:, None]  # [r, L]
         flat = x.reshape(-1, rows, length)
         y = torch.where(before, -flat, flat).reshape(-1, length)
         upper = kinks[kinks >= 0].contiguous().expand(y.shape[0], -1).contiguous()
-        self.below = self.kinks - upper.shape[1]
+        self.below = kinks.numel() - upper.shape[1]
         self.prefix = torch.searchsorted(y, -upper)  # [M, K+]: the entries before it above t
         self.suffix = torch.searchsorted(y, upper, right=True)  # the first entry after it
 
@@ -264,6 +264,10 @@ class Fire(nn.Module):
         self.threshold_multiplier = nn.Parameter(torch.tensor(1.0))
         self.register_buffer("init_threshold", torch.tensor(float(threshold)), persistent=False)
 
+    def psi(self, value: Tensor) -> Tensor:
+        """``psi(x) = log(|c x| + 1)``."""
+        return torch.log(torch.abs(self.c * value) + 1)
+
     def forward(
         self,
         length: int,
@@ -279,8 +283,10 @@ class Fire(nn.Module):
             # over positions 0 .. L-1 psi(|i - j|) and psi(max(L_thr, max(i, j))) are read
             # from two [L] vectors; row i of x falls to 0 at column i and rises after it
             steps = torch.arange(length, device=device, dtype=self.c.dtype)
-            psi_distance = torch.log(torch.abs(self.c * steps) + 1)
-            psi_normaliser = torch.log(torch.abs(self.c * torch.maximum(steps, threshold)) + 1)
+            psi_distance, psi_normaliser = (
+                self.psi(steps),
+                self.psi(torch.maximum(steps, threshold)),
+            )
             start, stop, _ = rows.indices(length)
             x = _NormalisedDistances.apply(psi_distance, psi_normaliser + EPS, start, stop)[None]
             diagonal = torch.arange(start, stop, device=device)
@@ -293,8 +299,7 @@ class Fire(nn.Module):
         at_query = pos[:, rows]
         distance = (at_query[:, :, None] - pos[:, None, :]).abs()
         normaliser = torch.maximum(torch.maximum(at_query[:, :, None], pos[:, None, :]), threshold)
-        psi_distance = torch.log(torch.abs(self.c * distance) + 1)
-        psi_normaliser = torch.log(torch.abs(self.c * normaliser) + 1) + EPS
+        psi_distance, psi_normaliser = self.psi(distance), self.psi(normaliser) + EPS
         x = psi_distance / psi_normaliser  # [B or 1, r, L]
         if length >= PIECEWISE_FROM:
             bias = scalar_relu_mlp(x, self.mlp[0], self.mlp[2])
