@@ -9,8 +9,8 @@ import torch
 from model_factory import VALID_PAIRS, random_ids, small_model
 from torch.utils.flop_counter import FlopCounterMode
 
-from roformer_lit.benchmarks.flops import attention_flops, gemm_shapes, training_step_flops
 from roformer_lit.commands import main
+from roformer_lit.training.flops import attention_flops, gemm_shapes, training_step_flops
 
 TINY_BENCH = [
     "--hidden",

@@ -24,7 +24,6 @@ import torch
 
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.attention.softmax import BIAS_BLOCK_FROM
-from roformer_lit.benchmarks.flops import gemm_shapes, nominal_peak_flops, training_step_flops
 from roformer_lit.benchmarks.memory import peak_step_memory_mb
 from roformer_lit.benchmarks.runners import (
     Runner,
@@ -40,6 +39,7 @@ from roformer_lit.machine import describe_machine
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.tool_arguments import LENGTH, MAX_LENGTH, ToolParser, integer, real
+from roformer_lit.training.flops import gemm_shapes, nominal_peak_flops, training_step_flops
 from roformer_lit.validation import divisors
 
 #: Our scheme -> the HF model the README compares it with (all share our block layout).

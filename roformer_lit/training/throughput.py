@@ -21,6 +21,10 @@ from typing import Any
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
+from roformer_lit.batch import IGNORE_INDEX
+from roformer_lit.module import MaskedLM
+from roformer_lit.training.flops import nominal_peak_flops, training_step_flops
+
 
 def tokens_in(batch: Any) -> int:
     """Tokens in a batch: the elements of ``input_ids`` (or of the first tensor)."""
@@ -42,11 +46,25 @@ def peak_memory_mb(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-class Throughput(Callback):
-    """Logs ``perf/tokens_per_s`` and ``perf/peak_mem_mb`` (module docstring)."""
+def step_flops(module: LightningModule, batch: Any) -> float | None:
+    """FLOPs of one training step of an MLM run on ``batch`` (None for other modules or
+    batches without ``input_ids`` and ``labels``)."""
+    if not isinstance(module, MaskedLM) or not isinstance(batch, Mapping):
+        return None
+    ids, labels = batch.get("input_ids"), batch.get("labels")
+    if ids is None or labels is None or ids.dim() != 2:
+        return None
+    masked = int((labels != IGNORE_INDEX).sum())
+    return training_step_flops(module, ids.shape[0], ids.shape[1], masked)
 
-    def __init__(self, clock: Any = time.perf_counter) -> None:
+
+class Throughput(Callback):
+    """Logs ``perf/tokens_per_s``, ``perf/peak_mem_mb``, ``perf/model_tflops`` and
+    ``perf/mfu`` (module docstring); ``peak_flops`` overrides the device's nominal peak."""
+
+    def __init__(self, clock: Any = time.perf_counter, peak_flops: float | None = None) -> None:
         self.clock = clock
+        self.peak_flops = peak_flops
         self._last_batch_end: float | None = None
 
     def on_train_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
@@ -65,7 +83,15 @@ class Throughput(Callback):
     ) -> None:
         now = self.clock()
         if self._last_batch_end is not None:
-            tokens = tokens_in(batch) * max(trainer.world_size, 1)
-            pl_module.log("perf/tokens_per_s", tokens / max(now - self._last_batch_end, 1e-9))
+            seconds = max(now - self._last_batch_end, 1e-9)
+            world = max(trainer.world_size, 1)
+            pl_module.log("perf/tokens_per_s", tokens_in(batch) * world / seconds)
             pl_module.log("perf/peak_mem_mb", peak_memory_mb(pl_module.device))
+            flops = step_flops(pl_module, batch)
+            if flops is not None:
+                rate = flops * world / seconds
+                pl_module.log("perf/model_tflops", rate / 1e12)
+                peak = self.peak_flops or nominal_peak_flops(pl_module.device)
+                if peak:
+                    pl_module.log("perf/mfu", rate / peak)
         self._last_batch_end = now
