@@ -9,6 +9,8 @@ import torch
 from model_factory import VALID_PAIRS, random_ids, small_model
 from torch.utils.flop_counter import FlopCounterMode
 
+from roformer_lit.attention import softmax
+from roformer_lit.benchmarks.runners import Runner, inference_flops
 from roformer_lit.commands import main
 from roformer_lit.training.flops import attention_flops, gemm_shapes, training_step_flops
 
@@ -256,3 +258,28 @@ def test_an_option_whose_table_no_pair_can_fill_is_one_line(flags, words, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: bench: "), err
     assert all(word in err[0] for word in words), err[0]
+
+
+@pytest.mark.parametrize("backend", ["flex", "auto"])
+def test_inference_flops_count_the_sdpa_form_whatever_the_backend(backend, monkeypatch):
+    """FlexAttention's compiled kernel cannot run under torch's FLOP counter (an H200,
+    2026-11-27: ``no implementation found for 'torch.ops.higher_order.flex_attention'``),
+    simulated here by a FlexAttention that raises: the count runs every softmax layer on
+    SDPA and gives each layer back its own backend."""
+    ids = random_ids(2, 16)
+    counts = {}
+    for name in ("sdpa", backend):
+        torch.manual_seed(0)
+        model = small_model("t5", "softmax", attention_kwargs={"backend": name}).eval()
+        runner = Runner(
+            model, lambda: None, torch.device("cpu"), False, logits=lambda m=model: m(ids)
+        )
+        if name != "sdpa":
+
+            def refuse(*args, **kwargs):
+                raise TypeError("no implementation found for flex_attention")
+
+            monkeypatch.setattr(softmax, "flex_softmax", refuse)
+        counts[name] = inference_flops(runner)
+        assert {layer.attention.kernel.backend for layer in model.encoder.layers} == {name}
+    assert counts[backend] == counts["sdpa"] > 0

@@ -150,17 +150,32 @@ def test_a_window_wider_than_the_rows_is_the_global_kernel_bit_for_bit():
         assert torch.equal(kernel(q, k, v, window=2 * LENGTH, **args), kernel(q, k, v, **args))
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="FlexAttention's block mask: CUDA")
+DEVICES_AND_BACKENDS = [
+    pytest.param("cpu", "sdpa", id="cpu-sdpa"),
+    pytest.param("cpu", "auto", id="cpu-auto"),
+    pytest.param(
+        "cuda",
+        "auto",  # FlexAttention's block mask, or the band for a dense-only bias
+        id="cuda",
+        marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("device", "backend"), DEVICES_AND_BACKENDS)
 @pytest.mark.parametrize("position", list(POSITION_SCHEMES))
 @pytest.mark.parametrize("case", list(CASES))
-def test_flex_block_mask_equals_the_oracle_on_cuda(position, case):
+def test_float32_windows_of_a_float64_scheme_equal_the_oracle(device, backend, position, case):
+    """Float32 queries with a scheme whose tables are float64 (XL's and FIRE's dense bias
+    stays float64): every path casts what it hands its kernel (on a GPU, SDPA refuses a
+    float64 mask beside float32 queries: found on an H200, 2026-11-27)."""
     pad, segments = CASES[case]
-    q, k, v, score, rotate, d = kernel_inputs(position, "cuda")
-    pad = None if pad is None else pad.cuda()
-    segments = None if segments is None else segments.cuda()
+    q, k, v, score, rotate, d = kernel_inputs(position, device)
+    pad = None if pad is None else pad.to(device)
+    segments = None if segments is None else segments.to(device)
     with torch.no_grad():  # rotated in float64 (the scheme's tables are), then float32
         q32, k32 = (t.float() for t in ((q, k) if rotate is None else (rotate(q), rotate(k))))
-        got = SoftmaxAttention()(
+        got = SoftmaxAttention(backend=backend)(
             q32,
             k32,
             v.float(),
@@ -171,7 +186,7 @@ def test_flex_block_mask_equals_the_oracle_on_cuda(position, case):
             window=5,
         )
     want = oracle(q, k, v, score, rotate, d, 2, pad, segments)
-    real = torch.ones(BATCH, LENGTH, dtype=torch.bool, device="cuda") if pad is None else pad
+    real = torch.ones(BATCH, LENGTH, dtype=torch.bool, device=device) if pad is None else pad
     torch.testing.assert_close(
         got.double().transpose(1, 2)[real], want.transpose(1, 2)[real], atol=2e-5, rtol=2e-5
     )

@@ -309,6 +309,8 @@ class SoftmaxAttention(AttentionKernel):
             mask = dense if mask is None else dense.masked_fill(~mask, -torch.inf)
             if fused:
                 return fused_attention_with_bias(q, k, v, mask, scale)
+            if mask.dtype == torch.float64 and q.dtype != torch.float64:
+                mask = mask.to(q.dtype)  # SDPA takes a float mask of float32 or q's dtype
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
         )

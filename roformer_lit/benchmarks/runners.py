@@ -5,7 +5,8 @@ batch of a :class:`Shape`, with the step's wall time kept in :class:`Timings`.""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import yaml
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
+from roformer_lit.attention.softmax import SoftmaxAttention
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
 
@@ -115,13 +117,34 @@ class Runner:
 
 def inference_flops(runner: Runner) -> int:
     """The FLOPs of one inference pass of ``runner``, counted by torch's
-    ``FlopCounterMode`` with SDPA on its math backend (the fused CPU kernel reports none;
-    the math form counts each call at the keys it is given: the full row under a mask, a
-    block's window in a banded layer)."""
+    ``FlopCounterMode`` with every softmax layer on SDPA's math backend (the fused CPU
+    kernel reports none, and FlexAttention's compiled kernel cannot run under the counter:
+    found on an H200; the math form counts each call at the keys it is given: the full row
+    under a mask, a block's window in a banded layer)."""
     assert runner.logits is not None, "this runner has no inference pass"
-    with torch.no_grad(), sdpa_kernel([SDPBackend.MATH]), FlopCounterMode(display=False) as count:
+    with (
+        torch.no_grad(),
+        softmax_on_sdpa(runner.model),
+        sdpa_kernel([SDPBackend.MATH]),
+        FlopCounterMode(display=False) as count,
+    ):
         runner.logits()
     return count.get_total_flops()
+
+
+@contextmanager
+def softmax_on_sdpa(model: torch.nn.Module) -> Iterator[None]:
+    """Every :class:`SoftmaxAttention` of ``model`` on backend ``sdpa`` for the block, then
+    back on its own (the same function: the backends agree to float rounding)."""
+    kernels = [module for module in model.modules() if isinstance(module, SoftmaxAttention)]
+    backends = [kernel.backend for kernel in kernels]
+    try:
+        for kernel in kernels:
+            kernel.backend = "sdpa"
+        yield
+    finally:
+        for kernel, backend in zip(kernels, backends, strict=True):
+            kernel.backend = backend
 
 
 def document_segments(shape: Shape, documents: int, device: torch.device) -> torch.Tensor:

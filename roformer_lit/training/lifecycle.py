@@ -146,9 +146,10 @@ def adamw(
     betas: Sequence[float],
     position_lr_scale: float = 1.0,
     position_parameters: Iterable[nn.Parameter] = (),
+    clips_gradients: bool = False,
 ) -> torch.optim.AdamW:
     """AdamW with weight decay on matrices only (none on biases, norms and embeddings);
-    fused into one kernel when every parameter is on the GPU.
+    fused into one kernel where :func:`fuses` says so.
 
     ``position_parameters`` (the position schemes' own: T5's bucket table, FIRE's MLP,
     KERPLE's and learnable ALiBi's per-head scalars, learned tables, XL's and DeBERTa's
@@ -180,8 +181,17 @@ def adamw(
         ],
         lr=learning_rate,
         betas=tuple(betas),
-        fused=all(p.is_cuda for p in everything) or None,
+        fused=fuses(everything, clips_gradients) or None,
     )
+
+
+def fuses(parameters: Sequence[Any], clips_gradients: bool) -> bool:
+    """Whether AdamW runs fused: every parameter on the GPU, and no gradient clipping.
+    Lightning's mixed-precision plugin refuses to clip the gradients of an optimiser that
+    unscales them itself, which a fused one declares (``_step_supports_amp_scaling``), also
+    in bf16 where there is nothing to unscale: fused, ``fit --config configs/size/base.yaml``
+    (``gradient_clip_val: 1.0``, ``bf16-mixed``) stopped at its first step on a GPU."""
+    return bool(parameters) and all(p.is_cuda for p in parameters) and not clips_gradients
 
 
 #: The ``lr_schedule`` values (:func:`lr_factor`).
@@ -394,6 +404,7 @@ class RunModule(L.LightningModule):
             settings.betas,
             settings.position_lr_scale,
             self.position_parameters(),
+            clips_gradients=self._trainer is not None and bool(self.trainer.gradient_clip_val),
         )
         total = self.total_steps()
         schedule = str(settings.lr_schedule)
