@@ -3,6 +3,9 @@
 # cap (a cut run still returns the steps before the cut):
 #   bash scripts/gpu_check.sh [--cpu-dry-run] OUT_DIR
 #   STEPS="3 4" bash scripts/gpu_check.sh OUT_DIR      # only some steps
+#   BUNDLE=$OUT/gpu-check.tar.gz bash scripts/gpu_check.sh /tmp/gpu-check
+#     (OUT_DIR packed into BUNDLE after every step: one file comes back whole from a
+#     device run, which returns at most eight files, also when the run is cut)
 # 1. the GPU-only tests (tests/test_gpu.py, the windowed FlexAttention training step
 #    included): counts and failures;
 # 2. MFU through the command users run: fit --config configs/<s>.yaml --config
@@ -29,8 +32,8 @@ py=python3
 started=$(date +%s)
 runs_dir=$(mktemp -d)  # the fits' run directories; their table (2-mfu.txt) comes back
 
-# step FILE CAP_SECONDS COMMAND...: runs COMMAND under its cap, appending its output to
-# OUT/FILE.txt (at most eight files come back from a device run: one per step)
+# step FILE CAP_SECONDS COMMAND...: runs COMMAND under its cap, its output to OUT/FILE.txt
+# after a first line "# <UTC time> <command>" (the form the study pages read)
 step() {
     local name="$1" cap="$2"
     shift 2
@@ -40,6 +43,9 @@ step() {
     local rc=$?
     echo "# exit $rc after $(( $(date +%s) - begin )) s (cap $cap s)" >> "$out/$name.txt"
     echo "$name: exit $rc, $(( $(date +%s) - begin )) s: ${*:1:4}" | tee -a "$out/machine.txt"
+    if [[ -n "${BUNDLE:-}" ]]; then
+        tar -czf "$BUNDLE" -C "$out" .
+    fi
 }
 
 {
@@ -77,12 +83,12 @@ fi
 for number in $steps; do
     case $number in
     1)
-        step 1-tests 150 $py -m pytest "${tests[@]}" -q -rfE -p no:cacheprovider
+        step 1-tests 150 $py -m pytest "${tests[@]}" -v -rfEs -p no:cacheprovider
         ;;
     2)
         runs=()
         for scheme in rope nope learned; do
-            step 2-fit 100 $py -m roformer_lit fit --config "configs/$scheme.yaml" \
+            step "2-fit-$scheme" 100 $py -m roformer_lit fit --config "configs/$scheme.yaml" \
                 "${size[@]}" "${fit_device[@]}" --model.compile true \
                 --trainer.max_steps "$fit_steps" --trainer.limit_val_batches 0 --trainer.log_every_n_steps 2 \
                 --trainer.logger.init_args.save_dir "$runs_dir" \
@@ -94,7 +100,7 @@ for number in $steps; do
     3)
         for run in "${recipe_runs[@]}"; do
             read -r length batch <<< "$run"
-            step 3-modernbert 150 $py -m roformer_lit bench "${device[@]}" \
+            step "3-modernbert-$length" 150 $py -m roformer_lit bench "${device[@]}" \
                 "${recipe_shape[@]}" --lengths "$length" --batch "$batch" --schemes nope \
                 --kernels softmax --vs-hf --rounds "$rounds" --warmup 2 --no-backends --no-memory
         done
@@ -104,7 +110,7 @@ for number in $steps; do
         for compiled in "" --compile; do
             for run in "${bias_runs[@]}"; do
                 read -r length batch <<< "$run"
-                step 4-bias 150 $py -m roformer_lit bench "${device[@]}" "${bias_shape[@]}" \
+                step "4-bias-$length${compiled:+-compiled}" 150 $py -m roformer_lit bench "${device[@]}" "${bias_shape[@]}" \
                     --lengths "$length" --batch "$batch" $compiled \
                     --schemes nope alibi t5 kerple fire xl deberta --kernels softmax \
                     --rounds "$rounds" --warmup 1 --no-memory

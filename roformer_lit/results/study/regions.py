@@ -18,6 +18,7 @@ from roformer_lit.results.study import (
     budget,
     cpu_speed,
     figures,
+    gpu_speed,
     hybrid,
     locality,
     mlm,
@@ -107,6 +108,8 @@ REGIONS: dict[str, Callable[[], str]] = {
     "cpu-every-scheme": cpu_speed.every_scheme,
     "cpu-bias-memory": cpu_speed.memory,
     "modernbert-vs-hf": recipe_speed.table,
+    "gpu-bias-table": gpu_speed.table,
+    "readme-gpu-bias": gpu_speed.readme,
 }
 
 #: What a region's function raises when the raw outputs lack what it states (a file cut
