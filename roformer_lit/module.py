@@ -7,8 +7,8 @@ decay (to ``min_lr_ratio * learning_rate``), stepped per optimiser step. Logged 
 ``train/loss``, ``train/lr``, ``val/loss``, ``val/acc`` (micro masked-token accuracy),
 ``val/exact`` (position tasks only: the fraction of sequences with a masked token whose
 every masked token is predicted right, exact match of a probe's answers), ``val/ppl`` (and
-``train/skipped_batches`` with ``skip_nonfinite``); ``perf/tokens_per_s`` and
-``perf/peak_mem_mb`` are the trainer's (:class:`~roformer_lit.training.throughput.Throughput`).
+``train/skipped_batches`` with ``skip_nonfinite``); ``perf/*`` (tokens/s, peak memory,
+model TFLOP/s and MFU) are the trainer's (:class:`~roformer_lit.training.throughput.Throughput`).
 
 Fault tolerance: a non-finite training loss or gradient stops the run with
 :class:`TrainingDiverged` naming the step, before the optimiser touches the weights (so no
