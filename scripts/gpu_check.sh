@@ -24,8 +24,22 @@ if [[ "${1:-}" == "--cpu-dry-run" ]]; then
     dry=1
     shift
 fi
-out="${1:?usage: bash scripts/gpu_check.sh [--cpu-dry-run] OUT_DIR}"
+usage="usage: bash scripts/gpu_check.sh [--cpu-dry-run] OUT_DIR"
+refuse() {
+    echo "error: gpu_check.sh: $1" >&2
+    exit 2
+}
+[[ $# -eq 1 ]] || refuse "expected one OUT_DIR after the options, got $# arguments ($usage)"
+out="$1"
+[[ "$out" != -* ]] || refuse "unknown option $out; valid: --cpu-dry-run ($usage)"
 steps="${STEPS:-1 2 3 4}"
+for number in $steps; do
+    [[ "$number" =~ ^[1-4]$ ]] || refuse "STEPS names step '$number'; valid: 1 2 3 4"
+done
+[[ ! -e "$out" || -d "$out" ]] || refuse "OUT_DIR $out exists and is not a folder"
+if [[ -d "$out" && -n "$(ls -A "$out")" ]]; then
+    refuse "OUT_DIR $out is not empty: its outputs would mix with this run's; name a new folder"
+fi
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 py=python3

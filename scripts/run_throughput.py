@@ -21,6 +21,8 @@ TAGS = ("perf/tokens_per_s", "perf/model_tflops", "perf/mfu")
 
 def row(run_dir: Path) -> str:
     """One markdown row: the run's name, the points and the medians of :data:`TAGS`."""
+    if not run_dir.is_dir():
+        return f"| {run_dir.name} | no run directory at {run_dir} | | | | |"
     scalars = read_run(run_dir).scalars
     cells = []
     for tag in TAGS:

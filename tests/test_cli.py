@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ SCALARS = [
     "val/ppl",
     "perf/tokens_per_s",
     "perf/peak_mem_mb",
+    "perf/model_tflops",
 ]
 
 
@@ -52,6 +54,25 @@ def test_fit_writes_scalars_checkpoints_and_config(trained):
     assert ckpt["hyper_parameters"]["position"] == "rope"
     # the vocabulary size came from the data, not from any config
     assert ckpt["hyper_parameters"]["vocab_size"] == ckpt["state_dict"]["head.bias"].numel()
+
+
+def test_run_throughput_reads_the_runs_own_perf_log(trained):
+    """``scripts/run_throughput.py`` (the GPU check's MFU table) over a real run: the
+    medians of the logged points but the first, no MFU on a CPU."""
+    _, run = trained
+    events = read_run(run)
+    out = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "run_throughput.py"), str(run), str(run / "no")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    tokens = [s.value for s in events.scalars["perf/tokens_per_s"]][1:]
+    cells = [c.strip() for c in out.splitlines()[2].strip("|").split("|")]
+    assert cells[:2] == [run.name, str(len(tokens))]
+    assert float(cells[2].replace(",", "")) == pytest.approx(statistics.median(tokens), rel=1e-3)
+    assert cells[4] == "-"  # a CPU has no nominal peak
+    assert "no run directory" in out.splitlines()[3]
 
 
 def test_second_run_gets_its_own_directory(trained):
