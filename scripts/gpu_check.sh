@@ -72,8 +72,11 @@ step() {
 
 if [[ $dry == 1 ]]; then
     device=(--device cpu)
-    size=()
-    fit_device=(--trainer.accelerator cpu --trainer.precision 32-true --data.batch_size 4 --data.max_length 64 --model.max_positions 64)
+    # the GPU's config stack (the size overlay: bf16-mixed, gradient clipping) at a tiny size
+    size=(--config configs/size/base.yaml)
+    fit_device=(--trainer.accelerator cpu --data.batch_size 2 --data.max_length 64
+        --model.max_positions 64 --model.hidden_size 64 --model.num_heads 2
+        --model.num_layers 2 --model.intermediate_size 128 --data.num_workers 0)
     fit_steps=10
     tests=(tests/test_gpu.py tests/test_windowed_attention.py -k "gpu or cuda or flex")
     recipe_shape=(--hidden 64 --layers 4 --heads 2 --intermediate 96 --vocab 512)
