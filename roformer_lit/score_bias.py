@@ -64,6 +64,18 @@ class ScoreBias:
         self.rows_read = rows_read
 
     @property
+    def block_reads(self) -> tuple[Tensor, ...] | None:
+        """Every tensor a block of rows (:func:`bias_rows`) reads that may need a gradient,
+        where known: ``rows_read`` for a bias given as ``rows``; the table of a bias of
+        ``(h, i - j)`` alone (an :class:`OffsetLookup`, whose rows are a view of it); else
+        None (a kernel then recomputes a block's whole forward for its gradients)."""
+        if self.rows is not None:
+            return self.rows_read
+        if isinstance(self.lookup, OffsetLookup):
+            return self.lookup.tables
+        return None
+
+    @property
     def adds_bias(self) -> bool:
         """True if there is a bias at all (False: only the scale differs)."""
         return any(form is not None for form in (self._bias, self._build, self.lookup, self.rows))

@@ -296,18 +296,20 @@ def test_long_rows_never_build_an_l_by_l_tensor(position, piecewise, case, monke
 def test_rows_read_names_every_tensor_the_rows_need_a_gradient_of(
     position, piecewise, case, monkeypatch
 ):
-    """A bias that names what its ``rows`` read (``rows_read``) is rebuilt in backward and
-    its gradient sent to those tensors alone: its rows' graph reaches no other tensor that
-    needs a gradient except through them (q, k, v, or a weight would lose their share)."""
+    """A bias whose blocks of rows name what they read (``block_reads``: ``rows_read``, or
+    the table of a bias of ``(h, i - j)``) is rebuilt in backward and its gradient sent to
+    those tensors alone: its rows' graph reaches no other tensor that needs a gradient
+    except through them (q, k, v, or a weight would lose their share)."""
     if piecewise:
         monkeypatch.setattr(fire_module, "PIECEWISE_FROM", 1)
-    _, inputs, score = layer_inputs(position, None, CASES[case][2])
-    if score.rows is None or score.rows_read is None:
+    _, (q, _, _), score = layer_inputs(position, None, CASES[case][2])
+    if score.block_reads is None:
         pytest.skip(f"{position}'s bias does not name what its rows read")
+    if not bias_rows(score, BATCH, q.shape[1], 0, 1, LENGTH, q.device, q.dtype).requires_grad:
+        pytest.skip(f"{position}'s bias needs no gradient")
     for start, stop in [(0, 4), (4, LENGTH)]:
-        block = score.rows(start, stop)
-        assert block.requires_grad
-        assert unnamed_reads(block, score.rows_read) == []
+        block = bias_rows(score, BATCH, q.shape[1], start, stop, LENGTH, q.device, q.dtype)
+        assert unnamed_reads(block, score.block_reads) == []
         assert unnamed_reads(block, ())  # without the names, the walk reaches tensors
 
 
@@ -356,7 +358,7 @@ def test_a_bias_naming_its_reads_is_attended_once_per_block(position, frozen, mo
     blocks = math.ceil(LENGTH / BLOCKED["bias_block"])
     # fixed: ALiBi's slopes by default, a frozen table; not XL's or DeBERTa's terms of q
     first_row = bias_rows(score, BATCH, heads, 0, 1, LENGTH, torch.device("cpu"), torch.float64)
-    once = not first_row.requires_grad or (score.rows is not None and score.rows_read is not None)
+    once = not first_row.requires_grad or score.block_reads is not None
     assert forwards == (blocks if once else 2 * blocks)
     _, _, want = run(lambda q, k, v, score, pad: oracle(q, k, v, score, pad, None))
     assert len(got) == len(want) > 3 or frozen

@@ -17,8 +17,9 @@ dropout draws the same mask again), so backward stores only the inputs and the
 price is one more forward of the attention (and of the bias) per step. Gradients reach the
 scheme's tables through its lookup or ``rows``, block by block. On the fused CPU kernel a
 bias that needs no gradient (fixed ALiBi), or whose ``rows`` read no tensor needing a
-gradient but those it names (``ScoreBias.rows_read``: FIRE's parameters, XL's and DeBERTa's
-products of the queries and keys with their tables), skips the
+gradient but those it names (``ScoreBias.block_reads``: FIRE's parameters, XL's and
+DeBERTa's products of the queries and keys with their tables, the ``[h, 2L - 1]`` table of
+a bias of ``(h, i - j)`` such as T5's and KERPLE's with padding or documents), skips the
 checkpoint: each block keeps only its output and log-sum-exp, and its mask is rebuilt in
 backward, its gradient sent through the rebuilt mask to the named tensors
 (:func:`~roformer_lit.attention.cpu_fused_bias.fused_attention_rebuilding_mask`).
@@ -129,7 +130,7 @@ def query_blocked_softmax(
     # on the fused kernel, a bias that needs no gradient (fixed ALiBi; read off the mask of
     # the first query row alone) or whose rows read only the tensors it names: each block's
     # mask is rebuilt in backward instead of checkpointing the block (no second forward)
-    reads = bias.rows_read if bias.rows is not None else None
+    reads = bias.block_reads
     if fused and recompute and reads is None:
         reads = None if _block_mask(q, 0, 1, **masks).requires_grad else ()
     pieces = []

@@ -56,6 +56,7 @@ from torch import Tensor
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions.base import PositionScheme, QKVWeights, default_scale
+from roformer_lit.score_bias import bias_rows
 from roformer_lit.testing.models import (
     PAD,
     SHAPES,
@@ -375,7 +376,8 @@ def unnamed_reads(tensor: Tensor, named: tuple[Tensor, ...]) -> list[str]:
 
 def check_rows_read(scheme: type[PositionScheme], attention: str, options: Options) -> None:
     """Every layer's blocks of rows, at ``0 .. L-1`` and at drawn positions, reach no
-    tensor needing a gradient but through those their ``rows_read`` names."""
+    tensor needing a gradient but through those their ``block_reads`` names (``rows_read``,
+    or the table of a bias of ``(h, i - j)``)."""
     model = visible_model(scheme, attention, options=options).train()
     built = model.encoder.position
     q, k, drawn = layer_inputs(model, seed=6)
@@ -386,10 +388,12 @@ def check_rows_read(scheme: type[PositionScheme], attention: str, options: Optio
         for index, block in enumerate(model.encoder.layers):
             qkv = QKVWeights(block.attention.qkv.weight, block.attention.qkv.bias, heads)
             score = built.layer(index).score(q, k, ctx, qkv)
-            if score is None or score.rows is None or score.rows_read is None:
+            reads = None if score is None else score.block_reads
+            if reads is None:
                 continue
             for start, stop in ((0, 3), (3, LENGTH)):
-                missed = unnamed_reads(score.rows(start, stop), score.rows_read)
+                rows = bias_rows(score, q.shape[0], heads, start, stop, LENGTH, q.device, q.dtype)
+                missed = unnamed_reads(rows, reads)
                 assert missed == [], (
                     f"layer {index}'s rows({start}, {stop}) read tensors needing a gradient "
                     f"that rows_read does not name (shapes {', '.join(missed)})"
