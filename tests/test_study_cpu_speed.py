@@ -124,3 +124,27 @@ def test_a_training_step_short_of_the_target_is_said(study_bench: Path):
     text = recipe_speed.table()
     assert "The training step misses the 1.3× target at 512 tokens." in text
     assert "Inference meets it at every length too." in text
+
+
+def _masked_file(ratios: dict[str, str]) -> str:
+    lines = [
+        "# 2026-11-27T00:00:00Z python -m roformer_lit bench --document-mask 4",
+        "| scheme | kernel | L | step ms | step ms, 4 documents masked | masked / plain (median paired) |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [f"| {s} | softmax | 8192 | 10.0 | 20.0 | {r} |" for s, r in ratios.items()]
+    return "\n".join(lines) + "\n"
+
+
+def test_documents_says_where_rebuilt_blocks_are_below_in_every_process(study_bench: Path):
+    files = cpu_speed.DOCUMENTS
+    for name, t5, kerple in (
+        (files["checkpointed"][0], "2.50x", "2.40x"),
+        (files["checkpointed"][1], "2.40x", "2.20x"),
+        (files["rebuilt"][0], "2.10x", "2.30x"),  # kerple: above one checkpointed process
+        (files["rebuilt"][1], "2.20x", "2.10x"),
+    ):
+        (study_bench / name).write_text(_masked_file({"nope": "1.10x", "t5": t5, "kerple": kerple}))
+    text = cpu_speed.documents()
+    assert "| t5 | 2.50x / 2.40x | 2.10x / 2.20x | 20.0 / 20.0 | 20.0 / 20.0 |" in text
+    assert "Rebuilt below checkpointed in every process: `t5`." in text

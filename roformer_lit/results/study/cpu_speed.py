@@ -306,3 +306,59 @@ def memory() -> str:
         f"{share[most]:.0%} of a peak as `bench` measures it (`{most}`) is memory glibc "
         f"kept after it was freed, not tensors alive at once. Raw outputs: {sources}.\n"
     )
+
+
+#: T5 and KERPLE at 8,192 tokens with 4 documents per row (blocks of queries), masked step
+#: against the plain one (``bench --document-mask``), with each block checkpointed (code
+#: 7c919dd) and with its mask rebuilt in backward (8574591), two processes each, alternating.
+DOCUMENTS = {
+    "checkpointed": (
+        "cpu-2026-11-27-documents-8192-checkpointed-1.txt",
+        "cpu-2026-11-27-documents-8192-checkpointed-2.txt",
+    ),
+    "rebuilt": (
+        "cpu-2026-11-27-documents-8192-rebuilt-1.txt",
+        "cpu-2026-11-27-documents-8192-rebuilt-2.txt",
+    ),
+}
+MASKED = "| scheme | kernel | L | step ms | step ms,"
+
+
+def documents() -> str:
+    """Region ``cpu-bias-documents``: per scheme, masked / plain in each process, blocks
+    checkpointed and rebuilt, and the masked step's milliseconds."""
+    head = (
+        "| scheme | masked / plain, checkpointed blocks | masked / plain, rebuilt blocks "
+        "| masked step ms, checkpointed | masked step ms, rebuilt |\n|---|---|---|---|---|\n"
+    )
+    lines = []
+    for scheme in ("nope", "t5", "kerple"):
+        cells = []
+        for column in ("masked / plain (median paired)", None):
+            for side in ("checkpointed", "rebuilt"):
+                rows = [bench_table(name, MASKED)[(scheme, 8192)] for name in DOCUMENTS[side]]
+                if column is None:
+                    column_name = next(c for c in rows[0] if c.endswith("documents masked"))
+                    cells.append(" / ".join(row[column_name] for row in rows))
+                else:
+                    cells.append(" / ".join(row[column] for row in rows))
+        lines.append(f"| {scheme} | " + " | ".join(cells) + " |")
+    apart = []
+    for scheme in ("t5", "kerple"):
+        ratios = {
+            side: [
+                float(
+                    bench_table(name, MASKED)[(scheme, 8192)][
+                        "masked / plain (median paired)"
+                    ].rstrip("x")
+                )
+                for name in names
+            ]
+            for side, names in DOCUMENTS.items()
+        }
+        if max(ratios["rebuilt"]) < min(ratios["checkpointed"]):
+            apart.append(f"`{scheme}`")
+    lines.append(f"\nRebuilt below checkpointed in every process: {', '.join(apart) or 'none'}.")
+    first = DOCUMENTS["rebuilt"][0]
+    sources = ", ".join(f"[`{name}`](bench/{name})" for side in DOCUMENTS.values() for name in side)
+    return head + "\n".join(lines) + f"\n\nRaw outputs: {sources} (`{command(first)}`).\n"

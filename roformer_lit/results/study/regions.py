@@ -107,6 +107,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "readme-cpu-bias": cpu_speed.readme,
     "cpu-every-scheme": cpu_speed.every_scheme,
     "cpu-bias-memory": cpu_speed.memory,
+    "cpu-bias-documents": cpu_speed.documents,
     "modernbert-vs-hf": recipe_speed.table,
     "gpu-bias-table": gpu_speed.table,
     "readme-gpu-bias": gpu_speed.readme,
