@@ -220,31 +220,36 @@ class OffsetLookup(TableLookup):
 class _ToeplitzRows(torch.autograd.Function):
     """``rows[h, r, j] = per_offset[h, start + r - j + L - 1]`` for ``r < stop - start``.
 
-    Forward: window ``r`` of ``unfold`` over the columns from ``start`` holds
-    ``per_offset[h, start + r + j']``; with ``j' = L - 1 - j`` (the flip) row ``start + r``
-    holds the entry of offset ``start + r - j``. Backward: the gradient of column
-    ``start + c`` is the sum of ``grad[h, r, L - 1 - j']`` over ``r + j' = c``: the flipped
-    rows are written into a zeroed ``[h, R, L + R - 1]`` buffer through a view whose row
-    stride is one element longer than the buffer's (row ``r`` lands shifted by ``r``), and
-    the buffer is summed over its rows: two passes over the block, no index tensor."""
+    With ``needed[c] = per_offset[h, start + c]`` (``W = R + L - 1`` columns) and ``f`` its
+    flip, ``rows[r, j] = needed[r + L - 1 - j] = f[R - 1 - r + j]``: row ``r`` is ``f`` read
+    from column ``R - 1 - r`` on. Forward: ``f`` is copied into every row of an
+    ``[h, R, W]`` buffer and the rows are a view of it whose row stride is one element
+    shorter than the buffer's (:func:`receding_rows`): one pass over the block. Backward:
+    the gradient is written through the same view into a buffer whose corners (the columns
+    no row covers) are zeroed, the buffer summed over its rows gives the gradient of each
+    column of ``f``, flipped back on the small ``[h, W]`` sums: two passes over the block,
+    no index tensor."""
 
     @staticmethod
     def forward(ctx, per_offset: Tensor, start: int, stop: int) -> Tensor:
         length = (per_offset.shape[-1] + 1) // 2
         ctx.start, ctx.length = start, length
-        needed = per_offset[:, start : stop + length - 1]
-        # made contiguous before the flip: flipping the overlapping unfold view gives a
-        # column-major block that every reader then copies (0.04 s per 256 x 8,192 block)
-        return needed.unfold(-1, length, 1).contiguous().flip(-1)
+        flipped = per_offset[:, start : stop + length - 1].flip(-1)  # [h, W], small
+        heads, width = flipped.shape
+        count = stop - start
+        buffer = flipped[:, None, :].expand(heads, count, width).contiguous()
+        return receding_rows(buffer, count, length)
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor | None, None, None]:
         heads, count, length = grad.shape
         width = length + count - 1
-        shifted = grad.new_zeros(heads, count, width)
-        shifted_rows(shifted, count, length).copy_(grad.flip(-1))
+        buffer = grad.new_empty(heads, count, width)
+        buffer[..., : count - 1].zero_()  # row r covers columns R - 1 - r .. W - 1 - r
+        buffer[..., length:].zero_()
+        receding_rows(buffer, count, length).copy_(grad)
         d_offset = grad.new_zeros(heads, 2 * length - 1)
-        d_offset[:, ctx.start : ctx.start + width] = shifted.sum(1)
+        d_offset[:, ctx.start : ctx.start + width] = buffer.sum(1).flip(-1)
         return d_offset, None, None
 
 
@@ -261,6 +266,20 @@ def shifted_rows(buffer: Tensor, count: int, length: int) -> Tensor:
         strides.insert(0, step)
         step *= size
     return buffer.as_strided((*leading, count, length), (*strides, width + 1, 1))
+
+
+def receding_rows(buffer: Tensor, count: int, length: int) -> Tensor:
+    """A ``[..., count, length]`` view of a fresh contiguous ``buffer`` (``[..., R, W]``,
+    ``R >= count``, ``W == length + count - 1``) whose row ``r`` starts at column
+    ``count - 1 - r`` of the buffer's row ``r`` (row stride ``W - 1``): the mirror of
+    :func:`shifted_rows`, with every stride positive. The strides come from the shape, not
+    ``stride()``, so that ``torch.compile`` traces it without a graph break."""
+    *leading, rows, width = buffer.shape
+    strides, step = [], rows * width
+    for size in reversed(leading):
+        strides.insert(0, step)
+        step *= size
+    return buffer.as_strided((*leading, count, length), (*strides, width - 1, 1), count - 1)
 
 
 def offset_lookup(per_offset: Tensor) -> OffsetLookup:
