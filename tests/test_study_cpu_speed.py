@@ -148,3 +148,4 @@ def test_documents_says_where_rebuilt_blocks_are_below_in_every_process(study_be
     text = cpu_speed.documents()
     assert "| t5 | 2.50x / 2.40x | 2.10x / 2.20x | 20.0 / 20.0 | 20.0 / 20.0 |" in text
     assert "Rebuilt below checkpointed in every process: `t5`." in text
+    assert "Raw outputs: [`cpu-2026-11-27-documents-8192-checkpointed-1.txt`]" in text

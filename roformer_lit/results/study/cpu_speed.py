@@ -309,8 +309,9 @@ def memory() -> str:
 
 
 #: T5 and KERPLE at 8,192 tokens with 4 documents per row (blocks of queries), masked step
-#: against the plain one (``bench --document-mask``), with each block checkpointed (code
-#: 7c919dd) and with its mask rebuilt in backward (8574591), two processes each, alternating.
+#: against the plain one (``bench --document-mask``), two codes, two processes each,
+#: alternating: each block checkpointed (code 7c919dd) against its mask rebuilt in backward
+#: (8574591); then rows in two passes (8574591) against one (aed93e9).
 DOCUMENTS = {
     "checkpointed": (
         "cpu-2026-11-27-documents-8192-checkpointed-1.txt",
@@ -321,44 +322,57 @@ DOCUMENTS = {
         "cpu-2026-11-27-documents-8192-rebuilt-2.txt",
     ),
 }
+ROWS = {
+    "two passes": (
+        "cpu-2026-11-27-documents-8192-two-passes-1.txt",
+        "cpu-2026-11-27-documents-8192-two-passes-2.txt",
+    ),
+    "one pass": (
+        "cpu-2026-11-27-documents-8192-one-pass-1.txt",
+        "cpu-2026-11-27-documents-8192-one-pass-2.txt",
+    ),
+}
 MASKED = "| scheme | kernel | L | step ms | step ms,"
+RATIO = "masked / plain (median paired)"
+
+
+def _masked_rows(names: tuple[str, ...], scheme: str) -> list[Row]:
+    return [bench_table(name, MASKED)[(scheme, 8192)] for name in names]
+
+
+def compare_masked(sides: dict[str, tuple[str, ...]]) -> str:
+    """Per scheme, masked / plain and the masked step's milliseconds in each process of two
+    codes (``sides``: label -> raw outputs, before first), and which schemes the second
+    code puts below the first in every process."""
+    (before, old), (after, new) = sides.items()
+    head = (
+        f"| scheme | masked / plain, {before} | masked / plain, {after} "
+        f"| masked step ms, {before} | masked step ms, {after} |\n|---|---|---|---|---|\n"
+    )
+    lines, apart = [], []
+    for scheme in ("nope", "t5", "kerple"):
+        rows = {label: _masked_rows(names, scheme) for label, names in sides.items()}
+        step = next(c for c in rows[before][0] if c.endswith("documents masked"))
+        cells = [" / ".join(r[RATIO] for r in rows[label]) for label in sides]
+        cells += [" / ".join(r[step] for r in rows[label]) for label in sides]
+        lines.append(f"| {scheme} | " + " | ".join(cells) + " |")
+        ratios = {label: [float(r[RATIO].rstrip("x")) for r in rows[label]] for label in sides}
+        if scheme != "nope" and max(ratios[after]) < min(ratios[before]):
+            apart.append(f"`{scheme}`")
+    sources = ", ".join(f"[`{name}`](bench/{name})" for names in sides.values() for name in names)
+    return (
+        head
+        + "\n".join(lines)
+        + f"\n\n{after[0].upper() + after[1:]} below {before} in every process: "
+        + f"{', '.join(apart) or 'none'}.\n\nRaw outputs: {sources} (`{command(old[0])}`).\n"
+    )
 
 
 def documents() -> str:
-    """Region ``cpu-bias-documents``: per scheme, masked / plain in each process, blocks
-    checkpointed and rebuilt, and the masked step's milliseconds."""
-    head = (
-        "| scheme | masked / plain, checkpointed blocks | masked / plain, rebuilt blocks "
-        "| masked step ms, checkpointed | masked step ms, rebuilt |\n|---|---|---|---|---|\n"
-    )
-    lines = []
-    for scheme in ("nope", "t5", "kerple"):
-        cells = []
-        for column in ("masked / plain (median paired)", None):
-            for side in ("checkpointed", "rebuilt"):
-                rows = [bench_table(name, MASKED)[(scheme, 8192)] for name in DOCUMENTS[side]]
-                if column is None:
-                    column_name = next(c for c in rows[0] if c.endswith("documents masked"))
-                    cells.append(" / ".join(row[column_name] for row in rows))
-                else:
-                    cells.append(" / ".join(row[column] for row in rows))
-        lines.append(f"| {scheme} | " + " | ".join(cells) + " |")
-    apart = []
-    for scheme in ("t5", "kerple"):
-        ratios = {
-            side: [
-                float(
-                    bench_table(name, MASKED)[(scheme, 8192)][
-                        "masked / plain (median paired)"
-                    ].rstrip("x")
-                )
-                for name in names
-            ]
-            for side, names in DOCUMENTS.items()
-        }
-        if max(ratios["rebuilt"]) < min(ratios["checkpointed"]):
-            apart.append(f"`{scheme}`")
-    lines.append(f"\nRebuilt below checkpointed in every process: {', '.join(apart) or 'none'}.")
-    first = DOCUMENTS["rebuilt"][0]
-    sources = ", ".join(f"[`{name}`](bench/{name})" for side in DOCUMENTS.values() for name in side)
-    return head + "\n".join(lines) + f"\n\nRaw outputs: {sources} (`{command(first)}`).\n"
+    """Region ``cpu-bias-documents``: blocks checkpointed against rebuilt."""
+    return compare_masked(DOCUMENTS)
+
+
+def document_rows() -> str:
+    """Region ``cpu-bias-documents-rows``: a block's rows in two passes against one."""
+    return compare_masked(ROWS)

@@ -108,6 +108,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "cpu-every-scheme": cpu_speed.every_scheme,
     "cpu-bias-memory": cpu_speed.memory,
     "cpu-bias-documents": cpu_speed.documents,
+    "cpu-bias-documents-rows": cpu_speed.document_rows,
     "modernbert-vs-hf": recipe_speed.table,
     "gpu-bias-table": gpu_speed.table,
     "readme-gpu-bias": gpu_speed.readme,
