@@ -260,12 +260,8 @@ def shifted_rows(buffer: Tensor, count: int, length: int) -> Tensor:
     sums along anti-diagonals, ``out[c] = sum_{r + j = c} rows[r, j]`` (the buffer's other
     entries zero). The strides come from the shape, not ``stride()``, so that
     ``torch.compile`` traces it without a graph break."""
-    *leading, rows, width = buffer.shape
-    strides, step = [], rows * width
-    for size in reversed(leading):
-        strides.insert(0, step)
-        step *= size
-    return buffer.as_strided((*leading, count, length), (*strides, width + 1, 1))
+    *leading, _, width = buffer.shape
+    return buffer.as_strided((*leading, count, length), (*_leading_strides(buffer), width + 1, 1))
 
 
 def receding_rows(buffer: Tensor, count: int, length: int) -> Tensor:
@@ -274,12 +270,20 @@ def receding_rows(buffer: Tensor, count: int, length: int) -> Tensor:
     ``count - 1 - r`` of the buffer's row ``r`` (row stride ``W - 1``): the mirror of
     :func:`shifted_rows`, with every stride positive. The strides come from the shape, not
     ``stride()``, so that ``torch.compile`` traces it without a graph break."""
+    *leading, _, width = buffer.shape
+    strides = (*_leading_strides(buffer), width - 1, 1)
+    return buffer.as_strided((*leading, count, length), strides, count - 1)
+
+
+def _leading_strides(buffer: Tensor) -> list[int]:
+    """The strides of a contiguous ``buffer``'s dimensions before its last two, from its
+    shape."""
     *leading, rows, width = buffer.shape
     strides, step = [], rows * width
     for size in reversed(leading):
         strides.insert(0, step)
         step *= size
-    return buffer.as_strided((*leading, count, length), (*strides, width - 1, 1), count - 1)
+    return strides
 
 
 def offset_lookup(per_offset: Tensor) -> OffsetLookup:
