@@ -60,7 +60,7 @@ def test_a_ratio_is_listed_as_the_raw_output_prints_it(study_bench: Path):
         ["# 2026-11-27T00:00:00Z python -m roformer_lit bench", "", header, "|---|", *rows]
     )
     (study_bench / "run.txt").write_text(text + "\n")
-    assert cpu_speed._within(2048, "run.txt") == (["fire"], ["xl"])
+    assert cpu_speed.within(2048, "run.txt") == (["fire"], ["xl"])
     assert cpu_speed._run("run.txt", 2048) == (
         "1 of 2 bias schemes within 1.5×: `fire` 1.495× (in every round for none; not in every "
         "round for `fire` (up to 1.67×)); not within it: `xl` 1.504×"

@@ -106,10 +106,15 @@ def _with_range(name: str, scheme: str, length: int) -> str:
     return row["step / nope"] if spread == "–" else f"{row['step / nope']} ({spread})"
 
 
+def round_range(row: Row) -> tuple[float, float]:
+    """The smallest and largest per-round ``step / nope`` of a table row (``a–b``)."""
+    low, high = row["step / nope, rounds' range"].split("–")
+    return float(low), float(high)
+
+
 def largest_round(name: str, scheme: str, length: int) -> float:
     """The largest per-round ``step / nope`` of ``scheme`` at ``length``."""
-    row = bench_table(name)[(scheme, length)]
-    return float(row["step / nope, rounds' range"].split("–")[-1])
+    return round_range(bench_table(name)[(scheme, length)])[1]
 
 
 def table() -> str:
@@ -138,7 +143,7 @@ def table() -> str:
     return head + "\n".join(lines) + "\n\n" + sources + "\n"
 
 
-def _within(length: int, name: str) -> tuple[list[str], list[str]]:
+def within(length: int, name: str) -> tuple[list[str], list[str]]:
     """The bias schemes whose step / nope at ``length`` is within the target, and the rest."""
     present = [s for s in BIAS_SCHEMES if (s, length) in bench_table(name)]
     meets = [s for s in present if ratio(name, s, length) <= TARGET]
@@ -170,7 +175,7 @@ def _rounds(name: str, schemes: list[str], length: int) -> str:
 def _run(name: str, length: int) -> str:
     """Which bias schemes meet the target at ``length`` in raw output ``name``: the medians,
     and whether every round did."""
-    meets, misses = _within(length, name)
+    meets, misses = within(length, name)
     return (
         f"{len(meets)} of {len(meets) + len(misses)} bias schemes within {TARGET}×: "
         f"{_listed(name, meets, length)} ({_rounds(name, meets, length)}); not within it: "
@@ -222,7 +227,7 @@ def _sources_before() -> str:
 
 def readme() -> str:
     """One sentence for the README, the numbers from the same raw outputs."""
-    meets, misses = _within(2048, FUSED)
+    meets, misses = within(2048, FUSED)
     second_misses = [
         s for s in meets if (s, 2048) in bench_table(SECOND) and ratio(SECOND, s, 2048) > TARGET
     ]
@@ -231,7 +236,7 @@ def readme() -> str:
         if second_misses
         else " (and in a second run)"
     )
-    long_meets, long_misses = _within(8192, LONG)
+    long_meets, long_misses = within(8192, LONG)
     return (
         f"On a 2-core CPU at 2,048 tokens, {len(meets)} of {len(meets) + len(misses)} bias "
         f"schemes train within {TARGET}× of `nope`'s step ({_listed(FUSED, meets, 2048)}; "

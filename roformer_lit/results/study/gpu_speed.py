@@ -9,7 +9,14 @@ raw output that holds no table (a run cut at its time cap) is shown as not run.
 from __future__ import annotations
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.results.study.cpu_speed import BIAS_SCHEMES, TARGET, bench_table, command
+from roformer_lit.results.study.cpu_speed import (
+    BIAS_SCHEMES,
+    TARGET,
+    bench_table,
+    command,
+    round_range,
+    within,
+)
 from roformer_lit.results.study.places import bench_file
 from roformer_lit.results.study.reading import read_text
 
@@ -61,12 +68,6 @@ def _cell(length: int, mode: str, scheme: str) -> str:
     return f"{ratio}, {kernel}"
 
 
-def _range(row: dict[str, str]) -> tuple[float, float]:
-    """The smallest and largest per-round ``step / nope`` of a row (``a–b``)."""
-    low, high = row["step / nope, rounds' range"].split("–")
-    return float(low), float(high)
-
-
 def _compiled_apart() -> str:
     """The schemes whose compiled rounds all lie above (or all below) their eager rounds, per
     length where both ran."""
@@ -76,8 +77,8 @@ def _compiled_apart() -> str:
         if not (_has_table(eager) and _has_table(compiled)):
             continue
         for scheme in BIAS_SCHEMES:
-            e_low, e_high = _range(bench_table(eager)[(scheme, length)])
-            c_low, c_high = _range(bench_table(compiled)[(scheme, length)])
+            e_low, e_high = round_range(bench_table(eager)[(scheme, length)])
+            c_low, c_high = round_range(bench_table(compiled)[(scheme, length)])
             if c_low > e_high:
                 found.append(f"`{scheme}` higher at {length:,}")
             elif c_high < e_low:
@@ -97,11 +98,10 @@ def table() -> str:
     for length, mode in modes:
         name = FILES[(length, mode)]
         if _has_table(name):
-            rows = bench_table(name)
-            within = [s for s in BIAS_SCHEMES if float(rows[(s, length)]["step / nope"]) <= TARGET]
-            counts.append(f"{len(within)} of {len(BIAS_SCHEMES)} at {length:,} {mode}")
+            meets, _ = within(length, name)
+            counts.append(f"{len(meets)} of {len(BIAS_SCHEMES)} at {length:,} {mode}")
             for scheme in BIAS_SCHEMES:
-                low, high = _range(rows[(scheme, length)])
+                low, high = round_range(bench_table(name)[(scheme, length)])
                 if low <= TARGET < high:
                     crossing.append(f"`{scheme}` at {length:,} {mode}")
     ran = [name for name in FILES.values() if _has_table(name)]
@@ -124,10 +124,9 @@ def readme() -> str:
     parts = []
     for (length, mode), name in FILES.items():
         if _has_table(name):
-            rows = bench_table(name)
-            within = [s for s in BIAS_SCHEMES if float(rows[(s, length)]["step / nope"]) <= TARGET]
-            listed = ", ".join(f"`{s}`" for s in within) or "none"
-            parts.append(f"{len(within)} at {length:,} tokens {mode} ({listed})")
+            meets, _ = within(length, name)
+            listed = ", ".join(f"`{s}`" for s in meets) or "none"
+            parts.append(f"{len(meets)} at {length:,} tokens {mode} ({listed})")
     return (
         f"On a GPU ({_machine(FILES[(512, 'eager')]).removeprefix('GPU: ')}, driver "
         f"{_driver()}; BERT-base width, 4 layers, `bash scripts/gpu_check.sh`), of "
