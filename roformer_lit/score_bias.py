@@ -225,10 +225,9 @@ class _ToeplitzRows(torch.autograd.Function):
     from column ``R - 1 - r`` on. Forward: ``f`` is copied into every row of an
     ``[h, R, W]`` buffer and the rows are a view of it whose row stride is one element
     shorter than the buffer's (:func:`receding_rows`): one pass over the block. Backward:
-    the gradient is written through the same view into a buffer whose corners (the columns
-    no row covers) are zeroed, the buffer summed over its rows gives the gradient of each
-    column of ``f``, flipped back on the small ``[h, W]`` sums: two passes over the block,
-    no index tensor."""
+    the gradient of each column of ``f`` is the sum along its diagonal
+    (:func:`receding_sums`), flipped back on the small ``[h, W]`` sums: two passes over the
+    block, no index tensor."""
 
     @staticmethod
     def forward(ctx, per_offset: Tensor, start: int, stop: int) -> Tensor:
@@ -243,13 +242,8 @@ class _ToeplitzRows(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor | None, None, None]:
         heads, count, length = grad.shape
-        width = length + count - 1
-        buffer = grad.new_empty(heads, count, width)
-        buffer[..., : count - 1].zero_()  # row r covers columns R - 1 - r .. W - 1 - r
-        buffer[..., length:].zero_()
-        receding_rows(buffer, count, length).copy_(grad)
         d_offset = grad.new_zeros(heads, 2 * length - 1)
-        d_offset[:, ctx.start : ctx.start + width] = buffer.sum(1).flip(-1)
+        d_offset[:, ctx.start : ctx.start + length + count - 1] = receding_sums(grad).flip(-1)
         return d_offset, None, None
 
 
@@ -273,6 +267,19 @@ def receding_rows(buffer: Tensor, count: int, length: int) -> Tensor:
     *leading, _, width = buffer.shape
     strides = (*_leading_strides(buffer), width - 1, 1)
     return buffer.as_strided((*leading, count, length), strides, count - 1)
+
+
+def receding_sums(rows: Tensor) -> Tensor:
+    """``out[..., c] = sum_r rows[..., r, c - (R - 1 - r)]`` for ``rows`` ``[..., R, L]``,
+    ``c`` in ``0 .. R + L - 2``: the sums of row ``r`` placed from column ``R - 1 - r`` on
+    (:func:`receding_rows`), i.e. along the diagonals ``j - r``. One pass writing the block
+    into a buffer zeroed only where no row lands, one summing it."""
+    *leading, count, length = rows.shape
+    buffer = rows.new_empty(*leading, count, length + count - 1)
+    buffer[..., : count - 1].zero_()  # row r covers columns R - 1 - r .. W - 1 - r
+    buffer[..., length:].zero_()
+    receding_rows(buffer, count, length).copy_(rows)
+    return buffer.sum(-2)
 
 
 def _leading_strides(buffer: Tensor) -> list[int]:

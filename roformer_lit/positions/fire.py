@@ -56,7 +56,7 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
-from roformer_lit.score_bias import receding_rows
+from roformer_lit.score_bias import receding_sums
 from roformer_lit.validation import boolean, check, finite_float_above
 
 MLP_WIDTH = 32
@@ -232,16 +232,11 @@ class _NormalisedDistances(torch.autograd.Function):
     def backward(ctx, dx: Tensor) -> tuple[Tensor | None, Tensor | None, None, None]:
         psi_n, x = ctx.saved_tensors
         start, stop, length = ctx.start, ctx.stop, x.shape[1]
-        count = stop - start
         g = dx / torch.maximum(psi_n[start:stop, None], psi_n[None, :])
         d_psi_d = d_psi_n = None
         if ctx.needs_input_grad[0]:
-            # row r = i - start from column count - 1 - r: column c holds j - i = c - (stop - 1)
-            shifted = g.new_empty(count, length + count - 1)
-            shifted[:, : count - 1].zero_()  # the columns some row does not cover
-            shifted[:, length:].zero_()
-            receding_rows(shifted, count, length).copy_(g)
-            by_offset = shifted.sum(0)  # offsets j - i from -(stop - 1) to L - 1 - start
+            # column c of the sums along j - r holds j - i = c - (stop - 1)
+            by_offset = receding_sums(g)  # offsets j - i from -(stop - 1) to L - 1 - start
             offsets = torch.arange(by_offset.shape[0], device=g.device) - (stop - 1)
             d_psi_d = g.new_zeros(length).index_add_(0, offsets.abs(), by_offset)
         if ctx.needs_input_grad[1]:
