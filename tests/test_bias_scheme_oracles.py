@@ -689,6 +689,24 @@ def test_fire_v_shaped_segments_count_the_kinks_below_each_entry(seed):
         assert torch.equal(got, torch.bucketize(x, kinks)), count
 
 
+@pytest.mark.parametrize("length", [1, 15, 16, 17, 100, 1000])
+def test_prefix_sums_read_the_running_sum_of_each_row_at_its_ends(length):
+    """Each row's sum of its first ``e`` entries, for ends anywhere in ``0 .. L`` (both
+    bounds, the chunk's edges, repeated ends), over leading dimensions: the running sum
+    computed by ``cumsum`` in float64 is the oracle."""
+    generator = torch.Generator().manual_seed(length)
+    values = torch.randn(3, 2, 5, length, generator=generator, dtype=torch.float64)
+    chunk = fire_module.PREFIX_CHUNK
+    edges = torch.tensor([0, length, min(chunk, length), min(chunk - 1, length), length])
+    ends = torch.cat(
+        [torch.randint(0, length + 1, (5, 7), generator=generator), edges.expand(5, -1)], 1
+    )
+    running = torch.cat([torch.zeros(3, 2, 5, 1, dtype=torch.float64), values.cumsum(-1)], -1)
+    want = running.gather(-1, ends.expand(3, 2, -1, -1))
+    got = fire_module.prefix_sums(values, ends)
+    torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
+
+
 def test_fire_over_its_own_positions_takes_the_row_search_with_bucketize_s_values(
     monkeypatch,
 ):
