@@ -36,10 +36,10 @@ def written_out(q, k, v, mask):
     return weights / weights.sum(-1, keepdim=True) @ v
 
 
-def inputs(shape, seed: int):
+def inputs(shape, seed: int, batch: int = BATCH):
     generator = torch.Generator().manual_seed(seed)
     qkv = [
-        torch.randn(BATCH, HEADS, LENGTH, HEAD_SIZE, generator=generator, dtype=torch.float64)
+        torch.randn(batch, HEADS, LENGTH, HEAD_SIZE, generator=generator, dtype=torch.float64)
         for _ in range(3)
     ]
     bias = torch.randn(shape, generator=generator, dtype=torch.float64)
@@ -48,12 +48,16 @@ def inputs(shape, seed: int):
     return [t.requires_grad_() for t in qkv], bias.requires_grad_(), hidden
 
 
+@pytest.mark.parametrize("batch", [BATCH, 1])
 @pytest.mark.parametrize("shape", list(MASK_SHAPES))
 @pytest.mark.parametrize("chunk", [3, 256])
-def test_output_and_every_gradient_equal_the_written_out_softmax(shape, chunk, monkeypatch):
+def test_output_and_every_gradient_equal_the_written_out_softmax(shape, chunk, batch, monkeypatch):
+    """With one example too: a mask of its own rows then takes its gradient in place."""
     monkeypatch.setattr(cpu_fused_bias, "BACKWARD_ROWS", chunk)
-    (q, k, v), bias, hidden = inputs(MASK_SHAPES[shape], seed=1)
-    weight = torch.randn(BATCH, HEADS, LENGTH, HEAD_SIZE, dtype=torch.float64)
+    mask_shape = MASK_SHAPES[shape]
+    mask_shape = (min(mask_shape[0], batch), *mask_shape[1:])
+    (q, k, v), bias, hidden = inputs(mask_shape, seed=1, batch=batch)
+    weight = torch.randn(batch, HEADS, LENGTH, HEAD_SIZE, dtype=torch.float64)
     results = []
     for attend in (fused_attention_with_bias, lambda q, k, v, m, s: written_out(q, k, v, m)):
         mask = bias.masked_fill(hidden, -math.inf)

@@ -103,17 +103,25 @@ def _backward_with_mask(
         mask_h, dmask_h = (m[:, h if mask.shape[1] > 1 else 0] for m in (mask, dmask))
         k_h, v_h, q_h, dout_h = k[:, h], v[:, h], scaled_q[:, h], dout[:, h]
         k_t, v_t = k_h.transpose(1, 2), v_h.transpose(1, 2)
-        dk_h, dv_h = torch.zeros_like(k_h), torch.zeros_like(v_h)  # contiguous: batched GEMMs
+        dk_h = dv_h = None  # the first chunk's products, then accumulated (contiguous)
         for start in range(0, length, BACKWARD_ROWS):
             rows = slice(start, min(start + BACKWARD_ROWS, length))
             probs = torch.matmul(q_h[:, rows], k_t)
             probs.add_(mask_h[:, rows] if per_row else mask_h)
             probs.sub_(lse[:, h, rows]).exp_()
-            dscore = torch.matmul(dout_h[:, rows], v_t)
+            # dS written straight into dmask where these rows of it are one block
+            direct = once and mask.shape[0] == batch and dmask_h[:, rows].is_contiguous()
+            dscore = torch.matmul(dout_h[:, rows], v_t, out=dmask_h[:, rows] if direct else None)
             dscore.sub_(delta[:, h, rows]).mul_(probs)
-            dv_h.baddbmm_(probs.transpose(1, 2), dout_h[:, rows])
+            if dv_h is None or dk_h is None:
+                dv_h = torch.bmm(probs.transpose(1, 2), dout_h[:, rows])
+                dk_h = torch.bmm(dscore.transpose(1, 2), q_h[:, rows])
+            else:
+                dv_h.baddbmm_(probs.transpose(1, 2), dout_h[:, rows])
+                dk_h.baddbmm_(dscore.transpose(1, 2), q_h[:, rows])
             torch.bmm(dscore, k_h, out=dq[:, h, rows])
-            dk_h.baddbmm_(dscore.transpose(1, 2), q_h[:, rows])
+            if direct:
+                continue
             if once and mask.shape[0] == 1:
                 torch.sum(dscore, 0, keepdim=True, out=dmask_h[:, rows])
             elif once:
