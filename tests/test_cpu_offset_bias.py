@@ -11,7 +11,7 @@ import torch
 from model_factory import small_model
 
 from roformer_lit import POSITION_SCHEMES
-from roformer_lit.attention import cpu_offset_bias, softmax
+from roformer_lit.attention import cpu_offset_bias, documents, softmax
 from roformer_lit.attention.cpu_offset_bias import hankel_mask, offset_bias_attention
 from roformer_lit.attention.softmax import SoftmaxAttention
 from roformer_lit.positions.base import QKVWeights
@@ -146,7 +146,8 @@ def test_a_model_on_the_offset_path_equals_the_dense_path(position, mask, monkey
         ("no mask", True),
         ("every key real", True),
         ("a padded key", False),
-        ("documents", False),
+        ("documents", True),
+        ("a document in two runs", False),
         ("backend sdpa", False),
         ("dropout", False),
         ("short row", False),
@@ -155,12 +156,15 @@ def test_a_model_on_the_offset_path_equals_the_dense_path(position, mask, monkey
 def test_the_kernel_takes_the_offset_path_only_where_it_computes_the_same_function(
     case, taken, monkeypatch
 ):
+    """With documents, each one run of its row, one view per document
+    (:mod:`roformer_lit.attention.documents`)."""
     calls = []
-    monkeypatch.setattr(
-        softmax,
-        "offset_bias_attention",
-        lambda *a: calls.append(1) or cpu_offset_bias.offset_bias_attention(*a),
-    )
+    for module in (softmax, documents):
+        monkeypatch.setattr(
+            module,
+            "offset_bias_attention",
+            lambda *a: calls.append(1) or cpu_offset_bias.offset_bias_attention(*a),
+        )
     length = 8  # the fused path from 8 tokens on; the short row starts it at 16
     monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", 16 if case == "short row" else length)
     q = k = v = torch.randn(2, 2, length, 4)
@@ -171,7 +175,10 @@ def test_the_kernel_takes_the_offset_path_only_where_it_computes_the_same_functi
         pad = torch.ones(2, length, dtype=torch.bool)
         pad[1, -1] = case == "every key real"
     kernel = SoftmaxAttention(backend="sdpa" if case == "backend sdpa" else "auto")
-    segments = torch.tensor([[0] * 4 + [1] * 4] * 2) if case == "documents" else None
+    segments = {
+        "documents": torch.tensor([[0] * 4 + [1] * 4] * 2),
+        "a document in two runs": torch.tensor([[0] * 3 + [1] * 2 + [0] * 3] * 2),
+    }.get(case)
     kernel(
         q,
         k,

@@ -16,7 +16,13 @@ from model_factory import small_model
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from roformer_lit import POSITION_SCHEMES
-from roformer_lit.attention import cpu_fused_bias, cpu_offset_bias, query_blocks, softmax
+from roformer_lit.attention import (
+    cpu_fused_bias,
+    cpu_offset_bias,
+    documents,
+    query_blocks,
+    softmax,
+)
 from roformer_lit.attention.softmax import SoftmaxAttention
 from roformer_lit.positions import fire as fire_module
 from roformer_lit.positions.base import QKVWeights, segment_positions
@@ -137,11 +143,12 @@ def test_long_row_paths_and_their_gradients_equal_the_float64_oracle(
     monkeypatch.setattr(query_blocks, "fused_attention_with_bias", counted(fused))
     monkeypatch.setattr(query_blocks, "fused_attention_rebuilding_mask", counted(rebuilding))
     offset_calls = []
-    monkeypatch.setattr(
-        softmax,
-        "offset_bias_attention",
-        lambda *a: offset_calls.append(1) or cpu_offset_bias.offset_bias_attention(*a),
-    )
+    for module in (softmax, documents):
+        monkeypatch.setattr(
+            module,
+            "offset_bias_attention",
+            lambda *a: offset_calls.append(1) or cpu_offset_bias.offset_bias_attention(*a),
+        )
     monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", 4 * BATCH * LENGTH)
     model, inputs, score = layer_inputs(position, segments, positions)
     assert score is not None and score.adds_bias
@@ -149,8 +156,9 @@ def test_long_row_paths_and_their_gradients_equal_the_float64_oracle(
     kernel = SoftmaxAttention(**options)
     got = kernel(*inputs, scale=score.scale, bias=score, key_padding_mask=pad, segment_ids=segments)
     # the path named is the path taken; on the fused kernel a bias of (h, i - j) alone with
-    # no padded key and no segments reads its [h, 2L - 1] table through a view instead
-    by_offset = isinstance(score.lookup, OffsetLookup) and pad is None and segments is None
+    # no padded key reads its [h, 2L - 1] table through a view instead (with documents, one
+    # view per document: each is one run of its row here)
+    by_offset = isinstance(score.lookup, OffsetLookup) and pad is None
     assert bool(offset_calls) == ("fused" in path and by_offset)
     assert bool(calls) == ("fused" in path and not by_offset)
     got, got_grads = output_and_gradients(model, inputs, got, pad)

@@ -22,6 +22,12 @@ and no segments, runs the fused CPU kernel reading the bias's ``[h, 2L - 1]`` ta
 through a strided Hankel view (:mod:`roformer_lit.attention.cpu_offset_bias`): no ``[L, L]``
 tensor at any length, memory linear in ``L``.
 
+With packed documents (``segment_ids``) and no padded key, on the same fused CPU path, a
+global layer with no bias or a bias of ``(h, i - j)`` alone attends each document on its own
+(:mod:`roformer_lit.attention.documents`: SDPA with no mask, or the Hankel view of the
+document's offsets) where every document is one run of its row: ``sum_d n_d^2`` scores
+instead of ``L^2``, no ``[L, L]`` mask.
+
 Otherwise, from ``bias_block_from`` tokens on (default ``BIAS_BLOCK_FROM``), a global layer
 whose bias has a compact form (a lookup or ``rows``: every bias scheme here) and that does
 not take FlexAttention runs SDPA one block of ``bias_block`` queries at a time
@@ -61,6 +67,7 @@ from roformer_lit.attention.banded import banded_softmax
 from roformer_lit.attention.base import AttentionKernel, Rotation
 from roformer_lit.attention.cpu_fused_bias import fused_attention_with_bias, fused_bias_available
 from roformer_lit.attention.cpu_offset_bias import offset_bias_attention
+from roformer_lit.attention.documents import Runs, attend_documents, document_runs
 from roformer_lit.attention.flex import flex_softmax
 from roformer_lit.attention.query_blocks import query_blocked_softmax
 from roformer_lit.attention.window import band_half_width, band_mask
@@ -217,6 +224,28 @@ class SoftmaxAttention(AttentionKernel):
             return None
         return bias.lookup.tables[0]
 
+    def _document_runs(
+        self,
+        q: Tensor,
+        bias: ScoreBias | None,
+        key_padding_mask: Tensor | None,
+        segment_ids: Tensor | None,
+        half: int | None,
+        dropout_p: float,
+    ) -> Runs | None:
+        """The documents of each row when the layer attends them one at a time
+        (:func:`~roformer_lit.attention.documents.attend_documents`), else None: a global
+        layer on the fused CPU path (``_fused_cpu_bias``) with segments and no padded key,
+        no bias or one of ``(h, i - j)`` alone (an
+        :class:`~roformer_lit.score_bias.OffsetLookup`), every document one run of its row."""
+        if half is not None or segment_ids is None or not self._fused_cpu_bias(q, dropout_p):
+            return None
+        if bias is not None and bias.adds_bias and not isinstance(bias.lookup, OffsetLookup):
+            return None
+        if key_padding_mask is not None and not bool(key_padding_mask.all()):
+            return None
+        return document_runs(segment_ids)
+
     def forward(
         self,
         q: Tensor,
@@ -270,6 +299,10 @@ class SoftmaxAttention(AttentionKernel):
                 segment_ids=segment_ids,
                 half_window=half,
             )
+        runs = self._document_runs(q, bias, key_padding_mask, segment_ids, half, dropout_p)
+        if runs is not None:
+            per_offset = bias.lookup.tables[0] if bias is not None and bias.adds_bias else None
+            return attend_documents(q, k, v, runs, scale, per_offset)
         per_offset = self._offset_bias_table(
             q, bias, key_padding_mask, segment_ids, half, dropout_p
         )

@@ -1,0 +1,71 @@
+"""Packed documents attended one document at a time.
+
+    out[b, :, s:e] = softmax(q[b, :, s:e] k[b, :, s:e]^T * scale + bias) v[b, :, s:e]
+    for every run [s, e) of one segment id in row b
+
+With ``segment_ids`` every token attends only to the tokens of its own document, so the
+scores are block-diagonal. Where each document is one contiguous run of its row (packed
+blocks are), that is one attention call per document on the document's own queries, keys
+and values: no ``[L, L]`` mask is built and ``sum_d n_d^2`` score entries are computed
+instead of ``L^2``. A bias of ``(h, i - j)`` alone is, inside a document of ``n`` tokens,
+the same table at offsets ``-(n - 1) .. n - 1`` (columns ``L - n .. L + n - 2`` of the row's
+``[h, 2L - 1]`` table), read through the Hankel view of
+:mod:`roformer_lit.attention.cpu_offset_bias`; with no bias each document is one SDPA call
+with no mask (the fused kernel).
+
+Exact up to float rounding: outside its document a key's probability is ``exp(-inf) = 0``
+in the masked computation. A row whose id comes back after another id (one document in two
+runs) is not a set of contiguous documents: :func:`document_runs` returns None and the
+caller keeps the masked path.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from roformer_lit.attention.cpu_offset_bias import offset_bias_attention
+
+#: ``[start, stop)`` of each document of each row.
+Runs = list[list[tuple[int, int]]]
+
+
+def document_runs(segment_ids: Tensor) -> Runs | None:
+    """The runs of equal ids of each row of ``segment_ids`` ``[B, L]``, or None if an id
+    comes back after another id in some row (its tokens would not be one run)."""
+    batch, length = segment_ids.shape
+    change = (segment_ids[:, 1:] != segment_ids[:, :-1]).nonzero().tolist()
+    starts: list[list[int]] = [[0] for _ in range(batch)]
+    for row, before in change:
+        starts[row].append(before + 1)
+    ids = segment_ids.tolist()
+    runs: Runs = []
+    for row, row_starts in enumerate(starts):
+        if len({ids[row][start] for start in row_starts}) < len(row_starts):
+            return None
+        runs.append(list(zip(row_starts, [*row_starts[1:], length], strict=True)))
+    return runs
+
+
+def attend_documents(
+    q: Tensor, k: Tensor, v: Tensor, runs: Runs, scale: float, per_offset: Tensor | None
+) -> Tensor:
+    """Block-diagonal ``softmax(q k^T * scale + bias) v`` for ``q, k, v`` ``[B, h, L, d]``
+    (already rotated), one call per run; ``per_offset``: the ``[h, 2L - 1]`` table of a bias
+    of ``(h, i - j)`` (column ``i - j + L - 1``), or None for no bias."""
+    length = q.shape[-2]
+    rows = []
+    for row, row_runs in enumerate(runs):
+        pieces = []
+        for start, stop in row_runs:
+            span = (slice(row, row + 1), slice(None), slice(start, stop))
+            q_d, k_d, v_d = q[span], k[span], v[span]
+            if per_offset is None:
+                pieces.append(F.scaled_dot_product_attention(q_d, k_d, v_d, scale=scale))
+            else:
+                size = stop - start
+                table = per_offset[:, length - size : length + size - 1]
+                pieces.append(offset_bias_attention(q_d, k_d, v_d, table, scale))
+        rows.append(torch.cat(pieces, dim=2))
+    return torch.cat(rows, dim=0)
