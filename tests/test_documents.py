@@ -18,6 +18,20 @@ from roformer_lit.attention.documents import attend_documents, document_runs
 from roformer_lit.attention.softmax import SoftmaxAttention
 
 
+@pytest.fixture(autouse=True)
+def any_document_length(monkeypatch):
+    """Documents of any mean length take the path (the rows here are short)."""
+    monkeypatch.setattr(documents, "MIN_MEAN_DOCUMENT", 1)
+
+
+@pytest.mark.parametrize(("minimum", "taken"), [(5, True), (6, False)])
+def test_documents_shorter_than_the_minimum_on_average_keep_the_mask(minimum, taken, monkeypatch):
+    """Two rows of 10 tokens in 4 documents: 5 tokens each on average."""
+    monkeypatch.setattr(documents, "MIN_MEAN_DOCUMENT", minimum)
+    segments = torch.tensor([[0] * 4 + [1] * 6, [2] * 3 + [0] * 7])
+    assert (document_runs(segments) is not None) == taken
+
+
 def test_runs_cover_each_row_in_order_and_carry_one_id_each():
     """Random rows of contiguous documents (sizes 1 and up, ids in any order): the runs
     tile the row, each holds one id, and neighbouring runs differ."""

@@ -126,13 +126,16 @@ def test_a_training_step_short_of_the_target_is_said(study_bench: Path):
     assert "Inference meets it at every length too." in text
 
 
-def _masked_file(ratios: dict[str, str]) -> str:
+def _masked_file(ratios: dict[str, str], masked_ms: dict[str, str] | None = None) -> str:
     lines = [
         "# 2026-11-27T00:00:00Z python -m roformer_lit bench --document-mask 4",
         "| scheme | kernel | L | step ms | step ms, 4 documents masked | masked / plain (median paired) |",
         "|---|---|---|---|---|---|",
     ]
-    lines += [f"| {s} | softmax | 8192 | 10.0 | 20.0 | {r} |" for s, r in ratios.items()]
+    lines += [
+        f"| {s} | softmax | 8192 | 10.0 | {(masked_ms or {}).get(s, '20.0')} | {r} |"
+        for s, r in ratios.items()
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -149,3 +152,71 @@ def test_documents_says_where_rebuilt_blocks_are_below_in_every_process(study_be
     assert "| t5 | 2.50x / 2.40x | 2.10x / 2.20x | 20.0 / 20.0 | 20.0 / 20.0 |" in text
     assert "Rebuilt below checkpointed in every process: `t5`." in text
     assert "Raw outputs: [`cpu-2026-11-27-documents-8192-checkpointed-1.txt`]" in text
+
+
+def test_document_split_states_each_scheme_over_nope_in_each_process(study_bench: Path):
+    """The masked step over ``nope``'s, per process of the one-document-at-a-time code
+    (computed by hand: 2,900 / 2,000 = 1.45, 3,300 / 2,000 = 1.65), against the target."""
+    masked, split = cpu_speed.SPLIT.values()
+    for name in masked:
+        (study_bench / name).write_text(
+            _masked_file({"nope": "1.10x", "t5": "2.10x", "kerple": "2.20x"})
+        )
+    for name, kerple_ms in zip(split, ("2,900.0", "3,300.0"), strict=True):
+        (study_bench / name).write_text(
+            _masked_file(
+                {"nope": "0.40x", "t5": "0.39x", "kerple": "0.41x"},
+                {"nope": "2,000.0", "t5": "2,800.0", "kerple": kerple_ms},
+            )
+        )
+    text = cpu_speed.document_split()
+    assert "One document at a time below masked rows in every process: `t5`, `kerple`." in text
+    assert "`t5` 1.40× and 1.40×, `kerple` 1.45× and 1.65×" in text
+    assert "within 1.5× in both processes: `t5`." in text
+
+
+def test_findings_list_every_earlier_code_and_fire_before_and_after(study_bench: Path):
+    """Each earlier code's ratios for the schemes its change touched, from its own files,
+    and FIRE's alternating processes, as the raw outputs print them."""
+    header = "| scheme | kernel | L | step / nope | step / nope, rounds' range |"
+
+    def write(name: str, rows: dict[tuple[str, int], str]) -> None:
+        body = [f"| {s} | softmax | {n} | {r} | {r}–{r} |" for (s, n), r in rows.items()]
+        (study_bench / name).write_text(
+            "\n".join(
+                ["# 2026-11-28T00:00:00Z python -m roformer_lit bench", "", header, "|---|", *body]
+            )
+            + "\n"
+        )
+
+    schemes = ("alibi", "t5", "kerple", "fire", "xl", "deberta")
+    every = {(s, n): f"1.{i}00" for i, s in enumerate(schemes) for n in (512, 2048, 8192)}
+    for name in (
+        cpu_speed.FUSED,
+        cpu_speed.SECOND,
+        cpu_speed.KEPT,
+        cpu_speed.LONG,
+        cpu_speed.LONG_BEFORE,
+    ):
+        write(name, every)
+    for number, earlier in enumerate(cpu_speed.BEFORE):
+        for names in earlier.outputs.values():
+            for name in names:
+                write(
+                    name,
+                    {
+                        (s, n): f"{number + 2}.{i}11"
+                        for i, s in enumerate(schemes)
+                        for n in (2048, 8192)
+                    },
+                )
+    for label, value in (("before", "4.321"), ("after", "3.987")):
+        for name in cpu_speed.FIRE_ALTERNATING[label]:
+            write(name, {("fire", 8192): value})
+    text = cpu_speed.findings()
+    first, second = cpu_speed.BEFORE
+    assert "8,192 tokens `fire` 2.311×, `xl` 2.411×, `deberta` 2.511×" in text
+    assert "2,048 tokens `fire` 2.311× and 2.311×, `xl` 2.411× and 2.411×" in text
+    assert "2,048 tokens `fire` 3.311× and 3.311×; 8,192 tokens `fire` 3.311×" in text
+    assert first.lacking[1:] in text and second.lacking[1:] in text
+    assert "`fire` 4.321× and 4.321× before, 3.987× and 3.987× after" in text

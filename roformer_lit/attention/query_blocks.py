@@ -19,14 +19,15 @@ scheme's tables through its lookup or ``rows``, block by block. On the fused CPU
 bias that needs no gradient (fixed ALiBi), or whose ``rows`` read no tensor needing a
 gradient but those it names (``ScoreBias.block_reads``: FIRE's parameters, XL's and
 DeBERTa's products of the queries and keys with their tables, the ``[h, 2L - 1]`` table of
-a bias of ``(h, i - j)`` such as T5's and KERPLE's with padding or documents), skips the
+a bias of ``(h, i - j)`` such as T5's and KERPLE's with padding), skips the
 checkpoint: each block keeps only its output and log-sum-exp, and its mask is rebuilt in
 backward, its gradient sent through the rebuilt mask to the named tensors
 (:func:`~roformer_lit.attention.cpu_fused_bias.fused_attention_rebuilding_mask`).
 
-A bias of ``(h, i - j)`` alone with no padded key and no segments never reaches this path
-on the fused CPU kernel: it reads its table through a view instead
-(:mod:`roformer_lit.attention.cpu_offset_bias`, chosen in
+A bias of ``(h, i - j)`` alone with no padded key never reaches this path on the fused CPU
+kernel: it reads its table through a view instead
+(:mod:`roformer_lit.attention.cpu_offset_bias`; with packed documents, each one run of its
+row, one view per document, :mod:`roformer_lit.attention.documents`; both chosen in
 :class:`~roformer_lit.attention.softmax.SoftmaxAttention`).
 
 The row blocks are exact: softmax is per row, so block ``[s, e)`` gives the same rows as the

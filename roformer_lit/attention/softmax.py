@@ -85,8 +85,8 @@ FUSED_FROM_LENGTH = 1024
 #: The dtypes FlexAttention's Triton kernels compute in (no float64 matrix products).
 FLEX_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 #: Global layers with a score bias that do not take the per-offset path (FIRE, XL,
-#: DeBERTa; any bias with padding or segments) attend in blocks of queries from this many
-#: tokens on (below it, the dense bias path). The blocks keep memory linear in the length, in
+#: DeBERTa; any bias with padding, or with segments that are not one run each) attend in
+#: blocks of queries from this many tokens on (below it, the dense bias path). The blocks keep memory linear in the length, in
 #: training too, for the price of the checkpoint's second forward of each block: a memory
 #: path, not a speed-up (docs/performance.md, "Bias schemes on a CPU", has its step times
 #: and peak memory at 8,192 tokens). It starts where a dense layer's float32 scores pass

@@ -9,6 +9,8 @@ against is the performance goal: a bias scheme's step at most ``TARGET`` times t
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import read_text
@@ -16,19 +18,56 @@ from roformer_lit.results.study.reading import read_text
 #: The raw outputs: this code at 512 and 2,048 tokens (batch 4), a second run of the same at
 #: 2,048 tokens, the same with subnormal floats kept (the opt-out), and at 8,192 tokens
 #: (batch 1).
-FUSED = "cpu-2026-11-27-bias-rows-512-2048.txt"
-SECOND = "cpu-2026-11-27-bias-rows-2048-second.txt"
-KEPT = "cpu-2026-11-27-bias-rows-kept-subnormals-2048.txt"
-LONG = "cpu-2026-11-27-bias-rows-8192.txt"
-#: The same before FIRE's rows were computed from the grid's shape and before the blocks of
-#: FIRE, XL and DeBERTa rebuilt their bias in backward rather than being checkpointed: the
-#: raw outputs per length, and the schemes those changes touch at that length (at 2,048
-#: tokens XL and DeBERTa take the dense path, which they did not change).
-BEFORE = {
-    2048: ("cpu-2026-11-27-bias-offset-512-2048.txt", "cpu-2026-11-27-bias-offset-2048-second.txt"),
-    8192: ("cpu-2026-11-27-bias-offset-8192.txt",),
+FUSED = "cpu-2026-11-28-bias-512-2048.txt"
+SECOND = "cpu-2026-11-28-bias-2048-second.txt"
+KEPT = "cpu-2026-11-28-bias-kept-subnormals-2048.txt"
+LONG = "cpu-2026-11-28-bias-8192.txt"
+
+
+class Earlier(NamedTuple):
+    """The same commands run on an earlier code: what it lacked, its raw outputs per length
+    and the schemes the change since touches at that length."""
+
+    lacking: str
+    outputs: dict[int, tuple[str, ...]]
+    changed: dict[int, tuple[str, ...]]
+
+
+#: Earlier codes, latest first.
+BEFORE = (
+    Earlier(
+        "before FIRE's piecewise bias wrote each head's rows from its own tables and summed "
+        "its intervals from chunk sums, and before the fused backward's dS went straight "
+        "into the mask's gradient and its first chunk's products straight into dk and dv",
+        {
+            2048: (
+                "cpu-2026-11-27-bias-rows-512-2048.txt",
+                "cpu-2026-11-27-bias-rows-2048-second.txt",
+            ),
+            8192: ("cpu-2026-11-27-bias-rows-8192.txt",),
+        },
+        {2048: ("fire", "xl", "deberta"), 8192: ("fire", "xl", "deberta")},
+    ),
+    # at 2,048 tokens XL and DeBERTa take the dense path, which this change left alone
+    Earlier(
+        "before FIRE's rows were computed from the grid's shape and before FIRE's, XL's and "
+        "DeBERTa's blocks rebuilt their bias in backward instead of being checkpointed",
+        {
+            2048: (
+                "cpu-2026-11-27-bias-offset-512-2048.txt",
+                "cpu-2026-11-27-bias-offset-2048-second.txt",
+            ),
+            8192: ("cpu-2026-11-27-bias-offset-8192.txt",),
+        },
+        {2048: ("fire",), 8192: ("fire", "xl", "deberta")},
+    ),
+)
+#: FIRE against ``nope`` at 8,192 tokens (batch 1) on the code before the first of
+#: ``BEFORE`` (16e5c61) and after it (09f7e9f), two processes each, alternating.
+FIRE_ALTERNATING = {
+    "before": ("cpu-2026-11-28-fire-8192-before-1.txt", "cpu-2026-11-28-fire-8192-before-2.txt"),
+    "after": ("cpu-2026-11-28-fire-8192-after-1.txt", "cpu-2026-11-28-fire-8192-after-2.txt"),
 }
-CHANGED = {2048: ("fire",), 8192: ("fire", "xl", "deberta")}
 #: The same at 8,192 tokens before a bias of ``(h, i - j)`` was read through a view of its
 #: table (ALiBi, T5 and KERPLE then ran in blocks of queries, as the other bias schemes do).
 LONG_BEFORE = "cpu-2026-11-27-bias-fused-8192.txt"
@@ -200,29 +239,49 @@ def findings() -> str:
         f"{_listed(LONG_BEFORE, before, 8192)}.\n"
         f"- With subnormal floats kept (`ROFORMER_LIT_KEEP_SUBNORMALS=1`, same code) at 2,048 "
         f"tokens: {kept}.\n"
-        f"- Before FIRE's rows were computed from the grid's shape and before FIRE's, XL's and "
-        f"DeBERTa's blocks rebuilt their bias in backward instead of being checkpointed (raw "
-        f"outputs {_sources_before()}): {_before()}.\n"
+        + "".join(
+            f"- {earlier.lacking[0].upper() + earlier.lacking[1:]} (raw outputs "
+            f"{_sources(earlier)}): {_before(earlier)}.\n"
+            for earlier in BEFORE
+        )
+        + f"- {_fire_alternating()}\n"
     )
 
 
-def _before() -> str:
-    """The changed schemes' step / nope in the raw outputs of the code before, per length
+def _before(earlier: Earlier) -> str:
+    """The changed schemes' step / nope in the raw outputs of an earlier code, per length
     (one value per run)."""
     return "; ".join(
         f"{length:,} tokens "
         + ", ".join(
             f"`{scheme}` "
             + " and ".join(f"{bench_table(n)[(scheme, length)]['step / nope']}×" for n in names)
-            for scheme in CHANGED[length]
+            for scheme in earlier.changed[length]
         )
-        for length, names in BEFORE.items()
+        for length, names in earlier.outputs.items()
     )
 
 
-def _sources_before() -> str:
-    names = [name for names in BEFORE.values() for name in names]
+def _sources(earlier: Earlier) -> str:
+    names = [name for names in earlier.outputs.values() for name in names]
     return ", ".join(f"[`docs/bench/{name}`](bench/{name})" for name in names)
+
+
+def _fire_alternating() -> str:
+    """FIRE's step / nope at 8,192 tokens in each process of the codes before and after."""
+    sides = {
+        label: " and ".join(f"{bench_table(n)[('fire', 8192)]['step / nope']}×" for n in names)
+        for label, names in FIRE_ALTERNATING.items()
+    }
+    sources = ", ".join(
+        f"[`{name}`](bench/{name})" for names in FIRE_ALTERNATING.values() for name in names
+    )
+    first = FIRE_ALTERNATING["before"][0]
+    return (
+        f"The first of these changes alone at 8,192 tokens, two processes of each code run "
+        f"alternately: `fire` {sides['before']} before, {sides['after']} after (raw outputs "
+        f"{sources}, `{command(first)}`)."
+    )
 
 
 def readme() -> str:
@@ -381,3 +440,48 @@ def documents() -> str:
 def document_rows() -> str:
     """Region ``cpu-bias-documents-rows``: a block's rows in two passes against one."""
     return compare_masked(ROWS)
+
+
+#: ``nope``, T5 and KERPLE at 8,192 tokens with 4 documents per row: the masked rows of
+#: 16e5c61 (T5 and KERPLE in blocks of queries, ``nope`` on SDPA with the block-diagonal
+#: mask) against one document at a time (09f7e9f), two processes each, alternating.
+SPLIT = {
+    "masked rows": (
+        "cpu-2026-11-28-documents-8192-masked-1.txt",
+        "cpu-2026-11-28-documents-8192-masked-2.txt",
+    ),
+    "one document at a time": (
+        "cpu-2026-11-28-documents-8192-per-document-1.txt",
+        "cpu-2026-11-28-documents-8192-per-document-2.txt",
+    ),
+}
+
+
+def _masked_ms(row: Row) -> float:
+    return float(next(v for c, v in row.items() if c.endswith("documents masked")).replace(",", ""))
+
+
+def document_split() -> str:
+    """Region ``cpu-bias-documents-split``: masked rows against one document at a time, and,
+    one document at a time, each bias scheme's masked step over ``nope``'s masked step in
+    the same process (the ratio of the medians each process prints)."""
+    names = SPLIT["one document at a time"]
+    over = {
+        scheme: [
+            _masked_ms(_masked_rows((name,), scheme)[0])
+            / _masked_ms(_masked_rows((name,), "nope")[0])
+            for name in names
+        ]
+        for scheme in ("t5", "kerple")
+    }
+    listed = ", ".join(
+        f"`{scheme}` " + " and ".join(f"{value:.2f}×" for value in values)
+        for scheme, values in over.items()
+    )
+    meets = [f"`{s}`" for s, values in over.items() if max(values) <= TARGET]
+    return (
+        compare_masked(SPLIT)
+        + f"\nOne document at a time, each scheme's masked step over `nope`'s masked step in "
+        f"the same process: {listed}; within {TARGET}× in both processes: "
+        f"{', '.join(meets) or 'none'}.\n"
+    )
