@@ -2,7 +2,8 @@
 ``bench`` times (hidden 256, 4 layers, 4 heads, FFN 1024, vocab 8192; softmax attention),
 each document count in turn, the two paths alternating step by step (medians of 3 steps
 after one warm-up), with the CLI's process settings. The masked path is what the layer takes
-when :func:`~roformer_lit.attention.documents.document_runs` declines.
+when :func:`~roformer_lit.attention.documents.document_runs` declines; the split side runs
+at every mean document length, ``MIN_MEAN_DOCUMENT`` (the guard this measures) set aside.
 
     python scripts/document_split_speed.py t5 --length 1024 --batch 4 --documents 32 64 128
 """
@@ -10,7 +11,6 @@ when :func:`~roformer_lit.attention.documents.document_runs` declines.
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import sys
 import time
@@ -18,8 +18,9 @@ import time
 import torch
 
 import roformer_lit.commands  # noqa: F401 - what python -m roformer_lit has imported
-from roformer_lit.attention import softmax
+from roformer_lit.attention import documents, softmax
 from roformer_lit.benchmarks.runners import Shape, ours
+from roformer_lit.machine import describe_machine
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.training.denormals import flush_denormals
 from roformer_lit.training.host_memory import keep_freed_memory
@@ -35,8 +36,8 @@ def main(argv: list[str]) -> int:
     keep_freed_memory()
     flush_denormals()
     shape = Shape(ns.batch, ns.length, 256, 4, 4, 1024, 8192)
-    split = softmax.document_runs
-    print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}")
+    split, minimum = softmax.document_runs, documents.MIN_MEAN_DOCUMENT
+    print(f"# {describe_machine(torch.device('cpu'))}")
     print(
         "| scheme | L | batch | documents | tokens each | split ms | masked ms | split / masked |"
     )
@@ -49,12 +50,14 @@ def main(argv: list[str]) -> int:
                 order = ("split", "masked") if step % 2 == 0 else ("masked", "split")
                 for side in order:
                     softmax.document_runs = split if side == "split" else _always_masked
+                    documents.MIN_MEAN_DOCUMENT = 1 if side == "split" else minimum
                     start = time.perf_counter()
                     runner.step(record=False)
                     if step > 0:
                         times[side].append(time.perf_counter() - start)
         finally:
             softmax.document_runs = split
+            documents.MIN_MEAN_DOCUMENT = minimum
         a, b = (statistics.median(times[side]) * 1e3 for side in ("split", "masked"))
         print(
             f"| {ns.scheme} | {ns.length} | {ns.batch} | {count} | {ns.length // count} "
