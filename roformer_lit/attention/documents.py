@@ -31,8 +31,9 @@ from roformer_lit.attention.cpu_offset_bias import offset_bias_attention
 Runs = list[list[tuple[int, int]]]
 #: Documents shorter than this on average keep the masked path: each document costs a few
 #: calls (on the 2-core CPU at 1,024 tokens, batch 4, T5's training step one document at a
-#: time took 1.15x the masked step with 8-token documents and 0.80x with 16-token ones;
-#: ``python scripts/document_split_speed.py``).
+#: time took 1.19x the masked step with 8-token documents and 0.83x with 16-token ones:
+#: ``python scripts/document_split_speed.py t5 --length 1024 --batch 4 --documents 128 64
+#: 32 8``, raw output docs/bench/cpu-2026-11-28-document-split-1024.txt).
 MIN_MEAN_DOCUMENT = 16
 
 

@@ -77,8 +77,8 @@ EVERY = "cpu-2026-11-27-every-scheme.txt"
 #: Peak memory per scheme at 2,048 and 8,192 tokens (batch 1), as ``bench`` measures it and
 #: with freed memory returned to the OS (``scripts/peak_memory.py``).
 MEMORY = {
-    2048: "cpu-2026-11-27-peak-memory-rows-2048.txt",
-    8192: "cpu-2026-11-27-peak-memory-rows-8192.txt",
+    2048: "cpu-2026-11-28-peak-memory-2048.txt",
+    8192: "cpu-2026-11-28-peak-memory-8192.txt",
 }
 #: The schemes that add a score bias, in the order the tables show them.
 BIAS_SCHEMES = ("alibi", "t5", "kerple", "fire", "xl", "deberta")
