@@ -29,7 +29,9 @@ Exact up to float rounding: the same function as
 ``F.scaled_dot_product_attention(q, k, v, attn_mask=b[:, i - j + L - 1], scale=scale)``
 (tests check values and gradients against that in float64). No padding or segment mask:
 those need ``-inf`` per key, which a view of the table cannot hold (the caller takes the
-materialised path then). Speed needs subnormal floats flushed (see
+materialised path then; packed documents that are one run each are attended one by one,
+each through this view of its own offsets, :mod:`roformer_lit.attention.documents`).
+Speed needs subnormal floats flushed (see
 :mod:`roformer_lit.training.denormals`).
 """
 

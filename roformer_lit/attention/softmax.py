@@ -86,11 +86,12 @@ FUSED_FROM_LENGTH = 1024
 FLEX_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 #: Global layers with a score bias that do not take the per-offset path (FIRE, XL,
 #: DeBERTa; any bias with padding, or with segments that are not one run each) attend in
-#: blocks of queries from this many tokens on (below it, the dense bias path). The blocks keep memory linear in the length, in
-#: training too, for the price of the checkpoint's second forward of each block: a memory
-#: path, not a speed-up (docs/performance.md, "Bias schemes on a CPU", has its step times
-#: and peak memory at 8,192 tokens). It starts where a dense layer's float32 scores pass
-#: 1 GiB per head group; set ``bias_block_from`` lower to trade time for memory.
+#: blocks of queries from this many tokens on (below it, the dense bias path). The blocks
+#: keep memory linear in the length, in training too, for the price of the checkpoint's
+#: second forward of each block: a memory path, not a speed-up (docs/performance.md, "Bias
+#: schemes on a CPU", has its step times and peak memory at 8,192 tokens). It starts where
+#: a dense layer's float32 scores pass 1 GiB per head group; set ``bias_block_from`` lower
+#: to trade time for memory.
 BIAS_BLOCK_FROM = 8192
 #: Queries per block there: the transient bias is ``[B, h, BIAS_BLOCK, L]``.
 BIAS_BLOCK = 256
