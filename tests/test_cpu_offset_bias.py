@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from model_factory import small_model
+from model_factory import (
+    assert_same_logits_and_gradients,
+    count_calls,
+    on_both_cpu_paths,
+    small_model,
+)
 
 from roformer_lit import POSITION_SCHEMES
 from roformer_lit.attention import cpu_offset_bias, documents, softmax
@@ -113,31 +118,13 @@ def test_a_model_on_the_offset_path_equals_the_dense_path(position, mask, monkey
     logits and every parameter gradient of the dense SDPA path."""
     ids = torch.randint(1, 97, (2, 12), generator=torch.Generator().manual_seed(1))
     attention_mask = None if mask == "none" else torch.ones(2, 12, dtype=torch.long)
-    calls = []
-    monkeypatch.setattr(
-        softmax,
-        "offset_bias_attention",
-        lambda *a: calls.append(1) or cpu_offset_bias.offset_bias_attention(*a),
+    calls = count_calls(
+        monkeypatch, [softmax], "offset_bias_attention", cpu_offset_bias.offset_bias_attention
     )
     monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", 5 * 2 * 12)
-    results = []
-    for fused_from in (softmax.FUSED_FROM_LENGTH, 2):
-        monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", fused_from)
-        torch.manual_seed(0)
-        model = small_model(position, dropout=0.0).double().train()
-        logits = model(ids, attention_mask=attention_mask)
-        loss = logits.softmax(-1)[..., 5].sum()
-        names, params = zip(*model.named_parameters(), strict=True)
-        grads = torch.autograd.grad(loss, params, allow_unused=True)
-        results.append((logits.detach(), dict(zip(names, grads, strict=True))))
+    dense, offset = on_both_cpu_paths(monkeypatch, position, ids, attention_mask=attention_mask)
     assert calls  # the second model took the offset path
-    (dense, dense_grads), (offset, offset_grads) = results
-    torch.testing.assert_close(offset, dense, atol=1e-10, rtol=1e-10)
-    for name, want in dense_grads.items():
-        got = offset_grads[name]
-        assert (got is None) == (want is None), name
-        if want is not None:
-            torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-10, msg=name)
+    assert_same_logits_and_gradients(offset, dense)
 
 
 @pytest.mark.parametrize(
@@ -158,13 +145,12 @@ def test_the_kernel_takes_the_offset_path_only_where_it_computes_the_same_functi
 ):
     """With documents, each one run of its row, one view per document
     (:mod:`roformer_lit.attention.documents`)."""
-    calls = []
-    for module in (softmax, documents):
-        monkeypatch.setattr(
-            module,
-            "offset_bias_attention",
-            lambda *a: calls.append(1) or cpu_offset_bias.offset_bias_attention(*a),
-        )
+    calls = count_calls(
+        monkeypatch,
+        [softmax, documents],
+        "offset_bias_attention",
+        cpu_offset_bias.offset_bias_attention,
+    )
     monkeypatch.setattr(documents, "MIN_MEAN_DOCUMENT", 1)  # short rows: any document
     length = 8  # the fused path from 8 tokens on; the short row starts it at 16
     monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", 16 if case == "short row" else length)

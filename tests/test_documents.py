@@ -10,7 +10,11 @@ import math
 
 import pytest
 import torch
-from model_factory import small_model
+from model_factory import (
+    assert_same_logits_and_gradients,
+    count_calls,
+    on_both_cpu_paths,
+)
 
 from roformer_lit import POSITION_SCHEMES
 from roformer_lit.attention import documents, softmax
@@ -111,23 +115,12 @@ def test_a_model_with_documents_equals_the_masked_dense_path(position, monkeypat
     SDPA path: logits and every parameter gradient."""
     ids = torch.randint(1, 97, (2, 12), generator=torch.Generator().manual_seed(1))
     segments = torch.tensor([[0] * 5 + [1] * 7, [0] * 2 + [1] * 6 + [2] * 4])
-    results = []
-    for fused_from in (softmax.FUSED_FROM_LENGTH, 2):
-        monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", fused_from)
-        torch.manual_seed(0)
-        model = small_model(position, dropout=0.0).double().train()
-        logits = model(ids, segment_ids=segments)
-        loss = logits.softmax(-1)[..., 5].sum()
-        names, params = zip(*model.named_parameters(), strict=True)
-        grads = torch.autograd.grad(loss, params, allow_unused=True)
-        results.append((logits.detach(), dict(zip(names, grads, strict=True))))
-    (dense, dense_grads), (split, split_grads) = results
-    torch.testing.assert_close(split, dense, atol=1e-10, rtol=1e-10)
-    for name, want in dense_grads.items():
-        got = split_grads[name]
-        assert (got is None) == (want is None), name
-        if want is not None:
-            torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-10, msg=name)
+    calls = count_calls(monkeypatch, [softmax], "attend_documents", documents.attend_documents)
+    dense, split = on_both_cpu_paths(monkeypatch, position, ids, segment_ids=segments)
+    # a scheme with no score bias takes the path (a bias of (h, i - j) alone: see
+    # test_query_blocks; the others keep the mask)
+    assert calls or POSITION_SCHEMES[position].needs_score_bias
+    assert_same_logits_and_gradients(split, dense)
 
 
 @pytest.mark.parametrize(
@@ -147,12 +140,7 @@ def test_the_kernel_attends_documents_one_at_a_time_only_where_it_is_the_same_fu
     case, taken, monkeypatch
 ):
     """No bias: each document one SDPA call with no mask, where the runs are the documents."""
-    calls = []
-    monkeypatch.setattr(
-        softmax,
-        "attend_documents",
-        lambda *a: calls.append(1) or documents.attend_documents(*a),
-    )
+    calls = count_calls(monkeypatch, [softmax], "attend_documents", documents.attend_documents)
     length = 8
     monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", 16 if case == "short row" else length)
     q, k, v = (

@@ -12,7 +12,7 @@ import math
 
 import pytest
 import torch
-from model_factory import small_model
+from model_factory import count_calls, small_model
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from roformer_lit import POSITION_SCHEMES
@@ -142,13 +142,12 @@ def test_long_row_paths_and_their_gradients_equal_the_float64_oracle(
     monkeypatch.setattr(softmax, "fused_attention_with_bias", counted(fused))
     monkeypatch.setattr(query_blocks, "fused_attention_with_bias", counted(fused))
     monkeypatch.setattr(query_blocks, "fused_attention_rebuilding_mask", counted(rebuilding))
-    offset_calls = []
-    for module in (softmax, documents):
-        monkeypatch.setattr(
-            module,
-            "offset_bias_attention",
-            lambda *a: offset_calls.append(1) or cpu_offset_bias.offset_bias_attention(*a),
-        )
+    offset_calls = count_calls(
+        monkeypatch,
+        [softmax, documents],
+        "offset_bias_attention",
+        cpu_offset_bias.offset_bias_attention,
+    )
     monkeypatch.setattr(documents, "MIN_MEAN_DOCUMENT", 1)  # short rows: any document
     monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", 4 * BATCH * LENGTH)
     model, inputs, score = layer_inputs(position, segments, positions)

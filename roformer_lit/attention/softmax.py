@@ -198,7 +198,7 @@ class SoftmaxAttention(AttentionKernel):
             and fused_bias_available(q, dropout_p)
         )
 
-    def _offset_bias_table(
+    def _unmasked_cpu_path(
         self,
         q: Tensor,
         bias: ScoreBias | None,
@@ -206,46 +206,32 @@ class SoftmaxAttention(AttentionKernel):
         segment_ids: Tensor | None,
         half: int | None,
         dropout_p: float,
-    ) -> Tensor | None:
-        """The ``[h, 2L - 1]`` table of a bias of ``(h, i - j)`` when the layer takes
-        :func:`~roformer_lit.attention.cpu_offset_bias.offset_bias_attention` (the fused
-        CPU kernel reading the table through a strided view: no ``[L, L]`` tensor at any
-        length), else None: a global layer on the fused CPU path (``_fused_cpu_bias``) whose
-        bias is an :class:`~roformer_lit.score_bias.OffsetLookup`, with no segments and no
-        padded key (a padding mask with every key real counts as none)."""
-        if (
-            half is not None
-            or segment_ids is not None
-            or bias is None
-            or not isinstance(bias.lookup, OffsetLookup)
-            or not self._fused_cpu_bias(q, dropout_p)
-        ):
+    ) -> tuple[Runs | None, Tensor | None] | None:
+        """Where a global layer on the fused CPU path (``_fused_cpu_bias``) needs no mask:
+        ``(runs, table)``, else None. No padded key (a padding mask with every key real
+        counts as none), and no bias or one of ``(h, i - j)`` alone (an
+        :class:`~roformer_lit.score_bias.OffsetLookup`, whose ``[h, 2L - 1]`` table is
+        ``table``, read through a strided view by
+        :func:`~roformer_lit.attention.cpu_offset_bias.offset_bias_attention`: no ``[L, L]``
+        tensor at any length). Without segments, the whole row with that table (``runs``
+        None; none with no bias, which SDPA's fused kernel takes anyway); with segments,
+        each document on its own where every document is one run of its row (``runs``,
+        :func:`~roformer_lit.attention.documents.attend_documents`)."""
+        if half is not None or not self._fused_cpu_bias(q, dropout_p):
+            return None
+        table = None
+        if bias is not None and bias.adds_bias:
+            if not isinstance(bias.lookup, OffsetLookup):
+                return None
+            table = bias.lookup.tables[0]
+        if segment_ids is None and table is None:
             return None
         if key_padding_mask is not None and not bool(key_padding_mask.all()):
             return None
-        return bias.lookup.tables[0]
-
-    def _document_runs(
-        self,
-        q: Tensor,
-        bias: ScoreBias | None,
-        key_padding_mask: Tensor | None,
-        segment_ids: Tensor | None,
-        half: int | None,
-        dropout_p: float,
-    ) -> Runs | None:
-        """The documents of each row when the layer attends them one at a time
-        (:func:`~roformer_lit.attention.documents.attend_documents`), else None: a global
-        layer on the fused CPU path (``_fused_cpu_bias``) with segments and no padded key,
-        no bias or one of ``(h, i - j)`` alone (an
-        :class:`~roformer_lit.score_bias.OffsetLookup`), every document one run of its row."""
-        if half is not None or segment_ids is None or not self._fused_cpu_bias(q, dropout_p):
-            return None
-        if bias is not None and bias.adds_bias and not isinstance(bias.lookup, OffsetLookup):
-            return None
-        if key_padding_mask is not None and not bool(key_padding_mask.all()):
-            return None
-        return document_runs(segment_ids)
+        if segment_ids is None:
+            return None, table
+        runs = document_runs(segment_ids)
+        return None if runs is None else (runs, table)
 
     def forward(
         self,
@@ -300,14 +286,12 @@ class SoftmaxAttention(AttentionKernel):
                 segment_ids=segment_ids,
                 half_window=half,
             )
-        runs = self._document_runs(q, bias, key_padding_mask, segment_ids, half, dropout_p)
-        if runs is not None:
-            per_offset = bias.lookup.tables[0] if bias is not None and bias.adds_bias else None
-            return attend_documents(q, k, v, runs, scale, per_offset)
-        per_offset = self._offset_bias_table(
-            q, bias, key_padding_mask, segment_ids, half, dropout_p
-        )
-        if per_offset is not None:
+        unmasked = self._unmasked_cpu_path(q, bias, key_padding_mask, segment_ids, half, dropout_p)
+        if unmasked is not None:
+            runs, per_offset = unmasked
+            if runs is not None:
+                return attend_documents(q, k, v, runs, scale, per_offset)
+            assert per_offset is not None
             return offset_bias_attention(q, k, v, per_offset, scale)
         if (
             half is None
