@@ -173,6 +173,9 @@ def test_document_split_states_each_scheme_over_nope_in_each_process(study_bench
     assert "One document at a time below masked rows in every process: `t5`, `kerple`." in text
     assert "`t5` 1.40× and 1.40×, `kerple` 1.45× and 1.65×" in text
     assert "within 1.5× in both processes: `t5`." in text
+    readme = cpu_speed.readme_documents()
+    assert "0.40/0.40× (`nope`), 0.39/0.39× (`t5`) and 0.41/0.41× (`kerple`)" in readme
+    assert "`t5`'s and `kerple`'s take 1.40/1.40× and 1.45/1.65× `nope`'s" in readme
 
 
 def test_findings_list_every_earlier_code_and_fire_before_and_after(study_bench: Path):

@@ -485,3 +485,31 @@ def document_split() -> str:
         f"the same process: {listed}; within {TARGET}× in both processes: "
         f"{', '.join(meets) or 'none'}.\n"
     )
+
+
+def readme_documents() -> str:
+    """Region ``readme-cpu-documents``: one sentence for the README from ``SPLIT``'s
+    one-document-at-a-time raw outputs: each scheme's masked step over its plain step, and
+    T5's and KERPLE's masked step over ``nope``'s, per process."""
+    names = SPLIT["one document at a time"]
+
+    def per_process(scheme: str) -> str:
+        return "/".join(r[RATIO].rstrip("x") for r in _masked_rows(names, scheme))
+
+    over = {
+        scheme: "/".join(
+            f"{_masked_ms(_masked_rows((n,), scheme)[0]) / _masked_ms(_masked_rows((n,), 'nope')[0]):.2f}"
+            for n in names
+        )
+        for scheme in ("t5", "kerple")
+    }
+    return (
+        f"With packed documents (`data.document_mask`) a CPU attends each document on its own "
+        f"from 1,024 tokens, for schemes with no score bias or one of `i - j` alone (FIRE, XL "
+        f"and DeBERTa keep the mask): at 8,192 tokens with 4 documents per row a step takes "
+        f"{per_process('nope')}× (`nope`), {per_process('t5')}× (`t5`) and "
+        f"{per_process('kerple')}× (`kerple`) of the same step without documents, and "
+        f"`t5`'s and `kerple`'s take {over['t5']}× and {over['kerple']}× `nope`'s (two "
+        f"processes each): [performance](docs/performance.md#long-rows-the-bias-per-block-of-"
+        f"queries).\n"
+    )
