@@ -22,6 +22,7 @@ from roformer_lit.attention import documents, softmax
 from roformer_lit.benchmarks.runners import Shape, ours
 from roformer_lit.machine import describe_machine
 from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.tool_arguments import integer
 from roformer_lit.training.denormals import flush_denormals
 from roformer_lit.training.host_memory import keep_freed_memory
 
@@ -29,9 +30,9 @@ from roformer_lit.training.host_memory import keep_freed_memory
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scheme", choices=sorted(POSITION_SCHEMES))
-    parser.add_argument("--length", type=int, default=1024)
-    parser.add_argument("--batch", type=int, default=4)
-    parser.add_argument("--documents", type=int, nargs="+", default=[8, 32, 128])
+    parser.add_argument("--length", type=integer(2, 1 << 20), default=1024)
+    parser.add_argument("--batch", type=integer(1, 4096), default=4)
+    parser.add_argument("--documents", type=integer(1, 1 << 20), nargs="+", default=[8, 32, 128])
     ns = parser.parse_args(argv)
     keep_freed_memory()
     flush_denormals()

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES
+from roformer_lit.attention import softmax
 from roformer_lit.testing.models import (
     PAD,
     SHAPES,
@@ -98,8 +99,6 @@ def on_both_cpu_paths(
 ) -> tuple[tuple, tuple]:
     """:func:`logits_and_gradients` of the same float64 small model of ``position`` (training
     mode, no dropout) below the fused CPU path's length and on that path from 2 tokens."""
-    from roformer_lit.attention import softmax
-
     results = []
     for fused_from in (softmax.FUSED_FROM_LENGTH, 2):
         monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", fused_from)

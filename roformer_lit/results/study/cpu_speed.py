@@ -461,19 +461,20 @@ def _masked_ms(row: Row) -> float:
     return float(next(v for c, v in row.items() if c.endswith("documents masked")).replace(",", ""))
 
 
+def _over_nope(scheme: str) -> list[float]:
+    """One document at a time: ``scheme``'s masked step over ``nope``'s masked step in each
+    process (the ratio of the medians each process prints)."""
+    return [
+        _masked_ms(_masked_rows((name,), scheme)[0]) / _masked_ms(_masked_rows((name,), "nope")[0])
+        for name in SPLIT["one document at a time"]
+    ]
+
+
 def document_split() -> str:
     """Region ``cpu-bias-documents-split``: masked rows against one document at a time, and,
-    one document at a time, each bias scheme's masked step over ``nope``'s masked step in
-    the same process (the ratio of the medians each process prints)."""
-    names = SPLIT["one document at a time"]
-    over = {
-        scheme: [
-            _masked_ms(_masked_rows((name,), scheme)[0])
-            / _masked_ms(_masked_rows((name,), "nope")[0])
-            for name in names
-        ]
-        for scheme in ("t5", "kerple")
-    }
+    one document at a time, each bias scheme's masked step over ``nope``'s
+    (:func:`_over_nope`)."""
+    over = {scheme: _over_nope(scheme) for scheme in ("t5", "kerple")}
     listed = ", ".join(
         f"`{scheme}` " + " and ".join(f"{value:.2f}×" for value in values)
         for scheme, values in over.items()
@@ -496,13 +497,7 @@ def readme_documents() -> str:
     def per_process(scheme: str) -> str:
         return "/".join(r[RATIO].rstrip("x") for r in _masked_rows(names, scheme))
 
-    over = {
-        scheme: "/".join(
-            f"{_masked_ms(_masked_rows((n,), scheme)[0]) / _masked_ms(_masked_rows((n,), 'nope')[0]):.2f}"
-            for n in names
-        )
-        for scheme in ("t5", "kerple")
-    }
+    over = {s: "/".join(f"{value:.2f}" for value in _over_nope(s)) for s in ("t5", "kerple")}
     return (
         f"With packed documents (`data.document_mask`) a CPU attends each document on its own "
         f"from 1,024 tokens, for schemes with no score bias or one of `i - j` alone (FIRE, XL "
