@@ -11,15 +11,21 @@
   computes scores tile by tile (FlexAttention) uses it and never builds ``[L, L]``;
 - **rows**: ``rows(start, stop)``, the bias of queries ``start .. stop - 1`` against every
   key, ``[B or 1, h, stop - start, L]``, for a bias with no per-entry lookup but a cheap
-  block of rows (an MLP of the distance, a shifted product of the queries with a table).
+  block of rows (an MLP of the distance, a shifted product of the queries with a table);
+- **document**: ``document(b, start, stop)``, the bias among tokens ``start .. stop - 1``
+  of row ``b``, as queries and as keys, ``[h, n, n]`` for ``n = stop - start``: the square
+  ``bias[b, :, start:stop, start:stop]`` of one packed document, from the document's own
+  tokens (``n^2`` entries, not ``n L``).
 
 :func:`bias_rows` gives a block of rows from whichever compact form a bias has, so a kernel
 that attends one block of queries at a time (long rows, in
-:mod:`roformer_lit.attention.query_blocks`) never builds ``[L, L]``.
+:mod:`roformer_lit.attention.query_blocks`) never builds ``[L, L]``; :func:`bias_square`
+gives one document's square, so a kernel that attends packed documents one at a time
+(:mod:`roformer_lit.attention.documents`) builds ``sum_d n_d^2`` entries, not ``L^2``.
 
-A scheme gives ``lookup`` or ``rows`` when its bias has such a compact form; then every
-form must be the same function of ``(b, h, i, j)`` (the test-suite checks this for every
-scheme).
+A scheme gives ``lookup``, ``rows`` or ``document`` when its bias has such a compact form;
+then every form must be the same function of ``(b, h, i, j)`` (the test-suite and the
+author's test kit, :mod:`roformer_lit.testing`, check this for every scheme).
 This module is data only: schemes produce it and kernels read it, neither imports the other.
 """
 
@@ -32,6 +38,8 @@ from torch import Tensor
 
 #: ``lookup(b, h, q_idx, kv_idx) -> bias`` over broadcasting integer index tensors.
 BiasLookup = Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]
+#: ``document(b, start, stop) -> [h, n, n]``: the bias among tokens ``start .. stop - 1``.
+DocumentBias = Callable[[int, int, int], Tensor]
 
 
 class ScoreBias:
@@ -50,6 +58,7 @@ class ScoreBias:
         lookup: BiasLookup | None = None,
         rows: Callable[[int, int], Tensor] | None = None,
         rows_read: tuple[Tensor, ...] | None = None,
+        document: DocumentBias | None = None,
     ) -> None:
         if bias is not None and build is not None:
             raise ValueError("give the dense bias as a tensor or as build, not both")
@@ -62,6 +71,7 @@ class ScoreBias:
         #: other. A kernel may then call ``rows`` again in backward and send the gradient to
         #: these alone (rather than recompute the whole block's forward).
         self.rows_read = rows_read
+        self.document = document
 
     @property
     def block_reads(self) -> tuple[Tensor, ...] | None:
@@ -79,6 +89,12 @@ class ScoreBias:
     def adds_bias(self) -> bool:
         """True if there is a bias at all (False: only the scale differs)."""
         return any(form is not None for form in (self._bias, self._build, self.lookup, self.rows))
+
+    @property
+    def has_squares(self) -> bool:
+        """True if one document's square comes without the dense bias (``document`` or a
+        lookup: :func:`bias_square`)."""
+        return self.document is not None or self.lookup is not None
 
     @property
     def has_blocks(self) -> bool:
@@ -153,6 +169,36 @@ def bias_rows(
     dense = bias.bias
     assert dense is not None, "a ScoreBias without any form adds no bias"
     return (dense[:, :, start:stop] if dense.shape[2] > 1 else dense).to(dtype)
+
+
+def bias_square(
+    bias: ScoreBias,
+    example: int,
+    start: int,
+    stop: int,
+    heads: int,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> Tensor:
+    """The bias among tokens ``start .. stop - 1`` of row ``example`` (queries and keys),
+    ``[h, n, n]`` in ``dtype``, laid out along the keys: from ``document`` if the bias gives
+    it, else its lookup at those indices (tables cast to ``dtype`` first). The bias must
+    have one of them (:attr:`ScoreBias.has_squares`)."""
+    if bias.document is not None:
+        return along_keys(bias.document(example, start, stop).to(dtype))
+    lookup = bias.lookup
+    assert lookup is not None, "a bias without document or lookup has no square"
+    if isinstance(lookup, TableLookup):
+        lookup = lookup.cast(dtype)
+    size = stop - start
+    tokens = torch.arange(start, stop, device=device)
+    square = lookup(
+        torch.tensor(example, device=device),
+        torch.arange(heads, device=device)[:, None, None],
+        tokens[None, :, None],
+        tokens[None, None, :],
+    )
+    return square.expand(heads, size, size).to(dtype)
 
 
 class TableLookup:

@@ -116,10 +116,25 @@ def test_a_model_with_documents_equals_the_masked_dense_path(position, monkeypat
     ids = torch.randint(1, 97, (2, 12), generator=torch.Generator().manual_seed(1))
     segments = torch.tensor([[0] * 5 + [1] * 7, [0] * 2 + [1] * 6 + [2] * 4])
     calls = count_calls(monkeypatch, [softmax], "attend_documents", documents.attend_documents)
+    chosen = []
+    choose = SoftmaxAttention._unmasked_cpu_path
+
+    def recorded(self, q, bias, *args):
+        path = choose(self, q, bias, *args)
+        if softmax.FUSED_FROM_LENGTH <= q.shape[-2]:  # the second model, on the fused path
+            chosen.append((bias, path))
+        return path
+
+    monkeypatch.setattr(SoftmaxAttention, "_unmasked_cpu_path", recorded)
     dense, split = on_both_cpu_paths(monkeypatch, position, ids, segment_ids=segments)
-    # a scheme with no score bias takes the path (a bias of (h, i - j) alone: see
-    # test_query_blocks; the others keep the mask)
-    assert calls or POSITION_SCHEMES[position].needs_score_bias
+    # on the fused path every layer whose bias is absent or compact (a bias of (h, i - j),
+    # or one that gives each document's square) attends the documents one at a time; a
+    # bias given only dense keeps the mask
+    assert chosen, "no layer reached the fused CPU path"
+    for bias, path in chosen:
+        compact = bias is None or not bias.adds_bias or bias.has_squares
+        assert (path is not None) == compact
+    assert bool(calls) == any(path is not None for _, path in chosen)
     assert_same_logits_and_gradients(split, dense)
 
 

@@ -142,6 +142,10 @@ def test_long_row_paths_and_their_gradients_equal_the_float64_oracle(
     monkeypatch.setattr(softmax, "fused_attention_with_bias", counted(fused))
     monkeypatch.setattr(query_blocks, "fused_attention_with_bias", counted(fused))
     monkeypatch.setattr(query_blocks, "fused_attention_rebuilding_mask", counted(rebuilding))
+    monkeypatch.setattr(documents, "fused_attention_with_bias", counted(fused))
+    document_calls = count_calls(
+        monkeypatch, [softmax], "attend_documents", documents.attend_documents
+    )
     offset_calls = count_calls(
         monkeypatch,
         [softmax, documents],
@@ -157,8 +161,13 @@ def test_long_row_paths_and_their_gradients_equal_the_float64_oracle(
     got = kernel(*inputs, scale=score.scale, bias=score, key_padding_mask=pad, segment_ids=segments)
     # the path named is the path taken; on the fused kernel a bias of (h, i - j) alone with
     # no padded key reads its [h, 2L - 1] table through a view instead (with documents, one
-    # view per document: each is one run of its row here)
+    # view per document: each is one run of its row here); with documents shorter than
+    # bias_block_from, another bias is attended one document's square at a time
     by_offset = isinstance(score.lookup, OffsetLookup) and pad is None
+    squares = score.has_squares and "dense" in path
+    assert bool(document_calls) == (
+        "fused" in path and segments is not None and (by_offset or squares)
+    )
     assert bool(offset_calls) == ("fused" in path and by_offset)
     assert bool(calls) == ("fused" in path and not by_offset)
     got, got_grads = output_and_gradients(model, inputs, got, pad)

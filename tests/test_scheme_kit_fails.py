@@ -121,6 +121,35 @@ class ForgetsWhatItsRowsRead(PositionScheme):
         return self._layer
 
 
+class SquaresFromTheRowStart(PositionScheme):
+    """A bias of absolute positions, ``-slope_h |i^2 - j^2| / L``, whose document squares
+    read positions ``0 .. n-1`` wherever the document sits (right only for a document at
+    the row's start)."""
+
+    needs_score_bias = True
+    translation_invariant = False
+    uses_segment_positions = False
+
+    def __init__(self, shape: EncoderShape) -> None:
+        super().__init__(shape)
+        self.slope = nn.Parameter(torch.full((shape.num_heads,), 0.5))
+        self._layer = _SharedBias()
+
+    def prepare(self, length, device, dtype, positions=None) -> ScoreBias:
+        def among(first: int, count: int) -> Tensor:
+            at = torch.arange(first, first + count, device=device, dtype=dtype)
+            return -(self.slope[:, None, None] * (at[:, None] ** 2 - at[None, :] ** 2).abs())
+
+        return ScoreBias(
+            build=lambda: among(0, length)[None] / length,
+            scale=self.shape.head_size**-0.5,
+            document=lambda b, start, stop: among(0, stop - start) / length,
+        )
+
+    def layer(self, index: int) -> LayerPosition:
+        return self._layer
+
+
 class WrongReference(AlibiPosition):
     """ALiBi whose reference doubles the paper's slopes."""
 
@@ -158,6 +187,7 @@ class RightReference(AlibiPosition):
         (NanGradient, "gradients", "non-finite gradients"),
         (WrongReference, "reference", "differs from the reference"),
         (ForgetsWhatItsRowsRead, "rows_read", "that rows_read does not name"),
+        (SquaresFromTheRowStart, "squares", "is not that slice of its dense bias"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else None,
 )
@@ -178,6 +208,7 @@ def test_the_kit_fails_a_broken_scheme_naming_check_and_scheme(scheme, check, wo
         (NanGradient, "float64"),
         (RightReference, "reference"),
         (ForgetsWhatItsRowsRead, "gradients"),
+        (SquaresFromTheRowStart, "gradients"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else value,
 )

@@ -11,7 +11,11 @@ instead of ``L^2``. A bias of ``(h, i - j)`` alone is, inside a document of ``n`
 the same table at offsets ``-(n - 1) .. n - 1`` (columns ``L - n .. L + n - 2`` of the row's
 ``[h, 2L - 1]`` table), read through the Hankel view of
 :mod:`roformer_lit.attention.cpu_offset_bias`; with no bias each document is one SDPA call
-with no mask (the fused kernel).
+with no mask (the fused kernel). Any other bias with a compact form gives the document's own
+``[h, n, n]`` square (:func:`~roformer_lit.score_bias.bias_square`: FIRE's function of the
+document's positions, XL's shifted product and DeBERTa's gathers of its own tokens, or a
+lookup at its indices), attended on the fused kernel with the square's gradient
+(:mod:`roformer_lit.attention.cpu_fused_bias`).
 
 Exact up to float rounding: outside its document a key's probability is ``exp(-inf) = 0``
 in the masked computation. A row whose id comes back after another id (one document in two
@@ -25,7 +29,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from roformer_lit.attention.cpu_fused_bias import fused_attention_with_bias
 from roformer_lit.attention.cpu_offset_bias import offset_bias_attention
+from roformer_lit.score_bias import DocumentBias
 
 #: ``[start, stop)`` of each document of each row.
 Runs = list[list[tuple[int, int]]]
@@ -58,28 +64,38 @@ def document_runs(segment_ids: Tensor) -> Runs | None:
 
 
 def attend_documents(
-    q: Tensor, k: Tensor, v: Tensor, runs: Runs, scale: float, per_offset: Tensor | None
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    runs: Runs,
+    scale: float,
+    per_offset: Tensor | None,
+    square: DocumentBias | None = None,
 ) -> Tensor:
     """Block-diagonal ``softmax(q k^T * scale + bias) v`` for ``q, k, v`` ``[B, h, L, d]``
     (already rotated), one call per run; ``per_offset``: the ``[h, 2L - 1]`` table of a bias
-    of ``(h, i - j)`` (column ``i - j + L - 1``), or None for no bias."""
+    of ``(h, i - j)`` (column ``i - j + L - 1``); else ``square(b, start, stop)``: the
+    ``[h, n, n]`` bias of the document ``[start, stop)`` of row ``b``; neither: no bias."""
     length = q.shape[-2]
     rows = []
     # one split per row and tensor (its backward writes each gradient once), not a slice per
     # document (each slice's backward would write a zero-filled gradient of the whole tensor)
-    for q_row, k_row, v_row, row_runs in zip(
-        q.unbind(0), k.unbind(0), v.unbind(0), runs, strict=True
+    for example, (q_row, k_row, v_row, row_runs) in enumerate(
+        zip(q.unbind(0), k.unbind(0), v.unbind(0), runs, strict=True)
     ):
         sizes = [stop - start for start, stop in row_runs]
         pieces = []
-        for size, q_d, k_d, v_d in zip(
-            sizes, *(t.split(sizes, dim=1) for t in (q_row, k_row, v_row)), strict=True
+        for (start, stop), q_d, k_d, v_d in zip(
+            row_runs, *(t.split(sizes, dim=1) for t in (q_row, k_row, v_row)), strict=True
         ):
             q_d, k_d, v_d = q_d[None], k_d[None], v_d[None]
-            if per_offset is None:
-                pieces.append(F.scaled_dot_product_attention(q_d, k_d, v_d, scale=scale))
-            else:
-                table = per_offset[:, length - size : length + size - 1]
+            if per_offset is not None:
+                table = per_offset[:, length - (stop - start) : length + stop - start - 1]
                 pieces.append(offset_bias_attention(q_d, k_d, v_d, table, scale))
+            elif square is not None:
+                bias = square(example, start, stop)[None]
+                pieces.append(fused_attention_with_bias(q_d, k_d, v_d, bias, scale))
+            else:
+                pieces.append(F.scaled_dot_product_attention(q_d, k_d, v_d, scale=scale))
         rows.append(torch.cat(pieces, dim=2))
     return torch.cat(rows, dim=0)

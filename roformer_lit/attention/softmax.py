@@ -23,10 +23,12 @@ through a strided Hankel view (:mod:`roformer_lit.attention.cpu_offset_bias`): n
 tensor at any length, memory linear in ``L``.
 
 With packed documents (``segment_ids``) and no padded key, on the same fused CPU path, a
-global layer with no bias or a bias of ``(h, i - j)`` alone attends each document on its own
-(:mod:`roformer_lit.attention.documents`: SDPA with no mask, or the Hankel view of the
-document's offsets) where every document is one run of its row: ``sum_d n_d^2`` scores
-instead of ``L^2``, no ``[L, L]`` mask.
+global layer attends each document on its own (:mod:`roformer_lit.attention.documents`)
+where every document is one run of its row: SDPA with no mask for no bias, the Hankel view
+of the document's offsets for a bias of ``(h, i - j)`` alone, and the document's own
+``[h, n, n]`` square for any other bias that gives one (``ScoreBias.has_squares``: FIRE,
+XL, DeBERTa) while every document is shorter than ``bias_block_from``: ``sum_d n_d^2``
+scores instead of ``L^2``, no ``[L, L]`` mask.
 
 Otherwise, from ``bias_block_from`` tokens on (default ``BIAS_BLOCK_FROM``), a global layer
 whose bias has a compact form (a lookup or ``rows``: every bias scheme here) and that does
@@ -57,7 +59,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -73,7 +75,14 @@ from roformer_lit.attention.query_blocks import query_blocked_softmax
 from roformer_lit.attention.window import band_half_width, band_mask
 from roformer_lit.capabilities import KernelCapabilities
 from roformer_lit.errors import ConfigError
-from roformer_lit.score_bias import BiasLookup, OffsetLookup, ScoreBias, TableLookup
+from roformer_lit.score_bias import (
+    BiasLookup,
+    DocumentBias,
+    OffsetLookup,
+    ScoreBias,
+    TableLookup,
+    bias_square,
+)
 from roformer_lit.validation import check, one_of, positive_int
 
 BACKENDS = ("auto", "sdpa", "flex")
@@ -95,6 +104,17 @@ FLEX_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 BIAS_BLOCK_FROM = 8192
 #: Queries per block there: the transient bias is ``[B, h, BIAS_BLOCK, L]``.
 BIAS_BLOCK = 256
+
+
+class UnmaskedPath(NamedTuple):
+    """How a layer on the fused CPU path attends with no mask: documents one at a time
+    (``runs``, None for the whole row), with the ``[h, 2L - 1]`` table of a bias of
+    ``(h, i - j)`` (``per_offset``) or each document's own square (``square``), or neither
+    (no bias)."""
+
+    runs: Runs | None
+    per_offset: Tensor | None = None
+    square: DocumentBias | None = None
 
 
 class SoftmaxAttention(AttentionKernel):
@@ -206,32 +226,48 @@ class SoftmaxAttention(AttentionKernel):
         segment_ids: Tensor | None,
         half: int | None,
         dropout_p: float,
-    ) -> tuple[Runs | None, Tensor | None] | None:
-        """Where a global layer on the fused CPU path (``_fused_cpu_bias``) needs no mask:
-        ``(runs, table)``, else None. No padded key (a padding mask with every key real
-        counts as none), and no bias or one of ``(h, i - j)`` alone (an
-        :class:`~roformer_lit.score_bias.OffsetLookup`, whose ``[h, 2L - 1]`` table is
-        ``table``, read through a strided view by
-        :func:`~roformer_lit.attention.cpu_offset_bias.offset_bias_attention`: no ``[L, L]``
-        tensor at any length). Without segments, the whole row with that table (``runs``
-        None; none with no bias, which SDPA's fused kernel takes anyway); with segments,
-        each document on its own where every document is one run of its row (``runs``,
-        :func:`~roformer_lit.attention.documents.attend_documents`)."""
+    ) -> UnmaskedPath | None:
+        """Where a global layer on the fused CPU path (``_fused_cpu_bias``) needs no mask,
+        how; else None. No padded key (a padding mask with every key real counts as none).
+        Without segments: a bias of ``(h, i - j)`` alone (an
+        :class:`~roformer_lit.score_bias.OffsetLookup`), its ``[h, 2L - 1]`` table read
+        through a strided view over the whole row by
+        :func:`~roformer_lit.attention.cpu_offset_bias.offset_bias_attention` (no ``[L, L]``
+        tensor at any length; with no bias SDPA's fused kernel takes the row anyway). With
+        segments, where every document is one run of its row, each document on its own
+        (:func:`~roformer_lit.attention.documents.attend_documents`): no bias, that table,
+        or, for another bias with squares (``ScoreBias.has_squares``), each document's
+        ``[h, n, n]`` square while every document is shorter than ``bias_block_from`` (a
+        longer one takes the blocks of queries, whose memory stays linear)."""
         if half is not None or not self._fused_cpu_bias(q, dropout_p):
             return None
-        table = None
+        table = squares = None
         if bias is not None and bias.adds_bias:
-            if not isinstance(bias.lookup, OffsetLookup):
+            if isinstance(bias.lookup, OffsetLookup):
+                table = bias.lookup.tables[0]
+            elif segment_ids is not None and bias.has_squares:
+                squares = bias
+            else:
                 return None
-            table = bias.lookup.tables[0]
         if segment_ids is None and table is None:
             return None
         if key_padding_mask is not None and not bool(key_padding_mask.all()):
             return None
         if segment_ids is None:
-            return None, table
+            return UnmaskedPath(None, per_offset=table)
         runs = document_runs(segment_ids)
-        return None if runs is None else (runs, table)
+        if runs is None:
+            return None
+        if squares is None:
+            return UnmaskedPath(runs, per_offset=table)
+        if max(stop - start for row in runs for start, stop in row) >= self.bias_block_from:
+            return None
+        heads, device, dtype = q.shape[1], q.device, q.dtype
+
+        def square(example: int, start: int, stop: int) -> Tensor:
+            return bias_square(squares, example, start, stop, heads, device, dtype)
+
+        return UnmaskedPath(runs, square=square)
 
     def forward(
         self,
@@ -288,9 +324,9 @@ class SoftmaxAttention(AttentionKernel):
             )
         unmasked = self._unmasked_cpu_path(q, bias, key_padding_mask, segment_ids, half, dropout_p)
         if unmasked is not None:
-            runs, per_offset = unmasked
+            runs, per_offset, square = unmasked
             if runs is not None:
-                return attend_documents(q, k, v, runs, scale, per_offset)
+                return attend_documents(q, k, v, runs, scale, per_offset, square)
             assert per_offset is not None
             return offset_bias_attention(q, k, v, per_offset, scale)
         if (

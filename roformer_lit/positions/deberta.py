@@ -111,18 +111,25 @@ class DebertaLayer(LayerPosition):
             by_key = torch.bmm(query_table, keys.transpose(1, 2))  # [h, 2S, B*L]
             by_key = by_key.view(heads, -1, batch, length).transpose(1, 2)  # [h, B, 2S, L(j)]
 
+        def picked(example: int | slice, rows: slice, columns: slice, index: Tensor) -> Tensor:
+            """``q_i . Kr[delta(i, j)] + k_j . Qr[delta(i, j)]`` for queries ``rows`` and keys
+            ``columns`` of ``example`` (one row, or a slice of them), ``[h, (B,) r, c]``:
+            each product gathered with the index of that shape."""
+            bias = None
+            if by_query is not None:  # [i, j] = q_i . Kr[delta(i, j)]
+                bias = by_query[:, example, rows].gather(-1, index)
+            if by_key is not None:  # [i, j] = k_j . Qr[delta(i, j)]
+                p2c = by_key[:, example, :, columns].gather(-2, index)
+                bias = p2c if bias is None else bias + p2c
+            assert bias is not None
+            return bias
+
         def gathered(index: Tensor, start: int, stop: int) -> Tensor:
             """Rows ``start .. stop - 1`` of the bias, ``[B, h, r, L]``, from their
             ``[r, L]`` or ``[B, r, L]`` index."""
             gather_index = index.expand(heads, batch, stop - start, length)
-            bias = None
-            if by_query is not None:  # [i, j] = q_i . Kr[delta(i, j)]
-                bias = by_query[:, :, start:stop].gather(-1, gather_index)
-            if by_key is not None:  # [i, j] = k_j . Qr[delta(i, j)]
-                p2c = by_key.gather(-2, gather_index)
-                bias = p2c if bias is None else bias + p2c
-            assert bias is not None
-            return bias.transpose(0, 1)
+            every = slice(None)
+            return picked(every, slice(start, stop), every, gather_index).transpose(0, 1)
 
         def build() -> Tensor:
             return gathered(index_of(), 0, length)
@@ -142,9 +149,23 @@ class DebertaLayer(LayerPosition):
                 return p2c
             return c2p if p2c is None else c2p + p2c
 
+        def document(example: int, start: int, stop: int) -> Tensor:
+            """Tokens ``start .. stop - 1`` of row ``example`` among themselves, ``[h, n, n]``:
+            the buckets of offsets ``-(n - 1) .. n - 1`` alone."""
+            within = torch.arange(stop - start, device=q.device)
+            index = offsets[within[:, None] - within[None, :] + length - 1]
+            index = index.expand(heads, stop - start, stop - start)
+            own = slice(start, stop)
+            return picked(example, own, own, index)
+
         products = tuple(t for t in (by_query, by_key) if t is not None)
         return ScoreBias(
-            scale=self.scale, build=build, lookup=lookup, rows=rows, rows_read=products
+            scale=self.scale,
+            build=build,
+            lookup=lookup,
+            rows=rows,
+            rows_read=products,
+            document=None if offsets is None else document,
         )
 
 

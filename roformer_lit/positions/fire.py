@@ -358,7 +358,8 @@ def fire_bias(
 ) -> ScoreBias:
     """The ``[1, h, L, L]`` bias (``[B, h, L, L]`` given positions), built when asked: the
     MLP evaluated once per forward on the ``[L, L]`` grid, shared by the batch; or, on long
-    rows, one block of query rows at a time (``rows``: never the whole grid). No lookup:
+    rows, one block of query rows at a time (``rows``: never the whole grid); or one packed
+    document's square (``document``), the bias among its own positions. No lookup:
     past ``L_thr`` the bias depends on ``max(i, j)`` too, so it has no per-distance table,
     and FlexAttention reading a learned ``[h, L, L]`` tensor did not compile in bf16 on an
     H100 (its backward needed more shared memory than the chip has)."""
@@ -367,7 +368,34 @@ def fire_bias(
         build=lambda: fire(length, device, dtype, positions),
         rows=lambda start, stop: fire(length, device, dtype, positions, slice(start, stop)),
         rows_read=tuple(fire.parameters()),
+        document=DocumentSquares(fire, device, dtype, positions),
     )
+
+
+class DocumentSquares:
+    """``bias[b, :, start:stop, start:stop]``, ``[h, n, n]``: FIRE among the positions of
+    tokens ``start .. stop - 1`` of row ``b`` (``0 .. L-1`` when ``positions`` is None).
+    A document whose positions are ``0 .. n-1`` (packed documents: positions restart in
+    each) is the ``n``-token grid, with its piecewise form from ``PIECEWISE_FROM``; it is
+    built once per length and shared by the documents and layers of one forward."""
+
+    def __init__(
+        self, fire: Fire, device: torch.device, dtype: torch.dtype, positions: Tensor | None
+    ) -> None:
+        self.fire, self.device, self.dtype, self.positions = fire, device, dtype, positions
+        self._grids: dict[int, Tensor] = {}
+
+    def __call__(self, example: int, start: int, stop: int) -> Tensor:
+        size = stop - start
+        if self.positions is None:
+            at = torch.arange(start, stop, device=self.device)
+        else:
+            at = self.positions[0 if self.positions.shape[0] == 1 else example, start:stop]
+        if bool(at[0] == 0) and bool((at[1:] - at[:-1] == 1).all()):
+            if size not in self._grids:
+                self._grids[size] = self.fire(size, self.device, self.dtype, None)[0]
+            return self._grids[size]
+        return self.fire(size, self.device, self.dtype, at[None])[0]
 
 
 class FireLayer(LayerPosition):

@@ -110,7 +110,24 @@ class XLLayer(LayerPosition):
             starts = range(0, length, BLOCK_ROWS)
             return torch.cat([rows(s, min(s + BLOCK_ROWS, length)) for s in starts], dim=2)
 
-        return ScoreBias(build=build, rows=rows, scale=scale, rows_read=(queries, r, content_bias))
+        def document(example: int, start: int, stop: int) -> Tensor:
+            """Tokens ``start .. stop - 1`` of row ``example`` among themselves:
+            ``[h, n, n]`` from the ``2n - 1`` distances ``n - 1 .. -(n - 1)`` alone."""
+            count = stop - start
+            distances = r[:, length - count : length + count - 1]
+            by_distance = queries[example : example + 1, :, start:stop] @ distances.transpose(
+                -1, -2
+            )
+            own_keys = content_bias[example, :, :, start:stop]
+            return shift_relative(by_distance, count)[0] + own_keys
+
+        return ScoreBias(
+            build=build,
+            rows=rows,
+            scale=scale,
+            rows_read=(queries, r, content_bias),
+            document=document,
+        )
 
     def score_at_positions(self, q: Tensor, k: Tensor, sin: Tensor, cos: Tensor) -> ScoreBias:
         """The ``[B, h, L, L]`` score bias at per-example positions, from their sines and
@@ -127,11 +144,16 @@ class XLLayer(LayerPosition):
         def rows(start: int, stop: int) -> Tensor:
             return by_query[:, :, start:stop] @ by_key + content_bias
 
+        def document(example: int, start: int, stop: int) -> Tensor:
+            keys = by_key[example, :, :, start:stop]  # [1, H, n]
+            return by_query[example, :, start:stop] @ keys + content_bias[example, :, :, start:stop]
+
         return ScoreBias(
             build=lambda: by_query @ by_key + content_bias,
             rows=rows,
             scale=scale,
             rows_read=(by_query, by_key, content_bias),
+            document=document,
         )
 
 

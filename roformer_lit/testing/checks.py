@@ -24,7 +24,12 @@ code path for the property at stake:
   which lets long rows rebuild each block's bias in backward and send its gradient to
   those tensors alone) names every tensor they read that needs a gradient: the autograd
   graph of each block of rows, walked back, reaches no other (a tensor left out would
-  silently lose its gradient through the bias). A scheme naming nothing passes.
+  silently lose its gradient through the bias). A scheme naming nothing passes;
+- ``squares``: a score bias that gives one packed document's square (``ScoreBias.document``,
+  or its lookup: ``ScoreBias.has_squares``, which lets packed documents on long rows be
+  attended one at a time) gives ``bias[b, :, s:e, s:e]`` of its dense form, in float64, for
+  documents at the start of a row and inside it, at ``0 .. L-1``, at the positions packed
+  documents get (restarting at each) and at drawn positions. A scheme giving neither passes.
 
 The ``reference`` hook, a staticmethod (or classmethod) of the scheme class::
 
@@ -55,8 +60,13 @@ from torch import Tensor
 
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.module import MaskedLM
-from roformer_lit.positions.base import PositionScheme, QKVWeights, default_scale
-from roformer_lit.score_bias import bias_rows
+from roformer_lit.positions.base import (
+    PositionScheme,
+    QKVWeights,
+    default_scale,
+    segment_positions,
+)
+from roformer_lit.score_bias import bias_rows, bias_square, dense_from_lookup
 from roformer_lit.testing.models import (
     PAD,
     SHAPES,
@@ -400,6 +410,52 @@ def check_rows_read(scheme: type[PositionScheme], attention: str, options: Optio
                 )
 
 
+#: The documents ``(row, start, stop)`` the ``squares`` check reads: a row's first tokens,
+#: its inside, its end, a whole row.
+SQUARES = ((0, 0, 3), (1, 2, 5), (0, 3, LENGTH), (2, 0, LENGTH))
+#: Packed documents of the ``BATCH`` rows: squares read at their positions (0 at each start).
+SEGMENTS = torch.tensor([[0] * 3 + [1] * 4, [0] * 2 + [1] * 3 + [2] * 2, [0] * 7])
+
+
+def check_squares(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """Every layer's squares (``bias_square``) are slices of its dense bias (float64), at
+    ``0 .. L-1``, at segment positions and at drawn positions."""
+    with default_dtype(torch.float64):
+        model = visible_model(scheme, attention, options=options).double()
+        built = model.encoder.position
+        q, k, drawn = layer_inputs(model, seed=8)
+        batch, heads = q.shape[:2]
+        cases = {"0 .. L-1": None}
+        if built.reads_positions:
+            cases["segment positions"] = segment_positions(SEGMENTS)
+        if drawn is not None:
+            cases["random positions"] = drawn
+        with torch.no_grad():
+            for where, positions in cases.items():
+                ctx = built.prepare(LENGTH, q.device, q.dtype, positions)
+                for index, block in enumerate(model.encoder.layers):
+                    qkv = QKVWeights(block.attention.qkv.weight, block.attention.qkv.bias, heads)
+                    score = built.layer(index).score(q, k, ctx, qkv)
+                    if score is None or not score.adds_bias or not score.has_squares:
+                        continue
+                    dense = score.bias
+                    if dense is None:
+                        dense = dense_from_lookup(score.lookup, batch, heads, LENGTH)
+                    dense = dense.expand(-1, heads, LENGTH, LENGTH)
+                    for row, start, stop in SQUARES:
+                        got = bias_square(score, row, start, stop, heads, q.device, q.dtype)
+                        wanted = dense[min(row, dense.shape[0] - 1), :, start:stop, start:stop]
+                        torch.testing.assert_close(
+                            got,
+                            wanted.expand_as(got),
+                            **FLOAT64_TOL,
+                            msg=lambda m, i=index, w=where, r=(row, start, stop): (
+                                f"layer {i}'s square (row, start, stop) = {r} at {w} is not "
+                                f"that slice of its dense bias: {m}"
+                            ),
+                        )
+
+
 @dataclass(frozen=True)
 class Check:
     """One check: its name, the function, and when it applies to a (class, kernel) pair."""
@@ -425,5 +481,6 @@ CHECKS: dict[str, Check] = {
         Check("gradients", check_gradients),
         Check("reference", check_reference, lambda scheme, attention: hasattr(scheme, "reference")),
         Check("rows_read", check_rows_read),
+        Check("squares", check_squares),
     )
 }
