@@ -12,18 +12,20 @@
 - **rows**: ``rows(start, stop)``, the bias of queries ``start .. stop - 1`` against every
   key, ``[B or 1, h, stop - start, L]``, for a bias with no per-entry lookup but a cheap
   block of rows (an MLP of the distance, a shifted product of the queries with a table);
-- **document**: ``document(b, start, stop)``, the bias among tokens ``start .. stop - 1``
-  of row ``b``, as queries and as keys, ``[h, n, n]`` for ``n = stop - start``: the square
-  ``bias[b, :, start:stop, start:stop]`` of one packed document, from the document's own
-  tokens (``n^2`` entries, not ``n L``).
+- **squares**: ``squares(runs)``, for each row ``b`` and each run ``[start, stop)`` of
+  ``runs[b]`` (ascending, not overlapping), the bias among those tokens as queries and as
+  keys, ``[h, n, n]`` for ``n = stop - start``: the square ``bias[b, :, start:stop,
+  start:stop]`` of one packed document, from the document's own tokens (``n^2`` entries,
+  not ``n L``). One call for every document of a layer, so that a scheme cuts each of its
+  per-token tensors once (:func:`run_pieces`), not once per document.
 
 :func:`bias_rows` gives a block of rows from whichever compact form a bias has, so a kernel
 that attends one block of queries at a time (long rows, in
-:mod:`roformer_lit.attention.query_blocks`) never builds ``[L, L]``; :func:`bias_square`
-gives one document's square, so a kernel that attends packed documents one at a time
+:mod:`roformer_lit.attention.query_blocks`) never builds ``[L, L]``; :func:`bias_squares`
+gives every document's square, so a kernel that attends packed documents one at a time
 (:mod:`roformer_lit.attention.documents`) builds ``sum_d n_d^2`` entries, not ``L^2``.
 
-A scheme gives ``lookup``, ``rows`` or ``document`` when its bias has such a compact form;
+A scheme gives ``lookup``, ``rows`` or ``squares`` when its bias has such a compact form;
 then every form must be the same function of ``(b, h, i, j)`` (the test-suite and the
 author's test kit, :mod:`roformer_lit.testing`, check this for every scheme).
 This module is data only: schemes produce it and kernels read it, neither imports the other.
@@ -38,8 +40,10 @@ from torch import Tensor
 
 #: ``lookup(b, h, q_idx, kv_idx) -> bias`` over broadcasting integer index tensors.
 BiasLookup = Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]
-#: ``document(b, start, stop) -> [h, n, n]``: the bias among tokens ``start .. stop - 1``.
-DocumentBias = Callable[[int, int, int], Tensor]
+#: Per row, the ``[start, stop)`` of each document (ascending, not overlapping).
+Runs = list[list[tuple[int, int]]]
+#: ``squares(runs)``: per row, per run, the ``[h, n, n]`` bias among the run's tokens.
+DocumentSquares = Callable[[Runs], list[list[Tensor]]]
 
 
 class ScoreBias:
@@ -58,7 +62,7 @@ class ScoreBias:
         lookup: BiasLookup | None = None,
         rows: Callable[[int, int], Tensor] | None = None,
         rows_read: tuple[Tensor, ...] | None = None,
-        document: DocumentBias | None = None,
+        squares: DocumentSquares | None = None,
     ) -> None:
         if bias is not None and build is not None:
             raise ValueError("give the dense bias as a tensor or as build, not both")
@@ -71,7 +75,7 @@ class ScoreBias:
         #: other. A kernel may then call ``rows`` again in backward and send the gradient to
         #: these alone (rather than recompute the whole block's forward).
         self.rows_read = rows_read
-        self.document = document
+        self.squares = squares
 
     @property
     def block_reads(self) -> tuple[Tensor, ...] | None:
@@ -92,9 +96,9 @@ class ScoreBias:
 
     @property
     def has_squares(self) -> bool:
-        """True if one document's square comes without the dense bias (``document`` or a
-        lookup: :func:`bias_square`)."""
-        return self.document is not None or self.lookup is not None
+        """True if a document's square comes without the dense bias (``squares`` or a
+        lookup: :func:`bias_squares`)."""
+        return self.squares is not None or self.lookup is not None
 
     @property
     def has_blocks(self) -> bool:
@@ -171,34 +175,44 @@ def bias_rows(
     return (dense[:, :, start:stop] if dense.shape[2] > 1 else dense).to(dtype)
 
 
-def bias_square(
-    bias: ScoreBias,
-    example: int,
-    start: int,
-    stop: int,
-    heads: int,
-    device: torch.device,
-    dtype: torch.dtype,
-) -> Tensor:
-    """The bias among tokens ``start .. stop - 1`` of row ``example`` (queries and keys),
-    ``[h, n, n]`` in ``dtype``, laid out along the keys: from ``document`` if the bias gives
-    it, else its lookup at those indices (tables cast to ``dtype`` first). The bias must
-    have one of them (:attr:`ScoreBias.has_squares`)."""
-    if bias.document is not None:
-        return along_keys(bias.document(example, start, stop).to(dtype))
+def bias_squares(
+    bias: ScoreBias, runs: Runs, heads: int, device: torch.device, dtype: torch.dtype
+) -> list[list[Tensor]]:
+    """Per row ``b``, per run ``[start, stop)`` of ``runs[b]``, the bias among those tokens
+    (queries and keys), ``[h, n, n]`` in ``dtype``, laid out along the keys: from
+    ``squares`` if the bias gives it, else its lookup at those indices (tables cast to
+    ``dtype`` first). The bias must have one of them (:attr:`ScoreBias.has_squares`)."""
+    if bias.squares is not None:
+        return [[along_keys(s.to(dtype)) for s in row] for row in bias.squares(runs)]
     lookup = bias.lookup
-    assert lookup is not None, "a bias without document or lookup has no square"
+    assert lookup is not None, "a bias without squares or lookup has no square"
     if isinstance(lookup, TableLookup):
         lookup = lookup.cast(dtype)
-    size = stop - start
-    tokens = torch.arange(start, stop, device=device)
-    square = lookup(
-        torch.tensor(example, device=device),
-        torch.arange(heads, device=device)[:, None, None],
-        tokens[None, :, None],
-        tokens[None, None, :],
-    )
-    return square.expand(heads, size, size).to(dtype)
+    h = torch.arange(heads, device=device)[:, None, None]
+
+    def square(example: int, start: int, stop: int) -> Tensor:
+        tokens = torch.arange(start, stop, device=device)
+        b = torch.tensor(example, device=device)
+        values = lookup(b, h, tokens[None, :, None], tokens[None, None, :])
+        return values.expand(heads, stop - start, stop - start).to(dtype)
+
+    return [[square(b, start, stop) for start, stop in row] for b, row in enumerate(runs)]
+
+
+def run_pieces(tensor: Tensor, dim: int, runs: list[tuple[int, int]]) -> list[Tensor]:
+    """``tensor.narrow(dim, start, stop - start)`` for each run (ascending, not
+    overlapping), cut by one ``split``: autograd then writes the pieces' gradients into one
+    tensor, where a slice per run would write a zero-filled gradient of the whole tensor for
+    each."""
+    length = tensor.shape[dim]
+    cuts = sorted({0, length, *(start for start, _ in runs), *(stop for _, stop in runs)})
+    parts = tensor.split([stop - start for start, stop in zip(cuts, cuts[1:], strict=False)], dim)
+    at = dict(zip(cuts, parts, strict=False))
+    pieces = [at[start] for start, _ in runs]
+    assert all(
+        p.shape[dim] == stop - start for p, (start, stop) in zip(pieces, runs, strict=True)
+    ), f"runs overlap: {runs}"
+    return pieces
 
 
 class TableLookup:

@@ -20,6 +20,7 @@ from roformer_lit import POSITION_SCHEMES
 from roformer_lit.attention import documents, softmax
 from roformer_lit.attention.documents import attend_documents, document_runs
 from roformer_lit.attention.softmax import SoftmaxAttention
+from roformer_lit.score_bias import run_pieces
 
 
 @pytest.fixture(autouse=True)
@@ -183,3 +184,23 @@ def test_the_kernel_attends_documents_one_at_a_time_only_where_it_is_the_same_fu
     if case in ("documents", "a document in two runs"):  # either way, the same function
         want = masked_oracle(q.double(), k.double(), v.double(), segments, None, 0.5)
         torch.testing.assert_close(got.double(), want, atol=1e-6, rtol=1e-6)
+
+
+def test_run_pieces_are_the_runs_and_carry_their_gradients():
+    """Pieces of runs that do not tile the row equal its slices, values and gradients;
+    overlapping runs are refused."""
+    generator = torch.Generator().manual_seed(5)
+    values = torch.randn(3, 10, 2, generator=generator, dtype=torch.float64, requires_grad=True)
+    runs = [(1, 4), (4, 5), (7, 10)]
+    pieces = run_pieces(values, 1, runs)
+    weights = [torch.randn(p.shape, generator=generator, dtype=torch.float64) for p in pieces]
+    got = torch.autograd.grad(
+        sum((p * w).sum() for p, w in zip(pieces, weights, strict=True)), values
+    )[0]
+    want = torch.zeros_like(values)
+    for (start, stop), piece, weight in zip(runs, pieces, weights, strict=True):
+        assert torch.equal(piece, values[:, start:stop])
+        want[:, start:stop] += weight
+    assert torch.equal(got, want)
+    with pytest.raises(AssertionError, match="runs overlap"):
+        run_pieces(values, 1, [(0, 5), (3, 7)])

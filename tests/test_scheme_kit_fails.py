@@ -143,7 +143,7 @@ class SquaresFromTheRowStart(PositionScheme):
         return ScoreBias(
             build=lambda: among(0, length)[None] / length,
             scale=self.shape.head_size**-0.5,
-            document=lambda b, start, stop: among(0, stop - start) / length,
+            squares=lambda runs: [[among(0, e - s) / length for s, e in row] for row in runs],
         )
 
     def layer(self, index: int) -> LayerPosition:

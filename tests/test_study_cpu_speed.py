@@ -126,9 +126,12 @@ def test_a_training_step_short_of_the_target_is_said(study_bench: Path):
     assert "Inference meets it at every length too." in text
 
 
-def _masked_file(ratios: dict[str, str], masked_ms: dict[str, str] | None = None) -> str:
+def _masked_file(
+    ratios: dict[str, str], masked_ms: dict[str, str] | None = None, machine: str | None = None
+) -> str:
     lines = [
         "# 2026-11-27T00:00:00Z python -m roformer_lit bench --document-mask 4",
+        *([f"## roformer-lit bench on {machine}"] if machine else []),
         "| scheme | kernel | L | step ms | step ms, 4 documents masked | masked / plain (median paired) |",
         "|---|---|---|---|---|---|",
     ]
@@ -172,10 +175,52 @@ def test_document_split_states_each_scheme_over_nope_in_each_process(study_bench
     text = cpu_speed.document_split()
     assert "One document at a time below masked rows in every process: `t5`, `kerple`." in text
     assert "`t5` 1.40× and 1.40×, `kerple` 1.45× and 1.65×" in text
-    assert "within 1.5× in both processes: `t5`." in text
+    assert "within 1.5× in every process: `t5`." in text
+
+
+def test_document_squares_and_the_readme_read_each_scheme_from_its_own_processes(
+    study_bench: Path,
+):
+    """FIRE, XL and DeBERTa from ``SQUARES``' files, ``nope``, T5 and KERPLE from
+    ``SPLIT``'s, each over the ``nope`` of its own process (by hand: 3,000 / 2,000 = 1.50,
+    2,500 / 2,000 = 1.25, 4,400 / 2,200 = 2.00)."""
+    masked, split = cpu_speed.SPLIT.values()
+    for name in (*masked, *split):
+        (study_bench / name).write_text(
+            _masked_file(
+                {"nope": "0.40x", "t5": "0.39x", "kerple": "0.41x"},
+                {"nope": "1,000.0", "t5": "1,300.0", "kerple": "1,400.0"},
+                machine="CPU: One (2 cores)",
+            )
+        )
+    before, squares = cpu_speed.SQUARES.values()
+    for name in before:
+        (study_bench / name).write_text(
+            _masked_file(
+                {"nope": "0.40x", "fire": "2.00x", "xl": "1.20x", "deberta": "1.30x"},
+                machine="CPU: Other (2 cores)",
+            )
+        )
+    for name, nope_ms in zip(squares, ("2,000.0", "2,200.0"), strict=True):
+        (study_bench / name).write_text(
+            _masked_file(
+                {"nope": "0.41x", "fire": "0.60x", "xl": "0.50x", "deberta": "0.45x"},
+                {"nope": nope_ms, "fire": "3,000.0", "xl": "2,500.0", "deberta": "4,400.0"},
+                machine="CPU: Other (2 cores)",
+            )
+        )
+    text = cpu_speed.document_squares()
+    assert "| fire | 2.00x / 2.00x | 0.60x / 0.60x | 20.0 / 20.0 | 3,000.0 / 3,000.0 |" in text
+    assert "Document squares below masked rows in every process: `fire`, `xl`, `deberta`." in text
+    assert "`fire` 1.50× and 1.36×, `xl` 1.25× and 1.14×, `deberta` 2.20× and 2.00×" in text
+    assert "within 1.5× in every process: `fire`, `xl`." in text
     readme = cpu_speed.readme_documents()
-    assert "0.40/0.40× (`nope`), 0.39/0.39× (`t5`) and 0.41/0.41× (`kerple`)" in readme
-    assert "`t5`'s and `kerple`'s take 1.40/1.40× and 1.45/1.65× `nope`'s" in readme
+    assert "0.40/0.40× (`nope`), 0.39/0.39× (`t5`), 0.41/0.41× (`kerple`)" in readme
+    assert "0.60/0.60× (`fire`), 0.50/0.50× (`xl`), 0.45/0.45× (`deberta`)" in readme
+    assert "1.30/1.30× (`t5`), 1.40/1.40× (`kerple`), 1.50/1.36× (`fire`)" in readme
+    assert "1.25/1.14× (`xl`), 2.20/2.00× (`deberta`) `nope`'s" in readme
+    assert "--document-mask 4`, on CPU: Other (2 cores))." in text
+    assert "`kerple` on CPU: One (2 cores), `fire`, `xl` and `deberta` on CPU: Other" in readme
 
 
 def test_findings_list_every_earlier_code_and_fire_before_and_after(study_bench: Path):

@@ -12,7 +12,7 @@ the same table at offsets ``-(n - 1) .. n - 1`` (columns ``L - n .. L + n - 2`` 
 ``[h, 2L - 1]`` table), read through the Hankel view of
 :mod:`roformer_lit.attention.cpu_offset_bias`; with no bias each document is one SDPA call
 with no mask (the fused kernel). Any other bias with a compact form gives the document's own
-``[h, n, n]`` square (:func:`~roformer_lit.score_bias.bias_square`: FIRE's function of the
+``[h, n, n]`` square (:func:`~roformer_lit.score_bias.bias_squares`: FIRE's function of the
 document's positions, XL's shifted product and DeBERTa's gathers of its own tokens, or a
 lookup at its indices), attended on the fused kernel with the square's gradient
 (:mod:`roformer_lit.attention.cpu_fused_bias`).
@@ -31,10 +31,8 @@ from torch import Tensor
 
 from roformer_lit.attention.cpu_fused_bias import fused_attention_with_bias
 from roformer_lit.attention.cpu_offset_bias import offset_bias_attention
-from roformer_lit.score_bias import DocumentBias
+from roformer_lit.score_bias import Runs
 
-#: ``[start, stop)`` of each document of each row.
-Runs = list[list[tuple[int, int]]]
 #: Documents shorter than this on average keep the masked path: each document costs a few
 #: calls (on the 2-core CPU at 1,024 tokens, batch 4, T5's training step one document at a
 #: time took 1.19x the masked step with 8-token documents and 0.83x with 16-token ones:
@@ -70,12 +68,12 @@ def attend_documents(
     runs: Runs,
     scale: float,
     per_offset: Tensor | None,
-    square: DocumentBias | None = None,
+    squares: list[list[Tensor]] | None = None,
 ) -> Tensor:
     """Block-diagonal ``softmax(q k^T * scale + bias) v`` for ``q, k, v`` ``[B, h, L, d]``
     (already rotated), one call per run; ``per_offset``: the ``[h, 2L - 1]`` table of a bias
-    of ``(h, i - j)`` (column ``i - j + L - 1``); else ``square(b, start, stop)``: the
-    ``[h, n, n]`` bias of the document ``[start, stop)`` of row ``b``; neither: no bias."""
+    of ``(h, i - j)`` (column ``i - j + L - 1``); else ``squares[b][d]``: the ``[h, n, n]``
+    bias of document ``d`` of row ``b`` (``runs[b][d]``); neither: no bias."""
     length = q.shape[-2]
     rows = []
     # one split per row and tensor (its backward writes each gradient once), not a slice per
@@ -83,17 +81,18 @@ def attend_documents(
     for example, (q_row, k_row, v_row, row_runs) in enumerate(
         zip(q.unbind(0), k.unbind(0), v.unbind(0), runs, strict=True)
     ):
+        row_squares = None if squares is None else squares[example]
         sizes = [stop - start for start, stop in row_runs]
         pieces = []
-        for (start, stop), q_d, k_d, v_d in zip(
-            row_runs, *(t.split(sizes, dim=1) for t in (q_row, k_row, v_row)), strict=True
+        for index, ((start, stop), q_d, k_d, v_d) in enumerate(
+            zip(row_runs, *(t.split(sizes, dim=1) for t in (q_row, k_row, v_row)), strict=True)
         ):
             q_d, k_d, v_d = q_d[None], k_d[None], v_d[None]
             if per_offset is not None:
                 table = per_offset[:, length - (stop - start) : length + stop - start - 1]
                 pieces.append(offset_bias_attention(q_d, k_d, v_d, table, scale))
-            elif square is not None:
-                bias = square(example, start, stop)[None]
+            elif row_squares is not None:
+                bias = row_squares[index][None]
                 pieces.append(fused_attention_with_bias(q_d, k_d, v_d, bias, scale))
             else:
                 pieces.append(F.scaled_dot_product_attention(q_d, k_d, v_d, scale=scale))

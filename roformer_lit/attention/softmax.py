@@ -69,7 +69,7 @@ from roformer_lit.attention.banded import banded_softmax
 from roformer_lit.attention.base import AttentionKernel, Rotation
 from roformer_lit.attention.cpu_fused_bias import fused_attention_with_bias, fused_bias_available
 from roformer_lit.attention.cpu_offset_bias import offset_bias_attention
-from roformer_lit.attention.documents import Runs, attend_documents, document_runs
+from roformer_lit.attention.documents import attend_documents, document_runs
 from roformer_lit.attention.flex import flex_softmax
 from roformer_lit.attention.query_blocks import query_blocked_softmax
 from roformer_lit.attention.window import band_half_width, band_mask
@@ -77,11 +77,11 @@ from roformer_lit.capabilities import KernelCapabilities
 from roformer_lit.errors import ConfigError
 from roformer_lit.score_bias import (
     BiasLookup,
-    DocumentBias,
     OffsetLookup,
+    Runs,
     ScoreBias,
     TableLookup,
-    bias_square,
+    bias_squares,
 )
 from roformer_lit.validation import check, one_of, positive_int
 
@@ -109,12 +109,12 @@ BIAS_BLOCK = 256
 class UnmaskedPath(NamedTuple):
     """How a layer on the fused CPU path attends with no mask: documents one at a time
     (``runs``, None for the whole row), with the ``[h, 2L - 1]`` table of a bias of
-    ``(h, i - j)`` (``per_offset``) or each document's own square (``square``), or neither
-    (no bias)."""
+    ``(h, i - j)`` (``per_offset``) or each document's own square (``squares``, per row
+    and run), or neither (no bias)."""
 
     runs: Runs | None
     per_offset: Tensor | None = None
-    square: DocumentBias | None = None
+    squares: list[list[Tensor]] | None = None
 
 
 class SoftmaxAttention(AttentionKernel):
@@ -241,12 +241,12 @@ class SoftmaxAttention(AttentionKernel):
         longer one takes the blocks of queries, whose memory stays linear)."""
         if half is not None or not self._fused_cpu_bias(q, dropout_p):
             return None
-        table = squares = None
+        table = square_bias = None
         if bias is not None and bias.adds_bias:
             if isinstance(bias.lookup, OffsetLookup):
                 table = bias.lookup.tables[0]
             elif segment_ids is not None and bias.has_squares:
-                squares = bias
+                square_bias = bias
             else:
                 return None
         if segment_ids is None and table is None:
@@ -258,16 +258,12 @@ class SoftmaxAttention(AttentionKernel):
         runs = document_runs(segment_ids)
         if runs is None:
             return None
-        if squares is None:
+        if square_bias is None:
             return UnmaskedPath(runs, per_offset=table)
         if max(stop - start for row in runs for start, stop in row) >= self.bias_block_from:
             return None
-        heads, device, dtype = q.shape[1], q.device, q.dtype
-
-        def square(example: int, start: int, stop: int) -> Tensor:
-            return bias_square(squares, example, start, stop, heads, device, dtype)
-
-        return UnmaskedPath(runs, square=square)
+        squares = bias_squares(square_bias, runs, q.shape[1], q.device, q.dtype)
+        return UnmaskedPath(runs, squares=squares)
 
     def forward(
         self,
@@ -324,9 +320,9 @@ class SoftmaxAttention(AttentionKernel):
             )
         unmasked = self._unmasked_cpu_path(q, bias, key_padding_mask, segment_ids, half, dropout_p)
         if unmasked is not None:
-            runs, per_offset, square = unmasked
+            runs, per_offset, squares = unmasked
             if runs is not None:
-                return attend_documents(q, k, v, runs, scale, per_offset, square)
+                return attend_documents(q, k, v, runs, scale, per_offset, squares)
             assert per_offset is not None
             return offset_bias_attention(q, k, v, per_offset, scale)
         if (

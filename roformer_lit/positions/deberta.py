@@ -35,6 +35,7 @@ from roformer_lit.positions.base import (
     QKVWeights,
     ScoreBias,
 )
+from roformer_lit.score_bias import Runs, run_pieces
 from roformer_lit.validation import Rule, at_least_int, boolean, check, optional
 
 #: ``position_buckets``: the table has ``2 * position_buckets`` rows, half per direction.
@@ -111,15 +112,15 @@ class DebertaLayer(LayerPosition):
             by_key = torch.bmm(query_table, keys.transpose(1, 2))  # [h, 2S, B*L]
             by_key = by_key.view(heads, -1, batch, length).transpose(1, 2)  # [h, B, 2S, L(j)]
 
-        def picked(example: int | slice, rows: slice, columns: slice, index: Tensor) -> Tensor:
-            """``q_i . Kr[delta(i, j)] + k_j . Qr[delta(i, j)]`` for queries ``rows`` and keys
-            ``columns`` of ``example`` (one row, or a slice of them), ``[h, (B,) r, c]``:
-            each product gathered with the index of that shape."""
+        def picked(queries: Tensor | None, keys: Tensor | None, index: Tensor) -> Tensor:
+            """``q_i . Kr[delta(i, j)] + k_j . Qr[delta(i, j)]`` for the queries' products
+            ``[h, .., r, 2S]`` and the keys' ``[h, .., 2S, c]`` (each None where its term is
+            off), each gathered with the index ``[h, .., r, c]``."""
             bias = None
-            if by_query is not None:  # [i, j] = q_i . Kr[delta(i, j)]
-                bias = by_query[:, example, rows].gather(-1, index)
-            if by_key is not None:  # [i, j] = k_j . Qr[delta(i, j)]
-                p2c = by_key[:, example, :, columns].gather(-2, index)
+            if queries is not None:  # [i, j] = q_i . Kr[delta(i, j)]
+                bias = queries.gather(-1, index)
+            if keys is not None:  # [i, j] = k_j . Qr[delta(i, j)]
+                p2c = keys.gather(-2, index)
                 bias = p2c if bias is None else bias + p2c
             assert bias is not None
             return bias
@@ -128,8 +129,8 @@ class DebertaLayer(LayerPosition):
             """Rows ``start .. stop - 1`` of the bias, ``[B, h, r, L]``, from their
             ``[r, L]`` or ``[B, r, L]`` index."""
             gather_index = index.expand(heads, batch, stop - start, length)
-            every = slice(None)
-            return picked(every, slice(start, stop), every, gather_index).transpose(0, 1)
+            queries = None if by_query is None else by_query[:, :, start:stop]
+            return picked(queries, by_key, gather_index).transpose(0, 1)
 
         def build() -> Tensor:
             return gathered(index_of(), 0, length)
@@ -149,14 +150,23 @@ class DebertaLayer(LayerPosition):
                 return p2c
             return c2p if p2c is None else c2p + p2c
 
-        def document(example: int, start: int, stop: int) -> Tensor:
-            """Tokens ``start .. stop - 1`` of row ``example`` among themselves, ``[h, n, n]``:
-            the buckets of offsets ``-(n - 1) .. n - 1`` alone."""
-            within = torch.arange(stop - start, device=q.device)
-            index = offsets[within[:, None] - within[None, :] + length - 1]
-            index = index.expand(heads, stop - start, stop - start)
-            own = slice(start, stop)
-            return picked(example, own, own, index)
+        def squares(runs: Runs) -> list[list[Tensor]]:
+            """Each document among itself, ``[h, n, n]``: the buckets of offsets
+            ``-(n - 1) .. n - 1`` alone, from each row's products cut once."""
+            none: list[None] = [None] * len(runs)
+            query_rows = none if by_query is None else by_query.unbind(1)  # [h, L, 2S] each
+            key_rows = none if by_key is None else by_key.unbind(1)  # [h, 2S, L] each
+            out = []
+            for row, queries, keys in zip(runs, query_rows, key_rows, strict=True):
+                cut_queries = [None] * len(row) if queries is None else run_pieces(queries, 1, row)
+                cut_keys = [None] * len(row) if keys is None else run_pieces(keys, 2, row)
+                pieces = []
+                for (start, stop), q_d, k_d in zip(row, cut_queries, cut_keys, strict=True):
+                    within = torch.arange(stop - start, device=q.device)
+                    index = offsets[within[:, None] - within[None, :] + length - 1]
+                    pieces.append(picked(q_d, k_d, index.expand(heads, stop - start, stop - start)))
+                out.append(pieces)
+            return out
 
         products = tuple(t for t in (by_query, by_key) if t is not None)
         return ScoreBias(
@@ -165,7 +175,7 @@ class DebertaLayer(LayerPosition):
             lookup=lookup,
             rows=rows,
             rows_read=products,
-            document=None if offsets is None else document,
+            squares=None if offsets is None else squares,
         )
 
 

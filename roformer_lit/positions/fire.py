@@ -56,7 +56,7 @@ from roformer_lit.positions.base import (
     ScoreBias,
     default_scale,
 )
-from roformer_lit.score_bias import receding_sums
+from roformer_lit.score_bias import Runs, receding_sums
 from roformer_lit.validation import boolean, check, finite_float_above
 
 MLP_WIDTH = 32
@@ -358,8 +358,8 @@ def fire_bias(
 ) -> ScoreBias:
     """The ``[1, h, L, L]`` bias (``[B, h, L, L]`` given positions), built when asked: the
     MLP evaluated once per forward on the ``[L, L]`` grid, shared by the batch; or, on long
-    rows, one block of query rows at a time (``rows``: never the whole grid); or one packed
-    document's square (``document``), the bias among its own positions. No lookup:
+    rows, one block of query rows at a time (``rows``: never the whole grid); or packed
+    documents' squares (``squares``), each the bias among its own positions. No lookup:
     past ``L_thr`` the bias depends on ``max(i, j)`` too, so it has no per-distance table,
     and FlexAttention reading a learned ``[h, L, L]`` tensor did not compile in bf16 on an
     H100 (its backward needed more shared memory than the chip has)."""
@@ -368,16 +368,17 @@ def fire_bias(
         build=lambda: fire(length, device, dtype, positions),
         rows=lambda start, stop: fire(length, device, dtype, positions, slice(start, stop)),
         rows_read=tuple(fire.parameters()),
-        document=DocumentSquares(fire, device, dtype, positions),
+        squares=DocumentSquares(fire, device, dtype, positions),
     )
 
 
 class DocumentSquares:
-    """``bias[b, :, start:stop, start:stop]``, ``[h, n, n]``: FIRE among the positions of
-    tokens ``start .. stop - 1`` of row ``b`` (``0 .. L-1`` when ``positions`` is None).
-    A document whose positions are ``0 .. n-1`` (packed documents: positions restart in
-    each) is the ``n``-token grid, with its piecewise form from ``PIECEWISE_FROM``; it is
-    built once per length and shared by the documents and layers of one forward."""
+    """``squares(runs)``: per row ``b`` and run ``[start, stop)``, ``bias[b, :, start:stop,
+    start:stop]``, ``[h, n, n]``: FIRE among the positions of those tokens (``0 .. L-1``
+    when ``positions`` is None). A document whose positions are ``0 .. n-1`` (packed
+    documents: positions restart in each) is the ``n``-token grid, with its piecewise form
+    from ``PIECEWISE_FROM``; it is built once per length and shared by the documents and
+    layers of one forward."""
 
     def __init__(
         self, fire: Fire, device: torch.device, dtype: torch.dtype, positions: Tensor | None
@@ -385,7 +386,11 @@ class DocumentSquares:
         self.fire, self.device, self.dtype, self.positions = fire, device, dtype, positions
         self._grids: dict[int, Tensor] = {}
 
-    def __call__(self, example: int, start: int, stop: int) -> Tensor:
+    def __call__(self, runs: Runs) -> list[list[Tensor]]:
+        return [[self.square(b, start, stop) for start, stop in row] for b, row in enumerate(runs)]
+
+    def square(self, example: int, start: int, stop: int) -> Tensor:
+        """The ``[h, n, n]`` bias among tokens ``start .. stop - 1`` of row ``example``."""
         size = stop - start
         if self.positions is None:
             at = torch.arange(start, stop, device=self.device)

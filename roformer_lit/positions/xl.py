@@ -44,6 +44,7 @@ from roformer_lit.positions.base import (
     default_scale,
     sinusoid_angles,
 )
+from roformer_lit.score_bias import Runs, run_pieces
 from roformer_lit.validation import boolean, check
 
 #: Query rows per block of the position term.
@@ -81,6 +82,10 @@ class XLLayer(LayerPosition):
         nn.init.normal_(self.u, std=0.02)
         nn.init.normal_(self.v, std=0.02)
 
+    def project(self, rel: Tensor) -> Tensor:
+        """``W_r R`` per head: ``[h, D, d]`` for ``D`` rows of sinusoids ``[D, H]``."""
+        return self.r_proj(rel).unflatten(-1, (self.num_heads, self.head_size)).transpose(0, 1)
+
     def score(
         self, q: Tensor, k: Tensor, ctx: Tensor | tuple[Tensor, Tensor], qkv: QKVWeights
     ) -> ScoreBias:
@@ -89,7 +94,7 @@ class XLLayer(LayerPosition):
         rel = ctx  # [2L-1, H], distances L-1 .. -(L-1)
         scale = default_scale(self.head_size)
         batch, heads, length, _ = q.shape
-        r = self.r_proj(rel).unflatten(-1, (self.num_heads, self.head_size)).transpose(0, 1)
+        r = self.project(rel)
         # the scale goes on the small operands, never on an [L, L] tensor
         content_bias = (k @ (self.u * scale).transpose(-1, -2)).transpose(-1, -2)  # [B, h, 1, L]
         queries = (q + self.v) * scale
@@ -110,23 +115,34 @@ class XLLayer(LayerPosition):
             starts = range(0, length, BLOCK_ROWS)
             return torch.cat([rows(s, min(s + BLOCK_ROWS, length)) for s in starts], dim=2)
 
-        def document(example: int, start: int, stop: int) -> Tensor:
-            """Tokens ``start .. stop - 1`` of row ``example`` among themselves:
-            ``[h, n, n]`` from the ``2n - 1`` distances ``n - 1 .. -(n - 1)`` alone."""
-            count = stop - start
-            distances = r[:, length - count : length + count - 1]
-            by_distance = queries[example : example + 1, :, start:stop] @ distances.transpose(
-                -1, -2
-            )
-            own_keys = content_bias[example, :, :, start:stop]
-            return shift_relative(by_distance, count)[0] + own_keys
+        def squares(runs: Runs) -> list[list[Tensor]]:
+            """Each document among itself, ``[h, n, n]``, from the ``2n - 1`` distances
+            ``n - 1 .. -(n - 1)`` alone (projected per length: a slice of ``r`` per document
+            would write a zero-filled gradient of all ``2L - 1`` rows for each)."""
+            tables: dict[int, Tensor] = {}
+            out = []
+            for q_row, c_row, row in zip(
+                queries.unbind(0), content_bias.unbind(0), runs, strict=True
+            ):
+                pieces = []
+                for (start, stop), q_d, c_d in zip(
+                    row, run_pieces(q_row, 1, row), run_pieces(c_row, 2, row), strict=True
+                ):
+                    count = stop - start
+                    if count not in tables:
+                        distances = rel[length - count : length + count - 1]
+                        tables[count] = self.project(distances)
+                    by_distance = q_d @ tables[count].transpose(-1, -2)  # [h, n, 2n - 1]
+                    pieces.append(shift_relative(by_distance[None], count)[0] + c_d)
+                out.append(pieces)
+            return out
 
         return ScoreBias(
             build=build,
             rows=rows,
             scale=scale,
             rows_read=(queries, r, content_bias),
-            document=document,
+            squares=squares,
         )
 
     def score_at_positions(self, q: Tensor, k: Tensor, sin: Tensor, cos: Tensor) -> ScoreBias:
@@ -144,16 +160,30 @@ class XLLayer(LayerPosition):
         def rows(start: int, stop: int) -> Tensor:
             return by_query[:, :, start:stop] @ by_key + content_bias
 
-        def document(example: int, start: int, stop: int) -> Tensor:
-            keys = by_key[example, :, :, start:stop]  # [1, H, n]
-            return by_query[example, :, start:stop] @ keys + content_bias[example, :, :, start:stop]
+        def squares(runs: Runs) -> list[list[Tensor]]:
+            out = []
+            for row, queries_b, keys_b, content_b in zip(
+                runs, by_query.unbind(0), by_key.unbind(0), content_bias.unbind(0), strict=True
+            ):
+                out.append(
+                    [
+                        q_d @ k_d + c_d
+                        for q_d, k_d, c_d in zip(
+                            run_pieces(queries_b, 1, row),
+                            run_pieces(keys_b, 2, row),
+                            run_pieces(content_b, 2, row),
+                            strict=True,
+                        )
+                    ]
+                )
+            return out
 
         return ScoreBias(
             build=lambda: by_query @ by_key + content_bias,
             rows=rows,
             scale=scale,
             rows_read=(by_query, by_key, content_bias),
-            document=document,
+            squares=squares,
         )
 
 

@@ -25,11 +25,12 @@ code path for the property at stake:
   those tensors alone) names every tensor they read that needs a gradient: the autograd
   graph of each block of rows, walked back, reaches no other (a tensor left out would
   silently lose its gradient through the bias). A scheme naming nothing passes;
-- ``squares``: a score bias that gives one packed document's square (``ScoreBias.document``,
+- ``squares``: a score bias that gives packed documents' squares (``ScoreBias.squares``,
   or its lookup: ``ScoreBias.has_squares``, which lets packed documents on long rows be
   attended one at a time) gives ``bias[b, :, s:e, s:e]`` of its dense form, in float64, for
-  documents at the start of a row and inside it, at ``0 .. L-1``, at the positions packed
-  documents get (restarting at each) and at drawn positions. A scheme giving neither passes.
+  documents at the start of a row, inside it and at its end, at ``0 .. L-1``, at the
+  positions packed documents get (restarting at each) and at drawn positions. A scheme
+  giving neither passes.
 
 The ``reference`` hook, a staticmethod (or classmethod) of the scheme class::
 
@@ -66,7 +67,7 @@ from roformer_lit.positions.base import (
     default_scale,
     segment_positions,
 )
-from roformer_lit.score_bias import bias_rows, bias_square, dense_from_lookup
+from roformer_lit.score_bias import bias_rows, bias_squares, dense_from_lookup
 from roformer_lit.testing.models import (
     PAD,
     SHAPES,
@@ -410,15 +411,15 @@ def check_rows_read(scheme: type[PositionScheme], attention: str, options: Optio
                 )
 
 
-#: The documents ``(row, start, stop)`` the ``squares`` check reads: a row's first tokens,
-#: its inside, its end, a whole row.
-SQUARES = ((0, 0, 3), (1, 2, 5), (0, 3, LENGTH), (2, 0, LENGTH))
+#: The documents ``[start, stop)`` of each row the ``squares`` check reads: a row's first
+#: tokens and its end, its inside, a whole row.
+SQUARES = [[(0, 3), (3, LENGTH)], [(2, 5)], [(0, LENGTH)]]
 #: Packed documents of the ``BATCH`` rows: squares read at their positions (0 at each start).
 SEGMENTS = torch.tensor([[0] * 3 + [1] * 4, [0] * 2 + [1] * 3 + [2] * 2, [0] * 7])
 
 
 def check_squares(scheme: type[PositionScheme], attention: str, options: Options) -> None:
-    """Every layer's squares (``bias_square``) are slices of its dense bias (float64), at
+    """Every layer's squares (``bias_squares``) are slices of its dense bias (float64), at
     ``0 .. L-1``, at segment positions and at drawn positions."""
     with default_dtype(torch.float64):
         model = visible_model(scheme, attention, options=options).double()
@@ -442,18 +443,19 @@ def check_squares(scheme: type[PositionScheme], attention: str, options: Options
                     if dense is None:
                         dense = dense_from_lookup(score.lookup, batch, heads, LENGTH)
                     dense = dense.expand(-1, heads, LENGTH, LENGTH)
-                    for row, start, stop in SQUARES:
-                        got = bias_square(score, row, start, stop, heads, q.device, q.dtype)
-                        wanted = dense[min(row, dense.shape[0] - 1), :, start:stop, start:stop]
-                        torch.testing.assert_close(
-                            got,
-                            wanted.expand_as(got),
-                            **FLOAT64_TOL,
-                            msg=lambda m, i=index, w=where, r=(row, start, stop): (
-                                f"layer {i}'s square (row, start, stop) = {r} at {w} is not "
-                                f"that slice of its dense bias: {m}"
-                            ),
-                        )
+                    squares = bias_squares(score, SQUARES, heads, q.device, q.dtype)
+                    for row, (runs, got_row) in enumerate(zip(SQUARES, squares, strict=True)):
+                        for (start, stop), got in zip(runs, got_row, strict=True):
+                            wanted = dense[min(row, dense.shape[0] - 1), :, start:stop, start:stop]
+                            torch.testing.assert_close(
+                                got,
+                                wanted.expand_as(got),
+                                **FLOAT64_TOL,
+                                msg=lambda m, i=index, w=where, r=(row, start, stop): (
+                                    f"layer {i}'s square (row, start, stop) = {r} at {w} is "
+                                    f"not that slice of its dense bias: {m}"
+                                ),
+                            )
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,19 @@ def command(name: str) -> str:
     return words[1].replace(".venv/bin/python", "python") if len(words) > 1 else first
 
 
+#: How ``bench`` names the machine on the line after the command.
+MACHINE_LINE = "## roformer-lit bench on "
+
+
+def machine(name: str) -> str | None:
+    """The machine a ``bench`` raw output names (``CPU: <model> (<cores>), torch <version>``),
+    or None where it names none."""
+    for line in read_text(bench_file(name)).splitlines():
+        if line.startswith(MACHINE_LINE):
+            return line.removeprefix(MACHINE_LINE).strip()
+    return None
+
+
 def ratio(name: str, scheme: str, length: int) -> float:
     """``step / nope`` of ``scheme`` at ``length`` in raw output ``name``."""
     row = bench_table(name).get((scheme, length))
@@ -404,7 +417,9 @@ def _masked_rows(names: tuple[str, ...], scheme: str) -> list[Row]:
     return [bench_table(name, MASKED)[(scheme, 8192)] for name in names]
 
 
-def compare_masked(sides: dict[str, tuple[str, ...]]) -> str:
+def compare_masked(
+    sides: dict[str, tuple[str, ...]], schemes: tuple[str, ...] = ("nope", "t5", "kerple")
+) -> str:
     """Per scheme, masked / plain and the masked step's milliseconds in each process of two
     codes (``sides``: label -> raw outputs, before first), and which schemes the second
     code puts below the first in every process."""
@@ -414,7 +429,7 @@ def compare_masked(sides: dict[str, tuple[str, ...]]) -> str:
         f"| masked step ms, {before} | masked step ms, {after} |\n|---|---|---|---|---|\n"
     )
     lines, apart = [], []
-    for scheme in ("nope", "t5", "kerple"):
+    for scheme in schemes:
         rows = {label: _masked_rows(names, scheme) for label, names in sides.items()}
         step = next(c for c in rows[before][0] if c.endswith("documents masked"))
         cells = [" / ".join(r[RATIO] for r in rows[label]) for label in sides]
@@ -424,11 +439,14 @@ def compare_masked(sides: dict[str, tuple[str, ...]]) -> str:
         if scheme != "nope" and max(ratios[after]) < min(ratios[before]):
             apart.append(f"`{scheme}`")
     sources = ", ".join(f"[`{name}`](bench/{name})" for names in sides.values() for name in names)
+    on = machine(old[0])
     return (
         head
         + "\n".join(lines)
         + f"\n\n{after[0].upper() + after[1:]} below {before} in every process: "
-        + f"{', '.join(apart) or 'none'}.\n\nRaw outputs: {sources} (`{command(old[0])}`).\n"
+        + f"{', '.join(apart) or 'none'}.\n\nRaw outputs: {sources} (`{command(old[0])}`"
+        + (f", on {on}" if on else "")
+        + ").\n"
     )
 
 
@@ -457,54 +475,97 @@ SPLIT = {
 }
 
 
+#: ``nope``, FIRE, XL and DeBERTa at 8,192 tokens with 4 documents per row: the masked rows
+#: of 012ba4c (FIRE, XL and DeBERTa in blocks of queries; ``nope`` already one document at a
+#: time) against each document's own square (0572931), two processes each, alternating.
+SQUARES = {
+    "masked rows": (
+        "cpu-2026-11-28-documents-squares-8192-masked-1.txt",
+        "cpu-2026-11-28-documents-squares-8192-masked-2.txt",
+    ),
+    "document squares": (
+        "cpu-2026-11-28-documents-squares-8192-squares-1.txt",
+        "cpu-2026-11-28-documents-squares-8192-squares-2.txt",
+    ),
+}
+#: The schemes ``SQUARES`` is about (the others: ``SPLIT``).
+SQUARE_SCHEMES = ("fire", "xl", "deberta")
+
+
 def _masked_ms(row: Row) -> float:
     return float(next(v for c, v in row.items() if c.endswith("documents masked")).replace(",", ""))
 
 
-def _over_nope(scheme: str) -> list[float]:
-    """One document at a time: ``scheme``'s masked step over ``nope``'s masked step in each
-    process (the ratio of the medians each process prints)."""
+def _over_nope(scheme: str, names: tuple[str, ...]) -> list[float]:
+    """``scheme``'s masked step over ``nope``'s masked step in each process ``names`` (the
+    ratio of the medians each process prints)."""
     return [
         _masked_ms(_masked_rows((name,), scheme)[0]) / _masked_ms(_masked_rows((name,), "nope")[0])
-        for name in SPLIT["one document at a time"]
+        for name in names
     ]
 
 
-def document_split() -> str:
-    """Region ``cpu-bias-documents-split``: masked rows against one document at a time, and,
-    one document at a time, each bias scheme's masked step over ``nope``'s
-    (:func:`_over_nope`)."""
-    over = {scheme: _over_nope(scheme) for scheme in ("t5", "kerple")}
+def _over_nope_sentence(label: str, names: tuple[str, ...], schemes: tuple[str, ...]) -> str:
+    """Each scheme's masked step over ``nope``'s in each process, and which are within the
+    target in every one."""
+    over = {scheme: _over_nope(scheme, names) for scheme in schemes}
     listed = ", ".join(
         f"`{scheme}` " + " and ".join(f"{value:.2f}×" for value in values)
         for scheme, values in over.items()
     )
     meets = [f"`{s}`" for s, values in over.items() if max(values) <= TARGET]
     return (
-        compare_masked(SPLIT)
-        + f"\nOne document at a time, each scheme's masked step over `nope`'s masked step in "
-        f"the same process: {listed}; within {TARGET}× in both processes: "
-        f"{', '.join(meets) or 'none'}.\n"
+        f"\n{label}, each scheme's masked step over `nope`'s masked step in the same process: "
+        f"{listed}; within {TARGET}× in every process: {', '.join(meets) or 'none'}.\n"
+    )
+
+
+def document_split() -> str:
+    """Region ``cpu-bias-documents-split``: masked rows against one document at a time, and,
+    one document at a time, each bias scheme's masked step over ``nope``'s
+    (:func:`_over_nope`)."""
+    label = "one document at a time"
+    return compare_masked(SPLIT) + _over_nope_sentence(
+        "One document at a time", SPLIT[label], ("t5", "kerple")
+    )
+
+
+def document_squares() -> str:
+    """Region ``cpu-bias-documents-squares``: FIRE, XL and DeBERTa in masked rows against
+    each document's own square, and, with squares, each one's masked step over ``nope``'s."""
+    return compare_masked(SQUARES, ("nope", *SQUARE_SCHEMES)) + _over_nope_sentence(
+        "With squares", SQUARES["document squares"], SQUARE_SCHEMES
     )
 
 
 def readme_documents() -> str:
-    """Region ``readme-cpu-documents``: one sentence for the README from ``SPLIT``'s
-    one-document-at-a-time raw outputs: each scheme's masked step over its plain step, and
-    T5's and KERPLE's masked step over ``nope``'s, per process."""
-    names = SPLIT["one document at a time"]
+    """Region ``readme-cpu-documents``: one sentence for the README from the
+    one-document-at-a-time raw outputs (``SPLIT``'s for ``nope``, T5 and KERPLE, ``SQUARES``'
+    for FIRE, XL and DeBERTa): each scheme's masked step over its plain step, and each bias
+    scheme's masked step over ``nope``'s in the same process."""
+    split, squares = SPLIT["one document at a time"], SQUARES["document squares"]
+    sources = {"nope": split, "t5": split, "kerple": split}
+    sources |= {scheme: squares for scheme in SQUARE_SCHEMES}
 
     def per_process(scheme: str) -> str:
-        return "/".join(r[RATIO].rstrip("x") for r in _masked_rows(names, scheme))
+        return "/".join(r[RATIO].rstrip("x") for r in _masked_rows(sources[scheme], scheme))
 
-    over = {s: "/".join(f"{value:.2f}" for value in _over_nope(s)) for s in ("t5", "kerple")}
+    plain = ", ".join(f"{per_process(s)}× (`{s}`)" for s in sources)
+    over = ", ".join(
+        "/".join(f"{value:.2f}" for value in _over_nope(s, names)) + f"× (`{s}`)"
+        for s, names in sources.items()
+        if s != "nope"
+    )
+    first, second = machine(split[0]), machine(squares[0])
+    where = ""
+    if first and second and first != second:
+        where = f"; `nope`, `t5` and `kerple` on {first}, `fire`, `xl` and `deberta` on {second}"
     return (
         f"With packed documents (`data.document_mask`) a CPU attends each document on its own "
-        f"from 1,024 tokens, for schemes with no score bias or one of `i - j` alone (FIRE, XL "
-        f"and DeBERTa keep the mask): at 8,192 tokens with 4 documents per row a step takes "
-        f"{per_process('nope')}× (`nope`), {per_process('t5')}× (`t5`) and "
-        f"{per_process('kerple')}× (`kerple`) of the same step without documents, and "
-        f"`t5`'s and `kerple`'s take {over['t5']}× and {over['kerple']}× `nope`'s (two "
-        f"processes each): [performance](docs/performance.md#long-rows-the-bias-per-block-of-"
-        f"queries).\n"
+        f"from 1,024 tokens, for every built-in scheme (a bias of `i - j` alone reads its "
+        f"table per document; FIRE, XL and DeBERTa build each document's own square): at "
+        f"8,192 tokens with 4 documents per row a step takes {plain} of the same step "
+        f"without documents, and the bias schemes' take {over} `nope`'s in the same process "
+        f"(two processes each{where}): [performance](docs/performance.md#long-rows-the-bias-"
+        f"per-block-of-queries).\n"
     )

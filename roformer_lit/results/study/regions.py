@@ -110,6 +110,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "cpu-bias-documents": cpu_speed.documents,
     "cpu-bias-documents-rows": cpu_speed.document_rows,
     "cpu-bias-documents-split": cpu_speed.document_split,
+    "cpu-bias-documents-squares": cpu_speed.document_squares,
     "readme-cpu-documents": cpu_speed.readme_documents,
     "modernbert-vs-hf": recipe_speed.table,
     "gpu-bias-table": gpu_speed.table,
