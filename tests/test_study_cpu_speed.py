@@ -268,3 +268,30 @@ def test_findings_list_every_earlier_code_and_fire_before_and_after(study_bench:
     assert "2,048 tokens `fire` 3.311× and 3.311×; 8,192 tokens `fire` 3.311×" in text
     assert first.lacking[1:] in text and second.lacking[1:] in text
     assert "`fire` 4.321× and 4.321× before, 3.987× and 3.987× after" in text
+
+
+def test_squares_guard_lists_each_length_and_where_every_scheme_is_below(study_bench: Path):
+    """XL above 1 at 16 tokens: every scheme below from 32 on; a length one file lacks is
+    a dash."""
+    ratios = {
+        "fire": {8: "1.20", 16: "0.70", 32: "0.60"},
+        "xl": {8: "1.70", 16: "1.03", 32: "0.90"},
+        "deberta": {8: "1.40", 16: "0.90"},
+    }
+    for scheme, rows in ratios.items():
+        lines = [
+            f"# 2026-11-28T00:00:00Z python scripts/document_split_speed.py {scheme}",
+            "# CPU: Test (2 cores)",
+            "| scheme | L | batch | documents | tokens each | split ms | masked ms | split / masked |",
+            "|---|---|---|---|---|---|---|---|",
+            *(
+                f"| {scheme} | 1024 | 4 | {1024 // n} | {n} | 1 | 1 | {r} |"
+                for n, r in rows.items()
+            ),
+        ]
+        (study_bench / cpu_speed.SQUARES_GUARD[scheme]).write_text("\n".join(lines) + "\n")
+    text = cpu_speed.squares_guard()
+    assert "| 16 | 0.70× | 1.03× | 0.90× |" in text
+    assert "| 32 | 0.60× | 0.90× | – |" in text
+    assert "at no length measured." in text  # deberta has no 32, fire and xl none below at 16
+    assert "on CPU: Test (2 cores))." in text

@@ -37,7 +37,10 @@ from roformer_lit.score_bias import Runs
 #: calls (on the 2-core CPU at 1,024 tokens, batch 4, T5's training step one document at a
 #: time took 1.19x the masked step with 8-token documents and 0.83x with 16-token ones:
 #: ``python scripts/document_split_speed.py t5 --length 1024 --batch 4 --documents 128 64
-#: 32 8``, raw output docs/bench/cpu-2026-11-28-document-split-1024.txt).
+#: 32 8``, raw output docs/bench/cpu-2026-11-28-document-split-1024.txt). Each document's own
+#: square, on another 2-core CPU, 16-token documents against 8: FIRE 0.74x (1.24x), XL 1.03x
+#: (1.75x; 0.67x with 32 tokens), DeBERTa 0.93x (1.39x)
+#: (docs/bench/cpu-2026-11-28-document-split-squares-1024-{fire,xl,deberta}.txt).
 MIN_MEAN_DOCUMENT = 16
 
 

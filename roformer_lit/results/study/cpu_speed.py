@@ -89,17 +89,16 @@ Row = dict[str, str]
 
 
 @cached
-def bench_table(name: str, head: str = "| scheme | kernel |") -> dict[tuple[str, int], Row]:
-    """The rows of the per-scheme table of raw output ``name`` (the first whose header starts
-    with ``head``), by ``(first column, L)`` (the scheme, or the recipe), each a mapping
-    from column header to cell; ConfigError naming the file if it has none."""
+def table_rows(name: str, head: str) -> tuple[Row, ...]:
+    """The rows of the first table of raw output ``name`` whose header starts with ``head``,
+    each a mapping from column header to cell; ConfigError naming the file if it has none."""
     path = bench_file(name)
     lines = read_text(path).splitlines()
     header = next((i for i, line in enumerate(lines) if line.startswith(head)), None)
     if header is None:
         raise ConfigError(f"{path}: no per-scheme table (a {head.strip()!r} header)")
     columns = [c.strip() for c in lines[header].strip("|").split("|")]
-    rows: dict[tuple[str, int], Row] = {}
+    rows: list[Row] = []
     for number, line in enumerate(lines[header + 2 :], start=header + 3):
         if not line.startswith("|"):
             break
@@ -108,11 +107,21 @@ def bench_table(name: str, head: str = "| scheme | kernel |") -> dict[tuple[str,
             raise ConfigError(
                 f"{path}: line {number}: {len(cells)} cells for {len(columns)} columns"
             )
-        row = dict(zip(columns, cells, strict=True))
+        rows.append(dict(zip(columns, cells, strict=True)))
+    return tuple(rows)
+
+
+def bench_table(name: str, head: str = "| scheme | kernel |") -> dict[tuple[str, int], Row]:
+    """The rows of the per-scheme table of raw output ``name`` (the first whose header starts
+    with ``head``), by ``(first column, L)`` (the scheme, or the recipe), each a mapping
+    from column header to cell; ConfigError naming the file if it has none."""
+    rows: dict[tuple[str, int], Row] = {}
+    for row in table_rows(name, head):
+        first = next(iter(row.values()))
         try:
-            rows[(row[columns[0]], int(row["L"]))] = row
+            rows[(first, int(row["L"]))] = row
         except ValueError:
-            raise ConfigError(f"{path}: line {number}: L is not an integer: {row['L']!r}") from None
+            raise ConfigError(f"{bench_file(name)}: L is not an integer: {row['L']!r}") from None
     return rows
 
 
@@ -477,7 +486,8 @@ SPLIT = {
 
 #: ``nope``, FIRE, XL and DeBERTa at 8,192 tokens with 4 documents per row: the masked rows
 #: of 012ba4c (FIRE, XL and DeBERTa in blocks of queries; ``nope`` already one document at a
-#: time) against each document's own square (0572931), two processes each, alternating.
+#: time; two processes alternating with two of 0572931) against each document's own square
+#: (0e8d9af, two processes run after them on the same machine).
 SQUARES = {
     "masked rows": (
         "cpu-2026-11-28-documents-squares-8192-masked-1.txt",
@@ -536,6 +546,52 @@ def document_squares() -> str:
     return compare_masked(SQUARES, ("nope", *SQUARE_SCHEMES)) + _over_nope_sentence(
         "With squares", SQUARES["document squares"], SQUARE_SCHEMES
     )
+
+
+#: Each document's square against the masked path at 1,024 tokens, batch 4, by mean
+#: document length (``scripts/document_split_speed.py``, 0e8d9af): the ``MIN_MEAN_DOCUMENT``
+#: guard measured for FIRE, XL and DeBERTa.
+SQUARES_GUARD = {
+    scheme: f"cpu-2026-11-28-document-split-squares-1024-{scheme}.txt" for scheme in SQUARE_SCHEMES
+}
+SPLIT_HEAD = "| scheme | L | batch | documents | tokens each |"
+
+
+def squares_guard() -> str:
+    """Region ``cpu-bias-documents-squares-guard``: per scheme and mean document length, the
+    step one document's square at a time over the masked step, and the shortest length from
+    which it is below 1 for every scheme."""
+    lengths: list[int] = []
+    cells: dict[str, dict[int, str]] = {}
+    for scheme, name in SQUARES_GUARD.items():
+        rows = {int(r["tokens each"]): r["split / masked"] for r in table_rows(name, SPLIT_HEAD)}
+        cells[scheme] = rows
+        lengths = sorted(set(lengths) | set(rows))
+    head = "| tokens per document | " + " | ".join(f"`{s}`" for s in cells) + " |\n"
+    head += "|---" * (len(cells) + 1) + "|\n"
+    lines = [
+        f"| {n} | " + " | ".join(f"{cells[s][n]}×" if n in cells[s] else "–" for s in cells) + " |"
+        for n in lengths
+    ]
+    below = [n for n in lengths if all(float(cells[s].get(n, "inf")) < 1 for s in cells)]
+    sources = ", ".join(f"[`{name}`](bench/{name})" for name in SQUARES_GUARD.values())
+    first = next(iter(SQUARES_GUARD.values()))
+    where = f"from {min(below)} tokens per document on" if below else "at no length measured"
+    return (
+        head
+        + "\n".join(lines)
+        + f"\n\nBelow the masked step for every one of these schemes {where}.\n\n"
+        + f"Raw outputs: {sources} (`{command(first)}`, and the same for the others, on "
+        + f"{split_machine(first)}).\n"
+    )
+
+
+def split_machine(name: str) -> str:
+    """The machine a ``document_split_speed.py`` raw output names (``# CPU: ...``)."""
+    for line in read_text(bench_file(name)).splitlines():
+        if line.startswith("# CPU: "):
+            return line.removeprefix("# ").strip()
+    raise ConfigError(f"{bench_file(name)}: no '# CPU: ' line")
 
 
 def readme_documents() -> str:

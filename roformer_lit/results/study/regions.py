@@ -111,6 +111,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "cpu-bias-documents-rows": cpu_speed.document_rows,
     "cpu-bias-documents-split": cpu_speed.document_split,
     "cpu-bias-documents-squares": cpu_speed.document_squares,
+    "cpu-bias-documents-squares-guard": cpu_speed.squares_guard,
     "readme-cpu-documents": cpu_speed.readme_documents,
     "modernbert-vs-hf": recipe_speed.table,
     "gpu-bias-table": gpu_speed.table,
