@@ -132,16 +132,18 @@ def command(name: str) -> str:
     return words[1].replace(".venv/bin/python", "python") if len(words) > 1 else first
 
 
-#: How ``bench`` names the machine on the line after the command.
-MACHINE_LINE = "## roformer-lit bench on "
+#: How ``bench`` and the scripts beside it (``document_split_speed.py``) name the machine on
+#: a line after the command, before ``CPU: <model> (<cores>), torch <version>``.
+MACHINE_LINES = ("## roformer-lit bench on ", "# ")
 
 
 def machine(name: str) -> str | None:
-    """The machine a ``bench`` raw output names (``CPU: <model> (<cores>), torch <version>``),
-    or None where it names none."""
+    """The machine a raw output names (``CPU: <model> (<cores>), torch <version>``), or None
+    where it names none."""
     for line in read_text(bench_file(name)).splitlines():
-        if line.startswith(MACHINE_LINE):
-            return line.removeprefix(MACHINE_LINE).strip()
+        for prefix in MACHINE_LINES:
+            if line.startswith(prefix + "CPU: "):
+                return line.removeprefix(prefix).strip()
     return None
 
 
@@ -577,21 +579,15 @@ def squares_guard() -> str:
     sources = ", ".join(f"[`{name}`](bench/{name})" for name in SQUARES_GUARD.values())
     first = next(iter(SQUARES_GUARD.values()))
     where = f"from {min(below)} tokens per document on" if below else "at no length measured"
+    on = machine(first)
     return (
         head
         + "\n".join(lines)
         + f"\n\nBelow the masked step for every one of these schemes {where}.\n\n"
-        + f"Raw outputs: {sources} (`{command(first)}`, and the same for the others, on "
-        + f"{split_machine(first)}).\n"
+        + f"Raw outputs: {sources} (`{command(first)}`, and the same for the others"
+        + (f", on {on}" if on else "")
+        + ").\n"
     )
-
-
-def split_machine(name: str) -> str:
-    """The machine a ``document_split_speed.py`` raw output names (``# CPU: ...``)."""
-    for line in read_text(bench_file(name)).splitlines():
-        if line.startswith("# CPU: "):
-            return line.removeprefix("# ").strip()
-    raise ConfigError(f"{bench_file(name)}: no '# CPU: ' line")
 
 
 def readme_documents() -> str:
