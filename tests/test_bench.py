@@ -133,6 +133,63 @@ def test_flop_formula_counts_what_torchs_flop_counter_counts(name):
     assert training_step_flops(model, batch, length, masked) == formula + attention
 
 
+def packed_rows(sizes: list[list[int]]) -> torch.Tensor:
+    """Segment ids of rows packed with documents of ``sizes`` (ids 0, 1, .. per row)."""
+    return torch.tensor([sum(([d] * n for d, n in enumerate(row)), []) for row in sizes])
+
+
+@pytest.mark.parametrize(
+    ("sizes", "split"),
+    [
+        ([[5, 12, 7], [24]], True),  # every document one run: one call per document
+        ([[5, 12, 7], [3, 3, 18]], True),
+        ([[5, 12, 7], [24]], False),  # below the fused CPU path's length: masked rows
+    ],
+)
+def test_flop_count_reads_the_score_entries_the_documents_path_computed(sizes, split, monkeypatch):
+    """With packed documents attended one at a time, a step computes ``sum_d n_d^2`` score
+    entries per head, not ``L^2`` per row: the count read after the step equals torch's FLOP
+    counter's (SDPA on its math form) and the pairs of the documents' sizes; on the masked
+    path (rows below the fused path's length) both are ``L^2`` per row."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from roformer_lit.attention import documents
+
+    monkeypatch.setattr(documents, "MIN_MEAN_DOCUMENT", 1)
+    monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", 2 if split else 1024)
+    model = small_model("nope", "softmax", num_layers=2, dropout=0.0).train()
+    segment_ids = packed_rows(sizes)
+    batch, length = segment_ids.shape
+    ids = random_ids(batch, length)
+    labels = torch.where(torch.arange(length) % 3 == 1, ids, -100)
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        model.mlm_loss(ids, labels, segment_ids=segment_ids).backward()
+    counted = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+    attention = attention_flops(model, batch, length)
+    assert counted.get("aten.bmm", 0) == 3 * attention
+    pairs = sum(n * n for row in sizes for n in row) if split else batch * length * length
+    width = (
+        model.encoder.layers[0].attention.num_heads * model.encoder.layers[0].attention.head_size
+    )
+    assert attention == len(model.encoder.layers) * 2 * 2 * pairs * width
+
+
+def test_flop_count_after_a_step_without_documents_is_the_full_rows(monkeypatch):
+    """A plain step after a packed one counts every row at ``L^2`` again (the record of the
+    documents belongs to the forward that made it)."""
+    from roformer_lit.attention import documents
+
+    monkeypatch.setattr(documents, "MIN_MEAN_DOCUMENT", 1)
+    monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", 2)
+    model = small_model("nope", "softmax", num_layers=1, dropout=0.0).train()
+    segment_ids = packed_rows([[6, 6], [4, 8]])
+    ids = random_ids(2, 12)
+    model(ids, segment_ids=segment_ids)
+    packed = attention_flops(model, 2, 12)
+    model(ids)
+    assert attention_flops(model, 2, 12) == packed * 2 * 144 // (36 + 36 + 16 + 64)
+
+
 def test_bench_times_the_document_mask_for_kernels_that_keep_documents_apart(capsys):
     argv = ["bench", "--lengths", "16", "--schemes", "nope", "alibi", "--document-mask", "2"]
     assert main([*argv, "--no-mfu", "--no-backends", *TINY_BENCH]) == 0

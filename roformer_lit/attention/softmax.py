@@ -140,6 +140,9 @@ class SoftmaxAttention(AttentionKernel):
         self.backend = backend
         self.window_block = window_block
         self.bias_block, self.bias_block_from = bias_block, bias_block_from
+        #: ``(batch, length, sum_d n_d^2)`` of the last forward that attended packed
+        #: documents one at a time; None after any other forward
+        self._documents_read: tuple[int, int, int] | None = None
 
     def score_pairs(self, length: int, window: int | None) -> int:
         """``(query, key)`` score entries one head of one row computes at ``length`` tokens
@@ -156,6 +159,17 @@ class SoftmaxAttention(AttentionKernel):
             * (min(length, start + self.window_block + half) - max(0, start - half))
             for start in range(0, length, self.window_block)
         )
+
+    def score_pairs_read(self, batch: int, length: int, window: int | None) -> int:
+        """Score entries of one head over ``batch`` rows of ``length`` tokens, as this
+        kernel computed them: ``sum_d n_d^2`` over every row's documents where its last
+        forward was at that shape and attended packed documents one at a time (the fused
+        CPU path); else ``batch * score_pairs(length, window)`` (a masked row computes
+        every entry, masked or not)."""
+        read = self._documents_read
+        if read is not None and read[:2] == (batch, length):
+            return read[2]
+        return batch * self.score_pairs(length, window)
 
     @classmethod
     def capabilities(cls, options: Mapping[str, Any] | None = None) -> KernelCapabilities:
@@ -281,6 +295,8 @@ class SoftmaxAttention(AttentionKernel):
     ) -> Tensor:
         if rotate is not None:
             q, k = rotate(q), rotate(k)
+        if not torch.compiler.is_compiling():  # (the documents path never runs compiled)
+            self._documents_read = None
         half = band_half_width(window, q.shape[-2])
         if half is not None and self._flex_window(q, bias, dropout_p):
             return flex_softmax(
@@ -322,6 +338,8 @@ class SoftmaxAttention(AttentionKernel):
         if unmasked is not None:
             runs, per_offset, squares = unmasked
             if runs is not None:
+                pairs = sum((stop - start) ** 2 for row in runs for start, stop in row)
+                self._documents_read = (q.shape[0], q.shape[-2], pairs)
                 return attend_documents(q, k, v, runs, scale, per_offset, squares)
             assert per_offset is not None
             return offset_bias_attention(q, k, v, per_offset, scale)

@@ -7,11 +7,13 @@ layer reads.
   layer's output projection and FFN and the MLM head (its dense layer and the tied
   ``[V, H]`` decoder) run at the ``M`` masked tokens only, as ``MaskedLM.mlm_loss`` does,
   every other product at all ``B * L`` tokens.
-- Attention: ``2 * 2 * B * h * d * pairs`` per layer (scores and weighted sum), ``pairs``
-  the ``(query, key)`` entries the layer's kernel computes at its window
-  (``kernel.score_pairs``: ``L^2`` globally, the band read block by block in a windowed
-  layer); a kernel without ``score_pairs`` (linear attention) costs ``2 * 2 * d * H`` per
-  token.
+- Attention: ``2 * 2 * h * d * pairs`` per layer (scores and weighted sum), ``pairs``
+  the ``(query, key)`` entries the layer's kernel computes over the batch at its window
+  (``kernel.score_pairs``: ``L^2`` per row globally, the band read block by block in a
+  windowed layer; ``kernel.score_pairs_read``: ``sum_d n_d^2`` where the kernel's last
+  forward at this shape attended packed documents one at a time, so a step's count is
+  read after its forward); a kernel without ``score_pairs`` (linear attention) costs
+  ``2 * 2 * d * H`` per token.
 
 Not counted: element-wise work, and a position scheme's own products (XL's relative
 projection and shifted product, DeBERTa's c2p/p2c tables, FIRE's MLP), which are not
@@ -66,16 +68,22 @@ def gemm_shapes(
 
 
 def attention_flops(model: MaskedLM, batch: int, length: int) -> int:
-    """Forward FLOPs of every layer's attention (scores and weighted sum) at its window."""
+    """Forward FLOPs of every layer's attention (scores and weighted sum) at the score
+    entries its kernel computes: ``score_pairs_read`` (packed documents attended one at a
+    time in the kernel's last forward at this shape), else ``score_pairs`` per row."""
     total = 0
     for layer in model.encoder.layers:
         attention = layer.attention
         width = attention.num_heads * attention.head_size
-        score_pairs = getattr(attention.kernel, "score_pairs", None)
-        if score_pairs is None:  # linear attention: d x d state per head
+        kernel, window = attention.kernel, attention.window
+        if hasattr(kernel, "score_pairs_read"):
+            pairs = kernel.score_pairs_read(batch, length, window)
+        elif hasattr(kernel, "score_pairs"):
+            pairs = batch * kernel.score_pairs(length, window)
+        else:  # linear attention: d x d state per head
             total += 2 * 2 * batch * length * attention.head_size * width
-        else:
-            total += 2 * 2 * batch * score_pairs(length, attention.window) * width
+            continue
+        total += 2 * 2 * pairs * width
     return total
 
 
