@@ -34,6 +34,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--batch", type=integer(1, 4096), default=4)
     parser.add_argument("--documents", type=integer(1, 1 << 20), nargs="+", default=[8, 32, 128])
     ns = parser.parse_args(argv)
+    if max(ns.documents) > ns.length:
+        parser.error(f"--documents {max(ns.documents)}: must be in [1, {ns.length}] (--length)")
     keep_freed_memory()
     flush_denormals()
     shape = Shape(ns.batch, ns.length, 256, 4, 4, 1024, 8192)

@@ -29,6 +29,7 @@ from roformer_lit.benchmarks.memory import peak_step_memory_mb
 from roformer_lit.benchmarks.runners import Shape
 from roformer_lit.machine import describe_machine
 from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.tool_arguments import integer
 
 #: glibc's environment variable, and the fixed threshold that returns freed blocks at once.
 MMAP_THRESHOLD = "MALLOC_MMAP_THRESHOLD_"
@@ -57,19 +58,15 @@ def measure(scheme: str, shape: Shape, returned: bool, block_from: int | None) -
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--schemes", nargs="+", choices=sorted(POSITION_SCHEMES), required=True)
-    parser.add_argument("--length", type=int, default=8192)
-    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--length", type=integer(8, 1 << 17), default=8192)
+    parser.add_argument("--batch", type=integer(1, 4096), default=1)
     parser.add_argument(
         "--bias-block-from",
-        type=int,
+        type=integer(1, 1 << 17),
         default=None,
         help="the blocked path's start (SoftmaxAttention's bias_block_from; default 8192)",
     )
     ns = parser.parse_args(argv)
-    for flag in ("length", "batch", "bias_block_from"):
-        value = getattr(ns, flag)
-        if value is not None and value < 1:
-            parser.error(f"--{flag.replace('_', '-')} must be a positive integer, got {value}")
     shape = Shape(ns.batch, ns.length, 256, 4, 4, 1024, 8192)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     print(f"# {stamp} python scripts/peak_memory.py {' '.join(argv)}")

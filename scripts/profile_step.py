@@ -16,6 +16,7 @@ import torch
 import roformer_lit.commands  # noqa: F401 - what python -m roformer_lit has imported
 from roformer_lit.benchmarks.runners import Shape, ours
 from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.tool_arguments import integer
 from roformer_lit.training.denormals import flush_denormals
 from roformer_lit.training.host_memory import keep_freed_memory
 
@@ -23,9 +24,9 @@ from roformer_lit.training.host_memory import keep_freed_memory
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scheme", choices=sorted(POSITION_SCHEMES))
-    parser.add_argument("--length", type=int, default=2048)
-    parser.add_argument("--batch", type=int, default=4)
-    parser.add_argument("--rows", type=int, default=20)
+    parser.add_argument("--length", type=integer(8, 1 << 17), default=2048)
+    parser.add_argument("--batch", type=integer(1, 4096), default=4)
+    parser.add_argument("--rows", type=integer(1, 1000), default=20)
     ns = parser.parse_args(argv)
     keep_freed_memory()
     flush_denormals()

@@ -91,9 +91,18 @@ def test_cli_table_at_the_training_length(alibi_checkpoint, capsys):
     ("extra", "expected"),
     [
         (["--window", "16"], "--window must be < L / 2 = 16, got 16"),
-        (["--window", "-1"], "--window must be >= 0, got -1"),
-        (["--length", "4"], "--length must be between 8 and 4096, got 4"),
-        (["--length", "x"], "locality: argument --length: invalid int value: 'x'"),
+        (
+            ["--window", "-1"],
+            "locality: argument --window: must be an integer in [0, 4096], got '-1'",
+        ),
+        (
+            ["--length", "4"],
+            "locality: argument --length: must be an integer in [8, 4096], got '4'",
+        ),
+        (
+            ["--length", "x"],
+            "locality: argument --length: must be an integer in [8, 4096], got 'x'",
+        ),
     ],
 )
 def test_bad_arguments_are_one_error_line(alibi_checkpoint, capsys, extra, expected):

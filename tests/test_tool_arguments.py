@@ -1,5 +1,6 @@
 """The measuring tools' arguments (``bench``, ``bench-data``, ``bench-data --corpus``,
-``bench-flex``, ``extrapolate``, ``sweep``): every numeric argument declares its range, and a
+``bench-flex``, ``extrapolate``, ``sweep``, ``locality``, ``compare``, and the scripts in
+``scripts/``): every numeric argument declares its range, and a
 value outside it -- zero, negative, absurdly large, not an integer -- is one ``error:`` line
 naming the argument (exit 2) before anything is measured; a default config is found from
 the package, not from the working directory."""
@@ -7,6 +8,7 @@ the package, not from the working directory."""
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from roformer_lit.results import extrapolate, locality
 from roformer_lit.results.compare import cli as compare_cli
 from roformer_lit.tool_arguments import bounded_arguments, unbounded_numeric_arguments
 
-#: tool -> (the arguments before the one under test, its parser)
+#: tool -> (the arguments before the one under test, its parser): every tool with a ToolParser
 TOOLS: dict[str, tuple[list[str], Callable[[], argparse.ArgumentParser]]] = {
     "bench": (["bench"], models.build_parser),
     "bench-data": (["bench-data"], data_pipeline.build_parser),
@@ -29,6 +31,8 @@ TOOLS: dict[str, tuple[list[str], Callable[[], argparse.ArgumentParser]]] = {
     "bench-flex": (["bench-flex"], flex_vs_sdpa.build_parser),
     "extrapolate": (["extrapolate", "x.ckpt"], extrapolate.build_parser),
     "sweep": (["sweep", "--config", "sweep.yaml"], sweep._parser),
+    "locality": (["locality", "x.ckpt"], locality.build_parser),
+    "compare": (["compare", "runs"], compare_cli.build_parser),
 }
 
 HUGE = str(10**30)
@@ -65,6 +69,8 @@ ARGUMENTS: list[tuple[str, str, str]] = [
     ("extrapolate", "--solved", "unit"),
     ("sweep", "--jobs", "count"),
     ("sweep", "--threads", "count"),
+    ("locality", "--length", "count"),
+    ("locality", "--window", "zero"),
 ]
 #: kind -> the values each argument of that kind must refuse
 BAD: dict[str, list[str]] = {
@@ -113,6 +119,17 @@ def test_every_numeric_argument_declares_its_range_and_has_cases(tool):
     parser = TOOLS[tool][1]()
     assert unbounded_numeric_arguments(parser) == []
     assert sorted(bounded_arguments(parser)) == sorted(f for t, f, _ in ARGUMENTS if t == tool)
+
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in SCRIPTS.glob("*.py")))
+def test_every_script_argument_declares_its_range(script):
+    """The measuring scripts parse numbers through ``tool_arguments`` too (``--length 0``
+    was a traceback in ``profile_step.py``): no bare ``type=int`` or ``type=float``."""
+    text = (SCRIPTS / script).read_text(encoding="utf-8")
+    assert re.search(r"type\s*=\s*(int|float)\b", text) is None
 
 
 #: arguments valid alone, wrong together (or a value no range can express) -> the line's text
@@ -169,18 +186,12 @@ def test_bench_data_corpus_runs_fit_with_the_bundled_config_from_elsewhere(here,
     assert Path(argv[argv.index("--data.train_files") + 1]).is_absolute()
 
 
-#: Every tool with a ToolParser: (the arguments before the option under test, its parser).
-ALL_TOOLS = {
-    **TOOLS,
-    "compare": (["compare", "runs"], compare_cli.build_parser),
-    "locality": (["locality", "x.ckpt"], locality.build_parser),
-}
 REPEATABLE = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction)
 REPEATED = [
     pytest.param(
         tool, action.option_strings[-1], action.nargs, id=f"{tool}{action.option_strings[-1]}"
     )
-    for tool, (_, build) in ALL_TOOLS.items()
+    for tool, (_, build) in TOOLS.items()
     for action in build()._actions
     if action.option_strings and not isinstance(action, (argparse._HelpAction, *REPEATABLE))
 ]
@@ -191,7 +202,7 @@ def test_an_option_given_twice_is_one_line_naming_it(tool, flag, nargs, here, ca
     """``--lengths 16 --lengths 32`` evaluated only 32: every option of every tool that
     takes one value (or one list) is refused when given twice."""
     value = [] if nargs == 0 else ["sweep.yaml" if flag == "--config" else "1"]  # a file
-    line = refused([*ALL_TOOLS[tool][0], flag, *value, flag, *value], here, capsys)
+    line = refused([*TOOLS[tool][0], flag, *value, flag, *value], here, capsys)
     assert "given twice" in line and flag in line, line
 
 

@@ -37,7 +37,7 @@ from roformer_lit.positions.base import QKVWeights
 from roformer_lit.results.extrapolate import readable_checkpoints
 from roformer_lit.run_files import warn
 from roformer_lit.score_bias import dense_from_lookup
-from roformer_lit.tool_arguments import ToolParser
+from roformer_lit.tool_arguments import ToolParser, integer
 
 #: The bias is built as ``[heads, L, L]`` (the schemes' own form): 4096 keeps it near 1 GB.
 MAX_LENGTH = 4096
@@ -91,20 +91,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ToolParser("locality", description=__doc__)
     parser.add_argument("checkpoints", nargs="+", help="checkpoint files (quoted globs too)")
     parser.add_argument(
-        "--length", type=int, default=None, help="sequence length (default: the training one)"
+        "--length",
+        type=integer(8, MAX_LENGTH),
+        default=None,
+        help="sequence length (default: the training one)",
     )
     parser.add_argument(
-        "--window", type=int, default=2, help="count keys within this many tokens (default 2)"
+        "--window",
+        type=integer(0, MAX_LENGTH),
+        default=2,
+        help="count keys within this many tokens (default 2)",
     )
     return parser
 
 
 def main(args: Sequence[str]) -> int:
     ns = build_parser().parse_args(list(args))
-    if ns.length is not None and not 8 <= ns.length <= MAX_LENGTH:
-        raise ConfigError(f"--length must be between 8 and {MAX_LENGTH}, got {ns.length}")
-    if ns.window < 0:
-        raise ConfigError(f"--window must be >= 0, got {ns.window}")
     ready = [
         (path, ns.length or settings.train_length or 128)
         for path, settings in readable_checkpoints(ns.checkpoints)
