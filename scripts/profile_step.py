@@ -15,6 +15,7 @@ import torch
 
 import roformer_lit.commands  # noqa: F401 - what python -m roformer_lit has imported
 from roformer_lit.benchmarks.runners import Shape, ours
+from roformer_lit.machine import describe_machine
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.tool_arguments import integer
 from roformer_lit.training.denormals import flush_denormals
@@ -39,6 +40,7 @@ def main(argv: list[str]) -> int:
     print(
         f"# {ns.scheme}, L = {ns.length}, one training step (batch {ns.batch}), torch {torch.__version__}"
     )
+    print(f"# {describe_machine(torch.device('cpu'))}")
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=ns.rows))
     return 0
 
