@@ -16,6 +16,7 @@ from collections.abc import Callable
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.results.study import (
     budget,
+    cpu_profiles,
     cpu_speed,
     figures,
     gpu_speed,
@@ -112,6 +113,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "cpu-bias-documents-split": cpu_speed.document_split,
     "cpu-bias-documents-squares": cpu_speed.document_squares,
     "cpu-bias-documents-squares-guard": cpu_speed.squares_guard,
+    "cpu-bias-profiles": cpu_profiles.profiles,
     "readme-cpu-documents": cpu_speed.readme_documents,
     "modernbert-vs-hf": recipe_speed.table,
     "gpu-bias-table": gpu_speed.table,
