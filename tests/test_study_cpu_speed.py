@@ -228,14 +228,10 @@ def test_findings_list_every_earlier_code_and_fire_before_and_after(study_bench:
     and FIRE's alternating processes, as the raw outputs print them."""
     header = "| scheme | kernel | L | step / nope | step / nope, rounds' range |"
 
-    def write(name: str, rows: dict[tuple[str, int], str]) -> None:
+    def write(name: str, rows: dict[tuple[str, int], str], machine: str = "") -> None:
         body = [f"| {s} | softmax | {n} | {r} | {r}–{r} |" for (s, n), r in rows.items()]
-        (study_bench / name).write_text(
-            "\n".join(
-                ["# 2026-11-28T00:00:00Z python -m roformer_lit bench", "", header, "|---|", *body]
-            )
-            + "\n"
-        )
+        top = ["# 2026-11-28T00:00:00Z python -m roformer_lit bench", machine, header, "|---|"]
+        (study_bench / name).write_text("\n".join([*top, *body]) + "\n")
 
     schemes = ("alibi", "t5", "kerple", "fire", "xl", "deberta")
     every = {(s, n): f"1.{i}00" for i, s in enumerate(schemes) for n in (512, 2048, 8192)}
@@ -261,7 +257,26 @@ def test_findings_list_every_earlier_code_and_fire_before_and_after(study_bench:
     for label, value in (("before", "4.321"), ("after", "3.987")):
         for name in cpu_speed.FIRE_ALTERNATING[label]:
             write(name, {("fire", 8192): value})
+    other = {
+        (s, 2048): r
+        for s, r in zip(
+            schemes, ("1.010", "1.200", "1.210", "1.300", "1.490", "1.600"), strict=True
+        )
+    }
+    write(cpu_speed.OTHER_MACHINE, other, "## roformer-lit bench on CPU: Other (2 cores)")
     text = cpu_speed.findings()
+    assert (
+        "- The same command on another machine (CPU: Other (2 cores); raw output "
+        f"[`docs/bench/{cpu_speed.OTHER_MACHINE}`](bench/{cpu_speed.OTHER_MACHINE})): 5 of 6 "
+        "bias schemes within 1.5×: `alibi` 1.010×, `t5` 1.200×, `kerple` 1.210×, `fire` 1.300×, "
+        "`xl` 1.490× (in every round for `alibi`, `t5`, `kerple`, `fire`, `xl`); not within it: "
+        "`deberta` 1.600×.\n"
+    ) in text
+    readme = cpu_speed.readme()
+    assert (
+        "; on another 2-core CPU at 2,048 tokens 5 do (`alibi` 1.010×, `t5` 1.200×, `kerple` "
+        "1.210×, `fire` 1.300×, `xl` 1.490×; `deberta` 1.600× do not): [performance]"
+    ) in readme
     first, second = cpu_speed.BEFORE
     assert "8,192 tokens `fire` 2.311×, `xl` 2.411×, `deberta` 2.511×" in text
     assert "2,048 tokens `fire` 2.311× and 2.311×, `xl` 2.411× and 2.411×" in text

@@ -22,6 +22,9 @@ FUSED = "cpu-2026-11-28-bias-512-2048.txt"
 SECOND = "cpu-2026-11-28-bias-2048-second.txt"
 KEPT = "cpu-2026-11-28-bias-kept-subnormals-2048.txt"
 LONG = "cpu-2026-11-28-bias-8192.txt"
+#: ``SECOND``'s command on another machine, on a later code whose steps without documents
+#: take the same paths (0a036ea).
+OTHER_MACHINE = "cpu-2026-11-28-bias-2048-other-machine.txt"
 
 
 class Earlier(NamedTuple):
@@ -256,6 +259,9 @@ def findings() -> str:
         f"- At 2,048 tokens, as the median of one run's per-round ratios: {_run(FUSED, 2048)}.\n"
         f"- A second run at 2,048 tokens ([`docs/bench/{SECOND}`](bench/{SECOND}), "
         f"`{command(SECOND)}`): {_run(SECOND, 2048)}.\n"
+        f"- The same command on another machine ({machine(OTHER_MACHINE)}; raw output "
+        f"[`docs/bench/{OTHER_MACHINE}`](bench/{OTHER_MACHINE})): "
+        f"{_run(OTHER_MACHINE, 2048)}.\n"
         f"- At 8,192 tokens (batch 1): {_run(LONG, 8192)}.\n"
         f"- The same at 8,192 tokens before ALiBi, T5 and KERPLE read their per-offset table "
         f"through a view (all six in blocks of queries; raw output "
@@ -320,12 +326,18 @@ def readme() -> str:
         else " (and in a second run)"
     )
     long_meets, long_misses = within(8192, LONG)
+    other_meets, other_misses = within(2048, OTHER_MACHINE)
+    other = (
+        f"; on another 2-core CPU at 2,048 tokens {len(other_meets)} do "
+        f"({_listed(OTHER_MACHINE, other_meets, 2048)}; "
+        f"{_listed(OTHER_MACHINE, other_misses, 2048)} do not)"
+    )
     return (
         f"On a 2-core CPU at 2,048 tokens, {len(meets)} of {len(meets) + len(misses)} bias "
         f"schemes train within {TARGET}× of `nope`'s step ({_listed(FUSED, meets, 2048)}; "
         f"{_listed(FUSED, misses, 2048)} do not){caveat}; at 8,192 tokens "
         f"{len(long_meets)} do ({_listed(LONG, long_meets, 8192)}; "
-        f"{_listed(LONG, long_misses, 8192)} do not): [performance](docs/performance.md#bias-"
+        f"{_listed(LONG, long_misses, 8192)} do not){other}: [performance](docs/performance.md#bias-"
         f"schemes-on-a-cpu).\n"
     )
 
