@@ -215,6 +215,28 @@ def run_pieces(tensor: Tensor, dim: int, runs: list[tuple[int, int]]) -> list[Te
     return pieces
 
 
+class RowPieces:
+    """A per-row tensor cut once along its query dimension ``dim`` into pieces of ``size``
+    rows, for a bias given per block of rows (``ScoreBias.rows``): a block reads its rows
+    from the pieces it overlaps, so its gradient is theirs alone, where a slice of the whole
+    writes a zero-filled gradient of the whole for every block (and autograd then sums
+    them). Name :attr:`pieces` among the tensors the rows read (``rows_read``)."""
+
+    def __init__(self, tensor: Tensor, dim: int, size: int) -> None:
+        self.dim, self.size = dim, size
+        self.pieces: tuple[Tensor, ...] = tuple(tensor.split(size, dim))
+
+    def rows(self, start: int, stop: int) -> Tensor:
+        """Rows ``start .. stop - 1`` along ``dim``, from the pieces they fall in."""
+        parts = []
+        for index in range(start // self.size, (stop - 1) // self.size + 1):
+            piece, first = self.pieces[index], index * self.size
+            low, high = max(start, first) - first, min(stop, first + piece.shape[self.dim]) - first
+            whole = low == 0 and high == piece.shape[self.dim]
+            parts.append(piece if whole else piece.narrow(self.dim, low, high - low))
+        return parts[0] if len(parts) == 1 else torch.cat(parts, self.dim)
+
+
 class TableLookup:
     """A lookup that reads small tables: ``fn(*tables, b, h, i, j)``.
 

@@ -26,7 +26,7 @@ from roformer_lit.attention import (
 from roformer_lit.attention.softmax import SoftmaxAttention
 from roformer_lit.positions import fire as fire_module
 from roformer_lit.positions.base import QKVWeights, segment_positions
-from roformer_lit.score_bias import OffsetLookup, bias_rows, dense_from_lookup
+from roformer_lit.score_bias import OffsetLookup, RowPieces, bias_rows, dense_from_lookup
 from roformer_lit.testing.checks import unnamed_reads
 
 BATCH, LENGTH = 2, 11
@@ -400,3 +400,26 @@ def test_a_bias_is_laid_out_along_the_keys(position, piecewise, case, monkeypatc
         forms.append(score.bias)
     for form in forms:
         assert form.stride(-1) == 1, form.stride()
+
+
+@pytest.mark.parametrize(("start", "stop"), [(0, 4), (4, 8), (1, 3), (2, 7), (0, 10), (8, 10)])
+def test_row_pieces_give_the_rows_and_send_their_gradient_to_their_pieces_alone(start, stop):
+    """Rows of a tensor cut into pieces of 4 (the last of 2) equal its slice, values and
+    gradient; the gradient reaches the pieces the rows fall in and no other (a slice of the
+    whole would give every block a gradient of the whole)."""
+    generator = torch.Generator().manual_seed(6)
+    values = torch.randn(2, 3, 10, 5, generator=generator, dtype=torch.float64, requires_grad=True)
+    cut = RowPieces(values, 2, 4)
+    rows = cut.rows(start, stop)
+    assert torch.equal(rows, values[:, :, start:stop])
+    weight = torch.randn(rows.shape, generator=generator, dtype=torch.float64)
+    grads = torch.autograd.grad((rows * weight).sum(), cut.pieces, allow_unused=True)
+    for index, grad in enumerate(grads):
+        first, last = 4 * index, min(4 * index + 4, 10)
+        overlaps = first < stop and start < last
+        assert (grad is not None) == overlaps
+        if overlaps:
+            want = torch.zeros(2, 3, last - first, 5, dtype=torch.float64)
+            low, high = max(start, first), min(stop, last)
+            want[:, :, low - first : high - first] = weight[:, :, low - start : high - start]
+            assert torch.equal(grad, want)

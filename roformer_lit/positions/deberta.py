@@ -35,9 +35,12 @@ from roformer_lit.positions.base import (
     QKVWeights,
     ScoreBias,
 )
-from roformer_lit.score_bias import Runs, run_pieces
+from roformer_lit.score_bias import RowPieces, Runs, run_pieces
 from roformer_lit.validation import Rule, at_least_int, boolean, check, optional
 
+#: Query rows per piece of the c2p products a block of rows reads (the kernel's default
+#: block of a long row, ``SoftmaxAttention.bias_block``).
+PIECE_ROWS = 256
 #: ``position_buckets``: the table has ``2 * position_buckets`` rows, half per direction.
 EVEN_BUCKETS = Rule("an even integer >= 2", lambda v: at_least_int(2).accepts(v) and v % 2 == 0)
 
@@ -125,15 +128,19 @@ class DebertaLayer(LayerPosition):
             assert bias is not None
             return bias
 
+        # a block of rows reads its c2p rows from pieces cut once (RowPieces)
+        query_rows = None if by_query is None else RowPieces(by_query, 2, PIECE_ROWS)
+
         def gathered(index: Tensor, start: int, stop: int) -> Tensor:
             """Rows ``start .. stop - 1`` of the bias, ``[B, h, r, L]``, from their
             ``[r, L]`` or ``[B, r, L]`` index."""
             gather_index = index.expand(heads, batch, stop - start, length)
-            queries = None if by_query is None else by_query[:, :, start:stop]
+            queries = None if query_rows is None else query_rows.rows(start, stop)
             return picked(queries, by_key, gather_index).transpose(0, 1)
 
         def build() -> Tensor:
-            return gathered(index_of(), 0, length)
+            gather_index = index_of().expand(heads, batch, length, length)
+            return picked(by_query, by_key, gather_index).transpose(0, 1)
 
         def rows(start: int, stop: int) -> Tensor:
             if offsets is None:  # per-example positions: this block's own index
@@ -168,7 +175,8 @@ class DebertaLayer(LayerPosition):
                 out.append(pieces)
             return out
 
-        products = tuple(t for t in (by_query, by_key) if t is not None)
+        pieces = () if query_rows is None else query_rows.pieces
+        products = (*pieces, *(() if by_key is None else (by_key,)))
         return ScoreBias(
             scale=self.scale,
             build=build,

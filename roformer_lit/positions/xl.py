@@ -44,7 +44,7 @@ from roformer_lit.positions.base import (
     default_scale,
     sinusoid_angles,
 )
-from roformer_lit.score_bias import Runs, run_pieces
+from roformer_lit.score_bias import RowPieces, Runs, run_pieces
 from roformer_lit.validation import boolean, check
 
 #: Query rows per block of the position term.
@@ -98,13 +98,14 @@ class XLLayer(LayerPosition):
         # the scale goes on the small operands, never on an [L, L] tensor
         content_bias = (k @ (self.u * scale).transpose(-1, -2)).transpose(-1, -2)  # [B, h, 1, L]
         queries = (q + self.v) * scale
+        query_rows = RowPieces(queries, 2, BLOCK_ROWS)  # a block's gradient: its pieces'
 
         def rows(start: int, stop: int) -> Tensor:
             """Query rows ``start .. stop - 1`` against every key: ``[B, h, r, L]``."""
             count = stop - start
             # distances stop - 1 down to start - (L - 1)
             distances = r[:, length - count - start : 2 * length - 1 - start]
-            by_distance = queries[:, :, start:stop] @ distances.transpose(-1, -2)
+            by_distance = query_rows.rows(start, stop) @ distances.transpose(-1, -2)
             return shift_relative(by_distance, length) + content_bias
 
         def build() -> Tensor:
@@ -141,7 +142,7 @@ class XLLayer(LayerPosition):
             build=build,
             rows=rows,
             scale=scale,
-            rows_read=(queries, r, content_bias),
+            rows_read=(*query_rows.pieces, r, content_bias),
             squares=squares,
         )
 
