@@ -310,3 +310,40 @@ def test_squares_guard_lists_each_length_and_where_every_scheme_is_below(study_b
     assert "| 32 | 0.60× | 0.90× | – |" in text
     assert "at no length measured." in text  # deberta has no 32, fire and xl none below at 16
     assert "on CPU: Test (2 cores))." in text
+
+
+def _step_file(rows: dict[str, tuple[str, str]]) -> str:
+    """bench's per-scheme table at 8,192 tokens: ``scheme -> (step ms, step / nope)``."""
+    lines = [
+        "# 2026-11-28T00:00:00Z python -m roformer_lit bench --lengths 8192 --batch 1",
+        "## roformer-lit bench on CPU: Test (2 cores)",
+        "| scheme | kernel | L | tokens/s | step ms | fwd+bwd ms | step / nope |",
+        "|---|---|---|---|---|---|---|",
+        *(f"| {s} | softmax | 8192 | 1 | {ms} | {ms} | {r} |" for s, (ms, r) in rows.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def test_row_pieces_compare_each_schemes_step_over_nope_per_process(study_bench: Path):
+    """XL below the whole slices in both processes; DeBERTa's second row-pieces process
+    (3.30) above the first whole-slices one (3.20): not below in every process."""
+    before, after = cpu_speed.ROW_PIECES.values()
+    for name, xl, deberta in (
+        (before[0], "3.400", "3.200"),
+        (before[1], "3.500", "3.400"),
+        (after[0], "3.100", "3.000"),
+        (after[1], "3.200", "3.300"),
+    ):
+        rows = {
+            "nope": ("11,000.0", "1.000"),
+            "xl": ("37,000.0", xl),
+            "deberta": ("34,000.0", deberta),
+        }
+        (study_bench / name).write_text(_step_file(rows))
+    text = cpu_speed.row_pieces()
+    assert "| scheme | step / nope, whole slices | step / nope, row pieces | step ms, whole" in text
+    assert (
+        "| xl | 3.400 / 3.500 | 3.100 / 3.200 | 37,000.0 / 37,000.0 | 37,000.0 / 37,000.0 |" in text
+    )
+    assert "Row pieces below whole slices in every process: `xl`." in text
+    assert "on CPU: Test (2 cores))." in text

@@ -436,29 +436,56 @@ MASKED = "| scheme | kernel | L | step ms | step ms,"
 RATIO = "masked / plain (median paired)"
 
 
+class Measure(NamedTuple):
+    """Which of bench's tables two codes' processes are compared on: the header its table
+    starts with, its ratio column, the column of the step compared (the first whose header
+    ends with ``step``), and how each is labelled."""
+
+    head: str
+    ratio: str
+    step: str
+    ratio_label: str
+    step_label: str
+
+
+#: The masked step with packed documents against the plain step (``--document-mask``).
+MASKED_STEP = Measure(MASKED, RATIO, "documents masked", "masked / plain", "masked step ms")
+#: The step against ``nope``'s (bench's per-scheme table).
+STEP = Measure("| scheme | kernel |", "step / nope", "step ms", "step / nope", "step ms")
+
+
+def _measured_rows(names: tuple[str, ...], scheme: str, measure: Measure) -> list[Row]:
+    return [bench_table(name, measure.head)[(scheme, 8192)] for name in names]
+
+
 def _masked_rows(names: tuple[str, ...], scheme: str) -> list[Row]:
-    return [bench_table(name, MASKED)[(scheme, 8192)] for name in names]
+    return _measured_rows(names, scheme, MASKED_STEP)
 
 
-def compare_masked(
-    sides: dict[str, tuple[str, ...]], schemes: tuple[str, ...] = ("nope", "t5", "kerple")
+def compare_codes(
+    sides: dict[str, tuple[str, ...]],
+    schemes: tuple[str, ...] = ("nope", "t5", "kerple"),
+    measure: Measure = MASKED_STEP,
 ) -> str:
-    """Per scheme, masked / plain and the masked step's milliseconds in each process of two
-    codes (``sides``: label -> raw outputs, before first), and which schemes the second
-    code puts below the first in every process."""
+    """Per scheme at 8,192 tokens, ``measure``'s ratio and step milliseconds in each process
+    of two codes (``sides``: label -> raw outputs, before first), and which schemes the
+    second code puts below the first in every process."""
     (before, old), (after, new) = sides.items()
     head = (
-        f"| scheme | masked / plain, {before} | masked / plain, {after} "
-        f"| masked step ms, {before} | masked step ms, {after} |\n|---|---|---|---|---|\n"
+        f"| scheme | {measure.ratio_label}, {before} | {measure.ratio_label}, {after} "
+        f"| {measure.step_label}, {before} | {measure.step_label}, {after} |\n"
+        "|---|---|---|---|---|\n"
     )
     lines, apart = [], []
     for scheme in schemes:
-        rows = {label: _masked_rows(names, scheme) for label, names in sides.items()}
-        step = next(c for c in rows[before][0] if c.endswith("documents masked"))
-        cells = [" / ".join(r[RATIO] for r in rows[label]) for label in sides]
+        rows = {label: _measured_rows(names, scheme, measure) for label, names in sides.items()}
+        step = next(c for c in rows[before][0] if c.endswith(measure.step))
+        cells = [" / ".join(r[measure.ratio] for r in rows[label]) for label in sides]
         cells += [" / ".join(r[step] for r in rows[label]) for label in sides]
         lines.append(f"| {scheme} | " + " | ".join(cells) + " |")
-        ratios = {label: [float(r[RATIO].rstrip("x")) for r in rows[label]] for label in sides}
+        ratios = {
+            label: [float(r[measure.ratio].rstrip("x")) for r in rows[label]] for label in sides
+        }
         if scheme != "nope" and max(ratios[after]) < min(ratios[before]):
             apart.append(f"`{scheme}`")
     sources = ", ".join(f"[`{name}`](bench/{name})" for names in sides.values() for name in names)
@@ -473,14 +500,35 @@ def compare_masked(
     )
 
 
+#: XL and DeBERTa against ``nope`` at 8,192 tokens (batch 1, the blocked path): each block
+#: reading a slice of the whole per-row tensor (1060de8) against the pieces of it cut once
+#: (``RowPieces``, d3d6c28), two processes each, alternating.
+ROW_PIECES = {
+    "whole slices": (
+        "cpu-2026-11-28-row-pieces-8192-before-1.txt",
+        "cpu-2026-11-28-row-pieces-8192-before-2.txt",
+    ),
+    "row pieces": (
+        "cpu-2026-11-28-row-pieces-8192-after-1.txt",
+        "cpu-2026-11-28-row-pieces-8192-after-2.txt",
+    ),
+}
+
+
+def row_pieces() -> str:
+    """Region ``cpu-bias-row-pieces``: XL and DeBERTa on the blocked path, each block's
+    rows sliced from the whole against cut once into pieces."""
+    return compare_codes(ROW_PIECES, ("nope", "xl", "deberta"), STEP)
+
+
 def documents() -> str:
     """Region ``cpu-bias-documents``: blocks checkpointed against rebuilt."""
-    return compare_masked(DOCUMENTS)
+    return compare_codes(DOCUMENTS)
 
 
 def document_rows() -> str:
     """Region ``cpu-bias-documents-rows``: a block's rows in two passes against one."""
-    return compare_masked(ROWS)
+    return compare_codes(ROWS)
 
 
 #: ``nope``, T5 and KERPLE at 8,192 tokens with 4 documents per row: the masked rows of
@@ -549,7 +597,7 @@ def document_split() -> str:
     one document at a time, each bias scheme's masked step over ``nope``'s
     (:func:`_over_nope`)."""
     label = "one document at a time"
-    return compare_masked(SPLIT) + _over_nope_sentence(
+    return compare_codes(SPLIT) + _over_nope_sentence(
         "One document at a time", SPLIT[label], ("t5", "kerple")
     )
 
@@ -557,7 +605,7 @@ def document_split() -> str:
 def document_squares() -> str:
     """Region ``cpu-bias-documents-squares``: FIRE, XL and DeBERTa in masked rows against
     each document's own square, and, with squares, each one's masked step over ``nope``'s."""
-    return compare_masked(SQUARES, ("nope", *SQUARE_SCHEMES)) + _over_nope_sentence(
+    return compare_codes(SQUARES, ("nope", *SQUARE_SCHEMES)) + _over_nope_sentence(
         "With squares", SQUARES["document squares"], SQUARE_SCHEMES
     )
 
