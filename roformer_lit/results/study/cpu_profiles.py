@@ -20,7 +20,7 @@ from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import read_text
 
 #: ``(scheme, L)`` -> raw output of ``python scripts/profile_step.py SCHEME --length L``
-#: (batch 4 at 2,048 tokens, batch 1 at 8,192), the code of 2026-11-28 (ae82be0).
+#: (batch 4 at 2,048 tokens, batch 1 at 8,192), the code of 2026-11-28 (4b3116e).
 PROFILES = {
     (scheme, length): f"cpu-2026-11-28-profile-{scheme}-{length}.txt"
     for length in (2048, 8192)
