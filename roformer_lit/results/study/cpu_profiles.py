@@ -15,7 +15,7 @@ import re
 from typing import NamedTuple
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.results.study.cpu_speed import command, machine
+from roformer_lit.results.study.cpu_speed import command, raw_outputs
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import read_text
 
@@ -97,11 +97,4 @@ def profiles() -> str:
     commands = "; ".join(
         f"`{command(PROFILES[('nope', length)])}` and the same for the others" for length in lengths
     )
-    on = machine(PROFILES[("nope", lengths[0])])
-    sources = ", ".join(f"[`{name}`](bench/{name})" for name in PROFILES.values())
-    return (
-        "\n".join(lines)
-        + f"\n\nRaw outputs: {sources} ({commands}"
-        + (f"; on {on}" if on else "")
-        + ").\n"
-    )
+    return "\n".join(lines) + "\n\n" + raw_outputs(list(PROFILES.values()), commands)

@@ -9,6 +9,7 @@ against is the performance goal: a bias scheme's step at most ``TARGET`` times t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from roformer_lit.errors import ConfigError
@@ -148,6 +149,14 @@ def machine(name: str) -> str | None:
             if line.startswith(prefix + "CPU: "):
                 return line.removeprefix(prefix).strip()
     return None
+
+
+def raw_outputs(names: Sequence[str], commands: str) -> str:
+    """``Raw outputs: <links> (<commands>, on <machine>).``: the sentence under a region,
+    with the machine the first of ``names`` ran on (left out where it names none)."""
+    links = ", ".join(f"[`{name}`](bench/{name})" for name in names)
+    on = machine(names[0])
+    return f"Raw outputs: {links} ({commands}" + (f", on {on}" if on else "") + ").\n"
 
 
 def ratio(name: str, scheme: str, length: int) -> float:
@@ -488,15 +497,13 @@ def compare_codes(
         }
         if scheme != "nope" and max(ratios[after]) < min(ratios[before]):
             apart.append(f"`{scheme}`")
-    sources = ", ".join(f"[`{name}`](bench/{name})" for names in sides.values() for name in names)
-    on = machine(old[0])
+    names = [name for side in sides.values() for name in side]
     return (
         head
         + "\n".join(lines)
         + f"\n\n{after[0].upper() + after[1:]} below {before} in every process: "
-        + f"{', '.join(apart) or 'none'}.\n\nRaw outputs: {sources} (`{command(old[0])}`"
-        + (f", on {on}" if on else "")
-        + ").\n"
+        + f"{', '.join(apart) or 'none'}.\n\n"
+        + raw_outputs(names, f"`{command(old[0])}`")
     )
 
 
@@ -636,17 +643,13 @@ def squares_guard() -> str:
         for n in lengths
     ]
     below = [n for n in lengths if all(float(cells[s].get(n, "inf")) < 1 for s in cells)]
-    sources = ", ".join(f"[`{name}`](bench/{name})" for name in SQUARES_GUARD.values())
-    first = next(iter(SQUARES_GUARD.values()))
+    names = list(SQUARES_GUARD.values())
     where = f"from {min(below)} tokens per document on" if below else "at no length measured"
-    on = machine(first)
     return (
         head
         + "\n".join(lines)
         + f"\n\nBelow the masked step for every one of these schemes {where}.\n\n"
-        + f"Raw outputs: {sources} (`{command(first)}`, and the same for the others"
-        + (f", on {on}" if on else "")
-        + ").\n"
+        + raw_outputs(names, f"`{command(names[0])}`, and the same for the others")
     )
 
 
