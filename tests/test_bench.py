@@ -190,6 +190,44 @@ def test_flop_count_after_a_step_without_documents_is_the_full_rows(monkeypatch)
     assert attention_flops(model, 2, 12) == packed * 2 * 144 // (36 + 36 + 16 + 64)
 
 
+def _offset_attention_on_sdpa_math(q, k, v, per_offset, scale):
+    """What ``offset_bias_attention`` computes, as SDPA's math form over the keys it is given
+    (which torch's FLOP counter counts; the fused CPU kernel reports none)."""
+    length, keys = q.shape[-2], k.shape[-2]
+    index = torch.arange(length)[:, None] - torch.arange(keys)[None, :] + length - 1
+    return torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=per_offset[:, index].to(q.dtype), scale=scale
+    )
+
+
+@pytest.mark.parametrize("real_keys", [[24, 9], [5, 17]])
+def test_flop_count_reads_the_keys_padded_rows_attend(real_keys, monkeypatch):
+    """Rows padded at their end, on the fused CPU path of a bias of ``(h, i - j)``, attend
+    their real keys only: a step computes ``L n_b`` score entries per row and head, and the
+    count read after the step equals torch's FLOP counter's over the keys the kernel was
+    given (SDPA's math form in its place)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from roformer_lit.attention import padded_rows
+
+    monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", 2)
+    monkeypatch.setattr(padded_rows, "offset_bias_attention", _offset_attention_on_sdpa_math)
+    model = small_model("alibi", "softmax", num_layers=2, dropout=0.0).train()
+    batch, length = len(real_keys), 24
+    ids = random_ids(batch, length)
+    mask = torch.arange(length)[None, :] < torch.tensor(real_keys)[:, None]
+    labels = torch.where(mask & (torch.arange(length) % 3 == 1), ids, -100)
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        model.mlm_loss(ids, labels, attention_mask=mask.long()).backward()
+    counted = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+    attention = attention_flops(model, batch, length)
+    assert counted.get("aten.bmm", 0) == 3 * attention
+    width = (
+        model.encoder.layers[0].attention.num_heads * model.encoder.layers[0].attention.head_size
+    )
+    assert attention == len(model.encoder.layers) * 2 * 2 * length * sum(real_keys) * width
+
+
 def test_bench_times_the_document_mask_for_kernels_that_keep_documents_apart(capsys):
     argv = ["bench", "--lengths", "16", "--schemes", "nope", "alibi", "--document-mask", "2"]
     assert main([*argv, "--no-mfu", "--no-backends", *TINY_BENCH]) == 0

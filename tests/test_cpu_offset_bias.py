@@ -25,15 +25,19 @@ from roformer_lit.score_bias import OffsetLookup, ScoreBias
 BIAS_SCHEMES = [name for name, scheme in POSITION_SCHEMES.items() if scheme.needs_score_bias]
 
 
-def dense_oracle(q, k, v, per_offset, scale):
+def dense_oracle(q, k, v, per_offset, scale, real_keys=None):
     """``softmax(q k^T scale + B) v`` with ``B[h, i, j] = per_offset[h, i - j + L - 1]``
-    written entry by entry, in float64."""
+    written entry by entry, in float64; with ``real_keys`` (``[B]``), ``-inf`` at row
+    ``b``'s keys from ``real_keys[b]`` on (a padding mask)."""
     heads, length = q.shape[1], q.shape[2]
     bias = torch.empty(heads, length, length, dtype=per_offset.dtype)
     for i in range(length):
         for j in range(length):
             bias[:, i, j] = per_offset[:, i - j + length - 1]
     scores = q @ k.transpose(-1, -2) * scale + bias
+    if real_keys is not None:
+        for row, real in enumerate(real_keys):
+            scores[row, :, :, real:] = -torch.inf
     return scores.softmax(-1) @ v
 
 
@@ -78,6 +82,56 @@ def test_values_and_gradients_equal_the_float64_oracle(
         torch.testing.assert_close(g, w, atol=1e-11, rtol=1e-11)
 
 
+@pytest.mark.parametrize(
+    ("real_keys", "length", "rows_times_keys"),
+    [([4], 9, 1 << 20), ([1], 6, 1 << 20), ([9, 3], 9, 2 * 3 * 2), ([5, 5, 2], 7, 3 * 5 * 3)],
+    ids=["one chunk", "one real key", "chunks, a full row beside", "chunks, batch 3"],
+)
+def test_keys_that_are_the_rows_first_equal_the_padded_float64_oracle(
+    real_keys, length, rows_times_keys, monkeypatch
+):
+    """Keys cut to the row's first ``n``: the function of a padding mask that is ``-inf``
+    from key ``n`` on, padded queries included; values and gradients, the table's too (the
+    cut keys get none)."""
+    from roformer_lit.attention.padded_rows import attend_padded_rows
+
+    monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", rows_times_keys)
+    batch, heads = len(real_keys), 2
+    generator = torch.Generator().manual_seed(sum(real_keys))
+    q, k, v = (
+        torch.randn(
+            batch, heads, length, 5, dtype=torch.float64, generator=generator
+        ).requires_grad_()
+        for _ in range(3)
+    )
+    table = 3 * torch.randn(heads, 2 * length - 1, dtype=torch.float64, generator=generator)
+    table.requires_grad_()
+    weight = torch.randn(batch, heads, length, 5, dtype=torch.float64, generator=generator)
+    got = attend_padded_rows(q, k, v, table, 0.3, real_keys)
+    got_grads = torch.autograd.grad((got * weight).sum(), (q, k, v, table))
+    want = dense_oracle(q, k, v, table, 0.3, real_keys)
+    want_grads = torch.autograd.grad((want * weight).sum(), (q, k, v, table))
+    torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
+    for g, w in zip(got_grads, want_grads, strict=True):
+        torch.testing.assert_close(g, w, atol=1e-11, rtol=1e-11)
+
+
+@pytest.mark.parametrize(
+    ("mask", "lengths"),
+    [
+        ([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], [3, 5]),
+        ([[1, 0, 0, 0, 0]], [1]),
+        ([[1, 1, 0, 1, 0]], None),  # a padded key before a real one
+        ([[0, 1, 1, 1, 1]], None),  # padded at the start
+        ([[1, 1, 1, 1, 1], [0, 0, 0, 0, 0]], None),  # a row with no real key
+    ],
+)
+def test_real_prefix_lengths_only_for_rows_padded_at_their_end(mask, lengths):
+    from roformer_lit.attention.padded_rows import real_prefix_lengths
+
+    assert real_prefix_lengths(torch.tensor(mask, dtype=torch.bool)) == lengths
+
+
 def test_float32_matches_the_float64_oracle_at_a_long_alibi_like_row():
     """Far distances drive most probabilities below float32's smallest normal number."""
     length, heads = 300, 2
@@ -112,14 +166,21 @@ def test_the_per_offset_schemes_are_the_expected_ones():
 
 
 @pytest.mark.parametrize("position", OFFSET_SCHEMES)
-@pytest.mark.parametrize("mask", ["none", "every key real"])
+@pytest.mark.parametrize("mask", ["none", "every key real", "rows padded at their end"])
 def test_a_model_on_the_offset_path_equals_the_dense_path(position, mask, monkeypatch):
     """The whole encoder in float64 with the offset path taken from 2 tokens gives the
-    logits and every parameter gradient of the dense SDPA path."""
+    logits (padded tokens' too) and every parameter gradient of the dense SDPA path."""
+    from roformer_lit.attention import padded_rows
+
     ids = torch.randint(1, 97, (2, 12), generator=torch.Generator().manual_seed(1))
     attention_mask = None if mask == "none" else torch.ones(2, 12, dtype=torch.long)
+    if mask == "rows padded at their end":
+        attention_mask[0, 7:] = 0
     calls = count_calls(
-        monkeypatch, [softmax], "offset_bias_attention", cpu_offset_bias.offset_bias_attention
+        monkeypatch,
+        [softmax, padded_rows],
+        "offset_bias_attention",
+        cpu_offset_bias.offset_bias_attention,
     )
     monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", 5 * 2 * 12)
     dense, offset = on_both_cpu_paths(monkeypatch, position, ids, attention_mask=attention_mask)
@@ -132,7 +193,10 @@ def test_a_model_on_the_offset_path_equals_the_dense_path(position, mask, monkey
     [
         ("no mask", True),
         ("every key real", True),
-        ("a padded key", False),
+        ("a row padded at its end", True),
+        ("a padded key before a real one", False),
+        ("a row with no real key", False),
+        ("padding and documents", False),
         ("documents", True),
         ("a document in two runs", False),
         ("backend sdpa", False),
@@ -145,9 +209,11 @@ def test_the_kernel_takes_the_offset_path_only_where_it_computes_the_same_functi
 ):
     """With documents, each one run of its row, one view per document
     (:mod:`roformer_lit.attention.documents`)."""
+    from roformer_lit.attention import padded_rows
+
     calls = count_calls(
         monkeypatch,
-        [softmax, documents],
+        [softmax, documents, padded_rows],
         "offset_bias_attention",
         cpu_offset_bias.offset_bias_attention,
     )
@@ -157,13 +223,18 @@ def test_the_kernel_takes_the_offset_path_only_where_it_computes_the_same_functi
     q = k = v = torch.randn(2, 2, length, 4)
     lookup = OffsetLookup(torch.randn(2, 2 * length - 1))
     bias = ScoreBias(scale=0.5, build=lookup.full, lookup=lookup)
-    pad = None
-    if case in ("every key real", "a padded key"):
-        pad = torch.ones(2, length, dtype=torch.bool)
-        pad[1, -1] = case == "every key real"
+    pad = {
+        "every key real": torch.ones(2, length, dtype=torch.bool),
+        "a row padded at its end": torch.arange(length).expand(2, length)
+        < torch.tensor([[8], [5]]),
+        "a padded key before a real one": torch.arange(length).expand(2, length) != 2,
+        "a row with no real key": torch.tensor([[True] * length, [False] * length]),
+        "padding and documents": torch.arange(length).expand(2, length) < 7,
+    }.get(case)
     kernel = SoftmaxAttention(backend="sdpa" if case == "backend sdpa" else "auto")
     segments = {
         "documents": torch.tensor([[0] * 4 + [1] * 4] * 2),
+        "padding and documents": torch.tensor([[0] * 4 + [1] * 4] * 2),
         "a document in two runs": torch.tensor([[0] * 3 + [1] * 2 + [0] * 3] * 2),
     }.get(case)
     kernel(

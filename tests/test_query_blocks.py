@@ -20,6 +20,7 @@ from roformer_lit.attention import (
     cpu_fused_bias,
     cpu_offset_bias,
     documents,
+    padded_rows,
     query_blocks,
     softmax,
 )
@@ -148,7 +149,7 @@ def test_long_row_paths_and_their_gradients_equal_the_float64_oracle(
     )
     offset_calls = count_calls(
         monkeypatch,
-        [softmax, documents],
+        [softmax, documents, padded_rows],
         "offset_bias_attention",
         cpu_offset_bias.offset_bias_attention,
     )
@@ -159,11 +160,12 @@ def test_long_row_paths_and_their_gradients_equal_the_float64_oracle(
     assert score.has_blocks, f"{position}'s bias has no lookup or rows: it builds [L, L]"
     kernel = SoftmaxAttention(**options)
     got = kernel(*inputs, scale=score.scale, bias=score, key_padding_mask=pad, segment_ids=segments)
-    # the path named is the path taken; on the fused kernel a bias of (h, i - j) alone with
-    # no padded key reads its [h, 2L - 1] table through a view instead (with documents, one
-    # view per document: each is one run of its row here); with documents shorter than
+    # the path named is the path taken; on the fused kernel a bias of (h, i - j) alone
+    # reads its [h, 2L - 1] table through a view instead (with documents, one view per
+    # document: each is one run of its row here; with padding, one per row against its real
+    # keys: the rows here are padded at their end); with documents shorter than
     # bias_block_from, another bias is attended one document's square at a time
-    by_offset = isinstance(score.lookup, OffsetLookup) and pad is None
+    by_offset = isinstance(score.lookup, OffsetLookup)
     squares = score.has_squares and "dense" in path
     assert bool(document_calls) == (
         "fused" in path and segments is not None and (by_offset or squares)
@@ -351,7 +353,8 @@ def test_a_bias_naming_its_reads_is_attended_once_per_block(position, frozen, mo
     checkpointed. Either way the gradients equal the float64 oracle's."""
     monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", 2)
     monkeypatch.setattr(cpu_fused_bias, "BACKWARD_ROWS", 4)
-    pad = CASES["padding"][0]  # padding: a bias of (h, i - j) takes the blocked path too
+    # padded keys before real ones: a bias of (h, i - j) takes the blocked path too
+    pad = torch.tensor([[True] * LENGTH, [True] * 3 + [False] * 2 + [True] * (LENGTH - 5)])
     weight = (
         torch.randn(BATCH, 1, LENGTH, 1, generator=torch.Generator().manual_seed(3))
         * pad[:, None, :, None]

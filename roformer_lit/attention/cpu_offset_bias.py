@@ -25,12 +25,19 @@ augmented with ``-lse`` and the keys augmented with ``1`` (added to the view of 
 order the sum along a diagonal ``i - j = o`` is one along an anti-diagonal ``r + j``, taken
 by writing row ``r`` shifted by ``r`` into a buffer and summing its rows.
 
+**Padded keys.** The keys may be the first ``n <= L`` of the row (``k, v``:
+``[B, h, n, d]``): every query attends those keys only, with the same table, which is what
+a padding mask that is ``-inf`` at keys ``n ..  L - 1`` computes (the view is the first
+``n`` columns of the same Hankel matrix). A row padded at its end is attended this way,
+one row at a time, by the caller.
+
 Exact up to float rounding: the same function as
 ``F.scaled_dot_product_attention(q, k, v, attn_mask=b[:, i - j + L - 1], scale=scale)``
-(tests check values and gradients against that in float64). No padding or segment mask:
-those need ``-inf`` per key, which a view of the table cannot hold (the caller takes the
-materialised path then; packed documents that are one run each are attended one by one,
-each through this view of its own offsets, :mod:`roformer_lit.attention.documents`).
+(tests check values and gradients against that in float64, padded keys included). No
+other mask: padding anywhere but a row's end, or segments, need ``-inf`` per pair, which a
+view of the table cannot hold (the caller takes the materialised path then; packed
+documents that are one run each are attended one by one, each through this view of its
+own offsets, :mod:`roformer_lit.attention.documents`).
 Speed needs subnormal floats flushed (see
 :mod:`roformer_lit.training.denormals`).
 """
@@ -51,24 +58,25 @@ _flash_backward = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_bac
 ROWS_TIMES_KEYS = 1 << 20
 
 
-def hankel_mask(flipped: Tensor, length: int) -> Tensor:
-    """``[1, h, L, L]`` view with ``mask[0, h, r, j] = flipped[h, r + j]``: the bias of
-    reversed query ``r`` (query ``L - 1 - r``) and key ``j``. No memory is written."""
+def hankel_mask(flipped: Tensor, length: int, keys: int | None = None) -> Tensor:
+    """``[1, h, L, n]`` view (``n = keys``, default ``L``) with ``mask[0, h, r, j] =
+    flipped[h, r + j]``: the bias of reversed query ``r`` (query ``L - 1 - r``) and key
+    ``j``. No memory is written."""
     heads, width = flipped.shape
+    keys = length if keys is None else keys
     return flipped.as_strided(
-        (1, heads, length, length), (heads * width, width, 1, 1), flipped.storage_offset()
+        (1, heads, length, keys), (heads * width, width, 1, 1), flipped.storage_offset()
     )
 
 
 class _OffsetBiasAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, per_offset: Tensor, scale: float) -> Tensor:
-        length = q.shape[-2]
+        length, keys = q.shape[-2], k.shape[-2]
         flipped = per_offset.to(q.dtype).flip(-1).contiguous()
         reversed_q = q.flip(-2)
-        out, lse = _flash(
-            reversed_q, k, v, 0.0, False, attn_mask=hankel_mask(flipped, length), scale=scale
-        )
+        mask = hankel_mask(flipped, length, keys)
+        out, lse = _flash(reversed_q, k, v, 0.0, False, attn_mask=mask, scale=scale)
         ctx.save_for_backward(reversed_q, k, v, flipped, out, lse)
         ctx.scale = scale
         return out.flip(-2)
@@ -76,7 +84,7 @@ class _OffsetBiasAttention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout: Tensor) -> tuple[Tensor | None, ...]:
         reversed_q, k, v, flipped, out, lse = ctx.saved_tensors
-        length = reversed_q.shape[-2]
+        length, keys = reversed_q.shape[-2], k.shape[-2]
         reversed_dout = dout.flip(-2).contiguous()
         dq, dk, dv = _flash_backward(
             reversed_dout,
@@ -87,7 +95,7 @@ class _OffsetBiasAttention(torch.autograd.Function):
             lse,
             0.0,
             False,
-            attn_mask=hankel_mask(flipped, length),
+            attn_mask=hankel_mask(flipped, length, keys),
             scale=ctx.scale,
         )
         d_offset = None
@@ -110,12 +118,14 @@ def _anti_diagonal_bias_gradient(
     scale: float,
 ) -> Tensor:
     """``d flipped[h, c] = sum_{r + j = c} dS[b, h, r, j]`` (summed over the batch), in the
-    reversed query order, ``rows`` queries of one head at a time."""
+    reversed query order, ``rows`` queries of one head at a time; ``keys``: ``k``'s length
+    (the row's first keys)."""
     batch, heads, length, _ = reversed_q.shape
+    keys = k.shape[-2]
     dtype = reversed_q.dtype
-    rows = max(1, min(length, ROWS_TIMES_KEYS // (batch * length)))
-    width = length + rows - 1
-    ones = reversed_q.new_ones(batch, heads, length, 1)
+    rows = max(1, min(length, ROWS_TIMES_KEYS // (batch * keys)))
+    width = keys + rows - 1
+    ones = k.new_ones(batch, heads, keys, 1)
     delta = (reversed_dout * out).sum(-1, keepdim=True)
     q_aug = torch.cat([reversed_q * scale, -lse.to(dtype).unsqueeze(-1)], -1)
     k_aug_t = torch.cat([k, ones], -1).transpose(-1, -2)
@@ -127,21 +137,19 @@ def _anti_diagonal_bias_gradient(
     for h in range(heads):
         for start in range(0, length, rows):
             count = min(rows, length - start)
-            bias = flipped[h].as_strided(
-                (count, length), (1, 1), flipped[h].storage_offset() + start
-            )
+            bias = flipped[h].as_strided((count, keys), (1, 1), flipped[h].storage_offset() + start)
             probs = torch.baddbmm(
-                bias.expand(batch, count, length), q_aug[:, h, start : start + count], k_aug_t[:, h]
+                bias.expand(batch, count, keys), q_aug[:, h, start : start + count], k_aug_t[:, h]
             )
             probs.exp_()
             dscore = torch.bmm(dout_aug[:, h, start : start + count], v_aug_t[:, h])
-            view = shifted_rows(shifted, count, length)
+            view = shifted_rows(shifted, count, keys)
             if batch == 1:
                 torch.mul(dscore[0], probs[0], out=view)
             else:
                 torch.sum(dscore.mul_(probs), 0, out=view)
-            d_flipped[h, start : start + count + length - 1] += shifted[
-                :count, : count + length - 1
+            d_flipped[h, start : start + count + keys - 1] += shifted[
+                :count, : count + keys - 1
             ].sum(0, dtype=d_flipped.dtype)
     return d_flipped.to(dtype)
 
@@ -149,7 +157,8 @@ def _anti_diagonal_bias_gradient(
 def offset_bias_attention(
     q: Tensor, k: Tensor, v: Tensor, per_offset: Tensor, scale: float
 ) -> Tensor:
-    """``softmax(q k^T * scale + per_offset[h, i - j + L - 1]) v`` for ``q, k, v``
-    ``[B, h, L, d]`` and ``per_offset`` ``[h, 2L - 1]`` on the fused CPU kernel; the
-    table's gradient (a learned bias) flows back through it."""
+    """``softmax(q k^T * scale + per_offset[h, i - j + L - 1]) v`` for ``q`` ``[B, h, L,
+    d]``, ``k, v`` ``[B, h, n, d]`` (the row's first ``n <= L`` keys: the rest padded) and
+    ``per_offset`` ``[h, 2L - 1]`` on the fused CPU kernel; the table's gradient (a learned
+    bias) flows back through it."""
     return _OffsetBiasAttention.apply(q, k, v, per_offset, scale)

@@ -20,7 +20,8 @@ global layer whose bias depends on ``(h, i - j)`` only (an
 :class:`~roformer_lit.score_bias.OffsetLookup`: ALiBi, T5, KERPLE), with no padded key
 and no segments, runs the fused CPU kernel reading the bias's ``[h, 2L - 1]`` table
 through a strided Hankel view (:mod:`roformer_lit.attention.cpu_offset_bias`): no ``[L, L]``
-tensor at any length, memory linear in ``L``.
+tensor at any length, memory linear in ``L``. Rows padded at their end take it too, one row
+at a time against the row's real keys (:mod:`roformer_lit.attention.padded_rows`).
 
 With packed documents (``segment_ids``) and no padded key, on the same fused CPU path, a
 global layer attends each document on its own (:mod:`roformer_lit.attention.documents`)
@@ -71,6 +72,7 @@ from roformer_lit.attention.cpu_fused_bias import fused_attention_with_bias, fus
 from roformer_lit.attention.cpu_offset_bias import offset_bias_attention
 from roformer_lit.attention.documents import attend_documents, document_runs
 from roformer_lit.attention.flex import flex_softmax
+from roformer_lit.attention.padded_rows import attend_padded_rows, real_prefix_lengths
 from roformer_lit.attention.query_blocks import query_blocked_softmax
 from roformer_lit.attention.window import band_half_width, band_mask
 from roformer_lit.capabilities import KernelCapabilities
@@ -110,11 +112,13 @@ class UnmaskedPath(NamedTuple):
     """How a layer on the fused CPU path attends with no mask: documents one at a time
     (``runs``, None for the whole row), with the ``[h, 2L - 1]`` table of a bias of
     ``(h, i - j)`` (``per_offset``) or each document's own square (``squares``, per row
-    and run), or neither (no bias)."""
+    and run), or neither (no bias); ``real_keys``: with ``per_offset`` and no runs, each
+    row's count of real keys where the rows are padded at their end (None: no padding)."""
 
     runs: Runs | None
     per_offset: Tensor | None = None
     squares: list[list[Tensor]] | None = None
+    real_keys: list[int] | None = None
 
 
 class SoftmaxAttention(AttentionKernel):
@@ -140,9 +144,10 @@ class SoftmaxAttention(AttentionKernel):
         self.backend = backend
         self.window_block = window_block
         self.bias_block, self.bias_block_from = bias_block, bias_block_from
-        #: ``(batch, length, sum_d n_d^2)`` of the last forward that attended packed
-        #: documents one at a time; None after any other forward
-        self._documents_read: tuple[int, int, int] | None = None
+        #: ``(batch, length, score entries)`` of the last forward that computed fewer than
+        #: ``L^2`` per row and head on the fused CPU path: packed documents one at a time
+        #: (``sum_d n_d^2``), rows padded at their end (``L n_b``); None after any other
+        self._pairs_read: tuple[int, int, int] | None = None
 
     def score_pairs(self, length: int, window: int | None) -> int:
         """``(query, key)`` score entries one head of one row computes at ``length`` tokens
@@ -162,11 +167,12 @@ class SoftmaxAttention(AttentionKernel):
 
     def score_pairs_read(self, batch: int, length: int, window: int | None) -> int:
         """Score entries of one head over ``batch`` rows of ``length`` tokens, as this
-        kernel computed them: ``sum_d n_d^2`` over every row's documents where its last
-        forward was at that shape and attended packed documents one at a time (the fused
-        CPU path); else ``batch * score_pairs(length, window)`` (a masked row computes
-        every entry, masked or not)."""
-        read = self._documents_read
+        kernel computed them, where its last forward was at that shape on the fused CPU
+        path: ``sum_d n_d^2`` over every row's documents attended one at a time, ``L n_b``
+        over rows padded at their end and attended against their ``n_b`` real keys; else
+        ``batch * score_pairs(length, window)`` (a masked row computes every entry, masked
+        or not)."""
+        read = self._pairs_read
         if read is not None and read[:2] == (batch, length):
             return read[2]
         return batch * self.score_pairs(length, window)
@@ -242,12 +248,15 @@ class SoftmaxAttention(AttentionKernel):
         dropout_p: float,
     ) -> UnmaskedPath | None:
         """Where a global layer on the fused CPU path (``_fused_cpu_bias``) needs no mask,
-        how; else None. No padded key (a padding mask with every key real counts as none).
-        Without segments: a bias of ``(h, i - j)`` alone (an
+        how; else None. A padding mask with every key real counts as none. Without
+        segments: a bias of ``(h, i - j)`` alone (an
         :class:`~roformer_lit.score_bias.OffsetLookup`), its ``[h, 2L - 1]`` table read
         through a strided view over the whole row by
         :func:`~roformer_lit.attention.cpu_offset_bias.offset_bias_attention` (no ``[L, L]``
-        tensor at any length; with no bias SDPA's fused kernel takes the row anyway). With
+        tensor at any length; with no bias SDPA's fused kernel takes the row anyway), or,
+        where rows are padded at their end, over each row's real keys
+        (:func:`~roformer_lit.attention.padded_rows.attend_padded_rows`). Otherwise no padded
+        key. With
         segments, where every document is one run of its row, each document on its own
         (:func:`~roformer_lit.attention.documents.attend_documents`): no bias, that table,
         or, for another bias with squares (``ScoreBias.has_squares``), each document's
@@ -266,7 +275,10 @@ class SoftmaxAttention(AttentionKernel):
         if segment_ids is None and table is None:
             return None
         if key_padding_mask is not None and not bool(key_padding_mask.all()):
-            return None
+            real_keys = None if segment_ids is not None else real_prefix_lengths(key_padding_mask)
+            if real_keys is None:
+                return None
+            return UnmaskedPath(None, per_offset=table, real_keys=real_keys)
         if segment_ids is None:
             return UnmaskedPath(None, per_offset=table)
         runs = document_runs(segment_ids)
@@ -296,7 +308,7 @@ class SoftmaxAttention(AttentionKernel):
         if rotate is not None:
             q, k = rotate(q), rotate(k)
         if not torch.compiler.is_compiling():  # (the documents path never runs compiled)
-            self._documents_read = None
+            self._pairs_read = None
         half = band_half_width(window, q.shape[-2])
         if half is not None and self._flex_window(q, bias, dropout_p):
             return flex_softmax(
@@ -336,12 +348,15 @@ class SoftmaxAttention(AttentionKernel):
             )
         unmasked = self._unmasked_cpu_path(q, bias, key_padding_mask, segment_ids, half, dropout_p)
         if unmasked is not None:
-            runs, per_offset, squares = unmasked
+            runs, per_offset, squares, real_keys = unmasked
             if runs is not None:
                 pairs = sum((stop - start) ** 2 for row in runs for start, stop in row)
-                self._documents_read = (q.shape[0], q.shape[-2], pairs)
+                self._pairs_read = (q.shape[0], q.shape[-2], pairs)
                 return attend_documents(q, k, v, runs, scale, per_offset, squares)
             assert per_offset is not None
+            if real_keys is not None:
+                self._pairs_read = (q.shape[0], q.shape[-2], q.shape[-2] * sum(real_keys))
+                return attend_padded_rows(q, k, v, per_offset, scale, real_keys)
             return offset_bias_attention(q, k, v, per_offset, scale)
         if (
             half is None

@@ -11,7 +11,8 @@ layer reads.
   the ``(query, key)`` entries the layer's kernel computes over the batch at its window
   (``kernel.score_pairs``: ``L^2`` per row globally, the band read block by block in a
   windowed layer; ``kernel.score_pairs_read``: ``sum_d n_d^2`` where the kernel's last
-  forward at this shape attended packed documents one at a time, so a step's count is
+  forward at this shape attended packed documents one at a time, ``L n_b`` where it
+  attended rows padded at their end against their ``n_b`` real keys, so a step's count is
   read after its forward); a kernel without ``score_pairs`` (linear attention) costs
   ``2 * 2 * d * H`` per token.
 
@@ -70,7 +71,8 @@ def gemm_shapes(
 def attention_flops(model: MaskedLM, batch: int, length: int) -> int:
     """Forward FLOPs of every layer's attention (scores and weighted sum) at the score
     entries its kernel computes: ``score_pairs_read`` (packed documents attended one at a
-    time in the kernel's last forward at this shape), else ``score_pairs`` per row."""
+    time, or rows padded at their end against their real keys, in the kernel's last forward
+    at this shape), else ``score_pairs`` per row."""
     total = 0
     for layer in model.encoder.layers:
         attention = layer.attention
