@@ -16,6 +16,7 @@ from collections.abc import Callable
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.results.study import (
     budget,
+    cpu_padded_rows,
     cpu_profiles,
     cpu_speed,
     figures,
@@ -111,6 +112,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "cpu-bias-documents": cpu_speed.documents,
     "cpu-bias-documents-rows": cpu_speed.document_rows,
     "cpu-bias-documents-split": cpu_speed.document_split,
+    "cpu-bias-padded-rows": cpu_padded_rows.table,
     "cpu-bias-documents-squares": cpu_speed.document_squares,
     "cpu-bias-documents-squares-guard": cpu_speed.squares_guard,
     "cpu-bias-profiles": cpu_profiles.profiles,
