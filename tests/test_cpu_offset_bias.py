@@ -52,17 +52,10 @@ def test_the_hankel_view_reads_the_bias_of_reversed_queries():
             assert torch.equal(view[0, :, r, j], table[:, i - j + 7 - 1])
 
 
-@pytest.mark.parametrize(
-    ("batch", "heads", "length", "rows_times_keys"),
-    [(1, 2, 9, 1 << 20), (1, 3, 13, 4 * 13), (3, 2, 11, 3 * 11 * 4), (2, 1, 1, 1)],
-    ids=["one chunk", "chunks of 4, batch 1", "chunks of 4, batch 3", "one token"],
-)
-@pytest.mark.parametrize("learned", [True, False], ids=["learned", "fixed"])
-def test_values_and_gradients_equal_the_float64_oracle(
-    batch, heads, length, rows_times_keys, learned, monkeypatch
-):
-    monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", rows_times_keys)
-    generator = torch.Generator().manual_seed(length)
+def assert_equal_to_the_oracle(attend, batch, heads, length, learned, real_keys=None):
+    """``attend(q, k, v, table)`` against :func:`dense_oracle` in float64 on random inputs:
+    values, and gradients of a random weighting of the output (the table's if ``learned``)."""
+    generator = torch.Generator().manual_seed(length + sum(real_keys or []))
     q, k, v = (
         torch.randn(
             batch, heads, length, 5, dtype=torch.float64, generator=generator
@@ -73,13 +66,32 @@ def test_values_and_gradients_equal_the_float64_oracle(
     table.requires_grad_(learned)
     weight = torch.randn(batch, heads, length, 5, dtype=torch.float64, generator=generator)
     inputs = (q, k, v, table) if learned else (q, k, v)
-    got = offset_bias_attention(q, k, v, table, 0.3)
+    got = attend(q, k, v, table)
     got_grads = torch.autograd.grad((got * weight).sum(), inputs)
-    want = dense_oracle(q, k, v, table, 0.3)
+    want = dense_oracle(q, k, v, table, 0.3, real_keys)
     want_grads = torch.autograd.grad((want * weight).sum(), inputs)
     torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
     for g, w in zip(got_grads, want_grads, strict=True):
         torch.testing.assert_close(g, w, atol=1e-11, rtol=1e-11)
+
+
+@pytest.mark.parametrize(
+    ("batch", "heads", "length", "rows_times_keys"),
+    [(1, 2, 9, 1 << 20), (1, 3, 13, 4 * 13), (3, 2, 11, 3 * 11 * 4), (2, 1, 1, 1)],
+    ids=["one chunk", "chunks of 4, batch 1", "chunks of 4, batch 3", "one token"],
+)
+@pytest.mark.parametrize("learned", [True, False], ids=["learned", "fixed"])
+def test_values_and_gradients_equal_the_float64_oracle(
+    batch, heads, length, rows_times_keys, learned, monkeypatch
+):
+    monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", rows_times_keys)
+    assert_equal_to_the_oracle(
+        lambda q, k, v, table: offset_bias_attention(q, k, v, table, 0.3),
+        batch,
+        heads,
+        length,
+        learned,
+    )
 
 
 @pytest.mark.parametrize(
@@ -96,24 +108,14 @@ def test_keys_that_are_the_rows_first_equal_the_padded_float64_oracle(
     from roformer_lit.attention.padded_rows import attend_padded_rows
 
     monkeypatch.setattr(cpu_offset_bias, "ROWS_TIMES_KEYS", rows_times_keys)
-    batch, heads = len(real_keys), 2
-    generator = torch.Generator().manual_seed(sum(real_keys))
-    q, k, v = (
-        torch.randn(
-            batch, heads, length, 5, dtype=torch.float64, generator=generator
-        ).requires_grad_()
-        for _ in range(3)
+    assert_equal_to_the_oracle(
+        lambda q, k, v, table: attend_padded_rows(q, k, v, table, 0.3, real_keys),
+        len(real_keys),
+        2,
+        length,
+        True,
+        real_keys,
     )
-    table = 3 * torch.randn(heads, 2 * length - 1, dtype=torch.float64, generator=generator)
-    table.requires_grad_()
-    weight = torch.randn(batch, heads, length, 5, dtype=torch.float64, generator=generator)
-    got = attend_padded_rows(q, k, v, table, 0.3, real_keys)
-    got_grads = torch.autograd.grad((got * weight).sum(), (q, k, v, table))
-    want = dense_oracle(q, k, v, table, 0.3, real_keys)
-    want_grads = torch.autograd.grad((want * weight).sum(), (q, k, v, table))
-    torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
-    for g, w in zip(got_grads, want_grads, strict=True):
-        torch.testing.assert_close(g, w, atol=1e-11, rtol=1e-11)
 
 
 @pytest.mark.parametrize(
