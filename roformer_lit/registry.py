@@ -15,8 +15,10 @@ Every component is checked for its kind when it is resolved (a scheme must subcl
 :class:`~roformer_lit.positions.base.PositionScheme`, a kernel
 :class:`~roformer_lit.attention.base.AttentionKernel`, a task be a
 :class:`~roformer_lit.data.probes.tasks.ProbeTask`); a name that imports nothing, an
-object of the wrong kind, a plugin that raises on import or an entry point that shadows a
-built-in is one :class:`~roformer_lit.errors.ConfigError` line naming it. :meth:`Registry.origin`
+object of the wrong kind or a plugin that raises (or exits) on import is one
+:class:`~roformer_lit.errors.ConfigError` line naming it. An entry point named like a
+built-in is never loaded (the name means the built-in); :meth:`Registry.shadowing` gives
+its one line, which ``python -m roformer_lit schemes`` lists. :meth:`Registry.origin`
 says where a name comes from (built-in; distribution and version; import path), which
 checkpoints record so that a run stays its own.
 
@@ -48,6 +50,13 @@ T = TypeVar("T")
 IMPORT_PATH = re.compile(
     r"^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*):([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)$"
 )
+
+
+#: What a plugin's import may raise that is the plugin's fault, one ConfigError line naming
+#: it: any exception, and ``SystemExit`` (a module that calls ``sys.exit`` or ``exit()`` at
+#: import would otherwise end the command there, ``sys.exit(0)`` with status 0 and nothing
+#: said). ``KeyboardInterrupt`` stays the user's.
+PLUGIN_FAILURES: tuple[type[BaseException], ...] = (Exception, SystemExit)
 
 
 def is_import_path(name: object) -> bool:
@@ -123,6 +132,23 @@ class Registry(Mapping[str, T], Generic[T]):
         """Remove a name :meth:`register` added (built-ins of the package stay)."""
         self._builtins.pop(name, None)
 
+    def shadowing(self) -> dict[str, ConfigError]:
+        """The installed entry points named like a built-in, each with its one-line error:
+        such an entry point is never loaded (the name means the built-in), so a plugin
+        that means to replace ``rope`` is said to be unused rather than silently ignored."""
+        found = {}
+        for name, point in self._entry_points().items():
+            if name not in self._builtins:
+                continue
+            dist = getattr(point, "dist", None)
+            where = f" ({dist.metadata['Name']} {dist.version})" if dist is not None else ""
+            found[name] = ConfigError(
+                f"{self.what} {name!r}: the entry point {point.value!r} in group "
+                f"{self.group!r}{where} has a built-in's name and is never used (the name "
+                "means the built-in); give the entry point another name"
+            )
+        return found
+
     # -- where a name comes from ---------------------------------------------------------
 
     def origin(self, name: str) -> dict[str, str]:
@@ -162,7 +188,7 @@ class Registry(Mapping[str, T], Generic[T]):
             raise KeyError(name)
         try:
             component = point.load()
-        except Exception as exc:  # a plugin that raises on import is the plugin's fault
+        except PLUGIN_FAILURES as exc:  # a plugin that raises on import is the plugin's fault
             raise ConfigError(
                 f"{self.what} {name!r} (entry point {point.value!r} in group {self.group!r}) "
                 f"failed to load: {type(exc).__name__}: {one_line(exc)}"
@@ -182,7 +208,7 @@ class Registry(Mapping[str, T], Generic[T]):
                 f"{self.what} {name!r}: cannot import {module_name!r} ({one_line(exc)}); "
                 "install the package that provides it or put it on PYTHONPATH"
             ) from None
-        except Exception as exc:
+        except PLUGIN_FAILURES as exc:
             raise ConfigError(
                 f"{self.what} {name!r}: importing {module_name!r} raised "
                 f"{type(exc).__name__}: {one_line(exc)}"

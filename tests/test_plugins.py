@@ -22,6 +22,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.registry import _entry_points_of
+from roformer_lit.testing.models import compatible_kernels
 
 PLUGIN = '''
 import torch
@@ -67,6 +68,7 @@ def plugin_dir(tmp_path, monkeypatch):
     distribution ``my-plugins 1.2.3`` with entry points in the three groups."""
     (tmp_path / "my_plugin.py").write_text(PLUGIN)
     (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('boom at import')\n")
+    (tmp_path / "exiting_plugin.py").write_text("import sys\nsys.exit(0)\n")
     info = tmp_path / "my_plugins-1.2.3.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugins\nVersion: 1.2.3\n")
@@ -78,8 +80,11 @@ def plugin_dir(tmp_path, monkeypatch):
             mine = my_plugin:MyScheme
             broken = broken_plugin:Anything
             wrongkind = my_plugin:NotAScheme
+            exiting = exiting_plugin:Anything
+            rope = my_plugin:MyScheme
             [roformer_lit.kernels]
             mykernel = my_plugin:MyKernel
+            brokenkernel = broken_plugin:Anything
             [roformer_lit.tasks]
             mytask = my_plugin:MY_TASK
             """
@@ -92,7 +97,7 @@ def plugin_dir(tmp_path, monkeypatch):
     for registry in registries:
         registry._resolved.clear()
     _entry_points_of.cache_clear()
-    for name in ("my_plugin", "broken_plugin"):
+    for name in ("my_plugin", "broken_plugin", "exiting_plugin"):
         sys.modules.pop(name, None)
 
 
@@ -149,6 +154,8 @@ def test_plugin_capabilities_apply_the_same_rules(plugin_dir):
         ("my_plugin:not_a_class", "is a function, not a subclass of"),
         ("broken_plugin:X", "importing 'broken_plugin' raised RuntimeError: boom at import"),
         ("broken", "entry point 'broken_plugin:Anything'"),
+        ("exiting_plugin:X", "importing 'exiting_plugin' raised SystemExit: 0"),
+        ("exiting", "entry point 'exiting_plugin:Anything'"),
         ("wrongkind", "'wrongkind' is the class my_plugin.NotAScheme, not a subclass"),
         ("my_plugin:", "is not an import path"),
         ("unknown_name", "unknown position 'unknown_name'; valid choices: alibi,"),
@@ -179,6 +186,28 @@ def test_the_listing_names_plugins_with_their_distribution(plugin_dir, capsys):
         or "my_plugin:MyScheme  (import path, my-plugins" in out
     )
     assert "mytask  (entry point" in out
+
+
+def test_an_entry_point_named_like_a_builtin_is_listed_as_never_used(plugin_dir, capsys):
+    """``rope = my_plugin:MyScheme`` cannot replace the built-in: the name stays the
+    built-in's, and the listing says the entry point is unused instead of hiding it."""
+    assert POSITION_SCHEMES["rope"].__module__ == "roformer_lit.positions.rope"
+    assert POSITION_SCHEMES.origin("rope") == {"source": "builtin"}
+    assert list(POSITION_SCHEMES.shadowing()) == ["rope"]
+    assert cli_main(["schemes"]) == 2
+    out = capsys.readouterr().out
+    assert (
+        "  rope: error: position 'rope': the entry point 'my_plugin:MyScheme' in group "
+        "'roformer_lit.positions' (my-plugins 1.2.3) has a built-in's name and is never used"
+    ) in out
+    assert "exiting: error:" in out  # an entry point that exits is listed, the listing goes on
+    assert "mytask  (entry point" in out
+
+
+def test_the_kit_skips_a_kernel_plugin_that_fails_to_load(plugin_dir):
+    """Another package's broken kernel is not a failure of the scheme under test."""
+    kernels = compatible_kernels(POSITION_SCHEMES["nope"])
+    assert "brokenkernel" not in kernels and {"softmax", "linear", "mykernel"} <= set(kernels)
 
 
 def test_a_checkpoint_records_where_its_plugin_came_from(plugin_dir, tmp_path):

@@ -5,7 +5,8 @@ Built-ins come first, then the installed plugins (entry points in the groups
 ``roformer_lit.positions``, ``roformer_lit.kernels``, ``roformer_lit.tasks``), each with
 where it comes from. ``--import PATH`` (repeatable) adds components named by import path
 (``my_pkg.schemes:CoPE``) to the listing, checked as a run would check them. A plugin that
-fails to load is listed with its one-line error (the listing goes on; the exit code is 2).
+fails to load, or an entry point named like a built-in (never used: the name means the
+built-in), is listed with its one-line error (the listing goes on; the exit code is 2).
 """
 
 from __future__ import annotations
@@ -108,5 +109,8 @@ def main(argv: Sequence[str]) -> int:
             lines = describe(registry, name)
             failed |= ": error: " in lines[0]
             print("\n".join(lines))
+        for name, error in registry.shadowing().items():
+            print(f"  {name}: error: {error}")
+            failed = True
         print()
     return 2 if failed else 0

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.base import PositionScheme
@@ -59,12 +60,17 @@ def registered(cls: type[PositionScheme]) -> Iterator[str]:
 
 
 def compatible_kernels(cls: type[PositionScheme]) -> list[str]:
-    """The registered attention kernels that can run ``cls``."""
-    return [
-        name
-        for name, kernel in ATTENTION_KERNELS.items()
-        if kernel.supports_score_bias or not cls.needs_score_bias
-    ]
+    """The registered attention kernels that can run ``cls`` (an installed kernel plugin
+    that fails to load is the registry's to report, not a failure of ``cls``)."""
+    found = []
+    for name in ATTENTION_KERNELS:
+        try:
+            kernel = ATTENTION_KERNELS[name]
+        except ConfigError:
+            continue
+        if kernel.supports_score_bias or not cls.needs_score_bias:
+            found.append(name)
+    return found
 
 
 def small_model(
