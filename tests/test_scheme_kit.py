@@ -35,11 +35,41 @@ def test_every_scheme_gets_every_check_but_the_optional_ones():
         assert on_softmax == set(CHECKS) - optional, position
 
 
-def test_check_scheme_refuses_what_it_cannot_check():
-    with pytest.raises(TypeError, match="PositionScheme subclass"):
-        check_scheme(dict)
-    with pytest.raises(ValueError, match="unknown check.*'shape'.*valid: shapes"):
-        check_scheme(POSITION_SCHEMES["nope"], checks=["shape"])
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda nope: check_scheme(dict), TypeError, "PositionScheme subclass"),
+        (
+            lambda nope: check_scheme(nope, checks=["shape"]),
+            ValueError,
+            "unknown check 'shape'; valid: shapes",
+        ),
+        (lambda nope: check_scheme(nope, checks=[]), ValueError, "nothing would be checked"),
+        (
+            lambda nope: check_scheme(nope, attention="sofmax"),
+            ValueError,
+            "unknown attention 'sofmax'; valid choices: linear, softmax",
+        ),
+        (lambda nope: run_check("paddng", nope), ValueError, "unknown check 'paddng'"),
+        (
+            lambda nope: run_check("padding", nope, "sofmax"),
+            ValueError,
+            "unknown attention 'sofmax'",
+        ),
+    ],
+)
+def test_check_scheme_refuses_what_it_cannot_check(call, error, match):
+    """A name the kit does not know is one clear error, never a bare KeyError."""
+    with pytest.raises(error, match=match):
+        call(POSITION_SCHEMES["nope"])
+
+
+def test_a_check_named_alone_is_one_check(monkeypatch):
+    """``checks="padding"`` runs the padding check, not seven one-letter checks."""
+    ran = []
+    monkeypatch.setattr("roformer_lit.testing.run_check", lambda name, *a, **k: ran.append(name))
+    check_scheme(POSITION_SCHEMES["nope"], attention="softmax", checks="padding")
+    assert ran == ["padding"]
 
 
 def test_an_unregistered_class_is_checked_and_leaves_the_registry_as_it_was():
