@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
+
+import pytest
 
 from roformer_lit import POSITION_SCHEMES
 from roformer_lit.testing import scheme_checks
@@ -67,3 +70,47 @@ def test_a_failing_check_is_reported_by_name_and_an_unknown_scheme_refused(tmp_p
     refused = pytest_in(tmp_path, "--scheme-kit=lekay")
     assert refused.returncode != 0
     assert "unknown scheme(s) lekay; valid choices: alibi" in refused.stderr
+
+
+def broken_plugin_installed(directory: Path) -> None:
+    """A distribution in ``directory`` whose scheme entry point raises on import."""
+    (directory / "broken_scheme.py").write_text("raise RuntimeError('boom at import')\n")
+    info = directory / "broken_schemes-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-schemes\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        textwrap.dedent(
+            """\
+            [roformer_lit.positions]
+            broken = broken_scheme:Anything
+            """
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "stream", "expected"),
+    [
+        # another package's broken plugin does not stop the kit over the schemes asked for
+        (["--scheme-kit=nope", "-k", "shapes"], 0, "stdout", "2 passed"),
+        # an import path is a scheme too
+        (
+            ["--scheme-kit=roformer_lit.positions.nope:NoPosition", "-k", "shapes"],
+            0,
+            "stdout",
+            "2 passed",
+        ),
+        # the broken one asked for by name: one usage line naming it
+        (["--scheme-kit=broken"], 4, "stderr", "--scheme-kit: position 'broken' (entry point"),
+        # over every scheme it is one failing test with the registry's line
+        (["--scheme-kit", "-k", "broken"], 1, "stdout", "RuntimeError: boom at import"),
+    ],
+)
+def test_a_broken_scheme_plugin_is_reported_not_an_internal_error(
+    tmp_path, args, code, stream, expected
+):
+    broken_plugin_installed(tmp_path)
+    run = pytest_in(tmp_path, *args)
+    assert run.returncode == code, run.stdout + run.stderr
+    assert expected in getattr(run, stream), run.stdout + run.stderr
+    assert "INTERNALERROR" not in run.stdout + run.stderr

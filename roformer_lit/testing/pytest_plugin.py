@@ -10,14 +10,17 @@ Enable it and ask for the tests::
 kernel and applicable check, named ``scheme-kit[<scheme>-<kernel>-<check>]``: the same
 functions as ``check_scheme`` and the suite's own tests/test_scheme_kit.py. "Registered"
 is whatever the position registry resolves by name, the built-ins and the schemes of
-installed packages' ``roformer_lit.positions`` entry points alike. Without ``--scheme-kit``
-the plugin adds nothing.
+installed packages' ``roformer_lit.positions`` entry points alike; a listed name may also be
+an import path. Only the schemes asked for are loaded; over all of them, an entry point
+that fails to load is one failing test, ``scheme-kit[<name>-load]``, with the registry's
+line. Without ``--scheme-kit`` the plugin adds nothing.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from roformer_lit.errors import ConfigError
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.base import PositionScheme
 from roformer_lit.testing import run_check, scheme_checks
@@ -26,7 +29,7 @@ ALL = "all"
 
 
 def registered_schemes() -> dict[str, type[PositionScheme]]:
-    """Every scheme the registry resolves by name."""
+    """Every scheme the registry resolves by name (a broken plugin raises its ConfigError)."""
     return dict(POSITION_SCHEMES)
 
 
@@ -70,19 +73,53 @@ class SchemeCheckItem(pytest.Item):
         return self.path, None, f"scheme-kit[{self.scheme}-{self.attention}-{self.check}]"
 
 
-def _selected(config: pytest.Config) -> dict[str, type[PositionScheme]]:
-    schemes = registered_schemes()
+class SchemeLoadItem(pytest.Item):
+    """A registered scheme that fails to load (a broken entry point), under ``--scheme-kit``
+    over every scheme: one failing test with the registry's line, the others still run."""
+
+    def __init__(self, *, scheme: str, error: ConfigError, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.scheme, self.error = scheme, error
+
+    def runtest(self) -> None:
+        raise AssertionError(str(self.error))
+
+    def repr_failure(self, excinfo, style=None):
+        return str(excinfo.value)
+
+    def reportinfo(self):
+        return self.path, None, f"scheme-kit[{self.scheme}-load]"
+
+
+def _selected(config: pytest.Config) -> dict[str, type[PositionScheme] | ConfigError]:
+    """The classes of the schemes asked for, each resolved on its own: a broken plugin
+    among all of them is its error (a failing test), one named is a usage error, and an
+    unasked one is never loaded. A name may be an import path (``my_pkg.schemes:Mine``)."""
     wanted = config.getoption("--scheme-kit")
-    if wanted == ALL:
-        return schemes
-    names = [name.strip() for name in wanted.split(",") if name.strip()]
-    unknown = [name for name in names if name not in schemes]
+    everything = wanted == ALL
+    names = (
+        list(POSITION_SCHEMES)
+        if everything
+        else [name.strip() for name in wanted.split(",") if name.strip()]
+    )
+    found: dict[str, type[PositionScheme] | ConfigError] = {}
+    unknown = []
+    for name in names:
+        try:
+            found[name] = POSITION_SCHEMES[name]
+        except KeyError:
+            unknown.append(name)
+        except ConfigError as error:
+            if not everything:
+                raise pytest.UsageError(f"--scheme-kit: {error}") from None
+            found[name] = error
     if unknown:
         raise pytest.UsageError(
             f"--scheme-kit: unknown scheme(s) {', '.join(unknown)}; "
-            f"valid choices: {', '.join(sorted(schemes))}"
+            f"valid choices: {', '.join(sorted(POSITION_SCHEMES))}, or an import path "
+            "package.module:Class"
         )
-    return {name: schemes[name] for name in names}
+    return found
 
 
 def pytest_collection_modifyitems(
@@ -91,6 +128,13 @@ def pytest_collection_modifyitems(
     if config.getoption("--scheme-kit") is None:
         return
     for scheme, cls in _selected(config).items():
+        if isinstance(cls, ConfigError):
+            items.append(
+                SchemeLoadItem.from_parent(
+                    session, name=f"scheme-kit[{scheme}-load]", scheme=scheme, error=cls
+                )
+            )
+            continue
         for check, attention in scheme_checks(cls):
             items.append(
                 SchemeCheckItem.from_parent(
