@@ -71,7 +71,9 @@ class Registry(Mapping[str, T], Generic[T]):
     the installed entry points' names (import paths are not listed: they are open-ended).
 
     ``what`` names the setting in messages (``position``), ``kind`` the expected object in
-    words, ``accepts(obj)`` checks an object's kind."""
+    words, ``accepts(obj)`` checks an object's kind; ``check(obj, label)``, where given,
+    then checks what an object of the right kind holds (a ConfigError line beginning with
+    ``label``), so a plugin's object is refused when resolved rather than when first used."""
 
     def __init__(
         self,
@@ -80,8 +82,10 @@ class Registry(Mapping[str, T], Generic[T]):
         accepts: Callable[[Any], bool],
         builtins: Mapping[str, T],
         group: str,
+        check: Callable[[Any, str], None] | None = None,
     ) -> None:
         self.what, self.kind, self.accepts, self.group = what, kind, accepts, group
+        self.check = check
         self._builtins: dict[str, T] = dict(builtins)
         self._resolved: dict[str, T] = {}
 
@@ -233,6 +237,8 @@ class Registry(Mapping[str, T], Generic[T]):
                 else f"a {type(component).__name__}"
             )
             raise ConfigError(f"{self.what} {name!r} is {described}, not a {self.kind}")
+        if self.check is not None:  # the kind is right; what its fields hold (one line)
+            self.check(component, f"{self.what} {name!r}")
         return component
 
     def unknown(self, name: object) -> ConfigError:

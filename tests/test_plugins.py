@@ -25,6 +25,7 @@ from roformer_lit.registry import _entry_points_of
 from roformer_lit.testing.models import compatible_kernels
 
 PLUGIN = '''
+import dataclasses
 import torch
 from roformer_lit.positions.base import PositionScheme, LayerPosition, ScoreBias, default_scale
 from roformer_lit.attention.softmax import SoftmaxAttention
@@ -59,6 +60,10 @@ def not_a_class():
     pass
 
 MY_TASK = PROBE_TASKS["copy"]
+NO_SUCH_BASELINE = dataclasses.replace(MY_TASK, baselines=("majority", "oracle"))
+ZERO_WIDTH = dataclasses.replace(MY_TASK, width=0)
+ONE_STRING = dataclasses.replace(MY_TASK, baselines="uniform")
+NOT_CALLABLE = dataclasses.replace(MY_TASK, build=None)
 '''
 
 
@@ -172,6 +177,25 @@ def test_a_bad_plugin_is_one_line_naming_it(plugin_dir, name, expected, capsys):
         assert "\n" not in message and expected in message and name in message, message
     assert cli_main(["schemes", "--import", name if ":" in name else f"x:{name}"]) == 2
     assert capsys.readouterr().err.startswith("error: schemes")
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("my_plugin:NO_SUCH_BASELINE", "baselines=('majority', 'oracle') must be a tuple of"),
+        ("my_plugin:ZERO_WIDTH", "width=0 must be an int >= 1"),
+        ("my_plugin:ONE_STRING", "baselines='uniform' must be a tuple of baseline rules"),
+        ("my_plugin:NOT_CALLABLE", "build=None is not callable"),
+    ],
+)
+def test_a_plugin_task_the_commands_cannot_use_is_one_line_when_named(plugin_dir, name, expected):
+    """Checked when resolved, not when extrapolate first scores its baselines (a KeyError)."""
+    with pytest.raises(ConfigError) as info:
+        probe_task(name)
+    message = str(info.value)
+    assert (
+        "\n" not in message and message.startswith(f"data.probe {name!r}: ") and expected in message
+    )
 
 
 def test_the_listing_names_plugins_with_their_distribution(plugin_dir, capsys):

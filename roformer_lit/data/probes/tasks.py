@@ -159,6 +159,24 @@ def _recall(
     return prefix, queried, np.tile([False, True], n)
 
 
+def check_task(task: ProbeTask, label: str) -> None:
+    """A one-line ConfigError beginning with ``label`` for a task whose fields the
+    commands cannot use: ``width`` a positive int, ``baselines`` names of
+    :data:`~roformer_lit.data.probes.baselines.RULES`, a callable ``build``."""
+    from roformer_lit.data.probes.baselines import RULES  # it imports this module
+
+    if not callable(task.build):
+        raise ConfigError(f"{label}: build={task.build!r} is not callable")
+    if isinstance(task.width, bool) or not isinstance(task.width, int) or task.width < 1:
+        raise ConfigError(f"{label}: width={task.width!r} must be an int >= 1")
+    unknown = [rule for rule in task.baselines if rule not in RULES]
+    if isinstance(task.baselines, str) or unknown:
+        raise ConfigError(
+            f"{label}: baselines={task.baselines!r} must be a tuple of baseline rules "
+            f"among {', '.join(RULES)}"
+        )
+
+
 #: The probe tasks by name; a user's task (a :class:`ProbeTask`) is found by import path
 #: (``my_pkg.tasks:MY_TASK``) or an entry point in the group ``roformer_lit.tasks``.
 PROBE_TASKS: Registry[ProbeTask] = Registry(
@@ -182,6 +200,7 @@ PROBE_TASKS: Registry[ProbeTask] = Registry(
         "odds_first": ProbeTask("odds_first", _answers(_odds_first)),
     },
     group="roformer_lit.tasks",
+    check=check_task,
 )
 
 
