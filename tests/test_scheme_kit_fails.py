@@ -176,6 +176,16 @@ class RightReference(AlibiPosition):
         return q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5 - slopes[:, None, None] * distance
 
 
+class KeepsTheFirstPositionsOfALength(SinusoidalPosition):
+    """Sinusoids that keep the positions of their first call at each length (a cache keyed by
+    length alone) and reuse them for any positions of that length: right on a fresh model,
+    wrong from the second batch of packed documents or drawn positions on."""
+
+    def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
+        first = self.__dict__.setdefault("_first_positions", {})
+        return super().embed(x, first.setdefault(x.shape[1], positions))
+
+
 @pytest.mark.parametrize(
     "scheme,check,words",
     [
@@ -188,6 +198,7 @@ class RightReference(AlibiPosition):
         (WrongReference, "reference", "differs from the reference"),
         (ForgetsWhatItsRowsRead, "rows_read", "that rows_read does not name"),
         (SquaresFromTheRowStart, "squares", "is not that slice of its dense bias"),
+        (KeepsTheFirstPositionsOfALength, "positions", "after a call at 0 .. L-1"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else None,
 )
@@ -209,6 +220,7 @@ def test_the_kit_fails_a_broken_scheme_naming_check_and_scheme(scheme, check, wo
         (RightReference, "reference"),
         (ForgetsWhatItsRowsRead, "gradients"),
         (SquaresFromTheRowStart, "gradients"),
+        (KeepsTheFirstPositionsOfALength, "padding"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else value,
 )

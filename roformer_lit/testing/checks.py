@@ -14,7 +14,9 @@ code path for the property at stake:
   alone (on kernels with ``supports_segments``);
 - ``positions``: tokens at sorted, distinct, non-contiguous positions (``position_ids``,
   past the cached tables) get, in float64, the logits of a longer row holding them at those
-  indices and padding elsewhere; ``0 .. L-1`` given changes nothing; a scheme that declares
+  indices and padding elsewhere; ``0 .. L-1`` given changes nothing; one model called with
+  positions and then without (and the reverse) at the same length gives what fresh models
+  give (nothing built for a length is reused for other positions); a scheme that declares
   ``reads_positions = False`` must ignore any positions;
 - ``float64``: the float32 model agrees with the same weights in float64;
 - ``gradients``: the MLM loss's gradient is finite and reaches every parameter;
@@ -256,8 +258,23 @@ def check_positions(scheme: type[PositionScheme], attention: str, options: Optio
     arange = torch.arange(LENGTH).expand(BATCH, LENGTH)
     with torch.no_grad():
         plain, given = model(ids), model(ids, position_ids=arange)
+        # the same model, having run at 0 .. L-1 at this length, against a fresh one: a
+        # scheme that keeps what it built for a length and reuses it for other positions
+        # (a cache keyed by length alone) passes every check made on fresh models
+        later = model(ids, position_ids=positions)
+        fresh = positions_model(scheme, attention, options)(ids, position_ids=positions)
     torch.testing.assert_close(
         given, plain, **FLOAT32_TOL, msg=lambda m: f"position_ids 0 .. L-1 change logits: {m}"
+    )
+    torch.testing.assert_close(
+        later,
+        fresh,
+        **FLOAT32_TOL,
+        msg=lambda m: (
+            "after a call at 0 .. L-1, position_ids of the same length give other logits "
+            "than on a fresh model (is something built for a length reused for other "
+            "positions?): " + str(m)
+        ),
     )
     assert int(positions.max()) >= MAX_POSITIONS  # some positions lie past the cached tables
     with default_dtype(torch.float64):
@@ -266,12 +283,24 @@ def check_positions(scheme: type[PositionScheme], attention: str, options: Optio
             got = model(ids, position_ids=positions)  # first: before a longer row grows a cache
             rows, mask = placed_in_longer_rows(ids, positions)
             longer = model(rows, mask)
+        again = model(ids)  # 0 .. L-1 after the drawn positions at this length
+        fresh = positions_model(scheme, attention, options).double()(ids)
     expected = torch.stack([longer[b, positions[b]] for b in range(BATCH)])
     torch.testing.assert_close(
         got,
         expected,
         **FLOAT64_TOL,
         msg=lambda m: f"tokens at positions differ from a longer padded row's: {m}",
+    )
+    torch.testing.assert_close(
+        again,
+        fresh,
+        **FLOAT64_TOL,
+        msg=lambda m: (
+            "after a call with position_ids, 0 .. L-1 of the same length gives other logits "
+            "than on a fresh model (is something built for a length reused for other "
+            "positions?): " + str(m)
+        ),
     )
 
 
