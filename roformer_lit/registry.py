@@ -289,17 +289,43 @@ def option_names(cls: type) -> list[str]:
     return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
 
+class UnresolvedHint(typing.NamedTuple):
+    """An option's annotation that does not resolve (a typo, a name imported only under
+    ``TYPE_CHECKING``): a value given for that option cannot be checked, so it is refused."""
+
+    text: str
+    error: str
+
+
 def option_hints(cls: type) -> dict[str, Any]:
-    """Each option's resolved type annotation (``typing.Any`` where there is none)."""
+    """Each option's resolved type annotation (``typing.Any`` where there is none). Each is
+    resolved on its own, so one annotation that does not resolve (an
+    :class:`UnresolvedHint`) leaves the other options typed."""
+    names = option_names(cls)
     try:
         hints = typing.get_type_hints(cls.__init__)
-    except Exception:  # an annotation that does not resolve: those options stay unchecked
-        hints = {}
-    return {name: hints.get(name, Any) for name in option_names(cls)}
+    except Exception:
+        hints = {name: _resolve_hint(cls.__init__, name) for name in names}
+    return {name: hints.get(name, Any) for name in names}
+
+
+def _resolve_hint(function: Callable[..., Any], name: str) -> Any:
+    """Parameter ``name``'s annotation in ``function``, or an :class:`UnresolvedHint`."""
+    raw = getattr(function, "__annotations__", {}).get(name, Any)
+
+    def one() -> None: ...
+
+    one.__annotations__ = {name: raw}
+    try:
+        return typing.get_type_hints(one, getattr(function, "__globals__", None))[name]
+    except Exception as exc:
+        return UnresolvedHint(str(raw), f"{type(exc).__name__}: {one_line(exc)}")
 
 
 def describe_type(hint: Any) -> str:
     """A type annotation in words: ``float``, ``int or null``, ``one of 'a', 'b'``."""
+    if isinstance(hint, UnresolvedHint):
+        return f"{hint.text!r} (does not resolve: {hint.error})"
     if hint is type(None):
         return "null"
     origin = typing.get_origin(hint)
@@ -319,7 +345,7 @@ def _option_parser(cls: type) -> Any:
 
     parser = ArgumentParser(exit_on_error=False)
     for name, hint in option_hints(cls).items():
-        if hint is not Any:
+        if hint is not Any and not isinstance(hint, UnresolvedHint):
             parser.add_argument(f"--{name}", type=hint)
     return parser
 
@@ -340,6 +366,11 @@ def check_option_value(cls: type, key: str, value: Any, what: str, name: str) ->
     class's registered name and the expected type. NaN and inf are never accepted."""
     hint = option_hints(cls)[key]
     label = f"model.{what}_kwargs.{key}={value!r} for {what} {name!r}"
+    if isinstance(hint, UnresolvedHint):
+        raise ConfigError(
+            f"{label} cannot be checked: the option's annotation {hint.text!r} in "
+            f"{cls.__module__}.{cls.__qualname__} does not resolve ({hint.error})"
+        )
     if hint is not Any:
         from jsonargparse import ArgumentError
 

@@ -50,6 +50,11 @@ class MyScheme(PositionScheme):
     def layer(self, index):
         return self.hook
 
+class TypoInOneHint(MyScheme):
+    """One option's annotation does not resolve (a typo); the other's does."""
+    def __init__(self, shape, *, slope: float = 0.5, flavour: "Flavuor" = None):
+        super().__init__(shape, slope=slope)
+
 class MyKernel(SoftmaxAttention):
     pass
 
@@ -135,13 +140,24 @@ def test_a_plugin_scheme_inside_a_layer_plan(plugin_dir):
     assert [layer.scheme.__name__ for layer in config.layers] == ["NoPosition", "MyScheme"]
 
 
-def test_plugin_options_are_typed_like_a_builtins(plugin_dir):
-    with pytest.raises(ConfigError, match=r"slope='steep'.*wrong type: expected float"):
-        EncoderConfig(**small(position="mine", position_kwargs={"slope": "steep"}))
-    with pytest.raises(
-        ConfigError, match=r"unknown position_kwargs key\(s\) 'slop'.*valid keys: slope"
-    ):
-        EncoderConfig(**small(position="mine", position_kwargs={"slop": 1.0}))
+@pytest.mark.parametrize(
+    ("position", "options", "expected"),
+    [
+        ("mine", {"slope": "steep"}, r"slope='steep'.*wrong type: expected float"),
+        ("mine", {"slop": 1.0}, r"unknown position_kwargs key\(s\) 'slop'.*valid keys: slope"),
+        # one annotation that does not resolve leaves the other options typed
+        ("my_plugin:TypoInOneHint", {"slope": "steep"}, r"slope='steep'.*wrong type"),
+        (
+            "my_plugin:TypoInOneHint",
+            {"flavour": "x"},
+            r"flavour='x'.*cannot be checked: the option's annotation 'Flavuor' in "
+            r"my_plugin.TypoInOneHint does not resolve \(NameError",
+        ),
+    ],
+)
+def test_plugin_options_are_typed_like_a_builtins(plugin_dir, position, options, expected):
+    with pytest.raises(ConfigError, match=expected):
+        EncoderConfig(**small(position=position, position_kwargs=options))
 
 
 def test_plugin_capabilities_apply_the_same_rules(plugin_dir):
