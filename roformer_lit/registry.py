@@ -190,6 +190,11 @@ class Registry(Mapping[str, T], Generic[T]):
         point = self._entry_points().get(name)
         if point is None:
             raise KeyError(name)
+        if not importlib.metadata.EntryPoint.pattern.match(point.value):
+            raise ConfigError(
+                f"{self.what} {name!r}: the entry point's value {point.value!r} in group "
+                f"{self.group!r} is not of the form package.module:attribute"
+            )
         try:
             component = point.load()
         except PLUGIN_FAILURES as exc:  # a plugin that raises on import is the plugin's fault

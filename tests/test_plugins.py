@@ -91,6 +91,7 @@ def plugin_dir(tmp_path, monkeypatch):
             broken = broken_plugin:Anything
             wrongkind = my_plugin:NotAScheme
             exiting = exiting_plugin:Anything
+            badvalue = not an import path!
             rope = my_plugin:MyScheme
             [roformer_lit.kernels]
             mykernel = my_plugin:MyKernel
@@ -177,6 +178,7 @@ def test_plugin_capabilities_apply_the_same_rules(plugin_dir):
         ("broken", "entry point 'broken_plugin:Anything'"),
         ("exiting_plugin:X", "importing 'exiting_plugin' raised SystemExit: 0"),
         ("exiting", "entry point 'exiting_plugin:Anything'"),
+        ("badvalue", "value 'not an import path!' in group 'roformer_lit.positions' is not of"),
         ("wrongkind", "'wrongkind' is the class my_plugin.NotAScheme, not a subclass"),
         ("my_plugin:", "is not an import path"),
         ("unknown_name", "unknown position 'unknown_name'; valid choices: alibi,"),
