@@ -56,6 +56,8 @@ FAST_MODULES = frozenset(
         "test_extrapolate_overrides",
         "test_replaced_mappings",
         "test_checkpoint_settings",
+        "test_checkpoint_records",
+        "test_yaml_keys",
         "test_encoder_config",
         "test_module_arguments",
         "test_corpus_baselines",

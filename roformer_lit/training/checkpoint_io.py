@@ -220,6 +220,74 @@ def _refuse_other_kind(checkpoint: Mapping[str, Any], path: Any, kind: str) -> N
     )
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: The records of a checkpoint that its readers use as they are (Lightning's counters, the
+#: run's own state, the settings of its model and data), each with what it must be:
+#: (checkpoint key, test, what a valid record is). A record a hand edited into another
+#: type is refused in one line by :func:`check_records`, before anything reads it.
+RECORDS: tuple[tuple[str, Any, str], ...] = (
+    ("global_step", lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    ("epoch", lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    ("skipped_batches", lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    ("best_val_loss", _is_real, "a number"),
+    ("hyper_parameters", lambda v: isinstance(v, Mapping), "a mapping of settings"),
+    ("datamodule_hyper_parameters", lambda v: isinstance(v, Mapping), "a mapping of settings"),
+)
+
+#: The architecture settings every version of ``fit`` saved in ``hyper_parameters``: a
+#: pretraining checkpoint without one of them cannot say which model its weights are
+#: (a missing ``num_heads`` or ``position`` would be filled by a default or a config file,
+#: with the same tensor shapes and other numbers).
+ARCHITECTURE_RECORD = (
+    "position",
+    "attention",
+    "vocab_size",
+    "hidden_size",
+    "num_layers",
+    "num_heads",
+    "intermediate_size",
+)
+
+
+def check_records(checkpoint: Mapping[str, Any], path: Any) -> None:
+    """Refuse, in one ConfigError line, a checkpoint whose records (:data:`RECORDS`) are
+    present but of another type (a ``global_step`` that is a string, ``hyper_parameters``
+    that are a list or None): every reader would otherwise fail mid-run, or fall back to
+    the command's own settings without a word."""
+    for key, valid, what in RECORDS:
+        if key in checkpoint and not valid(checkpoint[key]):
+            value = checkpoint[key]
+            shown = repr(value) if len(repr(value)) <= 40 else f"a {type(value).__name__}"
+            raise ConfigError(
+                f"checkpoint {path} is damaged: its {key} record is {shown}, not {what}; "
+                "use a checkpoint as fit wrote it"
+            )
+
+
+def _check_architecture_record(checkpoint: Mapping[str, Any], path: Any) -> None:
+    """A pretraining checkpoint's ``hyper_parameters`` name its model: every setting of
+    :data:`ARCHITECTURE_RECORD` is there."""
+    saved = checkpoint.get("hyper_parameters")
+    if saved is None:
+        raise ConfigError(
+            f"checkpoint {path} has no hyper_parameters record: it does not say which model "
+            "its weights are; use a checkpoint as fit wrote it"
+        )
+    missing = [key for key in ARCHITECTURE_RECORD if key not in saved]
+    if missing:
+        raise ConfigError(
+            f"checkpoint {path} is damaged: its hyper_parameters lack {', '.join(missing)}, "
+            "so it does not say which model its weights are; use a checkpoint as fit wrote it"
+        )
+
+
 def read_checkpoint(
     path: str | os.PathLike[str], require_state_dict: bool = True, kind: str | None = None
 ) -> dict[str, Any]:
@@ -262,8 +330,11 @@ def read_checkpoint(
         raise ConfigError(f"{path} is not a roformer_lit checkpoint")
     if require_state_dict and not isinstance(checkpoint.get("state_dict"), dict):
         raise ConfigError(f"{path} is not a roformer_lit checkpoint (it has no state_dict)")
+    check_records(checkpoint, path)
     if kind is not None:
         _refuse_other_kind(checkpoint, path, kind)
+    if kind == PRETRAINING:
+        _check_architecture_record(checkpoint, path)
     drop_duplicate_weights(checkpoint)
     return checkpoint
 
