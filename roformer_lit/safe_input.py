@@ -9,6 +9,11 @@
   is a few hundred bytes that expand exponentially) and recursive aliases. Installed as
   jsonargparse's ``yaml`` loader (:func:`install_yaml_guard`), so every config file and
   every command-line value the CLI parses goes through it.
+* :func:`check_unique_keys`: a mapping that gives one key twice (``position: rope`` and,
+  lines later, ``position: alibi``) is refused, naming the key and its line: YAML loaders
+  keep the last value without a word, as argparse did with an option given twice. Part of
+  :func:`safe_yaml_load` and of the installed loader, so config files, sweep files and
+  inline values are all checked.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import os
 import stat
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from roformer_lit.errors import ConfigError
 
@@ -122,16 +129,63 @@ def check_yaml_size(text: str) -> None:
             _expanded_size(document)
 
 
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A YAML mapping gives one key twice (:func:`check_unique_keys`)."""
+
+    def __init__(self, key: str, first_line: int, mapping: Any, mark: Any) -> None:
+        super().__init__(
+            "while reading a mapping",
+            mapping,
+            f"found the key {key!r} twice (first on line {first_line}): YAML would keep the "
+            "last value without a word; give it once",
+            mark,
+        )
+        self.key, self.first_line, self.line = key, first_line, mark.line + 1
+
+
+def check_unique_keys(text: str) -> None:
+    """Raise :class:`DuplicateKeyError` (a ``yaml.YAMLError`` marking the line) if a mapping
+    of ``text`` gives one key twice. Keys are compared as YAML resolves them (``1`` and
+    ``"1"`` differ); merge keys (``<<``) may repeat, as YAML allows."""
+    if ":" not in text and "{" not in text:  # no mapping can be in it
+        return
+    for document in yaml.compose_all(text, Loader=yaml.SafeLoader):
+        stack = [document] if document is not None else []
+        seen_nodes: set[int] = set()
+        while stack:
+            node = stack.pop()
+            if id(node) in seen_nodes:  # an alias: checked where it was defined
+                continue
+            seen_nodes.add(id(node))
+            if isinstance(node, yaml.MappingNode):
+                keys: dict[tuple[str, str], Any] = {}
+                for key, value in node.value:
+                    if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                        first = keys.setdefault((key.tag, key.value), key)
+                        if first is not key:
+                            raise DuplicateKeyError(
+                                key.value,
+                                first.start_mark.line + 1,
+                                node.start_mark,
+                                key.start_mark,
+                            )
+                    stack.extend((key, value))
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend(node.value)
+
+
 def safe_yaml_load(text: str) -> Any:
-    """``yaml.safe_load`` after :func:`check_yaml_size`."""
+    """``yaml.safe_load`` after :func:`check_yaml_size` and :func:`check_unique_keys`."""
     import yaml
 
     check_yaml_size(text)
+    check_unique_keys(text)
     return yaml.safe_load(text)
 
 
 def install_yaml_guard() -> None:
-    """Make jsonargparse's ``yaml`` mode check alias expansion before loading."""
+    """Make jsonargparse's ``yaml`` mode check alias expansion and repeated keys before
+    loading."""
     import yaml
     from jsonargparse import set_loader
     from jsonargparse._loaders_dumpers import yaml_load
@@ -141,6 +195,7 @@ def install_yaml_guard() -> None:
             check_yaml_size(stream)
         except YAMLBombError as exc:
             raise yaml.YAMLError(str(exc)) from None
+        check_unique_keys(stream)
         return yaml_load(stream)
 
     set_loader("yaml", guarded, exceptions=(yaml.YAMLError,))

@@ -34,6 +34,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from roformer_lit.commands.pretrain import is_argument_error, lightning_main
 from roformer_lit.errors import ConfigError, TrainingDiverged, one_line
 from roformer_lit.safe_input import (
+    DuplicateKeyError,
     YAMLBombError,
     install_yaml_guard,
     read_text_file,
@@ -230,6 +231,12 @@ def refuse_moved_class_paths(path: str, text: str) -> None:
 
     try:
         document = safe_yaml_load(text)
+    except DuplicateKeyError as exc:
+        raise ConfigError(
+            f"config file {path} gives the key {exc.key!r} twice in one mapping (lines "
+            f"{exc.first_line} and {exc.line}): YAML would keep the last value without a "
+            "word; give it once"
+        ) from None
     except (yaml.YAMLError, YAMLBombError):
         return  # the parser reports it
     for named in class_paths(document):

@@ -235,8 +235,12 @@ def _only(sweep: Sweep, only: Sequence[str], where: str) -> list[Run]:
 def _read_yaml(path: Path) -> Any:
     import yaml
 
+    from roformer_lit.safe_input import YAMLBombError, safe_yaml_load
+
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return safe_yaml_load(path.read_text(encoding="utf-8"))
+    except YAMLBombError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
