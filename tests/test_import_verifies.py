@@ -252,6 +252,20 @@ def untied_decoder(directory: Path, model_type: str) -> list[str]:
     return [name, "not tied", twin]
 
 
+def untied_in_config_decoder_omitted(directory: Path, model_type: str) -> list[str]:
+    """``tie_word_embeddings: false`` with the decoder left out: transformers builds an
+    untied decoder and fills it with fresh initialisation, so it is missing (it was read as
+    tied to the embeddings: other logits than transformers' own for the same directory)."""
+    arch = ARCHITECTURES[model_type]
+    config = getattr(transformers, arch.config_class).from_dict(_config(directory))
+    name = next(iter(arch.tied(config)))
+    state = _state(directory)
+    state.pop(name, None)
+    _write_state(directory, state)
+    _write_config(directory, _config(directory) | {"tie_word_embeddings": False})
+    return ["missing", name]
+
+
 DAMAGE: list[Callable[[Path, str], list[str]]] = [
     no_config,
     invalid_json,
@@ -270,6 +284,7 @@ DAMAGE: list[Callable[[Path, str], list[str]]] = [
     floor_above_installed,
     floor_not_a_version,
     untied_decoder,
+    untied_in_config_decoder_omitted,
 ]
 
 

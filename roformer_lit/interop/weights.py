@@ -5,7 +5,7 @@ weights (``model.safetensors``, ``pytorch_model.bin`` or their sharded ``*.index
 itself, then compares the tensors' names and shapes with those of the HF model the config
 describes (built on the meta device, so nothing is allocated). Every missing, unexpected
 or wrong-shaped tensor is refused in one line naming it; a tied tensor a file omits (the
-MLM decoder) is not missing, and what transformers itself never reads is not unexpected
+MLM decoder, where the config ties it: ``tie_word_embeddings``) is not missing, and what transformers itself never reads is not unexpected
 (non-persistent buffers such as BERT's ``position_ids``, the class's ignore patterns, the
 heads an MLM has not: BERT's pooler and next-sentence head). Every failure to read is one line too.
 """
@@ -126,7 +126,16 @@ def check_state(
     ignored = {name for name, _ in expected_model.named_buffers()} - set(expected)
     patterns = getattr(model_class, "_keys_to_ignore_on_load_unexpected", None) or []
     tied = arch.tied(config)
-    missing = [name for name in expected if name not in state and name not in tied]
+    # a file may omit a tied tensor only where transformers ties it in the model it builds
+    # (``tie_word_embeddings``): an untied decoder the file lacks is missing, which
+    # from_pretrained would fill with fresh initialisation
+    parameters = dict(expected_model.named_parameters(remove_duplicate=False))
+    omittable = {
+        name
+        for name, twin in tied.items()
+        if name in parameters and parameters[name] is parameters.get(twin)
+    }
+    missing = [name for name in expected if name not in state and name not in omittable]
     unexpected = [
         name
         for name in state
