@@ -196,6 +196,45 @@ def _summary(position: str, seed: int, **hparams) -> RunSummary:
     )
 
 
+#: runs of one variant -> the seeds its row counts (each seed once; the first by path kept).
+SAME_SEEDS = {
+    "a run made twice (-2)": (
+        [("runs/rope-0", 0, 0), ("runs/rope-0-2", 0, 0), ("runs/rope-1", 1, 0)],
+        ["runs/rope-0", "runs/rope-1"],
+    ),
+    "another data seed is another replicate": (
+        [("runs/rope-0", 0, 0), ("runs/rope-0-data1", 0, 1)],
+        ["runs/rope-0", "runs/rope-0-data1"],
+    ),
+    "unknown seeds are never taken for one another": (
+        [("runs/a", None, 0), ("runs/b", None, 0)],
+        ["runs/a", "runs/b"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(SAME_SEEDS))
+def test_each_seed_counts_once_in_a_variant(case):
+    given, kept = SAME_SEEDS[case]
+    runs = [
+        RunSummary(
+            path=path,
+            position="rope",
+            attention="softmax",
+            seed=seed,
+            hparams={"position": "rope", "attention": "softmax", "seed": data_seed},
+            final_val_loss=float(len(path)),
+        )
+        for path, seed, data_seed in given
+    ]
+    reported: list[str] = []
+    (row,) = aggregate(assign_variants(runs), report=reported.append)
+    assert sorted(str(r.path) for r in row.runs) == kept
+    assert row.stats["final_val_loss"].n == len(kept)
+    left_out = sorted({p for p, _, _ in given} - set(kept))
+    assert [line.split(":")[0] for line in reported] == left_out
+
+
 def test_deberta_term_ablation_gives_two_variants():
     runs = assign_variants(
         [

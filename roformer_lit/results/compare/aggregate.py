@@ -5,6 +5,12 @@ the sample standard deviation (``ddof=1``) over those runs; with a single run ``
 None (the table then shows the mean alone and the CSV leaves the std cell empty). Rows are
 sorted by mean final ``val/loss``, variants without one last. A row's ``notes`` say which of
 its runs had unreadable files or no ``val/loss`` (the table's note column).
+
+Each seed counts once: runs of one variant with the same seeds (``seed_everything`` and the
+data ``seed``) are the same experiment run twice (``fit`` run again goes to
+``...-seed0-2``; two logdirs holding copies of one run), not two replicates, and counting
+both would shrink the std and the interval with no new evidence. The first by path is kept
+(``-seed0`` before ``-seed0-2``) and each one left out is one ``warning:`` line.
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from roformer_lit.results.compare.runs import RunSummary
+from roformer_lit.results.compare.runs import Report, RunSummary
+from roformer_lit.run_files import warn
 
 #: Metric attribute of RunSummary -> column heading, in table order.
 METRICS: dict[str, str] = {
@@ -81,13 +89,42 @@ def _run_label(run: RunSummary) -> str:
     return f"seed {run.seed}" if run.seed is not None else Path(run.path).name
 
 
-def aggregate(runs: Sequence[RunSummary]) -> list[VariantRow]:
-    """Group ``runs`` by ``variant`` and summarise each group, best final val/loss first."""
+def seeds_of(run: RunSummary) -> tuple[int, Any] | None:
+    """What makes ``run`` a replicate of its variant: its ``seed_everything`` and data
+    ``seed``; None where its seed is unknown (never taken for another run's)."""
+    if run.seed is None:
+        return None
+    return (run.seed, run.hparams.get("seed"))
+
+
+def once_per_seed(members: Sequence[RunSummary], report: Report = warn) -> list[RunSummary]:
+    """``members`` (one variant's runs) with one run per seeds (:func:`seeds_of`), the
+    first by path; each run left out is reported."""
+    kept: dict[tuple[int, Any], RunSummary] = {}
+    out = []
+    for run in sorted(members, key=lambda r: str(r.path)):
+        seeds = seeds_of(run)
+        first = kept.setdefault(seeds, run) if seeds is not None else run
+        if first is not run:
+            report(
+                f"{run.path}: the same variant with the same seeds (seed_everything "
+                f"{run.seed}, data seed {run.hparams.get('seed')}) as {first.path}: the same "
+                "experiment twice, not another seed; counted once, as that run"
+            )
+            continue
+        out.append(run)
+    return out
+
+
+def aggregate(runs: Sequence[RunSummary], report: Report = warn) -> list[VariantRow]:
+    """Group ``runs`` by ``variant`` and summarise each group, best final val/loss first;
+    each seed counts once (:func:`once_per_seed`, a warning per run left out)."""
     groups: dict[str, list[RunSummary]] = {}
     for run in runs:
         groups.setdefault(run.variant, []).append(run)
     rows = []
     for variant, members in groups.items():
+        members = once_per_seed(members, report)
         members = sorted(members, key=lambda r: (r.seed is None, r.seed or 0, str(r.path)))
         stats = {m: Stat.of([getattr(r, m) for r in members]) for m in METRICS}
         rows.append(VariantRow(variant, members, stats))

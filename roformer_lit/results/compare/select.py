@@ -33,7 +33,7 @@ from typing import Any
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import plain
-from roformer_lit.results.compare.aggregate import METRICS
+from roformer_lit.results.compare.aggregate import METRICS, once_per_seed
 from roformer_lit.results.compare.runs import RunSummary
 from roformer_lit.results.compare.variants import (
     IGNORED_KEYS,
@@ -190,6 +190,7 @@ def select(runs: Sequence[RunSummary], key: str, by: str) -> list[SelectedGroup]
         candidates: dict[Any, tuple[float, int]] = {}
         notes = []
         for value in sorted(by_value, key=repr):
+            by_value[value] = once_per_seed(by_value[value])  # each seed counts once
             scores = [getattr(r, attribute) for r in by_value[value]]
             finite = [s for s in scores if s is not None and math.isfinite(s)]
             if len(finite) < len(scores) or not finite:
