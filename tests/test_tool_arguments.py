@@ -17,7 +17,7 @@ from cli_helpers import CONFIGS
 
 from roformer_lit import sweep
 from roformer_lit.benchmarks import corpus_scale, data_pipeline, flex_vs_sdpa, models
-from roformer_lit.commands import EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_USER_ERROR, export, main
 from roformer_lit.errors import ConfigError
 from roformer_lit.results import extrapolate, locality
 from roformer_lit.results.compare import cli as compare_cli
@@ -33,6 +33,7 @@ TOOLS: dict[str, tuple[list[str], Callable[[], argparse.ArgumentParser]]] = {
     "sweep": (["sweep", "--config", "sweep.yaml"], sweep._parser),
     "locality": (["locality", "x.ckpt"], locality.build_parser),
     "compare": (["compare", "runs"], compare_cli.build_parser),
+    "export": (["export"], export.build_parser),
 }
 
 HUGE = str(10**30)

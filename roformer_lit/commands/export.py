@@ -2,18 +2,37 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-from jsonargparse import ArgumentParser
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop.export import check_out_dir, export_hf
 from roformer_lit.interop.tokenizer import export_tokenizer
 from roformer_lit.module import MaskedLM
-from roformer_lit.tool_arguments import known_spelling
+from roformer_lit.tool_arguments import ToolParser
 from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``export``'s options, on the tools' parser (:class:`~roformer_lit.tool_arguments.ToolParser`):
+    every error one line, either spelling (``--ckpt-path``), and an option given twice
+    (``--out a --out b``, which exported into ``b`` without a word) refused."""
+    parser = ToolParser("export", description="a checkpoint as a Hugging Face MLM directory")
+    parser.add_argument("--ckpt_path", required=True, help="a .ckpt written by fit")
+    parser.add_argument("--out", required=True, help="new HF model directory")
+    parser.add_argument(
+        "--tokenizer",
+        default=None,
+        help="tokenizer.json to export (default: the one stored in the checkpoint)",
+    )
+    parser.add_argument(
+        "--no_tokenizer",
+        action="store_true",
+        help="export the model without a tokenizer (AutoTokenizer / pipeline cannot load it)",
+    )
+    return parser
 
 
 def export_main(args: Sequence[str]) -> None:
@@ -25,22 +44,7 @@ def export_main(args: Sequence[str]) -> None:
     line unless given ``--tokenizer`` or ``--no_tokenizer`` (the model alone). ``--out``
     must be new or empty; nothing is written on any error.
     """
-    parser = ArgumentParser(prog="python -m roformer_lit export", exit_on_error=False)
-    parser.add_argument("--ckpt_path", type=str, required=True, help="a .ckpt written by fit")
-    parser.add_argument("--out", type=str, required=True, help="new HF model directory")
-    parser.add_argument(
-        "--tokenizer",
-        type=str | None,
-        default=None,
-        help="tokenizer.json to export (default: the one stored in the checkpoint)",
-    )
-    parser.add_argument(
-        "--no_tokenizer",
-        action="store_true",
-        help="export the model without a tokenizer (AutoTokenizer / pipeline cannot load it)",
-    )
-    options = ("--ckpt_path", "--out", "--tokenizer", "--no_tokenizer")
-    ns = parser.parse_args([known_spelling(word, options) for word in args])
+    ns = build_parser().parse_args(list(args))
     if ns.tokenizer is not None and ns.no_tokenizer:
         raise ConfigError("--tokenizer and --no_tokenizer exclude each other; give one of them")
     ckpt = Path(ns.ckpt_path)
