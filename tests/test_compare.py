@@ -427,3 +427,46 @@ def roformer_lit_root() -> str:
     import roformer_lit
 
     return str(Path(roformer_lit.__file__).parent)
+
+
+#: checkpoints of one variant (path, replicate) -> the seeds extrapolate's table counts.
+REPLICATES = {
+    "best and last of one run at one step": (
+        [("r0/best.ckpt", ("seeds", 0, 0)), ("r0/last.ckpt", ("seeds", 0, 0))],
+        None,  # one seed: no row over seeds
+    ),
+    "a run made twice (-2)": (
+        [("r0/last.ckpt", ("seeds", 0, 0)), ("r0-2/last.ckpt", ("seeds", 0, 0))]
+        + [("r1/last.ckpt", ("seeds", 1, 0))],
+        2,
+    ),
+    "another data seed": (
+        [("r0/last.ckpt", ("seeds", 0, 0)), ("d1/last.ckpt", ("seeds", 0, 1))],
+        2,
+    ),
+    "unknown replicates stay apart": ([("a.ckpt", None), ("b.ckpt", None)], 2),
+}
+
+
+@pytest.mark.parametrize("case", list(REPLICATES))
+def test_extrapolate_counts_each_replicate_once_over_seeds(case):
+    from roformer_lit.results.extrapolate_seeds import CheckpointLosses, seed_table
+
+    given, seeds = REPLICATES[case]
+    checkpoints = [
+        CheckpointLosses(
+            hparams={"position": "rope", "attention": "softmax", "step": 2},
+            losses=[float(i)],
+            why_not=[None],
+            path=path,
+            replicate=replicate,
+        )
+        for i, (path, replicate) in enumerate(given)
+    ]
+    reported: list[str] = []
+    table = seed_table(checkpoints, [16], report=reported.append)
+    if seeds is None:
+        assert table is None
+    else:
+        assert table.splitlines()[-1].split("|")[2].strip() == str(seeds)
+    assert len(reported) == len(given) - (seeds or 1)

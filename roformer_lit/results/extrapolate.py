@@ -141,6 +141,10 @@ class RunSettings:
     #: Which sequences a position task is evaluated on: ``val`` (its validation
     #: sequences) or ``test`` (held-out ones from another generator stream).
     split: str = "val"
+    #: Which replicate of its variant the checkpoint is (the seed table counts each once):
+    #: its run's ``seed_everything`` and data ``seed``, else the file itself (a hard link
+    #: is one file); None if unknown.
+    replicate: tuple[Any, ...] | None = None
 
     @property
     def random_range(self) -> int | None:
@@ -236,7 +240,21 @@ def run_settings(ckpt: Path, checkpoint: dict[str, Any]) -> RunSettings:
     trainer = config.get("trainer")
     if isinstance(trainer, dict) and trainer.get("precision") is not None:
         settings.precision = str(trainer["precision"])
+    settings.replicate = _replicate(config, data, ckpt)
     return settings
+
+
+def _replicate(config: dict[str, Any], data: dict[str, Any], ckpt: Path) -> tuple | None:
+    """:attr:`RunSettings.replicate`: ``("seeds", seed_everything, data seed)`` from the
+    run's ``config.yaml``, else ``("file", device, inode)`` of the checkpoint."""
+    seed = config.get("seed_everything")
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        return ("seeds", seed, data.get("seed"))
+    try:
+        stat = os.stat(ckpt)
+    except OSError:
+        return None
+    return ("file", stat.st_dev, stat.st_ino)
 
 
 def _positive_int(value: Any) -> int | None:
@@ -908,6 +926,8 @@ def print_tables(
                 # the step a checkpoint holds tells variants apart: a run's checkpoints at
                 # several steps are one run at several budgets, never seeds of one variant
                 hparams={**settings.saved, **dict(hp), "step": settings.step},
+                path=str(path),
+                replicate=settings.replicate,
                 losses=[c.acc if probe else c.loss for c in cells],
                 why_not=[c.why_not for c in cells],
                 scores=[c.scores(None) for c in cells] if probe else None,

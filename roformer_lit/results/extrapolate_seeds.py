@@ -21,13 +21,14 @@ single checkpoint are left out: the first table already shows them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from roformer_lit.results.compare.variants import variant_labels
 from roformer_lit.results.extrapolate_rows import SOLVED_AT, CellScores, seed_verdict
 from roformer_lit.results.statistics import mean_interval
+from roformer_lit.run_files import warn
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,11 @@ class CheckpointLosses:
     why_not: Sequence[str | None]  # per length, the reason where not evaluated
     #: A position task's cells with their baselines (None: a corpus run).
     scores: Sequence[CellScores] | None = None
+    #: Where it was read (for the warning naming a checkpoint counted once).
+    path: str = ""
+    #: Which replicate of its variant it is (its run's seeds, or the file; None:
+    #: unknown, never taken for another): checkpoints of one replicate count once.
+    replicate: Hashable | None = None
 
 
 def cell(values: Sequence[float | None], reasons: Sequence[str | None]) -> str:
@@ -51,20 +57,45 @@ def cell(values: Sequence[float | None], reasons: Sequence[str | None]) -> str:
     return f"n/a ({len(finite)} of {len(values)} evaluated)"
 
 
+def once_per_replicate(
+    members: Sequence[CheckpointLosses], report: Callable[[str], None] = warn
+) -> list[CheckpointLosses]:
+    """One variant's checkpoints with one per replicate, the first given kept: a run's
+    ``best.ckpt`` and ``last.ckpt`` at one step (a hard link: one file), or two runs of the
+    same seeds (``-seed0-2``), are one seed, not two; each left out is reported."""
+    kept: dict[Hashable, CheckpointLosses] = {}
+    out = []
+    for member in members:
+        first = (
+            kept.setdefault(member.replicate, member) if member.replicate is not None else member
+        )
+        if first is not member:
+            report(
+                f"{member.path}: the same variant, step and seeds as {first.path}: one seed, "
+                "counted once in the table over seeds"
+            )
+            continue
+        out.append(member)
+    return out
+
+
 def seed_table(
     checkpoints: Sequence[CheckpointLosses],
     lengths: Sequence[int],
     unit: str = "L",
     threshold: float = SOLVED_AT,
+    report: Callable[[str], None] = warn,
 ) -> str | None:
-    """The markdown table over seeds, or None when no variant has two checkpoints; columns
-    are headed ``<unit>=<length>`` (``n`` for a probe's input lengths)."""
+    """The markdown table over seeds, or None when no variant has two replicates; columns
+    are headed ``<unit>=<length>`` (``n`` for a probe's input lengths). Each replicate
+    counts once (:func:`once_per_replicate`)."""
     labels = variant_labels([c.hparams for c in checkpoints])
     groups: dict[str, list[CheckpointLosses]] = {}
     for label, checkpoint in zip(labels, checkpoints, strict=True):
         groups.setdefault(label, []).append(checkpoint)
     rows = []
     for label, members in groups.items():
+        members = once_per_replicate(members, report)
         if len(members) < 2:
             continue
         cells = []
