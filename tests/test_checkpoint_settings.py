@@ -313,3 +313,20 @@ def test_a_typed_key_the_runs_data_module_does_not_take_is_named(run_class, key)
     # left to the command's config file, not typed: the run's own class, no refusal
     fill, _ = checkpoint_settings(checkpoint, config, set(), False, "run.ckpt")
     assert fill["data"]["class_path"] == class_path(run_class)
+
+
+def test_a_typed_task_names_its_class_in_the_fill():
+    """``validate --data.probe reverse`` on a copy run (a notice in the table) filled the
+    run's other data settings without naming the class, so they were read against the
+    corpus's and the run was refused for a corpus tokenizer's vocabulary: the fill names
+    the class the typed task picks."""
+    theirs = {"probe": "copy", "max_length": 33, "max_val_blocks": 8}
+    ours = {"probe": "reverse", "max_length": 33, "max_val_blocks": 256}
+    checkpoint = {"datamodule_hyper_parameters": theirs, "hyper_parameters": {}}
+    config = {"model": {}, "data": {"class_path": class_path(ProbeDataModule), "init_args": ours}}
+    fill, notes = checkpoint_settings(checkpoint, config, {"data.probe"}, False, "run.ckpt")
+    assert fill["data"] == {
+        "class_path": class_path(ProbeDataModule),
+        "init_args": {"max_val_blocks": 8},
+    }
+    assert notes == ["note: evaluating at data.probe='reverse', the run trained at 'copy'"]

@@ -293,8 +293,10 @@ def _data_section(
     ConfigError line naming it."""
     ours_class, ours = complete_settings(section)
     theirs = {k.split(".", 1)[1]: v for k, v in saved.items() if k.startswith("data.")}
-    if not theirs or "data.probe" in typed:
+    if not theirs:
         return None, ours
+    if "data.probe" in typed:  # the typed task picks the class; named in the fill, whose
+        return ours_class, ours  # values would otherwise be read against the corpus's
     theirs_class = data_class_for(theirs)
     if theirs_class is ours_class:
         return theirs_class, ours
