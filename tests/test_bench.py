@@ -201,18 +201,19 @@ def _offset_attention_on_sdpa_math(q, k, v, per_offset, scale):
 
 
 @pytest.mark.parametrize("real_keys", [[24, 9], [5, 17]])
-def test_flop_count_reads_the_keys_padded_rows_attend(real_keys, monkeypatch):
-    """Rows padded at their end, on the fused CPU path of a bias of ``(h, i - j)``, attend
-    their real keys only: a step computes ``L n_b`` score entries per row and head, and the
-    count read after the step equals torch's FLOP counter's over the keys the kernel was
-    given (SDPA's math form in its place)."""
+@pytest.mark.parametrize("position", ["alibi", "nope"])
+def test_flop_count_reads_the_keys_padded_rows_attend(position, real_keys, monkeypatch):
+    """Rows padded at their end, on the fused CPU path of a bias of ``(h, i - j)`` or of no
+    bias, attend their real keys only: a step computes ``L n_b`` score entries per row and
+    head, and the count read after the step equals torch's FLOP counter's over the keys the
+    kernel was given (SDPA's math form in place of the fused kernel)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from roformer_lit.attention import padded_rows
 
     monkeypatch.setattr(softmax, "FUSED_FROM_LENGTH", 2)
     monkeypatch.setattr(padded_rows, "offset_bias_attention", _offset_attention_on_sdpa_math)
-    model = small_model("alibi", "softmax", num_layers=2, dropout=0.0).train()
+    model = small_model(position, "softmax", num_layers=2, dropout=0.0).train()
     batch, length = len(real_keys), 24
     ids = random_ids(batch, length)
     mask = torch.arange(length)[None, :] < torch.tensor(real_keys)[:, None]

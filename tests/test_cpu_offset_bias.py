@@ -52,9 +52,12 @@ def test_the_hankel_view_reads_the_bias_of_reversed_queries():
             assert torch.equal(view[0, :, r, j], table[:, i - j + 7 - 1])
 
 
-def assert_equal_to_the_oracle(attend, batch, heads, length, learned, real_keys=None):
+def assert_equal_to_the_oracle(
+    attend, batch, heads, length, learned, real_keys=None, table_scale=3.0
+):
     """``attend(q, k, v, table)`` against :func:`dense_oracle` in float64 on random inputs:
-    values, and gradients of a random weighting of the output (the table's if ``learned``)."""
+    values, and gradients of a random weighting of the output (the table's if ``learned``);
+    ``table_scale`` 0: no bias."""
     generator = torch.Generator().manual_seed(length + sum(real_keys or []))
     q, k, v = (
         torch.randn(
@@ -62,8 +65,8 @@ def assert_equal_to_the_oracle(attend, batch, heads, length, learned, real_keys=
         ).requires_grad_()
         for _ in range(3)
     )
-    table = 3 * torch.randn(heads, 2 * length - 1, dtype=torch.float64, generator=generator)
-    table.requires_grad_(learned)
+    table = torch.randn(heads, 2 * length - 1, dtype=torch.float64, generator=generator)
+    table = (table_scale * table).requires_grad_(learned)
     weight = torch.randn(batch, heads, length, 5, dtype=torch.float64, generator=generator)
     inputs = (q, k, v, table) if learned else (q, k, v)
     got = attend(q, k, v, table)
@@ -115,6 +118,21 @@ def test_keys_that_are_the_rows_first_equal_the_padded_float64_oracle(
         length,
         True,
         real_keys,
+    )
+
+
+@pytest.mark.parametrize("real_keys", [[4], [9, 3]])
+def test_padded_rows_without_a_bias_equal_the_padded_float64_oracle(real_keys):
+    from roformer_lit.attention.padded_rows import attend_padded_rows
+
+    assert_equal_to_the_oracle(
+        lambda q, k, v, table: attend_padded_rows(q, k, v, None, 0.3, real_keys),
+        len(real_keys),
+        2,
+        9,
+        False,
+        real_keys,
+        table_scale=0.0,
     )
 
 
@@ -188,6 +206,27 @@ def test_a_model_on_the_offset_path_equals_the_dense_path(position, mask, monkey
     dense, offset = on_both_cpu_paths(monkeypatch, position, ids, attention_mask=attention_mask)
     assert calls  # the second model took the offset path
     assert_same_logits_and_gradients(offset, dense)
+
+
+NO_BIAS_SCHEMES = [name for name, scheme in POSITION_SCHEMES.items() if not scheme.needs_score_bias]
+
+
+@pytest.mark.parametrize("position", NO_BIAS_SCHEMES)
+def test_a_model_without_a_bias_attends_padded_rows_against_their_real_keys(position, monkeypatch):
+    """Rows padded at their end, with no score bias, on the fused CPU path: each row one
+    SDPA call over its real keys, and the whole encoder in float64 gives the logits (padded
+    tokens' too) and every parameter gradient of the masked SDPA path."""
+    from roformer_lit.attention import padded_rows
+
+    ids = torch.randint(1, 97, (2, 12), generator=torch.Generator().manual_seed(1))
+    attention_mask = torch.ones(2, 12, dtype=torch.long)
+    attention_mask[1, 5:] = 0
+    calls = count_calls(
+        monkeypatch, [softmax], "attend_padded_rows", padded_rows.attend_padded_rows
+    )
+    dense, padded = on_both_cpu_paths(monkeypatch, position, ids, attention_mask=attention_mask)
+    assert calls  # the second model took the padded-rows path
+    assert_same_logits_and_gradients(padded, dense)
 
 
 @pytest.mark.parametrize(

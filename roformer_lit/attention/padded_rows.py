@@ -1,20 +1,23 @@
-"""Rows padded at their end, attended with a bias of ``(h, i - j)`` one row at a time.
+"""Rows padded at their end, attended one row at a time against their real keys.
 
     out[b] = softmax(q[b] k[b, :, :n_b]^T * scale + b[h, i - j + L - 1]) v[b, :, :n_b]
 
 A padding mask that is True on a row's first ``n_b`` keys and False after them sets the
 scores of keys ``n_b .. L - 1`` to ``-inf``: their probabilities are zero, so every query of
 the row (padded queries included) attends the first ``n_b`` keys only. That is attention
-against the row's first ``n_b`` keys and values, with the row's ``[h, 2L - 1]`` table read
-through the Hankel view (:func:`~roformer_lit.attention.cpu_offset_bias.offset_bias_attention`):
-no ``[L, L]`` mask, memory linear in ``L``. A row with no real key, or a mask with a padded
-key before a real one, is not of this form: :func:`real_prefix_lengths` returns None and the
-caller keeps the masked path.
+against the row's first ``n_b`` keys and values with no mask: ``L n_b`` scores instead of
+``L^2``. A bias of ``(h, i - j)`` (``b``: its ``[h, 2L - 1]`` table) is read through the
+Hankel view (:func:`~roformer_lit.attention.cpu_offset_bias.offset_bias_attention`): no
+``[L, L]`` mask, memory linear in ``L``; without a bias each row is one SDPA call with no
+mask (the fused kernel). A row with no real key, or a mask with a padded key before a real
+one, is not of this form: :func:`real_prefix_lengths` returns None and the caller keeps the
+masked path.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from roformer_lit.attention.cpu_offset_bias import offset_bias_attention
@@ -32,10 +35,11 @@ def real_prefix_lengths(key_padding_mask: Tensor) -> list[int] | None:
 
 
 def attend_padded_rows(
-    q: Tensor, k: Tensor, v: Tensor, per_offset: Tensor, scale: float, lengths: list[int]
+    q: Tensor, k: Tensor, v: Tensor, per_offset: Tensor | None, scale: float, lengths: list[int]
 ) -> Tensor:
     """``softmax(q k^T * scale + per_offset[h, i - j + L - 1] + pad) v`` for ``q, k, v``
-    ``[B, h, L, d]`` where row ``b``'s keys from ``lengths[b]`` on are padded."""
+    ``[B, h, L, d]`` where row ``b``'s keys from ``lengths[b]`` on are padded
+    (``per_offset`` None: no bias)."""
     length = q.shape[-2]
     rows = []
     # one split per row and tensor (its backward writes each gradient once), not a slice
@@ -44,7 +48,9 @@ def attend_padded_rows(
     ):
         sizes = [real, length - real]
         k_real, v_real = (t.split(sizes, dim=1)[0] for t in (k_row, v_row))
-        rows.append(
-            offset_bias_attention(q_row[None], k_real[None], v_real[None], per_offset, scale)
-        )
+        q_b, k_b, v_b = q_row[None], k_real[None], v_real[None]
+        if per_offset is None:
+            rows.append(F.scaled_dot_product_attention(q_b, k_b, v_b, scale=scale))
+        else:
+            rows.append(offset_bias_attention(q_b, k_b, v_b, per_offset, scale))
     return torch.cat(rows, dim=0)

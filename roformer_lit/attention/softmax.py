@@ -21,7 +21,8 @@ global layer whose bias depends on ``(h, i - j)`` only (an
 and no segments, runs the fused CPU kernel reading the bias's ``[h, 2L - 1]`` table
 through a strided Hankel view (:mod:`roformer_lit.attention.cpu_offset_bias`): no ``[L, L]``
 tensor at any length, memory linear in ``L``. Rows padded at their end take it too, one row
-at a time against the row's real keys (:mod:`roformer_lit.attention.padded_rows`).
+at a time against the row's real keys (:mod:`roformer_lit.attention.padded_rows`), and so do
+they with no bias (SDPA with no mask over the real keys: ``L n_b`` scores, not ``L^2``).
 
 With packed documents (``segment_ids``) and no padded key, on the same fused CPU path, a
 global layer attends each document on its own (:mod:`roformer_lit.attention.documents`)
@@ -253,11 +254,10 @@ class SoftmaxAttention(AttentionKernel):
         :class:`~roformer_lit.score_bias.OffsetLookup`), its ``[h, 2L - 1]`` table read
         through a strided view over the whole row by
         :func:`~roformer_lit.attention.cpu_offset_bias.offset_bias_attention` (no ``[L, L]``
-        tensor at any length; with no bias SDPA's fused kernel takes the row anyway), or,
-        where rows are padded at their end, over each row's real keys
-        (:func:`~roformer_lit.attention.padded_rows.attend_padded_rows`). Otherwise no padded
-        key. With
-        segments, where every document is one run of its row, each document on its own
+        tensor at any length; with no bias SDPA's fused kernel takes the row anyway). Rows
+        padded at their end, with that table or no bias, each against its real keys
+        (:func:`~roformer_lit.attention.padded_rows.attend_padded_rows`); other padding takes
+        the masked path. With segments and no padded key, where every document is one run of its row, each document on its own
         (:func:`~roformer_lit.attention.documents.attend_documents`): no bias, that table,
         or, for another bias with squares (``ScoreBias.has_squares``), each document's
         ``[h, n, n]`` square while every document is shorter than ``bias_block_from`` (a
@@ -272,15 +272,13 @@ class SoftmaxAttention(AttentionKernel):
                 square_bias = bias
             else:
                 return None
-        if segment_ids is None and table is None:
-            return None
         if key_padding_mask is not None and not bool(key_padding_mask.all()):
             real_keys = None if segment_ids is not None else real_prefix_lengths(key_padding_mask)
             if real_keys is None:
                 return None
             return UnmaskedPath(None, per_offset=table, real_keys=real_keys)
         if segment_ids is None:
-            return UnmaskedPath(None, per_offset=table)
+            return None if table is None else UnmaskedPath(None, per_offset=table)
         runs = document_runs(segment_ids)
         if runs is None:
             return None
@@ -353,10 +351,10 @@ class SoftmaxAttention(AttentionKernel):
                 pairs = sum((stop - start) ** 2 for row in runs for start, stop in row)
                 self._pairs_read = (q.shape[0], q.shape[-2], pairs)
                 return attend_documents(q, k, v, runs, scale, per_offset, squares)
-            assert per_offset is not None
             if real_keys is not None:
                 self._pairs_read = (q.shape[0], q.shape[-2], q.shape[-2] * sum(real_keys))
                 return attend_padded_rows(q, k, v, per_offset, scale, real_keys)
+            assert per_offset is not None
             return offset_bias_attention(q, k, v, per_offset, scale)
         if (
             half is None
