@@ -1,9 +1,9 @@
 """Rows padded at their end on the per-offset view against the masked path: one training step
 of the model ``bench`` times (hidden 256, 4 layers, 4 heads, FFN 1024, vocab 8192; softmax
 attention) with each row's last tokens padded (``attention_mask`` 0), each fraction of real
-tokens in turn, the two paths alternating step by step (medians of 3 steps after one
-warm-up), with the CLI's process settings, and ``nope`` on the same padded batch alternating
-with them as the baseline (``view / nope``). The masked path is what the layer takes when
+tokens in turn, the two paths alternating step by step (medians of ``--steps`` steps, 3 by
+default, after one warm-up), with the CLI's process settings, and ``nope`` on the same padded batch (each row
+one SDPA call over its real keys) alternating with them as the baseline (``view / nope``). The masked path is what the layer takes when
 :func:`~roformer_lit.attention.padded_rows.real_prefix_lengths` declines (a padded key
 before a real one): the dense bias with ``-inf`` at padded keys below ``bias_block_from``,
 the blocks of queries from it on. ``--only view`` or ``--only masked`` runs one side alone
@@ -63,6 +63,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--real", type=real(0, 1, low_open=True), nargs="+", default=[0.5, 0.9], metavar="F"
     )
+    parser.add_argument("--steps", type=integer(1, 1000), default=3, help="timed steps per side")
     parser.add_argument("--only", choices=SIDES, default=None)
     ns = parser.parse_args(argv)
     keep_freed_memory()
@@ -87,7 +88,7 @@ def main(argv: list[str]) -> int:
             runners["nope"] = padded_runner("nope", shape, fraction)
         times: dict[str, list[float]] = {side: [] for side in timed}
         try:
-            for step in range(4):
+            for step in range(ns.steps + 1):
                 for side in timed if step % 2 == 0 else tuple(reversed(timed)):
                     softmax.real_prefix_lengths = prefix if side != "masked" else _declined
                     start = time.perf_counter()

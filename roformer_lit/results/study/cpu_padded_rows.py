@@ -3,8 +3,8 @@
 
 Each timing file holds one scheme's training steps with each row's last tokens padded, on the
 per-offset view (``view``), on the path the layer took before it (``masked``) and ``nope``
-on the same padded batch, alternating in one process; the ratios are of the medians the
-script prints. Each memory file is one process that ran one side alone (``--only``) and
+on the same padded batch (each row against its real keys), alternating in one process; the
+ratios are of the medians the script prints. Each memory file is one process that ran one side alone (``--only``) and
 printed its peak resident memory.
 """
 
@@ -18,7 +18,8 @@ from roformer_lit.results.study.places import bench_file
 from roformer_lit.results.study.reading import read_text
 
 #: Timing raw outputs: ``python scripts/padded_rows_speed.py SCHEME --length L --batch B
-#: --real 0.5 0.9`` (batch 4 at 2,048 tokens, batch 1 at 8,192), code 9bc18db.
+#: --real 0.5 0.9`` (batch 4 at 2,048 tokens, batch 1 at 8,192), code ba055c0 (``nope``'s
+#: padded rows, too, each against its real keys).
 TIMINGS = (
     "cpu-2026-11-28-padded-rows-alibi-2048.txt",
     "cpu-2026-11-28-padded-rows-t5-2048.txt",
