@@ -49,10 +49,10 @@ def _write_all(study_bench: Path, **changed: str) -> None:
 def test_the_region_states_ratios_the_target_and_the_peaks(study_bench: Path):
     _write_all(study_bench)
     text = cpu_padded_rows.table()
-    assert "| t5 | 8,192 | 4 | 1843 | 1.620 | 2.650 | 0.61 |" in text
+    assert "| t5 | 8,192 | 4 | 1,843 | 1.620 | 2.650 | 0.61 |" in text
     # 1.080 is within 1.5x, 1.620 is not, in every file
-    assert "`alibi` at 2,048 tokens, 1024 real (1.08×)" in text.split("not within it")[0]
-    assert "`kerple` at 2,048 tokens, 1843 real (1.62×)" in text.split("not within it")[1]
+    assert "`alibi` at 2,048 tokens, 1,024 real (1.08×)" in text.split("not within it")[0]
+    assert "`kerple` at 2,048 tokens, 1,843 real (1.62×)" in text.split("not within it")[1]
     assert "view 812 MiB, masked 2,410 MiB" in text
     assert "on CPU: Test CPU (2 cores, 2 torch threads)" in text
 

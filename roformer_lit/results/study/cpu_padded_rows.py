@@ -4,8 +4,8 @@
 Each timing file holds one scheme's training steps with each row's last tokens padded, on the
 per-offset view (``view``), on the path the layer took before it (``masked``) and ``nope``
 on the same padded batch (each row against its real keys), alternating in one process; the
-ratios are of the medians the script prints. Each memory file is one process that ran one side alone (``--only``) and
-printed its peak resident memory.
+ratios are of the medians the script prints. Each memory file is one process that ran one
+side alone (``--only``) and printed its peak resident memory.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from roformer_lit.results.study.places import bench_file
 from roformer_lit.results.study.reading import read_text
 
 #: Timing raw outputs: ``python scripts/padded_rows_speed.py SCHEME --length L --batch B
-#: --real 0.5 0.9`` (batch 4 at 2,048 tokens, batch 1 at 8,192), code ba055c0 (``nope``'s
-#: padded rows, too, each against its real keys).
+#: --real 0.5 0.9`` (batch 4 and ``--steps 7`` at 2,048 tokens, batch 1 and 3 steps at
+#: 8,192), code ba055c0 (``nope``'s padded rows, too, each against its real keys).
 TIMINGS = (
     "cpu-2026-11-28-padded-rows-alibi-2048.txt",
     "cpu-2026-11-28-padded-rows-t5-2048.txt",
@@ -65,13 +65,12 @@ def table() -> str:
     for name in TIMINGS:
         for row in table_rows(name, HEAD):
             view, masked = _ratio(row, "view / nope", name), _ratio(row, "masked / nope", name)
-            label = (
-                f"`{row['scheme']}` at {int(row['L']):,} tokens, {row['real tokens per row']} real"
-            )
+            real = int(row["real tokens per row"])
+            label = f"`{row['scheme']}` at {int(row['L']):,} tokens, {real:,} real"
             (within if view <= TARGET else outside).append(f"{label} ({view:.2f}×)")
             lines.append(
                 f"| {row['scheme']} | {int(row['L']):,} | {row['batch']} "
-                f"| {row['real tokens per row']} | {view:.3f} | {masked:.3f} "
+                f"| {real:,} | {view:.3f} | {masked:.3f} "
                 f"| {_ratio(row, 'view / masked', name):.2f} |"
             )
     sentences = [
@@ -87,5 +86,5 @@ def table() -> str:
         f"{peaks['view']:,} MiB, masked {peaks['masked']:,} MiB."
     )
     names = [*TIMINGS, *MEMORY.values()]
-    commands = f"`{command(TIMINGS[0])}` and the same for the others"
+    commands = "; ".join(f"`{command(name)}`" for name in names)
     return "\n".join(lines) + "\n\n" + " ".join(sentences) + "\n\n" + raw_outputs(names, commands)
