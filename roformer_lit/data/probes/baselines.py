@@ -25,11 +25,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from roformer_lit.batch import IGNORE_INDEX
-from roformer_lit.data.probes.tasks import FIRST_SYMBOL, SEP_ID, ProbeTask
+from roformer_lit.data.probes.ids import FIRST_SYMBOL, SEP_ID
+
+if TYPE_CHECKING:
+    from roformer_lit.data.probes.tasks import ProbeTask
 
 #: ``rule(prefix, answers, low, high, symbols) -> probabilities`` ``[B, m]`` that each answer
 #: slot is right; ``prefix`` ``[B, a]`` and ``answers`` ``[B, m]`` in symbol indices, the

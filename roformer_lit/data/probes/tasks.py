@@ -8,7 +8,7 @@ where every answer slot holds ``[MASK]`` in ``input_ids`` and the answer symbol'
 ``labels``; every other position is labelled ``-100``. The MLM loss, ``val/acc`` (then
 answer-token accuracy) and ``val/exact`` of :class:`~roformer_lit.module.MaskedLM` work on
 them unchanged. Ids: ``[PAD]`` 0, ``[MASK]`` 1, ``[SEP]`` 2, symbol ``s`` is ``3 + s``
-(:data:`FIRST_SYMBOL`); nothing is padded (one ``n`` per batch).
+(:data:`~roformer_lit.data.probes.ids.FIRST_SYMBOL`); nothing is padded (one ``n`` per batch).
 
 Generation is a pure function of a ``numpy.random.Generator`` (:func:`probe_rng` derives
 it from integers, so the same seed gives the same data in every process and on resume);
@@ -23,12 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from roformer_lit.batch import IGNORE_INDEX
+from roformer_lit.data.probes.baselines import RULES
+from roformer_lit.data.probes.ids import FIRST_SYMBOL, MASK_ID, SEP_ID
+from roformer_lit.data.probes.ids import PAD_ID as PAD_ID  # re-exported: the ids of a probe
 from roformer_lit.errors import ConfigError
 from roformer_lit.registry import Registry, instance_of
 
-PAD_ID, MASK_ID, SEP_ID = 0, 1, 2
-#: Id of symbol 0; symbol ``s`` is ``FIRST_SYMBOL + s``.
-FIRST_SYMBOL = 3
 #: Codes of the generator streams (part of every generator's seed).
 STREAMS = {
     "train": 0,
@@ -163,8 +163,6 @@ def check_task(task: ProbeTask, label: str) -> None:
     """A one-line ConfigError beginning with ``label`` for a task whose fields the
     commands cannot use: ``width`` a positive int, ``baselines`` names of
     :data:`~roformer_lit.data.probes.baselines.RULES`, a callable ``build``."""
-    from roformer_lit.data.probes.baselines import RULES  # it imports this module
-
     if not callable(task.build):
         raise ConfigError(f"{label}: build={task.build!r} is not callable")
     if isinstance(task.width, bool) or not isinstance(task.width, int) or task.width < 1:
