@@ -19,12 +19,12 @@ import statistics
 import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import torch
 
 import roformer_lit.commands  # noqa: F401 - what python -m roformer_lit has imported
 from roformer_lit.attention import softmax
+from roformer_lit.benchmarks.memory import status_mib
 from roformer_lit.benchmarks.runners import Runner, Shape, make_batch, ours
 from roformer_lit.machine import describe_machine
 from roformer_lit.positions import POSITION_SCHEMES
@@ -45,14 +45,6 @@ def padded_runner(scheme: str, shape: Shape, fraction: float) -> Runner:
     mask = (torch.arange(shape.length) < real_tokens).long().expand(shape.batch, -1)
     labels = labels.masked_fill(mask == 0, -100)
     return Runner(model, lambda: model.mlm_loss(ids, labels, attention_mask=mask), cpu, False)
-
-
-def peak_resident_mib() -> float:
-    """The process's peak resident memory (``VmHWM``) in MiB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main(argv: list[str]) -> int:
@@ -105,7 +97,7 @@ def main(argv: list[str]) -> int:
         real_tokens = max(1, round(fraction * ns.length))
         print(f"| {ns.scheme} | {ns.length} | {ns.batch} | {real_tokens} | {cells} |")
     if ns.only is not None:
-        print(f"\npeak resident memory of this process ({ns.only}): {peak_resident_mib():,.0f} MiB")
+        print(f"\npeak resident memory of this process ({ns.only}): {status_mib('VmHWM'):,.0f} MiB")
     return 0
 
 

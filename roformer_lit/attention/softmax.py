@@ -113,8 +113,8 @@ class UnmaskedPath(NamedTuple):
     """How a layer on the fused CPU path attends with no mask: documents one at a time
     (``runs``, None for the whole row), with the ``[h, 2L - 1]`` table of a bias of
     ``(h, i - j)`` (``per_offset``) or each document's own square (``squares``, per row
-    and run), or neither (no bias); ``real_keys``: with ``per_offset`` and no runs, each
-    row's count of real keys where the rows are padded at their end (None: no padding)."""
+    and run), or neither (no bias); ``real_keys``: with no runs, each row's count of real
+    keys where the rows are padded at their end (None: no padding)."""
 
     runs: Runs | None
     per_offset: Tensor | None = None
@@ -257,7 +257,8 @@ class SoftmaxAttention(AttentionKernel):
         tensor at any length; with no bias SDPA's fused kernel takes the row anyway). Rows
         padded at their end, with that table or no bias, each against its real keys
         (:func:`~roformer_lit.attention.padded_rows.attend_padded_rows`); other padding takes
-        the masked path. With segments and no padded key, where every document is one run of its row, each document on its own
+        the masked path. With segments and no padded key, where every document is one run
+        of its row, each document on its own
         (:func:`~roformer_lit.attention.documents.attend_documents`): no bias, that table,
         or, for another bias with squares (``ScoreBias.has_squares``), each document's
         ``[h, n, n]`` square while every document is shorter than ``bias_block_from`` (a

@@ -16,7 +16,7 @@ from roformer_lit.benchmarks.runners import hf_reference, ours
 from roformer_lit.training.denormals import flush_denormals
 
 
-def _status_mb(field: str) -> float:
+def status_mib(field: str) -> float:
     """``VmRSS`` / ``VmHWM`` (peak) of this process from ``/proc/self/status``, in MiB."""
     with open("/proc/self/status", encoding="ascii") as f:
         for line in f:
@@ -62,9 +62,9 @@ def _measure(
         torch.cuda.synchronize(device)
         return (torch.cuda.max_memory_allocated(device) - before) / 2**20
     _reset_peak_rss()
-    before = _status_mb("VmRSS")
+    before = status_mib("VmRSS")
     runner.forward_loss().backward()
-    return _status_mb("VmHWM") - before
+    return status_mib("VmHWM") - before
 
 
 def peak_step_memory_mb(
