@@ -34,6 +34,7 @@ This module is data only: schemes produce it and kernels read it, neither import
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 
 import torch
 from torch import Tensor
@@ -275,14 +276,28 @@ class OffsetLookup(TableLookup):
     previous one shifted by one), so its gradient is a sum along diagonals
     (:class:`_ToeplitzRows`), not a scatter of one entry per score. A kernel may also read
     the table itself (``tables[0]``): the fused CPU path reads it through a strided view
-    and builds no rows at all (:mod:`roformer_lit.attention.cpu_offset_bias`)."""
+    and builds no rows at all (:mod:`roformer_lit.attention.cpu_offset_bias`).
 
-    def __init__(self, per_offset: Tensor) -> None:
+    ``shared_by`` (``[2L - 1]`` integers, optional): the parameter each column reads
+    (T5's bucket of each offset). Columns with one id are one parameter whose gradient is
+    the sum of theirs, so a kernel may return a run of such columns' gradient as its total
+    on one of them: :attr:`tied_from` gives where both tails of the table become one
+    parameter each."""
+
+    def __init__(self, per_offset: Tensor, shared_by: Tensor | None = None) -> None:
         super().__init__(_read_offset, per_offset)
+        self.shared_by = shared_by
         self._full: Tensor | None = None
 
     def cast(self, dtype: torch.dtype) -> OffsetLookup:
-        return OffsetLookup(self.tables[0].to(dtype).contiguous())
+        return OffsetLookup(self.tables[0].to(dtype).contiguous(), self.shared_by)
+
+    @cached_property
+    def tied_from(self) -> int | None:
+        """The smallest ``m >= 1`` such that every column of offset ``i - j >= m`` reads one
+        parameter and every column of ``i - j <= -m`` reads one (T5: from about
+        ``max_distance``); None without ``shared_by`` or where no tail is tied."""
+        return None if self.shared_by is None else tied_tail_start(self.shared_by)
 
     def rows(self, start: int, stop: int) -> Tensor:
         """Queries ``start .. stop - 1`` against every key: ``[1, h, r, L]``, never more
@@ -375,12 +390,26 @@ def _leading_strides(buffer: Tensor) -> list[int]:
     return strides
 
 
-def offset_lookup(per_offset: Tensor) -> OffsetLookup:
+def offset_lookup(per_offset: Tensor, shared_by: Tensor | None = None) -> OffsetLookup:
     """A lookup of a bias that depends on ``(h, i - j)`` only, read from its ``[h, 2L - 1]``
     values (column ``i - j + L - 1``). Learned biases are first evaluated into this small
     table outside the kernel, so their gradient is one small scatter, not one atomic add
-    per score entry into a few per-head parameters."""
-    return OffsetLookup(per_offset)
+    per score entry into a few per-head parameters. ``shared_by``: the id of the parameter
+    each column reads, where columns share parameters (:class:`OffsetLookup`)."""
+    return OffsetLookup(per_offset, shared_by)
+
+
+def tied_tail_start(shared_by: Tensor) -> int | None:
+    """For ``shared_by`` ``[2L - 1]`` (column ``o + L - 1`` for offset ``o``), the smallest
+    ``m >= 1`` with one id on every column of ``o >= m`` and one on every column of
+    ``o <= -m``; None if only ``m = L`` (no column past it) would do."""
+    length = (shared_by.shape[0] + 1) // 2
+    starts = []
+    for side in (shared_by[length - 1 :], shared_by[:length].flip(0)):  # offsets 0, ±1, ...
+        differs = torch.nonzero(side != side[-1])
+        starts.append(int(differs[-1]) + 1 if differs.numel() else 1)
+    tied = max(starts)
+    return tied if tied < length else None
 
 
 def _read_dense(bias: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:

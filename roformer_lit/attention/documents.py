@@ -72,10 +72,12 @@ def attend_documents(
     scale: float,
     per_offset: Tensor | None,
     squares: list[list[Tensor]] | None = None,
+    tied_from: int | None = None,
 ) -> Tensor:
     """Block-diagonal ``softmax(q k^T * scale + bias) v`` for ``q, k, v`` ``[B, h, L, d]``
     (already rotated), one call per run; ``per_offset``: the ``[h, 2L - 1]`` table of a bias
-    of ``(h, i - j)`` (column ``i - j + L - 1``); else ``squares[b][d]``: the ``[h, n, n]``
+    of ``(h, i - j)`` (column ``i - j + L - 1``; its tails tied from ``tied_from`` on, if
+    given); else ``squares[b][d]``: the ``[h, n, n]``
     bias of document ``d`` of row ``b`` (``runs[b][d]``); neither: no bias."""
     length = q.shape[-2]
     rows = []
@@ -93,7 +95,7 @@ def attend_documents(
             q_d, k_d, v_d = q_d[None], k_d[None], v_d[None]
             if per_offset is not None:
                 table = per_offset[:, length - (stop - start) : length + stop - start - 1]
-                pieces.append(offset_bias_attention(q_d, k_d, v_d, table, scale))
+                pieces.append(offset_bias_attention(q_d, k_d, v_d, table, scale, tied_from))
             elif row_squares is not None:
                 bias = row_squares[index][None]
                 pieces.append(fused_attention_with_bias(q_d, k_d, v_d, bias, scale))

@@ -35,11 +35,17 @@ def real_prefix_lengths(key_padding_mask: Tensor) -> list[int] | None:
 
 
 def attend_padded_rows(
-    q: Tensor, k: Tensor, v: Tensor, per_offset: Tensor | None, scale: float, lengths: list[int]
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    per_offset: Tensor | None,
+    scale: float,
+    lengths: list[int],
+    tied_from: int | None = None,
 ) -> Tensor:
     """``softmax(q k^T * scale + per_offset[h, i - j + L - 1] + pad) v`` for ``q, k, v``
     ``[B, h, L, d]`` where row ``b``'s keys from ``lengths[b]`` on are padded
-    (``per_offset`` None: no bias)."""
+    (``per_offset`` None: no bias; its tails tied from ``tied_from`` on, if given)."""
     length = q.shape[-2]
     rows = []
     # one split per row and tensor (its backward writes each gradient once), not a slice
@@ -52,5 +58,5 @@ def attend_padded_rows(
         if per_offset is None:
             rows.append(F.scaled_dot_product_attention(q_b, k_b, v_b, scale=scale))
         else:
-            rows.append(offset_bias_attention(q_b, k_b, v_b, per_offset, scale))
+            rows.append(offset_bias_attention(q_b, k_b, v_b, per_offset, scale, tied_from))
     return torch.cat(rows, dim=0)

@@ -120,6 +120,7 @@ class UnmaskedPath(NamedTuple):
     per_offset: Tensor | None = None
     squares: list[list[Tensor]] | None = None
     real_keys: list[int] | None = None
+    tied_from: int | None = None
 
 
 class SoftmaxAttention(AttentionKernel):
@@ -265,10 +266,10 @@ class SoftmaxAttention(AttentionKernel):
         longer one takes the blocks of queries, whose memory stays linear)."""
         if half is not None or not self._fused_cpu_bias(q, dropout_p):
             return None
-        table = square_bias = None
+        table = square_bias = tied_from = None
         if bias is not None and bias.adds_bias:
             if isinstance(bias.lookup, OffsetLookup):
-                table = bias.lookup.tables[0]
+                table, tied_from = bias.lookup.tables[0], bias.lookup.tied_from
             elif segment_ids is not None and bias.has_squares:
                 square_bias = bias
             else:
@@ -277,14 +278,14 @@ class SoftmaxAttention(AttentionKernel):
             real_keys = None if segment_ids is not None else real_prefix_lengths(key_padding_mask)
             if real_keys is None:
                 return None
-            return UnmaskedPath(None, per_offset=table, real_keys=real_keys)
+            return UnmaskedPath(None, table, real_keys=real_keys, tied_from=tied_from)
         if segment_ids is None:
-            return None if table is None else UnmaskedPath(None, per_offset=table)
+            return None if table is None else UnmaskedPath(None, table, tied_from=tied_from)
         runs = document_runs(segment_ids)
         if runs is None:
             return None
         if square_bias is None:
-            return UnmaskedPath(runs, per_offset=table)
+            return UnmaskedPath(runs, table, tied_from=tied_from)
         if max(stop - start for row in runs for start, stop in row) >= self.bias_block_from:
             return None
         squares = bias_squares(square_bias, runs, q.shape[1], q.device, q.dtype)
@@ -347,16 +348,16 @@ class SoftmaxAttention(AttentionKernel):
             )
         unmasked = self._unmasked_cpu_path(q, bias, key_padding_mask, segment_ids, half, dropout_p)
         if unmasked is not None:
-            runs, per_offset, squares, real_keys = unmasked
+            runs, per_offset, squares, real_keys, tied = unmasked
             if runs is not None:
                 pairs = sum((stop - start) ** 2 for row in runs for start, stop in row)
                 self._pairs_read = (q.shape[0], q.shape[-2], pairs)
-                return attend_documents(q, k, v, runs, scale, per_offset, squares)
+                return attend_documents(q, k, v, runs, scale, per_offset, squares, tied)
             if real_keys is not None:
                 self._pairs_read = (q.shape[0], q.shape[-2], q.shape[-2] * sum(real_keys))
-                return attend_padded_rows(q, k, v, per_offset, scale, real_keys)
+                return attend_padded_rows(q, k, v, per_offset, scale, real_keys, tied)
             assert per_offset is not None
-            return offset_bias_attention(q, k, v, per_offset, scale)
+            return offset_bias_attention(q, k, v, per_offset, scale, tied)
         if (
             half is None
             and bias is not None

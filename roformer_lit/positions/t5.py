@@ -120,8 +120,9 @@ def t5_bias(
         return table(index()).permute(2, 0, 1).to(dtype)[None]
 
     # offsets holds bucket(j - i) for j - i = -(L-1) .. L-1; flipped: column i - j + L - 1
-    per_offset = table(offsets.flip(0)).t()  # [h, 2L - 1]
-    return ScoreBias(scale=scale, build=build, lookup=offset_lookup(per_offset))
+    buckets = offsets.flip(0)
+    per_offset = table(buckets).t()  # [h, 2L - 1]: each column reads its bucket's row
+    return ScoreBias(scale=scale, build=build, lookup=offset_lookup(per_offset, buckets))
 
 
 class T5Layer(LayerPosition):
