@@ -93,8 +93,9 @@ def test_tied_tails_equal_the_float64_oracle(
     )
     generator = torch.Generator().manual_seed(length + m)
     q, k, v = (
-        torch.randn(batch, heads, length, 5, dtype=torch.float64, generator=generator)
-        .requires_grad_()
+        torch.randn(
+            batch, heads, length, 5, dtype=torch.float64, generator=generator
+        ).requires_grad_()
         for _ in range(3)
     )
     values, ids = tied_parameters(heads, length, m, generator)
@@ -145,8 +146,7 @@ def test_tied_tails_in_low_precision_stay_near_the_float64_oracle(dtype):
     length, heads, m = 256, 2, 16
     generator = torch.Generator().manual_seed(7)
     exact = [
-        torch.randn(2, heads, length, 8, generator=generator, dtype=torch.float64)
-        for _ in range(3)
+        torch.randn(2, heads, length, 8, generator=generator, dtype=torch.float64) for _ in range(3)
     ]
     values, ids = tied_parameters(heads, length, m, generator)
     low = [t.to(dtype).requires_grad_() for t in exact]
