@@ -39,6 +39,7 @@ from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.blocks import BlockOptions
 from roformer_lit.layer_plan import LayerSpec, resolve_plan
 from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.validation import as_data
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,10 @@ class EncoderConfig:
     layer_plan: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
+        # the config holds its own plain copy (as_data): a caller's dict changed after the
+        # check, or a NumPy number, never reaches the network or a checkpoint unchecked
+        for field in dataclasses.fields(self):
+            object.__setattr__(self, field.name, as_data(getattr(self, field.name)))
         self.__dict__["layers"] = check_architecture(self)  # checked now, once
 
     @cached_property

@@ -27,6 +27,7 @@ import docstring_parser
 
 from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
 from roformer_lit.training_config import TRAINING_FIELDS, TrainingConfig
+from roformer_lit.validation import as_data
 
 #: The two typed sections of ``MaskedLM``: parameter name -> its config class.
 SECTIONS: dict[str, type] = {"model": EncoderConfig, "training": TrainingConfig}
@@ -75,16 +76,6 @@ def flat_help() -> str:
             for name in (part.strip() for part in entry.arg_name.split(",")):
                 lines.append(f"    {name}: {text}")
     return "\n".join(lines) + "\n"
-
-
-def as_data(value: Any) -> Any:
-    """``value`` as plain YAML data: tuples as lists, mappings and lists item by item (what
-    a safe YAML loader reads back: ``hparams.yaml``, TensorBoard's hparams tab)."""
-    if isinstance(value, Mapping):
-        return {key: as_data(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [as_data(item) for item in value]
-    return value
 
 
 def flat_hyperparameters(model: EncoderConfig, training: TrainingConfig) -> dict[str, Any]:

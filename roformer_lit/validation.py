@@ -177,6 +177,25 @@ def check(label: str, value: Any, rule: Rule) -> None:
         raise ConfigError(f"{label} must be {rule.expected}, got {value!r}")
 
 
+def as_data(value: Any) -> Any:
+    """A copy of ``value`` as plain YAML data: tuples as lists, mappings and lists item by
+    item, and another library's numbers (NumPy's ``int64`` and ``float64``, which the rules
+    accept as numbers) as Python's ``int`` and ``float``; what a safe YAML loader and
+    ``torch.load(weights_only=True)`` read back (``hparams.yaml``, TensorBoard's hparams
+    tab, every checkpoint). Nothing else changes: a string stays a string."""
+    if isinstance(value, Mapping):
+        return {key: as_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_data(item) for item in value]
+    if type(value) in (bool, int, float):  # NumPy's float64 is a float subclass: not these
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
 # -- checks of several arguments at once ----------------------------------------------------
 
 

@@ -251,3 +251,67 @@ def test_a_config_is_checked_again_when_it_is_changed():
         config.replace(num_layers=0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.num_layers = 0  # type: ignore[misc]
+
+
+# -- other libraries' numbers ------------------------------------------------------------------
+
+
+def _as_numpy(value: object) -> object:
+    """A NumPy scalar of the same value (what a script that computes its sizes with NumPy
+    passes)."""
+    import numpy as np
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return np.int64(value) if isinstance(value, int) else np.float64(value)
+
+
+#: The fields whose values are numbers (the ones a NumPy scalar can stand for).
+NUMERIC_FIELDS = [
+    name
+    for name, value in CHANGED.items()
+    if isinstance(value, (int, float)) and not isinstance(value, bool)
+]
+
+
+@pytest.mark.parametrize("name", NUMERIC_FIELDS)
+def test_numpy_numbers_are_stored_as_plain_data(name, tmp_path):
+    """The rules take NumPy's integers and floats as numbers; what a checkpoint stores is
+    plain Python data, so ``torch.load(weights_only=True)`` (every loader of the project)
+    and a safe YAML loader read it back, and the model it loads is the same config."""
+    import yaml
+
+    model = MaskedLM(**{**CHANGED, name: _as_numpy(CHANGED[name])})
+    hparams = dict(model.hparams)
+    assert type(hparams[name]) is type(CHANGED[name]), type(hparams[name])
+    path = tmp_path / "hparams.pt"
+    torch.save({"hyper_parameters": hparams}, path)
+    loaded = torch.load(path, weights_only=True)["hyper_parameters"]
+    assert EncoderConfig.from_settings(loaded) == EncoderConfig(**CHANGED)
+    assert yaml.safe_load(yaml.safe_dump(hparams))[name] == CHANGED[name]
+
+
+def _spoil(value: object) -> None:
+    """Put a key no rule accepts into every mapping of ``value`` and empty every list."""
+    if isinstance(value, dict):
+        for item in list(value.values()):
+            _spoil(item)
+        value["spoiled"] = 0
+    elif isinstance(value, list):
+        value.clear()
+
+
+@pytest.mark.parametrize("name", [n for n, v in CHANGED.items() if isinstance(v, dict)])
+def test_a_callers_mapping_changed_after_the_check_changes_nothing(name):
+    """The config holds its own copy of every mapping: a caller who edits the dict it
+    passed (after the rules accepted it) changes neither the config, nor the network
+    built from it, nor what a checkpoint stores."""
+    import copy
+
+    given = copy.deepcopy(CHANGED[name])
+    config = EncoderConfig(**{**CHANGED, name: given})
+    _spoil(given)
+    assert getattr(config, name) == CHANGED[name]
+    model = MaskedLM(model=config)
+    assert model.hparams[name] == CHANGED[name]
+    assert EncoderConfig.from_settings(dict(model.hparams)) == config
