@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.validation import Rule, at_least_int, check, mapping, non_empty_text, optional
+from roformer_lit.validation import Rule, check, mapping, non_empty_text, optional, size
 
 PLAN_KEYS = ("pattern", "layers", "types")
 #: A layer type's settings and what each accepts.
 TYPE_RULES: dict[str, Rule] = {
-    "window": optional(at_least_int(1)),
+    "window": optional(size()),
     "position": non_empty_text,
     "position_kwargs": mapping,
     "attention": non_empty_text,

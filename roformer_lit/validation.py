@@ -104,6 +104,16 @@ def pair(rule: Rule) -> Rule:
     )
 
 
+#: Smallest positive normal float32: a learning rate below it is zero or denormal in the
+#: optimiser's float32 arithmetic (the parameters would never move).
+FLOAT32_TINY = 1.1754943508222875e-38
+#: A positive number that stays one in float32 (neither zero, a denormal nor inf there): a
+#: norm's epsilon, which the weights' float32 arithmetic adds (1e300 is inf there, and
+#: every norm's output its bias; 1e-50 is 0, and a constant row's output NaN).
+float32_positive = Rule(
+    f"in [{FLOAT32_TINY:.4g}, {FLOAT32_MAX:.4g}) (a positive float32)",
+    lambda v: _is_finite_number(v) and FLOAT32_TINY <= v < FLOAT32_MAX,
+)
 positive_int = at_least_int(1)
 non_negative_int = at_least_int(0)
 finite_positive_float = finite_float_above(0)
@@ -216,11 +226,6 @@ def _adamw_step_fits_float32(args: Mapping[str, Any]) -> None:
             f"learning_rate / (1 - betas[0]) = {step:.3g} and learning_rate * weight_decay = "
             f"{shrink:.3g} must stay below the float32 maximum {FLOAT32_MAX:.3g}"
         )
-
-
-#: Smallest positive normal float32: a learning rate below it is zero or denormal in the
-#: optimiser's float32 arithmetic (the parameters would never move).
-FLOAT32_TINY = 1.1754943508222875e-38
 
 
 def _position_lr_fits_float32(args: Mapping[str, Any]) -> None:

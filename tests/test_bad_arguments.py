@@ -113,7 +113,7 @@ CLI_CASES: dict[str, tuple[list[str], str]] = {
     ),
     "layer_norm_eps_zero": (
         ["--model.layer_norm_eps", "0"],
-        "model.layer_norm_eps must be > 0 and finite, got 0.0",
+        "model.layer_norm_eps must be in [1.175e-38, 3.403e+38) (a positive float32), got 0.0",
     ),
     "learning_rate_overflows_to_inf": (
         ["--model.learning_rate", "1e400"],
@@ -247,7 +247,7 @@ BAD_VALUES: dict[str, list[Any]] = {
     "max_positions": [0, -1, True],
     "dropout": [-0.1, 1.0, math.nan, math.inf, True],
     "attention_dropout": [1.0, -0.5, math.nan],
-    "layer_norm_eps": [0.0, -1e-5, math.inf, math.nan, True],
+    "layer_norm_eps": [0.0, -1e-5, math.inf, math.nan, True, 1e39, 1e300, 1e-39, 1e-50],
     "pre_norm": [1, "yes", None],
     "learning_rate": [0.0, -1e-3, math.inf, math.nan, True],
     "weight_decay": [-0.01, math.inf, math.nan],

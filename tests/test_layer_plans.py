@@ -241,7 +241,12 @@ def test_layer_schemes_train_at_the_position_rate():
     [
         (
             {"layer_plan": {"pattern": ["l"], "types": {"l": {"window": 0}}}},
-            "model.layer_plan.types.l.window must be null or a positive integer, got 0",
+            "model.layer_plan.types.l.window must be null or an integer in 1..2147483647, got 0",
+        ),
+        (  # no window is that long: unbounded integers are refused as every size is
+            {"layer_plan": {"pattern": ["l"], "types": {"l": {"window": 10**30}}}},
+            f"model.layer_plan.types.l.window must be null or an integer in 1..2147483647, "
+            f"got {10**30}",
         ),
         (
             {"layer_plan": {"pattern": ["l", "l", "g"]}},
