@@ -190,6 +190,21 @@ CLI_CASES: dict[str, tuple[list[str], str]] = {
         ["--model.attention", "linear", "--model.attention_kwargs", "{eps: 0}"],
         "linear attention eps must be > 0 and finite, got 0",
     ),
+    # a kernel that declares the devices it trains on (refused at its first training step,
+    # after the sanity validation and with the run directory claimed, before)
+    "flex_trains_on_cuda_only": (
+        [
+            "--model.position",
+            "alibi",
+            "--model.attention_kwargs",
+            "{backend: flex}",
+            "--trainer.accelerator",
+            "cpu",
+        ],
+        "attention 'softmax', backend='flex' trains on cuda only; trainer.accelerator='cpu' "
+        "trains on cpu here; valid attention kernels on cpu (with their default options): "
+        "linear, softmax",
+    ),
 }
 
 

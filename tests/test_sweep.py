@@ -597,6 +597,12 @@ BAD_COMBINATIONS = {
         "linear",
         "data.document_mask true needs an attention kernel that keeps documents apart",
     ),
+    "kernel_that_cannot_train_on_the_device": (
+        {"model.attention_kwargs": [{"backend": "sdpa"}, {"backend": "flex"}]},
+        {"model.position": "alibi", "trainer.accelerator": "cpu"},
+        "backend=flex",
+        "attention 'softmax', backend='flex' trains on cuda only",
+    ),
     "huge_integer": (
         {"data.probe_symbols": [16, 2**63]},
         {**PROBE, "data.probe": "copy"},
@@ -632,7 +638,9 @@ def test_fit_and_sweep_share_one_pre_launch_check(monkeypatch, tmp_path):
 
     seen = []
     real = prelaunch.check_fit_config
-    monkeypatch.setattr(pretrain, "check_fit_config", lambda c: seen.append(c) or real(c))
+    monkeypatch.setattr(
+        pretrain, "check_fit_config", lambda c, **kw: seen.append(c) or real(c, **kw)
+    )
     write_sweep(tmp_path / "sweep.yaml")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "launch", no_launch)

@@ -58,8 +58,10 @@ def plain(section: Any) -> dict[str, Any]:
     return dict(as_dict() if callable(as_dict) else section)
 
 
-def check_fit_config(config: Any) -> None:
-    """Every rule of a pretraining run, on the parsed ``config`` (see the module)."""
+def check_fit_config(config: Any, training: bool = True) -> None:
+    """Every rule of a pretraining run, on the parsed ``config`` (see the module);
+    ``training`` False for ``validate``, ``test`` and ``predict`` (no kernel's backward runs,
+    so :func:`kernels_train_on_the_device` does not apply)."""
     check_run_arguments(config)
     trainer = config.get("trainer")
     if trainer is not None:
@@ -78,6 +80,8 @@ def check_fit_config(config: Any) -> None:
         if data:
             for rule in CROSS_SECTION_RULES:
                 rule(architecture, data)
+        if training and trainer is not None:
+            kernels_train_on_the_device(architecture, plain(trainer))
 
 
 def document_mask_needs_segments(config: EncoderConfig, data: Mapping[str, Any]) -> None:
@@ -142,6 +146,48 @@ CROSS_SECTION_RULES: tuple[Callable[[EncoderConfig, Mapping[str, Any]], None], .
     random_positions_need_a_reader,
     random_positions_fit_the_table,
 )
+
+
+def training_device(accelerator: Any) -> str | None:
+    """The device type ``trainer.accelerator`` trains on here (``cpu``, ``cuda``, ``mps``),
+    as Lightning picks it (``auto``: CUDA, else MPS, else the CPU); None for one this check
+    does not know (an ``Accelerator`` object, ``tpu``): left to Lightning."""
+    if not isinstance(accelerator, str):
+        return None
+    mps = getattr(torch.backends, "mps", None)
+    has_mps = mps is not None and mps.is_available()
+    name = accelerator.lower()
+    if name in ("auto", "gpu"):
+        if torch.cuda.is_available():
+            return "cuda"
+        if has_mps:
+            return "mps"
+        return "cpu" if name == "auto" else None  # gpu without one: Lightning's own error
+    return name if name in ("cpu", "cuda", "mps") else None
+
+
+def kernels_train_on_the_device(config: EncoderConfig, trainer: Mapping[str, Any]) -> None:
+    """A layer's kernel that declares the devices it trains on
+    (:attr:`~roformer_lit.capabilities.KernelCapabilities.training_devices`: softmax's
+    ``backend: flex`` has no backward on the CPU) with a run that trains on another: one
+    line naming the kernel, the device and the kernels that train there, before the run
+    starts (else the first training step fails, after the sanity validation)."""
+    accelerator = trainer.get("accelerator", "auto")
+    device = training_device(accelerator)
+    if device is None:
+        return
+    for layer in config.layers:
+        devices = layer.kernel_capabilities.training_devices
+        if devices is None or device in devices:
+            continue
+        options = "".join(f", {k}={v!r}" for k, v in layer.kernel_options.items())
+        valid = kernels_that(lambda c: c.training_devices is None or device in c.training_devices)
+        raise ConfigError(
+            f"attention {layer.spec.attention!r}{options}{layer.where(config.model_layer)} "
+            f"trains on {'/'.join(devices)} only; trainer.accelerator={accelerator!r} trains on "
+            f"{device} here; valid attention kernels on {device} (with their default "
+            f"options): {valid}"
+        )
 
 
 def check_model(model: Mapping[str, Any], vocab_size: Any, max_length: Any) -> EncoderConfig:

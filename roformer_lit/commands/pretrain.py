@@ -209,7 +209,7 @@ class RoformerCLI(CompatCLI):
     def check_before_launch(self, config: Any) -> None:
         """The pre-launch check ``sweep`` runs on each combination too
         (:func:`roformer_lit.commands.prelaunch.check_fit_config`)."""
-        check_fit_config(config)
+        check_fit_config(config, training=self.subcommand in (None, "fit"))
 
     def set_seed(self) -> None:
         """Seed everything, refusing a seed numpy cannot take with one line."""
