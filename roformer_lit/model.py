@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from roformer_lit.architecture_rules import ResolvedLayer, scheme_groups
+from roformer_lit.architecture_rules import ResolvedLayer, scheme_groups, schemes_that
 from roformer_lit.attention.block import SelfAttention
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.positions import LayerPosition, PositionScheme
@@ -150,6 +150,7 @@ class Encoder(nn.Module):
         rows need: its attention still reads every key and value, but the output
         projection, FFN and norms run at ``N`` rows.
         """
+        check_positions_input(self.position_schemes(), input_ids.shape[1], position_ids)
         positions = position_ids
         in_segments = None
         if segment_ids is not None:
@@ -199,6 +200,31 @@ def _prepare(
             length, x.device, x.dtype, positions, key_padding_mask=key_padding_mask
         )
     return scheme.prepare(length, x.device, x.dtype, positions)
+
+
+def check_positions_input(
+    schemes: list[PositionScheme], length: int, position_ids: Tensor | None
+) -> None:
+    """Inputs past the table of a scheme bounded by one (its ``max_length``: ``learned``):
+    a row longer than the table, or ``position_ids`` reaching past it. A ``ValueError``
+    naming the limit and the schemes without a table (an input error of the Python API;
+    the command line refuses ``data.max_length`` and ``data.random_positions`` past it
+    before a run)."""
+    for scheme in schemes:
+        limit = scheme.max_length
+        if limit is None:
+            continue
+        if position_ids is None:
+            what, needed = f"sequence length {length}", length
+        else:
+            needed = int(position_ids.max()) + 1 if position_ids.numel() else 0
+            what = f"position_ids up to {needed - 1}"
+        if needed > limit:
+            raise ValueError(
+                f"{what} exceeds model.max_positions={limit}, the size of the "
+                f"{type(scheme).__name__} position table; raise model.max_positions or use a "
+                f"scheme without a table: {schemes_that(lambda c: not c.bounded)}"
+            )
 
 
 def check_segments_input(

@@ -628,3 +628,34 @@ def test_weights_made_inf_between_saves_stop_the_next_step(work, monkeypatch, ca
     assert line.startswith("error: training diverged at step 4: train/loss is nan")
     assert line.endswith("(step 2)")
     _checkpoints_are_finite(work / "runs")
+
+
+# -- inputs past a position table (the Python API) ---------------------------------------------
+
+#: The registered schemes bounded by a table of ``model.max_positions`` (``learned``).
+BOUNDED = [name for name in POSITION_SCHEMES if POSITION_SCHEMES[name].capabilities().bounded]
+
+
+def test_the_registry_has_a_bounded_scheme():
+    assert "learned" in BOUNDED
+
+
+@pytest.mark.parametrize("name", BOUNDED)
+@pytest.mark.parametrize("past", ["length", "position_ids"])
+def test_an_input_past_the_position_table_is_one_value_error(name, past):
+    """A row longer than a bounded scheme's table, or ``position_ids`` reaching past it, is
+    an input error of ``forward``: one ``ValueError`` line naming the limit and the schemes
+    without a table (not a ConfigError from inside a scheme, nor an ``IndexError``)."""
+    model = tiny_model(position=name, max_positions=16).eval()
+    ids = torch.randint(0, 50, (1, 17 if past == "length" else 8))
+    where = {} if past == "length" else {"position_ids": torch.arange(8)[None] * 3}
+    with pytest.raises(ValueError) as info, torch.no_grad():
+        model(ids, **where)
+    message = str(info.value)
+    assert not isinstance(info.value, ConfigError) and "\n" not in message, message
+    assert "exceeds model.max_positions=16" in message, message
+    unbounded = [n for n in POSITION_SCHEMES if n not in BOUNDED]
+    assert message.endswith(", ".join(sorted(unbounded))), message
+    with torch.no_grad():  # within the table: answered
+        assert model(torch.randint(0, 50, (1, 16))).shape == (1, 16, 50)
+        assert model(ids[:, :5], position_ids=torch.arange(5)[None] * 3).shape == (1, 5, 50)

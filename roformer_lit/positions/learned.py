@@ -2,7 +2,6 @@
 
 from torch import Tensor, nn
 
-from roformer_lit.errors import ConfigError
 from roformer_lit.positions.base import EncoderShape, PositionScheme
 
 
@@ -20,13 +19,7 @@ class LearnedPosition(PositionScheme):
         return self.shape.max_positions
 
     def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
-        length = x.shape[1]
-        if length > self.shape.max_positions:
-            raise ConfigError(
-                f"sequence length {length} exceeds max_positions={self.shape.max_positions} of "
-                "the 'learned' position table; raise model.max_positions or use a scheme that "
-                "extends (nope, sinusoidal, rope, xl, deberta)"
-            )
+        length = x.shape[1]  # within the table: Encoder.forward checks (check_positions_input)
         if positions is None:
             return x + self.table.weight[:length]
         return x + self.table(positions)
