@@ -347,3 +347,40 @@ def test_row_pieces_compare_each_schemes_step_over_nope_per_process(study_bench:
     )
     assert "Row pieces below whole slices in every process: `xl`." in text
     assert "on CPU: Test (2 cores))." in text
+
+
+def _step_file_at(length: int, rows: dict[str, tuple[str, str]]) -> str:
+    """:func:`_step_file` at ``length`` tokens."""
+    return _step_file(rows).replace("8192", str(length))
+
+
+def test_tied_tails_compare_both_codes_per_length_and_state_the_target(study_bench: Path):
+    """T5 below the code before in every process at both lengths; KERPLE (the control) not;
+    after, T5 within 1.5 at 2,048 only (1.52 in one process at 8,192) and KERPLE at 8,192
+    only (1.51 in one process at 2,048)."""
+    after_ratios = {
+        2048: (("1.210", "1.480"), ("1.250", "1.510")),
+        8192: (("1.300", "1.420"), ("1.520", "1.450")),
+    }
+    for length, sides in cpu_speed.TIED_TAILS.items():
+        for n, name in enumerate(sides["before"]):
+            rows = {
+                "nope": ("1,000.0", "1.000"),
+                "t5": ("1,400.0", f"{1.4 if length == 2048 else 1.6:.2f}{n}"),
+                "kerple": ("1,400.0", "1.400"),
+            }
+            (study_bench / name).write_text(_step_file_at(length, rows))
+        for name, (t5, kerple) in zip(sides["after"], after_ratios[length], strict=True):
+            rows = {
+                "nope": ("1,000.0", "1.000"),
+                "t5": ("1,300.0", t5),
+                "kerple": ("1,450.0", kerple),
+            }
+            (study_bench / name).write_text(_step_file_at(length, rows))
+    text = cpu_speed.tied_tails()
+    assert text.count("After below before in every process: `t5`.") == 2
+    assert "| t5 | 1.400 / 1.401 | 1.210 / 1.250 | 1,400.0 / 1,400.0 | 1,300.0 / 1,300.0 |" in text
+    assert "At 8,192 tokens:" in text and "At 2,048 tokens:" in text
+    assert "`t5` at 2,048 tokens 1.21× and 1.25×" in text
+    assert "`kerple` at 8,192 tokens 1.42× and 1.45×" in text
+    assert "within 1.5× in every process: `t5` at 2,048, `kerple` at 8,192." in text

@@ -463,8 +463,10 @@ MASKED_STEP = Measure(MASKED, RATIO, "documents masked", "masked / plain", "mask
 STEP = Measure("| scheme | kernel |", "step / nope", "step ms", "step / nope", "step ms")
 
 
-def _measured_rows(names: tuple[str, ...], scheme: str, measure: Measure) -> list[Row]:
-    return [bench_table(name, measure.head)[(scheme, 8192)] for name in names]
+def _measured_rows(
+    names: tuple[str, ...], scheme: str, measure: Measure, length: int = 8192
+) -> list[Row]:
+    return [bench_table(name, measure.head)[(scheme, length)] for name in names]
 
 
 def _masked_rows(names: tuple[str, ...], scheme: str) -> list[Row]:
@@ -475,10 +477,11 @@ def compare_codes(
     sides: dict[str, tuple[str, ...]],
     schemes: tuple[str, ...] = ("nope", "t5", "kerple"),
     measure: Measure = MASKED_STEP,
+    length: int = 8192,
 ) -> str:
-    """Per scheme at 8,192 tokens, ``measure``'s ratio and step milliseconds in each process
-    of two codes (``sides``: label -> raw outputs, before first), and which schemes the
-    second code puts below the first in every process."""
+    """Per scheme at ``length`` tokens, ``measure``'s ratio and step milliseconds in each
+    process of two codes (``sides``: label -> raw outputs, before first), and which schemes
+    the second code puts below the first in every process."""
     (before, old), (after, new) = sides.items()
     head = (
         f"| scheme | {measure.ratio_label}, {before} | {measure.ratio_label}, {after} "
@@ -487,7 +490,9 @@ def compare_codes(
     )
     lines, apart = [], []
     for scheme in schemes:
-        rows = {label: _measured_rows(names, scheme, measure) for label, names in sides.items()}
+        rows = {
+            label: _measured_rows(names, scheme, measure, length) for label, names in sides.items()
+        }
         step = next(c for c in rows[before][0] if c.endswith(measure.step))
         cells = [" / ".join(r[measure.ratio] for r in rows[label]) for label in sides]
         cells += [" / ".join(r[step] for r in rows[label]) for label in sides]
@@ -526,6 +531,45 @@ def row_pieces() -> str:
     """Region ``cpu-bias-row-pieces``: XL and DeBERTa on the blocked path, each block's
     rows sliced from the whole against cut once into pieces."""
     return compare_codes(ROW_PIECES, ("nope", "xl", "deberta"), STEP)
+
+
+#: T5 (tied tails) and KERPLE (none: the control) against ``nope`` on the per-offset path
+#: with the table's gradient summed on every diagonal (e1d56df) and, for T5, from the band
+#: and one causal call (85e364d): per length, two processes of each code, alternating.
+TIED_TAILS = {
+    length: {
+        side: tuple(f"cpu-2026-11-29-tied-tails-{length}-{side}-{n}.txt" for n in (1, 2))
+        for side in ("before", "after")
+    }
+    for length in (2048, 8192)
+}
+
+
+def _step_over_nope(scheme: str, names: tuple[str, ...], length: int) -> list[float]:
+    return [float(r[STEP.ratio]) for r in _measured_rows(names, scheme, STEP, length)]
+
+
+def tied_tails() -> str:
+    """Region ``cpu-bias-tied-tails``: per length, ``nope``, ``t5`` and ``kerple`` on the
+    code before T5's tied tails and after, and each one's step over ``nope``'s after,
+    within the target in every process or not."""
+    parts, listed, meets = [], [], []
+    for length, sides in TIED_TAILS.items():
+        table = compare_codes(sides, ("nope", "t5", "kerple"), STEP, length)
+        parts.append(f"At {length:,} tokens:\n\n{table}")
+        for scheme in ("t5", "kerple"):
+            values = _step_over_nope(scheme, sides["after"], length)
+            listed.append(
+                f"`{scheme}` at {length:,} tokens "
+                + " and ".join(f"{value:.2f}×" for value in values)
+            )
+            if max(values) <= TARGET:
+                meets.append(f"`{scheme}` at {length:,}")
+    return (
+        "\n".join(parts)
+        + f"\nAfter, each scheme's step over `nope`'s in the same process: {'; '.join(listed)}; "
+        + f"within {TARGET}× in every process: {', '.join(meets) or 'none'}.\n"
+    )
 
 
 def documents() -> str:

@@ -117,6 +117,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "cpu-bias-documents-squares-guard": cpu_speed.squares_guard,
     "cpu-bias-profiles": cpu_profiles.profiles,
     "cpu-bias-row-pieces": cpu_speed.row_pieces,
+    "cpu-bias-tied-tails": cpu_speed.tied_tails,
     "readme-cpu-documents": cpu_speed.readme_documents,
     "modernbert-vs-hf": recipe_speed.table,
     "gpu-bias-table": gpu_speed.table,
