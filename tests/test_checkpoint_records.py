@@ -36,6 +36,8 @@ GOOD = {
     "datamodule_hyper_parameters": {"probe": "copy", "max_length": 33},
     "best_val_loss": 2.5,
     "skipped_batches": 0,
+    "trainer_settings": {"max_steps": 2},
+    "schedule_steps": 2,
 }
 
 
@@ -61,6 +63,12 @@ DAMAGED = {
         _set("datamodule_hyper_parameters", [1]),
         "datamodule_hyper_parameters record is [1]",
     ),
+    "max_steps a string": (
+        _set("trainer_settings", {"max_steps": "many"}),
+        "trainer_settings record is {'max_steps': 'many'}",
+    ),
+    "trainer settings a list": (_set("trainer_settings", [2]), "trainer_settings record is [2]"),
+    "schedule_steps zero": (_set("schedule_steps", 0), "schedule_steps record is 0"),
     "num_heads missing": (_drop_setting("num_heads"), "lack num_heads"),
     "position missing": (_drop_setting("position"), "lack position"),
     "no hyper_parameters": (lambda c: c.pop("hyper_parameters"), "no hyper_parameters record"),

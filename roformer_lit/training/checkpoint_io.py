@@ -228,6 +228,20 @@ def _is_real(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+#: The checkpoint keys of a run's length (written by ``RunModule.on_save_checkpoint``): the
+#: trainer's settings that end it (``max_steps``), and the total ``T`` its learning-rate
+#: schedule was planned for. A resume compares them with its own
+#: (:mod:`roformer_lit.commands.checkpoint_settings`).
+TRAINER_SETTINGS_KEY = "trainer_settings"
+SCHEDULE_STEPS_KEY = "schedule_steps"
+
+
+def _max_steps_record(value: Any) -> bool:
+    """A ``trainer_settings`` record: a mapping whose ``max_steps`` is an integer >= -1."""
+    steps = value.get("max_steps") if isinstance(value, Mapping) else None
+    return _is_int(steps) and steps >= -1
+
+
 #: The records of a checkpoint that its readers use as they are (Lightning's counters, the
 #: run's own state, the settings of its model and data), each with what it must be:
 #: (checkpoint key, test, what a valid record is). A record a hand edited into another
@@ -239,6 +253,8 @@ RECORDS: tuple[tuple[str, Any, str], ...] = (
     ("best_val_loss", _is_real, "a number"),
     ("hyper_parameters", lambda v: isinstance(v, Mapping), "a mapping of settings"),
     ("datamodule_hyper_parameters", lambda v: isinstance(v, Mapping), "a mapping of settings"),
+    (TRAINER_SETTINGS_KEY, _max_steps_record, "a mapping of an integer max_steps >= -1"),
+    (SCHEDULE_STEPS_KEY, lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
 )
 
 #: The architecture settings every version of ``fit`` saved in ``hyper_parameters``: a

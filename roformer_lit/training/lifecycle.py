@@ -12,7 +12,10 @@ theirs (the network, the loss, the metrics); this base gives both
   a run resumed under others rounds differently, so it is not the uninterrupted run bit for
   bit, and says so in one ``warning:`` line (:func:`numerics_warning`); the history of every
   stretch's numerics is kept, and a damaged record reads as absent with a warning
-  (:mod:`roformer_lit.training.numerics_history`);
+  (:mod:`roformer_lit.training.numerics_history`); and the run's length
+  (:func:`run_length_records`: ``trainer.max_steps`` and the total ``T`` its schedule was
+  planned for), which a resume compares with its own
+  (:mod:`roformer_lit.commands.checkpoint_settings`);
 * **the non-finite guard**: a NaN/inf training loss or gradient stops the run with
   :class:`~roformer_lit.errors.TrainingDiverged` naming the step, before the optimiser
   touches the weights (with a module's ``skip_nonfinite`` setting the batch is
@@ -56,7 +59,11 @@ from torch import nn
 from roformer_lit.errors import TrainingDiverged
 from roformer_lit.machine import cpu_model
 from roformer_lit.run_files import warn
-from roformer_lit.training.checkpoint_io import refuse_nonfinite
+from roformer_lit.training.checkpoint_io import (
+    SCHEDULE_STEPS_KEY,
+    TRAINER_SETTINGS_KEY,
+    refuse_nonfinite,
+)
 from roformer_lit.training.numerics_history import HISTORY_KEY, extended, read_history, read_record
 from roformer_lit.training.steps import total_steps
 
@@ -68,6 +75,18 @@ MAX_CONSECUTIVE_SKIPS = 20
 
 #: The checkpoint key of :func:`numerics_record`.
 NUMERICS_KEY = "numerics"
+
+
+def run_length_records(trainer: Any, schedule_steps: int | None) -> dict[str, Any]:
+    """What a checkpoint records of its run's length (:data:`TRAINER_SETTINGS_KEY`:
+    ``trainer.max_steps``; :data:`SCHEDULE_STEPS_KEY`: the schedule's total steps), for a
+    resume to compare with its own; nothing that is not known (no trainer, no schedule)."""
+    records: dict[str, Any] = {}
+    if trainer is not None:
+        records[TRAINER_SETTINGS_KEY] = {"max_steps": int(trainer.max_steps)}
+    if schedule_steps is not None:
+        records[SCHEDULE_STEPS_KEY] = int(schedule_steps)
+    return records
 
 
 def numerics_record(device: torch.device) -> dict[str, Any]:
@@ -262,6 +281,7 @@ class RunModule(L.LightningModule):
         self._saved_numerics: Mapping[str, Any] | None = None
         self._numerics_history: list[dict[str, Any]] = []
         self._resumed_at_step = 0
+        self._schedule_steps: int | None = None
         self.skipped_batches = 0
         self._consecutive_skips = 0
 
@@ -305,6 +325,7 @@ class RunModule(L.LightningModule):
         checkpoint[HISTORY_KEY] = extended(
             self._numerics_history, checkpoint[NUMERICS_KEY], self._resumed_at_step
         )
+        checkpoint.update(run_length_records(self._trainer, self._schedule_steps))
         if self._world_size() > 1:  # every rank's generators, not only rank 0's
             # Lightning builds the checkpoint on every rank (and meets them all at a
             # barrier after writing it), so this collective cannot be left waiting.
@@ -407,6 +428,7 @@ class RunModule(L.LightningModule):
             clips_gradients=self._trainer is not None and bool(self.trainer.gradient_clip_val),
         )
         total = self.total_steps()
+        self._schedule_steps = total  # recorded in every checkpoint (SCHEDULE_STEPS_KEY)
         schedule = str(settings.lr_schedule)
         warmup = self.warmup_steps(total)
         if schedule != "constant":  # constant takes nothing from the total, warm-up neither
