@@ -213,6 +213,33 @@ def test_signal_saves_last_ckpt_exits_75_and_resumes_exactly(
     assert_same_run(tmp_path / RUN, uninterrupted, after_step=0)
 
 
+@pytest.mark.parametrize(
+    "where", [{"step": STEPS}, {"in_validation_at": STEPS}], ids=["last-step", "last-validation"]
+)
+def test_a_signal_during_the_last_step_lets_the_run_finish(
+    where, uninterrupted, tmp_path, monkeypatch, capsys
+):
+    """Stopped there, the run would leave a checkpoint at its end and the advice to continue
+    it, which a resume refuses (nothing is left to train): it finishes instead, exit 0."""
+    monkeypatch.chdir(tmp_path)
+    import roformer_lit.commands.pretrain as cli
+
+    original = cli.RoformerCLI.instantiate_trainer
+    sender = SignalAt(signal.SIGTERM, **where)
+
+    def with_signal(self, **kwargs):
+        trainer = original(self, **kwargs)
+        trainer.callbacks.append(sender)
+        return trainer
+
+    monkeypatch.setattr(cli.RoformerCLI, "instantiate_trainer", with_signal)
+    assert main(ARGS) == 0
+    assert sender.sent
+    err = capsys.readouterr().err
+    assert "preempted" not in err and "Traceback" not in err, err[-2000:]
+    assert_same_run(tmp_path / RUN, uninterrupted, after_step=0)
+
+
 def test_sigterm_to_a_real_process_exits_75_with_one_line(tmp_path):
     proc = start_fit(tmp_path)
     wait_for_checkpoint(proc, tmp_path / LAST, 12)

@@ -24,6 +24,7 @@ from roformer_lit.training.lightning_compat import (
     stop_as_if_sigterm,
     validation_follows_batch,
 )
+from roformer_lit.training.steps import total_steps
 
 
 class LastCheckpointAtEnd(Callback):
@@ -109,7 +110,10 @@ class Preemption(Callback):
     3. saves ``last.ckpt`` at that point: at the end of the validation, or when Lightning
        stops the loop after a step without one. These are the two states Lightning itself
        checkpoints and restores (``ModelCheckpoint`` at validation end, ``last`` after a
-       step), so a resumed run continues exactly.
+       step), so a resumed run continues exactly;
+    4. leaves a signal that comes during the run's last step to the run's own end: the run
+       finishes (its final validation, ``last.ckpt`` at its end, exit 0), since a resume
+       would have nothing left to train.
 
     The exception carries ``preemption = {"signal", "step", "checkpoint"}`` for the CLI,
     which prints one line and exits with ``EXIT_PREEMPTED``.
@@ -178,11 +182,13 @@ class Preemption(Callback):
     def on_train_batch_end(
         self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
-        if self._pending and not validation_follows_batch(trainer):
+        if self._pending and not validation_follows_batch(trainer) and not _run_ends(trainer):
             self._stop()  # saved in on_exception, after the step
 
     def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if self._pending and not trainer.sanity_checking and trainer.state.fn == TrainerFn.FITTING:
+            if _run_ends(trainer):
+                return  # the run ends now anyway: it finishes
             self._save(trainer)
             self._stop()
 
@@ -209,6 +215,13 @@ class Preemption(Callback):
                 "step": self._saved[0],
                 "checkpoint": self._saved[1],
             }
+
+
+def _run_ends(trainer: Trainer) -> bool:
+    """Whether the step that just ended is the run's last
+    (:func:`~roformer_lit.training.steps.total_steps`)."""
+    total = total_steps(trainer)
+    return total is not None and trainer.global_step >= total
 
 
 def checkpoint_step(path: Path) -> int | None:
