@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
+from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
+from lightning.pytorch import Callback
+
+import roformer_lit.commands.pretrain as pretrain
+from roformer_lit.commands import main
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
@@ -77,6 +86,35 @@ def probe_fit_args(
         "false",
         *extra,
     ]
+
+
+class PreemptAt(Callback):
+    """Sends SIGTERM to this process during optimiser step ``step`` (a preemption): the run
+    saves its ``last.ckpt`` at that step and exits 75."""
+
+    def __init__(self, step: int) -> None:
+        self.step, self.sent = step, False
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if not self.sent and trainer.global_step + 1 == self.step:
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def fit_preempted(argv: Sequence[str], step: int) -> int:
+    """``main(argv)`` in this process, preempted during optimiser step ``step``
+    (:class:`PreemptAt`): a run stopped before its end, which ``--ckpt_path`` continues (a
+    finished run is not continued). Returns the exit code (75)."""
+    original = pretrain.RoformerCLI.instantiate_trainer
+
+    def with_preemption(self, **kwargs):
+        trainer = original(self, **kwargs)
+        trainer.callbacks.append(PreemptAt(step))
+        return trainer
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pretrain.RoformerCLI, "instantiate_trainer", with_preemption)
+        return main(list(argv))
 
 
 def tokenizer_section(checkpoint: dict) -> dict:

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from cli_helpers import CONFIGS
+from cli_helpers import CONFIGS, fit_preempted
 
 from roformer_lit import POSITION_SCHEMES
-from roformer_lit.commands import main
+from roformer_lit.commands import EXIT_PREEMPTED, main
 from roformer_lit.sweep import runner, slurm
 from roformer_lit.sweep.spec import expand, version_names
 
@@ -169,26 +169,44 @@ def test_compare_tables_and_plots_the_four_run_sweep(grid4, tmp_path, capsys):
     assert len(csv_rows) == 1 + 4
 
 
-def test_resume_an_interrupted_run_from_its_last_checkpoint(grid4, tmp_path, monkeypatch):
+def test_a_run_killed_after_its_last_checkpoint_is_finished(grid4, tmp_path, monkeypatch):
+    """Its ``last.ckpt`` is at the run's end but no marker was written: nothing is left to
+    train (a resume would be refused), so the sweep counts it finished and starts nothing."""
     work, code, _ = grid4
     assert code == 0
     shutil.copytree(work, tmp_path, dirs_exist_ok=True)
     run = tmp_path / "runs" / "tiny" / "rope-linear"
+    (run / "sweep_done.json").unlink()  # as if killed after its last checkpoint
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    assert main(["sweep", "--config", "sweep.yaml"]) == 0
+    status = runner.read_json(tmp_path / "runs" / "tiny" / runner.STATUS_FILE)
+    assert status["runs"]["rope-linear"]["status"] == "finished"
+
+
+def test_resume_an_interrupted_run_from_its_last_checkpoint(tmp_path, monkeypatch, capsys):
+    """A run preempted at step 2 of 4 (its own fit command, run here) is resumed by the
+    sweep from its ``last.ckpt`` to its end."""
+    write_sweep(
+        tmp_path / "sweep.yaml", grid={"model.position": ["rope"]}, **{"trainer.max_steps": 4}
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--config", "sweep.yaml", "--dry-run"]) == 0
+    (command,) = [commanded(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert command[:3] == [sys.executable, "-m", "roformer_lit"]
+    assert fit_preempted(command[3:], 2) == EXIT_PREEMPTED
+    run = tmp_path / "runs" / "tiny" / arg(command, VERSION)
     ckpt = run / "checkpoints" / "last.ckpt"
     assert torch.load(ckpt, map_location="cpu", weights_only=False)["global_step"] == 2
-    (run / "sweep_done.json").unlink()  # as if killed after its last checkpoint
-    write_sweep(tmp_path / "sweep.yaml", **{"trainer.max_steps": 4})
-    monkeypatch.chdir(tmp_path)
     launches = Launches(real=True)
     monkeypatch.setattr(runner, "launch", launches)
     assert main(["sweep", "--config", "sweep.yaml"]) == 0
-    assert launches.versions() == ["rope-linear"]
-    assert arg(launches.argv[0], "--ckpt_path") == "runs/tiny/rope-linear/checkpoints/last.ckpt"
+    assert arg(launches.argv[0], "--ckpt_path") == str(ckpt.relative_to(tmp_path))
     assert torch.load(ckpt, map_location="cpu", weights_only=False)["global_step"] == 4
     assert (run / "sweep_done.json").is_file()
     assert not list(run.parent.glob("*.failed-*"))
-    record = runner.read_json(tmp_path / "runs" / "tiny" / "sweep_logs" / "rope-linear.json")
-    assert (record["status"], record["action"], record["attempts"]) == ("finished", "resume", 2)
+    record = runner.read_json(run.parent / "sweep_logs" / f"{run.name}.json")
+    assert (record["status"], record["action"], record["attempts"]) == ("finished", "resume", 1)
 
 
 def test_a_failing_run_does_not_stop_the_others_and_is_retried_alone(tmp_path, monkeypatch, capsys):

@@ -36,7 +36,8 @@ Every combination goes through the check the command runs before it starts
 runs or is created, ``--dry-run`` or not; the first bad one is one line naming its run and
 the rule. ``exclude:`` drops combinations (matched by type and value, see
 :mod:`roformer_lit.sweep.spec`); excluding all of them is an error.
-Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0) are skipped,
+Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0, or a
+``last.ckpt`` at the run's end: a fit killed after its last checkpoint) are skipped,
 once their ``config.yaml`` shows they ran with the settings the sweep gives them now (else
 one line, nothing run: :mod:`roformer_lit.sweep.finished`); interrupted runs resume from their ``last.ckpt``; a partial run without a checkpoint is moved
 aside to ``<version>.failed-<k>``. A failed run does not stop the others; the sweep ends with

@@ -4,7 +4,10 @@ per-run logs and records, the local scheduler and the summary table.
 Files, all under ``<root>/<name>/``:
 
 * ``<version>/sweep_done.json``: the completion marker, written only after the run's ``fit``
-  process exited 0. A run is finished iff its marker exists (``last.ckpt`` alone is not).
+  process exited 0. A run is finished iff its marker exists, or its ``last.ckpt`` is at the
+  run's end (:func:`~roformer_lit.training.checkpoint_io.at_its_end`: a ``fit`` killed after
+  its last checkpoint, which a resume would refuse as having nothing left to train); a
+  ``last.ckpt`` before the end is an interrupted run.
 * ``sweep_logs/<version>.out`` / ``.err``: the run's full stdout / stderr, every attempt
   appended after a ``=== attempt N ===`` line.
 * ``sweep_logs/<version>.json``: the run's record (status, exit code, attempts, wall time,
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.sweep.spec import LOGS_DIR, STATUS_FILE, shell_line
+from roformer_lit.training.checkpoint_io import at_its_end
 from roformer_lit.training.run_dir import holder as run_dir_lock_holder
 from roformer_lit.training.run_dir import move_aside
 
@@ -99,7 +103,8 @@ class RunTask:
         return self.logs / f"{self.version}.json"
 
     def finished(self) -> bool:
-        return self.marker.is_file()
+        """Its marker exists, or its ``last.ckpt`` is at the run's end (module docstring)."""
+        return self.marker.is_file() or at_its_end(self.last_ckpt)
 
     def action(self) -> str:
         """``skip`` (finished), ``resume`` (has last.ckpt), ``restart`` (partial directory

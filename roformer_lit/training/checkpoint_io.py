@@ -355,6 +355,22 @@ def read_checkpoint(
     return checkpoint
 
 
+def at_its_end(path: str | os.PathLike[str]) -> bool:
+    """Whether the checkpoint at ``path`` is at its run's end: its ``global_step`` has
+    reached the ``max_steps`` it records (:data:`TRAINER_SETTINGS_KEY`), so a resume would
+    have nothing left to train. False for a file that is missing or unreadable, or that
+    records no end (a checkpoint from before the record, a run without a step limit)."""
+    if not Path(path).is_file():
+        return False
+    try:
+        checkpoint = read_checkpoint(path, require_state_dict=False)
+    except ConfigError:
+        return False
+    step = checkpoint.get("global_step")
+    max_steps = (checkpoint.get(TRAINER_SETTINGS_KEY) or {}).get("max_steps")
+    return _is_int(step) and _is_int(max_steps) and 0 < max_steps <= step
+
+
 class AtomicCheckpointIO(TorchCheckpointIO):
     """``TorchCheckpointIO`` whose local saves are atomic (see the module docstring). Non-finite
     weights are refused earlier, in ``MaskedLM.on_save_checkpoint`` (:func:`refuse_nonfinite`),
