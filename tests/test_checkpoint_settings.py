@@ -13,10 +13,16 @@ import pytest
 
 from roformer_lit.commands.checkpoint_settings import (
     CHECKPOINT_SETTINGS,
+    EXACT,
+    EXACT_BY,
+    FINISHED,
     MACHINE_SETTINGS,
     NOTICE,
     QUIET,
     REFUSE,
+    TRAINING_SECTIONS,
+    changed_steps,
+    check_steps_left,
     checkpoint_settings,
     config_file_keys,
     typed_keys,
@@ -27,6 +33,7 @@ from roformer_lit.data.modules import DATA_MODULES, class_path
 from roformer_lit.data.probe_module import ProbeDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
+from roformer_lit.training.lifecycle import run_length_records
 
 
 class _Parser(RoformerCLI):
@@ -74,8 +81,12 @@ TYPED = {
     ),
     "a config file": (["--config", "configs/rope.yaml"], set()),
     "a section file": (["--data", "my_data.yaml"], set()),
-    "other sections": (["--trainer.max_steps", "5", "--seed_everything", "3"], set()),
-    "a value that looks like a key": (["--trainer.logger.init_args.name", "data.seed"], set()),
+    "the run's length": (["--trainer.max_steps", "5"], {"trainer.max_steps"}),
+    "other sections": (["--seed_everything", "3", "--checkpoint.monitor", "x"], set()),
+    "a value that looks like a key": (
+        ["--trainer.logger.init_args.name", "data.seed"],
+        {"trainer.logger"},
+    ),
 }
 
 
@@ -101,9 +112,24 @@ def _arguments(cls: type) -> list[str]:
     return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
 
 
-ARGUMENTS = [f"model.{a}" for a in _arguments(MaskedLM)] + [
-    f"data.{a}" for cls in DATA_MODULES for a in cls.arguments()
-]
+#: The trainer's settings a checkpoint records (RunModule.on_save_checkpoint).
+RECORDED_TRAINER = ["trainer.max_steps"]
+ARGUMENTS = (
+    [f"model.{a}" for a in _arguments(MaskedLM)]
+    + [f"data.{a}" for cls in DATA_MODULES for a in cls.arguments()]
+    + RECORDED_TRAINER
+)
+
+
+def test_the_recorded_trainer_settings_are_the_trainers(options):
+    """What a checkpoint records of the trainer (``run_length_records``) are ``fit`` options."""
+
+    class Trained:
+        max_steps = 7
+
+    recorded = run_length_records(Trained(), 7)["trainer_settings"]
+    assert [f"trainer.{key}" for key in recorded] == RECORDED_TRAINER
+    assert all(f"--{name}" in options for name in RECORDED_TRAINER)
 
 
 @pytest.mark.parametrize("name", ARGUMENTS)
@@ -114,7 +140,9 @@ def test_every_setting_is_in_the_table_or_the_machines(name):
 @pytest.mark.parametrize("name", sorted(CHECKPOINT_SETTINGS))
 def test_the_table_names_real_settings_and_actions(name):
     assert name in ARGUMENTS
-    assert set(CHECKPOINT_SETTINGS[name]) <= {REFUSE, NOTICE, QUIET}
+    evaluate, resume = CHECKPOINT_SETTINGS[name]
+    assert evaluate in (REFUSE, NOTICE, QUIET) and resume in (REFUSE, NOTICE, QUIET, EXACT)
+    assert (resume == EXACT) == (name in EXACT_BY)
 
 
 def _task(key: str) -> dict:
@@ -127,6 +155,8 @@ def _checkpoint(name: str, value: object) -> dict:
     section, key = name.split(".")
     if section == "model":
         return {"hyper_parameters": {key: value}}
+    if section == "trainer":
+        return {"trainer_settings": {key: value}}
     saved_as = "requested_vocab_size" if key == "vocab_size" else key  # how it is saved
     return {"datamodule_hyper_parameters": {saved_as: value, **_task(key)}}
 
@@ -134,8 +164,8 @@ def _checkpoint(name: str, value: object) -> dict:
 def _config(name: str, value: object) -> dict:
     """A parsed config: the data section names the class that takes the setting."""
     section, key = name.split(".")
-    if section == "model":
-        return {"model": {key: value}, "data": {}}
+    if section in ("model", "trainer"):
+        return {"model": {}, "data": {}, "trainer": {}, section: {key: value}}
     owner = next(cls for cls in DATA_MODULES if key in cls.arguments())
     init_args = {key: value, **_task(key)}
     return {"model": {}, "data": {"class_path": class_path(owner), "init_args": init_args}}
@@ -146,7 +176,7 @@ def _config(name: str, value: object) -> dict:
 def test_a_typed_value_that_differs_does_what_the_table_says(name, resume):
     action = CHECKPOINT_SETTINGS[name][resume]
     checkpoint, config = _checkpoint(name, "theirs"), _config(name, "ours")
-    if action == REFUSE:
+    if action in (REFUSE, EXACT):  # exact: a step count that is no number keeps nothing
         with pytest.raises(ConfigError) as info:
             checkpoint_settings(checkpoint, config, {name}, resume, "run.ckpt")
         line = str(info.value)
@@ -164,8 +194,8 @@ def _filled(name: str, value: object) -> dict:
     """The fill setting ``name`` to the run's ``value``: a data value names the run's class
     (the parser reads a section without one as the default class's)."""
     section, key = name.split(".")
-    if section == "model":
-        return {"model": {key: value}}
+    if section in ("model", "trainer"):
+        return {section: {key: value}}
     owner = next(cls for cls in DATA_MODULES if key in cls.arguments())
     return {"data": {"class_path": class_path(owner), "init_args": {key: value}}}
 
@@ -174,6 +204,12 @@ def _filled(name: str, value: object) -> dict:
 @pytest.mark.parametrize("name", sorted(CHECKPOINT_SETTINGS))
 def test_an_untyped_value_is_the_runs(name, resume):
     checkpoint, config = _checkpoint(name, "theirs"), _config(name, "ours")
+    if not resume and name.split(".")[0] in TRAINING_SECTIONS:  # the run's length: fit only
+        assert checkpoint_settings(checkpoint, config, set(), resume, "run.ckpt", {name}) == (
+            {},
+            [],
+        )
+        return
     fill, notes = checkpoint_settings(checkpoint, config, set(), resume, "run.ckpt")
     assert fill == _filled(name, "theirs") and notes == []
     # from a --config file: replaced, and the note says so
@@ -330,3 +366,114 @@ def test_a_typed_task_names_its_class_in_the_fill():
         "init_args": {"max_val_blocks": 8},
     }
     assert notes == ["note: evaluating at data.probe='reverse', the run trained at 'copy'"]
+
+
+# -- the run's length --------------------------------------------------------------------------
+
+
+def _stopped(schedule: str, step: int, planned: int | None) -> dict:
+    """A checkpoint at ``step`` of a run planned for ``planned`` steps (warm-up 2, wsd
+    decaying over the last half of the steps after it)."""
+    settings = {"lr_schedule": schedule, "warmup_steps": 2, "min_lr_ratio": 0.1}
+    checkpoint = {"global_step": step, "hyper_parameters": {**settings, "decay_fraction": 0.5}}
+    if planned is not None:
+        checkpoint["schedule_steps"] = planned
+        checkpoint["trainer_settings"] = {"max_steps": planned}
+    return checkpoint
+
+
+#: case -> (schedule, step, steps planned, the command's max_steps and max_epochs, what
+#: changed_steps says: None where the resumed run is the one planned so, else words of why).
+LENGTHS = {
+    "constant, longer": ("constant", 4, 8, (12, None), None),
+    "constant, shorter": ("constant", 4, 8, (6, -1), None),
+    "linear while warming up": ("linear", 2, 8, (12, None), None),
+    "linear after warm-up": ("linear", 4, 8, (12, None), "'linear' learning-rate schedule"),
+    "wsd while stable": ("wsd", 6, 20, (40, None), None),
+    "wsd while decaying": ("wsd", 15, 20, (40, None), "'wsd' learning-rate schedule"),
+    "a finished run": ("constant", 8, 8, (12, None), FINISHED),
+    "no record": ("constant", 4, None, (12, None), "does not record"),
+    "an epoch limit": ("constant", 4, 8, (12, 3), "not be a trainer.max_steps alone"),
+    "no step limit": ("constant", 4, 8, (-1, 3), "not be a trainer.max_steps alone"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LENGTHS))
+def test_changed_steps_says_when_a_resume_is_the_run_planned_so(case):
+    schedule, step, planned, (max_steps, epochs), why = LENGTHS[case]
+    got = changed_steps(
+        _stopped(schedule, step, planned), {"max_steps": max_steps, "max_epochs": epochs}
+    )
+    if why is None:
+        assert got is None
+    else:
+        assert got is not None and why in got and "\n" not in got
+
+
+def test_a_typed_max_steps_is_noted_where_exact_and_refused_where_not():
+    config = {"model": {}, "data": {}, "trainer": {"max_steps": 12, "max_epochs": None}}
+    typed = {"trainer.max_steps"}
+    fill, notes = checkpoint_settings(_stopped("constant", 4, 8), config, typed, True, "run.ckpt")
+    assert fill == {} and notes == [
+        "note: resuming with trainer.max_steps=12, the run trained at 8"
+    ]
+    with pytest.raises(ConfigError) as info:
+        checkpoint_settings(_stopped("linear", 4, 8), config, typed, True, "run.ckpt")
+    line = str(info.value)
+    assert "run.ckpt" in line and "max_steps=8" in line and "trainer.max_steps=12" in line
+    assert "leave the flag out" in line
+    with pytest.raises(ConfigError, match="has finished.*: train a new run$"):
+        checkpoint_settings(_stopped("constant", 8, 8), config, typed, True, "run.ckpt")
+    # an evaluation has no length: nothing compared, nothing filled
+    assert checkpoint_settings(_stopped("linear", 4, 8), config, typed, False, "run.ckpt") == (
+        {},
+        [],
+    )
+
+
+def test_a_config_files_max_steps_is_replaced_by_the_runs():
+    config = {"model": {}, "data": {}, "trainer": {"max_steps": 600}}
+    checkpoint = _stopped("linear", 4, 8)
+    fill, notes = checkpoint_settings(
+        checkpoint, config, set(), True, "run.ckpt", {"trainer.max_steps"}
+    )
+    assert fill == {"trainer": {"max_steps": 8}}
+    assert notes == [
+        "note: the run's own settings (from run.ckpt) replace the --config files': "
+        "trainer.max_steps=600 -> 8"
+    ]
+
+
+#: case -> (the checkpoint, the command's max_steps, words of the one line; None: resumes).
+STEPS_LEFT = {
+    "finished": (
+        _stopped("linear", 8, 8),
+        8,
+        [
+            "run.ckpt is at step 8 and trainer.max_steps is 8",
+            FINISHED,
+            "a larger --trainer.max_steps",
+        ],
+    ),
+    "finished, no record": (_stopped("linear", 8, None), 8, ["is at step 8", "new run"]),
+    "stopped, given fewer steps than it took": (
+        _stopped("constant", 4, 8),
+        3,
+        ["is at step 4 and trainer.max_steps is 3", "leave the flag out or pass a larger"],
+    ),
+    "stopped": (_stopped("linear", 4, 8), 8, None),
+    "no step limit": (_stopped("linear", 8, 8), -1, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STEPS_LEFT))
+def test_a_run_with_nothing_left_to_train_is_refused_in_one_line(case):
+    checkpoint, max_steps, words = STEPS_LEFT[case]
+    config = {"trainer": {"max_steps": max_steps, "max_epochs": None}}
+    if words is None:
+        check_steps_left(checkpoint, config, "run.ckpt")
+        return
+    with pytest.raises(ConfigError) as info:
+        check_steps_left(checkpoint, config, "run.ckpt")
+    line = str(info.value)
+    assert "\n" not in line and all(w in line for w in words), line

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import CONFIGS, REPO, TINY, fit_args
+from cli_helpers import CONFIGS, REPO, TINY, fit_args, fit_preempted
 
-from roformer_lit.commands import main
+from roformer_lit.commands import EXIT_PREEMPTED, main
 from roformer_lit.results.events import read_run
 
 SCALARS = [
@@ -288,9 +288,9 @@ def test_length_extrapolation_table_and_validate_at_longer_length(
 def test_restart_from_last_ckpt_continues_in_its_own_run_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     every_step = ["--trainer.log_every_n_steps", "1", "--trainer.val_check_interval", "2"]
-    assert main(fit_args("nope.yaml", 3, *every_step)) == 0
+    assert fit_preempted(fit_args("nope.yaml", 5, *every_step), 3) == EXIT_PREEMPTED
     run = tmp_path / "runs" / "mlm" / "nope-softmax-seed0"
-    # the last step (3) is not a validation step: last.ckpt must still hold it
+    # preempted at step 3, not a validation step: last.ckpt must still hold it
     assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["global_step"] == 3
     config_before = (run / "config.yaml").read_text()
     resume = ["--ckpt_path", str(run / "checkpoints" / "last.ckpt")]
@@ -298,9 +298,9 @@ def test_restart_from_last_ckpt_continues_in_its_own_run_directory(tmp_path, mon
     runs = sorted(p.name for p in (tmp_path / "runs" / "mlm").iterdir() if p.is_dir())
     assert runs == ["nope-softmax-seed0"]
     ckpt = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)
-    assert ckpt["global_step"] == 5
+    assert ckpt["global_step"] == 5  # the last step, not a validation step either
     assert (run / "config.yaml").read_text() == config_before
-    assert (run / "config-resumed-1.yaml").is_file()  # the restart's config differs (max_steps)
+    assert (run / "config-resumed-1.yaml").is_file()  # the restart's config differs (ckpt_path)
     steps = [s.step for s in read_run(run).scalars["train/loss"]]
     assert steps == sorted(steps) and max(steps) >= 4
 

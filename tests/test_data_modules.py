@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 import torch
-from cli_helpers import CONFIGS, probe_fit_args
+from cli_helpers import CONFIGS, fit_preempted, probe_fit_args
 
-from roformer_lit.commands import EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_PREEMPTED, EXIT_USER_ERROR, main
 from roformer_lit.commands.checkpoint_settings import checkpoint_settings
 from roformer_lit.commands.prelaunch import CROSS_SECTION_RULES, check_fit_config
 from roformer_lit.commands.pretrain import validate_config
@@ -229,7 +229,7 @@ def test_extrapolate_reads_an_old_checkpoints_data(tmp_path, task):
 @pytest.mark.trainer
 def test_an_old_checkpoint_validates_and_resumes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert main(probe_fit_args("copy", 2, 2)) == 0
+    assert fit_preempted(probe_fit_args("copy", 3, 2), 2) == EXIT_PREEMPTED  # resumable
     (ckpt,) = tmp_path.glob("runs/probes/*/checkpoints/last.ckpt")
     checkpoint = torch.load(ckpt, map_location="cpu", weights_only=True)
     new = checkpoint["datamodule_hyper_parameters"]

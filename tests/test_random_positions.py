@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import fit_args, probe_fit_args
+from cli_helpers import fit_args, fit_preempted, probe_fit_args
 from model_factory import VALID_PAIRS, random_ids, small_model, visible_model
 
 from roformer_lit import POSITION_SCHEMES
-from roformer_lit.commands import EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_PREEMPTED, EXIT_USER_ERROR, main
 from roformer_lit.data import CorpusDataModule, ProbeDataModule
 from roformer_lit.data.modules import data_module as section_module
 from roformer_lit.errors import ConfigError
@@ -468,7 +468,7 @@ def test_validate_and_resume_keep_the_runs_positions(tmp_path, monkeypatch):
     line (as its corpus and tokenizer are)."""
     monkeypatch.chdir(tmp_path)
     switch = ["--data.random_positions", "1024", "--data.validation_positions", "random"]
-    assert main(fit_args("rope.yaml", 2, *switch)) == 0
+    assert fit_preempted(fit_args("rope.yaml", 4, *switch), 2) == EXIT_PREEMPTED
     ckpt = next(tmp_path.rglob("last.ckpt"))
     seen = record_positions(monkeypatch)
     validate = [a if a != "fit" else "validate" for a in fit_args("rope.yaml", 2)]

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from cli_helpers import probe_fit_args
+from cli_helpers import fit_preempted, probe_fit_args
 
+from roformer_lit.commands import EXIT_PREEMPTED
 from roformer_lit.commands import main as cli_main
 from roformer_lit.training.lifecycle import NUMERICS_KEY, numerics_record, numerics_warning
 from roformer_lit.training.numerics_history import HISTORY_KEY, extended, read_history, read_record
@@ -60,6 +61,19 @@ def test_the_cpu_record_names_this_machine():
     assert record["processor"]
 
 
+#: One run of 12 steps, trained in stretches: each preempted at its last step (a finished
+#: run is not continued), the last one ends the run.
+RUN = probe_fit_args("copy", 12, 2)
+
+
+def stretch(until: int, *extra: str) -> None:
+    """Train ``RUN`` (with ``extra``: ``--ckpt_path``) up to step ``until``."""
+    if until == 12:
+        assert cli_main([*RUN, *extra]) == 0
+    else:
+        assert fit_preempted([*RUN, *extra], until) == EXIT_PREEMPTED
+
+
 @pytest.mark.trainer
 def test_a_checkpoint_records_its_threads_and_a_resume_with_others_says_so(
     tmp_path, monkeypatch, capsys
@@ -68,20 +82,20 @@ def test_a_checkpoint_records_its_threads_and_a_resume_with_others_says_so(
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        assert cli_main(probe_fit_args("copy", 4, 2)) == 0
+        stretch(4)
         (ckpt,) = tmp_path.rglob("last.ckpt")
         saved = torch.load(ckpt, map_location="cpu", weights_only=True)
         assert saved[NUMERICS_KEY] == numerics_record_at(1)
         capsys.readouterr()
 
         # resumed at the same count: nothing said
-        assert cli_main([*probe_fit_args("copy", 6, 2), "--ckpt_path", str(ckpt)]) == 0
+        stretch(6, "--ckpt_path", str(ckpt))
         assert "resumes with" not in capsys.readouterr().err
 
         # resumed at another count: one warning line naming both counts
         (ckpt,) = tmp_path.rglob("last.ckpt")
         torch.set_num_threads(2)
-        assert cli_main([*probe_fit_args("copy", 8, 2), "--ckpt_path", str(ckpt)]) == 0
+        stretch(8, "--ckpt_path", str(ckpt))
         lines = [line for line in capsys.readouterr().err.splitlines() if "resumes with" in line]
         expected = numerics_warning(numerics_record_at(1), numerics_record_at(2))
         assert lines == ["warning: " + expected]
@@ -98,7 +112,7 @@ def test_a_checkpoint_records_its_threads_and_a_resume_with_others_says_so(
             resumed[NUMERICS_KEY] = damaged
             torch.save(resumed, ckpt)
             capsys.readouterr()
-            assert cli_main([*probe_fit_args("copy", steps, 2), "--ckpt_path", str(ckpt)]) == 0
+            stretch(steps, "--ckpt_path", str(ckpt))
             err = capsys.readouterr().err
             warned = [line for line in err.splitlines() if "numerics record is a" in line]
             assert len(warned) == 1 and type(damaged).__name__ in warned[0], err[-2000:]

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import CONFIGS, fit_args
+from cli_helpers import CONFIGS, fit_args, fit_preempted
 
-from roformer_lit.commands import EXIT_INTERRUPTED, EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_INTERRUPTED, EXIT_PREEMPTED, EXIT_USER_ERROR, main
 from roformer_lit.errors import ConfigError
 from roformer_lit.safe_input import MAX_YAML_NODES, YAMLBombError, check_yaml_size
 from roformer_lit.training import run_dir
@@ -75,11 +75,12 @@ class Payload:
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory with one finished tiny run and a crafted checkpoint."""
+    """A directory with one tiny run preempted at step 4 of 8 (one that a resume continues;
+    a finished run is not continued) and a crafted checkpoint."""
     work = tmp_path_factory.mktemp("hostile")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(work)
-        assert main(fit_args("rope.yaml", 4)) == 0
+        assert fit_preempted(fit_args("rope.yaml", 8), 4) == EXIT_PREEMPTED
     crafted = work / "crafted" / "checkpoints"
     crafted.mkdir(parents=True)
     good = torch.load(work / LAST, map_location="cpu", weights_only=True)

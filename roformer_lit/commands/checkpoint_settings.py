@@ -17,7 +17,18 @@ from the command line by :func:`typed_keys`, not from equality with a default: a
 * ``notice`` -- it wins, with one ``note:`` line ("evaluating at data.max_length=512, the
   run trained at 128");
 * ``quiet`` -- it wins silently (it does not change what is measured or trained:
-  ``batch_size`` of an evaluation, the learning rate of an evaluation).
+  ``batch_size`` of an evaluation, the learning rate of an evaluation);
+* ``exact`` -- a notice where the resumed run is the run that was planned so from the
+  start (:data:`EXACT_BY`), else one ``error:`` line saying why.
+
+The run's length is a setting of training only: a resumed ``fit`` also takes
+``trainer.max_steps`` from the checkpoint (its ``trainer_settings`` record; a ``--config``
+file cannot extend or shorten a run), and :func:`check_steps_left` refuses, in one line, a
+run with nothing left to train. The learning-rate schedule is planned from the run's
+length, so a typed ``--trainer.max_steps`` is ``exact`` (:func:`changed_steps`):
+taken by a run stopped before its end whose steps so far keep their learning rates (a
+``constant`` schedule, or a decaying one still warming up), refused otherwise; a finished
+run is never continued. Checkpoints from before the length was recorded are not compared.
 
 The data module's class comes from the checkpoint too: its saved settings name a
 position task (``probe``) or not (:func:`~roformer_lit.data.modules.data_class_for`, which
@@ -38,8 +49,11 @@ from roformer_lit.data.modules import class_path, complete_settings, data_class_
 from roformer_lit.encoder_config import ENCODER_FIELDS
 from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import plain, same_plan
+from roformer_lit.training.checkpoint_io import SCHEDULE_STEPS_KEY, TRAINER_SETTINGS_KEY
+from roformer_lit.training.lifecycle import same_rates_until
+from roformer_lit.training_config import TrainingConfig
 
-REFUSE, NOTICE, QUIET = "refuse", "notice", "quiet"
+REFUSE, NOTICE, QUIET, EXACT = "refuse", "notice", "quiet", "exact"
 
 #: Setting -> (what a typed value that differs from the run's does in an evaluation, and
 #: in a resumed ``fit``). The one place these choices are made; docs/guide/runs.md shows it.
@@ -117,6 +131,8 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
     "data.probe_hint": (QUIET, REFUSE),
     "data.batch_size": (QUIET, REFUSE),
     "data.max_train_blocks": (QUIET, REFUSE),
+    # the run's length: compared in a resume only (an evaluation has none)
+    "trainer.max_steps": (QUIET, EXACT),
 }
 
 
@@ -129,7 +145,13 @@ SAME_BY: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], bool]] = {
 }
 
 #: Sections a checkpoint fills, and where the checkpoint keeps each one's settings.
-SECTIONS = {"model": "hyper_parameters", "data": "datamodule_hyper_parameters"}
+SECTIONS = {
+    "model": "hyper_parameters",
+    "data": "datamodule_hyper_parameters",
+    "trainer": TRAINER_SETTINGS_KEY,
+}
+#: Sections filled in a resumed ``fit`` only: the run's length means nothing to an evaluation.
+TRAINING_SECTIONS = ("trainer",)
 #: The data module saves ``data.vocab_size`` under this name.
 _SAVED_AS = {"data.vocab_size": "requested_vocab_size"}
 
@@ -324,6 +346,143 @@ def _equivalent(name: str, model: Any, saved: Mapping[str, Any]) -> bool:
     return same(plain(model), theirs)
 
 
+#: The run's schedule settings where a checkpoint does not name them (its version's defaults).
+_SCHEDULE_DEFAULTS = {
+    key: getattr(TrainingConfig, key)
+    for key in ("warmup_steps", "min_lr_ratio", "lr_schedule", "decay_fraction")
+}
+
+
+def _schedule(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's learning-rate schedule settings (``model.warmup_steps``, ``min_lr_ratio``,
+    ``lr_schedule``, ``decay_fraction``) as its checkpoint saved them."""
+    saved = checkpoint.get("hyper_parameters")
+    saved = saved if isinstance(saved, Mapping) else {}
+    return {key: saved.get(key, default) for key, default in _SCHEDULE_DEFAULTS.items()}
+
+
+#: Why a finished run is not continued: what its checkpoint at the end closed.
+FINISHED = (
+    "the run has finished, and a finished run cannot be continued exactly (its last "
+    "checkpoint closed the epoch, and a decaying learning rate ended there)"
+)
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def changed_steps(checkpoint: Mapping[str, Any], trainer: Any) -> str | None:
+    """Why resuming with the command's ``trainer`` section (its ``max_steps``) would not give
+    the run that was planned for ``max_steps`` from the start, or None where it would: the
+    checkpoint is from before the run's end (its ``global_step`` below the total its
+    schedule was planned for, the ``schedule_steps`` record; the checkpoint at the end has
+    closed the epoch, so the data would not continue where they were), and the run's
+    schedule gives the steps it took the same learning rates over either total
+    (:func:`~roformer_lit.training.lifecycle.same_rates_until`: ``constant`` always,
+    ``wsd`` while stable, any schedule while warming up). Not where a total is unknown: no
+    record, no step limit, or a ``max_epochs`` that may end the run first."""
+    trainer = trainer if trainer is not None else {}
+    total, epochs = trainer.get("max_steps"), trainer.get("max_epochs")
+    planned, step = checkpoint.get(SCHEDULE_STEPS_KEY), checkpoint.get("global_step")
+    if not _int(planned) or not _int(step):
+        return "the checkpoint does not record the length its learning rates were planned for"
+    if step >= planned:
+        return FINISHED
+    if not _int(total) or total <= 0 or (epochs is not None and epochs >= 0):
+        return (
+            f"its learning rates were planned for {planned} steps, and this run's length "
+            "would not be a trainer.max_steps alone"
+        )
+    schedule = _schedule(checkpoint)
+    kept = same_rates_until(
+        step,
+        (planned, total),
+        int(schedule["warmup_steps"]),
+        float(schedule["min_lr_ratio"]),
+        str(schedule["lr_schedule"]),
+        float(schedule["decay_fraction"]),
+    )
+    if kept:
+        return None
+    return (
+        f"its {schedule['lr_schedule']!r} learning-rate schedule planned the rates of the "
+        f"{step} steps it took for its own length"
+    )
+
+
+#: The test of each ``exact`` setting: (the checkpoint, the command's section holding the
+#: setting) -> why the resumed run would not be the run planned so, or None.
+EXACT_BY: dict[str, Callable[[Mapping[str, Any], Any], str | None]] = {
+    "trainer.max_steps": changed_steps,
+}
+
+
+def check_steps_left(checkpoint: Mapping[str, Any], config: Any, path: str) -> None:
+    """Refuse, in one ConfigError line, to resume a run with nothing left to train: the
+    checkpoint's step has reached the command's ``trainer.max_steps`` (the run's own unless
+    typed). Lightning would train nothing and still write into the finished run (an events
+    file, a config). The line says how to train further: a larger ``--trainer.max_steps``
+    where one keeps the steps taken (:func:`changed_steps`: a run stopped before its end,
+    given a smaller one), else a new run."""
+    trainer = config.get("trainer") if config.get("trainer") is not None else {}
+    step, max_steps = checkpoint.get("global_step"), trainer.get("max_steps")
+    if not _int(step) or not _int(max_steps) or max_steps <= 0 or step < max_steps:
+        return
+    longer = {"max_steps": step + 1, "max_epochs": trainer.get("max_epochs")}
+    why = changed_steps(checkpoint, longer)
+    how = (
+        "to train on, leave the flag out or pass a larger --trainer.max_steps"
+        if why is None
+        else f"{why}: to train longer, train a new run with a larger --trainer.max_steps"
+    )
+    raise ConfigError(
+        f"checkpoint {path} is at step {step} and trainer.max_steps is {max_steps}: nothing "
+        f"is left to train; {how}"
+    )
+
+
+def _typed_value(
+    checkpoint: Mapping[str, Any],
+    name: str,
+    values: tuple[Any, Any],
+    section: Any,
+    resume: bool,
+    path: str,
+) -> str | None:
+    """What a typed value of setting ``name`` that differs from the run's does, as
+    :data:`CHECKPOINT_SETTINGS` says (``values``: the command's, the run's; ``section``: the
+    command's section holding it): the ``note:`` line, None (quiet), or a ConfigError line."""
+    ours, saved = values
+    key = name.split(".", 1)[1]
+    action = CHECKPOINT_SETTINGS.get(name, (QUIET, QUIET))[resume]
+    if action == EXACT:
+        why = EXACT_BY[name](checkpoint, section)
+        if why is not None:
+            advice = (
+                "train a new run" if why == FINISHED else "leave the flag out, or train a new run"
+            )
+            raise ConfigError(
+                f"checkpoint {path} was trained with {key}={_plain(saved)!r}, this run has "
+                f"{name}={_plain(ours)!r}; {why}: {advice}"
+            )
+        action = NOTICE
+    if action == REFUSE:
+        advice = (
+            "a resumed run continues as it trained: leave the flag out, or train a new run"
+            if resume
+            else "its weights were trained for that: leave the flag out"
+        )
+        raise ConfigError(
+            f"checkpoint {path} was trained with {key}={_plain(saved)!r}, this run has "
+            f"{name}={_plain(ours)!r}; {advice}"
+        )
+    if action == NOTICE:
+        doing = "resuming with" if resume else "evaluating at"
+        return f"note: {doing} {name}={_plain(ours)!r}, the run trained at {_plain(saved)!r}"
+    return None
+
+
 def checkpoint_settings(
     checkpoint: Mapping[str, Any],
     config: Any,
@@ -346,6 +505,8 @@ def checkpoint_settings(
     replaced: list[str] = []
     saved_all = saved_settings(checkpoint)
     sections: dict[str, Any] = {"model": config.get("model")}
+    if resume:
+        sections.update({name: config.get(name) for name in TRAINING_SECTIONS})
     data_class = None
     if config.get("data") is not None and not pretraining_data:
         sections["data"] = config.get("data")
@@ -367,22 +528,9 @@ def checkpoint_settings(
             if name in from_files:
                 replaced.append(f"{name}={_plain(ours)!r} -> {_plain(saved)!r}")
             continue
-        action = CHECKPOINT_SETTINGS.get(name, (QUIET, QUIET))[resume]
-        if action == REFUSE:
-            advice = (
-                "a resumed run continues as it trained: leave the flag out, or train a new run"
-                if resume
-                else "its weights were trained for that: leave the flag out"
-            )
-            raise ConfigError(
-                f"checkpoint {path} was trained with {key}={_plain(saved)!r}, this run has "
-                f"{name}={_plain(ours)!r}; {advice}"
-            )
-        if action == NOTICE:
-            doing = "resuming with" if resume else "evaluating at"
-            notes.append(
-                f"note: {doing} {name}={_plain(ours)!r}, the run trained at {_plain(saved)!r}"
-            )
+        note = _typed_value(checkpoint, name, (ours, saved), current, resume, path)
+        if note is not None:
+            notes.append(note)
     if data_class is not None and "data" in fill and "init_args" not in fill["data"]:
         # named even where the command's class is the run's: values given without it are
         # read against the parser's default class (the corpus)
@@ -398,10 +546,16 @@ def checkpoint_settings(
 
 __all__ = [
     "CHECKPOINT_SETTINGS",
+    "EXACT",
+    "EXACT_BY",
+    "FINISHED",
     "MACHINE_SETTINGS",
     "NOTICE",
     "QUIET",
     "REFUSE",
+    "TRAINING_SECTIONS",
+    "changed_steps",
+    "check_steps_left",
     "checkpoint_settings",
     "config_file_keys",
     "same_setting",

@@ -28,6 +28,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveCon
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from roformer_lit.commands.checkpoint_settings import (
+    check_steps_left,
     checkpoint_settings,
     config_file_keys,
     typed_keys,
@@ -138,7 +139,9 @@ class RoformerCLI(CompatCLI):
         checkpoint (one ``error:`` line, not a PyTorch traceback). Its run's model and data
         settings then replace the command's, except those typed on the command line, which
         the table of :mod:`~roformer_lit.commands.checkpoint_settings` lets win (with a
-        ``note:`` line) or refuses in one line."""
+        ``note:`` line) or refuses in one line. A resumed ``fit`` takes the run's
+        ``trainer.max_steps`` too, and a run with nothing left to train is refused here,
+        before anything is written (:func:`check_steps_left`)."""
         self._checkpoint = None
         subcommand = self.config.get("subcommand")
         if not subcommand:
@@ -164,6 +167,8 @@ class RoformerCLI(CompatCLI):
                 print(note, file=sys.stderr, flush=True)
         if fill:
             self.config = self.parser.parse_object({subcommand: fill}, self.config)
+        if subcommand == "fit":
+            check_steps_left(checkpoint, self.config[subcommand], path)
 
     def before_instantiate_classes(self) -> None:
         """Pick and claim the run directory (:mod:`roformer_lit.training.run_dir`): resume into a

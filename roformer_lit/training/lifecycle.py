@@ -241,6 +241,31 @@ def lr_factor(
     return floor + (1.0 - floor) * (1.0 - progress)
 
 
+def planned_warmup(warmup: int, total: int, schedule: str) -> int:
+    """The warm-up steps a schedule of ``total`` steps runs: ``warmup``, at most ``total - 1``
+    for a schedule that decays (its last step decays); ``constant`` takes it as it is."""
+    return warmup if schedule == "constant" else min(warmup, max(total - 1, 0))
+
+
+def same_rates_until(
+    step: int, totals: tuple[int, int], warmup: int, floor: float, schedule: str, fraction: float
+) -> bool:
+    """Whether a schedule (:func:`lr_factor`, warm-up by :func:`planned_warmup`) gives
+    optimiser steps ``0 .. step - 1`` the same factors, bit for bit, over either of two
+    ``totals``: then the steps a run planned for one total took are those a run planned
+    for the other takes (``constant`` always; ``wsd`` while both are stable; any schedule
+    while warming up)."""
+    first, second = totals
+    if first == second:
+        return True
+    warmups = (planned_warmup(warmup, first, schedule), planned_warmup(warmup, second, schedule))
+    return all(
+        lr_factor(s, warmups[0], first, floor, schedule, fraction)
+        == lr_factor(s, warmups[1], second, floor, schedule, fraction)
+        for s in range(step)
+    )
+
+
 def warmup_then_linear(step: int, warmup: int, total: int, floor: float = 0.0) -> float:
     """The learning-rate factor at optimiser step ``step``: ``(step + 1) / (warmup + 1)``
     while warming up, then linear from 1 down to ``floor`` at ``total`` (and ``floor``
@@ -430,9 +455,7 @@ class RunModule(L.LightningModule):
         total = self.total_steps()
         self._schedule_steps = total  # recorded in every checkpoint (SCHEDULE_STEPS_KEY)
         schedule = str(settings.lr_schedule)
-        warmup = self.warmup_steps(total)
-        if schedule != "constant":  # constant takes nothing from the total, warm-up neither
-            warmup = min(warmup, max(total - 1, 0))
+        warmup = planned_warmup(self.warmup_steps(total), total, schedule)
         floor = float(settings.min_lr_ratio)
         fraction = float(settings.decay_fraction)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
