@@ -23,6 +23,7 @@ import yaml
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.safe_input import YAMLBombError, check_yaml_size
+from roformer_lit.tool_arguments import output_path_problem
 
 #: A run's YAML files are a few KB; anything larger is not one.
 MAX_YAML_BYTES = 16 * 1024 * 1024
@@ -145,14 +146,22 @@ def is_run_directory(folder: Path) -> bool:
 
 
 def output_target(
-    where: str | os.PathLike[str], option: str, reads: Sequence[str | os.PathLike[str]] = ()
+    where: str | os.PathLike[str],
+    option: str,
+    reads: Sequence[str | os.PathLike[str]] = (),
+    directory: bool = False,
 ) -> Path:
-    """The path an output option (``--csv FILE``, ``--out DIR``) writes to, or a one-line
-    :class:`ConfigError` before anything is written where writing there would change what a
-    run left: a file the command reads (``reads``; hard links count), a checkpoint
-    (``*.ckpt``), or anything inside a run directory (:func:`is_run_directory`: the target
-    itself or a folder above it)."""
+    """The path an output option (``--csv FILE``, ``--out DIR`` with ``directory``) writes
+    to, or a one-line :class:`ConfigError` before anything is written where no write could
+    reach it (:func:`~roformer_lit.tool_arguments.output_path_problem`: a directory where
+    a file goes, a file where a directory goes or on the way to one, a directory that is
+    not writable) or where writing there would change what a run left: a file the command
+    reads (``reads``; hard links count), a checkpoint (``*.ckpt``), or anything inside a
+    run directory (:func:`is_run_directory`: the target itself or a folder above it)."""
     target = Path(where)
+    problem = output_path_problem(str(target), directory)
+    if problem is not None:
+        raise ConfigError(f"{option} {problem}")
     resolved = target.resolve()
     for read in reads:
         source = Path(read)

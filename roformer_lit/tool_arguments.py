@@ -14,17 +14,26 @@ declared, and every parse error is one line.
   ends are always bounded, so an absurd value (``10**30`` steps) is refused at once, not
   after allocating or looping for hours. argparse prefixes the argument's name:
   ``bench: argument --batch: must be an integer in [1, 4096], got '0'``.
-* :func:`unbounded_numeric_arguments` and :func:`bounded_arguments` -- the flags of a parser
-  that take numbers without a declared range (the tests require there are none), and those
-  with one.
+* :data:`OUTPUT_FILE` and :data:`OUTPUT_DIRECTORY` -- ``type=`` callables declaring an
+  argument a path the tool writes (``extrapolate --csv FILE``, ``compare --out DIR``), checked
+  while the arguments are parsed, before anything is read, evaluated or written: a file must
+  not be a directory, a directory not a file, and the nearest directory that exists on the
+  way must be a writable directory (missing directories are created when the output is
+  written, as every tool does). A path no write could reach is one line naming it, never an
+  ``OSError`` after minutes of evaluation.
+* :func:`unbounded_numeric_arguments`, :func:`bounded_arguments` and
+  :func:`output_arguments` -- the flags of a parser that take numbers without a declared
+  range (the tests require there are none), those with one, and those it writes to.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import ConfigError
@@ -181,6 +190,66 @@ def integer(low: int, high: int) -> Bounded:
 def real(low: float, high: float, low_open: bool = False) -> Bounded:
     """A finite number in ``[low, high]``, or ``(low, high]`` with ``low_open``."""
     return Bounded(float, low, high, low_open)
+
+
+@dataclass(frozen=True)
+class OutputPath:
+    """A path a tool writes: a file, or a directory (``directory``), checked when the
+    command line is parsed (see the module); an argparse ``type`` that returns the word
+    unchanged."""
+
+    directory: bool
+
+    @property
+    def expected(self) -> str:
+        """The valid values in words."""
+        what = "a directory (existing or new)" if self.directory else "a file (existing or new)"
+        return f"{what} under a writable directory; missing directories are created"
+
+    def __call__(self, word: str) -> str:
+        problem = output_path_problem(word, self.directory)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(f"{problem}; valid: {self.expected}")
+        return word
+
+
+def output_path_problem(word: str, directory: bool) -> str | None:
+    """Why no write could create ``word`` (a file, or a ``directory``), in words naming the
+    path at fault; None when nothing on disk is in the way. Nothing is created here."""
+    if not word.strip():
+        return f"{word!r} is an empty path"
+    path = Path(word)
+    if os.path.isdir(path) and not directory:
+        return f"{word} is a directory, not a file"
+    if os.path.lexists(path) and not os.path.isdir(path) and directory:
+        return f"{word} is an existing file, not a directory"
+    nearest = path if directory and os.path.isdir(path) else nearest_existing_parent(path)
+    if not os.path.isdir(nearest):
+        return f"{word} cannot be created: {nearest} is a file, not a directory"
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        return f"{word} cannot be written: the directory {nearest} is not writable"
+    return None
+
+
+def nearest_existing_parent(path: Path) -> Path:
+    """The first of ``path``'s parents that exists (``.`` or ``/`` at the latest): the
+    directory a write creates the missing ones in, or the file in their way."""
+    return next((p for p in path.parents if os.path.lexists(p)), Path(path.anchor or "."))
+
+
+#: ``type=`` of an option naming a file the tool writes (``extrapolate --csv FILE``).
+OUTPUT_FILE = OutputPath(directory=False)
+#: ``type=`` of an option naming a directory the tool writes into (``compare --out DIR``).
+OUTPUT_DIRECTORY = OutputPath(directory=True)
+
+
+def output_arguments(parser: argparse.ArgumentParser) -> dict[str, OutputPath]:
+    """Flag -> what it writes, for every argument of ``parser`` declared an output path."""
+    return {
+        (action.option_strings or [action.dest])[0]: action.type
+        for action in parser._actions
+        if isinstance(action.type, OutputPath)
+    }
 
 
 def unbounded_numeric_arguments(parser: argparse.ArgumentParser) -> list[str]:

@@ -13,6 +13,7 @@ import pytest
 from cli_helpers import probe_fit_args
 
 from roformer_lit.commands import EXIT_USER_ERROR, main
+from roformer_lit.results import extrapolate
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +111,47 @@ def test_an_output_beside_the_runs_is_written(run, tmp_path):
     )
     assert out.read_text(encoding="utf-8").startswith("name,length,metric,value")
     out.unlink()
+
+
+@pytest.mark.parametrize(
+    ("where", "words"),
+    [
+        ("a_file/cells.csv", "a_file is a file, not a directory"),
+        (".", "is a directory, not a file"),
+    ],
+)
+def test_extrapolate_refuses_an_unwritable_csv_before_evaluating(
+    run, tmp_path, monkeypatch, capsys, where, words
+):
+    """``--csv`` where no file can be written was an ``error:`` after every cell was
+    evaluated (minutes of work lost): now the line comes first and nothing is evaluated."""
+    (tmp_path / "a_file").write_text("keep me\n", encoding="utf-8")
+
+    def never(*args, **kwargs):
+        raise AssertionError("evaluated before the --csv path was checked")
+
+    monkeypatch.setattr(extrapolate, "evaluate_checkpoint", never)
+    monkeypatch.chdir(tmp_path)
+    before = _snapshot(tmp_path)
+    capsys.readouterr()
+    ckpt = str(run / "checkpoints" / "last.ckpt")
+    code = main(["extrapolate", ckpt, "--lengths", "8", "--csv", where])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == EXIT_USER_ERROR and "Traceback" not in err
+    assert len(lines) == 1 and lines[0].startswith("error:") and words in lines[0], lines
+    assert "--csv" in lines[0] and _snapshot(tmp_path) == before
+
+
+def test_compare_refuses_out_whose_file_is_a_directory_before_reading(run, tmp_path, capsys):
+    """Each file ``--out`` receives is checked as the directory is: ``compare.csv`` that is
+    a directory was an error after the table was printed."""
+    (tmp_path / "compare.csv").mkdir()
+    before = _snapshot(run.parent)
+    capsys.readouterr()
+    code = main(["compare", str(run.parent), "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == EXIT_USER_ERROR and out == "", out
+    assert len(lines) == 1 and "compare.csv is a directory, not a file" in lines[0], lines
+    assert _snapshot(run.parent) == before and list((tmp_path / "compare.csv").iterdir()) == []

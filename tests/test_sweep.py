@@ -458,6 +458,36 @@ def test_bad_sweep_files_are_refused_before_anything_runs(case, tmp_path, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.yaml"]
 
 
+def test_a_sweep_directory_no_write_could_make_is_one_line_before_preparing(
+    tmp_path, monkeypatch, capsys
+):
+    """``--root`` is checked when parsed; the sweep's own directory, ``<root>/<name>``, as soon
+    as its name is read: a file there was an error after the corpus was prepared."""
+    from roformer_lit.commands import prepare
+
+    write_sweep(tmp_path / "sweep.yaml")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "tiny").write_text("keep me\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+
+    def never(*args, **kwargs):
+        raise AssertionError("prepared before the sweep directory was checked")
+
+    monkeypatch.setattr(prepare, "prepare_runs", never)
+    assert main(["sweep", "--config", "sweep.yaml"]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert (
+        len(lines) == 1
+        and lines[0].startswith("error: sweep: --root runs")
+        and "Traceback" not in err
+    )
+    assert "tiny is an existing file, not a directory" in lines[0], lines
+    assert (tmp_path / "runs" / "tiny").read_text(encoding="utf-8") == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs", "sweep.yaml"]
+
+
 def test_base_relative_to_the_sweep_file(tmp_path, monkeypatch, capsys):
     sweeps = tmp_path / "configs" / "sweeps"
     sweeps.mkdir(parents=True)

@@ -8,6 +8,7 @@ the package, not from the working directory."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,11 @@ from roformer_lit.commands import EXIT_USER_ERROR, export, main
 from roformer_lit.errors import ConfigError
 from roformer_lit.results import extrapolate, locality
 from roformer_lit.results.compare import cli as compare_cli
-from roformer_lit.tool_arguments import bounded_arguments, unbounded_numeric_arguments
+from roformer_lit.tool_arguments import (
+    bounded_arguments,
+    output_arguments,
+    unbounded_numeric_arguments,
+)
 
 #: tool -> (the arguments before the one under test, its parser): every tool with a ToolParser
 TOOLS: dict[str, tuple[list[str], Callable[[], argparse.ArgumentParser]]] = {
@@ -224,3 +229,93 @@ def test_a_repeated_list_option_names_every_value_in_one():
 def test_options_that_collect_may_repeat(argv):
     ns = sweep._parser().parse_args(argv)
     assert ns.only or ns.slurm_setup
+
+
+#: (tool, option naming a path it writes, "file" or "directory"): every output of every tool
+OUTPUTS: list[tuple[str, str, str]] = [
+    ("extrapolate", "--csv", "file"),
+    ("extrapolate", "--budget", "file"),
+    ("compare", "--out", "directory"),
+    ("export", "--out", "directory"),
+    ("sweep", "--root", "directory"),
+    ("bench-data --corpus", "--workdir", "directory"),
+]
+#: kind -> (case, where the option points, words of the refusal)
+UNREACHABLE: dict[str, list[tuple[str, str, str]]] = {
+    "file": [
+        ("under-a-file", "a_file/new/out.csv", "a_file is a file, not a directory"),
+        ("a-directory", "a_dir", "a_dir is a directory, not a file"),
+        ("empty", "", "is an empty path"),
+    ],
+    "directory": [
+        ("under-a-file", "a_file/new", "a_file is a file, not a directory"),
+        ("a-file", "a_file", "a_file is an existing file, not a directory"),
+        ("empty", "", "is an empty path"),
+    ],
+}
+OUTPUT_CASES = [
+    pytest.param(tool, flag, where, words, id=f"{tool}{flag}-{case}")
+    for tool, flag, kind in OUTPUTS
+    for case, where, words in UNREACHABLE[kind]
+]
+
+
+@pytest.fixture
+def in_the_way(here: Path) -> Path:
+    """``here`` with a file ``a_file`` and an empty directory ``a_dir`` in it."""
+    (here / "a_file").write_text("keep me\n", encoding="utf-8")
+    (here / "a_dir").mkdir()
+    return here
+
+
+@pytest.mark.parametrize(("tool", "flag", "where", "words"), OUTPUT_CASES)
+def test_an_output_no_write_could_reach_is_one_line_before_any_work(
+    tool, flag, where, words, in_the_way, capsys
+):
+    """``extrapolate --csv a_file/x.csv`` evaluated for minutes, then failed to write: every
+    tool's output path is checked while its arguments are parsed, so the line names the
+    option, not the missing checkpoint, run directory or corpus the tool would read first."""
+    line = refused([*TOOLS[tool][0], flag, where], in_the_way, capsys)
+    assert f"argument {flag}: " in line and words in line and "valid: " in line, line
+    assert (in_the_way / "a_file").read_text(encoding="utf-8") == "keep me\n"
+    assert list((in_the_way / "a_dir").iterdir()) == []
+
+
+@pytest.mark.parametrize(("tool", "flag", "kind"), OUTPUTS, ids=lambda v: str(v))
+def test_an_output_in_a_directory_that_cannot_be_written_is_refused(
+    tool, flag, kind, in_the_way, monkeypatch, capsys
+):
+    """A read-only directory (stood in for: the tests may run as root, who writes anywhere)."""
+    real_access = os.access
+    locked = str(in_the_way / "a_dir")
+    monkeypatch.setattr(
+        os, "access", lambda p, m: os.path.abspath(p) != locked and real_access(p, m)
+    )
+    line = refused([*TOOLS[tool][0], flag, "a_dir/new/out"], in_the_way, capsys)
+    assert f"argument {flag}: " in line and "the directory a_dir is not writable" in line, line
+
+
+@pytest.mark.parametrize(("tool", "flag", "kind"), OUTPUTS, ids=lambda v: str(v))
+def test_an_output_under_missing_directories_is_accepted_and_not_yet_created(
+    tool, flag, kind, here
+):
+    """Missing directories are created when the output is written (as every tool does),
+    not while the arguments are parsed: a command refused later leaves nothing behind."""
+    declared = output_arguments(TOOLS[tool][1]())
+    assert declared[flag].directory == (kind == "directory")
+    assert declared[flag]("new/deeper/out") == "new/deeper/out"
+    assert not (here / "new").exists()
+
+
+@pytest.mark.parametrize("tool", list(TOOLS))
+def test_every_output_of_every_tool_is_declared_and_has_cases(tool):
+    """A tool's every option that names a path it writes is declared one (``type=``
+    :data:`~roformer_lit.tool_arguments.OUTPUT_FILE` or ``OUTPUT_DIRECTORY``); the tables
+    above list them all, and an option named like an output is one."""
+    parser = TOOLS[tool][1]()
+    declared = output_arguments(parser)
+    assert sorted(declared) == sorted(f for t, f, _ in OUTPUTS if t == tool)
+    for action in parser._actions:
+        named = {o.lstrip("-").replace("-", "_") for o in action.option_strings}
+        if named & {"out", "output", "csv", "budget", "plot", "root", "workdir"}:
+            assert action.option_strings[0] in declared, action.option_strings

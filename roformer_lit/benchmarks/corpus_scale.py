@@ -31,7 +31,7 @@ from pathlib import Path
 from roformer_lit.errors import ConfigError
 from roformer_lit.machine import describe_machine
 from roformer_lit.safe_input import check_readable_file
-from roformer_lit.tool_arguments import PROG, ToolParser, integer
+from roformer_lit.tool_arguments import OUTPUT_DIRECTORY, PROG, ToolParser, integer
 
 
 def synthesise(corpus: str, size_mb: int, out: Path) -> Path:
@@ -119,7 +119,7 @@ def build_parser() -> ToolParser:
     )
     parser.add_argument("--corpus", required=True, help="text to repeat: a file, glob or directory")
     parser.add_argument("--sizes-mb", nargs="+", type=integer(1, 100_000), default=[25, 100, 400])
-    parser.add_argument("--workdir", type=Path, default=Path("bench-data"))
+    parser.add_argument("--workdir", type=OUTPUT_DIRECTORY, default="bench-data")
     parser.add_argument(
         "--config",
         default=None,
@@ -144,7 +144,7 @@ def parse_args(args: Sequence[str]) -> argparse.Namespace:
             )
         ns.config = str(DEFAULT_CONFIG)
     ns.config = str(check_readable_file(ns.config, "--config file").resolve())
-    ns.workdir = ns.workdir.resolve()  # each command runs inside it: no path relative to here
+    ns.workdir = Path(ns.workdir).resolve()  # each command runs inside it: no path relative to here
     return ns
 
 

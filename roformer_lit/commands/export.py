@@ -11,7 +11,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.interop.export import check_out_dir, export_hf
 from roformer_lit.interop.tokenizer import export_tokenizer
 from roformer_lit.module import MaskedLM
-from roformer_lit.tool_arguments import ToolParser
+from roformer_lit.tool_arguments import OUTPUT_DIRECTORY, ToolParser
 from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
 
 
@@ -21,7 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     (``--out a --out b``, which exported into ``b`` without a word) refused."""
     parser = ToolParser("export", description="a checkpoint as a Hugging Face MLM directory")
     parser.add_argument("--ckpt_path", required=True, help="a .ckpt written by fit")
-    parser.add_argument("--out", required=True, help="new HF model directory")
+    parser.add_argument(
+        "--out", type=OUTPUT_DIRECTORY, required=True, help="new HF model directory"
+    )
     parser.add_argument(
         "--tokenizer",
         default=None,

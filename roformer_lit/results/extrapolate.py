@@ -105,7 +105,14 @@ from roformer_lit.run_files import (
     warn,
 )
 from roformer_lit.safe_input import YAMLBombError, safe_yaml_load
-from roformer_lit.tool_arguments import LENGTH, MAX_LENGTH, ToolParser, integer, real
+from roformer_lit.tool_arguments import (
+    LENGTH,
+    MAX_LENGTH,
+    OUTPUT_FILE,
+    ToolParser,
+    integer,
+    real,
+)
 from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
 
 #: Data-module arguments extrapolate sets itself (per length; the positions per ``--positions``),
@@ -746,12 +753,14 @@ def build_parser() -> ToolParser:
     )
     parser.add_argument(
         "--csv",
+        type=OUTPUT_FILE,
         default=None,
         help="also write every cell as long rows name,length,metric,value, "
         "baselines as rows named baseline:<rule>",
     )
     parser.add_argument(
         "--budget",
+        type=OUTPUT_FILE,
         default=None,
         help="also write the rows with each checkpoint's step, name,step,length,metric,value "
         "(accuracy against training steps over step=N.ckpt checkpoints)",

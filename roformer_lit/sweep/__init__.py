@@ -69,7 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.tool_arguments import ToolParser, integer
+from roformer_lit.tool_arguments import OUTPUT_DIRECTORY, ToolParser, integer, output_path_problem
 
 __all__ = ["main"]
 
@@ -87,7 +87,12 @@ def _parser() -> argparse.ArgumentParser:
         "sweep", description="Run every combination of a sweep file's grid as its own fit process."
     )
     p.add_argument("--config", required=True, help="the sweep file (YAML)")
-    p.add_argument("--root", default="runs", help="save_dir of every run (default: runs)")
+    p.add_argument(
+        "--root",
+        type=OUTPUT_DIRECTORY,
+        default="runs",
+        help="save_dir of every run (default: runs)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     p.add_argument(
         "--devices",
@@ -147,10 +152,7 @@ def main(args: Sequence[str]) -> int:
         devices = [d.strip() for d in ns.devices.split(",")]
         if not all(d.isdigit() for d in devices):
             raise ConfigError(f"sweep: --devices must be GPU ids like 0,1,2, got {ns.devices!r}")
-    root = ns.root
-    if not root or not str(root).strip():
-        raise ConfigError("sweep: --root must not be empty")
-
+    root = ns.root  # a path a directory can be made at (OUTPUT_DIRECTORY)
     sweep = load_sweep(ns.config, root, only=ns.only)
     slurm_options: dict[str, Any] = {}
     if ns.launcher == "slurm" or sweep.slurm:
@@ -169,6 +171,9 @@ def main(args: Sequence[str]) -> int:
 
     cwd = os.getcwd()
     sweep_dir = (Path(cwd) / root / sweep.name).resolve()
+    problem = output_path_problem(str(sweep_dir), directory=True)
+    if problem is not None:  # before any corpus is prepared or run launched
+        raise ConfigError(f"sweep: --root {root} with the sweep's name {sweep.name!r}: {problem}")
     # on CPU every run gets the same thread count, whatever --jobs is (runner.run_threads_env)
     threads = (
         runner.run_threads_env(ns.threads) if ns.devices is None or ns.threads is not None else {}

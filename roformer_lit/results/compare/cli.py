@@ -29,7 +29,7 @@ from roformer_lit.results.compare.table import (
 )
 from roformer_lit.results.compare.variants import assign_variants
 from roformer_lit.run_files import expand_arguments, output_target, warn
-from roformer_lit.tool_arguments import ToolParser
+from roformer_lit.tool_arguments import OUTPUT_DIRECTORY, ToolParser
 
 USAGE = """Compare the training runs under LOGDIR (any depth; several LOGDIRs and quoted globs
 are accepted): one markdown row per variant, mean ± std over seeds, best final val/loss
@@ -61,7 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "logdir", nargs="+", help="directories holding runs, e.g. runs/ or runs/mlm"
     )
-    parser.add_argument("--out", default=None, help="write CSV, markdown and PNG plots here")
+    parser.add_argument(
+        "--out",
+        type=OUTPUT_DIRECTORY,
+        default=None,
+        help="write CSV, markdown and PNG plots here",
+    )
     parser.add_argument(
         "--select",
         default=None,
@@ -111,10 +116,9 @@ OUT_FILES = (
 
 
 def _check_out(out: Path, reads: Sequence[str]) -> None:
-    """``--out`` names a directory that is no run's and whose files are not read here."""
-    if os.path.lexists(out) and not os.path.isdir(out):
-        raise ConfigError(f"--out {out} exists and is not a directory")
-    output_target(out, "--out")
+    """``--out`` names a directory that is no run's, in which each file can be written
+    and none is read here."""
+    output_target(out, "--out", directory=True)
     for name in OUT_FILES:
         output_target(out / name, "--out", reads)
 
