@@ -39,6 +39,7 @@ from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.blocks import BlockOptions
 from roformer_lit.layer_plan import LayerSpec, resolve_plan
 from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.registry import Registry
 from roformer_lit.validation import as_data
 
 
@@ -49,7 +50,8 @@ class EncoderConfig:
     Attributes:
         position: a position scheme: a name of ``POSITION_SCHEMES`` (``python -m
             roformer_lit schemes`` lists them), an installed plugin's, or an import path
-            ``package.module:Class``.
+            ``package.module:Class``; a built-in named otherwise is kept by its short name
+            (:func:`canonical_names`).
         attention: an attention kernel, named the same ways (``ATTENTION_KERNELS``).
         vocab_size: the tokenizer's vocabulary (linked from the data module by the CLI).
         hidden_size: the width of the hidden states (a multiple of ``num_heads``).
@@ -92,6 +94,8 @@ class EncoderConfig:
         # check, or a NumPy number, never reaches the network or a checkpoint unchecked
         for field in dataclasses.fields(self):
             object.__setattr__(self, field.name, as_data(getattr(self, field.name)))
+        for field_name, value in canonical_names(self.as_dict()).items():
+            object.__setattr__(self, field_name, value)  # a built-in by its short name
         self.__dict__["layers"] = check_architecture(self)  # checked now, once
 
     @cached_property
@@ -166,6 +170,48 @@ class EncoderConfig:
     def replace(self, **changes: Any) -> EncoderConfig:
         """A copy with ``changes`` (checked again)."""
         return dataclasses.replace(self, **changes)
+
+
+#: The registry each name of an architecture resolves in: ``model.position`` and a layer
+#: plan type's ``position``, ``model.attention`` and a type's ``attention``.
+NAMED_COMPONENTS: dict[str, Registry[Any]] = {
+    "position": POSITION_SCHEMES,
+    "attention": ATTENTION_KERNELS,
+}
+
+
+def canonical_name(key: str, name: Any) -> Any:
+    """``name`` of a ``position`` or ``attention`` (:data:`NAMED_COMPONENTS`) as its
+    registry knows it (:meth:`~roformer_lit.registry.Registry.canonical`): a built-in
+    named by its import path is its short name."""
+    return NAMED_COMPONENTS[key].canonical(name)
+
+
+def canonical_names(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a model section (``settings``: flat) that name a built-in in another
+    spelling than its short name, each with every such name replaced: ``position``,
+    ``attention`` and ``layer_plan`` (its types' ``position`` and ``attention``). Fields
+    already spelled so, and a plan that is not well formed, are left out (its checks
+    report it)."""
+    changed = {
+        key: canonical_name(key, settings[key])
+        for key in NAMED_COMPONENTS
+        if key in settings and canonical_name(key, settings[key]) != settings[key]
+    }
+    plan = settings.get("layer_plan")
+    types = plan.get("types") if isinstance(plan, Mapping) else None
+    if isinstance(types, Mapping):
+        renamed = {name: _canonical_type(spec) for name, spec in types.items()}
+        if renamed != dict(types):
+            changed["layer_plan"] = {**plan, "types": renamed}
+    return changed
+
+
+def _canonical_type(spec: Any) -> Any:
+    """A layer plan type's settings with its ``position``/``attention`` canonical."""
+    if not isinstance(spec, Mapping):
+        return spec
+    return {k: canonical_name(k, v) if k in NAMED_COMPONENTS else v for k, v in spec.items()}
 
 
 #: The fields of :class:`EncoderConfig`, in order: the ``model.*`` keys of the architecture.

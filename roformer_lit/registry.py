@@ -20,7 +20,9 @@ object of the wrong kind or a plugin that raises (or exits) on import is one
 built-in is never loaded (the name means the built-in); :meth:`Registry.shadowing` gives
 its one line, which ``python -m roformer_lit schemes`` lists. :meth:`Registry.origin`
 says where a name comes from (built-in; distribution and version; import path), which
-checkpoints record so that a run stays its own.
+checkpoints record so that a run stays its own. A built-in is one component however it is
+named: :meth:`Registry.canonical` gives its short name for its import path too, which the
+architecture (:class:`~roformer_lit.encoder_config.EncoderConfig`) records.
 
 Options a registered class accepts are the keyword-only parameters of its ``__init__``;
 anything else is a user error that names the valid choices. Each option's *type* is
@@ -152,6 +154,20 @@ class Registry(Mapping[str, T], Generic[T]):
                 "means the built-in); give the entry point another name"
             )
         return found
+
+    def canonical(self, name: Any) -> Any:
+        """The name ``name``'s component is known by: a built-in's short name for any other
+        spelling that resolves to that very object (``roformer_lit.positions.rope:
+        RotaryPosition`` is ``rope``), else ``name`` unchanged (a plugin's own name, or a
+        name that does not resolve: looking it up reports that). What a model, its
+        checkpoint and run name record, so every command reads one spelling."""
+        if not isinstance(name, str) or name in self._builtins:
+            return name
+        try:
+            component = self[name]
+        except (ConfigError, KeyError):
+            return name
+        return next((short for short, c in self._builtins.items() if c is component), name)
 
     # -- where a name comes from ---------------------------------------------------------
 

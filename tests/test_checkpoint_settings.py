@@ -477,3 +477,22 @@ def test_a_run_with_nothing_left_to_train_is_refused_in_one_line(case):
         check_steps_left(checkpoint, config, "run.ckpt")
     line = str(info.value)
     assert "\n" not in line and all(w in line for w in words), line
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["evaluate", "resume"])
+@pytest.mark.parametrize(
+    ("key", "name", "path"),
+    [
+        ("position", "rope", "roformer_lit.positions.rope:RotaryPosition"),
+        ("attention", "softmax", "roformer_lit.attention.softmax:SoftmaxAttention"),
+    ],
+)
+def test_a_builtin_typed_by_its_import_path_is_the_runs_own(key, name, path, resume):
+    """``--model.position roformer_lit.positions.rope:RotaryPosition`` on a ``rope`` run (or
+    ``rope`` on a run that recorded the import path) names the run's own scheme: nothing
+    to refuse, nothing to note."""
+    for theirs, ours in ((name, path), (path, name)):
+        checkpoint = {"hyper_parameters": {key: theirs}}
+        config = {"model": {key: ours}, "data": {}}
+        typed = {f"model.{key}"}
+        assert checkpoint_settings(checkpoint, config, typed, resume, "run.ckpt") == ({}, [])

@@ -245,3 +245,37 @@ def test_checkpoint_tokenizer_of_dicts_and_bad_files(tmp_path):
     (tmp_path / "notes.ckpt").write_text("hello")
     with pytest.raises(roformer_lit.ConfigError, match="not a PyTorch checkpoint"):
         roformer_lit.checkpoint_tokenizer(tmp_path / "notes.ckpt")
+
+
+ROPE_BY_IMPORT_PATH = "roformer_lit.positions.rope:RotaryPosition"
+
+
+def test_a_run_of_a_builtin_named_by_import_path_is_the_builtin_s_and_exports(
+    tmp_path, monkeypatch, capsys
+):
+    """``fit --model.position <the import path of rope>`` is a rope run: named as one,
+    recorded as one, and ``export`` (which refused the import path: no HF counterpart)
+    exports it as ``rope``'s architecture."""
+    monkeypatch.chdir(tmp_path)
+    assert main(fit_args("rope.yaml", 2, "--model.position", ROPE_BY_IMPORT_PATH)) == 0
+    run = tmp_path / "runs" / "mlm" / "rope-softmax-seed0"
+    ckpt = run / "checkpoints" / "last.ckpt"
+    assert torch.load(ckpt, weights_only=True)["hyper_parameters"]["position"] == "rope"
+    capsys.readouterr()
+    assert _export("--ckpt_path", ckpt, "--out", tmp_path / "hf") == 0
+    assert "error:" not in capsys.readouterr().err
+    config = transformers.AutoConfig.from_pretrained(tmp_path / "hf")
+    assert config.model_type == "roformer"
+
+
+def test_a_checkpoint_that_recorded_a_builtin_s_import_path_exports(runs, tmp_path, capsys):
+    """A checkpoint written before a built-in's import path was read as the built-in
+    records the import path: it loads and exports as the built-in."""
+    checkpoint = torch.load(runs["rope"] / "checkpoints" / "last.ckpt", weights_only=True)
+    checkpoint["hyper_parameters"]["position"] = ROPE_BY_IMPORT_PATH
+    old = tmp_path / "import-path.ckpt"
+    torch.save(checkpoint, old)
+    capsys.readouterr()
+    assert _export("--ckpt_path", old, "--out", tmp_path / "hf") == 0
+    assert "error:" not in capsys.readouterr().err
+    assert (tmp_path / "hf" / "config.json").is_file()

@@ -17,7 +17,7 @@ from roformer_lit.attention.linear import LinearAttention
 from roformer_lit.commands import main as cli_main
 from roformer_lit.commands.prelaunch import check_model
 from roformer_lit.data.probes.tasks import PROBE_TASKS, probe_task
-from roformer_lit.encoder_config import EncoderConfig
+from roformer_lit.encoder_config import NAMED_COMPONENTS, EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
@@ -270,6 +270,47 @@ def test_the_registry_lists_builtins_and_installed_plugins(plugin_dir):
     assert names[:10] == POSITION_SCHEMES.builtin_names()
     assert {"mine", "broken", "wrongkind"} <= set(names)
     assert "my_plugin:MyScheme" in POSITION_SCHEMES and "no_such:X" not in POSITION_SCHEMES
+
+
+#: (setting, built-in's short name, its import path): every built-in scheme and kernel
+BY_IMPORT_PATH = [
+    pytest.param(key, name, f"{cls.__module__}:{cls.__qualname__}", id=f"{key}-{name}")
+    for key, registry in NAMED_COMPONENTS.items()
+    for name in registry.builtin_names()
+    for cls in [registry[name]]
+]
+
+
+@pytest.mark.parametrize(("key", "name", "path"), BY_IMPORT_PATH)
+def test_a_builtin_named_by_its_import_path_is_the_builtin(key, name, path):
+    """``--model.position roformer_lit.positions.rope:RotaryPosition`` trained a model that
+    recorded the import path, which ``export`` refused (no HF counterpart): a built-in is
+    one component under any spelling, kept by its short name in what a model records."""
+    by_name = EncoderConfig(**small(**{key: name}))
+    config = EncoderConfig(**small(**{key: path}))
+    assert getattr(config, key) == name and config == by_name
+    assert {getattr(layer.spec, key) for layer in config.layers} == {name}
+    assert config.origins() == by_name.origins()
+    assert MaskedLM(model=config).hparams[key] == name
+
+
+def test_a_builtin_named_by_its_import_path_in_a_layer_plan_is_the_builtin():
+    nope = "roformer_lit.positions.nope:NoPosition"
+    plan = {"pattern": ["local", "global"], "types": {"global": {"position": nope}}}
+    config = EncoderConfig(**small(layer_plan=plan))
+    assert config.layer_plan["types"] == {"global": {"position": "nope"}}
+    assert [layer.spec.position for layer in config.layers] == ["rope", "nope"]
+    assert plan["types"]["global"]["position"] == nope  # the caller's mapping is not changed
+
+
+def test_only_a_builtin_is_renamed(plugin_dir):
+    """A plugin keeps the name it was given; a name that resolves to nothing is left to the
+    lookup, which reports it in one line."""
+    assert POSITION_SCHEMES.canonical("my_plugin:MyScheme") == "my_plugin:MyScheme"
+    assert POSITION_SCHEMES.canonical("mine") == "mine"
+    assert POSITION_SCHEMES.canonical("no_such:Scheme") == "no_such:Scheme"
+    with pytest.raises(ConfigError, match="cannot import 'no_such'"):
+        EncoderConfig(**small(position="no_such:Scheme"))
 
 
 # -- the architecture's rules, as declared (no name is special) ------------------------------

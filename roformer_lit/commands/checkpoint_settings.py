@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from roformer_lit.data.modules import class_path, complete_settings, data_class_for, refusal
-from roformer_lit.encoder_config import ENCODER_FIELDS
+from roformer_lit.encoder_config import ENCODER_FIELDS, canonical_name
 from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import plain, same_plan
 from roformer_lit.training.checkpoint_io import SCHEDULE_STEPS_KEY, TRAINER_SETTINGS_KEY
@@ -138,11 +138,22 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
 
 #: Settings whose value is compared as what it builds, given the two ``model`` sections
 #: (the command's, the run's): a layer plan written with ``layers:`` is the run's
-#: ``pattern:`` plan (:func:`~roformer_lit.plan_identity.same_plan`). Every other setting
+#: ``pattern:`` plan (:func:`~roformer_lit.plan_identity.same_plan`), a built-in scheme or
+#: kernel named by its import path is its short name (:func:`same_component`). Every other setting
 #: compares as plain data (:func:`same_setting`).
 SAME_BY: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], bool]] = {
     "model.layer_plan": same_plan,
+    "model.position": lambda ours, theirs: same_component("position", ours, theirs),
+    "model.attention": lambda ours, theirs: same_component("attention", ours, theirs),
 }
+
+
+def same_component(key: str, ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
+    """Whether two model sections name one scheme (``key`` ``position``) or kernel
+    (``attention``), however spelled: a built-in by its short name or its import path
+    (:func:`~roformer_lit.encoder_config.canonical_name`)."""
+    return canonical_name(key, ours.get(key)) == canonical_name(key, theirs.get(key))
+
 
 #: Sections a checkpoint fills, and where the checkpoint keeps each one's settings.
 SECTIONS = {

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from roformer_lit.encoder_config import EncoderConfig
+from roformer_lit.encoder_config import EncoderConfig, canonical_name
 from roformer_lit.layer_plan import plan_label
 from roformer_lit.plan_identity import number, plain, same_plan
 from roformer_lit.plan_labels import spelled
@@ -188,16 +188,17 @@ def run_stem(config: Any) -> str:
         data = _get(data, "init_args")
     seed = f"seed{_get(config, 'seed_everything')}"
     recipe = recipe_of(config)
+    named = {key: canonical_name(key, _get(model, key)) for key in ("position", "attention")}
     if recipe is None:
-        head = [component_label(_get(model, key)) for key in ("position", "attention")] + [seed]
+        head = [component_label(named[key]) for key in ("position", "attention")] + [seed]
         reference = None
     else:
         name, reference = recipe
         head = [name]
         for key in ("position", "attention"):  # a recipe that leaves one unset: the default
-            theirs = reference.get(key, ENCODER_DEFAULTS.get(key))
-            if theirs != _get(model, key):
-                head.append(component_label(_get(model, key)))
+            theirs = canonical_name(key, reference.get(key, ENCODER_DEFAULTS.get(key)))
+            if theirs != named[key]:
+                head.append(component_label(named[key]))
         head.append(seed)
     corpus = corpus_label(data)
     parts = [*head, *([corpus] if corpus else []), *variant_parts(model, data, reference)]
