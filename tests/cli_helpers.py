@@ -43,8 +43,25 @@ TINY = [
 ]
 
 
+def overridden(defaults: Sequence[str], extra: Sequence[str]) -> list[str]:
+    """``defaults`` (``--option value`` pairs, ``--config`` files and words) then ``extra``,
+    without the ``defaults`` of each option ``extra`` gives: ``fit`` refuses an option typed
+    twice, so an extra value replaces the default rather than following it."""
+    given = {word.partition("=")[0] for word in extra if word.startswith("--")} - {"--config"}
+    kept: list[str] = []
+    words = iter(defaults)
+    for word in words:
+        if word in given:
+            next(words, None)  # and its value
+            continue
+        kept.append(word)
+    return [*kept, *extra]
+
+
 def fit_args(config: str = "rope.yaml", steps: int = 30, *extra: str) -> list[str]:
-    return [
+    """``fit`` on ``configs/<config>`` with :data:`TINY` for ``steps`` steps, validating
+    twice; ``extra`` options replace those defaults (:func:`overridden`)."""
+    defaults = [
         "fit",
         "--config",
         str(CONFIGS / config),
@@ -53,16 +70,17 @@ def fit_args(config: str = "rope.yaml", steps: int = 30, *extra: str) -> list[st
         str(steps),
         "--trainer.val_check_interval",
         str(max(steps // 2, 1)),
-        *extra,
     ]
+    return overridden(defaults, extra)
 
 
 def probe_fit_args(
     task: str = "copy", steps: int = 4, val_every: int = 2, min_length: int = 4, *extra: str
 ) -> list[str]:
     """``fit`` on ``configs/probes/<task>.yaml`` with a small encoder (hidden 32), inputs of
-    ``min_length`` to 8 symbols and 16 validation sequences: a run of a few seconds."""
-    return [
+    ``min_length`` to 8 symbols and 16 validation sequences: a run of a few seconds; ``extra``
+    options replace those defaults (:func:`overridden`)."""
+    defaults = [
         "fit",
         "--config",
         str(CONFIGS / "probes" / f"{task}.yaml"),
@@ -84,8 +102,8 @@ def probe_fit_args(
         str(val_every),
         "--trainer.enable_model_summary",
         "false",
-        *extra,
     ]
+    return overridden(defaults, extra)
 
 
 class PreemptAt(Callback):

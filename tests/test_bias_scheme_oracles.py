@@ -548,24 +548,15 @@ def test_extrapolate_refuses_bad_position_kwargs_in_one_line(
 
 @pytest.mark.trainer
 def test_validate_takes_scaling_over_a_checkpoint(rope_run, monkeypatch, capsys):
-    from cli_helpers import CONFIGS, TINY
+    from cli_helpers import CONFIGS, TINY, overridden
 
     workdir, ckpt = rope_run
     monkeypatch.chdir(workdir)
     validate = ["validate", "--config", str(CONFIGS / "rope.yaml"), *TINY, "--ckpt_path", str(ckpt)]
-    assert main([*validate, "--data.max_length", "64"]) == 0
-    assert (
-        main(
-            [
-                *validate,
-                "--data.max_length",
-                "64",
-                "--model.position_kwargs",
-                "{scaling: {type: yarn, factor: 4, original_max_positions: 32}}",
-            ]
-        )
-        == 0
-    )
+    assert main(overridden(validate, ["--data.max_length", "64"])) == 0
+    scaled = "{scaling: {type: yarn, factor: 4, original_max_positions: 32}}"
+    at_64 = ["--data.max_length", "64", "--model.position_kwargs", scaled]
+    assert main(overridden(validate, at_64)) == 0
     import json
 
     lines = (ckpt.parent.parent / "evaluations.jsonl").read_text().splitlines()

@@ -136,7 +136,7 @@ def test_resuming_at_other_typed_settings_is_refused_in_one_line(work, monkeypat
     ckpt = last(work, "mlm/alibi-*")
     before = ckpt.read_bytes()
     capsys.readouterr()
-    assert main([*fit_args("alibi.yaml", 4), *flags, "--ckpt_path", str(ckpt)]) == EXIT_USER_ERROR
+    assert main(fit_args("alibi.yaml", 4, *flags, "--ckpt_path", str(ckpt))) == EXIT_USER_ERROR
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in err, err[-2000:]

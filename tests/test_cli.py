@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import CONFIGS, REPO, TINY, fit_args, fit_preempted
+from cli_helpers import CONFIGS, REPO, TINY, fit_args, fit_preempted, overridden
 
 from roformer_lit.commands import EXIT_PREEMPTED, main
 from roformer_lit.results.events import read_run
@@ -266,21 +266,11 @@ def test_length_extrapolation_table_and_validate_at_longer_length(
     assert float(learned_cells[0]) > 0 and learned_cells[1].startswith("refused (max_positions=64)")
     # the same through LightningCLI's validate: rope evaluates at 128, learned is refused
     validate = ["validate", "--config", str(CONFIGS / "rope.yaml"), *TINY]
-    assert main([*validate, "--ckpt_path", str(rope_ckpt), "--data.max_length", "128"]) == 0
+    at_128 = ["--data.max_length", "128"]
+    assert main(overridden(validate, ["--ckpt_path", str(rope_ckpt), *at_128])) == 0
     capsys.readouterr()
-    code = main(
-        [
-            *validate,
-            "--model.position",
-            "learned",
-            "--model.max_positions",
-            "64",
-            "--ckpt_path",
-            str(learned_ckpt),
-            "--data.max_length",
-            "128",
-        ]
-    )
+    learned = ["--model.position", "learned", "--model.max_positions", "64"]
+    code = main(overridden(validate, [*learned, "--ckpt_path", str(learned_ckpt), *at_128]))
     assert code == 2
     assert "exceeds the 'learned' position table" in capsys.readouterr().err
 

@@ -11,7 +11,7 @@ import time
 import pytest
 import torch
 import yaml
-from cli_helpers import CONFIGS, TINY
+from cli_helpers import CONFIGS, TINY, overridden
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams import plugin_data_pb2
 
@@ -38,9 +38,8 @@ def fit(workdir, version: str, steps: int, val_every: int, *extra: str) -> objec
         "1",
         "--trainer.logger.init_args.version",
         version,
-        *extra,
     ]
-    assert main(args) == 0
+    assert main(overridden(args, extra)) == 0
     return workdir / "runs" / "mlm" / version
 
 

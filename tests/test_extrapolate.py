@@ -12,7 +12,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from cli_helpers import CONFIGS, TINY, fit_args
+from cli_helpers import CONFIGS, TINY, fit_args, overridden
 
 from roformer_lit.commands import main
 from roformer_lit.module import MaskedLM
@@ -38,7 +38,7 @@ def trained(tmp_path_factory):
 
 def _validate_loss(workdir: Path, run: Path, *overrides: str) -> float:
     """``val/loss`` of ``validate`` on the run's last checkpoint (the oracle)."""
-    args = ["validate", "--config", str(CONFIGS / "rope.yaml"), *TINY, *overrides]
+    args = overridden(["validate", "--config", str(CONFIGS / "rope.yaml"), *TINY], overrides)
     args += ["--ckpt_path", str(run / "checkpoints" / "last.ckpt")]
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(workdir)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_helpers import overridden
 from finetune_helpers import (
     QUIET,
     keyword_rows,
@@ -31,7 +32,7 @@ def pretrained(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def finetune_args(pretrained: Path, train: Path, val: Path, *extra: str) -> list[str]:
-    return [
+    defaults = [
         "finetune",
         "--config",
         str(CONFIGS / "local.yaml"),
@@ -50,8 +51,8 @@ def finetune_args(pretrained: Path, train: Path, val: Path, *extra: str) -> list
         "--trainer.log_every_n_steps",
         "1",
         *QUIET,
-        *extra,
     ]
+    return overridden(defaults, extra)
 
 
 def scalars(run: Path, tag: str) -> dict[int, float]:

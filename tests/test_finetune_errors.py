@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import tokenizer_section
+from cli_helpers import overridden, tokenizer_section
 from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
 
 from roformer_lit.commands import EXIT_USER_ERROR, main
@@ -42,7 +42,7 @@ def refused(args: list[str], capsys: pytest.CaptureFixture[str], *expected: str)
 
 
 def local(pretrained: Path, train: Path, val: Path, *extra: str) -> list[str]:
-    return [
+    defaults = [
         "finetune",
         "--config",
         str(CONFIGS / "local.yaml"),
@@ -55,8 +55,8 @@ def local(pretrained: Path, train: Path, val: Path, *extra: str) -> list[str]:
         "--trainer.max_steps",
         "1",
         *QUIET,
-        *extra,
     ]
+    return overridden(defaults, extra)
 
 
 def test_a_missing_column(pretrained, files, tmp_path, monkeypatch, capsys):

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from cli_helpers import fit_args, tokenizer_section
+from cli_helpers import fit_args, overridden, tokenizer_section
 from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
 from lightning.pytorch.trainer.states import TrainerFn
 
@@ -32,7 +32,7 @@ def pretrained(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def local(pretrained: Path, train: Path | None, val: Path, *extra: str) -> list[str]:
     files = ["--data.train_files", str(train)] if train is not None else []
-    return [
+    defaults = [
         "finetune",
         "--config",
         str(CONFIGS / "local.yaml"),
@@ -44,8 +44,8 @@ def local(pretrained: Path, train: Path | None, val: Path, *extra: str) -> list[
         "--trainer.max_steps",
         "1",
         *QUIET,
-        *extra,
     ]
+    return overridden(defaults, extra)
 
 
 def error_line(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -269,7 +269,7 @@ def test_the_cpu_config_trains_max_steps_on_a_small_task(pretrained, tmp_path, m
     train = write_csv(tmp_path / "train.csv", keyword_rows(16, seed=1))
     val = write_csv(tmp_path / "val.csv", keyword_rows(8, seed=2))
     args = local(pretrained, train, val, "--config", str(CONFIGS / "cpu.yaml"))
-    assert main([*args, "--trainer.max_steps", "3"]) == 0
+    assert main(overridden(args, ["--trainer.max_steps", "3"])) == 0
     (ckpt,) = Path("runs").glob("finetune/*/checkpoints/last.ckpt")
     checkpoint = torch.load(ckpt, map_location="cpu", weights_only=True)
     assert checkpoint["global_step"] == 3

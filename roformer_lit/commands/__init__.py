@@ -32,6 +32,7 @@ from typing import Any
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from roformer_lit.commands.pretrain import is_argument_error, lightning_main
+from roformer_lit.commands.repeated_options import CONFIG_OPTIONS
 from roformer_lit.errors import ConfigError, TrainingDiverged, one_line
 from roformer_lit.safe_input import (
     DuplicateKeyError,
@@ -157,20 +158,6 @@ def _describe_os_error(exc: OSError) -> str:
     if exc.filename2 is not None:
         where = f"{where} -> {os.fsdecode(exc.filename2)}"
     return f"{what}: {where}" if where else what
-
-
-#: Options whose value may be a YAML file the parser reads: ``--config`` and LightningCLI's
-#: sections (``--data my_data.yaml`` reads a file as that section's config).
-CONFIG_OPTIONS = (
-    "--config",
-    "-c",
-    "--model",
-    "--data",
-    "--trainer",
-    "--checkpoint",
-    "--optimizer",
-    "--lr_scheduler",
-)
 
 
 def check_config_files(argv: Sequence[str]) -> None:

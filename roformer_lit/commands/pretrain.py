@@ -34,6 +34,7 @@ from roformer_lit.commands.checkpoint_settings import (
     typed_keys,
 )
 from roformer_lit.commands.prelaunch import check_fit_config
+from roformer_lit.commands.repeated_options import refuse_repeated_options
 from roformer_lit.commands.replaced_mappings import replaced_notes
 from roformer_lit.data.datamodule import PretrainDataModule
 from roformer_lit.data.modules import (
@@ -61,6 +62,7 @@ from roformer_lit.training.checkpoint_io import PRETRAINING, AtomicCheckpointIO,
 from roformer_lit.training.final_validation import ValidateAtEnd
 from roformer_lit.training.lightning_compat import (
     CompatCLI,
+    command_options,
     launch_rank,
     refused_data_key,
     subcommand_options,
@@ -117,6 +119,7 @@ class RoformerCLI(CompatCLI):
             if (args is None or isinstance(args, (list, tuple)))
             else []
         )
+        self.refuse_repeated_options()
         try:
             if self.subclass_mode_data and (args is None or isinstance(args, (list, tuple))):
                 # what LightningCLI does with a list, after a --data.probe flag's class
@@ -133,6 +136,16 @@ class RoformerCLI(CompatCLI):
         if launch_rank() in (None, 0):  # a mapping typed whole replaces the files' (the rule)
             for note in replaced_notes(self._argv):
                 print(note, file=sys.stderr, flush=True)
+
+    def refuse_repeated_options(self) -> None:
+        """An option typed twice (``--model.hidden_size 64 --model.hidden_size 128``) is one
+        line naming it and both values, before anything is parsed
+        (:mod:`~roformer_lit.commands.repeated_options`: ``--config`` files and appends may
+        repeat). The subcommand's own options, where the command line names one."""
+        argv = self._argv
+        subcommand = argv[0] if argv and argv[0] in LIGHTNING_SUBCOMMANDS else None
+        words = argv[1:] if subcommand is not None else argv
+        refuse_repeated_options(subcommand or "fit", words, command_options(self, subcommand))
 
     def check_ckpt_path(self) -> None:
         """Check ``--ckpt_path`` before anything is built: it must be a readable pretraining

@@ -80,6 +80,19 @@ MAX_JOBS = 1024
 MAX_THREADS = 1024
 
 
+def _refuse_gpu_keys(path: Any, keys: Sequence[str], gpu_args: Sequence[str]) -> None:
+    """``--devices`` appends ``gpu_args`` (:data:`~roformer_lit.sweep.runner.GPU_ARGS`) to
+    every run, which ``fit`` would refuse as an option given twice where the sweep file sets
+    one of them: one line before anything is prepared or launched."""
+    gpu_keys = [word[2:] for word in gpu_args if word.startswith("--")]
+    both = [key for key in keys if key in gpu_keys]
+    if both:
+        raise ConfigError(
+            f"sweep: --devices sets {' and '.join(gpu_keys)} of every run, and {path} sets "
+            f"{both[0]} too; drop it from the sweep file or run without --devices"
+        )
+
+
 def _parser() -> argparse.ArgumentParser:
     from roformer_lit.sweep.slurm import OPTIONS
 
@@ -154,6 +167,8 @@ def main(args: Sequence[str]) -> int:
             raise ConfigError(f"sweep: --devices must be GPU ids like 0,1,2, got {ns.devices!r}")
     root = ns.root  # a path a directory can be made at (OUTPUT_DIRECTORY)
     sweep = load_sweep(ns.config, root, only=ns.only)
+    if ns.devices is not None:
+        _refuse_gpu_keys(sweep.path, [*sweep.overrides, *sweep.grid], runner.GPU_ARGS)
     slurm_options: dict[str, Any] = {}
     if ns.launcher == "slurm" or sweep.slurm:
         cli_slurm = {

@@ -195,6 +195,15 @@ def subcommand_options(cli: Any, subcommand: str) -> dict[str, Any]:
     return dict(getattr(cli._subcommand_parsers[subcommand], "_option_string_actions", {}))
 
 
+def command_options(cli: Any, subcommand: str | None) -> dict[str, Any]:
+    """The option strings -> argparse actions of the parser that reads the command line:
+    ``subcommand``'s parser, or the CLI's one parser where it has no subcommands (built
+    with ``run=False``) or none is named."""
+    parsers = getattr(cli, "_subcommand_parsers", None) or {}
+    parser = parsers.get(subcommand, cli.parser)
+    return dict(getattr(parser, "_option_string_actions", {}))
+
+
 def refused_data_key(exc: BaseException) -> tuple[str, Any, str | None] | None:
     """``(key, value, class path named)`` of jsonargparse's refusal of a ``data`` key the
     chosen data module does not take, read from its error text (``value`` is
