@@ -221,7 +221,7 @@ def check_positions_input(
             what = f"position_ids up to {needed - 1}"
         if needed > limit:
             raise ValueError(
-                f"{what} exceeds model.max_positions={limit}, the size of the "
+                f"{what} is past model.max_positions={limit}, the size of the "
                 f"{type(scheme).__name__} position table; raise model.max_positions or use a "
                 f"scheme without a table: {schemes_that(lambda c: not c.bounded)}"
             )

@@ -653,7 +653,7 @@ def test_an_input_past_the_position_table_is_one_value_error(name, past):
         model(ids, **where)
     message = str(info.value)
     assert not isinstance(info.value, ConfigError) and "\n" not in message, message
-    assert "exceeds model.max_positions=16" in message, message
+    assert "is past model.max_positions=16" in message, message
     unbounded = [n for n in POSITION_SCHEMES if n not in BOUNDED]
     assert message.endswith(", ".join(sorted(unbounded))), message
     with torch.no_grad():  # within the table: answered

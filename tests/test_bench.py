@@ -190,9 +190,10 @@ def test_flop_count_after_a_step_without_documents_is_the_full_rows(monkeypatch)
     assert attention_flops(model, 2, 12) == packed * 2 * 144 // (36 + 36 + 16 + 64)
 
 
-def _offset_attention_on_sdpa_math(q, k, v, per_offset, scale):
+def _offset_attention_on_sdpa_math(q, k, v, per_offset, scale, tied_from=None):
     """What ``offset_bias_attention`` computes, as SDPA's math form over the keys it is given
-    (which torch's FLOP counter counts; the fused CPU kernel reports none)."""
+    (which torch's FLOP counter counts; the fused CPU kernel reports none); ``tied_from``
+    changes only how its table's gradient is summed, not the attention."""
     length, keys = q.shape[-2], k.shape[-2]
     index = torch.arange(length)[:, None] - torch.arange(keys)[None, :] + length - 1
     return torch.nn.functional.scaled_dot_product_attention(
