@@ -165,8 +165,8 @@ def _anti_diagonal_bias_gradient(
     band: int | None = None,
 ) -> Tensor:
     """``d flipped[h, c] = sum_{r + j = c} dS[b, h, r, j]`` (summed over the batch, in at
-    least float32), in the reversed query order, ``rows`` queries of one head at a time; ``keys``: ``k``'s length
-    (the row's first keys). With ``band = m``, the columns of offsets ``|i - j| < m`` only
+    least float32), in the reversed query order, ``rows`` queries of one head at a time;
+    ``keys``: ``k``'s length (the row's first keys). With ``band = m``, the columns of offsets ``|i - j| < m`` only
     (each chunk of rows against the ``rows + 2m - 1`` keys around its diagonal), zeros on
     the rest."""
     batch, heads, length, _ = reversed_q.shape
