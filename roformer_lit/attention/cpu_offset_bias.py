@@ -61,6 +61,8 @@ Speed needs subnormal floats flushed (see
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import Tensor
 
@@ -90,6 +92,20 @@ def hankel_mask(flipped: Tensor, length: int, keys: int | None = None) -> Tensor
 #: band of ``rows + 2m`` keys per chunk and the causal call must cost less than the
 #: whole rows they replace.
 TAIL_BAND_FRACTION = 4
+
+
+class _Backward(NamedTuple):
+    """What the table's gradient reads: the forward's saved tensors (queries and ``out``,
+    ``lse`` in the reversed order, the flipped table), ``dout`` reversed, and the scale."""
+
+    reversed_q: Tensor
+    k: Tensor
+    v: Tensor
+    flipped: Tensor
+    out: Tensor
+    lse: Tensor
+    reversed_dout: Tensor
+    scale: float
 
 
 class _OffsetBiasAttention(torch.autograd.Function):
@@ -133,42 +149,21 @@ class _OffsetBiasAttention(torch.autograd.Function):
         )
         d_offset = None
         if ctx.needs_input_grad[3]:
-            d_flipped = _anti_diagonal_bias_gradient(
-                reversed_q, k, v, flipped, out, lse, reversed_dout, ctx.scale, ctx.tied_from
-            )
+            saved = _Backward(reversed_q, k, v, flipped, out, lse, reversed_dout, ctx.scale)
+            d_flipped = _anti_diagonal_bias_gradient(saved, ctx.tied_from)
             if ctx.tied_from is not None:
-                _add_tail_totals(
-                    d_flipped,
-                    reversed_q,
-                    k,
-                    v,
-                    flipped,
-                    out,
-                    lse,
-                    reversed_dout,
-                    ctx.scale,
-                    ctx.tied_from,
-                )
+                _add_tail_totals(d_flipped, saved, ctx.tied_from)
             d_offset = d_flipped.flip(-1).to(reversed_q.dtype)
         return dq.flip(-2), dk, dv, d_offset, None, None
 
 
-def _anti_diagonal_bias_gradient(
-    reversed_q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    flipped: Tensor,
-    out: Tensor,
-    lse: Tensor,
-    reversed_dout: Tensor,
-    scale: float,
-    band: int | None = None,
-) -> Tensor:
+def _anti_diagonal_bias_gradient(saved: _Backward, band: int | None = None) -> Tensor:
     """``d flipped[h, c] = sum_{r + j = c} dS[b, h, r, j]`` (summed over the batch, in at
     least float32), in the reversed query order, ``rows`` queries of one head at a time;
-    ``keys``: ``k``'s length (the row's first keys). With ``band = m``, the columns of offsets ``|i - j| < m`` only
-    (each chunk of rows against the ``rows + 2m - 1`` keys around its diagonal), zeros on
-    the rest."""
+    ``keys``: ``k``'s length (the row's first keys). With ``band = m``, the columns of
+    offsets ``|i - j| < m`` only (each chunk of rows against the ``rows + 2m - 1`` keys
+    around its diagonal), zeros on the rest."""
+    reversed_q, k, v, flipped, out, lse, reversed_dout, scale = saved
     batch, heads, length, _ = reversed_q.shape
     keys = k.shape[-2]
     dtype = reversed_q.dtype
@@ -217,23 +212,13 @@ def _anti_diagonal_bias_gradient(
     return d_flipped
 
 
-def _add_tail_totals(
-    d_flipped: Tensor,
-    reversed_q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    flipped: Tensor,
-    out: Tensor,
-    lse: Tensor,
-    reversed_dout: Tensor,
-    scale: float,
-    tied_from: int,
-) -> None:
+def _add_tail_totals(d_flipped: Tensor, saved: _Backward, tied_from: int) -> None:
     """Adds each tied tail's total gradient to its first column of ``d_flipped`` (offset
     ``m = tied_from`` at column ``L - 1 - m``, ``-m`` at ``L - 1 + m``), whose band
     columns hold the rest: the tail ``o >= m`` from one causal call of the fused kernel
     over keys ``j <= i - m``, the tail ``o <= -m`` as minus everything else (the module's
     docstring)."""
+    reversed_q, k, v, flipped, out, lse, reversed_dout, scale = saved
     length, keys = reversed_q.shape[-2], k.shape[-2]
     m, wide = tied_from, d_flipped.dtype  # at least float32
     q, dout = reversed_q.flip(-2), reversed_dout.flip(-2)
