@@ -28,8 +28,10 @@ The network's ``forward`` raises nothing for a setting.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -134,19 +136,48 @@ def resolve_layers(specs: Sequence[LayerSpec]) -> list[ResolvedLayer]:
     path that imports nothing or a component of the wrong kind) with typed options."""
     layers = []
     for index, spec in enumerate(specs):
-        scheme = lookup(POSITION_SCHEMES, spec.position, "position")
-        kernel = lookup(ATTENTION_KERNELS, spec.attention, "attention")
+        with written_at(spec.written_path("position")):
+            scheme = lookup(POSITION_SCHEMES, spec.position, "position")
+        with written_at(spec.written_path("attention")):
+            kernel = lookup(ATTENTION_KERNELS, spec.attention, "attention")
         layers.append(
             ResolvedLayer(
                 index,
                 spec,
                 scheme,
-                check_options(scheme, spec.position_kwargs, "position", spec.position),
+                check_options(
+                    scheme,
+                    spec.position_kwargs,
+                    "position",
+                    spec.position,
+                    lambda key, spec=spec: spec.path("position_kwargs", key),
+                ),
                 kernel,
-                check_options(kernel, spec.attention_kwargs, "attention", spec.attention),
+                check_options(
+                    kernel,
+                    spec.attention_kwargs,
+                    "attention",
+                    spec.attention,
+                    lambda key, spec=spec: spec.path("attention_kwargs", key),
+                ),
             )
         )
     return layers
+
+
+@contextmanager
+def written_at(path: str | None) -> Iterator[None]:
+    """A ConfigError raised inside, led by ``path``: where a layer type wrote the setting
+    that failed (:meth:`~roformer_lit.layer_plan.LayerSpec.written_path`), so a scheme's or
+    kernel's own words (``rope base must be > 1``) name the option the user typed:
+    ``model.layer_plan.types.local.position_kwargs.base: rope base must be > 1 ...``. None
+    (the model's own settings): the error as raised."""
+    try:
+        yield
+    except ConfigError as exc:
+        if path is None:
+            raise
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def _registered_that(registry: Registry, predicate: Callable[[Any], bool]) -> str:
@@ -308,15 +339,50 @@ def _count(layers: list[ResolvedLayer], key: tuple[str, str], empty: int) -> int
     return sum(1 for layer in layers if layer.spec.scheme_key == key) or max(empty, 1)
 
 
+def _built(
+    spec: LayerSpec,
+    build: Callable[[], Any],
+    model: LayerSpec,
+    build_model: Callable[[], Any],
+    key: str,
+) -> Any:
+    """``build()``, a layer's scheme or kernel (``key``: ``position``, ``attention``). A
+    ConfigError it raises is led by where the layer type wrote that setting
+    (:func:`written_at`), unless the type laid its options over the model's (same scheme or
+    kernel) and ``build_model()``, the same built from the model's own options, fails as
+    well: then the model's options are at fault, and that error is raised as it is."""
+    path = spec.written_path(key, f"{key}_kwargs")
+    try:
+        return build()
+    except ConfigError:
+        if path is None:
+            raise
+        if getattr(spec, key) == getattr(model, key):
+            build_model()  # its own error, if the model's options alone fail
+        with written_at(path):
+            raise
+
+
+def _model_kernel(model: LayerSpec) -> Callable[[], Any]:
+    def build() -> Any:
+        kernel = lookup(ATTENTION_KERNELS, model.attention, "attention")
+        return kernel(**check_options(kernel, model.attention_kwargs, "attention", model.attention))
+
+    return build
+
+
 def construct_on_meta(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:
     """Build every scheme and kernel once on the ``meta`` device: their constructors'
     own range checks run, no memory is taken and no random number is drawn. A scheme whose
     parameters no layer would train (every layer overrides the model's) is refused."""
     with torch.random.fork_rng(devices=[]), torch.device("meta"):
         groups = scheme_groups(config, layers)
-        built = [group.build() for group in groups]
+        model = config.model_layer
+        own = SchemeGroup(None, model, encoder_shape(config)).build
+        built = [_built(group.spec, group.build, model, own, "position") for group in groups]
         for layer in layers:
-            layer.kernel(**layer.kernel_options)
+            kernel = partial(layer.kernel, **layer.kernel_options)
+            _built(layer.spec, kernel, model, _model_kernel(model), "attention")
     keys = {layer.spec.scheme_key for layer in layers}
     if len(groups) > 1 and groups[0].spec.scheme_key not in keys:
         if any(True for _ in built[0].parameters()):

@@ -39,7 +39,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.validation import Rule, check, mapping, non_empty_text, optional, size
+from roformer_lit.validation import (
+    PREFIX,
+    Rule,
+    check,
+    mapping,
+    non_empty_text,
+    optional,
+    size,
+)
 
 PLAN_KEYS = ("pattern", "layers", "types")
 #: A layer type's settings and what each accepts.
@@ -65,6 +73,34 @@ class LayerSpec:
     window: int | None
     attention: str = "softmax"
     attention_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    #: What the layer type wrote itself (``position``, ``position_kwargs.base``, ...); the
+    #: rest is the model's. Only where messages point (:meth:`path`): never compared.
+    written: frozenset[str] = field(default=frozenset(), compare=False)
+
+    def path(self, key: str, option: str | None = None) -> str:
+        """The setting the user wrote for ``key`` (``position``, ``attention``,
+        ``position_kwargs``...) or one of its options, as a dotted path:
+        ``model.layer_plan.types.local.position_kwargs.base`` where the layer type wrote
+        it, ``model.position_kwargs.base`` where the layer took the model's."""
+        name = key if option is None else f"{key}.{option}"
+        if name in self.written:
+            return f"{_LABEL}.types.{self.type}.{name}"
+        return f"{PREFIX}{name}"
+
+    def written_path(self, *keys: str) -> str | None:
+        """The narrowest path of what the layer type wrote among ``keys`` and their options:
+        ``model.layer_plan.types.local.position_kwargs.base`` where it wrote that alone,
+        ``model.layer_plan.types.local`` where it wrote several; None where it wrote none
+        (the layer's settings are then the model's)."""
+        names = sorted(
+            name
+            for name in self.written
+            if name.partition(".")[0] in keys
+            and name not in ("position_kwargs", "attention_kwargs")
+        )
+        if not names:
+            return None
+        return f"{_LABEL}.types.{self.type}" + (f".{names[0]}" if len(names) == 1 else "")
 
     @property
     def scheme_key(self) -> tuple[str, str]:
@@ -137,6 +173,15 @@ def resolve_plan(
     names = layer_types(plan, num_layers)
     types = plan.get("types") or {}
     check(f"{_LABEL}.types", types, mapping)
+    dotted = [key for key in types if isinstance(key, str) and "." in key]
+    if dotted:  # --model.layer_plan.types.local.window 8: jsonargparse's one key, not a path
+        raise ConfigError(
+            f"{_LABEL}.types.{dotted[0]} cannot be set on its own: the command line reads it as "
+            f"one layer type named {dotted[0]!r} (value {types[dotted[0]]!r}) and drops the "
+            f"other types; give {_LABEL} whole (--model.layer_plan '{{pattern: [...], types: "
+            f"{{{dotted[0].partition('.')[0]}: {{...}}}}}}') or in a --config file; the layers' "
+            f"types: {', '.join(dict.fromkeys(names))}"
+        )
     unused = sorted(set(types) - set(names))
     if unused:
         raise ConfigError(
@@ -159,7 +204,17 @@ def resolve_plan(
         kernel = settings.get("attention", attention)
         own_kernel = dict(settings.get("attention_kwargs") or {})
         kernel_kwargs = {**base_kernel_kwargs, **own_kernel} if kernel == attention else own_kernel
-        specs[name] = LayerSpec(name, scheme, kwargs, settings.get("window"), kernel, kernel_kwargs)
+        written = {*settings, *(f"position_kwargs.{k}" for k in own)}
+        written |= {f"attention_kwargs.{k}" for k in own_kernel}
+        specs[name] = LayerSpec(
+            name,
+            scheme,
+            kwargs,
+            settings.get("window"),
+            kernel,
+            kernel_kwargs,
+            frozenset(written),
+        )
     return [specs[name] for name in names]
 
 

@@ -381,12 +381,20 @@ def _has_nonfinite_float(value: Any) -> bool:
     return False
 
 
-def check_option_value(cls: type, key: str, value: Any, what: str, name: str) -> Any:
+#: ``path(key)``: where the user wrote option ``key`` (a dotted path, for messages).
+OptionPath = Callable[[str], str]
+
+
+def check_option_value(
+    cls: type, key: str, value: Any, what: str, name: str, path: OptionPath | None = None
+) -> Any:
     """``value`` converted to option ``key``'s annotated type (as the CLI would: ``"1e4"``
-    for a float is ``10000.0``), or a ConfigError naming the option, the value, the
-    class's registered name and the expected type. NaN and inf are never accepted."""
+    for a float is ``10000.0``), or a ConfigError naming the option where the user wrote
+    it (``path(key)``; default ``model.<what>_kwargs.<key>``), the value, the class's
+    registered name and the expected type. NaN and inf are never accepted."""
     hint = option_hints(cls)[key]
-    label = f"model.{what}_kwargs.{key}={value!r} for {what} {name!r}"
+    written = f"model.{what}_kwargs.{key}" if path is None else path(key)
+    label = f"{written}={value!r} for {what} {name!r}"
     if isinstance(hint, UnresolvedHint):
         raise ConfigError(
             f"{label} cannot be checked: the option's annotation {hint.text!r} in "
@@ -420,9 +428,17 @@ def lookup(registry: Mapping[str, Any], name: str, what: str) -> Any:
     return registry[name]
 
 
-def check_options(cls: type, options: Mapping[str, Any] | None, what: str, name: str) -> dict:
+def check_options(
+    cls: type,
+    options: Mapping[str, Any] | None,
+    what: str,
+    name: str,
+    path: OptionPath | None = None,
+) -> dict:
     """``options`` as a dict of values of the annotated types, or a ConfigError naming
-    unknown keys and the valid ones, or a value of the wrong type (see
+    unknown keys where the user wrote them (``path(key)``, default
+    ``model.<what>_kwargs.<key>``: a layer type's own options are under
+    ``model.layer_plan.types``) and the valid ones, or a value of the wrong type (see
     :func:`check_option_value`)."""
     if options is not None and not isinstance(options, Mapping):
         raise ConfigError(
@@ -430,11 +446,14 @@ def check_options(cls: type, options: Mapping[str, Any] | None, what: str, name:
         )
     options = dict(options or {})
     valid = option_names(cls)
-    unknown = sorted(map(repr, set(options) - set(valid)))
+    unknown = sorted(set(options) - set(valid), key=repr)
     if unknown:
         listed = ", ".join(valid) if valid else "none"
+        where = ", ".join(f"model.{what}_kwargs.{k}" if path is None else path(k) for k in unknown)
         raise ConfigError(
-            f"unknown {what}_kwargs key(s) {', '.join(unknown)} for {what} {name!r}; "
-            f"valid keys: {listed}"
+            f"unknown {what}_kwargs key(s) {', '.join(map(repr, unknown))} for {what} "
+            f"{name!r} ({where}); valid keys: {listed}"
         )
-    return {key: check_option_value(cls, key, value, what, name) for key, value in options.items()}
+    return {
+        key: check_option_value(cls, key, value, what, name, path) for key, value in options.items()
+    }

@@ -9,9 +9,12 @@ import math
 
 import pytest
 import torch
+from cli_helpers import CONFIGS
 from model_factory import VALID_PAIRS, random_ids, small_model
 
 from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES
+from roformer_lit.commands import EXIT_USER_ERROR, main
+from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.layer_plan import plan_label
 from roformer_lit.positions.base import PositionScheme
@@ -255,7 +258,8 @@ def test_layer_schemes_train_at_the_position_rate():
         ({"layer_plan": {"layers": ["l"]}}, "model.num_layers=2 needs 2"),
         (
             {"layer_plan": {"pattern": ["l"], "types": {"l": {"position_kwargs": {"bse": 1.0}}}}},
-            "unknown position_kwargs key(s) 'bse' for position 'rope'; valid keys: base",
+            "unknown position_kwargs key(s) 'bse' for position 'rope' "
+            "(model.layer_plan.types.l.position_kwargs.bse); valid keys: base",
         ),
         (
             {"layer_plan": {"pattern": ["l"], "types": {"l": {"size": 3}}}},
@@ -327,3 +331,119 @@ def test_plans_without_a_meaning_are_refused_in_one_line(kwargs, expected):
         small_model(position, **kwargs)
     message = str(error.value)
     assert "\n" not in message and expected in message, message
+
+
+#: (a layer type's settings, in a plan of that type and a global one, what the message
+#: must say: the dotted path the user wrote, the wrong value and the valid ones)
+TYPE_SETTING_ERRORS = {
+    "window": ({"window": 0}, "model.layer_plan.types.l.window must be null or an integer in 1.."),
+    "position": (
+        {"position": "rotary"},
+        "model.layer_plan.types.l.position: unknown position 'rotary'; valid choices: alibi,",
+    ),
+    "position_kwargs type": (
+        {"position_kwargs": {"base": "x"}},
+        "model.layer_plan.types.l.position_kwargs.base='x' for position 'rope' has the wrong "
+        "type: expected float",
+    ),
+    "position_kwargs range": (
+        {"position_kwargs": {"base": 0.5}},
+        "model.layer_plan.types.l.position_kwargs.base: rope base must be > 1 and finite, got 0.5",
+    ),
+    "position_kwargs of another scheme": (
+        {"position": "t5", "position_kwargs": {"num_buckets": 3}},
+        "model.layer_plan.types.l: t5 num_buckets must be an even integer",
+    ),
+    "position_kwargs key": (
+        {"position_kwargs": {"bse": 2.0}},
+        "(model.layer_plan.types.l.position_kwargs.bse); valid keys: base",
+    ),
+    "attention": (
+        {"attention": "flash"},
+        "model.layer_plan.types.l.attention: unknown attention 'flash'; valid choices: linear, "
+        "softmax",
+    ),
+    "attention_kwargs type": (
+        {"attention_kwargs": {"backend": "fast"}},
+        "model.layer_plan.types.l.attention_kwargs.backend='fast' for attention 'softmax' has "
+        "the wrong type: expected one of 'auto', 'sdpa', 'flex'",
+    ),
+    "attention_kwargs range": (
+        {"attention_kwargs": {"window_block": 0}},
+        "model.layer_plan.types.l.attention_kwargs.window_block: softmax attention window_block "
+        "must be a positive integer, got 0",
+    ),
+    "attention_kwargs key": (
+        {"attention_kwargs": {"eps": 1.0}},
+        "(model.layer_plan.types.l.attention_kwargs.eps); valid keys: backend",
+    ),
+}
+
+
+@pytest.mark.parametrize("alone", [True, False], ids=["alone", "beside a global"])
+@pytest.mark.parametrize("case", list(TYPE_SETTING_ERRORS))
+def test_a_bad_layer_type_setting_names_the_path_written(case, alone):
+    settings, expected = TYPE_SETTING_ERRORS[case]
+    if alone and settings.get("position") == "t5":
+        pytest.skip("no layer would use model.position (its own rule)")
+    pattern = ["l"] if alone else ["l", "g"]
+    plan = {"pattern": pattern, "types": {"l": settings}}
+    with pytest.raises(ConfigError) as error:
+        EncoderConfig(num_layers=2, layer_plan=plan)
+    message = str(error.value)
+    assert "\n" not in message and expected in message, message
+
+
+@pytest.mark.parametrize(
+    "model,type_settings,expected",
+    [
+        ({"position_kwargs": {"base": 0.5}}, {"rotary_fraction": 0.5}, "rope base must be > 1"),
+        ({"position_kwargs": {"bse": 2.0}}, {"base": 100.0}, "(model.position_kwargs.bse)"),
+    ],
+)
+def test_the_models_own_bad_option_is_not_blamed_on_a_layer_type(model, type_settings, expected):
+    """A type lays its options over the model's: a bad one of the model's is the model's."""
+    plan = {"pattern": ["l"], "types": {"l": {"position_kwargs": type_settings}}}
+    with pytest.raises(ConfigError) as error:
+        EncoderConfig(num_layers=2, layer_plan=plan, **model)
+    message = str(error.value)
+    assert expected in message and "layer_plan" not in message, message
+
+
+def _one_error_line(argv, capsys):
+    capsys.readouterr()
+    code = main(argv)
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == EXIT_USER_ERROR, err[-2000:]
+    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
+    return errors[0]
+
+
+@pytest.mark.trainer  # the CLI's parser reads the Trainer's signature
+@pytest.mark.parametrize(
+    "typed,expected",
+    [
+        (  # in a --config file: the same message as from the Python API
+            [],
+            "error: model.layer_plan.types.local.position_kwargs.base: rope base must be > 1",
+        ),
+        (  # a dotted option into a type: jsonargparse makes it one type named 'local.window'
+            ["--model.layer_plan.types.local.window", "8"],
+            "error: model.layer_plan.types.local.window cannot be set on its own",
+        ),
+    ],
+)
+def test_a_bad_layer_type_setting_on_the_command_line_is_one_line(
+    typed, expected, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    plan = "{pattern: [global, local], types: {local: {window: 8, position_kwargs: {base: 0.5}}}}"
+    (tmp_path / "plan.yaml").write_text(f"model:\n  num_layers: 2\n  layer_plan: {plan}\n")
+    argv = ["fit", "--config", str(CONFIGS / "rope.yaml"), "--config", "plan.yaml", *typed]
+    line = _one_error_line([*argv, "--trainer.fast_dev_run", "true"], capsys)
+    assert line.startswith(expected), line
+    if typed:
+        assert "'8'" in line and "--model.layer_plan '{" in line, line
+        assert "the layers' types: global, local" in line, line
+    assert list(tmp_path.iterdir()) == [tmp_path / "plan.yaml"]
