@@ -37,6 +37,7 @@ from typing import Any
 from roformer_lit.architecture_rules import ResolvedLayer, check_architecture
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.blocks import BlockOptions
+from roformer_lit.errors import ConfigError
 from roformer_lit.layer_plan import LayerSpec, resolve_plan
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.registry import Registry
@@ -88,6 +89,18 @@ class EncoderConfig:
     attention_kwargs: dict[str, Any] | None = None
     block: dict[str, Any] | None = None
     layer_plan: dict[str, Any] | None = None
+
+    def __new__(cls, *args: Any, **fields: Any) -> EncoderConfig:
+        # a field the config has not (EncoderConfig(hidden=64), replace(hiden_size=64)) is
+        # the user's mistake, one ConfigError line naming it and the fields, not a TypeError
+        valid = [f.name for f in dataclasses.fields(cls)]
+        unknown = [name for name in fields if name not in valid]
+        if unknown:
+            raise ConfigError(
+                f"{cls.__name__} has no field(s) {', '.join(map(repr, unknown))}; valid "
+                f"fields (model.<field>): {', '.join(valid)}"
+            )
+        return super().__new__(cls)
 
     def __post_init__(self) -> None:
         # the config holds its own plain copy (as_data): a caller's dict changed after the

@@ -253,6 +253,24 @@ def test_a_config_is_checked_again_when_it_is_changed():
         config.num_layers = 0  # type: ignore[misc]
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: EncoderConfig(hiden_size=64),
+        lambda: EncoderConfig(hidden_size=64, hiden_size=64),
+        lambda: EncoderConfig().replace(hiden_size=64),
+    ],
+    ids=["made", "beside a field", "replaced"],
+)
+def test_a_field_the_config_has_not_is_one_config_error_naming_the_fields(make):
+    """Not Python's ``TypeError: unexpected keyword argument``."""
+    with pytest.raises(ConfigError) as error:
+        make()
+    message = str(error.value)
+    assert "\n" not in message and "'hiden_size'" in message, message
+    assert f"valid fields (model.<field>): {', '.join(ENCODER_FIELDS)}" in message, message
+
+
 # -- other libraries' numbers ------------------------------------------------------------------
 
 
