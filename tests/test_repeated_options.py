@@ -90,11 +90,23 @@ def test_an_option_typed_twice_is_one_line_naming_both(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_fine_tune_option_typed_twice_is_one_line(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("command", [["finetune"], ["finetune", "validate"]])
+def test_a_fine_tune_option_typed_twice_is_one_line(command, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    argv = ["finetune", "--config", str(CONFIGS / "finetune" / "local.yaml")]
+    argv = [*command, "--config", str(CONFIGS / "finetune" / "local.yaml")]
     line = one_error_line([*argv, "--model.pooling", "mean", "--model.pooling", "cls"], capsys)
-    assert "--model.pooling given twice" in line, line
+    assert line.startswith(f"error: {' '.join(command)}: --model.pooling given twice"), line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("case", ["two words each", "words then equals", "a key inside a mapping"])
+def test_prepare_names_itself_for_an_option_typed_twice(case, tmp_path, monkeypatch, capsys):
+    """``prepare`` parses ``fit``'s arguments; its refusal names ``prepare``, not ``fit``."""
+    monkeypatch.chdir(tmp_path)
+    typed, option, (first, then) = REPEATS[case]
+    line = one_error_line(["prepare", "--config", ROPE, *typed], capsys)
+    assert line.startswith(f"error: prepare: {option} given twice"), line
+    assert first in line and then in line, line
     assert list(tmp_path.iterdir()) == []
 
 

@@ -17,14 +17,15 @@ from roformer_lit.data.datamodule import PretrainDataModule
 from roformer_lit.data.modules import data_module
 
 
-def datamodule_of(fit_args: Sequence[str]) -> PretrainDataModule:
-    """The data module that ``fit`` with these arguments would build (nothing else is built)."""
+def datamodule_of(fit_args: Sequence[str], command: str = "fit") -> PretrainDataModule:
+    """The data module that ``fit`` with these arguments would build (nothing else is built);
+    ``command`` names the command the user typed in its messages."""
     from roformer_lit.commands.pretrain import validate_config
 
     args = list(fit_args)
     if args and args[0] == "fit":
         args = args[1:]
-    config = validate_config(args)
+    config = validate_config(args, command=command)
     return data_module(config.data, lenient=False)
 
 
@@ -60,7 +61,7 @@ def main(args: Sequence[str]) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(__doc__)
         return 0
-    dm = datamodule_of(args)
+    dm = datamodule_of(args, command="prepare")
     train, val = dm.prepare()  # a source built in memory says so in one line
     assert isinstance(dm, CorpusDataModule)
     (tr_stream, tr_start, tr_stop), (va_stream, va_start, va_stop) = dm.split_ranges()

@@ -83,7 +83,14 @@ SPECIAL_CKPT_PATHS = ("last", "best", "hpc")
 
 
 class RoformerCLI(CompatCLI):
-    """LightningCLI with the data -> model links, a fixed checkpoint policy and run naming."""
+    """LightningCLI with the data -> model links, a fixed checkpoint policy and run naming.
+
+    ``command``: the command the user typed, as its messages name it (``prepare``,
+    ``finetune``); None: the subcommand of the command line, else ``fit``."""
+
+    def __init__(self, *args: Any, command: str | None = None, **kwargs: Any) -> None:
+        self.command = command  # read while parsing, inside LightningCLI's __init__
+        super().__init__(*args, **kwargs)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.link_arguments(
@@ -145,7 +152,8 @@ class RoformerCLI(CompatCLI):
         argv = self._argv
         subcommand = argv[0] if argv and argv[0] in LIGHTNING_SUBCOMMANDS else None
         words = argv[1:] if subcommand is not None else argv
-        refuse_repeated_options(subcommand or "fit", words, command_options(self, subcommand))
+        command = self.command or subcommand or "fit"
+        refuse_repeated_options(command, words, command_options(self, subcommand))
 
     def check_ckpt_path(self) -> None:
         """Check ``--ckpt_path`` before anything is built: it must be a readable pretraining
@@ -483,13 +491,15 @@ def validate_config(
     data_class: type = PretrainDataModule,
     parse_only: type[LightningCLI] | None = None,
     prelaunch: bool = True,
+    command: str = "fit",
 ) -> Any:
     """Parse ``fit`` arguments (``--config`` files and ``--key value`` overrides) for the given
     model and data classes, with ``parse_only`` (a CLI class that builds nothing; default
     :class:`_ParseOnly`), without instantiating anything, then apply the CLI's pre-launch
     check (``check_before_launch``: every rule ``fit`` applies before it starts) unless
     ``prelaunch`` is False (a partial config: parsed only); returns the namespace or
-    raises ConfigError with one line."""
+    raises ConfigError with one line (an option typed twice names ``command``, the command
+    the user typed: ``prepare``, ``finetune``)."""
     try:
         with warnings.catch_warnings():
             # LightningCLI warns whenever ``args`` is given while ``sys.argv`` holds a command
@@ -508,6 +518,7 @@ def validate_config(
                     else {"exit_on_error": False}
                 ),
                 auto_configure_optimizers=False,
+                command=command,
             )
     except Exception as exc:
         if is_argument_error(exc):

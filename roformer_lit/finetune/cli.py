@@ -213,6 +213,7 @@ def _run(subcommand: str, argv: list[str]) -> None:
         SequenceClassifier,
         TaskDataModule,
         args=[subcommand, *argv],
+        command="finetune" if subcommand == "fit" else f"finetune {subcommand}",
         seed_everything_default=0,
         save_config_callback=RunConfigSaver,
         save_config_kwargs={"overwrite": False},

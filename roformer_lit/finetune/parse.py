@@ -26,4 +26,6 @@ def validate_finetune_config(args: Sequence[str], prelaunch: bool = True) -> Any
     reading the checkpoint or the data; the task name is checked too. Returns the namespace
     or raises ConfigError with one line (the check ``finetune`` runs before it starts:
     :func:`~roformer_lit.finetune.prelaunch.check_finetune_config`)."""
-    return validate_config(args, SequenceClassifier, TaskDataModule, _ParseOnly, prelaunch)
+    return validate_config(
+        args, SequenceClassifier, TaskDataModule, _ParseOnly, prelaunch, command="finetune"
+    )
