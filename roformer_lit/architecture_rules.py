@@ -23,7 +23,8 @@ and a checkpoint's settings all run the same list, in this order:
 Each failure is one :class:`~roformer_lit.errors.ConfigError` line naming the setting, the
 value and the valid ones. Nothing here depends on the machine: the weights' bytes against
 this machine's memory are the pre-launch check's (a checkpoint's config is read anywhere).
-The network's ``forward`` raises nothing for a setting.
+The network's ``forward`` raises nothing for a setting, except a kernel that cannot train
+on the device it is trained on (:func:`kernels_train_on`: the device is known only then).
 """
 
 from __future__ import annotations
@@ -200,6 +201,27 @@ def kernels_that(predicate: Callable[[KernelCapabilities], bool]) -> str:
 def schemes_that(predicate: Callable[[SchemeCapabilities], bool]) -> str:
     """The registered schemes whose default claims satisfy ``predicate``, in words."""
     return _registered_that(POSITION_SCHEMES, predicate)
+
+
+def kernels_train_on(config: EncoderConfig, device: str, here: str) -> None:
+    """Every layer's kernel that declares the devices it trains on
+    (:attr:`~roformer_lit.capabilities.KernelCapabilities.training_devices`: softmax's
+    ``backend: flex`` has no backward on the CPU) must train on ``device`` (a device type:
+    ``cpu``, ``cuda``, ``mps``); ``here`` says why the model trains there (the trainer's
+    accelerator, the module's device). One ConfigError line naming the kernel, the device
+    and the kernels that train there: the pre-launch check's rule and the model's, which
+    learns its device only when it trains (:meth:`~roformer_lit.model.Encoder.forward`)."""
+    for layer in config.layers:
+        devices = layer.kernel_capabilities.training_devices
+        if devices is None or device in devices:
+            continue
+        options = "".join(f", {k}={v!r}" for k, v in layer.kernel_options.items())
+        valid = kernels_that(lambda c: c.training_devices is None or device in c.training_devices)
+        raise ConfigError(
+            f"attention {layer.spec.attention!r}{options}{layer.where(config.model_layer)} "
+            f"trains on {'/'.join(devices)} only; {here}; valid attention kernels on {device} "
+            f"(with their default options): {valid}"
+        )
 
 
 def bias_needs_a_kernel_that_takes_it(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:

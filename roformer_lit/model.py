@@ -17,7 +17,12 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from roformer_lit.architecture_rules import ResolvedLayer, scheme_groups, schemes_that
+from roformer_lit.architecture_rules import (
+    ResolvedLayer,
+    kernels_train_on,
+    scheme_groups,
+    schemes_that,
+)
 from roformer_lit.attention.block import SelfAttention
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.positions import LayerPosition, PositionScheme
@@ -114,6 +119,23 @@ class Encoder(nn.Module):
         )
         if others:  # registered last: no plan leaves the parameters' order and init as before
             self.layer_positions = nn.ModuleDict(others)
+        #: The device types this encoder's kernels were found to train on (checked once each).
+        self._trains_on: set[str] = set()
+
+    def check_training_device(self, device: torch.device) -> None:
+        """Refuse to train on ``device`` a kernel that declares it trains elsewhere
+        (:func:`~roformer_lit.architecture_rules.kernels_train_on`: ``backend: flex`` on
+        the CPU): one ConfigError line naming the kernel, the device and the kernels that
+        train there, before any layer runs. Training means gradients enabled and a
+        parameter that takes them; evaluating (``torch.no_grad()``, frozen weights) runs
+        anywhere. Checked once per device type (a set lookup after that)."""
+        if device.type in self._trains_on or not torch.is_grad_enabled():
+            return
+        if not any(p.requires_grad for p in self.parameters()):
+            return
+        here = f"this model trains on {device.type} here (its weights there, gradients enabled)"
+        kernels_train_on(self.config, device.type, here)
+        self._trains_on.add(device.type)
 
     def position_schemes(self) -> list[PositionScheme]:
         """Every scheme instance of the encoder: the model's first, then the plan's."""
@@ -151,6 +173,8 @@ class Encoder(nn.Module):
         projection, FFN and norms run at ``N`` rows.
         """
         check_positions_input(self.position_schemes(), input_ids.shape[1], position_ids)
+        if not torch.compiler.is_compiling():  # a compiled run was checked at on_fit_start
+            self.check_training_device(self.word_embeddings.weight.device)
         positions = position_ids
         in_segments = None
         if segment_ids is not None:

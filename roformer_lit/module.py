@@ -151,6 +151,15 @@ class MaskedLM(RunModule):
         """The longest input the position scheme accepts (None: unbounded)."""
         return self.encoder.position.max_length
 
+    def on_fit_start(self) -> None:
+        """A kernel that cannot train on this module's device (``backend: flex`` on the CPU)
+        is refused now, in one line, before the sanity validation (whose forward computes no
+        gradients) and whether or not the encoder is compiled
+        (:meth:`~roformer_lit.model.Encoder.check_training_device`)."""
+        super().on_fit_start()
+        with torch.enable_grad():
+            self.encoder.check_training_device(self.device)
+
     # -- the public model API -------------------------------------------------------------
 
     def forward(

@@ -12,9 +12,12 @@ import pytest
 import torch
 from model_factory import PAD, random_ids, small_model
 
-from roformer_lit import POSITION_SCHEMES
-from roformer_lit.attention.softmax import SoftmaxAttention
+from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES
+from roformer_lit.attention.base import AttentionKernel
+from roformer_lit.attention.linear import LinearAttention
+from roformer_lit.attention.softmax import BACKENDS, SoftmaxAttention
 from roformer_lit.errors import ConfigError
+from roformer_lit.registry import option_names
 from roformer_lit.score_bias import ScoreBias, dense_from_lookup
 
 BIAS_SCHEMES = [name for name, cls in POSITION_SCHEMES.items() if cls.needs_score_bias]
@@ -112,7 +115,8 @@ def test_flex_with_attention_dropout_is_refused_in_one_line():
     for module in model.modules():
         if hasattr(module, "attention_dropout"):
             module.attention_dropout = 0.1
-    with pytest.raises(ConfigError, match="no attention dropout"):
+    # without gradients: training on the CPU would be refused first (its own test below)
+    with pytest.raises(ConfigError, match="no attention dropout"), torch.no_grad():
         model(random_ids(1, 8))
 
 
@@ -121,16 +125,69 @@ def test_an_unknown_backend_is_refused_naming_the_valid_ones():
         small_model("alibi", attention_kwargs={"backend": "triton"})
 
 
-def test_training_on_the_flex_backend_off_cuda_is_refused_in_one_line():
-    """PyTorch has no FlexAttention backward on CPU: a clear refusal, not its traceback."""
-    model = small_model(
-        "alibi",
+class CudaOnlyLinear(LinearAttention):
+    """A plugin kernel that declares it trains on CUDA only (not named like any built-in)."""
+
+    training_devices = ("cuda",)
+
+
+#: (attention, its options) of every kernel that declares devices without the CPU: each
+#: registered kernel with each backend it takes, and a plugin's, by import path.
+OFF_CPU_KERNELS = [
+    (name, options)
+    for name in ATTENTION_KERNELS
+    for options in [
+        {},
+        *({"backend": b} for b in BACKENDS if "backend" in option_names(ATTENTION_KERNELS[name])),
+    ]
+    if "cpu" not in (ATTENTION_KERNELS[name].capabilities(options).training_devices or ("cpu",))
+] + [(f"{__name__}:CudaOnlyLinear", {})]
+
+
+def _off_cpu_model(attention, options):
+    position = "alibi" if ATTENTION_KERNELS[attention].capabilities(options).score_bias else "rope"
+    return small_model(
+        position,
+        attention,
         hidden_size=64,
         num_heads=4,
         attention_dropout=0.0,
-        attention_kwargs={"backend": "flex"},
+        attention_kwargs=options,
     ).train()
+
+
+@pytest.mark.parametrize("attention,options", OFF_CPU_KERNELS, ids=str)
+def test_training_a_kernel_off_its_devices_is_refused_before_any_layer_runs(
+    attention, options, monkeypatch
+):
+    """The kernel's declared ``training_devices``, read at the top of ``forward``: one line
+    naming the kernel, the device and the kernels that train there; no kernel has run."""
+    assert ("softmax", {"backend": "flex"}) in OFF_CPU_KERNELS
+    model = _off_cpu_model(attention, options)
+    ran = []
+    for module in model.modules():
+        if isinstance(module, AttentionKernel):
+            module.register_forward_pre_hook(lambda *_: ran.append(1))
     ids = random_ids(2, 8)
-    with pytest.raises(ConfigError, match="trains on CUDA only") as error:
+    with pytest.raises(ConfigError) as error:
         model.mlm_loss(ids, ids.clone())
-    assert "\n" not in str(error.value)
+    message = str(error.value)
+    assert "\n" not in message and not ran, message
+    devices = "/".join(ATTENTION_KERNELS[attention].capabilities(options).training_devices)
+    assert message.startswith(f"attention {attention!r}"), message
+    assert f"trains on {devices} only; this model trains on cpu here" in message, message
+    assert "valid attention kernels on cpu (with their default options): linear, softmax" in (
+        message
+    )
+    with pytest.raises(ConfigError, match="this model trains on cpu here"):
+        model.on_fit_start()  # Lightning's first hook that knows the device
+
+
+@pytest.mark.parametrize("attention,options", OFF_CPU_KERNELS, ids=str)
+def test_evaluating_a_kernel_off_its_training_devices_runs(attention, options):
+    model = _off_cpu_model(attention, options)
+    ids = random_ids(2, 8)
+    with torch.no_grad():
+        model(ids)
+    model.eval().requires_grad_(False)
+    model(ids)  # gradients enabled, but nothing takes them

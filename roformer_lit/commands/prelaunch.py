@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from roformer_lit.architecture_rules import kernels_that, schemes_that
+from roformer_lit.architecture_rules import kernels_that, kernels_train_on, schemes_that
 from roformer_lit.data.modules import complete_settings
 from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
 from roformer_lit.errors import ConfigError, one_line
@@ -174,20 +174,9 @@ def kernels_train_on_the_device(config: EncoderConfig, trainer: Mapping[str, Any
     starts (else the first training step fails, after the sanity validation)."""
     accelerator = trainer.get("accelerator", "auto")
     device = training_device(accelerator)
-    if device is None:
-        return
-    for layer in config.layers:
-        devices = layer.kernel_capabilities.training_devices
-        if devices is None or device in devices:
-            continue
-        options = "".join(f", {k}={v!r}" for k, v in layer.kernel_options.items())
-        valid = kernels_that(lambda c: c.training_devices is None or device in c.training_devices)
-        raise ConfigError(
-            f"attention {layer.spec.attention!r}{options}{layer.where(config.model_layer)} "
-            f"trains on {'/'.join(devices)} only; trainer.accelerator={accelerator!r} trains on "
-            f"{device} here; valid attention kernels on {device} (with their default "
-            f"options): {valid}"
-        )
+    if device is not None:
+        here = f"trainer.accelerator={accelerator!r} trains on {device} here"
+        kernels_train_on(config, device, here)
 
 
 def check_model(model: Mapping[str, Any], vocab_size: Any, max_length: Any) -> EncoderConfig:
