@@ -172,6 +172,9 @@ class Encoder(nn.Module):
         rows need: its attention still reads every key and value, but the output
         projection, FFN and norms run at ``N`` rows.
         """
+        check_forward_inputs(
+            self.config.vocab_size, input_ids, attention_mask, segment_ids, position_ids
+        )
         check_positions_input(self.position_schemes(), input_ids.shape[1], position_ids)
         if not torch.compiler.is_compiling():  # a compiled run was checked at on_fit_start
             self.check_training_device(self.word_embeddings.weight.device)
@@ -224,6 +227,73 @@ def _prepare(
             length, x.device, x.dtype, positions, key_padding_mask=key_padding_mask
         )
     return scheme.prepare(length, x.device, x.dtype, positions)
+
+
+def _kind(value: object) -> str:
+    """A tensor's shape and dtype in words (``shape (2, 8), torch.float32``), else its type."""
+    if isinstance(value, Tensor):
+        return f"shape {tuple(value.shape)}, {value.dtype}"
+    return f"a {type(value).__name__}"
+
+
+def _is_integer(value: Tensor) -> bool:
+    return not (
+        value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == torch.bool
+    )
+
+
+def check_forward_inputs(
+    vocab_size: int,
+    input_ids: Any,
+    attention_mask: Any = None,
+    segment_ids: Any = None,
+    position_ids: Any = None,
+) -> None:
+    """The tensors of ``Encoder.forward`` (and ``MaskedLM``'s): ``input_ids`` ``[B, L]``
+    ``torch.long`` or ``torch.int`` in ``0 .. vocab_size - 1``, and each of
+    ``attention_mask`` (bool or integer), ``segment_ids`` and ``position_ids`` (integer)
+    None or of ``input_ids``' shape. A ``ValueError`` naming the argument, its shape and
+    dtype and what is expected (an input error of the Python API), before anything runs.
+    Shapes and dtypes only, except the ids' range, read on CPU tensors alone (one pass of
+    ``aminmax``; on an accelerator it would wait for the device, so an id out of range
+    there is the device's own error) and never while compiling."""
+    if not (
+        isinstance(input_ids, Tensor)
+        and input_ids.dim() == 2
+        and input_ids.dtype in (torch.long, torch.int)
+    ):
+        raise ValueError(
+            f"input_ids must be a [batch, length] tensor of token ids (torch.long or "
+            f"torch.int), got {_kind(input_ids)}"
+        )
+    shape = tuple(input_ids.shape)
+    others = (
+        ("attention_mask", attention_mask, "bool or integer (True or 1 at real tokens)"),
+        ("segment_ids", segment_ids, "integer"),
+        ("position_ids", position_ids, "integer"),
+    )
+    for name, value, dtypes in others:
+        if value is None:
+            continue
+        takes_bool = name == "attention_mask" and getattr(value, "dtype", None) == torch.bool
+        if not (
+            isinstance(value, Tensor)
+            and tuple(value.shape) == shape
+            and (takes_bool or _is_integer(value))
+        ):
+            raise ValueError(
+                f"{name} must be None or a tensor of input_ids' shape {shape}, {dtypes}; got "
+                f"{_kind(value)}"
+            )
+    if input_ids.device.type != "cpu" or not input_ids.numel() or torch.compiler.is_compiling():
+        return
+    low, high = (int(bound) for bound in torch.aminmax(input_ids))
+    if low < 0 or high >= vocab_size:
+        wrong = low if low < 0 else high
+        raise ValueError(
+            f"input_ids holds token id {wrong}, outside the vocabulary: ids must be in "
+            f"0..{vocab_size - 1} (model.vocab_size={vocab_size})"
+        )
 
 
 def check_positions_input(

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from model_factory import (
     INVALID_PAIRS,
     VALID_PAIRS,
+    VOCAB,
     random_ids,
     small_model,
 )
@@ -145,3 +146,87 @@ def test_bad_input(kwargs, pattern):
     args.update(kwargs)
     with pytest.raises(ValueError, match=pattern):
         MaskedLM(**args)
+
+
+#: name -> (forward's arguments over ``ids`` [2, 8], what the ValueError must say: the
+#: argument, its shape or dtype, and what is expected)
+MALFORMED_INPUTS = {
+    "ids of rank 1": (
+        lambda ids: {"input_ids": ids[0]},
+        "input_ids must be a [batch, length] tensor of token ids (torch.long or torch.int), "
+        "got shape (8,), torch.int64",
+    ),
+    "ids of rank 3": (lambda ids: {"input_ids": ids[None]}, "got shape (1, 2, 8), torch.int64"),
+    "float ids": (
+        lambda ids: {"input_ids": ids.float()},
+        "(torch.long or torch.int), got shape (2, 8), torch.float32",
+    ),
+    "a list of ids": (
+        lambda ids: {"input_ids": ids.tolist()},
+        "(torch.long or torch.int), got a list",
+    ),
+    "an id past the vocabulary": (
+        lambda ids: {"input_ids": ids.clone().index_fill_(1, torch.tensor([3]), VOCAB)},
+        f"input_ids holds token id {VOCAB}, outside the vocabulary: ids must be in "
+        f"0..{VOCAB - 1} (model.vocab_size={VOCAB})",
+    ),
+    "a negative id": (
+        lambda ids: {"input_ids": ids.clone().index_fill_(1, torch.tensor([0]), -1)},
+        f"input_ids holds token id -1, outside the vocabulary: ids must be in 0..{VOCAB - 1}",
+    ),
+    "a mask of another shape": (
+        lambda ids: {"input_ids": ids, "attention_mask": torch.ones(2, 7, dtype=torch.bool)},
+        "attention_mask must be None or a tensor of input_ids' shape (2, 8), bool or integer "
+        "(True or 1 at real tokens); got shape (2, 7), torch.bool",
+    ),
+    "a float mask": (
+        lambda ids: {"input_ids": ids, "attention_mask": torch.ones(2, 8)},
+        "attention_mask must be None or a tensor of input_ids' shape (2, 8), bool or integer "
+        "(True or 1 at real tokens); got shape (2, 8), torch.float32",
+    ),
+    "positions of another shape": (
+        lambda ids: {"input_ids": ids, "position_ids": torch.arange(8)},
+        "position_ids must be None or a tensor of input_ids' shape (2, 8), integer; got shape "
+        "(8,), torch.int64",
+    ),
+    "float positions": (
+        lambda ids: {"input_ids": ids, "position_ids": torch.arange(8.0).expand(2, 8)},
+        "position_ids must be None or a tensor of input_ids' shape (2, 8), integer; got shape "
+        "(2, 8), torch.float32",
+    ),
+    "segments of another shape": (
+        lambda ids: {"input_ids": ids, "segment_ids": torch.zeros(2, 7, dtype=torch.long)},
+        "segment_ids must be None or a tensor of input_ids' shape (2, 8), integer; got shape "
+        "(2, 7), torch.int64",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED_INPUTS))
+@pytest.mark.parametrize("call", ["forward", "encoder", "mlm_loss"])
+def test_a_malformed_forward_input_is_one_value_error_naming_it(case, call):
+    model = small_model("rope")
+    arguments, expected = MALFORMED_INPUTS[case]
+    given = arguments(random_ids(2, 8))
+    run = {
+        "forward": lambda: model(**given),
+        "encoder": lambda: model.encoder(**given),
+        "mlm_loss": lambda: model.mlm_loss(
+            given.pop("input_ids"), torch.full((2, 8), -100), **given
+        ),
+    }[call]
+    with pytest.raises(ValueError) as error:
+        run()
+    message = str(error.value)
+    assert "\n" not in message and expected in message, message
+
+
+def test_the_input_check_leaves_the_logits_as_they_were():
+    """int32 ids, an integer mask and bool ids' equivalents all give the long ids' logits."""
+    model = small_model("rope")
+    ids = random_ids(2, 8)
+    mask = torch.ones(2, 8, dtype=torch.bool)
+    mask[1, -3:] = False
+    with torch.no_grad():
+        expected = model(ids, attention_mask=mask)
+        torch.testing.assert_close(model(ids.int(), attention_mask=mask.long()), expected)
