@@ -32,7 +32,9 @@ from roformer_lit.data.datamodule import PretrainDataModule
 from roformer_lit.data.modules import DATA_MODULES, class_path
 from roformer_lit.data.probe_module import ProbeDataModule
 from roformer_lit.errors import ConfigError
+from roformer_lit.finetune.module import SequenceClassifier
 from roformer_lit.module import MaskedLM
+from roformer_lit.training.checkpoint_io import RECORDED_TRAINER_SETTINGS
 from roformer_lit.training.lifecycle import run_length_records
 
 
@@ -113,9 +115,10 @@ def _arguments(cls: type) -> list[str]:
 
 
 #: The trainer's settings a checkpoint records (RunModule.on_save_checkpoint).
-RECORDED_TRAINER = ["trainer.max_steps"]
+RECORDED_TRAINER = [f"trainer.{key}" for key in RECORDED_TRAINER_SETTINGS]
 ARGUMENTS = (
     [f"model.{a}" for a in _arguments(MaskedLM)]
+    + [f"model.{a}" for a in _arguments(SequenceClassifier) if a not in _arguments(MaskedLM)]
     + [f"data.{a}" for cls in DATA_MODULES for a in cls.arguments()]
     + RECORDED_TRAINER
 )
@@ -124,12 +127,30 @@ ARGUMENTS = (
 def test_the_recorded_trainer_settings_are_the_trainers(options):
     """What a checkpoint records of the trainer (``run_length_records``) are ``fit`` options."""
 
-    class Trained:
-        max_steps = 7
+    from types import SimpleNamespace
 
-    recorded = run_length_records(Trained(), 7)["trainer_settings"]
+    from lightning.pytorch.utilities import GradClipAlgorithmType
+
+    trainer = SimpleNamespace(  # as a Trainer holds them after fit starts
+        max_steps=7,
+        max_epochs=-1,
+        accumulate_grad_batches=2,
+        gradient_clip_val=1,
+        gradient_clip_algorithm=GradClipAlgorithmType("value"),
+        precision="bf16-mixed",
+    )
+    recorded = run_length_records(trainer, 7)["trainer_settings"]
     assert [f"trainer.{key}" for key in recorded] == RECORDED_TRAINER
     assert all(f"--{name}" in options for name in RECORDED_TRAINER)
+    assert recorded == {
+        "max_steps": 7,
+        "max_epochs": -1,
+        "accumulate_grad_batches": 2,
+        "gradient_clip_val": 1.0,
+        "gradient_clip_algorithm": "value",
+        "precision": "bf16-mixed",
+    }
+    assert all(type(v) in (int, float, str) for v in recorded.values())  # weights_only
 
 
 @pytest.mark.parametrize("name", ARGUMENTS)
@@ -496,3 +517,90 @@ def test_a_builtin_typed_by_its_import_path_is_the_runs_own(key, name, path, res
         config = {"model": {key: ours}, "data": {}}
         typed = {f"model.{key}"}
         assert checkpoint_settings(checkpoint, config, typed, resume, "run.ckpt") == ({}, [])
+
+
+# -- the trainer's other settings, and epoch-limited runs ---------------------------------------
+
+
+#: case -> (the command's trainer section, the recorded one): the same as the trainer holds it.
+HELD_THE_SAME = {
+    "precision alias": ({"precision": 32}, {"precision": "32-true"}),
+    "bf16 alias": ({"precision": "bf16"}, {"precision": "bf16-mixed"}),
+    "no epoch limit, a step limit": (
+        {"max_epochs": None, "max_steps": 8},
+        {"max_epochs": -1, "max_steps": 8},
+    ),
+    "no limit at all": ({"max_epochs": None, "max_steps": -1}, {"max_epochs": 1000}),
+    "no clipping": ({"gradient_clip_val": None}, {"gradient_clip_val": 0.0}),
+    "the default algorithm": (
+        {"gradient_clip_algorithm": None},
+        {"gradient_clip_algorithm": "norm"},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HELD_THE_SAME))
+def test_trainer_settings_compare_as_the_trainer_holds_them(case):
+    ours, theirs = HELD_THE_SAME[case]
+    checkpoint = {"trainer_settings": {"max_steps": ours.get("max_steps", 8), **theirs}}
+    config = {"model": {}, "data": {}, "trainer": {"max_steps": 8, **ours}}
+    typed = {f"trainer.{key}" for key in ours}  # typed, and the same: nothing to refuse
+    assert checkpoint_settings(checkpoint, config, typed, True, "run.ckpt") == ({}, [])
+
+
+def test_a_checkpoint_from_before_the_record_compares_only_its_length():
+    checkpoint = {"trainer_settings": {"max_steps": 8}, "hyper_parameters": {}}
+    config = {"model": {}, "data": {}, "trainer": {"max_steps": 8, "precision": "bf16-mixed"}}
+    typed = {"trainer.precision", "trainer.max_steps"}
+    assert checkpoint_settings(checkpoint, config, typed, True, "run.ckpt") == ({}, [])
+
+
+#: case -> (schedule, step, planned, words of why a typed max_epochs is refused; None: taken).
+EPOCHS = {
+    "constant, stopped": ("constant", 4, 8, None),
+    "linear, stopped": ("linear", 4, 8, "'linear' learning-rate schedule"),
+    "constant, finished": ("constant", 8, 8, FINISHED),
+    "no record": ("constant", 4, None, "does not record"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EPOCHS))
+def test_changed_epochs_takes_a_constant_run_stopped_before_its_end(case):
+    from roformer_lit.commands.checkpoint_settings import changed_epochs
+
+    schedule, step, planned, why = EPOCHS[case]
+    got = changed_epochs(_stopped(schedule, step, planned), {"max_epochs": 5})
+    assert got is None if why is None else (got is not None and why in got), got
+
+
+def test_a_fine_tuning_run_length_is_never_exact():
+    """Its warm-up is a share of its length (``warmup_ratio``): any other length changes
+    the rates of the steps it took."""
+    from roformer_lit.commands.checkpoint_settings import changed_epochs
+
+    checkpoint = {"global_step": 1, "schedule_steps": 8, "hyper_parameters": {"warmup_ratio": 0.5}}
+    for changed in (changed_steps(checkpoint, {"max_steps": 12}), changed_epochs(checkpoint, {})):
+        assert changed is not None and "model.warmup_ratio=0.5" in changed
+
+
+#: case -> (the checkpoint's epoch, step, schedule, the command's max_epochs, words; None: goes on).
+EPOCHS_LEFT = {
+    "finished": (2, 8, "linear", 2, ["is at epoch 2 (step 8)", "max_epochs is 2", FINISHED]),
+    "stopped, given fewer epochs": (1, 4, "constant", 1, ["leave the flag out or pass a larger"]),
+    "stopped": (1, 4, "linear", 2, None),
+    "no epoch limit": (2, 8, "linear", -1, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EPOCHS_LEFT))
+def test_an_epoch_limited_run_with_nothing_left_is_refused_in_one_line(case):
+    epoch, step, schedule, epochs, words = EPOCHS_LEFT[case]
+    checkpoint = {**_stopped(schedule, step, 8), "epoch": epoch}
+    config = {"trainer": {"max_steps": -1, "max_epochs": epochs}}
+    if words is None:
+        check_steps_left(checkpoint, config, "run.ckpt")
+        return
+    with pytest.raises(ConfigError) as info:
+        check_steps_left(checkpoint, config, "run.ckpt")
+    line = str(info.value)
+    assert "\n" not in line and "run.ckpt" in line and all(w in line for w in words), line

@@ -21,10 +21,32 @@ from the command line by :func:`typed_keys`, not from equality with a default: a
 * ``exact`` -- a notice where the resumed run is the run that was planned so from the
   start (:data:`EXACT_BY`), else one ``error:`` line saying why.
 
-The run's length is a setting of training only: a resumed ``fit`` also takes
-``trainer.max_steps`` from the checkpoint (its ``trainer_settings`` record; a ``--config``
-file cannot extend or shorten a run), and :func:`check_steps_left` refuses, in one line, a
-run with nothing left to train. The learning-rate schedule is planned from the run's
+**A resumed run is the run it was.** A resumed ``fit`` also takes the trainer's settings
+that shape the run from the checkpoint (its ``trainer_settings`` record,
+:data:`~roformer_lit.training.checkpoint_io.RECORDED_TRAINER_SETTINGS`; a ``--config`` file
+cannot change them, and one ``note:`` line says what it replaced), compared as the trainer
+holds them (:data:`TRAINER_HOLDS`: ``max_epochs: null`` is 1000 or -1, ``precision: 32`` is
+``32-true``). Only what a checkpoint recorded is compared: one from before a key was
+recorded keeps the command's value. What a typed value that differs does, per setting:
+
+* ``trainer.max_steps``, ``trainer.max_epochs``: ``exact`` -- the run's length; taken where
+  the steps already taken keep their learning rates (:func:`changed_steps`,
+  :func:`changed_epochs`), else refused;
+* ``trainer.accumulate_grad_batches``, ``trainer.gradient_clip_val``,
+  ``trainer.gradient_clip_algorithm``, ``trainer.precision``: ``refuse`` -- they change what
+  one optimiser step is (its batch, its update, its rounding; an fp16 run's loss scaler),
+  and accumulation also the steps an epoch has, so the schedule's length;
+* the optimiser and schedule (``model.learning_rate``, ``weight_decay``, ``betas``,
+  ``warmup_steps``, ``min_lr_ratio``, ``lr_schedule``, ``decay_fraction``,
+  ``position_lr_scale``; fine-tuning's ``warmup_ratio``): ``refuse`` -- the optimiser's
+  moments and the schedule's steps so far were taken for the run's values, so the resumed
+  run would be neither that run nor one planned with the new values; a new run is;
+* the dropouts: ``notice`` (they change no state the run carries).
+
+Every refusal is one ``error:`` line naming the setting and both values, and saying to leave
+the flag out or start a new run without ``--ckpt_path``. :func:`check_steps_left` refuses,
+in one line, a run with nothing left to train: at its ``max_steps``, or, without a step
+limit, at its ``max_epochs``. The learning-rate schedule is planned from the run's
 length, so a typed ``--trainer.max_steps`` is ``exact`` (:func:`changed_steps`):
 taken by a run stopped before its end whose steps so far keep their learning rates (a
 ``constant`` schedule, or a decaying one still warming up), refused otherwise; a finished
@@ -59,7 +81,15 @@ REFUSE, NOTICE, QUIET, EXACT = "refuse", "notice", "quiet", "exact"
 #: in a resumed ``fit``). The one place these choices are made; docs/guide/runs.md shows it.
 #: Settings of the machine, not of the run: always the command's own (``model.vocab_size``
 #: is linked from the data module's tokenizer).
-MACHINE_SETTINGS = ("model.vocab_size", "data.num_workers", "data.num_proc", "data.cache_dir")
+#: ``model.pretrained`` (fine-tuning) is the pretrained checkpoint's path, which may move: a
+#: resume checks it names the run's own file (``check_resumed_pretrained``).
+MACHINE_SETTINGS = (
+    "model.vocab_size",
+    "model.pretrained",
+    "data.num_workers",
+    "data.num_proc",
+    "data.cache_dir",
+)
 
 #: What a typed architecture field (:class:`~roformer_lit.encoder_config.EncoderConfig`)
 #: that differs from the run's does, where it is not :data:`SHAPE`: the field's row of
@@ -90,15 +120,21 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
         for name in ENCODER_FIELDS
         if f"model.{name}" not in MACHINE_SETTINGS
     },
-    # training only
-    "model.learning_rate": (QUIET, NOTICE),
-    "model.weight_decay": (QUIET, NOTICE),
-    "model.betas": (QUIET, NOTICE),
-    "model.warmup_steps": (QUIET, NOTICE),
-    "model.min_lr_ratio": (QUIET, NOTICE),
-    "model.lr_schedule": (QUIET, NOTICE),
-    "model.decay_fraction": (QUIET, NOTICE),
-    "model.position_lr_scale": (QUIET, NOTICE),
+    # the optimiser and its schedule: its state and the steps so far were taken for these
+    "model.learning_rate": (QUIET, REFUSE),
+    "model.weight_decay": (QUIET, REFUSE),
+    "model.betas": (QUIET, REFUSE),
+    "model.warmup_steps": (QUIET, REFUSE),
+    "model.min_lr_ratio": (QUIET, REFUSE),
+    "model.lr_schedule": (QUIET, REFUSE),
+    "model.decay_fraction": (QUIET, REFUSE),
+    "model.position_lr_scale": (QUIET, REFUSE),
+    # a fine-tuning classifier's own (SequenceClassifier)
+    "model.warmup_ratio": (QUIET, REFUSE),
+    "model.pooling": (REFUSE, REFUSE),
+    "model.num_labels": (REFUSE, REFUSE),
+    "model.task": (REFUSE, REFUSE),
+    "model.classifier_dropout": (QUIET, NOTICE),
     "model.init_std": (QUIET, QUIET),
     "model.compile": (QUIET, QUIET),
     "model.skip_nonfinite": (QUIET, QUIET),
@@ -131,20 +167,64 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
     "data.probe_hint": (QUIET, REFUSE),
     "data.batch_size": (QUIET, REFUSE),
     "data.max_train_blocks": (QUIET, REFUSE),
-    # the run's length: compared in a resume only (an evaluation has none)
+    # the trainer's settings of the run (its trainer_settings record): a resume only
     "trainer.max_steps": (QUIET, EXACT),
+    "trainer.max_epochs": (QUIET, EXACT),
+    "trainer.accumulate_grad_batches": (QUIET, REFUSE),
+    "trainer.gradient_clip_val": (QUIET, REFUSE),
+    "trainer.gradient_clip_algorithm": (QUIET, REFUSE),
+    "trainer.precision": (QUIET, REFUSE),
 }
 
 
-#: Settings whose value is compared as what it builds, given the two ``model`` sections
+def _max_epochs_held(value: Any, trainer: Mapping[str, Any]) -> Any:
+    """``max_epochs`` as Lightning resolves it: None is 1000 without a step or time limit,
+    else -1 (no epoch limit)."""
+    if value is not None:
+        return value
+    endless = trainer.get("max_steps") in (-1, None) and trainer.get("max_time") is None
+    return 1000 if endless else -1
+
+
+#: Precision flags Lightning reads as another (``32`` is ``32-true``; None its default).
+_PRECISION_ALIASES = {"16": "16-mixed", "bf16": "bf16-mixed", "32": "32-true", "64": "64-true"}
+
+#: A trainer setting -> its value as the trainer holds it, given the value and the
+#: ``trainer`` section: what a checkpoint recorded (``trainer_settings_record``) and what a
+#: command gives are compared so.
+TRAINER_HOLDS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
+    "max_epochs": _max_epochs_held,
+    "gradient_clip_val": lambda value, _: 0.0 if value is None else value,
+    "gradient_clip_algorithm": lambda value, _: "norm" if value is None else str(value).lower(),
+    "precision": lambda value, _: (
+        _PRECISION_ALIASES.get(str(value), str(value)) if value is not None else "32-true"
+    ),
+}
+
+
+def held(key: str, trainer: Any) -> Any:
+    """Trainer setting ``key`` of a ``trainer`` section as the trainer holds it
+    (:data:`TRAINER_HOLDS`)."""
+    trainer = trainer if trainer is not None else {}
+    value = trainer.get(key)
+    return TRAINER_HOLDS[key](value, trainer) if key in TRAINER_HOLDS else value
+
+
+def _same_held(key: str) -> Callable[[Mapping[str, Any], Mapping[str, Any]], bool]:
+    return lambda ours, theirs: same_setting(held(key, ours), held(key, theirs))
+
+
+#: Settings whose value is compared as what it builds, given the two sections holding it
 #: (the command's, the run's): a layer plan written with ``layers:`` is the run's
 #: ``pattern:`` plan (:func:`~roformer_lit.plan_identity.same_plan`), a built-in scheme or
-#: kernel named by its import path is its short name (:func:`same_component`). Every other setting
+#: kernel named by its import path is its short name (:func:`same_component`), a trainer
+#: setting is what the trainer holds (:data:`TRAINER_HOLDS`). Every other setting
 #: compares as plain data (:func:`same_setting`).
 SAME_BY: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], bool]] = {
     "model.layer_plan": same_plan,
     "model.position": lambda ours, theirs: same_component("position", ours, theirs),
     "model.attention": lambda ours, theirs: same_component("attention", ours, theirs),
+    **{f"trainer.{key}": _same_held(key) for key in TRAINER_HOLDS},
 }
 
 
@@ -347,14 +427,15 @@ def _data_section(
     return theirs_class, switched
 
 
-def _equivalent(name: str, model: Any, saved: Mapping[str, Any]) -> bool:
-    """Whether setting ``name`` of the command's ``model`` section builds what the run's
-    (``saved``: :func:`saved_settings`) built, for a setting of :data:`SAME_BY`."""
+def _equivalent(name: str, section: Any, saved: Mapping[str, Any]) -> bool:
+    """Whether setting ``name`` of the command's ``section`` (the one holding it) builds what
+    the run's (``saved``: :func:`saved_settings`) built, for a setting of :data:`SAME_BY`."""
     same = SAME_BY.get(name)
-    if same is None or model is None:
+    if same is None or section is None:
         return False
-    theirs = {k.split(".", 1)[1]: v for k, v in saved.items() if k.startswith("model.")}
-    return same(plain(model), theirs)
+    prefix = name.split(".", 1)[0] + "."
+    theirs = {k[len(prefix) :]: v for k, v in saved.items() if k.startswith(prefix)}
+    return same(plain(section), theirs)
 
 
 #: The run's schedule settings where a checkpoint does not name them (its version's defaults).
@@ -400,6 +481,9 @@ def changed_steps(checkpoint: Mapping[str, Any], trainer: Any) -> str | None:
         return "the checkpoint does not record the length its learning rates were planned for"
     if step >= planned:
         return FINISHED
+    shared = _warmup_share(checkpoint, planned)
+    if shared is not None:
+        return shared
     if not _int(total) or total <= 0 or (epochs is not None and epochs >= 0):
         return (
             f"its learning rates were planned for {planned} steps, and this run's length "
@@ -422,23 +506,64 @@ def changed_steps(checkpoint: Mapping[str, Any], trainer: Any) -> str | None:
     )
 
 
+def _warmup_share(checkpoint: Mapping[str, Any], planned: int) -> str | None:
+    """Why a fine-tuning run's rates depend on its length (its warm-up is a share of it,
+    ``model.warmup_ratio``), or None for a run whose warm-up is a number of steps."""
+    saved = checkpoint.get("hyper_parameters")
+    saved = saved if isinstance(saved, Mapping) else {}
+    if "warmup_ratio" not in saved or "warmup_steps" in saved:
+        return None
+    return (
+        f"its warm-up and decay were planned as shares of its {planned} steps "
+        f"(model.warmup_ratio={saved['warmup_ratio']!r})"
+    )
+
+
+def changed_epochs(checkpoint: Mapping[str, Any], trainer: Any) -> str | None:
+    """Why resuming with the command's ``trainer.max_epochs`` would not give the run that was
+    planned for it from the start, or None where it would: a run stopped before its end
+    (below its ``schedule_steps``) whose rates do not depend on its length (``constant``;
+    the steps a number of epochs makes are not known before the data are built, so a
+    decaying schedule is never taken as exact)."""
+    planned, step = checkpoint.get(SCHEDULE_STEPS_KEY), checkpoint.get("global_step")
+    if not _int(planned) or not _int(step):
+        return "the checkpoint does not record the length its learning rates were planned for"
+    if step >= planned:
+        return FINISHED
+    shared = _warmup_share(checkpoint, planned)
+    if shared is not None:
+        return shared
+    schedule = _schedule(checkpoint)["lr_schedule"]
+    if schedule == "constant":
+        return None
+    return (
+        f"its {schedule!r} learning-rate schedule planned the rates of the {step} steps it "
+        f"took for its own length of {planned} steps"
+    )
+
+
 #: The test of each ``exact`` setting: (the checkpoint, the command's section holding the
 #: setting) -> why the resumed run would not be the run planned so, or None.
 EXACT_BY: dict[str, Callable[[Mapping[str, Any], Any], str | None]] = {
     "trainer.max_steps": changed_steps,
+    "trainer.max_epochs": changed_epochs,
 }
 
 
 def check_steps_left(checkpoint: Mapping[str, Any], config: Any, path: str) -> None:
     """Refuse, in one ConfigError line, to resume a run with nothing left to train: the
     checkpoint's step has reached the command's ``trainer.max_steps`` (the run's own unless
-    typed). Lightning would train nothing and still write into the finished run (an events
-    file, a config). The line says how to train further: a larger ``--trainer.max_steps``
-    where one keeps the steps taken (:func:`changed_steps`: a run stopped before its end,
-    given a smaller one), else a new run."""
+    typed), or, without a step limit, its epoch the command's ``trainer.max_epochs``.
+    Lightning would train nothing (or one more epoch) and still write into the finished run
+    (an events file, a config). The line says how to train further: a larger limit where
+    one keeps the steps taken (:func:`changed_steps`, :func:`changed_epochs`: a run
+    stopped before its end, given a smaller one), else a new run."""
     trainer = config.get("trainer") if config.get("trainer") is not None else {}
     step, max_steps = checkpoint.get("global_step"), trainer.get("max_steps")
-    if not _int(step) or not _int(max_steps) or max_steps <= 0 or step < max_steps:
+    if not _int(max_steps) or max_steps <= 0:
+        _check_epochs_left(checkpoint, trainer, path)
+        return
+    if not _int(step) or step < max_steps:
         return
     longer = {"max_steps": step + 1, "max_epochs": trainer.get("max_epochs")}
     why = changed_steps(checkpoint, longer)
@@ -450,6 +575,24 @@ def check_steps_left(checkpoint: Mapping[str, Any], config: Any, path: str) -> N
     raise ConfigError(
         f"checkpoint {path} is at step {step} and trainer.max_steps is {max_steps}: nothing "
         f"is left to train; {how}"
+    )
+
+
+def _check_epochs_left(checkpoint: Mapping[str, Any], trainer: Any, path: str) -> None:
+    """:func:`check_steps_left` for a run limited by ``max_epochs`` alone: the checkpoint's
+    ``epoch`` (the epochs it completed) has reached the command's."""
+    epoch, epochs = checkpoint.get("epoch"), held("max_epochs", trainer)
+    if not _int(epoch) or not _int(epochs) or epochs <= 0 or epoch < epochs:
+        return
+    why = changed_epochs(checkpoint, {"max_epochs": epoch + 1})
+    how = (
+        "to train on, leave the flag out or pass a larger --trainer.max_epochs"
+        if why is None
+        else f"{why}: to train longer, train a new run with a larger --trainer.max_epochs"
+    )
+    raise ConfigError(
+        f"checkpoint {path} is at epoch {epoch} (step {checkpoint.get('global_step')}) and "
+        f"trainer.max_epochs is {epochs}: nothing is left to train; {how}"
     )
 
 
@@ -480,7 +623,8 @@ def _typed_value(
         action = NOTICE
     if action == REFUSE:
         advice = (
-            "a resumed run continues as it trained: leave the flag out, or train a new run"
+            "a resumed run continues as it trained: leave the flag out, or train a new run "
+            "(the command without --ckpt_path)"
             if resume
             else "its weights were trained for that: leave the flag out"
         )
@@ -531,7 +675,7 @@ def checkpoint_settings(
         if current is None or key not in current or name in MACHINE_SETTINGS:
             continue
         ours = current.get(key)
-        if same_setting(ours, saved) or _equivalent(name, sections["model"], saved_all):
+        if same_setting(ours, saved) or _equivalent(name, current, saved_all):
             continue
         if name not in typed:
             target = fill.setdefault(section, {})
@@ -564,11 +708,14 @@ __all__ = [
     "NOTICE",
     "QUIET",
     "REFUSE",
+    "TRAINER_HOLDS",
     "TRAINING_SECTIONS",
+    "changed_epochs",
     "changed_steps",
     "check_steps_left",
     "checkpoint_settings",
     "config_file_keys",
+    "held",
     "same_setting",
     "saved_settings",
     "typed_keys",

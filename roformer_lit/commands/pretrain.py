@@ -172,11 +172,20 @@ class RoformerCLI(CompatCLI):
         if self._checkpoint is None:
             return
         path, checkpoint = self._checkpoint
+        self.take_checkpoint_settings(subcommand, path, checkpoint)
+
+    def take_checkpoint_settings(
+        self, subcommand: str, path: str, checkpoint: dict[str, Any]
+    ) -> None:
+        """The one place a command given ``--ckpt_path`` takes the run's settings
+        (:func:`~roformer_lit.commands.checkpoint_settings.checkpoint_settings`: the table),
+        prints its ``note:`` lines, and, for a resumed ``fit``, refuses a run with nothing
+        left to train (:func:`check_steps_left`); pretraining and fine-tuning alike."""
         options = subcommand_options(self, subcommand)
         argv = getattr(self, "_argv", [])
         fill, notes = checkpoint_settings(
             checkpoint,
-            config,
+            self.config[subcommand],
             typed_keys(argv, options),
             resume=subcommand == "fit",
             path=path,

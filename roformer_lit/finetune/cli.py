@@ -16,7 +16,10 @@ errors). What differs:
   regressions), resolved once the model is built, unless ``--checkpoint.monitor`` names
   another metric (then set ``--checkpoint.mode`` to match);
 * ``--ckpt_path`` must be a fine-tuning checkpoint; a pretraining one belongs in
-  ``--model.pretrained``, which must be the one the resumed run was fine-tuned from;
+  ``--model.pretrained``, which must be the one the resumed run was fine-tuned from; the
+  resumed run takes its own settings and refuses other typed ones as a pretraining resume
+  does (``RoformerCLI.take_checkpoint_settings``: the table of
+  :mod:`~roformer_lit.commands.checkpoint_settings`), and a finished run is refused;
 * ``validate`` evaluates a fine-tuned checkpoint on its task's validation split (optionally
   at another ``--data.max_length``: the scheme's own extrapolation; ``learned`` refuses past
   its table), with the model settings and label count of the checkpoint (a local task
@@ -118,8 +121,9 @@ class FinetuneCLI(RoformerCLI):
             )
         if subcommand == "validate":
             self._take_settings_from(ckpt, hparams)
-        else:
+        else:  # the run's own pretrained checkpoint, then the table and the finished-run check
             check_resumed_pretrained(ckpt, hparams.get("pretrained"), config.model.pretrained)
+            self.take_checkpoint_settings(subcommand, str(ckpt), checkpoint)
 
     def _take_settings_from(self, ckpt: str, hparams: dict) -> None:
         """``validate``: the model section comes from the fine-tuned checkpoint (every key not

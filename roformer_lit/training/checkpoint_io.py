@@ -234,6 +234,16 @@ def _is_real(value: Any) -> bool:
 #: (:mod:`roformer_lit.commands.checkpoint_settings`).
 TRAINER_SETTINGS_KEY = "trainer_settings"
 SCHEDULE_STEPS_KEY = "schedule_steps"
+#: The trainer's settings a ``trainer_settings`` record holds (``RunModule`` writes them all;
+#: checkpoints from before hold ``max_steps`` alone, and a resume compares what is there).
+RECORDED_TRAINER_SETTINGS = (
+    "max_steps",
+    "max_epochs",
+    "accumulate_grad_batches",
+    "gradient_clip_val",
+    "gradient_clip_algorithm",
+    "precision",
+)
 
 
 def _max_steps_record(value: Any) -> bool:
@@ -357,9 +367,10 @@ def read_checkpoint(
 
 def at_its_end(path: str | os.PathLike[str]) -> bool:
     """Whether the checkpoint at ``path`` is at its run's end: its ``global_step`` has
-    reached the ``max_steps`` it records (:data:`TRAINER_SETTINGS_KEY`), so a resume would
+    reached the ``max_steps`` it records (:data:`TRAINER_SETTINGS_KEY`), or a run without a
+    step limit has completed the ``max_epochs`` it records (its ``epoch``), so a resume would
     have nothing left to train. False for a file that is missing or unreadable, or that
-    records no end (a checkpoint from before the record, a run without a step limit)."""
+    records no end (a checkpoint from before the record, a run without a limit)."""
     if not Path(path).is_file():
         return False
     try:
@@ -367,8 +378,13 @@ def at_its_end(path: str | os.PathLike[str]) -> bool:
     except ConfigError:
         return False
     step = checkpoint.get("global_step")
-    max_steps = (checkpoint.get(TRAINER_SETTINGS_KEY) or {}).get("max_steps")
-    return _is_int(step) and _is_int(max_steps) and 0 < max_steps <= step
+    settings = checkpoint.get(TRAINER_SETTINGS_KEY) or {}
+    max_steps, max_epochs = settings.get("max_steps"), settings.get("max_epochs")
+    if _is_int(step) and _is_int(max_steps) and 0 < max_steps <= step:
+        return True
+    epoch = checkpoint.get("epoch")
+    by_epochs = _is_int(max_steps) and max_steps < 0 and _is_int(max_epochs) and max_epochs > 0
+    return by_epochs and _is_int(epoch) and epoch >= max_epochs
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):

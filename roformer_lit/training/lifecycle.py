@@ -14,7 +14,8 @@ theirs (the network, the loss, the metrics); this base gives both
   stretch's numerics is kept, and a damaged record reads as absent with a warning
   (:mod:`roformer_lit.training.numerics_history`); and the run's length
   (:func:`run_length_records`: ``trainer.max_steps`` and the total ``T`` its schedule was
-  planned for), which a resume compares with its own
+  planned for) and the trainer's other settings that shape it (``max_epochs``, accumulation,
+  clipping, precision), which a resume compares with its own
   (:mod:`roformer_lit.commands.checkpoint_settings`);
 * **the non-finite guard**: a NaN/inf training loss or gradient stops the run with
   :class:`~roformer_lit.errors.TrainingDiverged` naming the step, before the optimiser
@@ -60,6 +61,7 @@ from roformer_lit.errors import TrainingDiverged
 from roformer_lit.machine import cpu_model
 from roformer_lit.run_files import warn
 from roformer_lit.training.checkpoint_io import (
+    RECORDED_TRAINER_SETTINGS,
     SCHEDULE_STEPS_KEY,
     TRAINER_SETTINGS_KEY,
     refuse_nonfinite,
@@ -77,13 +79,36 @@ MAX_CONSECUTIVE_SKIPS = 20
 NUMERICS_KEY = "numerics"
 
 
+def trainer_settings_record(trainer: Any) -> dict[str, Any]:
+    """The trainer's settings that shape its run, as the trainer holds them
+    (:data:`~roformer_lit.training.checkpoint_io.RECORDED_TRAINER_SETTINGS`, in that order):
+    its length (``max_steps``; ``max_epochs``, which Lightning resolves from None to 1000 or
+    -1), ``accumulate_grad_batches``, gradient clipping (``gradient_clip_val``;
+    ``gradient_clip_algorithm``, None for Lightning's default, the norm) and ``precision``
+    (``32-true``, ``bf16-mixed``...). Plain data: a checkpoint is read ``weights_only``."""
+    algorithm = getattr(trainer, "gradient_clip_algorithm", None)
+    clip = getattr(trainer, "gradient_clip_val", None)
+    epochs = getattr(trainer, "max_epochs", None)
+    values = {
+        "max_steps": int(trainer.max_steps),
+        "max_epochs": None if epochs is None else int(epochs),
+        "accumulate_grad_batches": int(getattr(trainer, "accumulate_grad_batches", 1)),
+        "gradient_clip_val": None if clip is None else float(clip),
+        "gradient_clip_algorithm": None
+        if algorithm is None
+        else str(getattr(algorithm, "value", algorithm)),
+        "precision": str(getattr(trainer, "precision", "32-true")),
+    }
+    return {key: values[key] for key in RECORDED_TRAINER_SETTINGS}
+
+
 def run_length_records(trainer: Any, schedule_steps: int | None) -> dict[str, Any]:
-    """What a checkpoint records of its run's length (:data:`TRAINER_SETTINGS_KEY`:
-    ``trainer.max_steps``; :data:`SCHEDULE_STEPS_KEY`: the schedule's total steps), for a
-    resume to compare with its own; nothing that is not known (no trainer, no schedule)."""
+    """What a checkpoint records of its run's settings for a resume to compare with its own
+    (:data:`TRAINER_SETTINGS_KEY`: :func:`trainer_settings_record`; :data:`SCHEDULE_STEPS_KEY`:
+    the schedule's total steps); nothing that is not known (no trainer, no schedule)."""
     records: dict[str, Any] = {}
     if trainer is not None:
-        records[TRAINER_SETTINGS_KEY] = {"max_steps": int(trainer.max_steps)}
+        records[TRAINER_SETTINGS_KEY] = trainer_settings_record(trainer)
     if schedule_steps is not None:
         records[SCHEDULE_STEPS_KEY] = int(schedule_steps)
     return records
