@@ -1,0 +1,312 @@
+"""A resumed run is the run it was, through the command line as a user runs it: the trainer's
+settings that shape a run and the optimiser's are the checkpoint's unless typed (a
+``--config`` file's value is replaced, with a ``note:`` line), a typed value that differs is
+refused as :data:`~roformer_lit.commands.checkpoint_settings.CHECKPOINT_SETTINGS` says,
+a run limited by ``max_epochs`` that has ended is refused, and ``finetune fit --ckpt_path``
+goes through the same table and check.
+
+The cases are the table's rows: a row added for a resumed run's setting fails
+:func:`test_every_row_has_a_case` until it has a value here. Every refusal is checked for
+its exit code, one ``error:`` line, no traceback, and a ``runs/`` directory whose listing and
+every file's bytes are unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from cli_helpers import CONFIGS, fit_args, fit_preempted, overridden
+from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
+
+import roformer_lit.commands.pretrain as pretrain
+from roformer_lit.commands import EXIT_PREEMPTED, EXIT_USER_ERROR, main
+from roformer_lit.commands.checkpoint_settings import (
+    CHECKPOINT_SETTINGS,
+    EXACT,
+    REFUSE,
+    held,
+    same_setting,
+    saved_settings,
+)
+from roformer_lit.errors import ConfigError
+from roformer_lit.finetune.module import SequenceClassifier
+from roformer_lit.training.checkpoint_io import RECORDED_TRAINER_SETTINGS
+from roformer_lit.training_config import TRAINING_FIELDS
+
+STOPPED, EPOCHS, TUNED = "stopped", "epochs", "tuned"
+MLM = Path("runs") / "mlm"
+TUNED_LAST = Path("runs") / "finetune" / TUNED / "checkpoints" / "last.ckpt"
+
+#: A resumed pretraining run's settings of training (the optimiser, its schedule, the
+#: trainer's recorded ones) -> a value other than the run's (fit_args: rope.yaml, TINY).
+PRETRAINING_OTHER = {
+    "model.learning_rate": 0.002,
+    "model.weight_decay": 0.1,
+    "model.betas": [0.9, 0.99],
+    "model.warmup_steps": 3,
+    "model.min_lr_ratio": 0.2,
+    "model.lr_schedule": "wsd",
+    "model.decay_fraction": 0.5,
+    "model.position_lr_scale": 2.0,
+    "model.init_std": 0.05,
+    "model.compile": True,
+    "model.skip_nonfinite": True,
+    "trainer.max_steps": 12,
+    "trainer.max_epochs": 3,
+    "trainer.accumulate_grad_batches": 2,
+    "trainer.gradient_clip_val": 0.5,
+    "trainer.gradient_clip_algorithm": "value",
+    "trainer.precision": "bf16-mixed",
+}
+#: The classifier's settings of training (SequenceClassifier) -> a value other than the run's.
+FINETUNE_OTHER = {
+    "model.learning_rate": 0.01,
+    "model.weight_decay": 0.1,
+    "model.betas": [0.9, 0.99],
+    "model.warmup_ratio": 0.3,
+    "model.pooling": "mean",
+    "model.classifier_dropout": 0.2,
+    "model.dropout": 0.2,
+    "model.init_std": 0.05,
+    **{f"trainer.{key}": PRETRAINING_OTHER[f"trainer.{key}"] for key in RECORDED_TRAINER_SETTINGS},
+}
+#: Classifier settings linked from the data (never typed as model.*).
+LINKED = {"model.num_labels", "model.task"}
+
+
+def _classifier_rows() -> list[str]:
+    import inspect
+
+    names = inspect.signature(SequenceClassifier.__init__).parameters
+    return [f"model.{n}" for n in names if f"model.{n}" in CHECKPOINT_SETTINGS]
+
+
+#: The table's rows of a resumed run's training: the optimiser's and the trainer's.
+PRETRAINING_ROWS = sorted(
+    name
+    for name in CHECKPOINT_SETTINGS
+    if name.startswith("trainer.") or name.removeprefix("model.") in TRAINING_FIELDS
+)
+FINETUNE_ROWS = sorted(
+    {n for n in CHECKPOINT_SETTINGS if n.startswith("trainer.")} | set(_classifier_rows()) - LINKED
+)
+
+
+def refused_rows(rows: list[str]) -> list[str]:
+    return [name for name in rows if CHECKPOINT_SETTINGS[name][1] in (REFUSE, EXACT)]
+
+
+def test_every_row_has_a_case():
+    assert set(PRETRAINING_ROWS) == set(PRETRAINING_OTHER)
+    assert set(FINETUNE_ROWS) == set(FINETUNE_OTHER)
+    assert {f"trainer.{key}" for key in RECORDED_TRAINER_SETTINGS} <= set(PRETRAINING_ROWS)
+
+
+def typed(name: str, value: object) -> list[str]:
+    """``--section.key value`` as a user types it."""
+    text = value if isinstance(value, str) else yaml.safe_dump(value, default_flow_style=True)
+    return [f"--{name}", text.strip().removesuffix("...").strip()]
+
+
+def with_file(config: str, argv: list[str]) -> list[str]:
+    """``argv`` (``fit --config <scheme> ...``) with the ``--config`` file ``config`` read
+    after the scheme's, before the typed flags (a later file would override them)."""
+    return [*argv[:3], "--config", config, *argv[3:]]
+
+
+def without(argv: list[str], option: str) -> list[str]:
+    """``argv`` without ``option`` and its value."""
+    i = argv.index(option)
+    return [*argv[:i], *argv[i + 2 :]]
+
+
+def state(root: Path) -> dict[str, str]:
+    """Every entry under ``root`` (directories too) -> its content hash ("" for a directory)."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else ""
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def refused(work: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """Run ``argv`` in ``work``: exit 2, one ``error:`` line and no traceback on stderr, and
+    ``runs/`` as it was; returns the line."""
+    before = state(work / "runs")
+    capsys.readouterr()
+    assert main(argv) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
+    assert state(work / "runs") == before
+    return errors[0]
+
+
+def version(name: str) -> list[str]:
+    return ["--trainer.logger.init_args.version", name]
+
+
+def epochs_args(*extra: str) -> list[str]:
+    """A tiny run of one epoch of two steps and no step limit; ``extra`` replaces those."""
+    defaults = fit_args(
+        "rope.yaml",
+        4,
+        "--trainer.max_steps",
+        "-1",
+        "--trainer.max_epochs",
+        "1",
+        "--data.max_train_blocks",
+        "16",
+        "--trainer.val_check_interval",
+        "1",
+    )
+    return overridden(defaults, extra)
+
+
+def finetune_args(work: Path, *extra: str) -> list[str]:
+    """A tiny fine-tune of one epoch of two steps on a keyword task."""
+    defaults = [
+        "finetune",
+        "--config",
+        str(CONFIGS / "finetune" / "local.yaml"),
+        "--model.pretrained",
+        str(work / "pretrained.ckpt"),
+        "--data.train_files",
+        str(work / "train.csv"),
+        "--data.val_files",
+        str(work / "val.csv"),
+        "--data.batch_size",
+        "16",
+        "--model.learning_rate",
+        "2e-3",
+        "--trainer.max_epochs",
+        "1",
+        *QUIET,
+    ]
+    return overridden(defaults, extra)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A linear run of 8 steps preempted at step 4, a finished run of one epoch without a
+    step limit, and a finished fine-tune of one epoch."""
+    work = tmp_path_factory.mktemp("resume-settings")
+    pretrained = pretrained_checkpoint(tmp_path_factory)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        (work / "pretrained.ckpt").symlink_to(pretrained)
+        write_csv(work / "train.csv", keyword_rows(32, seed=1))
+        write_csv(work / "val.csv", keyword_rows(16, seed=2))
+        assert fit_preempted(fit_args("rope.yaml", 8, *version(STOPPED)), 4) == EXIT_PREEMPTED
+        assert main(epochs_args(*version(EPOCHS))) == 0
+        assert main(finetune_args(work, *version(TUNED))) == 0
+    return work
+
+
+def last(name: str) -> Path:
+    return MLM / name / "checkpoints" / "last.ckpt"
+
+
+def load(path: Path) -> dict:
+    return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+
+
+def test_checkpoints_record_the_trainers_settings(work):
+    for ckpt in (last(STOPPED), last(EPOCHS), TUNED_LAST):
+        recorded = load(work / ckpt)["trainer_settings"]
+        assert list(recorded) == list(RECORDED_TRAINER_SETTINGS), ckpt
+    assert load(work / last(STOPPED))["trainer_settings"]["gradient_clip_val"] == 1.0
+    assert load(work / last(EPOCHS))["trainer_settings"]["max_epochs"] == 1
+
+
+@pytest.mark.parametrize("name", refused_rows(PRETRAINING_ROWS))
+def test_a_typed_setting_that_would_change_a_resumed_run_is_refused(
+    work, monkeypatch, capsys, name
+):
+    monkeypatch.chdir(work)
+    argv = fit_args("rope.yaml", 8, *typed(name, PRETRAINING_OTHER[name]))
+    line = refused(work, capsys, [*argv, "--ckpt_path", str(last(STOPPED))])
+    key = name.split(".", 1)[1]
+    assert str(last(STOPPED)) in line and f"{name}=" in line and f"{key}=" in line, line
+    assert "train a new run" in line, line
+
+
+@pytest.mark.parametrize("name", PRETRAINING_ROWS)
+def test_a_config_files_setting_is_replaced_by_the_runs(work, monkeypatch, capsys, name):
+    """The value a --config file gives is noted and replaced: the configuration the run is
+    built from holds the run's (the test stops the command there)."""
+    monkeypatch.chdir(work)
+    section, key = name.split(".", 1)
+    (work / "other.yaml").write_text(
+        yaml.safe_dump({section: {key: PRETRAINING_OTHER[name]}}), encoding="utf-8"
+    )
+    built: list = []
+
+    def stop(self):
+        built.append(self.config["fit"])
+        raise ConfigError("stopped by the test")
+
+    monkeypatch.setattr(pretrain.RoformerCLI, "before_instantiate_classes", stop)
+    ckpt = last(STOPPED)
+    capsys.readouterr()
+    argv = fit_args("rope.yaml", 8)
+    argv = without(argv, f"--{name}") if f"--{name}" in argv else argv  # the file's, not typed
+    argv = [*with_file("other.yaml", argv), "--ckpt_path", str(ckpt)]
+    assert main(argv) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert "error: stopped by the test" in err, err[-2000:]
+    theirs = saved_settings(load(work / ckpt))[name]
+    notes = [line for line in err.splitlines() if line.startswith("note: the run's own")]
+    assert len(notes) == 1 and f"{name}=" in notes[0], err[-2000:]
+    (config,) = built
+    if section == "trainer":
+        assert held(key, config.trainer) == held(key, {key: theirs, "max_steps": 8})
+    else:
+        assert same_setting(config.model[key], theirs), (config.model[key], theirs)
+
+
+#: How a finished run of one epoch (no step limit) was asked to go on -> words of its line.
+EPOCHS_ASKED = {
+    "its own settings": ([], ["is at epoch 1 (step 2)", "trainer.max_epochs is 1", "finished"]),
+    "a config file with more epochs": (
+        ["more-epochs.yaml"],
+        ["is at epoch 1", "trainer.max_epochs is 1"],
+    ),
+    "a typed larger max_epochs": (
+        ["--trainer.max_epochs", "3"],
+        ["max_epochs=1", "trainer.max_epochs=3", "has finished", "train a new run"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EPOCHS_ASKED))
+def test_a_finished_epoch_limited_run_is_refused_before_anything_is_written(
+    work, monkeypatch, capsys, case
+):
+    monkeypatch.chdir(work)
+    (work / "more-epochs.yaml").write_text("trainer:\n  max_epochs: 3\n", encoding="utf-8")
+    extra, words = EPOCHS_ASKED[case]
+    if extra[:1] == ["more-epochs.yaml"]:  # the file's epochs, none typed
+        argv = with_file(extra[0], without(epochs_args(), "--trainer.max_epochs"))
+    else:
+        argv = epochs_args(*extra)
+    line = refused(work, capsys, [*argv, "--ckpt_path", str(last(EPOCHS))])
+    assert str(last(EPOCHS)) in line and all(w in line for w in words), line
+
+
+def test_a_finished_fine_tune_is_refused_before_anything_is_written(work, monkeypatch, capsys):
+    monkeypatch.chdir(work)
+    line = refused(work, capsys, [*finetune_args(work), "--ckpt_path", str(TUNED_LAST)])
+    assert str(TUNED_LAST) in line and "is at epoch 1" in line and "max_epochs is 1" in line
+
+
+@pytest.mark.parametrize("name", refused_rows(FINETUNE_ROWS))
+def test_a_typed_setting_that_would_change_a_resumed_fine_tune_is_refused(
+    work, monkeypatch, capsys, name
+):
+    monkeypatch.chdir(work)
+    argv = finetune_args(work, *typed(name, FINETUNE_OTHER[name]))
+    line = refused(work, capsys, [*argv, "--ckpt_path", str(TUNED_LAST)])
+    assert str(TUNED_LAST) in line and f"{name}=" in line, line
