@@ -111,7 +111,12 @@ def test_maskedlm_builds_its_config_from_its_arguments():
 def test_the_checkpoint_table_has_a_row_per_field_and_refuses_a_new_one():
     rows = {k.split(".", 1)[1] for k in CHECKPOINT_SETTINGS if k.startswith("model.")}
     machine = {k.split(".", 1)[1] for k in MACHINE_SETTINGS if k.startswith("model.")}
-    assert rows | machine == set(ENCODER_FIELDS) | TRAINING
+    import inspect
+
+    from roformer_lit.finetune.module import SequenceClassifier
+
+    classifier = set(inspect.signature(SequenceClassifier.__init__).parameters) - {"self"}
+    assert rows | machine == set(ENCODER_FIELDS) | TRAINING | classifier  # fine-tuning's too
     assert set(ARCHITECTURE_SETTINGS) <= set(ENCODER_FIELDS)
     shape = set(ENCODER_FIELDS) - set(ARCHITECTURE_SETTINGS) - machine
     assert {"position", "hidden_size", "num_layers", "block"} <= shape
