@@ -12,11 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from cli_helpers import fit_args, overridden, tokenizer_section
+from cli_helpers import fit_args, fit_preempted, overridden, tokenizer_section
 from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
 from lightning.pytorch.trainer.states import TrainerFn
 
-from roformer_lit.commands import EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_PREEMPTED, EXIT_USER_ERROR, main
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.examples import examples_from_rows, read_local
 from roformer_lit.finetune.module import SequenceClassifier
@@ -197,12 +197,18 @@ def test_resuming_with_another_pretrained_encoder_is_refused(
     line = error_line([*args, "--ckpt_path", str(ckpt)], capsys)
     assert str(pretrained) in line and str(other) in line, line
     assert ckpt.read_bytes() == before
-    # the same pretrained checkpoint, named by another path to the same file, resumes
+    # the same pretrained checkpoint, named by another path to the same file, resumes a
+    # run stopped before its end (a finished one is refused: test_resume_settings.py)
     alias = work / "same.ckpt"
     os.symlink(pretrained, alias)
+    args = local(pretrained, work / "train.csv", work / "val.csv", "--trainer.max_steps", "2")
+    version = ["--trainer.logger.init_args.version", "stopped"]
+    assert fit_preempted([*args, *version], 1) == EXIT_PREEMPTED
+    stopped = work / "runs" / "finetune" / "stopped" / "checkpoints" / "last.ckpt"
+    assert torch.load(stopped, map_location="cpu", weights_only=True)["global_step"] == 1
     args = local(alias, work / "train.csv", work / "val.csv", "--trainer.max_steps", "2")
-    assert main([*args, "--ckpt_path", str(ckpt)]) == 0
-    resumed = torch.load(ckpt, map_location="cpu", weights_only=True)
+    assert main([*args, "--ckpt_path", str(stopped)]) == 0
+    resumed = torch.load(stopped, map_location="cpu", weights_only=True)
     assert resumed["global_step"] == 2
 
 
