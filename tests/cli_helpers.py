@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 from collections.abc import Sequence
@@ -11,7 +12,7 @@ import pytest
 from lightning.pytorch import Callback
 
 import roformer_lit.commands.pretrain as pretrain
-from roformer_lit.commands import main
+from roformer_lit.commands import EXIT_USER_ERROR, main
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
@@ -143,3 +144,24 @@ def tokenizer_section(checkpoint: dict) -> dict:
     sections = [v for v in checkpoint.values() if isinstance(v, dict) and TOKENIZER_KEY in v]
     assert len(sections) == 1, f"{len(sections)} sections hold a tokenizer"
     return sections[0]
+
+
+def tree_state(root: Path) -> dict[str, str]:
+    """Every entry under ``root`` (directories too) -> its content hash ("" for a directory)."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else ""
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def refused_unchanged(work: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """Run ``argv`` in ``work``: exit 2, one ``error:`` line and no traceback on stderr, and
+    ``runs/`` as it was; returns the line."""
+    before = tree_state(work / "runs")
+    capsys.readouterr()
+    assert main(argv) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
+    assert tree_state(work / "runs") == before
+    return errors[0]

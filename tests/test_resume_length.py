@@ -8,15 +8,14 @@ Every refusal is checked for its exit code, one ``error:`` line, no traceback, a
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import CONFIGS, TINY, fit_args, fit_preempted
+from cli_helpers import CONFIGS, TINY, fit_args, fit_preempted, refused_unchanged
 
-from roformer_lit.commands import EXIT_PREEMPTED, EXIT_USER_ERROR, main
+from roformer_lit.commands import EXIT_PREEMPTED, main
 
 EXPERIMENT = Path("runs") / "mlm"
 #: A finished linear run of 4 steps; runs of 8 steps preempted at step 4 (constant, linear).
@@ -38,14 +37,6 @@ def constant(steps: int, *extra: str) -> list[str]:
     return fit_args("rope.yaml", steps, "--model.lr_schedule", "constant", *every, *extra)
 
 
-def state(root: Path) -> dict[str, str]:
-    """Every entry under ``root`` (directories too) -> its content hash ("" for a directory)."""
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else ""
-        for p in sorted(root.rglob("*"))
-    }
-
-
 def step_of(path: Path) -> int:
     return torch.load(path, map_location="cpu", weights_only=True, mmap=True)["global_step"]
 
@@ -64,19 +55,6 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in (FINISHED, CONSTANT, LINEAR):
         assert step_of(work / last(name)) == STOPPED_AT
     return work
-
-
-def refused(work: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    """Run ``argv`` in ``work``: exit 2, one ``error:`` line and no traceback on stderr, and
-    ``runs/`` as it was; returns the line."""
-    before = state(work / "runs")
-    capsys.readouterr()
-    assert main(argv) == EXIT_USER_ERROR
-    err = capsys.readouterr().err
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
-    assert state(work / "runs") == before
-    return errors[0]
 
 
 def test_a_checkpoint_records_its_runs_length(work):
@@ -109,7 +87,7 @@ def test_a_finished_run_is_refused_before_anything_is_written(work, monkeypatch,
     monkeypatch.chdir(work)
     (work / "longer.yaml").write_text(f"trainer:\n  max_steps: {LONGER}\n", encoding="utf-8")
     argv, named = FINISHED_ASKED[case]
-    line = refused(work, capsys, [*argv, "--ckpt_path", str(last(FINISHED))])
+    line = refused_unchanged(work, capsys, [*argv, "--ckpt_path", str(last(FINISHED))])
     assert str(last(FINISHED)) in line and "train a new run" in line, line
     assert all(words in line for words in named), line
 
@@ -117,7 +95,9 @@ def test_a_finished_run_is_refused_before_anything_is_written(work, monkeypatch,
 def test_a_typed_longer_run_is_refused_where_its_schedule_has_decayed(work, monkeypatch, capsys):
     """Linear decay over 8 steps: at step 4 the rates already taken depend on the length."""
     monkeypatch.chdir(work)
-    line = refused(work, capsys, [*fit_args("rope.yaml", LONGER), "--ckpt_path", str(last(LINEAR))])
+    line = refused_unchanged(
+        work, capsys, [*fit_args("rope.yaml", LONGER), "--ckpt_path", str(last(LINEAR))]
+    )
     assert "max_steps=8" in line and "trainer.max_steps=12" in line and "'linear'" in line, line
 
 
@@ -157,5 +137,5 @@ def test_a_constant_run_stopped_before_its_end_extends_exactly(work, monkeypatch
     for name, tensor in reference["state_dict"].items():
         assert torch.equal(resumed["state_dict"][name], tensor), name
     # finished now, at 12 steps of 12: a further resume is refused in one line
-    line = refused(work, capsys, [*constant(LONGER), "--ckpt_path", str(ckpt)])
+    line = refused_unchanged(work, capsys, [*constant(LONGER), "--ckpt_path", str(ckpt)])
     assert f"is at step {LONGER}" in line and f"trainer.max_steps is {LONGER}" in line, line

@@ -12,13 +12,12 @@ every file's bytes are unchanged."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
-from cli_helpers import CONFIGS, fit_args, fit_preempted, overridden
+from cli_helpers import CONFIGS, fit_args, fit_preempted, overridden, refused_unchanged
 from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
 
 import roformer_lit.commands.pretrain as pretrain
@@ -123,27 +122,6 @@ def without(argv: list[str], option: str) -> list[str]:
     return [*argv[:i], *argv[i + 2 :]]
 
 
-def state(root: Path) -> dict[str, str]:
-    """Every entry under ``root`` (directories too) -> its content hash ("" for a directory)."""
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else ""
-        for p in sorted(root.rglob("*"))
-    }
-
-
-def refused(work: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    """Run ``argv`` in ``work``: exit 2, one ``error:`` line and no traceback on stderr, and
-    ``runs/`` as it was; returns the line."""
-    before = state(work / "runs")
-    capsys.readouterr()
-    assert main(argv) == EXIT_USER_ERROR
-    err = capsys.readouterr().err
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
-    assert state(work / "runs") == before
-    return errors[0]
-
-
 def version(name: str) -> list[str]:
     return ["--trainer.logger.init_args.version", name]
 
@@ -227,7 +205,7 @@ def test_a_typed_setting_that_would_change_a_resumed_run_is_refused(
 ):
     monkeypatch.chdir(work)
     argv = fit_args("rope.yaml", 8, *typed(name, PRETRAINING_OTHER[name]))
-    line = refused(work, capsys, [*argv, "--ckpt_path", str(last(STOPPED))])
+    line = refused_unchanged(work, capsys, [*argv, "--ckpt_path", str(last(STOPPED))])
     key = name.split(".", 1)[1]
     assert str(last(STOPPED)) in line and f"{name}=" in line and f"{key}=" in line, line
     assert "train a new run" in line, line
@@ -292,13 +270,13 @@ def test_a_finished_epoch_limited_run_is_refused_before_anything_is_written(
         argv = with_file(extra[0], without(epochs_args(), "--trainer.max_epochs"))
     else:
         argv = epochs_args(*extra)
-    line = refused(work, capsys, [*argv, "--ckpt_path", str(last(EPOCHS))])
+    line = refused_unchanged(work, capsys, [*argv, "--ckpt_path", str(last(EPOCHS))])
     assert str(last(EPOCHS)) in line and all(w in line for w in words), line
 
 
 def test_a_finished_fine_tune_is_refused_before_anything_is_written(work, monkeypatch, capsys):
     monkeypatch.chdir(work)
-    line = refused(work, capsys, [*finetune_args(work), "--ckpt_path", str(TUNED_LAST)])
+    line = refused_unchanged(work, capsys, [*finetune_args(work), "--ckpt_path", str(TUNED_LAST)])
     assert str(TUNED_LAST) in line and "is at epoch 1" in line and "max_epochs is 1" in line
 
 
@@ -308,5 +286,5 @@ def test_a_typed_setting_that_would_change_a_resumed_fine_tune_is_refused(
 ):
     monkeypatch.chdir(work)
     argv = finetune_args(work, *typed(name, FINETUNE_OTHER[name]))
-    line = refused(work, capsys, [*argv, "--ckpt_path", str(TUNED_LAST)])
+    line = refused_unchanged(work, capsys, [*argv, "--ckpt_path", str(TUNED_LAST)])
     assert str(TUNED_LAST) in line and f"{name}=" in line, line

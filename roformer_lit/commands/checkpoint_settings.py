@@ -477,13 +477,9 @@ def changed_steps(checkpoint: Mapping[str, Any], trainer: Any) -> str | None:
     trainer = trainer if trainer is not None else {}
     total, epochs = trainer.get("max_steps"), trainer.get("max_epochs")
     planned, step = checkpoint.get(SCHEDULE_STEPS_KEY), checkpoint.get("global_step")
-    if not _int(planned) or not _int(step):
-        return "the checkpoint does not record the length its learning rates were planned for"
-    if step >= planned:
-        return FINISHED
-    shared = _warmup_share(checkpoint, planned)
-    if shared is not None:
-        return shared
+    why = _not_stopped_early(checkpoint)
+    if why is not None:
+        return why
     if not _int(total) or total <= 0 or (epochs is not None and epochs >= 0):
         return (
             f"its learning rates were planned for {planned} steps, and this run's length "
@@ -506,6 +502,19 @@ def changed_steps(checkpoint: Mapping[str, Any], trainer: Any) -> str | None:
     )
 
 
+def _not_stopped_early(checkpoint: Mapping[str, Any]) -> str | None:
+    """Why no other length can continue the checkpoint's run exactly, whatever the schedule:
+    no record of the length its rates were planned for, a run at its end
+    (:data:`FINISHED`), or a warm-up planned as a share of the run (:func:`_warmup_share`);
+    None for a run stopped before its end."""
+    planned, step = checkpoint.get(SCHEDULE_STEPS_KEY), checkpoint.get("global_step")
+    if not _int(planned) or not _int(step):
+        return "the checkpoint does not record the length its learning rates were planned for"
+    if step >= planned:
+        return FINISHED
+    return _warmup_share(checkpoint, planned)
+
+
 def _warmup_share(checkpoint: Mapping[str, Any], planned: int) -> str | None:
     """Why a fine-tuning run's rates depend on its length (its warm-up is a share of it,
     ``model.warmup_ratio``), or None for a run whose warm-up is a number of steps."""
@@ -526,13 +535,9 @@ def changed_epochs(checkpoint: Mapping[str, Any], trainer: Any) -> str | None:
     the steps a number of epochs makes are not known before the data are built, so a
     decaying schedule is never taken as exact)."""
     planned, step = checkpoint.get(SCHEDULE_STEPS_KEY), checkpoint.get("global_step")
-    if not _int(planned) or not _int(step):
-        return "the checkpoint does not record the length its learning rates were planned for"
-    if step >= planned:
-        return FINISHED
-    shared = _warmup_share(checkpoint, planned)
-    if shared is not None:
-        return shared
+    why = _not_stopped_early(checkpoint)
+    if why is not None:
+        return why
     schedule = _schedule(checkpoint)["lr_schedule"]
     if schedule == "constant":
         return None
