@@ -165,3 +165,14 @@ def refused_unchanged(work: Path, capsys: pytest.CaptureFixture[str], argv: list
     assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
     assert tree_state(work / "runs") == before
     return errors[0]
+
+
+def one_error_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Run ``argv``: exit 2, exactly one ``error:`` line on stderr and no traceback."""
+    capsys.readouterr()
+    code = main(argv)
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == EXIT_USER_ERROR, err[-2000:]
+    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
+    return errors[0]

@@ -9,11 +9,10 @@ import math
 
 import pytest
 import torch
-from cli_helpers import CONFIGS
+from cli_helpers import CONFIGS, one_error_line
 from model_factory import VALID_PAIRS, random_ids, small_model
 
 from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES
-from roformer_lit.commands import EXIT_USER_ERROR, main
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.layer_plan import plan_label
@@ -410,16 +409,6 @@ def test_the_models_own_bad_option_is_not_blamed_on_a_layer_type(model, type_set
     assert expected in message and "layer_plan" not in message, message
 
 
-def _one_error_line(argv, capsys):
-    capsys.readouterr()
-    code = main(argv)
-    err = capsys.readouterr().err
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert code == EXIT_USER_ERROR, err[-2000:]
-    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
-    return errors[0]
-
-
 @pytest.mark.trainer  # the CLI's parser reads the Trainer's signature
 @pytest.mark.parametrize(
     "typed,expected",
@@ -441,7 +430,7 @@ def test_a_bad_layer_type_setting_on_the_command_line_is_one_line(
     plan = "{pattern: [global, local], types: {local: {window: 8, position_kwargs: {base: 0.5}}}}"
     (tmp_path / "plan.yaml").write_text(f"model:\n  num_layers: 2\n  layer_plan: {plan}\n")
     argv = ["fit", "--config", str(CONFIGS / "rope.yaml"), "--config", "plan.yaml", *typed]
-    line = _one_error_line([*argv, "--trainer.fast_dev_run", "true"], capsys)
+    line = one_error_line([*argv, "--trainer.fast_dev_run", "true"], capsys)
     assert line.startswith(expected), line
     if typed:
         assert "'8'" in line and "--model.layer_plan '{" in line, line

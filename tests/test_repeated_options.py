@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cli_helpers import CONFIGS, fit_args
+from cli_helpers import CONFIGS, fit_args, one_error_line
 
-from roformer_lit.commands import EXIT_USER_ERROR, main
 from roformer_lit.commands.pretrain import validate_config
 from roformer_lit.commands.repeated_options import refuse_repeated_options
 from roformer_lit.errors import ConfigError
@@ -62,17 +61,6 @@ REPEATS = {
         ("--seed_everything 1", "--seed_everything 2"),
     ),
 }
-
-
-def one_error_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    """Run ``argv``: exit 2, exactly one ``error:`` line on stderr and no traceback."""
-    capsys.readouterr()
-    code = main(argv)
-    err = capsys.readouterr().err
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert code == EXIT_USER_ERROR, err[-2000:]
-    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
-    return errors[0]
 
 
 @pytest.mark.parametrize("case", list(REPEATS))
