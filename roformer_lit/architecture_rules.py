@@ -361,6 +361,16 @@ def _count(layers: list[ResolvedLayer], key: tuple[str, str], empty: int) -> int
     return sum(1 for layer in layers if layer.spec.scheme_key == key) or max(empty, 1)
 
 
+def _model_path(model: LayerSpec, key: str) -> str | None:
+    """Where the user wrote the model's own options of ``key`` (``position``,
+    ``attention``): ``model.position_kwargs.base`` for one option, ``model.position_kwargs``
+    for several, None for none (the defaults)."""
+    options = list(getattr(model, f"{key}_kwargs"))
+    if not options:
+        return None
+    return f"model.{key}_kwargs" + (f".{options[0]}" if len(options) == 1 else "")
+
+
 def _built(
     spec: LayerSpec,
     build: Callable[[], Any],
@@ -369,19 +379,19 @@ def _built(
     key: str,
 ) -> Any:
     """``build()``, a layer's scheme or kernel (``key``: ``position``, ``attention``). A
-    ConfigError it raises is led by where the layer type wrote that setting
-    (:func:`written_at`), unless the type laid its options over the model's (same scheme or
-    kernel) and ``build_model()``, the same built from the model's own options, fails as
-    well: then the model's options are at fault, and that error is raised as it is."""
+    ConfigError it raises is led by where the user wrote the setting that failed
+    (:func:`written_at`): the layer type's path where the type wrote it, else the model's
+    options (:func:`_model_path`). Where the type laid its options over the model's (same
+    scheme or kernel) and ``build_model()``, the same built from the model's own options,
+    fails as well, the model's options are at fault, and that error is led by theirs."""
     path = spec.written_path(key, f"{key}_kwargs")
     try:
         return build()
     except ConfigError:
-        if path is None:
-            raise
-        if getattr(spec, key) == getattr(model, key):
-            build_model()  # its own error, if the model's options alone fail
-        with written_at(path):
+        if path is not None and getattr(spec, key) == getattr(model, key):
+            with written_at(_model_path(model, key)):
+                build_model()  # its own error, if the model's options alone fail
+        with written_at(path if path is not None else _model_path(model, key)):
             raise
 
 

@@ -396,7 +396,11 @@ def test_a_bad_layer_type_setting_names_the_path_written(case, alone):
 @pytest.mark.parametrize(
     "model,type_settings,expected",
     [
-        ({"position_kwargs": {"base": 0.5}}, {"rotary_fraction": 0.5}, "rope base must be > 1"),
+        (
+            {"position_kwargs": {"base": 0.5}},
+            {"rotary_fraction": 0.5},
+            "model.position_kwargs.base: rope base must be > 1",
+        ),
         ({"position_kwargs": {"bse": 2.0}}, {"base": 100.0}, "(model.position_kwargs.bse)"),
     ],
 )
@@ -436,3 +440,24 @@ def test_a_bad_layer_type_setting_on_the_command_line_is_one_line(
         assert "'8'" in line and "--model.layer_plan '{" in line, line
         assert "the layers' types: global, local" in line, line
     assert list(tmp_path.iterdir()) == [tmp_path / "plan.yaml"]
+
+
+@pytest.mark.parametrize(
+    "options,path",
+    [
+        ({"base": 0.5}, "model.position_kwargs.base: "),
+        ({"base": 0.5, "rotary_fraction": 0.5}, "model.position_kwargs: "),
+    ],
+)
+@pytest.mark.parametrize(
+    "plan", [None, {"pattern": ["global", "local"], "types": {"local": {"window": 8}}}]
+)
+def test_a_schemes_own_range_error_names_the_models_option(options, path, plan):
+    """The scheme's own words (``rope base must be > 1``) are led by where the user wrote the
+    option: the one option, or the model's options where several were given; with or
+    without a plan whose types take the model's options."""
+    with pytest.raises(ConfigError) as error:
+        EncoderConfig(num_layers=2, position="rope", position_kwargs=options, layer_plan=plan)
+    message = str(error.value)
+    assert message.startswith(path + "rope base must be > 1"), message
+    assert "layer_plan" not in message and "\n" not in message, message
