@@ -48,25 +48,29 @@ def _seconds(text: str, where: str) -> float:
     return float(match["value"]) * UNITS[match["unit"]]
 
 
-@cached
-def read_profile(name: str) -> Profile:
-    """The operators and total of raw output ``name``; ConfigError naming the file where it
-    has no profiler table or no total."""
-    path = bench_file(name)
-    lines = read_text(path).splitlines()
+def parse_profile(lines: list[str], where: str) -> Profile:
+    """The operators and total of one torch.profiler table in ``lines``; ConfigError naming
+    ``where`` when they hold no table (a 'Self CPU %' header and its total)."""
     header = next((i for i, line in enumerate(lines) if "Self CPU %" in line), None)
     total = next((line for line in lines if line.startswith("Self CPU time total:")), None)
     if header is None or total is None:
-        raise ConfigError(f"{path}: no profiler table (a 'Self CPU %' header and its total)")
+        raise ConfigError(f"{where}: no profiler table (a 'Self CPU %' header and its total)")
     shares: dict[str, float] = {}
     for line in lines[header + 2 :]:
         if line.startswith("-"):
             break
         cells = re.split(r"\s{2,}", line.strip())
         if len(cells) < 2 or not cells[1].endswith("%"):
-            raise ConfigError(f"{path}: {line.strip()!r} is not a profiler row")
+            raise ConfigError(f"{where}: {line.strip()!r} is not a profiler row")
         shares[cells[0]] = float(cells[1].rstrip("%"))
-    return Profile(_seconds(total.split(":", 1)[1], str(path)), shares)
+    return Profile(_seconds(total.split(":", 1)[1], where), shares)
+
+
+@cached
+def read_profile(name: str) -> Profile:
+    """The operators and total of raw output ``name`` (one profiler table)."""
+    path = bench_file(name)
+    return parse_profile(read_text(path).splitlines(), str(path))
 
 
 def profiles() -> str:

@@ -27,6 +27,7 @@ from roformer_lit.results.study import (
     plans,
     probes,
     readme,
+    recipe_profile,
     recipe_speed,
     scheme_seeds,
     selected,
@@ -120,6 +121,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "cpu-bias-tied-tails": cpu_speed.tied_tails,
     "readme-cpu-documents": cpu_speed.readme_documents,
     "modernbert-vs-hf": recipe_speed.table,
+    "modernbert-vs-hf-profile": recipe_profile.table,
     "gpu-bias-table": gpu_speed.table,
     "readme-gpu-bias": gpu_speed.readme,
 }
