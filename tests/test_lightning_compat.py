@@ -299,6 +299,49 @@ def test_saves_on_train_epoch_end_follows_the_validation_schedule(
     assert set(record.answers.values()) == {at_epoch_end}
 
 
+@pytest.mark.parametrize("save_on_train_epoch_end", [False, True])
+def test_epochs_trained_reads_the_loops_state_a_checkpoint_records(
+    tmp_path, save_on_train_epoch_end
+) -> None:
+    """A ModelCheckpoint saving at every validation (after each of 2 batches of each of 2
+    epochs) or at each epoch's end: every checkpoint counts the epochs whose batches were
+    all trained (its step // 2), where its ``epoch`` counts those the loop had closed; and
+    resuming one (with the run's own settings) at its count of ``max_epochs`` trains
+    nothing, as Lightning decides."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    checkpoint = ModelCheckpoint(
+        dirpath=tmp_path,
+        filename="{step}",
+        save_top_k=-1,
+        save_on_train_epoch_end=save_on_train_epoch_end,
+    )
+    args = {"max_steps": -1, "max_epochs": 2, "limit_train_batches": 2, "val_check_interval": 1}
+    fit(Callback(), callbacks_extra=[checkpoint], **args)
+    saved = {
+        path: torch.load(path, map_location="cpu", weights_only=True)
+        for path in sorted(tmp_path.glob("*.ckpt"))
+    }
+    assert len(saved) == (2 if save_on_train_epoch_end else 4), sorted(saved)
+    counted = {path.name: compat.epochs_trained(ckpt) for path, ckpt in saved.items()}
+    assert counted == {p.name: ckpt["global_step"] // 2 for p, ckpt in saved.items()}
+    closed = {path.name: ckpt["epoch"] for path, ckpt in saved.items()}
+    assert closed != counted  # the saves after an epoch's last batch record the epoch before
+    for path, ckpt in saved.items():
+        trainer = Trainer(
+            **{**args, "max_epochs": counted[path.name]},
+            limit_val_batches=1,
+            num_sanity_val_steps=0,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
+        if counted[path.name] > 0:
+            trainer.fit(BoringModel(), ckpt_path=path)
+            assert trainer.global_step == ckpt["global_step"], path.name
+
+
 @pytest.mark.parametrize(
     ("interval", "by_time"), [(timedelta(seconds=5), True), (2, False), (1.0, False)]
 )

@@ -73,6 +73,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import plain, same_plan
 from roformer_lit.training.checkpoint_io import SCHEDULE_STEPS_KEY, TRAINER_SETTINGS_KEY
 from roformer_lit.training.lifecycle import same_rates_until
+from roformer_lit.training.lightning_compat import epochs_trained
 from roformer_lit.training_config import TrainingConfig
 
 REFUSE, NOTICE, QUIET, EXACT = "refuse", "notice", "quiet", "exact"
@@ -584,9 +585,12 @@ def check_steps_left(checkpoint: Mapping[str, Any], config: Any, path: str) -> N
 
 
 def _check_epochs_left(checkpoint: Mapping[str, Any], trainer: Any, path: str) -> None:
-    """:func:`check_steps_left` for a run limited by ``max_epochs`` alone: the checkpoint's
-    ``epoch`` (the epochs it completed) has reached the command's."""
-    epoch, epochs = checkpoint.get("epoch"), held("max_epochs", trainer)
+    """:func:`check_steps_left` for a run limited by ``max_epochs`` alone: the epochs whose
+    batches the checkpoint's run has all trained
+    (:func:`~roformer_lit.training.lightning_compat.epochs_trained`: a ``best.ckpt`` saved at
+    the validation after the last epoch's last batch records the epoch before) have reached
+    the command's."""
+    epoch, epochs = epochs_trained(checkpoint), held("max_epochs", trainer)
     if not _int(epoch) or not _int(epochs) or epochs <= 0 or epoch < epochs:
         return
     why = changed_epochs(checkpoint, {"max_epochs": epoch + 1})

@@ -37,6 +37,7 @@ from typing_extensions import override
 
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.safe_input import check_readable_file
+from roformer_lit.training.lightning_compat import epochs_trained
 
 TMP_MARK = ".tmp-"
 
@@ -368,7 +369,8 @@ def read_checkpoint(
 def at_its_end(path: str | os.PathLike[str]) -> bool:
     """Whether the checkpoint at ``path`` is at its run's end: its ``global_step`` has
     reached the ``max_steps`` it records (:data:`TRAINER_SETTINGS_KEY`), or a run without a
-    step limit has completed the ``max_epochs`` it records (its ``epoch``), so a resume would
+    step limit has trained the ``max_epochs`` it records
+    (:func:`~roformer_lit.training.lightning_compat.epochs_trained`), so a resume would
     have nothing left to train. False for a file that is missing or unreadable, or that
     records no end (a checkpoint from before the record, a run without a limit)."""
     if not Path(path).is_file():
@@ -382,7 +384,7 @@ def at_its_end(path: str | os.PathLike[str]) -> bool:
     max_steps, max_epochs = settings.get("max_steps"), settings.get("max_epochs")
     if _is_int(step) and _is_int(max_steps) and 0 < max_steps <= step:
         return True
-    epoch = checkpoint.get("epoch")
+    epoch = epochs_trained(checkpoint)
     by_epochs = _is_int(max_steps) and max_steps < 0 and _is_int(max_epochs) and max_epochs > 0
     return by_epochs and _is_int(epoch) and epoch >= max_epochs
 

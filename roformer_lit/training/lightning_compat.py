@@ -28,6 +28,9 @@ reach                                     what for
                                           environment, before the trainer exists
 :func:`refresh_last_checkpoint`           write ``last.ckpt`` now (``callbacks.RunCheckpoint``)
 :func:`saves_on_train_epoch_end`          whether a ModelCheckpoint saves at epoch ends
+:func:`epochs_trained`                    the epochs whose batches a checkpoint's run has
+                                          all trained, from the loops' state it records
+                                          (a finished ``max_epochs`` run, on resume)
 :func:`validates_by_time`                 whether validation runs on a clock
                                           (``final_validation.schedule_gap``)
 :func:`hyperparameters_as_dict`           the TensorBoard logger's conversion, flattening
@@ -49,6 +52,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -106,6 +110,34 @@ def saves_on_train_epoch_end(callback: ModelCheckpoint, trainer: Trainer) -> boo
     """Whether the callback saves at the end of a training epoch rather than after
     validation (its ``save_on_train_epoch_end``, else Lightning's rule)."""
     return bool(callback._should_save_on_train_epoch_end(trainer))
+
+
+def epochs_trained(checkpoint: Mapping[str, Any]) -> int | None:
+    """The epochs whose batches the run of ``checkpoint`` (a loaded Lightning checkpoint) has
+    all trained: its ``epoch`` (the epochs its fit loop had closed), plus the epoch in
+    progress when the save came after that epoch's last batch -- a ``ModelCheckpoint`` save
+    at the validation that follows the last batch, or in ``on_train_epoch_end``, is taken
+    before the loop closes the epoch, so it records the epoch before. What says so is the
+    fit loop's state in ``loops.fit_loop``: its ``epoch_progress`` has started an epoch it
+    has not completed, and that epoch's ``epoch_loop.batch_progress.is_last_batch`` is set
+    (or its ``processed`` count is ahead). A save inside an epoch (a validation every
+    ``val_check_interval`` batches) counts the epoch before: resuming it finishes the
+    epoch. None where ``epoch`` is not an integer; a checkpoint without the loops' record
+    (or of another layout) counts its ``epoch``."""
+    epoch = checkpoint.get("epoch")
+    if not isinstance(epoch, int) or isinstance(epoch, bool):
+        return None
+    try:
+        fit_loop = checkpoint["loops"]["fit_loop"]
+        epochs = fit_loop["epoch_progress"]["current"]
+        batches = fit_loop["epoch_loop.batch_progress"]
+        in_progress = int(epochs["started"]) > int(epochs["completed"])
+        last_batch_done = bool(batches["is_last_batch"]) or int(epochs["processed"]) > int(
+            epochs["completed"]
+        )
+    except (KeyError, TypeError, ValueError):
+        return epoch
+    return epoch + 1 if in_progress and last_batch_done else epoch
 
 
 def validates_by_time(trainer: Trainer) -> bool:
