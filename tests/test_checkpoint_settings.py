@@ -20,6 +20,7 @@ from roformer_lit.commands.checkpoint_settings import (
     NOTICE,
     QUIET,
     REFUSE,
+    SET_THROUGH,
     TRAINING_SECTIONS,
     changed_steps,
     check_steps_left,
@@ -118,7 +119,11 @@ def _arguments(cls: type) -> list[str]:
 RECORDED_TRAINER = [f"trainer.{key}" for key in RECORDED_TRAINER_SETTINGS]
 ARGUMENTS = (
     [f"model.{a}" for a in _arguments(MaskedLM)]
-    + [f"model.{a}" for a in _arguments(SequenceClassifier) if a not in _arguments(MaskedLM)]
+    + [  # the classifier's task and head size are set through the data section
+        SET_THROUGH.get(f"model.{a}", f"model.{a}")
+        for a in _arguments(SequenceClassifier)
+        if a not in _arguments(MaskedLM)
+    ]
     + [f"data.{a}" for cls in DATA_MODULES for a in cls.arguments()]
     + RECORDED_TRAINER
 )
@@ -172,8 +177,20 @@ def _task(key: str) -> dict:
     return {"probe": "copy"} if owner is ProbeDataModule and key != "probe" else {}
 
 
+#: A fine-tuning run's data settings its model records (its task, its head's size).
+THROUGH_THE_MODEL = {name: recorded for recorded, name in SET_THROUGH.items()}
+
+
+def _mode(name: str) -> dict:
+    """How a command reads its data section for setting ``name``: a fine-tuning setting's
+    is the fine-tuning data module's, taken as it is."""
+    return {"pretraining_data": False} if name in THROUGH_THE_MODEL else {}
+
+
 def _checkpoint(name: str, value: object) -> dict:
     section, key = name.split(".")
+    if name in THROUGH_THE_MODEL:
+        return {"hyper_parameters": {THROUGH_THE_MODEL[name].split(".")[1]: value}}
     if section == "model":
         return {"hyper_parameters": {key: value}}
     if section == "trainer":
@@ -185,7 +202,7 @@ def _checkpoint(name: str, value: object) -> dict:
 def _config(name: str, value: object) -> dict:
     """A parsed config: the data section names the class that takes the setting."""
     section, key = name.split(".")
-    if section in ("model", "trainer"):
+    if section in ("model", "trainer") or name in THROUGH_THE_MODEL:
         return {"model": {}, "data": {}, "trainer": {}, section: {key: value}}
     owner = next(cls for cls in DATA_MODULES if key in cls.arguments())
     init_args = {key: value, **_task(key)}
@@ -199,11 +216,11 @@ def test_a_typed_value_that_differs_does_what_the_table_says(name, resume):
     checkpoint, config = _checkpoint(name, "theirs"), _config(name, "ours")
     if action in (REFUSE, EXACT):  # exact: a step count that is no number keeps nothing
         with pytest.raises(ConfigError) as info:
-            checkpoint_settings(checkpoint, config, {name}, resume, "run.ckpt")
+            checkpoint_settings(checkpoint, config, {name}, resume, "run.ckpt", **_mode(name))
         line = str(info.value)
         assert "\n" not in line and name in line and "'theirs'" in line and "'ours'" in line
         return
-    fill, notes = checkpoint_settings(checkpoint, config, {name}, resume, "run.ckpt")
+    fill, notes = checkpoint_settings(checkpoint, config, {name}, resume, "run.ckpt", **_mode(name))
     assert fill == {}  # the typed value stays
     if action == NOTICE:
         assert len(notes) == 1 and f"{name}='ours'" in notes[0] and "'theirs'" in notes[0]
@@ -215,7 +232,7 @@ def _filled(name: str, value: object) -> dict:
     """The fill setting ``name`` to the run's ``value``: a data value names the run's class
     (the parser reads a section without one as the default class's)."""
     section, key = name.split(".")
-    if section in ("model", "trainer"):
+    if section in ("model", "trainer") or name in THROUGH_THE_MODEL:
         return {section: {key: value}}
     owner = next(cls for cls in DATA_MODULES if key in cls.arguments())
     return {"data": {"class_path": class_path(owner), "init_args": {key: value}}}
@@ -226,15 +243,19 @@ def _filled(name: str, value: object) -> dict:
 def test_an_untyped_value_is_the_runs(name, resume):
     checkpoint, config = _checkpoint(name, "theirs"), _config(name, "ours")
     if not resume and name.split(".")[0] in TRAINING_SECTIONS:  # the run's length: fit only
-        assert checkpoint_settings(checkpoint, config, set(), resume, "run.ckpt", {name}) == (
+        assert checkpoint_settings(
+            checkpoint, config, set(), resume, "run.ckpt", {name}, **_mode(name)
+        ) == (
             {},
             [],
         )
         return
-    fill, notes = checkpoint_settings(checkpoint, config, set(), resume, "run.ckpt")
+    fill, notes = checkpoint_settings(checkpoint, config, set(), resume, "run.ckpt", **_mode(name))
     assert fill == _filled(name, "theirs") and notes == []
     # from a --config file: replaced, and the note says so
-    fill, notes = checkpoint_settings(checkpoint, config, set(), resume, "run.ckpt", {name})
+    fill, notes = checkpoint_settings(
+        checkpoint, config, set(), resume, "run.ckpt", {name}, **_mode(name)
+    )
     assert fill == _filled(name, "theirs")
     assert len(notes) == 1 and f"{name}='ours' -> 'theirs'" in notes[0]
 

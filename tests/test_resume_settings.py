@@ -72,8 +72,6 @@ FINETUNE_OTHER = {
     "model.init_std": 0.05,
     **{f"trainer.{key}": PRETRAINING_OTHER[f"trainer.{key}"] for key in RECORDED_TRAINER_SETTINGS},
 }
-#: Classifier settings linked from the data (never typed as model.*).
-LINKED = {"model.num_labels", "model.task"}
 
 
 def _classifier_rows() -> list[str]:
@@ -90,7 +88,7 @@ PRETRAINING_ROWS = sorted(
     if name.startswith("trainer.") or name.removeprefix("model.") in TRAINING_FIELDS
 )
 FINETUNE_ROWS = sorted(
-    {n for n in CHECKPOINT_SETTINGS if n.startswith("trainer.")} | set(_classifier_rows()) - LINKED
+    {n for n in CHECKPOINT_SETTINGS if n.startswith("trainer.")} | set(_classifier_rows())
 )
 
 

@@ -133,12 +133,14 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
     # a fine-tuning classifier's own (SequenceClassifier)
     "model.warmup_ratio": (QUIET, REFUSE),
     "model.pooling": (REFUSE, REFUSE),
-    "model.num_labels": (REFUSE, REFUSE),
-    "model.task": (REFUSE, REFUSE),
     "model.classifier_dropout": (QUIET, NOTICE),
     "model.init_std": (QUIET, QUIET),
     "model.compile": (QUIET, QUIET),
     "model.skip_nonfinite": (QUIET, QUIET),
+    # a fine-tuning run's task and its head's size (recorded by its model: SET_THROUGH):
+    # the head's shape and the metric are the task's
+    "data.task": (REFUSE, REFUSE),
+    "data.num_labels": (REFUSE, REFUSE),
     # the corpus: another corpus can be evaluated (with the run's tokenizer), not resumed on
     "data.train_files": (NOTICE, REFUSE),
     "data.val_files": (NOTICE, REFUSE),
@@ -246,6 +248,13 @@ SECTIONS = {
 TRAINING_SECTIONS = ("trainer",)
 #: The data module saves ``data.vocab_size`` under this name.
 _SAVED_AS = {"data.vocab_size": "requested_vocab_size"}
+#: Settings a fine-tuning run's model records that its command sets through the data
+#: section: ``FinetuneCLI`` links ``data.task -> model.task`` and the data's label count
+#: (``data.num_labels`` where given) to ``model.num_labels``, and its data module saves no
+#: settings of its own. They are compared, refused and taken as the data settings a user
+#: types; a ``model.task`` filled alone would be replaced by the link from the command's
+#: ``data.task``.
+SET_THROUGH = {"model.task": "data.task", "model.num_labels": "data.num_labels"}
 
 
 def _option_dest(name: str, options: Mapping[str, Any]) -> str | None:
@@ -389,6 +398,9 @@ def saved_settings(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
         section = name.split(".")[0]
         if f"{section}.{saved_as}" in found:
             found[name] = found.pop(f"{section}.{saved_as}")
+    for recorded, name in SET_THROUGH.items():
+        if recorded in found:
+            found.setdefault(name, found.pop(recorded))
     return found
 
 
@@ -717,6 +729,7 @@ __all__ = [
     "NOTICE",
     "QUIET",
     "REFUSE",
+    "SET_THROUGH",
     "TRAINER_HOLDS",
     "TRAINING_SECTIONS",
     "changed_epochs",
