@@ -22,10 +22,12 @@ errors). What differs:
   :mod:`~roformer_lit.commands.checkpoint_settings`), and a finished run is refused;
 * ``validate`` evaluates a fine-tuned checkpoint on its task's validation split (optionally
   at another ``--data.max_length``: the scheme's own extrapolation; ``learned`` refuses past
-  its table), with the model settings and label count of the checkpoint (a local task
-  needs only ``--data.val_files``), and appends the result to its
-  run's ``evaluations.jsonl``; the checkpoint's pretrained run must still be readable (its
-  tokenizer and encoder settings).
+  its table), with the checkpoint's settings as every command given ``--ckpt_path`` takes
+  them (the same table: its task and label count too, so a local task needs only
+  ``--data.val_files``; a typed value the table refuses is one line), and appends the
+  result to its run's ``evaluations.jsonl``; the checkpoint's pretrained run must still be
+  readable (its tokenizer and encoder settings: ``model.pretrained`` is the recorded one
+  unless typed).
 """
 
 from __future__ import annotations
@@ -119,38 +121,25 @@ class FinetuneCLI(RoformerCLI):
                 f"--ckpt_path {ckpt} is not a fine-tuning checkpoint; to fine-tune a "
                 "pretrained model give it as --model.pretrained"
             )
-        if subcommand == "validate":
-            self._take_settings_from(ckpt, hparams)
+        if subcommand == "validate":  # the encoder it was fine-tuned from, unless typed
+            self._take_pretrained_from(hparams.get("pretrained"))
         else:  # the run's own pretrained checkpoint, then the table and the finished-run check
             check_resumed_pretrained(ckpt, hparams.get("pretrained"), config.model.pretrained)
-            self.take_checkpoint_settings(subcommand, str(ckpt), checkpoint)
+        self.take_checkpoint_settings(subcommand, str(ckpt), checkpoint)
 
-    def _take_settings_from(self, ckpt: str, hparams: dict) -> None:
-        """``validate``: the model section comes from the fine-tuned checkpoint (every key not
-        typed on the command line: :func:`~roformer_lit.commands.checkpoint_settings.typed_keys`;
-        a typed one wins), and the task must be the one it was fine-tuned on."""
-        config = self.config["validate"]
-        task = hparams.get("task")
-        if task is not None and config.data.task != task:
-            raise ConfigError(
-                f"--ckpt_path {ckpt} was fine-tuned on task {task!r}, not data.task="
-                f"{config.data.task!r}; pass --data.task {task} (or its config)"
-            )
+    def _take_pretrained_from(self, recorded: str | None) -> None:
+        """``validate``: ``model.pretrained`` (the tokenizer and encoder settings the
+        classifier is built on) is the pretrained checkpoint the run was fine-tuned from,
+        unless typed. A path belongs to the machine, not the run
+        (:data:`~roformer_lit.commands.checkpoint_settings.MACHINE_SETTINGS`), so the table
+        leaves it to the command; every other setting is the table's."""
         options = subcommand_options(self, "validate")
-        typed = typed_keys(getattr(self, "_argv", []), options)
-        fill = {
-            key: value
-            for key, value in hparams.items()
-            if key in config.model and key != "task" and f"model.{key}" not in typed
-        }
-        data = {}
-        saved_labels = hparams.get("num_labels")
-        if saved_labels is not None and config.data.get("num_labels") is None:
-            if get_task(config.data.task).source == "local":
-                data["num_labels"] = saved_labels  # the head's size: no training file needed
-        if fill or data:
-            update = {"validate": {"model": fill, "data": data}}
-            self.config = self.parser.parse_object(update, self.config)
+        if recorded is None or "model.pretrained" in typed_keys(
+            getattr(self, "_argv", []), options
+        ):
+            return
+        update = {"validate": {"model": {"pretrained": recorded}}}
+        self.config = self.parser.parse_object(update, self.config)
 
     def check_before_launch(self, config: Any) -> None:
         """The fine-tuning rules, shared with ``sweep`` (:func:`check_finetune_config`)."""

@@ -1,0 +1,127 @@
+"""A fine-tuning checkpoint's task and head size, and ``finetune validate``, go through the one
+table every command given ``--ckpt_path`` uses
+(:data:`~roformer_lit.commands.checkpoint_settings.CHECKPOINT_SETTINGS`).
+
+The run's model records its task and label count (``data.task`` and the data's label count
+are linked to ``model.task`` and ``model.num_labels``): a typed ``--data.task`` or
+``--data.num_labels`` other than the run's is refused in one line naming both, by a resumed
+``finetune fit`` and by ``finetune validate`` alike (the head's shape and the metric are the
+task's), with nothing in ``runs/`` changed; a ``--config`` file's other task is replaced by
+the run's, with a ``note:`` line, as a pretraining run's settings are. ``validate`` refuses
+what the table refuses in an evaluation (``--model.pooling``), where it used to let every
+typed value win."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_helpers import CONFIGS, fit_preempted, overridden, refused_unchanged
+from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
+
+from roformer_lit.commands import EXIT_PREEMPTED, EXIT_USER_ERROR, main
+from roformer_lit.errors import ConfigError
+from roformer_lit.finetune import cli as finetune_cli
+
+RUN = "stopped"
+CKPT = Path("runs") / "finetune" / RUN / "checkpoints" / "last.ckpt"
+COMMANDS = ("fit", "validate")
+
+
+def command(work: Path, subcommand: str, config: str = "local.yaml", *extra: str) -> list[str]:
+    """``finetune`` (fit) or ``finetune validate`` of the stopped run's checkpoint with the
+    toy task's files; ``extra`` options replace those defaults."""
+    words = ["finetune"] if subcommand == "fit" else ["finetune", "validate"]
+    pretrained = ["--model.pretrained", str(work / "pretrained.ckpt")]
+    defaults = [
+        *words,
+        "--config",
+        str(CONFIGS / "finetune" / config),
+        *(pretrained if subcommand == "fit" else []),
+        *(["--data.train_files", str(work / "train.csv")] if subcommand == "fit" else []),
+        "--data.val_files",
+        str(work / "val.csv"),
+        "--data.batch_size",
+        "16",
+        *QUIET,
+    ]
+    return [*overridden(defaults, extra), "--ckpt_path", str(CKPT)]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local-task fine-tune of two epochs of two steps, preempted at step 2."""
+    work = tmp_path_factory.mktemp("finetune-checkpoint-task")
+    pretrained = pretrained_checkpoint(tmp_path_factory)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        (work / "pretrained.ckpt").symlink_to(pretrained)
+        write_csv(work / "train.csv", keyword_rows(32, seed=1))
+        write_csv(work / "val.csv", keyword_rows(16, seed=2))
+        argv = [
+            *command(work, "fit", "local.yaml", "--trainer.max_epochs", "2")[:-2],
+            "--trainer.logger.init_args.version",
+            RUN,
+        ]
+        assert fit_preempted(argv, 2) == EXIT_PREEMPTED
+    assert (work / CKPT).is_file()
+    return work
+
+
+@pytest.mark.parametrize("subcommand", COMMANDS)
+def test_a_typed_task_other_than_the_checkpoints_is_refused(work, monkeypatch, capsys, subcommand):
+    monkeypatch.chdir(work)
+    argv = command(work, subcommand, "local.yaml", "--data.task", "movie_polarity")
+    line = refused_unchanged(work, capsys, argv)
+    assert str(CKPT) in line and "task='local'" in line, line
+    assert "data.task='movie_polarity'" in line and "Traceback" not in line, line
+
+
+@pytest.mark.parametrize("subcommand", COMMANDS)
+def test_a_typed_label_count_other_than_the_heads_is_refused(work, monkeypatch, capsys, subcommand):
+    monkeypatch.chdir(work)
+    line = refused_unchanged(
+        work, capsys, command(work, subcommand, "local.yaml", "--data.num_labels", "3")
+    )
+    assert str(CKPT) in line and "num_labels=2" in line and "data.num_labels=3" in line, line
+
+
+@pytest.mark.parametrize("subcommand", COMMANDS)
+def test_a_config_files_task_is_replaced_by_the_runs(work, monkeypatch, capsys, subcommand):
+    """``--config movie_polarity.yaml`` on the local run: the run's task (and its head's
+    size), with one ``note:`` line naming the file's; the test stops the command once its
+    configuration is settled."""
+    monkeypatch.chdir(work)
+    built: list = []
+
+    def stop(self):
+        built.append(self.config[self.subcommand])
+        raise ConfigError("stopped by the test")
+
+    monkeypatch.setattr(finetune_cli.FinetuneCLI, "before_instantiate_classes", stop)
+    capsys.readouterr()
+    assert main(command(work, subcommand, "movie_polarity.yaml")) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert "error: stopped by the test" in err, err[-2000:]
+    notes = [line for line in err.splitlines() if line.startswith("note: the run's own")]
+    assert len(notes) == 1 and "data.task='movie_polarity' -> 'local'" in notes[0], err[-2000:]
+    (config,) = built
+    assert (config.data.task, config.model.task, config.data.num_labels) == ("local", "local", 2)
+
+
+def test_validate_refuses_a_typed_setting_the_table_refuses(work, monkeypatch, capsys):
+    """The head was trained on the first token: evaluating it on the mean is refused."""
+    monkeypatch.chdir(work)
+    argv = command(work, "validate", "local.yaml", "--model.pooling", "mean")
+    line = refused_unchanged(work, capsys, argv)
+    assert "pooling='cls'" in line and "model.pooling='mean'" in line, line
+
+
+def test_validate_takes_the_recorded_pretrained_checkpoint(work, monkeypatch, capsys):
+    """``validate`` needs no ``--model.pretrained`` and evaluates the run as it trained."""
+    monkeypatch.chdir(work)
+    evaluations = CKPT.parent.parent / "evaluations.jsonl"
+    before = evaluations.read_text().splitlines() if evaluations.exists() else []
+    capsys.readouterr()
+    assert main(command(work, "validate")) == 0, capsys.readouterr().err[-2000:]
+    assert len(evaluations.read_text().splitlines()) == len(before) + 1
