@@ -32,7 +32,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -43,7 +42,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.layer_plan import LayerSpec
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.base import EncoderShape, PositionScheme
-from roformer_lit.registry import Registry, check_options, lookup
+from roformer_lit.registry import Registry, check_options, construct, lookup
 from roformer_lit.validation import (
     PREFIX,
     Rule,
@@ -125,6 +124,10 @@ class ResolvedLayer:
     @property
     def kernel_capabilities(self) -> KernelCapabilities:
         return self.kernel.capabilities(self.kernel_options)
+
+    def build_kernel(self) -> AttentionKernel:
+        """The layer's kernel, built with its checked options (:func:`construct`)."""
+        return construct(self.kernel, "attention", self.spec.attention, **self.kernel_options)
 
     def where(self, model: LayerSpec) -> str:
         """`` (layer type 'local')`` where the layer's scheme or kernel is not the model's."""
@@ -353,7 +356,7 @@ class SchemeGroup:
         """The scheme, with its checked options."""
         scheme = lookup(POSITION_SCHEMES, self.spec.position, "position")
         options = check_options(scheme, self.spec.position_kwargs, "position", self.spec.position)
-        return scheme(self.shape, **options)
+        return construct(scheme, "position", self.spec.position, self.shape, **options)
 
 
 def _count(layers: list[ResolvedLayer], key: tuple[str, str], empty: int) -> int:
@@ -398,7 +401,8 @@ def _built(
 def _model_kernel(model: LayerSpec) -> Callable[[], Any]:
     def build() -> Any:
         kernel = lookup(ATTENTION_KERNELS, model.attention, "attention")
-        return kernel(**check_options(kernel, model.attention_kwargs, "attention", model.attention))
+        options = check_options(kernel, model.attention_kwargs, "attention", model.attention)
+        return construct(kernel, "attention", model.attention, **options)
 
     return build
 
@@ -413,8 +417,7 @@ def construct_on_meta(config: EncoderConfig, layers: list[ResolvedLayer]) -> Non
         own = SchemeGroup(None, model, encoder_shape(config)).build
         built = [_built(group.spec, group.build, model, own, "position") for group in groups]
         for layer in layers:
-            kernel = partial(layer.kernel, **layer.kernel_options)
-            _built(layer.spec, kernel, model, _model_kernel(model), "attention")
+            _built(layer.spec, layer.build_kernel, model, _model_kernel(model), "attention")
     keys = {layer.spec.scheme_key for layer in layers}
     if len(groups) > 1 and groups[0].spec.scheme_key not in keys:
         if any(True for _ in built[0].parameters()):

@@ -38,10 +38,13 @@ import importlib
 import importlib.metadata
 import inspect
 import math
+import os
 import re
+import traceback
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from roformer_lit.errors import ConfigError, one_line
@@ -269,6 +272,41 @@ class Registry(Mapping[str, T], Generic[T]):
             f"unknown {self.what} {name!r}; valid choices: {valid}, or an import path "
             "package.module:Class"
         )
+
+
+def construct(cls: Callable[..., T], what: str, name: str, *args: Any, **options: Any) -> T:
+    """``cls(*args, **options)``: a scheme or kernel built, the one place the harness calls
+    a registered class. A plugin's constructor (a class outside ``roformer_lit``) that
+    raises anything but :class:`~roformer_lit.errors.ConfigError` (a ``RuntimeError``, a
+    ``TypeError`` from a signature the harness cannot call, ``sys.exit``) is the plugin's
+    fault: one ConfigError line naming the setting, the options and where it raised. A built-in's own exception stays a traceback (a bug of the package)."""
+    try:
+        return cls(*args, **options)
+    except ConfigError:
+        raise
+    except PLUGIN_FAILURES as exc:
+        module = getattr(cls, "__module__", "") or ""
+        if module == "roformer_lit" or module.startswith("roformer_lit."):
+            raise
+        raise ConfigError(
+            f"{what} {name!r} failed to build with options {options}: "
+            f"{type(exc).__name__}: {one_line(exc)}{_raised_at(exc)}"
+        ) from None
+
+
+def _raised_at(exc: BaseException) -> str:
+    """`` (at file.py, line 12)``: the innermost frame of ``exc`` outside this package (the
+    plugin's own code, or code it called), so the one line still says where it failed;
+    empty where every frame is the package's (the call itself did not fit the signature)."""
+    package = str(Path(__file__).resolve().parent)
+    outside = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not str(Path(frame.filename).resolve()).startswith(package + os.sep)
+    ]
+    if not outside:
+        return ""
+    return f" (at {outside[-1].filename}, line {outside[-1].lineno})"
 
 
 def subclass_of(base: type) -> Callable[[Any], bool]:

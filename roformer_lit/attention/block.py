@@ -29,7 +29,7 @@ class SelfAttention(nn.Module):
 
     def __init__(self, config: EncoderConfig, layer: ResolvedLayer) -> None:
         super().__init__()
-        kernel: AttentionKernel = layer.kernel(**layer.kernel_options)
+        kernel: AttentionKernel = layer.build_kernel()
         hidden_size, bias = config.hidden_size, config.block_options.linear_bias
         self.num_heads = config.num_heads
         self.head_size = hidden_size // config.num_heads

@@ -1,0 +1,120 @@
+"""A plugin scheme or kernel whose constructor raises is one ``error:`` line naming it.
+
+The harness builds every registered class in one place (:func:`roformer_lit.registry.
+construct`): a plugin's ``__init__`` that raises anything but ``ConfigError`` (its own bug,
+a signature the harness cannot call, ``sys.exit``) is one ConfigError line naming the
+setting, its options and where the plugin raised, at every command that builds a model;
+a built-in's own exception stays a traceback (a bug of the package)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from cli_helpers import probe_fit_args, refused_unchanged
+
+from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.commands.prelaunch import check_model
+from roformer_lit.encoder_config import EncoderConfig
+from roformer_lit.errors import ConfigError
+from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.positions.rope import RotaryPosition
+from roformer_lit.registry import construct
+
+MODULE = """
+import sys
+from roformer_lit.attention.softmax import SoftmaxAttention
+from roformer_lit.positions.base import PositionScheme
+
+
+class Raises(PositionScheme):
+    def __init__(self, shape, *, x: float = 1.0):
+        super().__init__(shape)
+        raise RuntimeError("boom in init")
+
+
+class TakesNoShape(PositionScheme):
+    def __init__(self):
+        super().__init__(None)
+
+
+class Exits(PositionScheme):
+    def __init__(self, shape):
+        sys.exit(0)
+
+
+class KernelRaises(SoftmaxAttention):
+    def __init__(self, **options):
+        raise ValueError("kernel boom")
+"""
+
+
+@pytest.fixture
+def failing(tmp_path, monkeypatch):
+    """A module ``failing_plugin`` on ``sys.path`` whose classes raise when built."""
+    (tmp_path / "failing_plugin.py").write_text(MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path / "failing_plugin.py"
+    for registry in (POSITION_SCHEMES, ATTENTION_KERNELS):
+        registry._resolved.clear()
+    sys.modules.pop("failing_plugin", None)
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (
+            {"position": "failing_plugin:Raises", "position_kwargs": {"x": 2.0}},
+            "position 'failing_plugin:Raises' failed to build with options {'x': 2.0}: "
+            "RuntimeError: boom in init (at ",
+        ),
+        (
+            {"position": "failing_plugin:TakesNoShape"},
+            "position 'failing_plugin:TakesNoShape' failed to build with options {}: TypeError: ",
+        ),
+        (
+            {"position": "failing_plugin:Exits"},
+            "position 'failing_plugin:Exits' failed to build with options {}: SystemExit: 0",
+        ),
+        (
+            {"attention": "failing_plugin:KernelRaises"},
+            "attention 'failing_plugin:KernelRaises' failed to build with options {}: "
+            "ValueError: kernel boom (at ",
+        ),
+    ],
+)
+def test_a_plugin_that_raises_when_built_is_one_line_naming_it(failing, settings, expected):
+    for make in (lambda: EncoderConfig(**settings), lambda: check_model(settings, 64, None)):
+        with pytest.raises(ConfigError) as info:
+            make()
+        message = str(info.value)
+        assert expected in message and "\n" not in message, message
+    if "(at " in expected:  # the plugin's own line, where it raised
+        assert f"(at {failing}, line " in message, message
+
+
+def test_a_plugin_inside_a_layer_plan_that_raises_when_built_is_one_line(failing):
+    plan = {"pattern": ["a", "b"], "types": {"b": {"position": "failing_plugin:Raises"}}}
+    with pytest.raises(ConfigError, match=r"model.layer_plan.types.b.position: position "):
+        EncoderConfig(num_layers=2, layer_plan=plan)
+
+
+def test_a_builtins_own_exception_stays_a_traceback():
+    """Not the user's mistake: a bug of the package is not dressed as one."""
+    with pytest.raises(AttributeError):
+        construct(RotaryPosition, "position", "rope", "not a shape")
+
+
+@pytest.mark.trainer
+def test_fit_with_a_plugin_that_raises_when_built_is_refused(
+    failing, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    line = refused_unchanged(
+        tmp_path,
+        capsys,
+        probe_fit_args("copy", 2, 1, 4, "--model.position", "failing_plugin:Raises"),
+    )
+    assert "position 'failing_plugin:Raises' failed to build" in line, line
+    assert "RuntimeError: boom in init" in line, line
