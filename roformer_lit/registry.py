@@ -255,12 +255,7 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def _check_kind(self, component: Any, name: str) -> T:
         if not self.accepts(component):
-            described = (
-                f"the class {component.__module__}.{component.__qualname__}"
-                if isinstance(component, type)
-                else f"a {type(component).__name__}"
-            )
-            raise ConfigError(f"{self.what} {name!r} is {described}, not a {self.kind}")
+            raise ConfigError(f"{self.what} {name!r} is {_described(component)}, not a {self.kind}")
         if self.check is not None:  # the kind is right; what its fields hold (one line)
             self.check(component, f"{self.what} {name!r}")
         return component
@@ -307,6 +302,18 @@ def _raised_at(exc: BaseException) -> str:
     if not outside:
         return ""
     return f" (at {outside[-1].filename}, line {outside[-1].lineno})"
+
+
+def _described(component: Any) -> str:
+    """What an object of the wrong kind is, in words: ``the class pkg.Name``, ``a
+    function``, ``an instance of int``."""
+    if isinstance(component, type):
+        return f"the class {component.__module__}.{component.__qualname__}"
+    if isinstance(component, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        return "a function"
+    cls = type(component)
+    module = "" if cls.__module__ == "builtins" else f"{cls.__module__}."
+    return f"an instance of {module}{cls.__qualname__}"
 
 
 def subclass_of(base: type) -> Callable[[Any], bool]:

@@ -64,6 +64,9 @@ class NotAScheme:
 def not_a_class():
     pass
 
+AN_INT = 3
+AN_INSTANCE = MyKernel()
+
 MY_TASK = PROBE_TASKS["copy"]
 NO_SUCH_BASELINE = dataclasses.replace(MY_TASK, baselines=("majority", "oracle"))
 ZERO_WIDTH = dataclasses.replace(MY_TASK, width=0)
@@ -174,6 +177,8 @@ def test_plugin_capabilities_apply_the_same_rules(plugin_dir):
         ("my_plugin:Missing", "has no attribute 'Missing'; candidates there: MyScheme"),
         ("my_plugin:NotAScheme", "is the class my_plugin.NotAScheme, not a subclass of"),
         ("my_plugin:not_a_class", "is a function, not a subclass of"),
+        ("my_plugin:AN_INT", "is an instance of int, not a subclass of"),
+        ("my_plugin:AN_INSTANCE", "is an instance of my_plugin.MyKernel, not a subclass of"),
         ("broken_plugin:X", "importing 'broken_plugin' raised RuntimeError: boom at import"),
         ("broken", "entry point 'broken_plugin:Anything'"),
         ("exiting_plugin:X", "importing 'exiting_plugin' raised SystemExit: 0"),
