@@ -170,18 +170,21 @@ def resolve_layers(specs: Sequence[LayerSpec]) -> list[ResolvedLayer]:
 
 
 @contextmanager
-def written_at(path: str | None) -> Iterator[None]:
-    """A ConfigError raised inside, led by ``path``: where a layer type wrote the setting
-    that failed (:meth:`~roformer_lit.layer_plan.LayerSpec.written_path`), so a scheme's or
-    kernel's own words (``rope base must be > 1``) name the option the user typed:
-    ``model.layer_plan.types.local.position_kwargs.base: rope base must be > 1 ...``. None
-    (the model's own settings): the error as raised."""
+def written_at(path: str | None, option_at: Callable[[str], str] | None = None) -> Iterator[None]:
+    """A ConfigError raised inside, led by where the user wrote what failed, so a scheme's
+    or kernel's own words (``rope base must be > 1``) name the setting the user typed:
+    ``option_at(error.option)`` where the error names the option it refused and
+    ``option_at`` is given (``model.layer_plan.types.local.position_kwargs.base: ...``),
+    else ``path`` (:meth:`~roformer_lit.layer_plan.LayerSpec.written_path`; None: the
+    error as raised). A message that already begins with that path is left as it is."""
     try:
         yield
     except ConfigError as exc:
-        if path is None:
+        option = exc.option
+        lead = option_at(option) if option is not None and option_at is not None else path
+        if lead is None or str(exc).startswith(lead):
             raise
-        raise ConfigError(f"{path}: {exc}") from None
+        raise ConfigError(f"{lead}: {exc}", option=option) from None
 
 
 def _registered_that(registry: Registry, predicate: Callable[[Any], bool]) -> str:
@@ -383,18 +386,24 @@ def _built(
 ) -> Any:
     """``build()``, a layer's scheme or kernel (``key``: ``position``, ``attention``). A
     ConfigError it raises is led by where the user wrote the setting that failed
-    (:func:`written_at`): the layer type's path where the type wrote it, else the model's
-    options (:func:`_model_path`). Where the type laid its options over the model's (same
-    scheme or kernel) and ``build_model()``, the same built from the model's own options,
-    fails as well, the model's options are at fault, and that error is led by theirs."""
+    (:func:`written_at`): the option it names (``ConfigError.option``) where the layer
+    type or the model wrote it; else the layer type's path where the type wrote the
+    setting, else the model's options (:func:`_model_path`). Where the error names no
+    option and the type laid its options over the model's (same scheme or kernel) and
+    ``build_model()``, the same built from the model's own options, fails as well, the
+    model's options are at fault, and that error is led by theirs."""
     path = spec.written_path(key, f"{key}_kwargs")
+
+    def option_at(option: str) -> str:
+        return spec.path(f"{key}_kwargs", option)
+
     try:
         return build()
-    except ConfigError:
-        if path is not None and getattr(spec, key) == getattr(model, key):
+    except ConfigError as exc:
+        if exc.option is None and path is not None and getattr(spec, key) == getattr(model, key):
             with written_at(_model_path(model, key)):
                 build_model()  # its own error, if the model's options alone fail
-        with written_at(path if path is not None else _model_path(model, key)):
+        with written_at(path if path is not None else _model_path(model, key), option_at):
             raise
 
 

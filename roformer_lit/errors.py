@@ -2,7 +2,17 @@
 
 
 class ConfigError(ValueError):
-    """A user mistake: reported as one line, no traceback."""
+    """A user mistake: reported as one line, no traceback.
+
+    ``option``: where a position scheme or attention kernel refuses one of its own options,
+    that option's name (``base``; dotted for a nested one, ``inner_kwargs.base``). The
+    harness then leads the line with where the user wrote that option
+    (``model.layer_plan.types.local.position_kwargs.base: ...``), so the scheme's message
+    says what is wrong and need not know where it was written."""
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 class TrainingDiverged(RuntimeError):

@@ -81,9 +81,11 @@ class LayerSpec:
         """The setting the user wrote for ``key`` (``position``, ``attention``,
         ``position_kwargs``...) or one of its options, as a dotted path:
         ``model.layer_plan.types.local.position_kwargs.base`` where the layer type wrote
-        it, ``model.position_kwargs.base`` where the layer took the model's."""
+        it, ``model.position_kwargs.base`` where the layer took the model's. A nested
+        option (``inner_kwargs.base``) is the layer type's where it wrote its first part."""
         name = key if option is None else f"{key}.{option}"
-        if name in self.written:
+        top = key if option is None else f"{key}.{option.partition('.')[0]}"
+        if top in self.written:
             return f"{_LABEL}.types.{self.type}.{name}"
         return f"{PREFIX}{name}"
 

@@ -181,10 +181,12 @@ TRAINING_RULES: dict[str, Rule] = {
 }
 
 
-def check(label: str, value: Any, rule: Rule) -> None:
-    """A ConfigError ``"<label> must be <expected>, got <value>"`` unless ``rule`` accepts."""
+def check(label: str, value: Any, rule: Rule, option: str | None = None) -> None:
+    """A ConfigError ``"<label> must be <expected>, got <value>"`` unless ``rule`` accepts;
+    ``option``: the scheme's or kernel's option checked (the error's ``option``, which leads
+    the line with where the user wrote it)."""
     if not rule.accepts(value):
-        raise ConfigError(f"{label} must be {rule.expected}, got {value!r}")
+        raise ConfigError(f"{label} must be {rule.expected}, got {value!r}", option=option)
 
 
 def as_data(value: Any) -> Any:

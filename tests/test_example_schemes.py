@@ -99,31 +99,50 @@ def test_the_forward_equals_the_papers_formula(scheme_cls, options):
 @pytest.mark.parametrize(
     "scheme_cls,options,words",
     [
-        (CoPE, {"npos_max": 1}, "npos_max=1 for position 'cope' must be an integer >= 2"),
+        (
+            CoPE,
+            {"npos_max": 1},
+            "model.position_kwargs.npos_max: cope npos_max must be an integer >= 2",
+        ),
         (
             ScalableSoftmax,
             {"inner": "ropee"},
-            "inner='ropee' for position 'ssmax' is not a registered scheme; valid choices: alibi",
+            "model.position_kwargs.inner: ssmax inner: unknown position 'ropee'; valid choices: "
+            "alibi",
         ),
         (
             ScalableSoftmax,
             {"inner": "roformer_lit_examples.ssmax:ScalableSoftmax"},
-            "cannot be ssmax",
+            "model.position_kwargs.inner: ssmax inner 'roformer_lit_examples.ssmax:"
+            "ScalableSoftmax' cannot be ssmax itself",
         ),
         (
             ScalableSoftmax,
             {"inner_kwargs": {"bsae": 2}},
-            "unknown position_kwargs key(s) 'bsae' for position 'nope'",
+            "model.position_kwargs.inner_kwargs: unknown position_kwargs key(s) 'bsae' for "
+            "position 'nope' (inner_kwargs.bsae)",
+        ),
+        (
+            ScalableSoftmax,
+            {"inner": "no_such_module:Scheme"},
+            "model.position_kwargs.inner: ssmax inner: position 'no_such_module:Scheme': cannot "
+            "import 'no_such_module'",
+        ),
+        (
+            ScalableSoftmax,
+            {"inner": "rope", "inner_kwargs": {"base": 0.5}},
+            "model.position_kwargs.inner_kwargs.base: rope base must be > 1",
         ),
         (
             ScalableSoftmax,
             {"initial_s": 0.0},
-            "initial_s=0.0 for position 'ssmax' must be a finite number > 0",
+            "model.position_kwargs.initial_s: ssmax initial_s must be a finite number > 0, got 0.0",
         ),
         (
             ScalableSoftmax,
             {"inner": "learned"},
-            "adds to the embeddings; ssmax scales the logits of a per-layer scheme: alibi",
+            "model.position_kwargs.inner: ssmax inner 'learned' adds to the embeddings; ssmax "
+            "scales the logits of a per-layer scheme: alibi",
         ),
     ],
 )

@@ -351,7 +351,8 @@ TYPE_SETTING_ERRORS = {
     ),
     "position_kwargs of another scheme": (
         {"position": "t5", "position_kwargs": {"num_buckets": 3}},
-        "model.layer_plan.types.l: t5 num_buckets must be an even integer",
+        "model.layer_plan.types.l.position_kwargs.num_buckets: t5 num_buckets must be an even "
+        "integer",
     ),
     "position_kwargs key": (
         {"position_kwargs": {"bse": 2.0}},
@@ -446,7 +447,7 @@ def test_a_bad_layer_type_setting_on_the_command_line_is_one_line(
     "options,path",
     [
         ({"base": 0.5}, "model.position_kwargs.base: "),
-        ({"base": 0.5, "rotary_fraction": 0.5}, "model.position_kwargs: "),
+        ({"base": 0.5, "rotary_fraction": 0.5}, "model.position_kwargs.base: "),
     ],
 )
 @pytest.mark.parametrize(
@@ -454,10 +455,46 @@ def test_a_bad_layer_type_setting_on_the_command_line_is_one_line(
 )
 def test_a_schemes_own_range_error_names_the_models_option(options, path, plan):
     """The scheme's own words (``rope base must be > 1``) are led by where the user wrote the
-    option: the one option, or the model's options where several were given; with or
+    option it refused (``ConfigError.option``), one option given or several; with or
     without a plan whose types take the model's options."""
     with pytest.raises(ConfigError) as error:
         EncoderConfig(num_layers=2, position="rope", position_kwargs=options, layer_plan=plan)
     message = str(error.value)
     assert message.startswith(path + "rope base must be > 1"), message
     assert "layer_plan" not in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize(
+    "options,expected",
+    [
+        (
+            {"base": 0.5, "rotary_fraction": 0.5},
+            "model.layer_plan.types.local.position_kwargs.base: rope base must be > 1",
+        ),
+        (
+            {"base": 100.0, "scaling": {"type": "linear", "factor": 0.5}},
+            "model.layer_plan.types.local.position_kwargs.scaling.factor: rope scaling factor "
+            "must be",
+        ),
+    ],
+)
+def test_a_layer_types_option_the_scheme_refuses_is_named_among_several(options, expected):
+    """A type that writes several options: the line is led by the one refused, not by the
+    type as a whole."""
+    plan = {"pattern": ["global", "local"], "types": {"local": {"position_kwargs": options}}}
+    with pytest.raises(ConfigError) as error:
+        EncoderConfig(num_layers=2, position="rope", layer_plan=plan)
+    message = str(error.value)
+    assert message.startswith(expected) and "\n" not in message, message
+
+
+def test_a_layer_types_option_refused_names_it_even_where_the_model_wrote_others():
+    """The model writes one option, the type lays another over it: the type's is named."""
+    plan = {"pattern": ["global", "local"], "types": {"local": {"position_kwargs": {"base": 0.5}}}}
+    with pytest.raises(ConfigError) as error:
+        EncoderConfig(
+            num_layers=2, position="rope", position_kwargs={"rotary_fraction": 0.5}, layer_plan=plan
+        )
+    assert str(error.value).startswith(
+        "model.layer_plan.types.local.position_kwargs.base: rope base must be > 1"
+    ), error.value

@@ -30,6 +30,7 @@ import torch
 from roformer_lit.positions.base import PositionScheme, LayerPosition, ScoreBias, default_scale
 from roformer_lit.attention.softmax import SoftmaxAttention
 from roformer_lit.data.probes.tasks import PROBE_TASKS
+from roformer_lit.errors import ConfigError
 
 class DistanceBias(LayerPosition):
     def __init__(self, slope):
@@ -54,6 +55,20 @@ class TypoInOneHint(MyScheme):
     """One option's annotation does not resolve (a typo); the other's does."""
     def __init__(self, shape, *, slope: float = 0.5, flavour: "Flavuor" = None):
         super().__init__(shape, slope=slope)
+
+class Ranged(MyScheme):
+    """Refuses a negative ``x``, naming the option (``ConfigError.option``)."""
+    def __init__(self, shape, *, slope: float = 0.5, x: float = 1.0):
+        super().__init__(shape, slope=slope)
+        if x < 0:
+            raise ConfigError(f"ranged x must be >= 0, got {x}", option="x")
+
+class OldStyle(MyScheme):
+    """Writes the option's path into its message itself (no ``option``)."""
+    def __init__(self, shape, *, slope: float = 0.5, x: float = 1.0):
+        super().__init__(shape, slope=slope)
+        if x < 0:
+            raise ConfigError(f"model.position_kwargs.x={x} must be >= 0")
 
 class MyKernel(SoftmaxAttention):
     pass
@@ -162,6 +177,36 @@ def test_a_plugin_scheme_inside_a_layer_plan(plugin_dir):
 def test_plugin_options_are_typed_like_a_builtins(plugin_dir, position, options, expected):
     with pytest.raises(ConfigError, match=expected):
         EncoderConfig(**small(position=position, position_kwargs=options))
+
+
+@pytest.mark.parametrize(
+    ("position", "options", "plan", "expected"),
+    [
+        ("my_plugin:Ranged", {"x": -1.0}, None, "model.position_kwargs.x: ranged x must be >= 0"),
+        (
+            "my_plugin:Ranged",
+            {"x": -1.0, "slope": 0.1},
+            None,
+            "model.position_kwargs.x: ranged x must be >= 0",
+        ),
+        (
+            "my_plugin:Ranged",
+            {},
+            {"l": {"position_kwargs": {"x": -1.0, "slope": 0.1}}},
+            "model.layer_plan.types.l.position_kwargs.x: ranged x must be >= 0",
+        ),
+        # a message that already begins with the option's path is not led by it again
+        ("my_plugin:OldStyle", {"x": -1.0}, None, "model.position_kwargs.x=-1.0 must be >= 0"),
+    ],
+)
+def test_a_plugins_range_error_is_led_by_the_option_it_names(
+    plugin_dir, position, options, plan, expected
+):
+    layer_plan = None if plan is None else {"pattern": ["g", "l"], "types": plan}
+    with pytest.raises(ConfigError) as error:
+        EncoderConfig(**small(position=position, position_kwargs=options, layer_plan=layer_plan))
+    message = str(error.value)
+    assert message.startswith(expected) and "\n" not in message, message
 
 
 def test_plugin_capabilities_apply_the_same_rules(plugin_dir):

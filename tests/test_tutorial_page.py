@@ -53,8 +53,27 @@ def test_the_pages_scheme_refuses_a_slope_out_of_range(my_schemes):
     from roformer_lit.testing.models import small_model
 
     scheme = importlib.import_module("my_pkg.schemes").LogDistance
-    with pytest.raises(ConfigError, match="initial_slope=0.0 must be > 0"):
+    with pytest.raises(ConfigError, match="initial_slope must be > 0, got 0.0"):
         small_model(scheme, position_kwargs={"initial_slope": 0.0})
+
+
+def test_the_pages_error_lines_are_what_the_harness_says(my_schemes):
+    """The ``# error:`` lines the page shows for a misspelt class and an option out of range
+    are the lines the harness prints (after ``error: ``) for those settings."""
+    from roformer_lit.encoder_config import EncoderConfig
+    from roformer_lit.errors import ConfigError
+
+    shown = re.findall(r"^# error: (.*)$", PAGE.read_text(encoding="utf-8"), flags=re.M)
+    settings = [
+        {"position": "my_pkg.schemes:LogDistanse"},
+        {"position": "my_pkg.schemes:LogDistance", "position_kwargs": {"initial_slope": 0.0}},
+    ]
+    said = []
+    for setting in settings:
+        with pytest.raises(ConfigError) as error:
+            EncoderConfig(**setting)
+        said.append(str(error.value))
+    assert shown == said
 
 
 def test_the_entry_point_names_the_pages_class(my_schemes):

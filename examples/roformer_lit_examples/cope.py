@@ -108,8 +108,9 @@ class CoPE(PositionScheme):
         super().__init__(shape)
         if isinstance(npos_max, bool) or not isinstance(npos_max, int) or npos_max < 2:
             raise ConfigError(
-                f"model.position_kwargs.npos_max={npos_max!r} for position 'cope' must be an "
-                "integer >= 2 (the number of position embeddings; positions past it clamp)"
+                f"cope npos_max must be an integer >= 2 (the number of position embeddings; "
+                f"positions past it clamp), got {npos_max!r}",
+                option="npos_max",
             )
         self.npos_max = npos_max
         #: ``e``: one ``[P, d]`` table per layer, shared by the layer's heads; zero at start.

@@ -50,7 +50,7 @@ from roformer_lit.positions.base import (
     QKVWeights,
     ScoreBias,
 )
-from roformer_lit.registry import check_options
+from roformer_lit.registry import check_options, construct, lookup
 
 
 def keys_per_query(
@@ -109,6 +109,30 @@ class ScaledLayer(LayerPosition):
         return ScoreBias(scale=inner.scale, build=lambda: inner.bias * factor.to(q.dtype))
 
 
+def _inner_scheme(inner: Any) -> type[PositionScheme]:
+    """The class of scheme ``inner`` (any registered name or import path), or a ConfigError
+    naming ``inner`` (``ConfigError.option``): one that does not resolve, ssmax itself, or a
+    scheme that adds to the embeddings."""
+    try:
+        inner_cls = lookup(POSITION_SCHEMES, inner, "position")
+    except ConfigError as exc:
+        raise ConfigError(f"ssmax inner: {exc}", option="inner") from None
+    if issubclass(inner_cls, ScalableSoftmax):
+        raise ConfigError(f"ssmax inner {inner!r} cannot be ssmax itself", option="inner")
+    if inner_cls.embed is not PositionScheme.embed:
+        per_layer = sorted(
+            name
+            for name in POSITION_SCHEMES.builtin_names()
+            if POSITION_SCHEMES[name].embed is PositionScheme.embed
+        )
+        raise ConfigError(
+            f"ssmax inner {inner!r} adds to the embeddings; ssmax scales the logits of a "
+            f"per-layer scheme: {', '.join(per_layer)}",
+            option="inner",
+        )
+    return inner_cls
+
+
 class ScalableSoftmax(PositionScheme):
     """Scalable softmax: the inner scheme's logits times a learned ``s_lh log n``."""
 
@@ -125,26 +149,15 @@ class ScalableSoftmax(PositionScheme):
         initial_s: float | None = None,
     ) -> None:
         super().__init__(shape)
-        if not isinstance(inner, str) or inner not in POSITION_SCHEMES:
-            raise ConfigError(
-                f"model.position_kwargs.inner={inner!r} for position 'ssmax' is not a "
-                f"registered scheme; valid choices: {', '.join(sorted(POSITION_SCHEMES))}"
+        inner_cls = _inner_scheme(inner)
+        try:  # the inner scheme's options and its own checks, named under inner_kwargs
+            options = check_options(
+                inner_cls, inner_kwargs, "position", inner, lambda key: f"inner_kwargs.{key}"
             )
-        inner_cls = POSITION_SCHEMES[inner]
-        if issubclass(inner_cls, ScalableSoftmax):
-            raise ConfigError("model.position_kwargs.inner for position 'ssmax' cannot be ssmax")
-        if inner_cls.embed is not PositionScheme.embed:
-            per_layer = sorted(
-                name
-                for name in POSITION_SCHEMES.builtin_names()
-                if POSITION_SCHEMES[name].embed is PositionScheme.embed
-            )
-            raise ConfigError(
-                f"model.position_kwargs.inner={inner!r} for position 'ssmax' adds to the "
-                f"embeddings; ssmax scales the logits of a per-layer scheme: "
-                f"{', '.join(per_layer)}"
-            )
-        options = check_options(inner_cls, inner_kwargs, "position", inner)
+            self.inner = construct(inner_cls, "position", inner, shape, **options)
+        except ConfigError as exc:
+            nested = "inner_kwargs" if exc.option is None else f"inner_kwargs.{exc.option}"
+            raise ConfigError(str(exc), option=nested) from None
         if initial_s is None:
             initial_s = 1.0 / math.log(max(shape.max_positions, 2))
         if (
@@ -153,10 +166,9 @@ class ScalableSoftmax(PositionScheme):
             or not (math.isfinite(initial_s) and initial_s > 0)
         ):
             raise ConfigError(
-                f"model.position_kwargs.initial_s={initial_s!r} for position 'ssmax' must be "
-                "a finite number > 0"
+                f"ssmax initial_s must be a finite number > 0, got {initial_s!r}",
+                option="initial_s",
             )
-        self.inner = inner_cls(shape, **options)
         # the claims that are the inner scheme's (the kit reads them from the instance)
         self.translation_invariant = self.inner.translation_invariant
         self.reads_positions = self.inner.reads_positions

@@ -25,7 +25,7 @@ class LinearAttention(AttentionKernel):
 
     def __init__(self, *, eps: float = 1e-6) -> None:
         super().__init__()
-        check("linear attention eps", eps, finite_positive_float)
+        check("linear attention eps", eps, finite_positive_float, option="eps")
         self.eps = eps
 
     def forward(

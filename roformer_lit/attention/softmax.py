@@ -139,10 +139,15 @@ class SoftmaxAttention(AttentionKernel):
         bias_block_from: int = BIAS_BLOCK_FROM,
     ) -> None:
         super().__init__()
-        check("softmax attention backend", backend, one_of(*BACKENDS))
-        check("softmax attention window_block", window_block, positive_int)
-        check("softmax attention bias_block", bias_block, positive_int)
-        check("softmax attention bias_block_from", bias_block_from, positive_int)
+        check("softmax attention backend", backend, one_of(*BACKENDS), option="backend")
+        check("softmax attention window_block", window_block, positive_int, option="window_block")
+        check("softmax attention bias_block", bias_block, positive_int, option="bias_block")
+        check(
+            "softmax attention bias_block_from",
+            bias_block_from,
+            positive_int,
+            option="bias_block_from",
+        )
         self.backend = backend
         self.window_block = window_block
         self.bias_block, self.bias_block_from = bias_block, bias_block_from

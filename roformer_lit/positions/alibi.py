@@ -116,7 +116,7 @@ class AlibiPosition(PositionScheme):
 
     def __init__(self, shape: EncoderShape, *, learnable_slopes: bool = False) -> None:
         super().__init__(shape)
-        check("alibi learnable_slopes", learnable_slopes, boolean)
+        check("alibi learnable_slopes", learnable_slopes, boolean, option="learnable_slopes")
         self.learnable_slopes = learnable_slopes
         slopes = torch.tensor(alibi_slopes(shape.num_heads), dtype=torch.float64)
         if learnable_slopes:

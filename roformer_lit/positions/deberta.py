@@ -205,9 +205,9 @@ class DebertaPosition(PositionScheme):
         p2c: bool = True,
     ) -> None:
         super().__init__(shape)
-        check("deberta c2p", c2p, boolean)
-        check("deberta p2c", p2c, boolean)
-        check("deberta position_buckets", position_buckets, EVEN_BUCKETS)
+        check("deberta c2p", c2p, boolean, option="c2p")
+        check("deberta p2c", p2c, boolean, option="p2c")
+        check("deberta position_buckets", position_buckets, EVEN_BUCKETS, option="position_buckets")
         if not (c2p or p2c):
             raise ConfigError(
                 "deberta with c2p=false and p2c=false has no position term; use position=nope"
@@ -220,6 +220,7 @@ class DebertaPosition(PositionScheme):
             "deberta max_relative_positions",
             max_relative_positions,
             optional(at_least_int(position_buckets // 2 + 2)),
+            "max_relative_positions",
         )
         self.max_relative_positions = (
             default_max if max_relative_positions is None else max_relative_positions

@@ -436,8 +436,8 @@ class FirePosition(PositionScheme):
         self, shape: EncoderShape, *, threshold: float = 512.0, per_layer: bool = False
     ) -> None:
         super().__init__(shape)
-        check("fire threshold", threshold, finite_float_above(0))
-        check("fire per_layer", per_layer, boolean)
+        check("fire threshold", threshold, finite_float_above(0), option="threshold")
+        check("fire per_layer", per_layer, boolean, option="per_layer")
         self.per_layer = per_layer
         if per_layer:
             self.fire = None

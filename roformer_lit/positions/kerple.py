@@ -121,7 +121,7 @@ class KerplePosition(PositionScheme):
 
     def __init__(self, shape: EncoderShape, *, per_layer: bool = True) -> None:
         super().__init__(shape)
-        check("kerple per_layer", per_layer, boolean)
+        check("kerple per_layer", per_layer, boolean, option="per_layer")
         self.per_layer = per_layer
         count = shape.num_layers if per_layer else 1
         self.layers = nn.ModuleList(KerpleLayer(shape) for _ in range(count))

@@ -153,17 +153,21 @@ def check_scaling(scaling: dict[str, Any], rotated: int) -> dict[str, Any]:
     kind = scaling.get("type")
     if kind not in SCALING_TYPES:
         raise ConfigError(
-            f"rope scaling type must be one of {', '.join(SCALING_TYPES)}, got {kind!r}"
+            f"rope scaling type must be one of {', '.join(SCALING_TYPES)}, got {kind!r}",
+            option="scaling.type",
         )
     unknown = sorted(set(scaling) - set(SCALING_KEYS[kind]))
     if unknown:
         raise ConfigError(
             f"unknown rope scaling key(s) {', '.join(map(repr, unknown))} for type {kind!r}; "
-            f"valid keys: {', '.join(SCALING_KEYS[kind])}"
+            f"valid keys: {', '.join(SCALING_KEYS[kind])}",
+            option="scaling",
         )
     if "factor" not in scaling:
-        raise ConfigError(f"rope scaling {kind!r} needs a factor (>= 1), e.g. {{factor: 4}}")
-    check("rope scaling factor", scaling["factor"], finite_float_at_least(1))
+        raise ConfigError(
+            f"rope scaling {kind!r} needs a factor (>= 1), e.g. {{factor: 4}}", option="scaling"
+        )
+    check("rope scaling factor", scaling["factor"], finite_float_at_least(1), "scaling.factor")
     out = {**scaling, "factor": float(scaling["factor"])}
     if kind == "ntk" and rotated < 4:
         raise ConfigError(
@@ -172,18 +176,25 @@ def check_scaling(scaling: dict[str, Any], rotated: int) -> dict[str, Any]:
         )
     if kind == "yarn":
         for key, default in (("beta_fast", 32.0), ("beta_slow", 1.0)):
-            check(f"rope scaling {key}", out.setdefault(key, default), finite_float_above(0))
+            check(
+                f"rope scaling {key}",
+                out.setdefault(key, default),
+                finite_float_above(0),
+                f"scaling.{key}",
+            )
             out[key] = float(out[key])
         if out["beta_fast"] <= out["beta_slow"]:
             raise ConfigError(
                 f"rope scaling beta_fast must be > beta_slow, got {out['beta_fast']:g} <= "
-                f"{out['beta_slow']:g}"
+                f"{out['beta_slow']:g}",
+                option="scaling",
             )
         if "original_max_positions" in out:
             check(
                 "rope scaling original_max_positions",
                 out["original_max_positions"],
                 at_least_int(1),
+                "scaling.original_max_positions",
             )
     return out
 
@@ -228,9 +239,9 @@ class RotaryPosition(PositionScheme):
         unrotated_fraction: float = 0.0,
     ) -> None:
         super().__init__(shape)
-        check("rope base", base, finite_float_above(1))
-        check("rope rotary_fraction", rotary_fraction, FRACTION)
-        check("rope unrotated_fraction", unrotated_fraction, UNROTATED)
+        check("rope base", base, finite_float_above(1), option="base")
+        check("rope rotary_fraction", rotary_fraction, FRACTION, option="rotary_fraction")
+        check("rope unrotated_fraction", unrotated_fraction, UNROTATED, option="unrotated_fraction")
         head_size = shape.head_size
         if rotary_fraction == 1 and head_size % 2:
             raise ConfigError(
@@ -241,7 +252,8 @@ class RotaryPosition(PositionScheme):
         if self.rotated == 0:
             raise ConfigError(
                 f"rope rotary_fraction={rotary_fraction:g} of head size {head_size} rotates "
-                "no pair of dimensions; use a larger fraction or position=nope"
+                "no pair of dimensions; use a larger fraction or position=nope",
+                option="rotary_fraction",
             )
         self.base = float(base)
         self.rotary_fraction = float(rotary_fraction)
@@ -252,7 +264,8 @@ class RotaryPosition(PositionScheme):
         if self.unrotated_pairs == pairs:
             raise ConfigError(
                 f"rope unrotated_fraction={unrotated_fraction:g} of {pairs} frequency pairs "
-                "rotates none; use a smaller fraction or position=nope"
+                "rotates none; use a smaller fraction or position=nope",
+                option="unrotated_fraction",
             )
         if self.unrotated_pairs:  # p-RoPE: the lowest frequencies are 0 (no rotation)
             r = self.rotated

@@ -43,8 +43,8 @@ class SinusoidalPosition(PositionScheme):
             raise ConfigError(
                 f"sinusoidal positions need an even hidden_size, got {shape.hidden_size}"
             )
-        check("sinusoidal base", base, finite_float_above(1))
-        check("sinusoidal scale_embeddings", scale_embeddings, boolean)
+        check("sinusoidal base", base, finite_float_above(1), option="base")
+        check("sinusoidal scale_embeddings", scale_embeddings, boolean, option="scale_embeddings")
         self.base = base
         self.embedding_scale = math.sqrt(shape.hidden_size) if scale_embeddings else 1.0
         self.register_buffer(

@@ -164,13 +164,14 @@ class T5Position(PositionScheme):
         per_layer: bool = False,
     ) -> None:
         super().__init__(shape)
-        check("t5 num_buckets", num_buckets, EVEN_BUCKETS)
-        check("t5 per_layer", per_layer, boolean)
+        check("t5 num_buckets", num_buckets, EVEN_BUCKETS, option="num_buckets")
+        check("t5 per_layer", per_layer, boolean, option="per_layer")
         exact = num_buckets // 4
         if not at_least_int(exact + 1).accepts(max_distance):
             raise ConfigError(
                 f"t5 max_distance must be an integer > num_buckets / 4 = {exact} (the last "
-                f"exactly represented distance), got {max_distance!r}"
+                f"exactly represented distance), got {max_distance!r}",
+                option="max_distance",
             )
         self.num_buckets, self.max_distance, self.per_layer = num_buckets, max_distance, per_layer
         if per_layer:

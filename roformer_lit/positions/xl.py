@@ -198,7 +198,7 @@ class TransformerXLPosition(PositionScheme):
         super().__init__(shape)
         if shape.hidden_size % 2:
             raise ConfigError(f"xl needs an even hidden_size, got {shape.hidden_size}")
-        check("xl per_layer", per_layer, boolean)
+        check("xl per_layer", per_layer, boolean, option="per_layer")
         self.per_layer = per_layer
         count = shape.num_layers if per_layer else 1
         self.layers = nn.ModuleList(XLLayer(shape) for _ in range(count))
