@@ -59,6 +59,24 @@ def overridden(defaults: Sequence[str], extra: Sequence[str]) -> list[str]:
     return [*kept, *extra]
 
 
+def epochs_args(*extra: str) -> list[str]:
+    """A tiny run of one epoch of two steps and no step limit (``rope.yaml``, 4 steps of
+    validation interval 1); ``extra`` replaces those (:func:`overridden`)."""
+    defaults = fit_args(
+        "rope.yaml",
+        4,
+        "--trainer.max_steps",
+        "-1",
+        "--trainer.max_epochs",
+        "1",
+        "--data.max_train_blocks",
+        "16",
+        "--trainer.val_check_interval",
+        "1",
+    )
+    return overridden(defaults, extra)
+
+
 def fit_args(config: str = "rope.yaml", steps: int = 30, *extra: str) -> list[str]:
     """``fit`` on ``configs/<config>`` with :data:`TINY` for ``steps`` steps, validating
     twice; ``extra`` options replace those defaults (:func:`overridden`)."""

@@ -45,6 +45,14 @@ def write_csv(path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
+def local_task_files(work: Path, pretrained: Path) -> None:
+    """``work`` holds what a local-task fine-tune reads: ``pretrained.ckpt`` (a link to
+    ``pretrained``) and a keyword task's ``train.csv`` (32 rows) and ``val.csv`` (16)."""
+    (work / "pretrained.ckpt").symlink_to(pretrained)
+    write_csv(work / "train.csv", keyword_rows(32, seed=1))
+    write_csv(work / "val.csv", keyword_rows(16, seed=2))
+
+
 def sentence(rng: random.Random, length: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(length))
 

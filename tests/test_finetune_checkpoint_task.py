@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import CONFIGS, fit_preempted, overridden, refused_unchanged
-from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
+from finetune_helpers import QUIET, local_task_files, pretrained_checkpoint
 
 from roformer_lit.commands import EXIT_PREEMPTED, EXIT_USER_ERROR, main
 from roformer_lit.errors import ConfigError
@@ -55,9 +55,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pretrained = pretrained_checkpoint(tmp_path_factory)
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(work)
-        (work / "pretrained.ckpt").symlink_to(pretrained)
-        write_csv(work / "train.csv", keyword_rows(32, seed=1))
-        write_csv(work / "val.csv", keyword_rows(16, seed=2))
+        local_task_files(work, pretrained)
         argv = [
             *command(work, "fit", "local.yaml", "--trainer.max_epochs", "2")[:-2],
             "--trainer.logger.init_args.version",

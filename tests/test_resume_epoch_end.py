@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import fit_args, refused_unchanged, tree_state
+from cli_helpers import epochs_args, refused_unchanged, tree_state
 
 from roformer_lit.commands import main
 from roformer_lit.training import lightning_compat as compat
@@ -32,25 +32,8 @@ INSIDE, AFTER, LAST = (
 
 def epoch_args(*extra: str) -> list[str]:
     """The run's command: one epoch of two steps, every checkpoint kept as ``at-<step>``."""
-    return fit_args(
-        "rope.yaml",
-        4,
-        "--trainer.max_steps",
-        "-1",
-        "--trainer.max_epochs",
-        "1",
-        "--data.max_train_blocks",
-        "16",
-        "--trainer.val_check_interval",
-        "1",
-        "--checkpoint.save_top_k",
-        "-1",
-        "--checkpoint.filename",
-        "at-{step}",
-        "--checkpoint.mode",
-        "max",
-        *extra,
-    )
+    keep_every = ["--checkpoint.save_top_k", "-1", "--checkpoint.filename", "at-{step}"]
+    return epochs_args(*keep_every, "--checkpoint.mode", "max", *extra)
 
 
 def version(name: str) -> list[str]:

@@ -17,8 +17,15 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from cli_helpers import CONFIGS, fit_args, fit_preempted, overridden, refused_unchanged
-from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
+from cli_helpers import (
+    CONFIGS,
+    epochs_args,
+    fit_args,
+    fit_preempted,
+    overridden,
+    refused_unchanged,
+)
+from finetune_helpers import QUIET, local_task_files, pretrained_checkpoint
 
 import roformer_lit.commands.pretrain as pretrain
 from roformer_lit.commands import EXIT_PREEMPTED, EXIT_USER_ERROR, main
@@ -124,23 +131,6 @@ def version(name: str) -> list[str]:
     return ["--trainer.logger.init_args.version", name]
 
 
-def epochs_args(*extra: str) -> list[str]:
-    """A tiny run of one epoch of two steps and no step limit; ``extra`` replaces those."""
-    defaults = fit_args(
-        "rope.yaml",
-        4,
-        "--trainer.max_steps",
-        "-1",
-        "--trainer.max_epochs",
-        "1",
-        "--data.max_train_blocks",
-        "16",
-        "--trainer.val_check_interval",
-        "1",
-    )
-    return overridden(defaults, extra)
-
-
 def finetune_args(work: Path, *extra: str) -> list[str]:
     """A tiny fine-tune of one epoch of two steps on a keyword task."""
     defaults = [
@@ -172,9 +162,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pretrained = pretrained_checkpoint(tmp_path_factory)
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(work)
-        (work / "pretrained.ckpt").symlink_to(pretrained)
-        write_csv(work / "train.csv", keyword_rows(32, seed=1))
-        write_csv(work / "val.csv", keyword_rows(16, seed=2))
+        local_task_files(work, pretrained)
         assert fit_preempted(fit_args("rope.yaml", 8, *version(STOPPED)), 4) == EXIT_PREEMPTED
         assert main(epochs_args(*version(EPOCHS))) == 0
         assert main(finetune_args(work, *version(TUNED))) == 0
