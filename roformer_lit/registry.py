@@ -355,6 +355,29 @@ def option_names(cls: type) -> list[str]:
     return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
 
+def _not_keyword_only(cls: type, keys: list[str]) -> str:
+    """Where some of ``keys`` are ``__init__`` parameters of ``cls`` that are not
+    keyword-only (an author's ``def __init__(self, shape, x=1.0)``): what makes them
+    options, so the refusal names the fix rather than only the valid keys."""
+    params = inspect.signature(cls.__init__).parameters
+    positional = [
+        key
+        for key in keys
+        if key in params
+        and key not in ("self", "shape")  # what the harness passes itself
+        and params[key].kind
+        in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_ONLY)
+    ]
+    if not positional:
+        return ""
+    names = ", ".join(map(repr, positional))
+    return (
+        f" ({names} {'is a parameter' if len(positional) == 1 else 'are parameters'} of "
+        f"{cls.__qualname__}.__init__ but not keyword-only: options are the arguments after "
+        "'*', e.g. def __init__(self, shape, *, x=1.0))"
+    )
+
+
 class UnresolvedHint(typing.NamedTuple):
     """An option's annotation that does not resolve (a typo, a name imported only under
     ``TYPE_CHECKING``): a value given for that option cannot be checked, so it is refused."""
@@ -497,7 +520,7 @@ def check_options(
         where = ", ".join(f"model.{what}_kwargs.{k}" if path is None else path(k) for k in unknown)
         raise ConfigError(
             f"unknown {what}_kwargs key(s) {', '.join(map(repr, unknown))} for {what} "
-            f"{name!r} ({where}); valid keys: {listed}"
+            f"{name!r} ({where}); valid keys: {listed}{_not_keyword_only(cls, unknown)}"
         )
     return {
         key: check_option_value(cls, key, value, what, name, path) for key, value in options.items()

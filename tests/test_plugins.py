@@ -56,6 +56,11 @@ class TypoInOneHint(MyScheme):
     def __init__(self, shape, *, slope: float = 0.5, flavour: "Flavuor" = None):
         super().__init__(shape, slope=slope)
 
+class Positional(MyScheme):
+    """An author's slip: ``scale`` before the ``*``, so not an option."""
+    def __init__(self, shape, scale: float = 1.0, *, slope: float = 0.5):
+        super().__init__(shape, slope=slope)
+
 class Ranged(MyScheme):
     """Refuses a negative ``x``, naming the option (``ConfigError.option``)."""
     def __init__(self, shape, *, slope: float = 0.5, x: float = 1.0):
@@ -172,6 +177,16 @@ def test_a_plugin_scheme_inside_a_layer_plan(plugin_dir):
             r"flavour='x'.*cannot be checked: the option's annotation 'Flavuor' in "
             r"my_plugin.TypoInOneHint does not resolve \(NameError",
         ),
+        # a parameter before the '*' is no option: the refusal says why, not only the keys
+        (
+            "my_plugin:Positional",
+            {"scale": 2.0},
+            r"unknown position_kwargs key\(s\) 'scale'.*valid keys: slope \('scale' is a "
+            r"parameter of Positional.__init__ but not keyword-only: options are the arguments "
+            r"after '\*'",
+        ),
+        # the harness's own argument is not an author's slip
+        ("my_plugin:Positional", {"shape": 2.0}, r"'shape'.*valid keys: slope$"),
     ],
 )
 def test_plugin_options_are_typed_like_a_builtins(plugin_dir, position, options, expected):
