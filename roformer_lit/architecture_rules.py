@@ -38,7 +38,7 @@ import torch
 
 from roformer_lit.attention import ATTENTION_KERNELS, AttentionKernel
 from roformer_lit.capabilities import KernelCapabilities, SchemeCapabilities
-from roformer_lit.errors import ConfigError
+from roformer_lit.errors import ConfigError, PluginBuildFailed
 from roformer_lit.layer_plan import LayerSpec
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.base import EncoderShape, PositionScheme
@@ -176,9 +176,13 @@ def written_at(path: str | None, option_at: Callable[[str], str] | None = None) 
     ``option_at(error.option)`` where the error names the option it refused and
     ``option_at`` is given (``model.layer_plan.types.local.position_kwargs.base: ...``),
     else ``path`` (:meth:`~roformer_lit.layer_plan.LayerSpec.written_path`; None: the
-    error as raised). A message that already begins with that path is left as it is."""
+    error as raised). A message that already begins with that path is left as it is, and
+    so is a plugin's failure to build (:class:`~roformer_lit.errors.PluginBuildFailed`: it
+    names the plugin and its options, and no option is known to be at fault)."""
     try:
         yield
+    except PluginBuildFailed:
+        raise
     except ConfigError as exc:
         option = exc.option
         lead = option_at(option) if option is not None and option_at is not None else path
@@ -391,7 +395,9 @@ def _built(
     setting, else the model's options (:func:`_model_path`). Where the error names no
     option and the type laid its options over the model's (same scheme or kernel) and
     ``build_model()``, the same built from the model's own options, fails as well, the
-    model's options are at fault, and that error is led by theirs."""
+    model's options are at fault, and that error is led by theirs. A plugin that fails to
+    build (:class:`~roformer_lit.errors.PluginBuildFailed`) is led by where it was chosen:
+    ``model.position``, or the layer type's ``...types.local.position``."""
     path = spec.written_path(key, f"{key}_kwargs")
 
     def option_at(option: str) -> str:
@@ -399,6 +405,8 @@ def _built(
 
     try:
         return build()
+    except PluginBuildFailed as exc:  # led by where the plugin was chosen, not its options
+        raise PluginBuildFailed(f"{spec.written_path(key) or f'model.{key}'}: {exc}") from None
     except ConfigError as exc:
         if exc.option is None and path is not None and getattr(spec, key) == getattr(model, key):
             with written_at(_model_path(model, key)):

@@ -15,6 +15,12 @@ class ConfigError(ValueError):
         self.option = option
 
 
+class PluginBuildFailed(ConfigError):
+    """A plugin's scheme or kernel raised while it was built (its own bug, a signature the
+    harness cannot call): one line naming it, its options and where it raised, not led by
+    where an option was written (no option is known to be at fault)."""
+
+
 class TrainingDiverged(RuntimeError):
     """The training loss or a gradient became NaN/inf; the run stopped before the update
     (or a checkpoint with NaN/inf weights was refused). ``step`` is where it happened."""

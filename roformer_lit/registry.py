@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from roformer_lit.errors import ConfigError, one_line
+from roformer_lit.errors import ConfigError, PluginBuildFailed, one_line
 
 T = TypeVar("T")
 
@@ -283,7 +283,7 @@ def construct(cls: Callable[..., T], what: str, name: str, *args: Any, **options
         module = getattr(cls, "__module__", "") or ""
         if module == "roformer_lit" or module.startswith("roformer_lit."):
             raise
-        raise ConfigError(
+        raise PluginBuildFailed(
             f"{what} {name!r} failed to build with options {options}: "
             f"{type(exc).__name__}: {one_line(exc)}{_raised_at(exc)}"
         ) from None

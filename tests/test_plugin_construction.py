@@ -95,8 +95,27 @@ def test_a_plugin_that_raises_when_built_is_one_line_naming_it(failing, settings
 
 def test_a_plugin_inside_a_layer_plan_that_raises_when_built_is_one_line(failing):
     plan = {"pattern": ["a", "b"], "types": {"b": {"position": "failing_plugin:Raises"}}}
-    with pytest.raises(ConfigError, match=r"model.layer_plan.types.b.position: position "):
+    with pytest.raises(ConfigError, match=r"^model.layer_plan.types.b.position: position "):
         EncoderConfig(num_layers=2, layer_plan=plan)
+
+
+@pytest.mark.parametrize("plan", [False, True])
+def test_a_plugin_that_fails_to_build_is_led_by_where_it_was_chosen_not_its_options(failing, plan):
+    """Its options are not known to be at fault: the line is led by the setting that chose
+    the plugin, once, whether the model or a layer type wrote its options."""
+    options = {"position_kwargs": {"x": 2.0}}
+    if plan:
+        types = {"b": {"position": "failing_plugin:Raises", **options}}
+        settings = {"num_layers": 2, "layer_plan": {"pattern": ["a", "b"], "types": types}}
+        lead = "model.layer_plan.types.b.position: "
+    else:
+        settings = {"position": "failing_plugin:Raises", **options}
+        lead = "model.position: "
+    with pytest.raises(ConfigError) as info:
+        EncoderConfig(**settings)
+    message = str(info.value)
+    assert message.startswith(lead + "position 'failing_plugin:Raises' failed"), message
+    assert "position_kwargs" not in message.split("failed")[0], message
 
 
 def test_a_builtins_own_exception_stays_a_traceback():
