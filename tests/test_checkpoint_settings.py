@@ -35,8 +35,8 @@ from roformer_lit.data.probe_module import ProbeDataModule
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.module import SequenceClassifier
 from roformer_lit.module import MaskedLM
-from roformer_lit.training.checkpoint_io import RECORDED_TRAINER_SETTINGS
 from roformer_lit.training.lifecycle import run_length_records
+from roformer_lit.training.trainer_settings import RECORDED_TRAINER_SETTINGS
 
 
 class _Parser(RoformerCLI):

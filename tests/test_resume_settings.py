@@ -39,7 +39,7 @@ from roformer_lit.commands.checkpoint_settings import (
 )
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.module import SequenceClassifier
-from roformer_lit.training.checkpoint_io import RECORDED_TRAINER_SETTINGS
+from roformer_lit.training.trainer_settings import RECORDED_TRAINER_SETTINGS
 from roformer_lit.training_config import TRAINING_FIELDS
 
 STOPPED, EPOCHS, TUNED = "stopped", "epochs", "tuned"

@@ -1270,3 +1270,48 @@ def test_a_finished_run_with_other_settings_is_refused_not_skipped(
         "config.yaml",
         runner.MARKER,
     ]
+
+
+#: (trainer setting, the value a finished run ran with, the value the edited sweep asks for,
+#: whether the run is still the one asked for).
+EDITED_TRAINER = {
+    "a longer run": ("trainer.max_steps", 2, 4, False),
+    "fewer validation batches": ("trainer.limit_val_batches", None, 1, False),
+    "one batch is not the whole set": ("trainer.limit_val_batches", 1.0, 1, False),
+    "another clipping algorithm": ("trainer.gradient_clip_algorithm", None, "value", False),
+    "precision 32 is 32-true": ("trainer.precision", "32-true", "32", True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDITED_TRAINER))
+def test_a_finished_run_with_other_trainer_settings_is_refused_not_skipped(
+    case, tmp_path, monkeypatch, capsys
+):
+    """A sweep whose trainer.max_steps grew skipped its shorter finished runs as finished
+    (``0 of 4 runs to go``), so compare tabled the old length as the new sweep's."""
+    key, ran, asked, same = EDITED_TRAINER[case]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    write_sweep(tmp_path / "s.yaml", {"seed_everything": [0]}, **{key: ran})
+    from roformer_lit.sweep.spec import load_sweep
+
+    sweep = load_sweep("s.yaml")
+    (run,) = sweep.runs
+    finished = tmp_path / "runs" / "tiny" / run.version
+    (finished / "checkpoints").mkdir(parents=True)
+    (finished / "checkpoints" / "last.ckpt").write_bytes(b"")
+    (finished / runner.MARKER).write_text("{}", encoding="utf-8")
+    config = json.loads(json.dumps(sweep.resolved[run.version].as_dict(), default=str))
+    (finished / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in finished.rglob("*") if p.is_file()}
+    write_sweep(tmp_path / "s.yaml", {"seed_everything": [0]}, **{key: asked})
+    capsys.readouterr()
+    code = main(["sweep", "--config", "s.yaml"])
+    err = capsys.readouterr().err
+    if same:
+        assert code == 0 and "error" not in err
+        return
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+    assert run.version in errors[0] and key in errors[0]
+    assert {p.name: p.read_bytes() for p in finished.rglob("*") if p.is_file()} == before

@@ -23,7 +23,7 @@ from the command line by :func:`typed_keys`, not from equality with a default: a
 
 **A resumed run is the run it was.** A resumed ``fit`` also takes the trainer's settings
 that shape the run from the checkpoint (its ``trainer_settings`` record,
-:data:`~roformer_lit.training.checkpoint_io.RECORDED_TRAINER_SETTINGS`; a ``--config`` file
+:data:`~roformer_lit.training.trainer_settings.RECORDED_TRAINER_SETTINGS`; a ``--config`` file
 cannot change them, and one ``note:`` line says what it replaced), compared as the trainer
 holds them (:data:`TRAINER_HOLDS`: ``max_epochs: null`` is 1000 or -1, ``precision: 32`` is
 ``32-true``). Only what a checkpoint recorded is compared: one from before a key was
@@ -74,6 +74,7 @@ from roformer_lit.plan_identity import plain, same_plan
 from roformer_lit.training.checkpoint_io import SCHEDULE_STEPS_KEY, TRAINER_SETTINGS_KEY
 from roformer_lit.training.lifecycle import same_rates_until
 from roformer_lit.training.lightning_compat import epochs_trained
+from roformer_lit.training.trainer_settings import TRAINER_HOLDS, held
 from roformer_lit.training_config import TrainingConfig
 
 REFUSE, NOTICE, QUIET, EXACT = "refuse", "notice", "quiet", "exact"
@@ -178,39 +179,6 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
     "trainer.gradient_clip_algorithm": (QUIET, REFUSE),
     "trainer.precision": (QUIET, REFUSE),
 }
-
-
-def _max_epochs_held(value: Any, trainer: Mapping[str, Any]) -> Any:
-    """``max_epochs`` as Lightning resolves it: None is 1000 without a step or time limit,
-    else -1 (no epoch limit)."""
-    if value is not None:
-        return value
-    endless = trainer.get("max_steps") in (-1, None) and trainer.get("max_time") is None
-    return 1000 if endless else -1
-
-
-#: Precision flags Lightning reads as another (``32`` is ``32-true``; None its default).
-_PRECISION_ALIASES = {"16": "16-mixed", "bf16": "bf16-mixed", "32": "32-true", "64": "64-true"}
-
-#: A trainer setting -> its value as the trainer holds it, given the value and the
-#: ``trainer`` section: what a checkpoint recorded (``trainer_settings_record``) and what a
-#: command gives are compared so.
-TRAINER_HOLDS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
-    "max_epochs": _max_epochs_held,
-    "gradient_clip_val": lambda value, _: 0.0 if value is None else value,
-    "gradient_clip_algorithm": lambda value, _: "norm" if value is None else str(value).lower(),
-    "precision": lambda value, _: (
-        _PRECISION_ALIASES.get(str(value), str(value)) if value is not None else "32-true"
-    ),
-}
-
-
-def held(key: str, trainer: Any) -> Any:
-    """Trainer setting ``key`` of a ``trainer`` section as the trainer holds it
-    (:data:`TRAINER_HOLDS`)."""
-    trainer = trainer if trainer is not None else {}
-    value = trainer.get(key)
-    return TRAINER_HOLDS[key](value, trainer) if key in TRAINER_HOLDS else value
 
 
 def _same_held(key: str) -> Callable[[Mapping[str, Any], Mapping[str, Any]], bool]:

@@ -5,9 +5,12 @@ ask for another run under the same name (a plan type renamed, a value whose labe
 change): skipping it as finished would table the old run as the new one. So a finished run
 is skipped only when the settings it ran with (its ``config.yaml``) are those the sweep
 gives it now: the seed, every model setting both name (a layer plan as what it builds,
-:func:`~roformer_lit.plan_identity.same_plan`: ``layers:`` for ``pattern:`` is no change)
-and every data setting both name, machine settings aside. Otherwise the sweep is refused
-in one line before anything runs: the run is left as it is.
+:func:`~roformer_lit.plan_identity.same_plan`: ``layers:`` for ``pattern:`` is no change),
+every data setting both name, machine settings aside, and the trainer's settings that
+change what a run trains or measures, as the trainer holds them
+(:func:`~roformer_lit.training.trainer_settings.measured_settings`: a sweep whose
+``trainer.max_steps`` grew would otherwise skip the shorter runs as finished). Otherwise the
+sweep is refused in one line before anything runs: the run is left as it is.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from roformer_lit.plan_identity import plain, same_plan
 from roformer_lit.run_files import RunFileError, read_yaml_mapping
+from roformer_lit.training.trainer_settings import measured_settings
 
 #: Settings of the machine, not of the run (a finished run may have used other values).
 MACHINE_KEYS = ("data.num_workers", "data.num_proc", "data.cache_dir", "model.vocab_size")
@@ -38,6 +42,9 @@ def _sections(config: Mapping[str, Any]) -> dict[str, Any]:
     found = {f"model.{k}": v for k, v in model.items()} if isinstance(model, Mapping) else {}
     found.update({f"data.{k}": v for k, v in _data(config.get("data")).items()})
     found["seed_everything"] = config.get("seed_everything")
+    trainer = plain(config.get("trainer"))
+    if isinstance(trainer, Mapping):
+        found.update(measured_settings(trainer))
     return found
 
 

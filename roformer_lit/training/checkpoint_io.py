@@ -235,16 +235,6 @@ def _is_real(value: Any) -> bool:
 #: (:mod:`roformer_lit.commands.checkpoint_settings`).
 TRAINER_SETTINGS_KEY = "trainer_settings"
 SCHEDULE_STEPS_KEY = "schedule_steps"
-#: The trainer's settings a ``trainer_settings`` record holds (``RunModule`` writes them all;
-#: checkpoints from before hold ``max_steps`` alone, and a resume compares what is there).
-RECORDED_TRAINER_SETTINGS = (
-    "max_steps",
-    "max_epochs",
-    "accumulate_grad_batches",
-    "gradient_clip_val",
-    "gradient_clip_algorithm",
-    "precision",
-)
 
 
 def _max_steps_record(value: Any) -> bool:

@@ -61,13 +61,13 @@ from roformer_lit.errors import TrainingDiverged
 from roformer_lit.machine import cpu_model
 from roformer_lit.run_files import warn
 from roformer_lit.training.checkpoint_io import (
-    RECORDED_TRAINER_SETTINGS,
     SCHEDULE_STEPS_KEY,
     TRAINER_SETTINGS_KEY,
     refuse_nonfinite,
 )
 from roformer_lit.training.numerics_history import HISTORY_KEY, extended, read_history, read_record
 from roformer_lit.training.steps import total_steps
+from roformer_lit.training.trainer_settings import RECORDED_TRAINER_SETTINGS
 
 #: The schedule's length for a run without an end (no step limit, endless epochs).
 ENDLESS_STEPS = 100_000
@@ -81,7 +81,7 @@ NUMERICS_KEY = "numerics"
 
 def trainer_settings_record(trainer: Any) -> dict[str, Any]:
     """The trainer's settings that shape its run, as the trainer holds them
-    (:data:`~roformer_lit.training.checkpoint_io.RECORDED_TRAINER_SETTINGS`, in that order):
+    (:data:`~roformer_lit.training.trainer_settings.RECORDED_TRAINER_SETTINGS`, in that order):
     its length (``max_steps``; ``max_epochs``, which Lightning resolves from None to 1000 or
     -1), ``accumulate_grad_batches``, gradient clipping (``gradient_clip_val``;
     ``gradient_clip_algorithm``, None for Lightning's default, the norm) and ``precision``

@@ -4,8 +4,11 @@ logdir with their variants are :func:`roformer_lit.results.compare.collect.colle
 A run is a directory (at any depth under ``logdir``) holding ``events.out.tfevents.*``
 files, a ``config.yaml`` or an ``hparams.yaml``; other files in it (``evaluations.jsonl``,
 ``checkpoints/`` ...) are ignored. Its scalars come from :func:`roformer_lit.results.events.read_run`,
-its hyperparameters from ``hparams.yaml`` (model and data hyperparameters, flat) plus a few
-trainer keys of ``config.yaml`` that change what a run measures (:data:`TRAINER_KEYS`), and
+its hyperparameters from ``hparams.yaml`` (model and data hyperparameters, flat) plus the
+trainer settings of ``config.yaml`` that change what a run trains on or measures, as the
+trainer holds them
+(:func:`~roformer_lit.training.trainer_settings.measured_settings`: ``max_epochs``, the batch
+limits, precision ``32`` as ``32-true`` ...), and
 its seed from ``config.yaml``'s ``seed_everything``.
 
 Evaluation-only runs (``validate``/``test``/``predict``, version ``...-validate[-k]``, or a
@@ -39,9 +42,7 @@ from roformer_lit.run_files import (
     warn,
 )
 from roformer_lit.training.run_dir import is_moved_aside
-
-#: ``config.yaml`` keys that join the hyperparameters a variant is told apart by.
-TRAINER_KEYS = ("max_steps", "precision", "accumulate_grad_batches", "gradient_clip_val")
+from roformer_lit.training.trainer_settings import measured_settings
 
 Report = Callable[[str], None]
 
@@ -80,6 +81,8 @@ class RunSummary:
     unusable: str | None = None
     #: The run's ``trainer.max_steps`` (None: not set, or no ``config.yaml``).
     max_steps: int | None = None
+    #: Whether its ``config.yaml`` was found (without it, its trainer settings are unknown).
+    has_config: bool = True
 
     def __post_init__(self) -> None:
         if not self.variant:
@@ -89,6 +92,8 @@ class RunSummary:
     def notes(self) -> list[str]:
         """What a reader of its table row must know: file problems, a missing val/loss."""
         missing = [] if self.final_val_loss is not None else ["no val/loss logged"]
+        if not self.has_config and not self.evaluation_only:
+            missing.append("no config.yaml: its trainer settings are unknown, tabled apart")
         unfinished = [] if self.finished else [f"unfinished: {self.progress}"]
         return [*self.problems, *missing, *unfinished]
 
@@ -168,9 +173,8 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         hparams = {**(data if isinstance(data, dict) else {}), **config["model"]}
     trainer = config.get("trainer")
     trainer = trainer if isinstance(trainer, dict) else {}
-    for key in TRAINER_KEYS:
-        if key in trainer:
-            hparams[f"trainer.{key}"] = trainer[key]
+    if trainer:  # a run without its config.yaml has unknown trainer settings
+        hparams.update(measured_settings(trainer))
     series = events.scalars
     all_points = [s for points in series.values() for s in points]
     start = min((s.wall_time for s in all_points), default=0.0)
@@ -199,6 +203,7 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         problems=problems,
         unusable=_unusable(events),
         max_steps=_max_steps(trainer),
+        has_config=os.path.lexists(run_dir / "config.yaml"),
     )
 
 

@@ -1,0 +1,106 @@
+"""The trainer's settings that make a run what it is, and how the trainer holds each one.
+
+Plain Python (no torch, no Lightning): the commands that resume a run, the sweep that skips
+a finished one and ``compare`` that tables runs all read them from here.
+
+* :data:`RECORDED_TRAINER_SETTINGS`: what a checkpoint's ``trainer_settings`` record holds
+  and a resumed ``fit`` compares (the run's length and numerics).
+* :data:`MEASURED_TRAINER_SETTINGS`: those plus the batch limits, every trainer setting that
+  changes what a run trains on or what its validation measures. Two runs that differ in
+  one are two experiments: a finished run asked for again with another is not skipped by a
+  sweep, and ``compare`` never tables them as seeds of one variant.
+* :func:`held`: a setting as the trainer holds it, so spellings of one value compare equal
+  (``precision: 32`` is ``32-true``, ``limit_val_batches: null`` is ``1.0``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+#: The trainer's settings a ``trainer_settings`` record holds (``RunModule`` writes them all;
+#: checkpoints from before hold ``max_steps`` alone, and a resume compares what is there).
+RECORDED_TRAINER_SETTINGS = (
+    "max_steps",
+    "max_epochs",
+    "accumulate_grad_batches",
+    "gradient_clip_val",
+    "gradient_clip_algorithm",
+    "precision",
+)
+#: Every trainer setting that changes what a run trains on or measures: its recorded
+#: settings, and the batch limits (fewer validation batches is another validation set).
+MEASURED_TRAINER_SETTINGS = (
+    *RECORDED_TRAINER_SETTINGS,
+    "limit_train_batches",
+    "limit_val_batches",
+    "overfit_batches",
+)
+
+
+def _max_epochs_held(value: Any, trainer: Mapping[str, Any]) -> Any:
+    """``max_epochs`` as Lightning resolves it: None is 1000 without a step or time limit,
+    else -1 (no epoch limit)."""
+    if value is not None:
+        return value
+    endless = trainer.get("max_steps") in (-1, None) and trainer.get("max_time") is None
+    return 1000 if endless else -1
+
+
+#: Precision flags Lightning reads as another (``32`` is ``32-true``; None its default).
+_PRECISION_ALIASES = {"16": "16-mixed", "bf16": "bf16-mixed", "32": "32-true", "64": "64-true"}
+
+
+def _limit(default: float) -> Callable[[Any, Mapping[str, Any]], Any]:
+    """A batch limit as the trainer reads it: None is ``default`` (a fraction), an integer
+    a count of batches, written ``"<n> batches"`` so that one batch (``1``) is never the
+    whole set (``1.0``)."""
+
+    def hold(value: Any, _: Mapping[str, Any]) -> Any:
+        if value is None or (default == 0 and value == 0):  # overfit_batches 0 is 0.0: off
+            return default
+        if isinstance(value, int) and not isinstance(value, bool):
+            return f"{value} batches"
+        return value
+
+    return hold
+
+
+#: A trainer setting -> its value as the trainer holds it, given the value and the
+#: ``trainer`` section: what a checkpoint recorded (``trainer_settings_record``), what a
+#: command gives and what a run's ``config.yaml`` says are compared so.
+TRAINER_HOLDS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
+    "max_epochs": _max_epochs_held,
+    "gradient_clip_val": lambda value, _: 0.0 if value is None else value,
+    "gradient_clip_algorithm": lambda value, _: "norm" if value is None else str(value).lower(),
+    "precision": lambda value, _: (
+        _PRECISION_ALIASES.get(str(value), str(value)) if value is not None else "32-true"
+    ),
+    "limit_train_batches": _limit(1.0),
+    "limit_val_batches": _limit(1.0),
+    "overfit_batches": _limit(0.0),
+}
+
+
+def held(key: str, trainer: Any) -> Any:
+    """Trainer setting ``key`` of a ``trainer`` section as the trainer holds it
+    (:data:`TRAINER_HOLDS`)."""
+    trainer = trainer if trainer is not None else {}
+    value = trainer.get(key)
+    return TRAINER_HOLDS[key](value, trainer) if key in TRAINER_HOLDS else value
+
+
+def measured_settings(trainer: Mapping[str, Any]) -> dict[str, Any]:
+    """``trainer.<key>`` -> held value of every :data:`MEASURED_TRAINER_SETTINGS` of a
+    ``trainer`` section (a run's ``config.yaml`` or a parsed command): the trainer's part
+    of what identifies a run."""
+    return {f"trainer.{key}": held(key, trainer) for key in MEASURED_TRAINER_SETTINGS}
+
+
+__all__ = [
+    "MEASURED_TRAINER_SETTINGS",
+    "RECORDED_TRAINER_SETTINGS",
+    "TRAINER_HOLDS",
+    "held",
+    "measured_settings",
+]
