@@ -5,6 +5,7 @@ fine-tunes are never silently left out of a selection among pretraining runs."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +105,64 @@ def test_a_run_without_its_config_is_tabled_apart_and_says_why(tmp_path, capsys)
     assert rows["rope-softmax"][-1] == (
         "seed 1: no config.yaml: its trainer settings are unknown, tabled apart"
     )
+
+
+# --- unfinished runs --------------------------------------------------------------------------
+
+
+def test_an_unfinished_run_is_listed_but_never_averaged(tmp_path, capsys):
+    """A seed stopped at step 10 of 30 (loss 9.0 there) moved the variant's mean from 2.5
+    to 4.67 and its std with it, while the row said 3 seeds."""
+    write_run(tmp_path / "runs" / "rope-seed0", 0, 2.0)
+    write_run(tmp_path / "runs" / "rope-seed1", 1, 3.0)
+    write_run(tmp_path / "runs" / "rope-seed2", 2, 9.0, steps=11)
+    out = tmp_path / "out"
+    rows, _ = table(capsys, str(tmp_path / "runs"), "--out", str(out))
+    cells = rows["rope-softmax"]
+    assert cells[1] == "2 (0, 1) + 1 unfinished"
+    assert cells[2].startswith("2.5000 ± 0.7071")
+    assert "seed 2: unfinished: last validated at step 10 of 30; left out of the means" in cells
+    with (out / "compare.csv").open(newline="") as handle:
+        (record,) = csv.DictReader(handle)
+    assert float(record["final_val_loss_mean"]) == pytest.approx(2.5)
+    assert record["n_seeds"] == "2" and record["seeds"] == "0 1"
+    with (out / "runs.csv").open(newline="") as handle:  # every run is still listed
+        assert len(list(csv.DictReader(handle))) == 3
+
+
+def test_a_variant_of_unfinished_runs_alone_shows_no_numbers(tmp_path, capsys):
+    write_run(tmp_path / "runs" / "rope-seed0", 0, 9.0, steps=11)
+    rows, _ = table(capsys, str(tmp_path / "runs"))
+    cells = rows["rope-softmax"]
+    assert cells[1] == "0 + 1 unfinished" and cells[2] == "–"
+
+
+def test_an_unfinished_run_is_never_a_candidate_of_a_selection(tmp_path, capsys):
+    """lr 0.003's second seed, stopped at step 10 with a low loss of that length, made
+    0.003 the best learning rate over seeds that had not finished."""
+    runs = tmp_path / "runs"
+    for seed, loss in enumerate((2.0, 2.2)):
+        write_run(runs / f"lr1-seed{seed}", seed, loss)
+    write_run(runs / "lr3-seed0", 0, 1.9, hparams={"learning_rate": 0.003})
+    write_run(runs / "lr3-seed1", 1, 0.5, steps=11, hparams={"learning_rate": 0.003})
+    out = tmp_path / "out"
+    capsys.readouterr()
+    argv = ["compare", str(runs), "--select", "learning_rate", "--by", "val_loss"]
+    assert main([*argv, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    with (out / "compare.csv").open(newline="") as handle:
+        (record,) = csv.DictReader(handle)
+    assert float(record["learning_rate"]) == 0.001
+    assert float(record["final_val_loss_mean"]) == pytest.approx(2.1)
+    note = "learning_rate=0.003: seed 1 last validated at step 10 of 30, not a candidate"
+    assert note in record["note"] and note in printed
+
+
+def test_a_selection_with_no_finished_value_is_one_line(tmp_path, capsys):
+    write_run(tmp_path / "runs" / "lr1-seed0", 0, 2.0, steps=11)
+    capsys.readouterr()
+    argv = ["compare", str(tmp_path / "runs"), "--select", "learning_rate", "--by", "val_loss"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error:") and "no group of runs has a candidate" in err[-1]
+    assert "group rope-softmax: no value of learning_rate is a candidate" in err[0]

@@ -11,6 +11,13 @@ data ``seed``) are the same experiment run twice (``fit`` run again goes to
 ``...-seed0-2``; two logdirs holding copies of one run), not two replicates, and counting
 both would shrink the std and the interval with no new evidence. The first by path is kept
 (``-seed0`` before ``-seed0-2``) and each one left out is one ``warning:`` line.
+
+Only finished runs count: a run that has not validated at its ``trainer.max_steps`` (still
+training, stopped, crashed after a checkpoint) holds numbers of another length, and averaging
+them with finished seeds would report neither. It stays in the row's seeds and notes
+(``seed 2: unfinished: last validated at step 110 of 1500; left out of the means``) and in
+``runs.csv``, and no mean, std or interval reads it; a row whose runs are all unfinished
+shows no numbers.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +43,10 @@ METRICS: dict[str, str] = {
     "peak_mem_mb": "peak mem (MB)",
     "wall_time_s": "wall time (s)",
 }
+
+
+#: What an unfinished run's note adds (:class:`VariantRow`).
+LEFT_OUT = "left out of the means"
 
 
 @dataclass(frozen=True)
@@ -62,9 +73,12 @@ class VariantRow:
     variant: str
     runs: list[RunSummary]
     stats: dict[str, Stat]
+    #: Its runs that have not validated at their max_steps: listed, never averaged.
+    unfinished: list[RunSummary] = field(default_factory=list)
 
     @property
     def n(self) -> int:
+        """The runs its means are over (finished runs, one per seed)."""
         return len(self.runs)
 
     @property
@@ -73,16 +87,27 @@ class VariantRow:
 
     @property
     def notes(self) -> list[str]:
-        """Each run's notes (unreadable files, no val/loss), prefixed with its seed."""
-        return [f"{_run_label(r)}: {note}" for r in self.runs for note in r.notes]
+        """Each run's notes (unreadable files, no val/loss, unfinished), prefixed with its
+        seed; an unfinished run's says it is left out of the means."""
+        notes = [f"{_run_label(r)}: {note}" for r in self.runs for note in r.notes]
+        for run in self.unfinished:
+            notes += [f"{_run_label(run)}: {note}" for note in run.notes]
+            notes[-1] += f"; {LEFT_OUT}"
+        return notes
+
+    @property
+    def first(self) -> RunSummary:
+        """A run of the variant (all share its hyperparameters): the first averaged one,
+        else the first unfinished one."""
+        return (self.runs or self.unfinished)[0]
 
     @property
     def position(self) -> str:
-        return self.runs[0].position
+        return self.first.position
 
     @property
     def attention(self) -> str:
-        return self.runs[0].attention
+        return self.first.attention
 
 
 def _run_label(run: RunSummary) -> str:
@@ -118,7 +143,8 @@ def once_per_seed(members: Sequence[RunSummary], report: Report = warn) -> list[
 
 def aggregate(runs: Sequence[RunSummary], report: Report = warn) -> list[VariantRow]:
     """Group ``runs`` by ``variant`` and summarise each group, best final val/loss first;
-    each seed counts once (:func:`once_per_seed`, a warning per run left out)."""
+    each seed counts once (:func:`once_per_seed`, a warning per run left out), and only its
+    finished runs are averaged (module docstring)."""
     groups: dict[str, list[RunSummary]] = {}
     for run in runs:
         groups.setdefault(run.variant, []).append(run)
@@ -126,8 +152,10 @@ def aggregate(runs: Sequence[RunSummary], report: Report = warn) -> list[Variant
     for variant, members in groups.items():
         members = once_per_seed(members, report)
         members = sorted(members, key=lambda r: (r.seed is None, r.seed or 0, str(r.path)))
-        stats = {m: Stat.of([getattr(r, m) for r in members]) for m in METRICS}
-        rows.append(VariantRow(variant, members, stats))
+        finished = [r for r in members if r.finished]
+        stats = {m: Stat.of([getattr(r, m) for r in finished]) for m in METRICS}
+        unfinished = [r for r in members if not r.finished]
+        rows.append(VariantRow(variant, finished, stats, unfinished))
     return sorted(rows, key=_sort_key)
 
 

@@ -188,7 +188,10 @@ def _main_selected(ns: argparse.Namespace, training: list, out: Path | None) -> 
     :mod:`roformer_lit.results.compare.select`)."""
     groups = select(training, ns.select, ns.by)
     if not groups:
-        raise ConfigError(f"compare: no run logged {ns.by}; nothing to select on")
+        raise ConfigError(
+            f"compare: --select {ns.select} --by {ns.by}: no group of runs has a candidate "
+            f"value (each value needs every seed finished with {ns.by} logged; see the warnings)"
+        )
     if ns.report is not None:
         reported(groups, read_report(Path(ns.report)))
     table = selected_markdown(groups, ns.by)

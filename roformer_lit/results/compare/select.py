@@ -6,7 +6,9 @@ variant label ``compare`` gives the runs once ``KEY`` is left out). Per group an
 logged it during training: its validation metric at the training length, on validation
 sequences (:data:`SELECTION_METRICS`; ``min`` for losses and perplexity, ``max`` for
 accuracy and exact match). The chosen value is the best score (ties: the first value in
-sorted order); a value some seed did not log the metric for is not a candidate.
+sorted order); a value some seed did not log the metric for, or whose runs have not all
+validated at their ``max_steps`` (:attr:`RunSummary.finished`: still training, stopped,
+crashed), is not a candidate: its mean would be over another length or fewer seeds.
 
 The **reported evaluation** is a different one, never read by the selection: the long CSV
 ``extrapolate --split test --csv FILE`` writes (held-out sequences from another generator
@@ -34,7 +36,7 @@ from typing import Any
 from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import plain
 from roformer_lit.results.compare.aggregate import METRICS, once_per_seed
-from roformer_lit.results.compare.runs import RunSummary
+from roformer_lit.results.compare.runs import Report, RunSummary
 from roformer_lit.results.compare.variants import (
     IGNORED_KEYS,
     comparable,
@@ -45,6 +47,7 @@ from roformer_lit.results.compare.variants import (
     variant_labels,
 )
 from roformer_lit.results.statistics import Interval, mean_interval
+from roformer_lit.run_files import warn
 
 #: ``--by`` name -> (RunSummary attribute, which is better).
 SELECTION_METRICS: dict[str, tuple[str, Callable[[Sequence[float]], float]]] = {
@@ -168,9 +171,12 @@ def resolve_key(key: str, runs: Sequence[RunSummary]) -> str:
     )
 
 
-def select(runs: Sequence[RunSummary], key: str, by: str) -> list[SelectedGroup]:
+def select(
+    runs: Sequence[RunSummary], key: str, by: str, report: Report = warn
+) -> list[SelectedGroup]:
     """Each group of ``runs`` at the value of ``key`` with the best mean ``by`` (module
-    docstring). Reads nothing but the run summaries."""
+    docstring). Reads nothing but the run summaries. A group none of whose values is a
+    candidate is left out with one ``report`` line saying why."""
     by = selection_metric(by)
     attribute, _ = SELECTION_METRICS[by]
     key = resolve_key(key, runs)
@@ -191,6 +197,13 @@ def select(runs: Sequence[RunSummary], key: str, by: str) -> list[SelectedGroup]
         notes = []
         for value in sorted(by_value, key=repr):
             by_value[value] = once_per_seed(by_value[value])  # each seed counts once
+            unfinished = [r for r in by_value[value] if not r.finished]
+            if unfinished:  # another length's numbers: never a candidate's mean
+                notes += [
+                    f"{key}={shown(written[value])}: seed {r.seed} {r.progress}, not a candidate"
+                    for r in unfinished
+                ]
+                continue
             scores = [getattr(r, attribute) for r in by_value[value]]
             finite = [s for s in scores if s is not None and math.isfinite(s)]
             if len(finite) < len(scores) or not finite:
@@ -199,6 +212,9 @@ def select(runs: Sequence[RunSummary], key: str, by: str) -> list[SelectedGroup]
                 continue
             candidates[value] = (math.fsum(finite) / len(finite), len(finite))
         if not candidates:
+            report(
+                f"group {label}: no value of {key} is a candidate ({'; '.join(notes)}); left out"
+            )
             continue
         chosen = best_value({v: mean for v, (mean, _) in candidates.items()}, by)
         candidates = {_key_shown(written[v]): c for v, c in candidates.items()}
@@ -334,7 +350,9 @@ def to_markdown(groups: Sequence[SelectedGroup], by: str) -> str:
     attribute = SELECTION_METRICS[selection_metric(by)][0]
     head = ["group", f"{key} (chosen)", "seeds", f"mean {by} per {key}", f"{by} (selection)"]
     head += [f"{metric} n={length} (reported)" for metric, length in cells]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    with_notes = any(group.notes for group in groups)
+    head += ["note"] if with_notes else []
+    lines = [_md_line(head), "|" + "---|" * len(head)]
     for group in groups:
         interval = group.stats.get(attribute)
         row = [
@@ -345,5 +363,11 @@ def to_markdown(groups: Sequence[SelectedGroup], by: str) -> str:
             "–" if interval is None else interval.text(4),
         ]
         row += [group.report[c].text(3) if c in group.report else "–" for c in cells]
-        lines.append("| " + " | ".join(row) + " |")
+        row += ["; ".join(group.notes)] if with_notes else []
+        lines.append(_md_line(row))
     return "\n".join(lines)
+
+
+def _md_line(cells: Sequence[str]) -> str:
+    """One markdown table line; a ``|`` inside a cell (a label's value) is escaped."""
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"

@@ -52,8 +52,10 @@ def format_stat(stat: Stat, decimals: int, with_interval: bool = False) -> str:
 
 
 def format_seeds(row: VariantRow) -> str:
+    """``n (seeds)`` of the runs averaged, then ``+ k unfinished`` where some are not."""
     seeds = ", ".join("?" if s is None else str(s) for s in row.seeds)
-    return f"{row.n} ({seeds})"
+    text = f"{row.n} ({seeds})" if row.runs else "0"
+    return text + (f" + {len(row.unfinished)} unfinished" if row.unfinished else "")
 
 
 def to_markdown(rows: Sequence[VariantRow]) -> str:
@@ -88,7 +90,7 @@ def evaluation_markdown(runs: Sequence[RunSummary]) -> str:
 
 
 def _hparam_columns(rows: Sequence[VariantRow]) -> list[str]:
-    return differing_keys([r.runs[0].hparams for r in rows]) if rows else []
+    return differing_keys([r.first.hparams for r in rows]) if rows else []
 
 
 def csv_columns(rows: Sequence[VariantRow]) -> list[str]:
@@ -111,7 +113,7 @@ def to_csv(rows: Sequence[VariantRow]) -> str:
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        flat = flatten(comparable(row.runs[0].hparams))
+        flat = flatten(comparable(row.first.hparams))
         record: dict[str, object] = {
             "variant": row.variant,
             "n_seeds": row.n,
