@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_helpers import tree_state
 from torch.utils.tensorboard import SummaryWriter
 
 from roformer_lit.commands import main
@@ -166,3 +167,25 @@ def test_a_selection_with_no_finished_value_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error:") and "no group of runs has a candidate" in err[-1]
     assert "group rope-softmax: no value of learning_rate is a candidate" in err[0]
+
+
+# --- fine-tunes and a selection -------------------------------------------------------------
+
+
+def test_a_selection_over_runs_with_fine_tunes_is_refused(tmp_path, capsys):
+    """The fine-tunes were left out of --select without a word (and fine-tunes alone gave
+    'no hyperparameter of these runs')."""
+    runs = tmp_path / "runs"
+    pretrained = write_run(runs / "mlm" / "rope-seed0", 0, 2.0)
+    ckpt = str(pretrained / "checkpoints" / "last.ckpt")
+    finetune = {"task": "movie_polarity", "pretrained": ckpt}
+    write_run(runs / "ft" / "ft-seed0", 0, 0.5, hparams=finetune)
+    before = tree_state(runs)
+    for logdir in (runs, runs / "ft"):
+        capsys.readouterr()
+        argv = ["compare", str(logdir), "--select", "learning_rate", "--by", "val_acc"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error:"), err
+        assert "1 fine-tune run(s)" in err[0] and "without --select" in err[0]
+    assert tree_state(runs) == before

@@ -144,6 +144,13 @@ def main(args: Sequence[str]) -> int:
     if (ns.select is None) != (ns.by is None) or (ns.report is not None and ns.select is None):
         raise ConfigError("compare: --select KEY and --by METRIC go together (--report needs them)")
     if ns.select is not None:
+        if finetune:  # a selection among pretraining runs: a fine-tune is no candidate
+            raise ConfigError(
+                f"compare: --select chooses among pretraining runs, and {where} holds "
+                f"{len(finetune)} fine-tune run(s) ({finetune[0].path}) that it would leave "
+                "out; give the pretraining runs' directory alone, or compare the fine-tunes "
+                "without --select"
+            )
         return _main_selected(ns, training, out)
     rows = aggregate(training)
     table = to_markdown(rows) if training else ""
