@@ -6,6 +6,7 @@ fine-tunes are never silently left out of a selection among pretraining runs."""
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,25 @@ def test_a_selection_with_no_finished_value_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error:") and "no group of runs has a candidate" in err[-1]
     assert "group rope-softmax: no value of learning_rate is a candidate" in err[0]
+
+
+# --- one run, however it is reached -----------------------------------------------------------
+
+
+def test_a_linked_run_counts_once_and_a_linked_variant_is_found(tmp_path, capsys):
+    """A link to a run of the logdir (``latest``) was ignored and a linked run from another
+    directory silently missing; the same directory given twice was warned about as a copy."""
+    runs = tmp_path / "runs"
+    write_run(runs / "rope-seed0", 0, 2.0)
+    write_run(runs / "rope-seed1", 1, 3.0)
+    write_run(tmp_path / "elsewhere" / "nope-seed0", 0, 4.0, hparams={"position": "nope"})
+    os.symlink(runs / "rope-seed1", runs / "latest")
+    os.symlink(tmp_path / "elsewhere" / "nope-seed0", runs / "nope-seed0")
+    os.symlink(runs, runs / "rope-seed0" / "loop")  # a loop is walked once
+    os.symlink(runs, tmp_path / "again")
+    rows, err = table(capsys, str(runs), str(tmp_path / "again"), str(runs / "rope-seed0"))
+    assert rows["rope-softmax"][1] == "2 (0, 1)" and rows["nope-softmax"][1] == "1 (0)"
+    assert "warning" not in err
 
 
 # --- fine-tunes and a selection -------------------------------------------------------------

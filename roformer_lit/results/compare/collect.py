@@ -4,7 +4,8 @@ labels that tell them apart (:mod:`roformer_lit.results.compare.runs` finds and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from roformer_lit.errors import ConfigError
@@ -29,7 +30,7 @@ def collect_runs(
     """
     roots = [logdir] if isinstance(logdir, (str, Path)) else list(logdir)
     where = ", ".join(str(r) for r in roots)
-    dirs = sorted({d for root in roots for d in find_run_dirs(root, report)})
+    dirs = _once(d for root in roots for d in find_run_dirs(root, report))
     if not dirs:
         raise ConfigError(f"no runs (TensorBoard event files or config.yaml) under {where}")
     runs = []
@@ -50,3 +51,12 @@ def collect_runs(
     if not with_evaluation:
         return training
     return training + [r for r in runs if r.evaluation_only]
+
+
+def _once(dirs: Iterable[Path]) -> list[Path]:
+    """``dirs`` sorted, each real directory once: a run reached through two logdirs, or
+    through a link and its target, is one run (the first path by sort order is kept)."""
+    kept: dict[str, Path] = {}
+    for path in sorted(set(dirs)):
+        kept.setdefault(os.path.realpath(path), path)
+    return sorted(kept.values())

@@ -121,8 +121,10 @@ class RunSummary:
 def find_run_dirs(logdir: str | Path, report: Report = warn) -> list[Path]:
     """Every directory under ``logdir`` (itself included) that holds an event file, a
     ``config.yaml`` or an ``hparams.yaml`` (not inside a run's ``checkpoints/``, and not a
-    failed attempt a sweep moved aside, ``<version>.failed-<k>``: reported), sorted. Subdirectories that cannot be listed are
-    reported and skipped; a ``logdir`` that is missing, not a directory or unreadable raises
+    failed attempt a sweep moved aside, ``<version>.failed-<k>``: reported), sorted.
+    Symbolic links to directories are followed, each real directory once (by a path
+    without a link where there is one). Subdirectories that cannot be listed are reported
+    and skipped; a ``logdir`` that is missing, not a directory or unreadable raises
     ConfigError."""
     root = Path(logdir)
     if not os.path.lexists(root):
@@ -138,10 +140,19 @@ def find_run_dirs(logdir: str | Path, report: Report = warn) -> list[Path]:
         report(f"{exc.filename}: cannot be read ({exc.strerror or exc}); skipped")
 
     found = set()
-    for current, subdirs, files in os.walk(root, onerror=unreadable):
+    claimed = {os.path.realpath(root)}  # every directory once, however it is reached
+    for current, subdirs, files in os.walk(root, onerror=unreadable, followlinks=True):
         for aside in sorted(d for d in subdirs if is_moved_aside(d)):
             report(f"{Path(current) / aside}: a failed attempt a sweep moved aside; skipped")
             subdirs.remove(aside)
+        # a directory linked in (``latest -> rope-seed1``, a run gathered from elsewhere) is
+        # walked once, by its real path first: never twice, never round a loop
+        subdirs.sort(key=lambda d: (os.path.islink(os.path.join(current, d)), d))
+        for name in list(subdirs):
+            real = os.path.realpath(os.path.join(current, name))
+            if real in claimed:
+                subdirs.remove(name)
+            claimed.add(real)
         if holds_run_files(files):
             found.add(Path(current))
             if "checkpoints" in subdirs:  # a run's checkpoints are never a run
