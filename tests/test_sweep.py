@@ -436,6 +436,20 @@ BAD = {
         {"name": "x", "base": "BASE", "grid": {"trainer.logger.init_args.version": ["a"]}},
         "is set by the sweep itself",
     ),
+    # argparse takes an unambiguous prefix for the option: the run was named seed_everythin1
+    "an abbreviated grid key": (
+        {"name": "x", "base": "BASE", "grid": {"seed_everythin": [1]}},
+        "key 'seed_everythin' abbreviates seed_everything: write the setting's name in full",
+    ),
+    "an abbreviated override key": (
+        {
+            "name": "x",
+            "base": "BASE",
+            "grid": {"model.position": ["nope"]},
+            "overrides": {"trainer.max_step": 4},
+        },
+        "key 'trainer.max_step' abbreviates trainer.max_steps",
+    ),
     "invalid yaml": ("name: x\ngrid: {model.position: [nope\n", "not valid YAML"),
     "not a mapping": ("- name\n- base\n", "a sweep file must be a mapping"),
 }

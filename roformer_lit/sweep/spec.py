@@ -24,6 +24,7 @@ from roformer_lit.sweep.finetune import (
     expand_pretrained,
     pretrained_labels,
 )
+from roformer_lit.sweep.written_keys import check_written_keys
 from roformer_lit.training.run_dir import is_moved_aside
 
 #: Top-level keys of a sweep file (``name``, ``base``, ``grid`` are required).
@@ -525,3 +526,5 @@ def validate_sweep(sweep: Sweep, root: str) -> None:
                 sweep.resolved[run.version] = validate_config(sweep.fit_args(run, root)[1:])
             except ConfigError as exc:
                 raise ConfigError(f"{where}: run {run.version} ({run.describe()}): {exc}") from exc
+    first = sweep.resolved[sweep.runs[0].version]
+    check_written_keys(first, [*sweep.overrides, *sweep.grid], where)
