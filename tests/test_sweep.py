@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -1244,6 +1245,24 @@ EDITED_PLANS = {
 }
 
 
+def finished_run(tmp_path: Path, **overrides: object) -> tuple[Any, Path]:
+    """A one-run sweep ``s.yaml`` with ``overrides``, and its run as a finished run leaves
+    it (an empty ``last.ckpt``, the finished marker, its ``config.yaml`` as plain data):
+    the run and its directory."""
+    write_sweep(tmp_path / "s.yaml", {"seed_everything": [0]}, **overrides)
+    from roformer_lit.sweep.spec import load_sweep
+
+    sweep = load_sweep("s.yaml")
+    (run,) = sweep.runs
+    finished = tmp_path / "runs" / "tiny" / run.version
+    (finished / "checkpoints").mkdir(parents=True)
+    (finished / "checkpoints" / "last.ckpt").write_bytes(b"")
+    (finished / runner.MARKER).write_text("{}", encoding="utf-8")
+    config = json.loads(json.dumps(sweep.resolved[run.version].as_dict(), default=str))
+    (finished / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    return run, finished
+
+
 @pytest.mark.parametrize("case", sorted(EDITED_PLANS))
 def test_a_finished_run_with_other_settings_is_refused_not_skipped(
     case, tmp_path, monkeypatch, capsys
@@ -1254,20 +1273,7 @@ def test_a_finished_run_with_other_settings_is_refused_not_skipped(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "launch", no_launch)
     overrides = {**TINY_OVERRIDES, "model.num_layers": 2}
-    write_sweep(
-        tmp_path / "s.yaml", {"seed_everything": [0]}, **overrides, **{"model.layer_plan": ran}
-    )
-    from roformer_lit.sweep.spec import load_sweep
-
-    sweep = load_sweep("s.yaml")
-    (run,) = sweep.runs
-    finished = tmp_path / "runs" / "tiny" / run.version
-    (finished / "checkpoints").mkdir(parents=True)
-    (finished / "checkpoints" / "last.ckpt").write_bytes(b"")
-    (finished / runner.MARKER).write_text("{}", encoding="utf-8")
-    config = sweep.resolved[run.version].as_dict()
-    config = json.loads(json.dumps(config, default=str))  # plain data, as config.yaml holds
-    (finished / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    run, finished = finished_run(tmp_path, **overrides, **{"model.layer_plan": ran})
     edited = {**overrides, "model.layer_plan": asked or ran}
     write_sweep(tmp_path / "s.yaml", {"seed_everything": [0]}, **edited)
     capsys.readouterr()
@@ -1306,17 +1312,7 @@ def test_a_finished_run_with_other_trainer_settings_is_refused_not_skipped(
     key, ran, asked, same = EDITED_TRAINER[case]
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "launch", no_launch)
-    write_sweep(tmp_path / "s.yaml", {"seed_everything": [0]}, **{key: ran})
-    from roformer_lit.sweep.spec import load_sweep
-
-    sweep = load_sweep("s.yaml")
-    (run,) = sweep.runs
-    finished = tmp_path / "runs" / "tiny" / run.version
-    (finished / "checkpoints").mkdir(parents=True)
-    (finished / "checkpoints" / "last.ckpt").write_bytes(b"")
-    (finished / runner.MARKER).write_text("{}", encoding="utf-8")
-    config = json.loads(json.dumps(sweep.resolved[run.version].as_dict(), default=str))
-    (finished / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    run, finished = finished_run(tmp_path, **{key: ran})
     before = {p.name: p.read_bytes() for p in finished.rglob("*") if p.is_file()}
     write_sweep(tmp_path / "s.yaml", {"seed_everything": [0]}, **{key: asked})
     capsys.readouterr()
