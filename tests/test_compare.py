@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import shutil
 import statistics
 from pathlib import Path
@@ -233,6 +234,18 @@ def test_each_seed_counts_once_in_a_variant(case):
     assert row.stats["final_val_loss"].n == len(kept)
     left_out = sorted({p for p, _, _ in given} - set(kept))
     assert [line.split(":")[0] for line in reported] == left_out
+
+
+def test_a_non_finite_metric_is_left_out_of_its_mean_and_said_so():
+    """A finished seed whose final val/loss is NaN: the mean is over the other seeds (the
+    value 1.0 + 3.0 written below, averaged by hand) and the row says which seed is out."""
+    runs = [_summary("rope", seed) for seed in (1, 2, 3)]
+    runs[1] = dataclasses.replace(runs[1], final_val_loss=float("nan"))
+    (row,) = aggregate(assign_variants(runs))
+    assert row.n == 3 and row.stats["final_val_loss"].n == 2
+    assert row.stats["final_val_loss"].mean == pytest.approx((1.0 + 3.0) / 2)
+    assert row.notes == ["seed 2: final val/loss is nan (diverged?): not in its mean"]
+    assert "seed 2: final val/loss is nan" in to_markdown([row])
 
 
 def test_deberta_term_ablation_gives_two_variants():

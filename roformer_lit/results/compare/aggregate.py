@@ -87,9 +87,11 @@ class VariantRow:
 
     @property
     def notes(self) -> list[str]:
-        """Each run's notes (unreadable files, no val/loss, unfinished), prefixed with its
-        seed; an unfinished run's says it is left out of the means."""
+        """Each run's notes (unreadable files, no val/loss, a metric that is not finite,
+        unfinished), prefixed with its seed; an unfinished run's says it is left out of the
+        means."""
         notes = [f"{_run_label(r)}: {note}" for r in self.runs for note in r.notes]
+        notes += [f"{_run_label(r)}: {note}" for r in self.runs for note in _non_finite(r)]
         for run in self.unfinished:
             notes += [f"{_run_label(run)}: {note}" for note in run.notes]
             notes[-1] += f"; {LEFT_OUT}"
@@ -108,6 +110,17 @@ class VariantRow:
     @property
     def attention(self) -> str:
         return self.first.attention
+
+
+def _non_finite(run: RunSummary) -> list[str]:
+    """``final val/loss is nan (diverged?): not in its mean``: a metric a finished run logged
+    as NaN or infinite, which :meth:`Stat.of` leaves out of that metric's mean, std and
+    interval, so a reader sees that mean is over fewer seeds than the row counts."""
+    return [
+        f"{label} is {value} (diverged?): not in its mean"
+        for metric, label in METRICS.items()
+        if isinstance(value := getattr(run, metric), float) and not math.isfinite(value)
+    ]
 
 
 def _run_label(run: RunSummary) -> str:
