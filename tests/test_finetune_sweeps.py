@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -340,6 +341,46 @@ def tree(tmp_path_factory) -> Path:
         version = f"movie_polarity-{name}-ftseed{seed}"
         write_run(root / "runs" / "finetune" / version, hparams, config, scalars)
     return root
+
+
+def test_a_fine_tune_made_twice_or_unfinished_does_not_move_the_row(
+    tree, tmp_path, monkeypatch, capsys
+):
+    """Beside the tree's fine-tunes: a copy of one (the same seed on the same checkpoint,
+    the ``-2`` of a run made again) and one last validated at step 10 of 29 with an accuracy far off.
+    The row's statistics are still numpy's over the tree's own runs; the copy is reported,
+    the unfinished one named in the notes."""
+    work = tmp_path / "tree"
+    shutil.copytree(tree, work)
+    monkeypatch.chdir(work)
+    finetune = work / "runs" / "finetune"
+    for run in finetune.iterdir():  # each validated last at step 29, its max_steps
+        config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+        config["trainer"] = {"max_steps": 29}
+        (run / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    original = finetune / "movie_polarity-rope-softmax-seed0-ftseed1"
+    shutil.copytree(original, finetune / f"{original.name}-2")
+    hparams = yaml.safe_load((original / "hparams.yaml").read_text(encoding="utf-8"))
+    config = {**config, "seed_everything": 7}
+    scalars = {"val/accuracy": [0.01], "val/f1": [0.0], "val/loss": [0.99]}
+    write_run(finetune / "movie_polarity-rope-softmax-seed0-ftseed7", hparams, config, scalars)
+    capsys.readouterr()
+    rows = {row.variant: row for row in aggregate_downstream(collect_runs(finetune))}
+    warnings = capsys.readouterr().err
+    row = rows["rope-softmax"]
+    expected = oracle("rope")
+    finetune_stat, pretrain_stat = row.stats["accuracy"]
+    assert finetune_stat.n == 5 and finetune_stat.mean == pytest.approx(expected["mean"])
+    assert finetune_stat.std == pytest.approx(expected["std_finetune"])
+    assert pretrain_stat.std == pytest.approx(expected["std_pretrain"])
+    assert f"{original.name}-2: the same variant with the same seeds" in warnings
+    assert any(
+        note.startswith(
+            "movie_polarity-rope-softmax-seed0-ftseed7: unfinished: last validated at step 10 of 29"
+        )
+        and note.endswith("left out of the means")
+        for note in row.notes
+    ), row.notes
 
 
 def oracle(position: str, metric: str = "accuracy") -> dict[str, float]:

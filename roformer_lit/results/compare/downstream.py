@@ -26,6 +26,10 @@ fine-tuning seeds of checkpoint ``c``::
                    pooled within-checkpoint sample std: spread over fine-tuning seeds
                    with the pretrained weights fixed
 
+Each fine-tuning seed counts once per checkpoint (the same fine-tune run twice is one
+experiment: the first by path, the others reported), and an unfinished fine-tune (not yet
+validated at its ``max_steps``) is named in the row's notes, never averaged.
+
 A std is None where its denominator is 0 (one checkpoint; one fine-tuning seed each). The
 MLM columns are the row's pretrained runs' final and best ``val/loss``: mean and sample std
 (``ddof=1``) over those runs, i.e. over pretraining seeds (:class:`Stat`).
@@ -41,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roformer_lit.results.compare.aggregate import Stat
+from roformer_lit.results.compare.aggregate import LEFT_OUT, Stat, once_per_seed
 from roformer_lit.results.compare.runs import Report, RunSummary, summarize_run
 from roformer_lit.results.compare.variants import assign_variants, differing_keys, flatten
 from roformer_lit.results.events import RunEvents, read_run
@@ -135,8 +139,35 @@ def aggregate_downstream(
     for result in results:
         label = " ".join(x for x in (result.pretrain_variant, result.finetune_setting) if x)
         groups.setdefault((result.task, label), []).append(result)
-    rows = [_row(task, label, members) for (task, label), members in groups.items()]
+    rows = []
+    for (task, label), members in groups.items():
+        counted, unfinished = _counted(members, report)
+        row = _row(task, label, counted, metrics_of=members)
+        row.notes += [
+            f"{Path(r.run.path).name}: unfinished: {r.run.progress}; {LEFT_OUT}" for r in unfinished
+        ]
+        rows.append(row)
     return sorted(rows, key=_sort_key)
+
+
+def _counted(
+    members: Sequence[FinetuneResult], report: Report
+) -> tuple[list[FinetuneResult], list[FinetuneResult]]:
+    """``(averaged, unfinished)``: of one row's fine-tunes, those its means read -- finished
+    (:attr:`RunSummary.finished`), one per seeds per pretrained checkpoint
+    (:func:`~roformer_lit.results.compare.aggregate.once_per_seed`: the same fine-tune run
+    twice is one experiment, reported) -- and the unfinished ones (another length's
+    numbers), which only its notes name."""
+    unfinished = [r for r in members if not r.run.finished]
+    by_checkpoint: dict[str, list[FinetuneResult]] = {}
+    for result in members:
+        if result.run.finished:
+            by_checkpoint.setdefault(result.checkpoint_key, []).append(result)
+    counted = []
+    for group in by_checkpoint.values():
+        kept = {id(run) for run in once_per_seed([r.run for r in group], report)}
+        counted += [r for r in group if id(r.run) in kept]
+    return counted, unfinished
 
 
 def _sort_key(row: DownstreamRow) -> tuple[str, bool, float, str]:
@@ -144,9 +175,14 @@ def _sort_key(row: DownstreamRow) -> tuple[str, bool, float, str]:
     return (row.task, mean is None, -(mean or 0.0), row.variant)
 
 
-def _row(task: str, label: str, members: list[FinetuneResult]) -> DownstreamRow:
+def _row(
+    task: str, label: str, members: list[FinetuneResult], metrics_of: list[FinetuneResult]
+) -> DownstreamRow:
+    """The row of ``members`` (the fine-tunes it averages), its columns the metrics of
+    ``metrics_of`` (every fine-tune of the row: a row whose runs are all unfinished still
+    has its columns, empty)."""
     members = sorted(members, key=lambda r: (r.checkpoint_key, r.run.seed or 0, str(r.run.path)))
-    names = list(dict.fromkeys(m for r in members for m in [r.main_metric, *r.metrics]))
+    names = list(dict.fromkeys(m for r in metrics_of for m in [r.main_metric, *r.metrics]))
     pretrained = list(
         {
             str(r.pretrained_run.path): r.pretrained_run
