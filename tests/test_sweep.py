@@ -1263,6 +1263,22 @@ def finished_run(tmp_path: Path, **overrides: object) -> tuple[Any, Path]:
     return run, finished
 
 
+def sweep_edited_to(tmp_path: Path, capsys, same: bool, **settings: object) -> str:
+    """``sweep`` run again on ``s.yaml`` rewritten with ``settings`` (seed 0): where the
+    finished run is still the one asked for (``same``), exit 0 and no error (returns "");
+    else exit 2, one ``error:`` line and no traceback, the line returned."""
+    write_sweep(tmp_path / "s.yaml", {"seed_everything": [0]}, **settings)
+    capsys.readouterr()
+    code = main(["sweep", "--config", "s.yaml"])
+    err = capsys.readouterr().err
+    if same:
+        assert code == 0 and "error" not in err
+        return ""
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+    return errors[0]
+
+
 @pytest.mark.parametrize("case", sorted(EDITED_PLANS))
 def test_a_finished_run_with_other_settings_is_refused_not_skipped(
     case, tmp_path, monkeypatch, capsys
@@ -1275,16 +1291,10 @@ def test_a_finished_run_with_other_settings_is_refused_not_skipped(
     overrides = {**TINY_OVERRIDES, "model.num_layers": 2}
     run, finished = finished_run(tmp_path, **overrides, **{"model.layer_plan": ran})
     edited = {**overrides, "model.layer_plan": asked or ran}
-    write_sweep(tmp_path / "s.yaml", {"seed_everything": [0]}, **edited)
-    capsys.readouterr()
-    code = main(["sweep", "--config", "s.yaml"])
-    err = capsys.readouterr().err
+    error = sweep_edited_to(tmp_path, capsys, same, **edited)
     if same:
-        assert code == 0 and "error" not in err
         return
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert code == 2 and len(errors) == 1 and "Traceback" not in err
-    assert run.version in errors[0] and "model.layer_plan" in errors[0]
+    assert run.version in error and "model.layer_plan" in error
     assert sorted(p.name for p in finished.iterdir()) == [
         "checkpoints",
         "config.yaml",
@@ -1314,14 +1324,8 @@ def test_a_finished_run_with_other_trainer_settings_is_refused_not_skipped(
     monkeypatch.setattr(runner, "launch", no_launch)
     run, finished = finished_run(tmp_path, **{key: ran})
     before = {p.name: p.read_bytes() for p in finished.rglob("*") if p.is_file()}
-    write_sweep(tmp_path / "s.yaml", {"seed_everything": [0]}, **{key: asked})
-    capsys.readouterr()
-    code = main(["sweep", "--config", "s.yaml"])
-    err = capsys.readouterr().err
+    error = sweep_edited_to(tmp_path, capsys, same, **{key: asked})
     if same:
-        assert code == 0 and "error" not in err
         return
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
-    assert run.version in errors[0] and key in errors[0]
+    assert run.version in error and key in error
     assert {p.name: p.read_bytes() for p in finished.rglob("*") if p.is_file()} == before

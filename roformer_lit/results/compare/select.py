@@ -37,6 +37,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import plain
 from roformer_lit.results.compare.aggregate import METRICS, once_per_seed
 from roformer_lit.results.compare.runs import Report, RunSummary
+from roformer_lit.results.compare.table import _md_line
 from roformer_lit.results.compare.variants import (
     IGNORED_KEYS,
     comparable,
@@ -366,8 +367,3 @@ def to_markdown(groups: Sequence[SelectedGroup], by: str) -> str:
         row += ["; ".join(group.notes)] if with_notes else []
         lines.append(_md_line(row))
     return "\n".join(lines)
-
-
-def _md_line(cells: Sequence[str]) -> str:
-    """One markdown table line; a ``|`` inside a cell (a label's value) is escaped."""
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
