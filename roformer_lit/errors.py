@@ -8,7 +8,10 @@ class ConfigError(ValueError):
     that option's name (``base``; dotted for a nested one, ``inner_kwargs.base``). The
     harness then leads the line with where the user wrote that option
     (``model.layer_plan.types.local.position_kwargs.base: ...``), so the scheme's message
-    says what is wrong and need not know where it was written."""
+    says what is wrong and need not know where it was written. Without ``option``, a
+    message that begins with a path of one of the class's options, wherever written
+    (``model.position_kwargs.base must be > 1``), names that option the same way
+    (:func:`roformer_lit.registry.construct`)."""
 
     def __init__(self, message: str, *, option: str | None = None) -> None:
         super().__init__(message)

@@ -274,11 +274,15 @@ def construct(cls: Callable[..., T], what: str, name: str, *args: Any, **options
     a registered class. A plugin's constructor (a class outside ``roformer_lit``) that
     raises anything but :class:`~roformer_lit.errors.ConfigError` (a ``RuntimeError``, a
     ``TypeError`` from a signature the harness cannot call, ``sys.exit``) is the plugin's
-    fault: one ConfigError line naming the setting, the options and where it raised. A built-in's own exception stays a traceback (a bug of the package)."""
+    fault: one ConfigError line naming the setting, the options and where it raised. A
+    built-in's own exception stays a traceback (a bug of the package). A ConfigError that
+    names no option but whose message begins with a path of one of ``cls``'s options,
+    wherever that was written (``model.position_kwargs.x must be > 0``), names that option
+    (:func:`_naming_its_option`), so the line is led once, by where the user wrote it."""
     try:
         return cls(*args, **options)
-    except ConfigError:
-        raise
+    except ConfigError as exc:
+        raise _naming_its_option(exc, cls, what) from None
     except PLUGIN_FAILURES as exc:
         module = getattr(cls, "__module__", "") or ""
         if module == "roformer_lit" or module.startswith("roformer_lit."):
@@ -287,6 +291,41 @@ def construct(cls: Callable[..., T], what: str, name: str, *args: Any, **options
             f"{what} {name!r} failed to build with options {options}: "
             f"{type(exc).__name__}: {one_line(exc)}{_raised_at(exc)}"
         ) from None
+
+
+#: A message's lead that is a path: dotted (``model.position_kwargs.x``), or any name
+#: followed by a colon (``x: ...``); then what follows it.
+_PATH_LEAD = re.compile(r"(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?P<end>:\s*|\s+|$)")
+
+
+def _naming_its_option(exc: ConfigError, cls: Any, what: str) -> ConfigError:
+    """``exc``, or where it names no option (``ConfigError.option`` is None) and its
+    message begins with a path of one of ``cls``'s options, the rest of the message naming
+    that option: ``model.position_kwargs.x must be > 0`` (the path a plugin's author saw,
+    written at the top level, where the user may have written ``x`` in a layer plan),
+    ``model.layer_plan.types.local.position_kwargs.x: ...``, ``x: ...``. The option is
+    what follows ``<what>_kwargs`` in the path, else the path from its first segment that
+    is an option of ``cls`` (``scaling.factor``); the harness then leads the line with
+    where the user wrote it, once. A message whose lead names no option is left as it is."""
+    if exc.option is not None or isinstance(exc, PluginBuildFailed):
+        return exc
+    message = str(exc)
+    lead = _PATH_LEAD.match(message)
+    if lead is None or not (":" in lead["end"] or "." in lead["path"]):
+        return exc
+    rest = message[lead.end() :]
+    try:
+        options = set(option_names(cls))
+    except (TypeError, ValueError):  # no signature to read: nothing to name
+        return exc
+    parts = lead["path"].split(".")
+    if f"{what}_kwargs" in parts[:-1]:
+        parts = parts[parts.index(f"{what}_kwargs") + 1 :]
+    else:
+        parts = parts[next((i for i, part in enumerate(parts) if part in options), len(parts)) :]
+    if not rest or not parts or parts[0] not in options:
+        return exc
+    return ConfigError(rest, option=".".join(parts))
 
 
 def _raised_at(exc: BaseException) -> str:

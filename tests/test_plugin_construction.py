@@ -24,6 +24,7 @@ from roformer_lit.registry import construct
 MODULE = """
 import sys
 from roformer_lit.attention.softmax import SoftmaxAttention
+from roformer_lit.errors import ConfigError
 from roformer_lit.positions.base import PositionScheme
 
 
@@ -46,6 +47,20 @@ class Exits(PositionScheme):
 class KernelRaises(SoftmaxAttention):
     def __init__(self, **options):
         raise ValueError("kernel boom")
+
+
+class WritesTopPath(PositionScheme):  # its author wrote the path it saw, and no option=
+    def __init__(self, shape, *, x: float = 1.0):
+        super().__init__(shape)
+        if not x > 0:
+            raise ConfigError(f"model.position_kwargs.x must be > 0, got {x}")
+
+
+class WritesPlanPath(PositionScheme):
+    def __init__(self, shape, *, x: float = 1.0):
+        super().__init__(shape)
+        if not x > 0:
+            raise ConfigError(f"model.layer_plan.types.local.position_kwargs.x: must be > 0, got {x}")
 """
 
 
@@ -137,3 +152,29 @@ def test_fit_with_a_plugin_that_raises_when_built_is_refused(
     )
     assert "position 'failing_plugin:Raises' failed to build" in line, line
     assert "RuntimeError: boom in init" in line, line
+
+
+@pytest.mark.trainer
+@pytest.mark.parametrize("plugin", ["WritesTopPath", "WritesPlanPath"])
+@pytest.mark.parametrize("plan", [False, True])
+def test_a_plugin_message_that_writes_its_options_path_is_led_once_by_where_it_was_written(
+    failing, tmp_path, monkeypatch, capsys, plugin, plan
+):
+    """A plugin that writes the path of the option it refuses (wherever its author saw it
+    written) and gives no ``option=``: the line names that option once, where the user wrote
+    it, at the top level or in a layer plan's type."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    chosen = f"failing_plugin:{plugin}"
+    if plan:
+        types = f"{{b: {{position: '{chosen}', position_kwargs: {{x: -1.0}}}}}}"
+        (tmp_path / "plan.yaml").write_text(
+            f"model:\n  num_layers: 2\n  layer_plan: {{pattern: [a, b], types: {types}}}\n"
+        )
+        extra = ["--config", "plan.yaml"]
+        where = "model.layer_plan.types.b.position_kwargs.x"
+    else:
+        extra = ["--model.position", chosen, "--model.position_kwargs", "{x: -1.0}"]
+        where = "model.position_kwargs.x"
+    line = refused_unchanged(tmp_path, capsys, [*probe_fit_args("copy", 2, 1, 4), *extra])
+    assert line == f"error: {where}: must be > 0, got -1.0", line
