@@ -397,7 +397,9 @@ def _built(
     ``build_model()``, the same built from the model's own options, fails as well, the
     model's options are at fault, and that error is led by theirs. A plugin that fails to
     build (:class:`~roformer_lit.errors.PluginBuildFailed`) is led by where it was chosen:
-    ``model.position``, or the layer type's ``...types.local.position``."""
+    ``model.position``, or the layer type's ``...types.local.position``; or, where the
+    scheme or kernel built it from one of its options (the error's ``option``: ssmax's
+    ``inner``), where the user wrote that option (``model.position_kwargs.inner``)."""
     path = spec.written_path(key, f"{key}_kwargs")
 
     def option_at(option: str) -> str:
@@ -406,7 +408,10 @@ def _built(
     try:
         return build()
     except PluginBuildFailed as exc:  # led by where the plugin was chosen, not its options
-        raise PluginBuildFailed(f"{spec.written_path(key) or f'model.{key}'}: {exc}") from None
+        chosen = spec.written_path(key) or f"model.{key}"
+        if exc.option is not None:  # chosen by an option of the scheme or kernel built
+            chosen = option_at(exc.option)
+        raise PluginBuildFailed(f"{chosen}: {exc}") from None
     except ConfigError as exc:
         if exc.option is None and path is not None and getattr(spec, key) == getattr(model, key):
             with written_at(_model_path(model, key)):

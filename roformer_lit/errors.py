@@ -20,8 +20,12 @@ class ConfigError(ValueError):
 
 class PluginBuildFailed(ConfigError):
     """A plugin's scheme or kernel raised while it was built (its own bug, a signature the
-    harness cannot call): one line naming it, its options and where it raised, not led by
-    where an option was written (no option is known to be at fault)."""
+    harness cannot call): one line naming it, its options and where it raised, led by
+    where the plugin was chosen (``model.position``, a layer type's ``...types.local.
+    position``), not by where an option was written (no option is known to be at fault).
+    ``option``: where a scheme or kernel builds another one it was given by name (ssmax's
+    ``inner``) and re-raises that one's failure, its own option that chose it; the line is
+    then led by where the user wrote that option (``model.position_kwargs.inner``)."""
 
 
 class TrainingDiverged(RuntimeError):

@@ -9,6 +9,7 @@ a built-in's own exception stays a traceback (a bug of the package)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 from cli_helpers import probe_fit_args, refused_unchanged
@@ -54,6 +55,12 @@ class WritesTopPath(PositionScheme):  # its author wrote the path it saw, and no
         super().__init__(shape)
         if not x > 0:
             raise ConfigError(f"model.position_kwargs.x must be > 0, got {x}")
+
+
+class RefusesShape(PositionScheme):  # refuses the encoder it is given, naming no option
+    def __init__(self, shape):
+        super().__init__(shape)
+        raise ConfigError("refuses every shape")
 
 
 class WritesPlanPath(PositionScheme):
@@ -178,3 +185,37 @@ def test_a_plugin_message_that_writes_its_options_path_is_led_once_by_where_it_w
         where = "model.position_kwargs.x"
     line = refused_unchanged(tmp_path, capsys, [*probe_fit_args("copy", 2, 1, 4), *extra])
     assert line == f"error: {where}: must be > 0, got -1.0", line
+
+
+@pytest.mark.trainer
+@pytest.mark.parametrize(
+    ("inner", "said"),
+    [
+        ("Raises", "position 'failing_plugin:Raises' failed to build with options {}: "),
+        ("RefusesShape", "refuses every shape"),
+    ],
+)
+@pytest.mark.parametrize("plan", [False, True])
+def test_a_failing_inner_scheme_of_ssmax_is_led_by_where_inner_was_chosen(
+    failing, tmp_path, monkeypatch, capsys, inner, said, plan
+):
+    """ssmax builds its ``inner`` scheme: that scheme's failure to build (a plugin's bug, or
+    a refusal naming no option) is led by the ``inner`` the user wrote, as a top-level
+    plugin's is by ``model.position``, not by an ``inner_kwargs`` nobody wrote."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "examples"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    ssmax = "roformer_lit_examples.ssmax:ScalableSoftmax"
+    options = f"{{inner: 'failing_plugin:{inner}'}}"
+    if plan:
+        types = f"{{b: {{position: '{ssmax}', position_kwargs: {options}}}}}"
+        (tmp_path / "plan.yaml").write_text(
+            f"model:\n  num_layers: 2\n  layer_plan: {{pattern: [a, b], types: {types}}}\n"
+        )
+        extra = ["--config", "plan.yaml"]
+        where = "model.layer_plan.types.b.position_kwargs.inner"
+    else:
+        extra = ["--model.position", ssmax, "--model.position_kwargs", options]
+        where = "model.position_kwargs.inner"
+    line = refused_unchanged(tmp_path, capsys, [*probe_fit_args("copy", 2, 1, 4), *extra])
+    assert line.startswith(f"error: {where}: {said}"), line

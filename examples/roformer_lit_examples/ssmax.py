@@ -41,7 +41,7 @@ import torch
 from torch import Tensor, nn
 
 from roformer_lit.capabilities import SchemeCapabilities
-from roformer_lit.errors import ConfigError
+from roformer_lit.errors import ConfigError, PluginBuildFailed
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.base import (
     EncoderShape,
@@ -155,8 +155,12 @@ class ScalableSoftmax(PositionScheme):
                 inner_cls, inner_kwargs, "position", inner, lambda key: f"inner_kwargs.{key}"
             )
             self.inner = construct(inner_cls, "position", inner, shape, **options)
-        except ConfigError as exc:
-            nested = "inner_kwargs" if exc.option is None else f"inner_kwargs.{exc.option}"
+        except PluginBuildFailed as exc:  # the inner plugin's own bug: led by what chose it
+            raise PluginBuildFailed(str(exc), option="inner") from None
+        except ConfigError as exc:  # an option it names, else its options, else the choice
+            nested = "inner_kwargs" if inner_kwargs else "inner"
+            if exc.option is not None:
+                nested = f"inner_kwargs.{exc.option}"
             raise ConfigError(str(exc), option=nested) from None
         if initial_s is None:
             initial_s = 1.0 / math.log(max(shape.max_positions, 2))
