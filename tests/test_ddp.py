@@ -3,7 +3,8 @@
 Exact resume must hold per rank: a run SIGKILLed mid-epoch and resumed logs the same
 losses as one that was never interrupted, which needs rank 1's dropout generator back
 too (its gradients reach rank 0 through the all-reduce). A non-finite loss on one rank
-only must stop every rank (exit 3), not leave the others waiting in the all-reduce.
+only must stop every rank (exit 3), not leave the others waiting in the all-reduce, and
+say so in one line (not one per rank) naming the rank.
 """
 
 from __future__ import annotations
@@ -127,4 +128,6 @@ def test_a_nan_loss_on_one_rank_stops_every_rank(tmp_path):
     code, err = finish(start(tmp_path, script=script))
     assert code == EXIT_DIVERGED, err[-3000:]
     assert "Traceback" not in err
-    assert "error: training diverged at step 5: train/loss is nan on rank 1" in err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, "\n".join(errors)  # one line for the run, not one per rank
+    assert errors[0].startswith("error: training diverged at step 5: train/loss is nan on rank 1")

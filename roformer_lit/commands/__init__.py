@@ -42,6 +42,7 @@ from roformer_lit.safe_input import (
     safe_yaml_load,
 )
 from roformer_lit.training import quiet, run_dir, startup_signals
+from roformer_lit.training.lightning_compat import launch_rank
 
 EXIT_USER_ERROR = 2
 EXIT_DIVERGED = 3
@@ -88,14 +89,13 @@ def main(args: Sequence[str] | None = None) -> int:
     except SIGTERMException as exc:
         info = getattr(exc, "preemption", None)
         if info is None:
-            print("stopped by a signal; no checkpoint was saved", file=sys.stderr)
+            _run_report("stopped by a signal; no checkpoint was saved")
             return EXIT_PREEMPTED
         interrupted = info["signal"] == "SIGINT"
-        print(
+        _run_report(
             f"{'interrupted by Ctrl-C' if interrupted else 'preempted by ' + info['signal']} at "
             f"step {info['step']}: saved {info['checkpoint']}; continue with --ckpt_path "
-            f"{info['checkpoint']}",
-            file=sys.stderr,
+            f"{info['checkpoint']}"
         )
         return EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED
     except TrainingDiverged as exc:
@@ -105,7 +105,7 @@ def main(args: Sequence[str] | None = None) -> int:
             if last
             else "; no checkpoint was written before it"
         )
-        print(f"error: {exc}{where}", file=sys.stderr)
+        _run_report(f"error: {exc}{where}")
         return EXIT_DIVERGED
     except (KeyboardInterrupt, startup_signals.Terminated) as exc:
         return _stopped_outside_training(exc)
@@ -141,6 +141,15 @@ def main(args: Sequence[str] | None = None) -> int:
         print(f"error: a background writer failed: {what}", file=sys.stderr)
         return EXIT_USER_ERROR
     return 0
+
+
+def _run_report(line: str) -> None:
+    """Print how a training run ended where every process of a multi-process run ends it
+    alike (a preemption, which Lightning hands to every rank; a divergence, which the ranks
+    agree on): once, from the leading process (rank 0, or the only one), not once per rank.
+    Every rank still exits with the run's code."""
+    if launch_rank() in (None, 0):
+        print(line, file=sys.stderr)
 
 
 def _stopped_outside_training(exc: BaseException) -> int:

@@ -424,13 +424,20 @@ class RunModule(L.LightningModule):
         if finite:
             self._consecutive_skips = 0
             return True
-        if finite_here:
-            what = "train/loss is not finite on another rank"
-        else:
-            what = f"train/loss is {loss.detach().item()}"
-            what += f" on rank {self.global_rank}" if self._world_size() > 1 else ""
-        self._nonfinite(what)
+        self._nonfinite(self._nonfinite_loss(loss))
         return False
+
+    def _nonfinite_loss(self, loss: torch.Tensor) -> str:
+        """``train/loss is nan`` (``on rank 1``), the same words on every rank: under DDP
+        the ranks' losses are gathered (every rank is here: they agreed the loss is not
+        finite) and the first rank whose loss is not finite is named, so the one line the
+        run reports says where, whichever rank reports it."""
+        if self._world_size() == 1:
+            return f"train/loss is {loss.detach().item()}"
+        losses: list[Any] = [None] * self._world_size()
+        torch.distributed.all_gather_object(losses, loss.detach().item())
+        rank = next(r for r, value in enumerate(losses) if not math.isfinite(value))
+        return f"train/loss is {losses[rank]} on rank {rank}"
 
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
         if getattr(self.trainer.precision_plugin, "scaler", None) is not None:
