@@ -1,10 +1,10 @@
 """DDP on two CPU processes (gloo), end to end through the CLI.
 
-Exact resume must hold per rank: a run SIGKILLed mid-epoch and resumed logs the same
-losses as one that was never interrupted, which needs rank 1's dropout generator back
-too (its gradients reach rank 0 through the all-reduce). A non-finite loss on one rank
-only must stop every rank (exit 3), not leave the others waiting in the all-reduce, and
-say so in one line (not one per rank) naming the rank.
+Exact resume must hold per rank: a run SIGKILLed mid-epoch, or preempted (every rank sent
+SIGTERM), and resumed logs the same losses as one that was never interrupted, which needs
+rank 1's dropout generator back too (its gradients reach rank 0 through the all-reduce). A
+non-finite loss on one rank only must stop every rank (exit 3), not leave the others
+waiting in the all-reduce. How the run ended is one line, not one per rank.
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ from test_fault_tolerance import (
     ARGS,
     LAST,
     RUN,
+    STEPS,
     assert_same_run,
     ckpt_step,
     wait_for_checkpoint,
 )
 
-from roformer_lit.commands import EXIT_DIVERGED
+from roformer_lit.commands import EXIT_DIVERGED, EXIT_PREEMPTED
 
 DDP = ["--trainer.accelerator", "cpu", "--trainer.devices", "2", "--trainer.strategy", "ddp"]
 TIMEOUT = 240
@@ -107,6 +108,46 @@ def test_ddp_sigkill_then_resume_matches_uninterrupted(uninterrupted_ddp, per_ra
     code, err = finish(start(tmp_path, "--ckpt_path", str(LAST), script=per_rank_seeds))
     assert code == 0, err[-3000:]
     assert_same_run(tmp_path / RUN, uninterrupted_ddp, after_step=killed_at)
+
+
+#: Per-rank seeds, and a preemption of the whole job (SIGTERM to every rank, as a cluster
+#: sends it) during step 21 of the first run; the resumed run (``--ckpt_path``) is left be.
+PREEMPTED_ONCE = (
+    PER_RANK_SEEDS
+    + """
+    import os
+    import signal
+
+    started = MaskedLM.on_train_batch_start
+
+    def on_train_batch_start(self, batch, batch_idx):
+        first_run = "--ckpt_path" not in sys.argv
+        if first_run and self.global_rank == 0 and self.trainer.global_step == 20:
+            os.killpg(os.getpgid(0), signal.SIGTERM)
+        return started(self, batch, batch_idx)
+
+    MaskedLM.on_train_batch_start = on_train_batch_start
+"""
+)
+
+
+@pytest.mark.slow  # two more two-process runs (each starts two interpreters): over a minute
+def test_ddp_preempted_then_resumed_matches_uninterrupted(uninterrupted_ddp, tmp_path):
+    """Every rank takes the SIGTERM: the run saves ``last.ckpt`` after the step, says so in
+    one line (not one per rank) and exits 75; resumed, it is the uninterrupted run."""
+    script = write_script(tmp_path, "preempted_once.py", PREEMPTED_ONCE)
+    work = tmp_path / "work"
+    work.mkdir()
+    code, err = finish(start(work, script=script))
+    assert code == EXIT_PREEMPTED, err[-3000:]
+    reports = [line for line in err.splitlines() if line.startswith("preempted by SIGTERM")]
+    assert len(reports) == 1 and "Traceback" not in err, err[-3000:]
+    stopped_at = ckpt_step(work / LAST)
+    assert f"at step {stopped_at}: saved {LAST}" in reports[0], reports
+    assert 20 < stopped_at < STEPS
+    code, err = finish(start(work, "--ckpt_path", str(LAST), script=script))
+    assert code == 0, err[-3000:]
+    assert_same_run(work / RUN, uninterrupted_ddp, after_step=stopped_at)
 
 
 def test_a_nan_loss_on_one_rank_stops_every_rank(tmp_path):
