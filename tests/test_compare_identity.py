@@ -97,6 +97,37 @@ def test_a_trainer_setting_that_changes_what_is_measured_splits_variants(case, t
         assert f"{key}=" in variant and cells[1] in ("1 (0)", "1 (1)")
 
 
+#: Validation schedules (a run's trainer settings), in groups of spellings of one schedule:
+#: runs of one group validate at the same steps, runs of two groups at other steps.
+VALIDATION_SCHEDULES = (
+    (  # once an epoch: Lightning's defaults, unwritten or written
+        {},
+        {"val_check_interval": None, "check_val_every_n_epoch": 1},
+        {"val_check_interval": 1.0},
+    ),
+    ({"val_check_interval": 1},),  # every batch: a count, not the fraction 1.0
+    ({"val_check_interval": 0.5},),  # twice an epoch
+    ({"check_val_every_n_epoch": 2},),  # every other epoch
+    ({"val_check_interval": 10, "check_val_every_n_epoch": None},),  # every 10 batches
+)
+
+
+def test_runs_validating_at_other_steps_are_never_seeds_of_one_variant(tmp_path, capsys):
+    """Runs differing in trainer.val_check_interval or check_val_every_n_epoch were averaged
+    as seeds of one variant, though their best val/loss is the best of other validations."""
+    seed, expected = 0, set()
+    for group in VALIDATION_SCHEDULES:
+        seeds = []
+        for trainer in group:
+            write_run(tmp_path / "runs" / f"r-seed{seed}", seed, 2.0 + seed, trainer=trainer)
+            seeds.append(str(seed))
+            seed += 1
+        expected.add(f"{len(seeds)} ({', '.join(seeds)})")
+    rows, _ = table(capsys, str(tmp_path / "runs"))
+    assert {cells[1] for cells in rows.values()} == expected, rows
+    assert len(rows) == len(VALIDATION_SCHEDULES)
+
+
 def test_a_run_without_its_config_is_tabled_apart_and_says_why(tmp_path, capsys):
     """Its trainer settings are unknown: never a seed of a variant whose settings are known,
     and its row says so."""

@@ -1310,6 +1310,9 @@ EDITED_TRAINER = {
     "one batch is not the whole set": ("trainer.limit_val_batches", 1.0, 1, False),
     "another clipping algorithm": ("trainer.gradient_clip_algorithm", None, "value", False),
     "precision 32 is 32-true": ("trainer.precision", "32-true", "32", True),
+    "another validation interval": ("trainer.val_check_interval", 2, 4, False),
+    "every batch is not once an epoch": ("trainer.val_check_interval", 1.0, 1, False),
+    "validation every other epoch": ("trainer.check_val_every_n_epoch", None, 2, False),
 }
 
 

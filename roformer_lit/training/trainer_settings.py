@@ -5,12 +5,16 @@ a finished one and ``compare`` that tables runs all read them from here.
 
 * :data:`RECORDED_TRAINER_SETTINGS`: what a checkpoint's ``trainer_settings`` record holds
   and a resumed ``fit`` compares (the run's length and numerics).
-* :data:`MEASURED_TRAINER_SETTINGS`: those plus the batch limits, every trainer setting that
-  changes what a run trains on or what its validation measures. Two runs that differ in
-  one are two experiments: a finished run asked for again with another is not skipped by a
-  sweep, and ``compare`` never tables them as seeds of one variant.
+* :data:`MEASURED_TRAINER_SETTINGS`: those plus the batch limits and the validation schedule,
+  every trainer setting that changes what a run trains on or what its validation measures
+  (the best val/loss and the last validation's metrics are taken where validation runs).
+  Two runs that differ in one are two experiments: a finished run asked for again with
+  another is not skipped by a sweep, and ``compare`` never tables them as seeds of one
+  variant.
 * :func:`held`: a setting as the trainer holds it, so spellings of one value compare equal
-  (``precision: 32`` is ``32-true``, ``limit_val_batches: null`` is ``1.0``).
+  (``precision: 32`` is ``32-true``, ``limit_val_batches: null`` is ``1.0``,
+  ``val_check_interval: null`` is ``1.0``, once an epoch), and a count of batches is never
+  a fraction (``val_check_interval: 1``, every batch, is not ``1.0``).
 """
 
 from __future__ import annotations
@@ -29,12 +33,15 @@ RECORDED_TRAINER_SETTINGS = (
     "precision",
 )
 #: Every trainer setting that changes what a run trains on or measures: its recorded
-#: settings, and the batch limits (fewer validation batches is another validation set).
+#: settings, the batch limits (fewer validation batches is another validation set) and
+#: when validation runs (its best val/loss and last metrics are of the steps it validated).
 MEASURED_TRAINER_SETTINGS = (
     *RECORDED_TRAINER_SETTINGS,
     "limit_train_batches",
     "limit_val_batches",
     "overfit_batches",
+    "val_check_interval",
+    "check_val_every_n_epoch",
 )
 
 
@@ -52,9 +59,9 @@ _PRECISION_ALIASES = {"16": "16-mixed", "bf16": "bf16-mixed", "32": "32-true", "
 
 
 def _limit(default: float) -> Callable[[Any, Mapping[str, Any]], Any]:
-    """A batch limit as the trainer reads it: None is ``default`` (a fraction), an integer
-    a count of batches, written ``"<n> batches"`` so that one batch (``1``) is never the
-    whole set (``1.0``)."""
+    """A batch limit (or the validation interval) as the trainer reads it: None is
+    ``default`` (a fraction), an integer a count of batches, written ``"<n> batches"`` so
+    that one batch (``1``) is never the whole set or epoch (``1.0``)."""
 
     def hold(value: Any, _: Mapping[str, Any]) -> Any:
         if value is None or (default == 0 and value == 0):  # overfit_batches 0 is 0.0: off
@@ -64,6 +71,13 @@ def _limit(default: float) -> Callable[[Any, Mapping[str, Any]], Any]:
         return value
 
     return hold
+
+
+def _every_n_epochs_held(value: Any, trainer: Mapping[str, Any]) -> Any:
+    """``check_val_every_n_epoch`` as Lightning holds it: a section that does not name it has
+    the trainer's default, every epoch (1); a written None (validation counted in batches
+    across epochs) is None."""
+    return value if "check_val_every_n_epoch" in trainer else 1
 
 
 #: A trainer setting -> its value as the trainer holds it, given the value and the
@@ -79,6 +93,9 @@ TRAINER_HOLDS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
     "limit_train_batches": _limit(1.0),
     "limit_val_batches": _limit(1.0),
     "overfit_batches": _limit(0.0),
+    # a fraction of an epoch, or a count of batches like the limits (None: once an epoch)
+    "val_check_interval": _limit(1.0),
+    "check_val_every_n_epoch": _every_n_epochs_held,
 }
 
 

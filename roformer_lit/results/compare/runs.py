@@ -8,7 +8,7 @@ its hyperparameters from ``hparams.yaml`` (model and data hyperparameters, flat)
 trainer settings of ``config.yaml`` that change what a run trains on or measures, as the
 trainer holds them
 (:func:`~roformer_lit.training.trainer_settings.measured_settings`: ``max_epochs``, the batch
-limits, precision ``32`` as ``32-true`` ...), and
+limits, the validation schedule, precision ``32`` as ``32-true`` ...), and
 its seed from ``config.yaml``'s ``seed_everything``.
 
 Evaluation-only runs (``validate``/``test``/``predict``, version ``...-validate[-k]``, or a
