@@ -46,13 +46,13 @@ def write_run(run: Path, position: str, lr: float, seed: int, acc: float, steps:
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("select")
-    rows = [["name", "length", "metric", "value"]]
+    rows = [["name", "length", "metric", "value", "split"]]
     for (position, lr), accs in SELECTION.items():
         for seed, acc in enumerate(accs):
             run = root / "runs" / f"{position}-lr{lr}-seed{seed}"
             write_run(run, position, lr, seed, acc, STEPS)
             ckpt = run / "checkpoints" / "last.ckpt"
-            rows.append([str(ckpt), "64", "acc", repr(REPORTED[(position, lr)][seed])])
+            rows.append([str(ckpt), "64", "acc", repr(REPORTED[(position, lr)][seed]), "test"])
     report = root / "test.csv"
     with report.open("w", newline="") as handle:
         csv.writer(handle).writerows(rows)
@@ -126,6 +126,11 @@ BAD_REPORT = {
     "header": [*_SELECT, "BAD:a,b\n1,2\n"],
     "value": [*_SELECT, "BAD:name,length,metric,value\nx/checkpoints/last.ckpt,64,acc,high\n"],
     "length": [*_SELECT, "BAD:name,length,metric,value\nx/checkpoints/last.ckpt,n,acc,0.5\n"],
+    "split": [
+        *_SELECT,
+        "BAD:name,length,metric,value,split\nx/checkpoints/last.ckpt,64,acc,0.5,test\n"
+        "y/checkpoints/last.ckpt,64,acc,0.5,val\n",
+    ],
 }
 
 
@@ -142,6 +147,7 @@ BAD_REPORT = {
         (BAD_REPORT["header"], "columns length, metric, name, value expected, found a, b"),
         (BAD_REPORT["value"], "line 2: length '64' and value 'high' must be"),
         (BAD_REPORT["length"], "line 2: length 'n' and value '0.5' must be"),
+        (BAD_REPORT["split"], "holds split 'test' and 'val'; --report needs split 'test'"),
     ],
 )
 def test_bad_selection_is_one_line(sweep, tmp_path, capsys, argv, message):
@@ -155,6 +161,27 @@ def test_bad_selection_is_one_line(sweep, tmp_path, capsys, argv, message):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error:") and message in err[-1]
     assert not (tmp_path / "e").exists()
+
+
+def test_a_report_from_before_the_split_column_is_read_as_test_with_a_warning(
+    sweep, tmp_path, capsys
+):
+    """An extrapolate --csv file written before the split column names no split: it is
+    still read (the study's committed files are such files), and one warning line says
+    that it is taken as the test split."""
+    root, report = sweep
+    old = tmp_path / "old.csv"
+    with report.open(newline="") as handle, old.open("w", newline="") as target:
+        writer = csv.writer(target)
+        for row in csv.reader(handle):
+            writer.writerow(row[:4])  # name, length, metric, value
+    capsys.readouterr()
+    rows = {r["group"]: r for r in _compare(root, old, tmp_path / "f")}
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
+    assert len(warnings) == 1 and str(old) in warnings[0], warnings
+    assert "names no split" in warnings[0] and "--split test" in warnings[0]
+    with_split = {r["group"]: r for r in _compare(root, report, tmp_path / "g")}
+    assert rows == with_split
 
 
 def test_a_run_still_training_is_marked_unfinished(tmp_path, capsys):

@@ -52,8 +52,8 @@ def test_csv_has_the_runs_and_the_majority_baseline_of_the_same_sequences(
     argv = ["extrapolate", str(nope_copy), "--lengths", "8", "16", "--csv", str(out)]
     assert main([*argv, "--budget", str(budget)]) == 0
     rows = _rows(out)
-    assert list(rows[0]) == ["name", "length", "metric", "value"]
-    assert list(_rows(budget)[0]) == ["name", "step", "length", "metric", "value"]
+    assert list(rows[0]) == ["name", "length", "metric", "value", "split"]
+    assert list(_rows(budget)[0]) == ["name", "step", "length", "metric", "value", "split"]
     assert {r["step"] for r in _rows(budget) if r["name"] == str(nope_copy)} == {"200"}
     runs = [r for r in rows if r["name"] == str(nope_copy)]
     assert {(r["length"], r["metric"]) for r in runs} == {
@@ -165,3 +165,31 @@ def test_split_test_evaluates_other_sequences_from_another_stream(
     val = ProbeValidation(task, symbols=32, length=6, count=16, seed=0)
     test = ProbeValidation(task, symbols=32, length=6, count=16, seed=0, stream="test")
     assert not (val.input_ids == test.input_ids).all()
+
+
+def test_the_csv_names_its_split_and_compare_reports_the_test_split_alone(
+    recall_run: Path, tmp_path, capsys
+):
+    """A ``--report`` written by ``extrapolate --split val`` (the sequences the selection
+    was made on) was tabled by ``compare --select`` as the held-out evaluation: the file
+    did not say which split it held. Every row now names it, and compare refuses another
+    split in one line naming the file, its split and the one needed."""
+    run = recall_run.parent.parent
+    for split in ("val", "test"):
+        out = tmp_path / f"{split}.csv"
+        argv = ["extrapolate", str(recall_run), "--lengths", "6", "--split", split]
+        assert main([*argv, "--csv", str(out)]) == 0
+        rows = _rows(out)
+        assert any(r["name"].startswith("baseline:") for r in rows)  # baselines too
+        assert {r["split"] for r in rows} == {split}
+        capsys.readouterr()
+        select = ["--select", "learning_rate", "--by", "val_acc", "--report", str(out)]
+        code = main(["compare", str(run), *select])
+        err = capsys.readouterr().err
+        if split == "test":
+            assert code == 0 and "error" not in err and "warning" not in err, err
+            continue
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+        assert str(out) in errors[0] and "split 'val'" in errors[0]
+        assert "needs split 'test'" in errors[0]

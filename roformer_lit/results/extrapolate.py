@@ -49,8 +49,9 @@ checkpoint's step; rows ``baseline:<rule>`` give the position task's trivial bas
 (:mod:`roformer_lit.data.probes.baselines`) or a corpus run's unigram loss, scored on the
 same sequences; a probe cell says ``solved`` (exact match >= ``--solved``, default 0.9) or
 ``> baseline``; the table over seeds gives ``mean [95 % t-interval]``. ``--csv FILE``
-writes every cell as long rows ``name,length,metric,value``; ``--budget FILE`` the same with
-each checkpoint's ``step`` (``name,step,length,metric,value``). ``--split test``
+writes every cell as long rows ``name,length,metric,value,split`` (``split``: the
+``--split`` evaluated); ``--budget FILE`` the same with each checkpoint's ``step``
+(``name,step,length,metric,value,split``). ``--split test``
 evaluates a position task on held-out sequences of another generator stream (what one
 reports after choosing on validation). A problem that makes several lengths "n/a" is one
 ``warning:`` line naming them.
@@ -755,14 +756,15 @@ def build_parser() -> ToolParser:
         "--csv",
         type=OUTPUT_FILE,
         default=None,
-        help="also write every cell as long rows name,length,metric,value, "
+        help="also write every cell as long rows name,length,metric,value,split, "
         "baselines as rows named baseline:<rule>",
     )
     parser.add_argument(
         "--budget",
         type=OUTPUT_FILE,
         default=None,
-        help="also write the rows with each checkpoint's step, name,step,length,metric,value "
+        help="also write the rows with each checkpoint's step, "
+        "name,step,length,metric,value,split "
         "(accuracy against training steps over step=N.ckpt checkpoints)",
     )
     parser.add_argument(
@@ -883,7 +885,7 @@ def main(args: Sequence[str]) -> int:
             target = Path(where)  # checked by output_target before any evaluation
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(to_csv(tables, with_step), encoding="utf-8")
+                target.write_text(to_csv(tables, ns.split, with_step), encoding="utf-8")
             except OSError as exc:
                 raise ConfigError(f"cannot write {option} {target}: {exc.strerror or exc}") from exc
             print(f"wrote {target}", file=sys.stderr)

@@ -1,10 +1,12 @@
 """``extrapolate``'s results as long rows, baselines beside the runs, and each cell's verdict.
 
 * :func:`long_rows` / :func:`to_csv`: the ``--csv FILE`` contents, one row per
-  (checkpoint or baseline, length, metric): columns ``name,length,metric,value``
-  (``metric``: ``acc``, ``exact`` or ``loss``); ``--budget FILE`` is the same with a
-  ``step`` column after ``name`` (the checkpoint's optimiser steps, empty for baselines):
-  accuracy against training steps. Baselines are rows named ``baseline:<rule>``
+  (checkpoint or baseline, length, metric): columns ``name,length,metric,value,split``
+  (``metric``: ``acc``, ``exact`` or ``loss``; ``split``: the ``--split`` every row was
+  evaluated on, ``val`` or ``test``, so that a reader such as ``compare --report`` can tell
+  held-out numbers from the validation ones; files from before the column have none);
+  ``--budget FILE`` is the same with a ``step`` column after ``name`` (the checkpoint's
+  optimiser steps, empty for baselines): accuracy against training steps. Baselines are rows named ``baseline:<rule>``
   (:mod:`roformer_lit.data.probes.baselines` for position tasks; for corpus runs
   ``baseline:unigram``, the entropy of the masked tokens' own frequencies, an in-sample
   reference, and ``baseline:train_unigram``, their loss under the training split's
@@ -28,8 +30,10 @@ from dataclasses import dataclass, field
 
 #: Default exact-match threshold of a "solved" cell.
 SOLVED_AT = 0.9
-COLUMNS = ("name", "length", "metric", "value")
-BUDGET_COLUMNS = ("name", "step", "length", "metric", "value")
+#: The column naming the split (``--split``: ``val`` or ``test``) a row was evaluated on.
+SPLIT_COLUMN = "split"
+COLUMNS = ("name", "length", "metric", "value", SPLIT_COLUMN)
+BUDGET_COLUMNS = ("name", "step", "length", "metric", "value", SPLIT_COLUMN)
 
 
 @dataclass
@@ -117,14 +121,15 @@ def long_rows(checkpoints: Sequence[CheckpointRows]) -> list[tuple[str, int, str
     return rows
 
 
-def to_csv(checkpoints: Sequence[CheckpointRows], with_step: bool = False) -> str:
-    """The ``--csv`` file's text (:data:`COLUMNS`, full precision); with ``with_step``, the
-    ``--budget`` file's (:data:`BUDGET_COLUMNS`)."""
+def to_csv(checkpoints: Sequence[CheckpointRows], split: str, with_step: bool = False) -> str:
+    """The ``--csv`` file's text (:data:`COLUMNS`, full precision), every row of ``split``
+    (the ``--split`` its cells were evaluated on); with ``with_step``, the ``--budget``
+    file's (:data:`BUDGET_COLUMNS`)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(BUDGET_COLUMNS if with_step else COLUMNS)
     for name, length, metric, value, step in long_rows(checkpoints):
-        row = [name, length, metric, repr(float(value))]
+        row = [name, length, metric, repr(float(value)), split]
         writer.writerow([name, step, *row[1:]] if with_step else row)
     return buffer.getvalue()
 

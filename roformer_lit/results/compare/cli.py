@@ -50,7 +50,8 @@ With --select KEY --by METRIC (e.g. --select learning_rate --by val_acc), runs t
 only in KEY and seed form a group, and each group is reported at its own best KEY: the
 value whose mean METRIC over seeds (logged at validation, at the training length) is best.
 --report FILE (extrapolate --split test --csv FILE) adds the chosen runs' numbers from that
-other evaluation; the choice never reads it. compare.csv then has one row per group, the
+other evaluation; the choice never reads it, and a file of another split (extrapolate
+--split val) is refused. compare.csv then has one row per group, the
 chosen value in the column named after KEY, every mean with <metric>_ci_low and
 <metric>_ci_high (95 % t-interval over seeds). A run that has not validated at its
 max_steps is marked unfinished in the note column."""
@@ -84,8 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--report",
         default=None,
         metavar="CSV",
-        help="with --select: an extrapolate --csv file (ideally --split test) whose rows "
-        "give the chosen runs' reported numbers",
+        help="with --select: an extrapolate --split test --csv file whose rows give the "
+        "chosen runs' reported numbers (a file of another split is refused)",
     )
     return parser
 

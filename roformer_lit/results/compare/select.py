@@ -14,7 +14,11 @@ The **reported evaluation** is a different one, never read by the selection: the
 ``extrapolate --split test --csv FILE`` writes (held-out sequences from another generator
 stream at the lengths one reports), given as ``--report FILE``. Only the chosen value's
 runs are looked up there (a checkpoint row belongs to the run whose ``checkpoints/`` holds
-it). :func:`select` takes run summaries alone; :func:`reported` takes the chosen runs and the
+it). The file must hold that split: each row names its ``split`` (the column
+``extrapolate --csv`` writes), and a file of another split (``extrapolate --split val``:
+the validation sequences the selection was made on) is refused in one line; a file from
+before the column (it names no split) is read as the test split, with one ``warning:``
+line saying so (:func:`check_split`). :func:`select` takes run summaries alone; :func:`reported` takes the chosen runs and the
 CSV rows, so the choice cannot depend on the reported numbers (a test builds runs whose
 best value differs between the two and checks which is chosen).
 
@@ -47,6 +51,7 @@ from roformer_lit.results.compare.variants import (
     identity,
     variant_labels,
 )
+from roformer_lit.results.extrapolate_rows import SPLIT_COLUMN
 from roformer_lit.results.statistics import Interval, mean_interval
 from roformer_lit.run_files import warn
 
@@ -231,8 +236,37 @@ def select(
     return selected
 
 
-def read_report(path: Path) -> list[dict[str, str]]:
-    """The rows of an ``extrapolate --csv`` file, or a one-line ConfigError."""
+#: The split a ``--report`` file must hold: held-out sequences the selection never read.
+REPORT_SPLIT = "test"
+
+
+def check_split(
+    path: Path, columns: set[str], rows: Sequence[Mapping[str, str]], report: Report
+) -> None:
+    """Refuse (one ConfigError line naming the file, the split it holds and
+    :data:`REPORT_SPLIT`) a ``--report`` file whose rows are of another split. A file
+    without the ``split`` column (written before ``extrapolate`` recorded it) is read as the
+    test split, with one ``report`` line saying so."""
+    if SPLIT_COLUMN not in columns:
+        report(
+            f"--report {path} names no split (an extrapolate --csv file from before the "
+            f"{SPLIT_COLUMN} column): read as the {REPORT_SPLIT} split; make sure it was "
+            f"written with extrapolate --split {REPORT_SPLIT}"
+        )
+        return
+    held = sorted({row[SPLIT_COLUMN] or "" for row in rows})
+    if any(split != REPORT_SPLIT for split in held):
+        holds = " and ".join(repr(split) for split in held)
+        raise ConfigError(
+            f"compare: --report {path} holds split {holds}; --report needs split "
+            f"{REPORT_SPLIT!r}, held-out sequences the selection never read: write it with "
+            f"extrapolate --split {REPORT_SPLIT} --csv FILE"
+        )
+
+
+def read_report(path: Path, report: Report = warn) -> list[dict[str, str]]:
+    """The rows of an ``extrapolate --csv`` file of the test split (:func:`check_split`), or
+    a one-line ConfigError."""
     try:
         with path.open(newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
@@ -246,6 +280,7 @@ def read_report(path: Path) -> list[dict[str, str]]:
             f"compare: --report {path} is not an extrapolate --csv file (columns "
             f"{', '.join(sorted(needed))} expected, found {', '.join(sorted(columns)) or 'none'})"
         )
+    check_split(path, columns, rows, report)
     for line, row in enumerate(rows, start=2):
         try:
             int(row["length"] or ""), float(row["value"] or "")
