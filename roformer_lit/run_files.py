@@ -129,6 +129,12 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
 RUN_FILES = ("config.yaml", "hparams.yaml")
 #: How every TensorBoard event file's name starts.
 EVENT_FILE_PREFIX = "events.out.tfevents."
+#: The TensorBoard tag under which a ``fit`` records, when training starts (again, when
+#: resumed), the optimiser steps it takes to its end, by steps or by epochs
+#: (:func:`~roformer_lit.training.steps.total_steps`): a run that validated there finished,
+#: one that did not stopped before its end (``compare``). Runs from before the record have
+#: none.
+TOTAL_STEPS_TAG = "run/total_steps"
 
 
 def holds_run_files(names: Sequence[str]) -> bool:

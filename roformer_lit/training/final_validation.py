@@ -6,6 +6,13 @@ the interval never validates at all (no ``val/*`` scalars, no ``best.ckpt``). Th
 adds one validation after the last step when the schedule has none there, and says so in
 one line when training starts. The extra validation comes after the last optimiser step,
 so training itself is unchanged.
+
+It also logs that last step when training starts, as the scalar
+:data:`~roformer_lit.run_files.TOTAL_STEPS_TAG` (the run's steps to its end, by steps or by
+epochs: :func:`~roformer_lit.training.steps.total_steps`; nothing for a run without a known
+end): what a reader of the run's logs (``compare``) tells a finished run by, a run limited
+by epochs too (a validation logged there), where the run's settings alone do not say how
+many steps an epoch has.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import Any
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.utilities import rank_zero_info
 
+from roformer_lit.run_files import TOTAL_STEPS_TAG
 from roformer_lit.training.lightning_compat import (
     can_stop_early,
     ready_batches_reached,
@@ -35,6 +43,9 @@ class ValidateAtEnd(Callback):
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._forced = False
         self._total = total_steps(trainer)
+        if self._total is not None:  # the step this run validates at last: its end
+            for logger in trainer.loggers:
+                logger.log_metrics({TOTAL_STEPS_TAG: float(self._total)}, step=trainer.global_step)
         message = schedule_gap(trainer)
         if message is not None:
             rank_zero_info(message)

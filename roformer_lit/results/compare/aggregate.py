@@ -12,8 +12,9 @@ data ``seed``) are the same experiment run twice (``fit`` run again goes to
 both would shrink the std and the interval with no new evidence. The first by path is kept
 (``-seed0`` before ``-seed0-2``) and each one left out is one ``warning:`` line.
 
-Only finished runs count: a run that has not validated at its ``trainer.max_steps`` (still
-training, stopped, crashed after a checkpoint) holds numbers of another length, and averaging
+Only finished runs count (:attr:`RunSummary.finished`): a run that has not validated at its
+last step, its ``trainer.max_steps`` or where its epochs end (still training, stopped,
+crashed after a checkpoint) holds numbers of another length, and averaging
 them with finished seeds would report neither. It stays in the row's seeds and notes
 (``seed 2: unfinished: last validated at step 110 of 1500; left out of the means``) and in
 ``runs.csv``, and no mean, std or interval reads it; a row whose runs are all unfinished
@@ -73,7 +74,7 @@ class VariantRow:
     variant: str
     runs: list[RunSummary]
     stats: dict[str, Stat]
-    #: Its runs that have not validated at their max_steps: listed, never averaged.
+    #: Its runs that have not validated at their last step: listed, never averaged.
     unfinished: list[RunSummary] = field(default_factory=list)
 
     @property

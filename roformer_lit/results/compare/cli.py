@@ -54,7 +54,7 @@ other evaluation; the choice never reads it, and a file of another split (extrap
 --split val) is refused. compare.csv then has one row per group, the
 chosen value in the column named after KEY, every mean with <metric>_ci_low and
 <metric>_ci_high (95 % t-interval over seeds). A run that has not validated at its
-max_steps is marked unfinished in the note column."""
+last step (its max_steps, or where its epochs end) is marked unfinished in the note column."""
 
 
 def build_parser() -> argparse.ArgumentParser:

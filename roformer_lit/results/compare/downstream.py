@@ -28,7 +28,7 @@ fine-tuning seeds of checkpoint ``c``::
 
 Each fine-tuning seed counts once per checkpoint (the same fine-tune run twice is one
 experiment: the first by path, the others reported), and an unfinished fine-tune (not yet
-validated at its ``max_steps``) is named in the row's notes, never averaged.
+validated at its last step, :attr:`RunSummary.finished`) is named in the row's notes, never averaged.
 
 A std is None where its denominator is 0 (one checkpoint; one fine-tuning seed each). The
 MLM columns are the row's pretrained runs' final and best ``val/loss``: mean and sample std

@@ -11,6 +11,14 @@ trainer holds them
 limits, the validation schedule, precision ``32`` as ``32-true`` ...), and
 its seed from ``config.yaml``'s ``seed_everything``.
 
+A run is **finished** when it validated at its last step (every ``fit`` validates there:
+:class:`~roformer_lit.training.final_validation.ValidateAtEnd`): the step its logs record
+as its end (:data:`~roformer_lit.run_files.TOTAL_STEPS_TAG`, by steps or by epochs, so a
+run limited by epochs killed mid-epoch is unfinished and one that completed its epochs
+before ``max_steps`` is finished), else, for a run from before that record, its
+``config.yaml``'s ``trainer.max_steps``; a run with neither (an old run limited by epochs
+alone) is taken as finished, as nothing says otherwise.
+
 Evaluation-only runs (``validate``/``test``/``predict``, version ``...-validate[-k]``, or a
 directory with neither training scalars nor checkpoints) are summarised too but flagged
 ``evaluation_only``; the comparison table leaves them out and lists them separately.
@@ -36,6 +44,7 @@ from typing import Any
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.events import RunEvents, Scalar, read_run
 from roformer_lit.run_files import (
+    TOTAL_STEPS_TAG,
     RunFileError,
     holds_run_files,
     read_yaml_mapping,
@@ -48,7 +57,7 @@ Report = Callable[[str], None]
 
 _EVAL_VERSION = re.compile(r"-(validate|test|predict)(-\d+)?$")
 _SEED_IN_NAME = re.compile(r"seed(-?\d+)")
-_TRAINING_TAG = re.compile(r"^(train/|perf/|lr-)")
+_TRAINING_TAG = re.compile(r"^(train/|perf/|lr-|run/)")
 
 
 @dataclass
@@ -65,10 +74,10 @@ class RunSummary:
     val_acc: float | None = None
     val_exact: float | None = None  # a position task's last val/exact
     val_ppl: float | None = None
-    steps: int | None = None  # optimizer steps done: last logged step + 1 (0-based steps)
+    steps: int | None = None  # optimizer steps done: last (0-based) step of a metric + 1
     tokens_per_s: float | None = None  # median over the run
     peak_mem_mb: float | None = None  # max over the run
-    wall_time_s: float | None = None  # last minus first wall time over all scalars
+    wall_time_s: float | None = None  # last minus first wall time over all metrics' scalars
     #: ``(step, seconds since the run's first scalar, val/loss)`` in logging order.
     val_loss_series: list[tuple[int, float, float]] = field(default_factory=list)
     evaluation_only: bool = False
@@ -81,6 +90,9 @@ class RunSummary:
     unusable: str | None = None
     #: The run's ``trainer.max_steps`` (None: not set, or no ``config.yaml``).
     max_steps: int | None = None
+    #: The steps to its end the run recorded (:data:`TOTAL_STEPS_TAG`; None: a run from
+    #: before the record, or without a known end).
+    total_steps: int | None = None
     #: Whether its ``config.yaml`` was found (without it, its trainer settings are unknown).
     has_config: bool = True
 
@@ -103,19 +115,25 @@ class RunSummary:
         return self.val_loss_series[-1][0] + 1 if self.val_loss_series else None
 
     @property
+    def end(self) -> int | None:
+        """The step the run ends at: the one it recorded (:attr:`total_steps`), else its
+        ``max_steps``; None when neither is known."""
+        return self.total_steps if self.total_steps is not None else self.max_steps
+
+    @property
     def finished(self) -> bool:
-        """Whether the run validated at its ``max_steps`` (every fit validates after its
-        last step): False for a run still training or stopped early; True when unknown."""
-        if self.max_steps is None or self.evaluation_only:
+        """Whether the run validated at its :attr:`end` (every fit validates after its last
+        step): False for a run still training or stopped early; True when unknown."""
+        if self.end is None or self.evaluation_only:
             return True
-        return (self.last_validated_step or 0) >= self.max_steps
+        return (self.last_validated_step or 0) >= self.end
 
     @property
     def progress(self) -> str:
         """``last validated at step N of M`` (the notes of an unfinished run)."""
         done = self.last_validated_step
         at = "no validation yet" if done is None else f"last validated at step {done}"
-        return f"{at} of {self.max_steps}"
+        return f"{at} of {self.end}"
 
 
 def find_run_dirs(logdir: str | Path, report: Report = warn) -> list[Path]:
@@ -186,7 +204,7 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
     trainer = trainer if isinstance(trainer, dict) else {}
     if trainer:  # a run without its config.yaml has unknown trainer settings
         hparams.update(measured_settings(trainer))
-    series = events.scalars
+    series = {tag: points for tag, points in events.scalars.items() if tag != TOTAL_STEPS_TAG}
     all_points = [s for points in series.values() for s in points]
     start = min((s.wall_time for s in all_points), default=0.0)
     val_loss = series.get("val/loss", [])
@@ -214,6 +232,7 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         problems=problems,
         unusable=_unusable(events),
         max_steps=_max_steps(trainer),
+        total_steps=_count(events.last(TOTAL_STEPS_TAG)),
         has_config=os.path.lexists(run_dir / "config.yaml"),
     )
 
@@ -222,6 +241,13 @@ def _max_steps(trainer: dict[str, Any]) -> int | None:
     value = trainer.get("max_steps")
     ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
     return value if ok else None
+
+
+def _count(value: float | None) -> int | None:
+    """A logged step count as an integer: None unless a whole number of at least one."""
+    if value is None or not math.isfinite(value) or value < 1 or value != int(value):
+        return None
+    return int(value)
 
 
 def _unusable(events: RunEvents) -> str | None:

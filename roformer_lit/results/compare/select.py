@@ -7,8 +7,8 @@ logged it during training: its validation metric at the training length, on vali
 sequences (:data:`SELECTION_METRICS`; ``min`` for losses and perplexity, ``max`` for
 accuracy and exact match). The chosen value is the best score (ties: the first value in
 sorted order); a value some seed did not log the metric for, or whose runs have not all
-validated at their ``max_steps`` (:attr:`RunSummary.finished`: still training, stopped,
-crashed), is not a candidate: its mean would be over another length or fewer seeds.
+validated at their last step (:attr:`RunSummary.finished`, by steps or by epochs: still
+training, stopped, crashed), is not a candidate: its mean would be over another length or fewer seeds.
 
 The **reported evaluation** is a different one, never read by the selection: the long CSV
 ``extrapolate --split test --csv FILE`` writes (held-out sequences from another generator
