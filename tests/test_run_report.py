@@ -6,7 +6,8 @@ import math
 from pathlib import Path
 
 import pytest
-from cli_helpers import fit_args, probe_fit_args
+import torch
+from cli_helpers import epochs_args, fit_args, probe_fit_args
 
 from roformer_lit.commands import main
 from roformer_lit.results.events import read_run
@@ -62,3 +63,19 @@ def test_a_fit_prints_its_last_validation_once(tmp_path, monkeypatch, capsys, ar
         shown = float(lines[0].split(f"{tag} ")[1].split(" ")[0])
         assert shown == pytest.approx(events.last(tag), abs=5e-5)
     assert ("val/exact" in lines[0]) == ("probes" in str(run))
+
+
+@pytest.mark.parametrize("max_steps", ["-1", "100"], ids=["epochs alone", "epochs before steps"])
+def test_a_run_that_completes_its_epochs_says_finished_at_its_end(
+    tmp_path, monkeypatch, capsys, max_steps
+) -> None:
+    """One epoch, with no step limit or a step limit it never reaches: the line's end is
+    where the epochs end (the end compare judges by), not the step limit (was
+    ``stopped at step 2/100``), and that is the step the run's last checkpoint records."""
+    monkeypatch.chdir(tmp_path)
+    assert main(epochs_args("--trainer.max_steps", max_steps)) == 0
+    (line,) = _report_lines(capsys.readouterr().out)
+    (last,) = Path("runs").glob("*/*/checkpoints/last.ckpt")
+
+    steps = torch.load(last, map_location="cpu", weights_only=False)["global_step"]
+    assert line.startswith(f"finished at step {steps}/{steps} |"), line

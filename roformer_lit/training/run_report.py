@@ -6,8 +6,10 @@ main process, whatever the display::
 
     finished at step 1500/1500 | val/loss 0.0123 | val/acc 0.9981 | val/exact 0.9700 | run runs/probes/rope-softmax-seed0-copy
 
-``stopped`` replaces ``finished`` when the run ended before its step limit (early stopping,
-a limit on epochs or time). The metrics are the last validation's (Lightning's
+``N/M``: the optimiser step it stopped at and the one its run ends at, by steps or by epochs
+(:func:`~roformer_lit.training.steps.total_steps`, the end ``compare`` judges a run finished
+by); ``stopped`` replaces ``finished`` when the run ended before that end (early stopping,
+a time limit, a run of epochs stopped mid-way). The metrics are the last validation's (Lightning's
 ``callback_metrics``), as the module logged them (``val/exact`` only for position tasks). A run that ends by a signal or an error reports through
 its own exit path instead (:mod:`roformer_lit.training.callbacks`).
 """
@@ -23,21 +25,23 @@ from typing import Any
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.utilities import rank_zero_only
 
+from roformer_lit.training.steps import total_steps
+
 #: The metrics that lead the line, in this order; the others follow by name.
 FIRST = ("val/loss", "val/acc", "val/exact")
 
 
 def summary_line(
     step: int,
-    max_steps: int | None,
+    end: int | None,
     metrics: Mapping[str, float],
     run: str | None,
 ) -> str:
-    """The one line (see the module doc)."""
-    finished = max_steps is None or max_steps <= 0 or step >= max_steps
+    """The one line (see the module doc); ``end``: the step the run ends at, None unknown."""
+    finished = end is None or end <= 0 or step >= end
     head = f"{'finished' if finished else 'stopped'} at step {step}"
-    if max_steps is not None and max_steps > 0:
-        head += f"/{max_steps}"
+    if end is not None and end > 0:
+        head += f"/{end}"
     parts = [head]
     order = {name: i for i, name in enumerate(FIRST)}
     for name in sorted(metrics, key=lambda n: (order.get(n, len(order)), n)):
@@ -77,10 +81,9 @@ class RunReport(Callback):
 
     @rank_zero_only
     def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        max_steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
         line = summary_line(
             trainer.global_step,
-            max_steps,
+            total_steps(trainer),
             _scalars(trainer.callback_metrics),
             _run_dir(trainer),
         )
