@@ -28,6 +28,19 @@ class PluginBuildFailed(ConfigError):
     then led by where the user wrote that option (``model.position_kwargs.inner``)."""
 
 
+class AbbreviatedOption(ConfigError):
+    """A command-line word that only begins options (``--trainer.max_step``: argparse would
+    take it for ``--trainer.max_steps``), refused by ``fit``'s parsers
+    (:mod:`roformer_lit.commands.whole_options`). ``written``: the option as written;
+    ``full``: the options it begins, so a caller that wrote the command line (``sweep``)
+    can say it in its own words."""
+
+    def __init__(self, message: str, *, written: str, full: list[str]) -> None:
+        super().__init__(message)
+        self.written = written
+        self.full = full
+
+
 class TrainingDiverged(RuntimeError):
     """The training loss or a gradient became NaN/inf; the run stopped before the update
     (or a checkpoint with NaN/inf weights was refused). ``step`` is where it happened."""

@@ -4,7 +4,8 @@ declared, and every parse error is one line.
 
 * :class:`ToolParser` -- an ``argparse`` parser whose every error (unknown flag, missing
   argument, a value out of its range, an option given twice: argparse would keep the last
-  value silently) raises :class:`~roformer_lit.errors.ConfigError`
+  value silently, an abbreviated option: argparse would take ``--dry`` for ``--dry-run``,
+  :func:`abbreviation_refusal`) raises :class:`~roformer_lit.errors.ConfigError`
   ``"<tool>: <message>"``, which ``python -m roformer_lit`` prints as one ``error:`` line and
   exit code 2 (never a usage dump, never ``SystemExit`` out of ``cli.main``).
 * :func:`integer` and :func:`real` -- ``type=`` callables declaring an argument's range,
@@ -31,7 +32,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,20 @@ class ToolParser(argparse.ArgumentParser):
 
     def __init__(self, tool: str, **kwargs: Any) -> None:
         kwargs.setdefault("prog", f"{PROG} {tool}")
+        kwargs["allow_abbrev"] = False  # an abbreviation is refused (_parse_optional)
         super().__init__(**kwargs)
         self.tool = tool
+
+    def _parse_optional(self, arg_string: str) -> Any:
+        """argparse's reading of one command-line word, which with ``allow_abbrev=False``
+        leaves an abbreviation unknown (later: ``unrecognized arguments``); here it is
+        refused at once, naming the option(s) it abbreviates."""
+        found = super()._parse_optional(arg_string)
+        if isinstance(found, tuple) and found and found[0] is None:
+            full = options_abbreviated(arg_string, self._option_string_actions)
+            if full:
+                self.error(abbreviation_refusal(arg_string, full))
+        return found
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         """As argparse's, with every long option accepted in either spelling: ``--dry_run``
@@ -65,19 +78,11 @@ class ToolParser(argparse.ArgumentParser):
     REPEATABLE = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction)
 
     def _action_of(self, word: str) -> argparse.Action | None:
-        """The action a command-line word names as argparse resolves it (the option, its
-        ``--option=value`` form, or an unambiguous abbreviation); None for anything else."""
+        """The action a command-line word names (the option, or its ``--option=value``
+        form); None for anything else (an abbreviation is refused when parsed)."""
         if not word.startswith("-") or word == "-":
             return None
-        option = word.partition("=")[0]
-        actions = self._option_string_actions
-        if option in actions:
-            return actions[option]
-        if self.allow_abbrev and option.startswith("--"):
-            found = {id(a): a for name, a in actions.items() if name.startswith(option)}
-            if len(found) == 1:
-                return next(iter(found.values()))
-        return None
+        return self._option_string_actions.get(word.partition("=")[0])
 
     def _refuse_repeated_options(self, args: list[str]) -> None:
         """An option given twice (``--lengths 16 --lengths 32``) would take the last value
@@ -133,6 +138,30 @@ class ToolParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> Any:  # one line, exit 2 through the CLI
         raise ConfigError(f"{self.tool}: {' '.join(message.split())}")
+
+
+#: How many of the options a word begins :func:`abbreviation_refusal` names before counting
+#: the rest.
+NAMED_OPTIONS = 6
+
+
+def options_abbreviated(word: str, options: Collection[str]) -> list[str]:
+    """The long options of ``options`` that ``word`` (``--opt`` or ``--opt=value``) only
+    begins, sorted; empty for an option given in full, a short option or a value."""
+    option = word.partition("=")[0]
+    if not option.startswith("--") or option == "--" or option in options:
+        return []
+    return sorted(name for name in options if name.startswith(option))
+
+
+def abbreviation_refusal(word: str, full: Sequence[str]) -> str:
+    """The line refusing ``word``, which only begins the options ``full``: argparse would
+    take an unambiguous prefix for the option, so a typo (``--trainer.max_step``) would
+    silently set another setting (``--trainer.max_steps``)."""
+    option = word.partition("=")[0]
+    named = " or ".join(full[:NAMED_OPTIONS])
+    more = f" (and {len(full) - NAMED_OPTIONS} more)" if len(full) > NAMED_OPTIONS else ""
+    return f"{option} is not an option; it abbreviates {named}{more}: write the option in full"
 
 
 def known_spelling(word: str, options: Collection[str]) -> str:

@@ -215,7 +215,7 @@ def test_an_option_given_twice_is_one_line_naming_it(tool, flag, nargs, here, ca
 def test_a_repeated_list_option_names_every_value_in_one():
     parser = extrapolate.build_parser()
     with pytest.raises(ConfigError) as info:
-        parser.parse_args(["x.ckpt", "--lengths", "16", "--len", "32", "64"])
+        parser.parse_args(["x.ckpt", "--lengths", "16", "--lengths", "32", "64"])
     assert "--lengths 16 32 64" in str(info.value)
 
 

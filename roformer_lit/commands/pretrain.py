@@ -36,6 +36,7 @@ from roformer_lit.commands.checkpoint_settings import (
 from roformer_lit.commands.prelaunch import check_fit_config
 from roformer_lit.commands.repeated_options import refuse_repeated_options
 from roformer_lit.commands.replaced_mappings import replaced_notes
+from roformer_lit.commands.whole_options import WholeOptionParser
 from roformer_lit.data.datamodule import PretrainDataModule
 from roformer_lit.data.modules import (
     DATA_MODULES,
@@ -90,7 +91,17 @@ class RoformerCLI(CompatCLI):
 
     def __init__(self, *args: Any, command: str | None = None, **kwargs: Any) -> None:
         self.command = command  # read while parsing, inside LightningCLI's __init__
-        super().__init__(*args, **kwargs)
+        parser_class = kwargs.pop("parser_class", WholeOptionParser)
+        if not issubclass(parser_class, WholeOptionParser):
+            raise TypeError(f"parser_class must be a WholeOptionParser, not {parser_class}")
+        super().__init__(*args, parser_class=parser_class, **kwargs)
+
+    def init_parser(self, **kwargs: Any) -> LightningArgumentParser:
+        """Every parser of the CLI -- the main one and each subcommand's, which LightningCLI
+        builds here too -- is a :class:`~roformer_lit.commands.whole_options.WholeOptionParser`:
+        an abbreviated option (``--trainer.max_step``) is one line naming the option(s) it
+        abbreviates, never taken for one of them."""
+        return super().init_parser(command=self.command, **kwargs)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.link_arguments(

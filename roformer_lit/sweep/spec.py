@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roformer_lit.errors import ConfigError
+from roformer_lit.errors import AbbreviatedOption, ConfigError
 from roformer_lit.layer_plan import plan_label
 from roformer_lit.sweep.finetune import (
     PRETRAINED_KEY,
@@ -24,7 +24,7 @@ from roformer_lit.sweep.finetune import (
     expand_pretrained,
     pretrained_labels,
 )
-from roformer_lit.sweep.written_keys import check_written_keys
+from roformer_lit.sweep.written_keys import written_key_refusal
 from roformer_lit.training.run_dir import is_moved_aside
 
 #: Top-level keys of a sweep file (``name``, ``base``, ``grid`` are required).
@@ -519,12 +519,14 @@ def validate_sweep(sweep: Sweep, root: str) -> None:
             if sweep.command == "finetune" and PRETRAINED_KEY not in sweep.overrides:
                 base_args += [f"--{PRETRAINED_KEY}", "CHECKPOINT"]  # set by each run
             validate_config(base_args[1:], prelaunch=False)
+        except AbbreviatedOption as exc:  # a sweep key: the sweep's own words
+            raise written_key_refusal(where, exc) from exc
         except ConfigError as exc:
             raise ConfigError(f"{where}: base {sweep.base} with the overrides: {exc}") from exc
         for run in sweep.runs:
             try:
                 sweep.resolved[run.version] = validate_config(sweep.fit_args(run, root)[1:])
+            except AbbreviatedOption as exc:
+                raise written_key_refusal(where, exc) from exc
             except ConfigError as exc:
                 raise ConfigError(f"{where}: run {run.version} ({run.describe()}): {exc}") from exc
-    first = sweep.resolved[sweep.runs[0].version]
-    check_written_keys(first, [*sweep.overrides, *sweep.grid], where)

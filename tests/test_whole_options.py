@@ -1,0 +1,134 @@
+"""An abbreviated option is refused by every command, never taken for the option it begins.
+
+argparse took an unambiguous prefix for the option: ``fit --trainer.max_step 2`` trained with
+``max_steps=2`` and ``sweep --dry`` was ``--dry-run``, so a typo silently set another
+setting. Every parser ``fit``/``validate``/``test``/``predict``/``finetune``/``prepare`` builds
+(:class:`~roformer_lit.commands.whole_options.WholeOptionParser`) and every tool's
+(:class:`~roformer_lit.tool_arguments.ToolParser`) refuses one in one ``error:`` line naming
+the word and the option(s) it abbreviates, before anything is read or created; options
+given in full, ``--config`` and ``--print_config`` work as before."""
+
+from __future__ import annotations
+
+import pytest
+from cli_helpers import CONFIGS, one_error_line
+
+from roformer_lit.commands import main
+from roformer_lit.commands.pretrain import RoformerCLI, validate_config
+from roformer_lit.errors import ConfigError
+from roformer_lit.finetune.cli import FinetuneCLI
+
+ROPE = str(CONFIGS / "rope.yaml")
+FINETUNE = str(CONFIGS / "finetune" / "local.yaml")
+SWEEP = str(CONFIGS / "sweeps" / "positions_quick.yaml")
+
+
+@pytest.fixture(autouse=True)
+def nothing_runs(monkeypatch):
+    """A command line that gets past parsing stops at the pre-launch check, in one line
+    the tests do not expect: an abbreviation taken for its option never trains."""
+
+    def parsed(self, config):
+        raise ConfigError("parsed: the command would run")
+
+    for cli in (RoformerCLI, FinetuneCLI):
+        monkeypatch.setattr(cli, "check_before_launch", parsed)
+
+
+#: case -> (command line, the word refused, the command the line names first)
+ABBREVIATED = {
+    "fit": (["fit", "--config", ROPE, "--trainer.max_step", "2"], "--trainer.max_step", "fit"),
+    "fit, --opt=value": (
+        ["fit", "--config", ROPE, "--trainer.max_step=2"],
+        "--trainer.max_step",
+        "fit",
+    ),
+    "fit, a model option": (
+        ["fit", "--config", ROPE, "--model.position_kw", "{base: 5}"],
+        "--model.position_kw",
+        "fit",
+    ),
+    "fit, --config": (["fit", "--conf", ROPE], "--conf", "fit"),
+    "fit, --print_config": (["fit", "--config", ROPE, "--print_conf"], "--print_conf", "fit"),
+    "the main parser": (["--conf", ROPE, "validate"], "--conf", "validate"),
+    "validate": (["validate", "--config", ROPE, "--ckpt_pat", "x.ckpt"], "--ckpt_pat", "validate"),
+    "test": (["test", "--config", ROPE, "--seed_every", "1"], "--seed_every", "test"),
+    "predict": (
+        ["predict", "--config", ROPE, "--trainer.max_step", "2"],
+        "--trainer.max_step",
+        "predict",
+    ),
+    "prepare": (
+        ["prepare", "--config", ROPE, "--trainer.max_step", "2"],
+        "--trainer.max_step",
+        "prepare",
+    ),
+    "finetune": (
+        ["finetune", "--config", FINETUNE, "--model.pool", "cls"],
+        "--model.pool",
+        "finetune",
+    ),
+    "finetune validate": (
+        ["finetune", "validate", "--config", FINETUNE, "--ckpt_pat", "x.ckpt"],
+        "--ckpt_pat",
+        "finetune validate",
+    ),
+    "sweep": (["sweep", "--conf", SWEEP, "--dry-run"], "--conf", "sweep"),
+    "sweep, a flag": (["sweep", "--config", SWEEP, "--dry"], "--dry", "sweep"),
+    "compare": (["compare", "runs", "--ou", "out"], "--ou", "compare"),
+}
+#: the option each case's word abbreviates
+FULL = {
+    "--trainer.max_step": "--trainer.max_steps",
+    "--model.position_kw": "--model.position_kwargs",
+    "--conf": "--config",
+    "--print_conf": "--print_config",
+    "--ckpt_pat": "--ckpt_path",
+    "--seed_every": "--seed_everything",
+    "--model.pool": "--model.pooling",
+    "--dry": "--dry-run",
+    "--ou": "--out",
+}
+
+
+@pytest.mark.parametrize("case", list(ABBREVIATED))
+def test_an_abbreviated_option_is_one_line_naming_the_option(case, tmp_path, monkeypatch, capsys):
+    """The word and the full option are named, the command is named first, and nothing is
+    created (no run directory, no corpus preparation, no sweep directory)."""
+    monkeypatch.chdir(tmp_path)
+    argv, word, command = ABBREVIATED[case]
+    line = one_error_line(argv, capsys)
+    assert line.startswith(f"error: {command}: {word} is not an option"), line
+    assert f"abbreviates {FULL[word]}" in line and "write the option in full" in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_ambiguous_abbreviation_names_every_option_it_begins(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    line = one_error_line(["fit", "--config", ROPE, "--trainer.max_", "2"], capsys)
+    assert "--trainer.max_ is not an option" in line, line
+    for option in ("--trainer.max_epochs", "--trainer.max_steps", "--trainer.max_time"):
+        assert option in line, line
+
+
+def test_options_given_in_full_work_as_before(capsys):
+    """``--config``, ``-c``, ``--print_config`` (and ``=skip_null``), ``--key=value``, a key
+    inside a mapping option, an append and a data module's setting are unaffected."""
+    argv = [
+        *("fit", "-c", ROPE, "--trainer.max_steps", "2", "--trainer.val_check_interval=1"),
+        *("--model.position_kwargs.base", "500", "--data.train_files+", "extra.txt"),
+        *("--data.max_length", "64", "--print_config=skip_null"),
+    ]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 0
+    printed = capsys.readouterr().out
+    for line in ("max_steps: 2", "val_check_interval: 1", "base: 500", "- extra.txt"):
+        assert line in printed, line
+    assert "max_length: 64" in printed
+
+
+def test_a_parse_only_config_takes_full_options():
+    """``validate_config`` (``prepare``, ``sweep``) builds its parser the same way."""
+    config = validate_config(["--config", ROPE, "--trainer.max_steps", "3"], prelaunch=False)
+    assert config.trainer.max_steps == 3
