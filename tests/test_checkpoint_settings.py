@@ -66,7 +66,6 @@ def options():
 TYPED = {
     "a flag": (["--data.max_length", "64"], {"data.max_length"}),
     "a flag with =": (["--data.max_length=64"], {"data.max_length"}),
-    "an abbreviation": (["--model.hidden_si", "64"], {"model.hidden_size"}),
     "the default value": (
         ["--data.validation_positions", "ordinary"],
         {"data.validation_positions"},

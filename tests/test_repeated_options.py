@@ -40,11 +40,6 @@ REPEATS = {
         "--data.max_length",
         ("--data.max_length 64", "--data.max_length=128"),
     ),
-    "an abbreviation": (
-        ["--model.hidden_si", "64", "--model.hidden_size", "128"],
-        "--model.hidden_size",
-        ("--model.hidden_si 64", "--model.hidden_size 128"),
-    ),
     "a mapping given whole twice": (
         ["--model.position_kwargs", "{base: 100}", "--model.position_kwargs", "{base: 200}"],
         "--model.position_kwargs",

@@ -111,6 +111,15 @@ def test_an_ambiguous_abbreviation_names_every_option_it_begins(tmp_path, monkey
         assert option in line, line
 
 
+def test_an_abbreviation_is_refused_before_the_repeat_check_reads_it(tmp_path, monkeypatch, capsys):
+    """``--model.hidden_si 64 --model.hidden_size 128`` is an abbreviation, not a repeat:
+    the repeat check no longer resolves prefixes, so the line says what is wrong."""
+    monkeypatch.chdir(tmp_path)
+    typed = ["--model.hidden_si", "64", "--model.hidden_size", "128"]
+    line = one_error_line(["fit", "--config", ROPE, *typed], capsys)
+    assert "--model.hidden_si is not an option; it abbreviates --model.hidden_size" in line
+
+
 def test_options_given_in_full_work_as_before(capsys):
     """``--config``, ``-c``, ``--print_config`` (and ``=skip_null``), ``--key=value``, a key
     inside a mapping option, an append and a data module's setting are unaffected."""

@@ -226,14 +226,11 @@ SET_THROUGH = {"model.task": "data.task", "model.num_labels": "data.num_labels"}
 
 
 def _option_dest(name: str, options: Mapping[str, Any]) -> str | None:
-    """The parser destination of a command-line option as argparse resolves it: the exact
-    option, a dotted key inside one (``--model.position_kwargs.base``), or an unambiguous
-    abbreviation (``--model.hidden_si``); None for anything else."""
+    """The parser destination of a command-line option: the exact option or a dotted key
+    inside one (``--model.position_kwargs.base``); None for anything else (an abbreviation
+    never gets here: the parser refuses it, :mod:`~roformer_lit.commands.whole_options`)."""
     if name in options:
         return getattr(options[name], "dest", None)
-    dests = {getattr(a, "dest", None) for o, a in options.items() if o.startswith(name)}
-    if len(dests) == 1:
-        return dests.pop()
     while "." in name:
         name = name.rsplit(".", 1)[0]
         if name in options:
@@ -272,9 +269,9 @@ def _nested_key(name: str, section: str) -> str:
 def typed_keys(args: Sequence[str], options: Mapping[str, Any]) -> set[str]:
     """The ``model.*``/``data.*`` settings typed on the command line ``args``: the one
     function that says what the user typed (``options``: the parser's option strings ->
-    actions, to resolve abbreviations). ``--data.max_length 64``, ``--model.hidden_si=64`` (an abbreviation),
-    ``--data.train_files+ x`` and the keys of an inline ``--data '{max_length: 64}'``
-    count; ``--config`` files and ``--data file.yaml`` do not (see the module)."""
+    actions). ``--data.max_length 64``, ``--model.hidden_size=64``, ``--data.train_files+
+    x`` and the keys of an inline ``--data '{max_length: 64}'`` count; ``--config`` files
+    and ``--data file.yaml`` do not (see the module)."""
     typed: set[str] = set()
     for i, arg in enumerate(args):
         if not arg.startswith("--"):

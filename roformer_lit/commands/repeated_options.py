@@ -13,8 +13,9 @@ parsed. Three spellings repeat by design and stay allowed:
 * a key inside an item added to a list (``--trainer.callbacks+ EarlyStopping
   --trainer.callbacks.monitor val/loss``): after each append, its keys are the new item's.
 
-``--opt=value`` and ``--opt value`` are one option, and so is an abbreviation the parser
-resolves (``--model.hidden_si``). Words after ``--`` are values.
+``--opt=value`` and ``--opt value`` are one option. An abbreviation (``--model.hidden_si``)
+is no option: the parser refuses it as one
+(:mod:`~roformer_lit.commands.whole_options`). Words after ``--`` are values.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ CONFIG_OPTIONS = (
 
 def option_name(word: str, options: Mapping[str, Any]) -> str | None:
     """The option a command-line word sets, spelled as the parser knows it: the option
-    itself (``--key`` or ``--key=value``), the one an unambiguous abbreviation stands for,
-    or a key inside an option (``--model.position_kwargs.base``, as typed); None for a
-    value, an append (``--key+``) or a word the parser will refuse itself."""
+    itself (``--key`` or ``--key=value``) or a key inside an option
+    (``--model.position_kwargs.base``, as typed); None for a value, an append (``--key+``)
+    or a word the parser will refuse itself (an abbreviation among them)."""
     if not word.startswith("--") or word == "--":
         return None
     name = word.partition("=")[0]
@@ -51,9 +52,6 @@ def option_name(word: str, options: Mapping[str, Any]) -> str | None:
         return None
     if name in options:
         return name
-    found = {id(action): option for option, action in options.items() if option.startswith(name)}
-    if len(found) == 1:
-        return next(iter(found.values()))
     inside = name
     while "." in inside:
         inside = inside.rsplit(".", 1)[0]

@@ -223,7 +223,7 @@ def stop_as_if_sigterm(trainer: Trainer) -> None:
 
 def subcommand_options(cli: Any, subcommand: str) -> dict[str, Any]:
     """One LightningCLI subcommand's option strings -> argparse actions (its parser's
-    ``_option_string_actions``), to resolve what was typed, abbreviations included."""
+    ``_option_string_actions``), to resolve what was typed."""
     return dict(getattr(cli._subcommand_parsers[subcommand], "_option_string_actions", {}))
 
 
