@@ -1245,22 +1245,26 @@ EDITED_PLANS = {
 }
 
 
-def finished_run(tmp_path: Path, **overrides: object) -> tuple[Any, Path]:
-    """A one-run sweep ``s.yaml`` with ``overrides``, and its run as a finished run leaves
-    it (an empty ``last.ckpt``, the finished marker, its ``config.yaml`` as plain data):
-    the run and its directory."""
-    write_sweep(tmp_path / "s.yaml", {"seed_everything": [0]}, **overrides)
+def finished_run(
+    tmp_path: Path, seeds: tuple[int, ...] = (0,), finished: bool = True, **overrides: object
+) -> tuple[Any, Path]:
+    """A sweep ``s.yaml`` over ``seeds`` with ``overrides``, and its last run as a finished
+    run leaves it (an empty ``last.ckpt``, the finished marker, its ``config.yaml`` as plain
+    data), or, not ``finished``, as an interrupted one does (no marker: resumed from its
+    ``last.ckpt``): the run and its directory."""
+    write_sweep(tmp_path / "s.yaml", {"seed_everything": list(seeds)}, **overrides)
     from roformer_lit.sweep.spec import load_sweep
 
     sweep = load_sweep("s.yaml")
-    (run,) = sweep.runs
-    finished = tmp_path / "runs" / "tiny" / run.version
-    (finished / "checkpoints").mkdir(parents=True)
-    (finished / "checkpoints" / "last.ckpt").write_bytes(b"")
-    (finished / runner.MARKER).write_text("{}", encoding="utf-8")
+    run = sweep.runs[-1]
+    finished_dir = tmp_path / "runs" / "tiny" / run.version
+    (finished_dir / "checkpoints").mkdir(parents=True)
+    (finished_dir / "checkpoints" / "last.ckpt").write_bytes(b"")
+    if finished:
+        (finished_dir / runner.MARKER).write_text("{}", encoding="utf-8")
     config = json.loads(json.dumps(sweep.resolved[run.version].as_dict(), default=str))
-    (finished / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    return run, finished
+    (finished_dir / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    return run, finished_dir
 
 
 def sweep_edited_to(tmp_path: Path, capsys, same: bool, **settings: object) -> str:
@@ -1332,3 +1336,39 @@ def test_a_finished_run_with_other_trainer_settings_is_refused_not_skipped(
         return
     assert run.version in error and key in error
     assert {p.name: p.read_bytes() for p in finished.rglob("*") if p.is_file()} == before
+
+
+#: (setting, the value an interrupted run ran with, the value the edited sweep asks for)
+EDITED_INTERRUPTED = {
+    # fit takes it on resume with a note: the run would go on as a mix of the two
+    "a dropout": ("model.dropout", 0.1, 0.0),
+    # the resumed fit refuses it, but only at its own launch, after the runs before it ran
+    "a size": ("model.hidden_size", 32, 64),
+    "a longer run": ("trainer.max_steps", 2, 4),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDITED_INTERRUPTED))
+def test_an_interrupted_run_with_other_settings_is_refused_before_any_run_starts(
+    case, tmp_path, monkeypatch, capsys
+):
+    """A sweep edited after its run ``seed1`` was interrupted trained ``seed0`` first and
+    then resumed ``seed1`` as a mix of both settings, or failed it at its launch: now the
+    sweep is one line naming the run and the setting, and no run starts."""
+    key, ran, asked = EDITED_INTERRUPTED[case]
+    monkeypatch.chdir(tmp_path)
+    run, interrupted = finished_run(tmp_path, (0, 1), finished=False, **{key: ran})
+    before = {p.name: p.read_bytes() for p in interrupted.rglob("*") if p.is_file()}
+    write_sweep(tmp_path / "s.yaml", {"seed_everything": [0, 1]}, **{key: asked})
+    launches = Launches()
+    monkeypatch.setattr(runner, "launch", launches)
+    capsys.readouterr()
+    code = main(["sweep", "--config", "s.yaml"])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+    assert f"run {run.version} was interrupted" in errors[0] and key in errors[0], errors[0]
+    assert launches.argv == []
+    assert sorted(p.name for p in (tmp_path / "runs" / "tiny").iterdir()) == [run.version]
+    assert {p.name: p.read_bytes() for p in interrupted.rglob("*") if p.is_file()} == before
+

@@ -37,10 +37,12 @@ runs or is created, ``--dry-run`` or not; the first bad one is one line naming i
 the rule. ``exclude:`` drops combinations (matched by type and value, see
 :mod:`roformer_lit.sweep.spec`); excluding all of them is an error.
 Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0, or a
-``last.ckpt`` at the run's end: a fit killed after its last checkpoint) are skipped,
-once their ``config.yaml`` shows they ran with the settings the sweep gives them now (else
-one line, nothing run: :mod:`roformer_lit.sweep.finished`); interrupted runs resume from their ``last.ckpt``; a partial run without a checkpoint is moved
-aside to ``<version>.failed-<k>``. A failed run does not stop the others; the sweep ends with
+``last.ckpt`` at the run's end: a fit killed after its last checkpoint) are skipped, and
+interrupted runs resume from their ``last.ckpt``, once their ``config.yaml`` shows they ran
+with the settings the sweep gives them now: every such run is checked before anything is
+launched, else one line names the run and the setting, nothing run
+(:mod:`roformer_lit.sweep.finished`); a partial run without a checkpoint is moved aside to
+``<version>.failed-<k>``. A failed run does not stop the others; the sweep ends with
 a summary table and exit code 1 if any run failed. SIGTERM (exit 75) or Ctrl-C (130) is
 passed on once to the running fits, which save ``last.ckpt`` and stop; nothing queued starts,
 and the same command resumes them. See :mod:`roformer_lit.sweep.runner` for
@@ -151,7 +153,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(args: Sequence[str]) -> int:
     from roformer_lit.sweep import runner, slurm
-    from roformer_lit.sweep.finished import check_finished
+    from roformer_lit.sweep.finished import check_continued
     from roformer_lit.sweep.spec import load_sweep, shell_line
     from roformer_lit.training import run_dir
 
@@ -208,9 +210,10 @@ def main(args: Sequence[str]) -> int:
     actions = {t.version: t.action() for t in tasks}
     todo = [t for t in tasks if actions[t.version] != "skip"]
     skipped = [t for t in tasks if actions[t.version] == "skip"]
-    for task in skipped:  # a finished run is skipped only as the run the sweep asks for
+    for task in tasks:  # skipped or resumed only as the run the sweep asks for: all, first
         if task.version in sweep.resolved:
-            check_finished(task.version, task.run_dir, sweep.resolved[task.version])
+            asked = sweep.resolved[task.version]
+            check_continued(task.version, task.run_dir, asked, actions[task.version])
 
     if ns.dry_run:
         if ns.launcher == "slurm":

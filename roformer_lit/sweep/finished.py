@@ -1,16 +1,21 @@
-"""Whether a finished run is still the run the sweep asks for, before it is skipped.
+"""Whether a run the sweep would skip or resume is still the run the sweep asks for, checked
+for every such run before anything is launched.
 
-A run's name comes from the grid's values, so a sweep file edited after a run finished can
+A run's name comes from the grid's values, so a sweep file edited after a run started can
 ask for another run under the same name (a plan type renamed, a value whose label did not
-change): skipping it as finished would table the old run as the new one. So a finished run
-is skipped only when the settings it ran with (its ``config.yaml``) are those the sweep
-gives it now: the seed, every model setting both name (a layer plan as what it builds,
-:func:`~roformer_lit.plan_identity.same_plan`: ``layers:`` for ``pattern:`` is no change),
-every data setting both name, machine settings aside, and the trainer's settings that
-change what a run trains or measures, as the trainer holds them
+change, an override changed): skipping it as finished would table the old run as the new
+one, and resuming an interrupted one would either continue it as a mix of both (a setting
+``fit`` takes on resume, such as a dropout) or be refused by the resumed ``fit`` at its
+launch, after other runs of the sweep had already run. So a finished or interrupted run is
+skipped or resumed only when the settings it ran with (its ``config.yaml``) are those the
+sweep gives it now: the seed, every model setting both name (a layer plan as what it
+builds, :func:`~roformer_lit.plan_identity.same_plan`: ``layers:`` for ``pattern:`` is no
+change), every data setting both name, machine settings aside, and the trainer's settings
+that change what a run trains or measures, as the trainer holds them
 (:func:`~roformer_lit.training.trainer_settings.measured_settings`: a sweep whose
 ``trainer.max_steps`` grew would otherwise skip the shorter runs as finished). Otherwise the
-sweep is refused in one line before anything runs: the run is left as it is.
+sweep is refused in one line naming the run and the setting, before anything runs
+(:func:`check_continued`, for every such run at once): the run is left as it is.
 """
 
 from __future__ import annotations
@@ -66,14 +71,23 @@ def first_difference(ran: Mapping[str, Any], asked: Any) -> str | None:
     return None
 
 
-def check_finished(version: str, run_dir: str | Path, asked: Any) -> None:
-    """Refuse (one ConfigError line) skipping the finished run ``version`` at ``run_dir``
-    when it ran with other settings than ``asked`` (the parsed config the sweep gives it
-    now). A run without a readable ``config.yaml`` is not compared."""
+#: What the sweep would do with an existing run -> how the refusal says it.
+CONTINUED = {
+    "skip": ("finished", "it would be skipped as finished"),
+    "resume": ("was interrupted", "it would be resumed from its last.ckpt as the run asked for"),
+}
+
+
+def check_continued(version: str, run_dir: str | Path, asked: Any, action: str) -> None:
+    """Refuse (one ConfigError line) to ``action`` (``skip`` or ``resume``,
+    :data:`CONTINUED`) the run ``version`` at ``run_dir`` when it ran with other settings
+    than ``asked`` (the parsed config the sweep gives it now). Any other action (a fresh
+    run, a partial one moved aside) and a run without a readable ``config.yaml`` are not
+    compared."""
     from roformer_lit.errors import ConfigError
 
     path = Path(run_dir) / "config.yaml"
-    if not os.path.isfile(path):
+    if action not in CONTINUED or not os.path.isfile(path):
         return
     try:
         ran = read_yaml_mapping(path)
@@ -81,11 +95,12 @@ def check_finished(version: str, run_dir: str | Path, asked: Any) -> None:
         return
     difference = first_difference(ran, asked)
     if difference is not None:
+        state, what = CONTINUED[action]
         raise ConfigError(
-            f"sweep: run {version} finished with other settings than the sweep now gives it "
-            f"({difference}; {path}): it would be skipped as finished; move {run_dir} aside "
-            "or give the sweep another name"
+            f"sweep: run {version} {state} with other settings than the sweep now gives it "
+            f"({difference}; {path}): {what}; move {run_dir} aside or give the sweep another "
+            "name"
         )
 
 
-__all__ = ["check_finished", "first_difference"]
+__all__ = ["CONTINUED", "check_continued", "first_difference"]
