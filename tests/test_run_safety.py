@@ -186,6 +186,16 @@ def test_a_failed_start_leaves_no_stub_run_directory(tmp_path, monkeypatch, caps
     assert not list(tmp_path.glob("runs/mlm/*"))
 
 
+def test_a_sweep_directory_left_empty_goes_with_its_lock_file(tmp_path):
+    """A sweep takes its directory before it prepares anything (``run_dir.claim_sweep``); a
+    failure before any run starts removes the directories it created and the lock file
+    beside them, as a failed ``fit`` removes its stub run."""
+    run_dir.claim_sweep(tmp_path / "runs" / "tiny")
+    assert run_dir.holder(tmp_path / "runs" / "tiny") == os.getpid()
+    run_dir.discard_if_unused()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_file_where_the_runs_directory_belongs(tmp_path):
     (tmp_path / "runs").write_text("not a directory\n")
     result = run_cli(tmp_path, *fit_args("rope.yaml", 2))

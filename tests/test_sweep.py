@@ -1372,3 +1372,92 @@ def test_an_interrupted_run_with_other_settings_is_refused_before_any_run_starts
     assert sorted(p.name for p in (tmp_path / "runs" / "tiny").iterdir()) == [run.version]
     assert {p.name: p.read_bytes() for p in interrupted.rglob("*") if p.is_file()} == before
 
+
+def hold_sweep(sweep_dir: Path) -> subprocess.Popen:
+    """Another process holding ``sweep_dir`` as a running sweep does (its lock), until
+    killed."""
+    code = (
+        "import os, sys, time; from roformer_lit.training import run_dir; "
+        "os.makedirs(sys.argv[1], exist_ok=True); run_dir.lock(sys.argv[1], 'sweep'); "
+        "print('locked', flush=True); time.sleep(300)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(sweep_dir)], stdout=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"locked"
+    return proc
+
+
+@pytest.mark.parametrize("runs", ["none yet", "an interrupted one, edited"])
+def test_a_second_sweep_on_a_directory_is_refused_before_it_reads_plans_or_prepares(
+    runs, tmp_path, monkeypatch, capsys
+):
+    """The lock was taken after the sweep had planned its runs, printed the plan and
+    prepared their data, so a second sweep said it had runs to go before its refusal, and
+    checked the first one's runs: a run the first sweep was training from an edited file
+    was refused as interrupted with other settings. Now the lock comes first: one line
+    naming the directory and the other process, nothing printed, prepared or launched."""
+    monkeypatch.chdir(tmp_path)
+    sweep_dir = tmp_path / "runs" / "tiny"
+    if runs == "none yet":
+        write_sweep(tmp_path / "s.yaml", {"seed_everything": [0, 1]})
+    else:
+        finished_run(tmp_path, (0, 1), finished=False, **{"model.dropout": 0.1})
+        write_sweep(tmp_path / "s.yaml", {"seed_everything": [0, 1]}, **{"model.dropout": 0.0})
+    before = {p.name: p.read_bytes() for p in sweep_dir.rglob("*") if p.is_file()}
+    holder = hold_sweep(sweep_dir)
+    try:
+        launches = Launches()
+        monkeypatch.setattr(runner, "launch", launches)
+        capsys.readouterr()
+        code = main(["sweep", "--config", "s.yaml"])
+        out, err = capsys.readouterr()
+    finally:
+        holder.kill()
+        holder.wait()
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+    assert str(sweep_dir) in errors[0] and f"pid {holder.pid}" in errors[0], errors[0]
+    assert out == "" and launches.argv == []
+    assert {p.name: p.read_bytes() for p in sweep_dir.rglob("*") if p.is_file()} == before
+
+
+def test_two_sweeps_started_together_train_each_run_once(tmp_path):
+    """Two ``sweep`` processes on one sweep file, started at the same instant: one takes the
+    directory and trains every run once; the other is one line naming the directory and
+    the first one's pid, having printed and launched nothing (were it slower than the whole
+    sweep, it would find every run finished and skip them all)."""
+    write_sweep(tmp_path / "s.yaml", {"seed_everything": [0, 1]})
+    command = [sys.executable, "-m", "roformer_lit", "sweep", "--config", "s.yaml"]
+    procs = [
+        subprocess.Popen(
+            command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    results = [(p, *p.communicate(timeout=600)) for p in procs]
+    sweep_dir = tmp_path / "runs" / "tiny"
+    refused = [(p, out, err) for p, out, err in results if p.returncode == 2]
+    ran = [(p, out, err) for p, out, err in results if p.returncode == 0]
+    assert len(ran) + len(refused) == 2, [(p.returncode, err[-1000:]) for p, _, err in results]
+    for _, out, err in refused:
+        (other,) = (p for p, _, _ in ran)
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "Traceback" not in err, err
+        named = f"sweep {sweep_dir} is being written by another process (pid {other.pid})"
+        assert named in errors[0], errors[0]
+        assert out == "", out
+    if not refused:  # the second started after the first had finished everything
+        assert any("(2 finished, 0 to run)" in out for _, out, _ in ran)
+    for version in ("seed0", "seed1"):
+        record = runner.read_json(sweep_dir / "sweep_logs" / f"{version}.json")
+        assert (record["status"], record["attempts"], record["action"]) == (
+            "finished",
+            1,
+            "fresh",
+        )
+        log = (sweep_dir / "sweep_logs" / f"{version}.err").read_text(encoding="utf-8")
+        assert log.count("=== attempt") == 1
+    assert sorted(p.name for p in sweep_dir.iterdir() if p.is_dir()) == [
+        "seed0",
+        "seed1",
+        "sweep_logs",
+    ]

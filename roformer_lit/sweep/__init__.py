@@ -42,10 +42,18 @@ interrupted runs resume from their ``last.ckpt``, once their ``config.yaml`` sho
 with the settings the sweep gives them now: every such run is checked before anything is
 launched, else one line names the run and the setting, nothing run
 (:mod:`roformer_lit.sweep.finished`); a partial run without a checkpoint is moved aside to
-``<version>.failed-<k>``. A failed run does not stop the others; the sweep ends with
-a summary table and exit code 1 if any run failed. SIGTERM (exit 75) or Ctrl-C (130) is
-passed on once to the running fits, which save ``last.ckpt`` and stop; nothing queued starts,
-and the same command resumes them. See :mod:`roformer_lit.sweep.runner` for
+``<version>.failed-<k>``.
+
+One sweep writes a directory at a time: before it reads its runs' state, a sweep (not a
+``--dry-run``) takes the lock of ``<root>/<name>``
+(:func:`~roformer_lit.training.run_dir.claim_sweep`), so a second one -- started at the
+same instant or while the first runs -- is one line naming the directory and the first
+one's pid, with nothing printed, prepared or launched.
+
+A failed run does not stop the others; the sweep ends with a summary table and exit code
+1 if any run failed. SIGTERM (exit 75) or Ctrl-C (130) is passed on once to the running
+fits, which save ``last.ckpt`` and stop; nothing queued starts, and the same command
+resumes them. See :mod:`roformer_lit.sweep.runner` for
 the files under ``<root>/<name>/``.
 
 ``--launcher slurm`` submits one job array with sbatch (:mod:`roformer_lit.sweep.slurm`); on
@@ -191,6 +199,8 @@ def main(args: Sequence[str]) -> int:
     problem = output_path_problem(str(sweep_dir), directory=True)
     if problem is not None:  # before any corpus is prepared or run launched
         raise ConfigError(f"sweep: --root {root} with the sweep's name {sweep.name!r}: {problem}")
+    if not ns.dry_run:  # one sweep per directory, taken before its runs' state is read
+        run_dir.claim_sweep(sweep_dir)
     # on CPU every run gets the same thread count, whatever --jobs is (runner.run_threads_env)
     threads = (
         runner.run_threads_env(ns.threads) if ns.devices is None or ns.threads is not None else {}
@@ -255,8 +265,6 @@ def main(args: Sequence[str]) -> int:
             "wall_time_s": done.get("wall_time_s"),
             "note": "finished earlier",
         }
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    run_dir.lock(sweep_dir, "sweep")  # one launcher per sweep: a second one is refused
     runner.write_status(sweep_dir, meta, tasks)
     local = runner.LocalRunner(todo, devices)
 

@@ -10,9 +10,15 @@
   its lifetime (released by the kernel when it exits, even on SIGKILL),
   so a second ``fit`` on the same run (a resumed run started twice, a sweep run twice) is
   refused with one line instead of interleaving two writers.
+* **One sweep per directory**: a ``sweep`` process holds the same lock on its
+  ``<root>/<name>`` (:func:`claim_sweep`) from before it reads its runs' state until it
+  exits, so a second sweep on that directory -- started at the same instant or later -- is
+  refused in one line naming the directory and the first one's pid, before it plans,
+  prepares or launches anything.
 * **Nothing half-made is left behind**: a run directory created by this process and still
   holding no checkpoint is removed when the process fails before training produced one
-  (:func:`discard_if_unused`).
+  (:func:`discard_if_unused`), as is a sweep directory it created that is still empty, with
+  its lock file.
 """
 
 from __future__ import annotations
@@ -145,6 +151,16 @@ def claim_named(root: str | Path, experiment: str, version: str, resuming: bool)
     lock(run)
 
 
+def claim_sweep(sweep_dir: str | Path) -> None:
+    """Create ``sweep_dir`` (``<root>/<name>``; the levels this process creates are removed
+    again, with the lock file, if it fails before anything is written there:
+    :func:`discard_if_unused`) and take the sweep's lock on it: a ConfigError line naming the
+    directory and the other process if another sweep holds it."""
+    sweep_dir = Path(sweep_dir)
+    _make_parent(sweep_dir)
+    lock(sweep_dir, "sweep")
+
+
 def lock(run: str | Path, what: str = "run") -> None:
     """Take this process's exclusive lock on ``run`` (a ConfigError if another holds it);
     ``what`` names the thing in that message (a run, a sweep)."""
@@ -213,8 +229,12 @@ def discard_if_unused() -> list[Path]:
                 lock_path(run).unlink()
             removed.append(run)
     for parent in sorted(_created_parents, key=lambda d: len(d.parts), reverse=True):
+        locked = parent in _held_locks  # a sweep directory (claim_sweep)
+        release(parent)
         with contextlib.suppress(OSError):
             parent.rmdir()  # only if empty
+            if locked:
+                lock_path(parent).unlink()
     _created.clear()
     _created_parents.clear()
     return removed
