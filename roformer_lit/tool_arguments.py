@@ -57,7 +57,7 @@ class ToolParser(argparse.ArgumentParser):
         leaves an abbreviation unknown (later: ``unrecognized arguments``); here it is
         refused at once, naming the option(s) it abbreviates."""
         found = super()._parse_optional(arg_string)
-        if isinstance(found, tuple) and found and found[0] is None:
+        if names_no_option(found):
             full = options_abbreviated(arg_string, self._option_string_actions)
             if full:
                 self.error(abbreviation_refusal(arg_string, full))
@@ -143,6 +143,14 @@ class ToolParser(argparse.ArgumentParser):
 #: How many of the options a word begins :func:`abbreviation_refusal` names before counting
 #: the rest.
 NAMED_OPTIONS = 6
+
+
+def names_no_option(found: Any) -> bool:
+    """Whether argparse's ``_parse_optional`` found an option-like word that names no option
+    (with ``allow_abbrev=False``, an abbreviation too): its ``(None, word, ...)`` tuple, or
+    the one-tuple list Python 3.12.7 and later return."""
+    first = found[0] if isinstance(found, list) and len(found) == 1 else found
+    return isinstance(first, tuple) and bool(first) and first[0] is None
 
 
 def options_abbreviated(word: str, options: Collection[str]) -> list[str]:

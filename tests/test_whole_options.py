@@ -10,6 +10,8 @@ given in full, ``--config`` and ``--print_config`` work as before."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 from cli_helpers import CONFIGS, one_error_line
 
@@ -17,6 +19,7 @@ from roformer_lit.commands import main
 from roformer_lit.commands.pretrain import RoformerCLI, validate_config
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.cli import FinetuneCLI
+from roformer_lit.tool_arguments import names_no_option
 
 ROPE = str(CONFIGS / "rope.yaml")
 FINETUNE = str(CONFIGS / "finetune" / "local.yaml")
@@ -141,3 +144,16 @@ def test_a_parse_only_config_takes_full_options():
     """``validate_config`` (``prepare``, ``sweep``) builds its parser the same way."""
     config = validate_config(["--config", ROPE, "--trainer.max_steps", "3"], prelaunch=False)
     assert config.trainer.max_steps == 3
+
+
+@pytest.mark.parametrize("wrap", [lambda t: t, lambda t: [t]], ids=["tuple", "list (3.12.7+)"])
+def test_an_unknown_word_is_recognised_in_either_form_argparse_returns(wrap) -> None:
+    """argparse's ``_parse_optional`` returns a tuple before Python 3.12.7 and a list of one
+    tuple after; both say an unknown word, neither form of a known option does."""
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    action = parser.add_argument("--lengths")
+    assert names_no_option(wrap((None, "--len", None)))
+    assert not names_no_option(wrap((action, "--lengths", None)))
+    assert names_no_option(parser._parse_optional("--len"))  # this Python's own form
+    assert not names_no_option(parser._parse_optional("--lengths"))
+    assert not names_no_option(None)  # a positional word

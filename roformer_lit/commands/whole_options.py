@@ -23,7 +23,7 @@ from typing import Any
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
 from roformer_lit.errors import AbbreviatedOption
-from roformer_lit.tool_arguments import abbreviation_refusal, options_abbreviated
+from roformer_lit.tool_arguments import abbreviation_refusal, names_no_option, options_abbreviated
 
 #: LightningCLI's subcommands, one of which the main parser's command line names.
 SUBCOMMANDS = tuple(LightningCLI.subcommands())
@@ -56,7 +56,7 @@ class WholeOptionParser(LightningArgumentParser):
         be a subcommand's option (the main parser reads the subcommand's words too): only
         a prefix of one of this parser's own options is refused."""
         found = super()._parse_optional(arg_string)
-        if isinstance(found, tuple) and found and found[0] is None:
+        if names_no_option(found):
             full = options_abbreviated(arg_string, self._option_string_actions)
             if full:
                 line = f"{self.command_name}: {abbreviation_refusal(arg_string, full)}"
