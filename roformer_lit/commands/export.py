@@ -11,6 +11,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.interop.export import check_out_dir, export_hf
 from roformer_lit.interop.tokenizer import export_tokenizer
 from roformer_lit.module import MaskedLM
+from roformer_lit.safe_input import check_readable_file
 from roformer_lit.tool_arguments import OUTPUT_DIRECTORY, ToolParser
 from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
 
@@ -50,8 +51,7 @@ def export_main(args: Sequence[str]) -> None:
     if ns.tokenizer is not None and ns.no_tokenizer:
         raise ConfigError("--tokenizer and --no_tokenizer exclude each other; give one of them")
     ckpt = Path(ns.ckpt_path)
-    if not ckpt.is_file():
-        raise ConfigError(f"checkpoint not found: {ckpt}")
+    check_readable_file(ckpt, "checkpoint")  # a directory is not "not found"
     check_out_dir(ns.out)
     checkpoint = read_checkpoint(ckpt, kind=PRETRAINING)  # weights_only, before anything else
     tokenizer, note = None, "exported without a tokenizer (--no_tokenizer)"

@@ -51,6 +51,7 @@ from roformer_lit.data.modules import (
 from roformer_lit.data.stored_tokenizer import stored_tokenizer_json
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.module import MaskedLM
+from roformer_lit.safe_input import check_readable_file
 from roformer_lit.training import run_dir
 from roformer_lit.training.callbacks import (
     LastCheckpointAtEnd,
@@ -409,8 +410,7 @@ def _inspect_checkpoint(ckpt_path: Any) -> tuple[str, dict[str, Any]] | None:
     path = str(ckpt_path)
     if "://" in path:  # remote: left to Lightning
         return None
-    if not Path(path).is_file():
-        raise ConfigError(f"checkpoint not found: {path}")
+    check_readable_file(path, "checkpoint")  # a directory is not "not found"
     return path, read_checkpoint(path, kind=PRETRAINING)
 
 

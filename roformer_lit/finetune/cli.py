@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
@@ -55,6 +54,7 @@ from roformer_lit.finetune.module import SequenceClassifier
 from roformer_lit.finetune.prelaunch import check_finetune_config
 from roformer_lit.finetune.pretrained import check_resumed_pretrained, read_pretrained
 from roformer_lit.finetune.tasks import TASKS, get_task
+from roformer_lit.safe_input import check_readable_file
 from roformer_lit.training import run_dir
 from roformer_lit.training.callbacks import LastCheckpointAtEnd, RunCheckpoint
 from roformer_lit.training.checkpoint_io import FINE_TUNING, checkpoint_kind, read_checkpoint
@@ -112,8 +112,7 @@ class FinetuneCLI(RoformerCLI):
             )
         if ckpt is None or str(ckpt) in SPECIAL_CKPT_PATHS or "://" in str(ckpt):
             return
-        if not Path(ckpt).is_file():
-            raise ConfigError(f"checkpoint not found: {ckpt}")
+        check_readable_file(ckpt, "checkpoint")  # a directory is not "not found"
         checkpoint = read_checkpoint(ckpt)
         hparams = checkpoint.get("hyper_parameters") or {}
         if checkpoint_kind(checkpoint) != FINE_TUNING:

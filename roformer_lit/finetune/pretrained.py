@@ -28,6 +28,7 @@ from roformer_lit.data.stored_tokenizer import checkpoint_tokenizer
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder
+from roformer_lit.safe_input import check_readable_file
 from roformer_lit.training.checkpoint_io import PRETRAINING, checkpoint_kind, read_checkpoint
 
 
@@ -36,8 +37,7 @@ def read_pretrained(path: str | Path) -> dict[str, Any]:
     a ``fit`` checkpoint with an encoder (e.g. a fine-tuned one)."""
     if path is None or not str(path).strip():
         raise ConfigError("model.pretrained is required: a checkpoint written by fit")
-    if not Path(path).is_file():
-        raise ConfigError(f"model.pretrained: checkpoint not found: {path}")
+    check_readable_file(path, "model.pretrained: checkpoint")
     checkpoint = read_checkpoint(path)
     hparams = checkpoint.get("hyper_parameters")
     state = checkpoint["state_dict"]
