@@ -74,6 +74,33 @@ class ToolParser(argparse.ArgumentParser):
         self._refuse_repeats(ns)
         return ns, extra
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """As argparse's, with a word it does not know (``--lenght 5``) refused in a line
+        that also names the valid options (and the closest one): argparse named only the
+        word."""
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self.error(f"unrecognized arguments: {' '.join(extra)}; {self.valid_options(extra)}")
+        return ns
+
+    def valid_options(self, words: list[str]) -> str:
+        """``did you mean --x? valid options: --a, --b, ...`` for the unknown ``words``."""
+        import difflib
+
+        options = sorted(
+            {
+                next((o for o in a.option_strings if o.startswith("--")), a.option_strings[0])
+                for a in self._actions
+                if a.option_strings and a.dest != "help"
+            }
+        )
+        flags = [w.partition("=")[0][2:] for w in words if w.startswith("--")]
+        names = [o[2:] for o in options]  # compared without the '--' every option shares
+        close = difflib.get_close_matches(flags[0], names, n=1) if flags else []
+        return (f"did you mean --{close[0]}? " if close else "") + (
+            f"valid options: {', '.join(options)}"
+        )
+
     #: Actions an option may be given several times for (each adds to a list, or counts).
     REPEATABLE = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction)
 

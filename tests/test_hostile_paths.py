@@ -49,3 +49,25 @@ def test_a_directory_given_as_checkpoint_is_called_a_directory(
     line = one_error_line(CHECKPOINT_COMMANDS[command]("myrun"), capsys)
     assert "myrun is a directory" in line and "not found" not in line, line
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["locality", "x.ckpt", "--lenght", "64"], "--length"),
+        (["extrapolate", "x.ckpt", "--lenghts", "64"], "--lengths"),
+        (["export", "--ckpt_path", "x.ckpt", "--out", "o", "--tokeniser", "t.json"], "--tokenizer"),
+        (["bench-data", "--batchsize", "4"], "--batch-size"),
+    ],
+)
+def test_a_mistyped_tool_option_is_answered_with_the_valid_ones(
+    argv, meant, tmp_path, monkeypatch, capsys
+):
+    """A tool's unknown option is refused naming the closest option and every valid one
+    (before: 'unrecognized arguments: --lenght 64' and nothing to correct it with)."""
+    monkeypatch.chdir(tmp_path)
+    line = one_error_line(argv, capsys)
+    assert f"did you mean {meant}?" in line and "valid options: " in line, line
+    valid = line.split("valid options: ")[1].split(", ")
+    assert meant in valid and "--help" not in valid, line
+    assert list(tmp_path.iterdir()) == []
