@@ -71,3 +71,29 @@ def test_a_mistyped_tool_option_is_answered_with_the_valid_ones(
     valid = line.split("valid options: ")[1].split(", ")
     assert meant in valid and "--help" not in valid, line
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("corpus", ["missing.txt", "blank.txt", "empty_dir"])
+def test_bench_data_with_an_unreadable_corpus_creates_no_workdir(
+    corpus, tmp_path, monkeypatch, capsys
+):
+    """``bench-data --corpus`` reads its corpus before it makes ``--workdir`` (before: the
+    directory was created, then the corpus refused, leaving an empty one behind)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "blank.txt").write_text("\n\n  \n")
+    (tmp_path / "empty_dir").mkdir()
+    line = one_error_line(["bench-data", "--corpus", corpus, "--workdir", "bench"], capsys)
+    assert corpus in line, line
+    assert not (tmp_path / "bench").exists()
+
+
+@pytest.mark.parametrize("option", ["--sizes-mb", "--sizes_mb", "--workdir"])
+def test_a_corpus_scale_option_without_corpus_says_it_needs_corpus(
+    option, tmp_path, monkeypatch, capsys
+):
+    """``bench-data --sizes-mb 25`` was 'unrecognized arguments', though ``bench-data`` takes
+    it: the line now says it belongs to ``bench-data --corpus PATH``."""
+    monkeypatch.chdir(tmp_path)
+    line = one_error_line(["bench-data", option, "25"], capsys)
+    assert f"{option} is an option of bench-data --corpus PATH" in line, line
+    assert list(tmp_path.iterdir()) == []

@@ -184,6 +184,7 @@ def test_bench_data_corpus_runs_fit_with_the_bundled_config_from_elsewhere(here,
 
     monkeypatch.setattr(corpus_scale, "synthesise", fake_synthesise)
     monkeypatch.setattr(corpus_scale, "timed", fake_timed)
+    (here / "corpus.txt").write_text("a document\n", encoding="utf-8")  # read before it runs
     with pytest.raises(_Stop):
         main(["bench-data", "--corpus", "corpus.txt", "--sizes-mb", "1"])
     (argv,) = commands

@@ -148,8 +148,18 @@ def parse_args(args: Sequence[str]) -> argparse.Namespace:
     return ns
 
 
+def check_corpus(corpus: str) -> None:
+    """Read every document of ``corpus`` once: a path that matches nothing, an empty, binary
+    or truncated file is one ConfigError line before ``--workdir`` is created."""
+    from roformer_lit.data.sources import expand_paths, iter_documents
+
+    for _ in iter_documents(expand_paths(corpus, "--corpus")):
+        pass
+
+
 def run(args: Sequence[str]) -> int:
     ns = parse_args(args)
+    check_corpus(ns.corpus)  # a bad --corpus leaves no empty --workdir behind
     ns.workdir.mkdir(parents=True, exist_ok=True)
     config = ns.config
     python = [sys.executable, "-m", "roformer_lit"]

@@ -17,10 +17,11 @@ import torch
 
 from roformer_lit.benchmarks.models import MAX_BATCH, ROUNDS
 from roformer_lit.data.corpus_module import CorpusDataModule
+from roformer_lit.errors import ConfigError
 from roformer_lit.machine import describe_machine
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
-from roformer_lit.tool_arguments import LENGTH, ToolParser, integer
+from roformer_lit.tool_arguments import LENGTH, ToolParser, integer, known_spelling
 
 
 def _train_steps(model: MaskedLM, optimizer: torch.optim.Optimizer, batches: Iterator) -> float:
@@ -52,11 +53,29 @@ def build_parser() -> ToolParser:
     return parser
 
 
+def _refuse_corpus_options(args: Sequence[str]) -> None:
+    """An option of ``bench-data --corpus`` given without ``--corpus`` (``--sizes-mb 25``)
+    is one line saying it needs ``--corpus``, not an 'unrecognized argument' it is not."""
+    from roformer_lit.benchmarks import corpus_scale
+
+    own = set(build_parser()._option_string_actions)
+    scale = set(corpus_scale.build_parser()._option_string_actions) - own
+    for word in args:
+        option = word.partition("=")[0]
+        name = known_spelling(option, scale)
+        if name in scale:
+            raise ConfigError(
+                f"bench-data: {option} is an option of bench-data --corpus PATH (the data path "
+                "at corpus scale); give --corpus the text to repeat, or leave it out"
+            )
+
+
 def run(args: Sequence[str] | None = None) -> int | None:
     if args is not None and any(a == "--corpus" or a.startswith("--corpus=") for a in args):
         from roformer_lit.benchmarks import corpus_scale  # the data path at corpus scale
 
         return corpus_scale.run(args)
+    _refuse_corpus_options(args or [])
     ns = build_parser().parse_args(args)
 
     data = CorpusDataModule(
