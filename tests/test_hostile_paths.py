@@ -97,3 +97,26 @@ def test_a_corpus_scale_option_without_corpus_says_it_needs_corpus(
     line = one_error_line(["bench-data", option, "25"], capsys)
     assert f"{option} is an option of bench-data --corpus PATH" in line, line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_data_measures_the_corpus_it_is_given_not_one_left_in_workdir(tmp_path, monkeypatch):
+    """A second ``bench-data --corpus`` into the same ``--workdir`` measured the corpus the
+    first one synthesised there (reused because it was large enough); it now repeats the
+    ``--corpus`` it is given."""
+    from roformer_lit.benchmarks import corpus_scale
+    from roformer_lit.commands import main
+
+    class Stop(Exception):
+        pass
+
+    def stop(argv, cwd, env):  # the first timed fit: the corpus is synthesised by then
+        raise Stop
+
+    monkeypatch.setattr(corpus_scale, "timed", stop)
+    monkeypatch.chdir(tmp_path)
+    for name in ("first", "second"):
+        (tmp_path / f"{name}.txt").write_text(f"the {name} corpus\n")
+        with pytest.raises(Stop):
+            main(["bench-data", "--corpus", f"{name}.txt", "--sizes-mb", "1", "--workdir", "w"])
+        lines = set((tmp_path / "w" / "corpus-1mb.txt").read_text().splitlines())
+        assert lines == {f"the {name} corpus"}

@@ -35,15 +35,17 @@ from roformer_lit.tool_arguments import OUTPUT_DIRECTORY, PROG, ToolParser, inte
 
 
 def synthesise(corpus: str, size_mb: int, out: Path) -> Path:
-    """Write ``out``: the documents of ``corpus`` repeated until ``size_mb`` MB (one per line)."""
+    """Write ``out``: the documents of ``corpus`` repeated until ``size_mb`` MB (one per line).
+
+    Always written anew (to a temporary file renamed into place): a file left in
+    ``--workdir`` by a run on another ``--corpus`` is never measured in its place."""
     from roformer_lit.data.sources import expand_paths, iter_documents
 
-    if out.is_file() and out.stat().st_size >= size_mb * 1_000_000:
-        return out
     docs = list(iter_documents(expand_paths(corpus, "--corpus")))
     target = size_mb * 1_000_000
     written = 0
-    with open(out, "w", encoding="utf-8") as f:
+    partial = out.with_name(out.name + ".partial")
+    with open(partial, "w", encoding="utf-8") as f:
         while written < target:
             for doc in docs:
                 line = doc + "\n"
@@ -51,6 +53,7 @@ def synthesise(corpus: str, size_mb: int, out: Path) -> Path:
                 written += len(line.encode("utf-8"))
                 if written >= target:
                     break
+    partial.replace(out)
     return out
 
 
