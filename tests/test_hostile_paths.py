@@ -120,3 +120,27 @@ def test_bench_data_measures_the_corpus_it_is_given_not_one_left_in_workdir(tmp_
             main(["bench-data", "--corpus", f"{name}.txt", "--sizes-mb", "1", "--workdir", "w"])
         lines = set((tmp_path / "w" / "corpus-1mb.txt").read_text().splitlines())
         assert lines == {f"the {name} corpus"}
+
+
+@pytest.mark.parametrize("command", ["export", "extrapolate", "locality"])
+def test_another_projects_lightning_checkpoint_is_not_called_damaged(
+    command, tmp_path, monkeypatch, capsys
+):
+    """A Lightning checkpoint of another model (a state_dict and hyper_parameters of its
+    own) was 'checkpoint ... is damaged: its hyper_parameters lack position, ...'; it is
+    not ours, and the line says so."""
+    import torch
+
+    monkeypatch.chdir(tmp_path)
+    torch.save(
+        {"state_dict": {"net.weight": torch.zeros(2)}, "hyper_parameters": {"lr": 0.1}},
+        tmp_path / "other.ckpt",
+    )
+    argv = {
+        "export": ["export", "--ckpt_path", "other.ckpt", "--out", "out"],
+        "extrapolate": ["extrapolate", "other.ckpt", "--lengths", "16"],
+        "locality": ["locality", "other.ckpt"],
+    }[command]
+    line = one_error_line(argv, capsys)
+    assert "other.ckpt is not a roformer_lit checkpoint" in line and "damaged" not in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.ckpt"]

@@ -298,6 +298,12 @@ def _check_architecture_record(checkpoint: Mapping[str, Any], path: Any) -> None
             "its weights are; use a checkpoint as fit wrote it"
         )
     missing = [key for key in ARCHITECTURE_RECORD if key not in saved]
+    if len(missing) == len(ARCHITECTURE_RECORD):  # not a damaged one of ours: another model's
+        raise ConfigError(
+            f"{path} is not a roformer_lit checkpoint: its hyper_parameters name none of "
+            f"{', '.join(missing)} (another project's Lightning checkpoint?); give a "
+            "checkpoint written by fit"
+        )
     if missing:
         raise ConfigError(
             f"checkpoint {path} is damaged: its hyper_parameters lack {', '.join(missing)}, "
