@@ -30,6 +30,7 @@ declared, and every parse error is one line.
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import os
 from collections.abc import Collection, Sequence
@@ -85,8 +86,6 @@ class ToolParser(argparse.ArgumentParser):
 
     def valid_options(self, words: list[str]) -> str:
         """``did you mean --x? valid options: --a, --b, ...`` for the unknown ``words``."""
-        import difflib
-
         options = sorted(
             {
                 next((o for o in a.option_strings if o.startswith("--")), a.option_strings[0])
