@@ -203,6 +203,23 @@ def wrong_shape(directory: Path, model_type: str) -> list[str]:
     return ["wrong shape", name]
 
 
+def nan_weight(directory: Path, model_type: str) -> list[str]:
+    state = _state(directory)
+    name = _a_layer_tensor(state)
+    state[name] = state[name].clone()
+    state[name].view(-1)[1] = float("nan")  # one entry among finite ones
+    _write_state(directory, state)
+    return ["NaN or inf", name]
+
+
+def integer_weight(directory: Path, model_type: str) -> list[str]:
+    state = _state(directory)
+    name = _a_layer_tensor(state)
+    state[name] = state[name].round().to(torch.int32)  # would be cast silently
+    _write_state(directory, state)
+    return ["not floating-point", name, "int32"]
+
+
 def fewer_layers_in_config(directory: Path, model_type: str) -> list[str]:
     config = _config(directory)
     config["num_hidden_layers"] = 2
@@ -277,6 +294,8 @@ DAMAGE: list[Callable[[Path, str], list[str]]] = [
     missing_tensor,
     renamed_tensor,
     wrong_shape,
+    nan_weight,
+    integer_weight,
     fewer_layers_in_config,
     more_layers_in_config,
     relabelled,

@@ -22,6 +22,7 @@ import torch
 
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.interop.architectures.base import HFArchitecture
+from roformer_lit.training.checkpoint_io import first_nonfinite
 
 SAFETENSORS = "model.safetensors"
 PICKLE = "pytorch_model.bin"
@@ -166,6 +167,29 @@ def check_state(
     for name, twin in tied.items():
         if name in state and not torch.equal(state[name], state[twin]):
             arch.refuse(f"{name} is not tied to {twin}")
+    _refuse_unusable_values({name: state[name] for name in parameters if name in state}, arch)
+
+
+def _refuse_unusable_values(weights: Mapping[str, torch.Tensor], arch: HFArchitecture) -> None:
+    """Refuse (one line) a weight that is not floating-point (an integer tensor would be cast
+    silently) or holds a NaN or inf (what our own checkpoints are refused for:
+    :func:`~roformer_lit.training.checkpoint_io.first_nonfinite`)."""
+    integral = [
+        f"{name} ({weights[name].dtype})"
+        for name in weights
+        if not weights[name].is_floating_point()
+    ]
+    if integral:
+        raise ConfigError(
+            f"cannot import this {arch.model_class}: weights that are not floating-point: "
+            f"{_listed(integral)}"
+        )
+    nonfinite = first_nonfinite(weights)
+    if nonfinite is not None:
+        raise ConfigError(
+            f"cannot import this {arch.model_class}: its weights hold NaN or inf (first: "
+            f"{nonfinite})"
+        )
 
 
 def _listed(names: list[str]) -> str:
