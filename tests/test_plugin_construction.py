@@ -161,6 +161,20 @@ def test_fit_with_a_plugin_that_raises_when_built_is_refused(
     assert "RuntimeError: boom in init" in line, line
 
 
+def chosen_as(tmp_path: Path, scheme: str, options: str, plan: bool) -> tuple[list[str], str]:
+    """The options choosing ``scheme`` with ``options`` (YAML) at the top level or as the
+    type ``b`` of a two-layer plan (written to ``plan.yaml``), and the path of
+    ``position_kwargs`` where the user wrote them."""
+    if not plan:
+        extra = ["--model.position", scheme, "--model.position_kwargs", options]
+        return extra, "model.position_kwargs"
+    types = f"{{b: {{position: '{scheme}', position_kwargs: {options}}}}}"
+    (tmp_path / "plan.yaml").write_text(
+        f"model:\n  num_layers: 2\n  layer_plan: {{pattern: [a, b], types: {types}}}\n"
+    )
+    return ["--config", "plan.yaml"], "model.layer_plan.types.b.position_kwargs"
+
+
 @pytest.mark.trainer
 @pytest.mark.parametrize("plugin", ["WritesTopPath", "WritesPlanPath"])
 @pytest.mark.parametrize("plan", [False, True])
@@ -172,19 +186,9 @@ def test_a_plugin_message_that_writes_its_options_path_is_led_once_by_where_it_w
     it, at the top level or in a layer plan's type."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs").mkdir()
-    chosen = f"failing_plugin:{plugin}"
-    if plan:
-        types = f"{{b: {{position: '{chosen}', position_kwargs: {{x: -1.0}}}}}}"
-        (tmp_path / "plan.yaml").write_text(
-            f"model:\n  num_layers: 2\n  layer_plan: {{pattern: [a, b], types: {types}}}\n"
-        )
-        extra = ["--config", "plan.yaml"]
-        where = "model.layer_plan.types.b.position_kwargs.x"
-    else:
-        extra = ["--model.position", chosen, "--model.position_kwargs", "{x: -1.0}"]
-        where = "model.position_kwargs.x"
+    extra, where = chosen_as(tmp_path, f"failing_plugin:{plugin}", "{x: -1.0}", plan)
     line = refused_unchanged(tmp_path, capsys, [*probe_fit_args("copy", 2, 1, 4), *extra])
-    assert line == f"error: {where}: must be > 0, got -1.0", line
+    assert line == f"error: {where}.x: must be > 0, got -1.0", line
 
 
 @pytest.mark.trainer
@@ -206,16 +210,6 @@ def test_a_failing_inner_scheme_of_ssmax_is_led_by_where_inner_was_chosen(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs").mkdir()
     ssmax = "roformer_lit_examples.ssmax:ScalableSoftmax"
-    options = f"{{inner: 'failing_plugin:{inner}'}}"
-    if plan:
-        types = f"{{b: {{position: '{ssmax}', position_kwargs: {options}}}}}"
-        (tmp_path / "plan.yaml").write_text(
-            f"model:\n  num_layers: 2\n  layer_plan: {{pattern: [a, b], types: {types}}}\n"
-        )
-        extra = ["--config", "plan.yaml"]
-        where = "model.layer_plan.types.b.position_kwargs.inner"
-    else:
-        extra = ["--model.position", ssmax, "--model.position_kwargs", options]
-        where = "model.position_kwargs.inner"
+    extra, where = chosen_as(tmp_path, ssmax, f"{{inner: 'failing_plugin:{inner}'}}", plan)
     line = refused_unchanged(tmp_path, capsys, [*probe_fit_args("copy", 2, 1, 4), *extra])
-    assert line.startswith(f"error: {where}: {said}"), line
+    assert line.startswith(f"error: {where}.inner: {said}"), line
