@@ -31,6 +31,7 @@ from typing import Any
 
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
+from roformer_lit.commands.argument_words import plain_argument_error
 from roformer_lit.commands.pretrain import is_argument_error, lightning_main
 from roformer_lit.commands.repeated_options import CONFIG_OPTIONS
 from roformer_lit.errors import ConfigError, TrainingDiverged, one_line
@@ -126,7 +127,8 @@ def main(args: Sequence[str] | None = None) -> int:
             or isinstance(exc, MisconfigurationException)
         ):
             run_dir.discard_if_unused()
-            print(f"error: {one_line(exc)}", file=sys.stderr)
+            line = plain_argument_error(exc) if is_argument_error(exc) else one_line(exc)
+            print(f"error: {line}", file=sys.stderr)
             return EXIT_USER_ERROR
         stop = startup_signals.stopping_signal()
         if stop is not None:  # a signal surfaced as another error (an interrupted import)

@@ -27,6 +27,7 @@ from lightning.pytorch.callbacks import ModelSummary
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
+from roformer_lit.commands.argument_words import plain_argument_error
 from roformer_lit.commands.checkpoint_settings import (
     check_steps_left,
     checkpoint_settings,
@@ -542,7 +543,7 @@ def validate_config(
             )
     except Exception as exc:
         if is_argument_error(exc):
-            raise ConfigError(one_line(exc)) from exc
+            raise ConfigError(plain_argument_error(exc)) from exc
         raise
     if prelaunch:
         cli.check_before_launch(cli.config)  # the very check fit runs before it starts
