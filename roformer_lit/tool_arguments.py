@@ -64,6 +64,10 @@ class ToolParser(argparse.ArgumentParser):
                 self.error(abbreviation_refusal(arg_string, full))
         return found
 
+    def option_names(self) -> set[str]:
+        """Every option string this parser takes (``--lengths``, ``-h``, ...)."""
+        return set(self._option_string_actions)
+
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         """As argparse's, with every long option accepted in either spelling: ``--dry_run``
         for ``--dry-run`` and ``--ckpt-path`` for ``--ckpt_path`` (``fit`` takes

@@ -58,8 +58,8 @@ def _refuse_corpus_options(args: Sequence[str]) -> None:
     is one line saying it needs ``--corpus``, not an 'unrecognized argument' it is not."""
     from roformer_lit.benchmarks import corpus_scale
 
-    own = set(build_parser()._option_string_actions)
-    scale = set(corpus_scale.build_parser()._option_string_actions) - own
+    own = build_parser().option_names()
+    scale = corpus_scale.build_parser().option_names() - own
     for word in args:
         option = word.partition("=")[0]
         name = known_spelling(option, scale)
