@@ -24,18 +24,16 @@ import re
 
 from roformer_lit.errors import one_line
 
-_EXPECTED = re.compile(
-    r'^Parser key "(?P<key>[^"]+)": Expected a (?P<type>.+?)\. Got value:\s?(?P<value>.*)$'
-)
+#: jsonargparse's refusal of one key's value, up to the value itself.
+_KEY_EXPECTED = r'Parser key "(?P<key>[^"]+)": Expected a (?P<type>.+?)\. Got value:'
+_EXPECTED = re.compile(rf"^{_KEY_EXPECTED}\s?(?P<value>.*)$")
 _UNION = re.compile(
     r'^Parser key "(?P<key>[^"]+)": Does not validate against any of the Union subtypes '
     r"Subtypes: \[(?P<types>.*?)\] Errors: (?P<errors>.*) Given value type: .*? "
     r"Given value: (?P<value>.*)$"
 )
 #: An inner refusal of one key inside a union's errors (a data module chosen by class).
-_INNER = re.compile(
-    r'Parser key "(?P<key>[^"]+)": Expected a (?P<type>.+?)\. Got value: (?P<value>.*?)(?= - |$)'
-)
+_INNER = re.compile(rf"{_KEY_EXPECTED} (?P<value>.*?)(?= - |$)")
 _LITERAL = re.compile(r"typing\.Literal\[(?P<values>.*?)\]")
 
 #: Python types as a command line's reader knows them.
