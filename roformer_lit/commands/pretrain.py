@@ -37,6 +37,7 @@ from roformer_lit.commands.checkpoint_settings import (
 from roformer_lit.commands.prelaunch import check_fit_config
 from roformer_lit.commands.repeated_options import refuse_repeated_options
 from roformer_lit.commands.replaced_mappings import replaced_notes
+from roformer_lit.commands.seed_line import say_seed, seed_line_held
 from roformer_lit.commands.whole_options import WholeOptionParser
 from roformer_lit.data.datamodule import PretrainDataModule
 from roformer_lit.data.modules import (
@@ -262,7 +263,8 @@ class RoformerCLI(CompatCLI):
     def set_seed(self) -> None:
         """Seed everything, refusing a seed numpy cannot take with one line."""
         check_run_arguments({"seed_everything": self.setting(self.config, "seed_everything")})
-        super().set_seed()
+        with seed_line_held():  # said once the classes are built (say_seed)
+            super().set_seed()
 
     def setting(self, config: Any, key: str, default: Any = None) -> Any:
         """``key`` of ``config``, inside the running subcommand's section when there is one."""
@@ -289,6 +291,7 @@ class RoformerCLI(CompatCLI):
         if checkpoint is not None:
             _check_checkpoint_fits(*checkpoint, self.model)
             _check_same_tokenizer(*checkpoint, self.datamodule)
+        say_seed(self.setting(self.config, "seed_everything"))
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         """The trainer, plus preemption handling, divergence reporting and atomic saves."""

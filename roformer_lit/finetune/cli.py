@@ -48,6 +48,7 @@ from roformer_lit.commands.pretrain import (
     is_run_logger,
     run_dir_of,
 )
+from roformer_lit.commands.seed_line import say_seed
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.finetune.datamodule import TaskDataModule
 from roformer_lit.finetune.module import SequenceClassifier
@@ -181,6 +182,7 @@ class FinetuneCLI(RoformerCLI):
         for callback in self.trainer.checkpoint_callbacks:
             if getattr(callback, "monitor", None) == AUTO_MONITOR:
                 callback.monitor = f"val/{self.model.metric_names[0]}"
+        say_seed(self.setting(self.config, "seed_everything"))
 
 
 def main(args: Sequence[str]) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import logging
 import re
 import shlex
 import sys
@@ -486,17 +485,12 @@ def _safe(name: str) -> str:
 
 @contextmanager
 def _quiet_seed() -> Iterator[None]:
-    """``validate_config`` seeds (``Seed set to N``) and warns about ``args`` when run from the
-    command line; keep both out of the sweep's output."""
-    logger = logging.getLogger("lightning.fabric.utilities.seed")
-    old = logger.level
-    logger.setLevel(logging.WARNING)
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
-            yield
-    finally:
-        logger.setLevel(old)
+    """``validate_config`` warns about ``args`` when run from the command line; keep that out
+    of the sweep's output (its seeding says nothing: the CLI says the seed only once it has
+    built the classes, ``commands.seed_line``)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
+        yield
 
 
 def validate_sweep(sweep: Sweep, root: str) -> None:
