@@ -155,6 +155,15 @@ def layer_types(plan: Mapping[str, Any], num_layers: int) -> list[str]:
     return layers
 
 
+def _settings(value: Any, label: str) -> Mapping[str, Any]:
+    """``types`` or one type's settings: a mapping, or null (none: ``{}``). Any other
+    value, falsy ones too (``false``, ``0``, ``[]``, ``''``), is one ConfigError line."""
+    if value is None:
+        return {}
+    check(label, value, mapping)
+    return value
+
+
 def resolve_plan(
     plan: Mapping[str, Any] | None,
     num_layers: int,
@@ -173,8 +182,7 @@ def resolve_plan(
             LayerSpec("all", position, base_kwargs, None, attention, base_kernel_kwargs)
         ] * num_layers
     names = layer_types(plan, num_layers)
-    types = plan.get("types") or {}
-    check(f"{_LABEL}.types", types, mapping)
+    types = _settings(plan.get("types"), f"{_LABEL}.types")
     dotted = [key for key in types if isinstance(key, str) and "." in key]
     if dotted:  # --model.layer_plan.types.local.window 8: jsonargparse's one key, not a path
         raise ConfigError(
@@ -192,8 +200,7 @@ def resolve_plan(
         )
     specs: dict[str, LayerSpec] = {}
     for name in dict.fromkeys(names):
-        settings = types.get(name) or {}
-        check(f"{_LABEL}.types.{name}", settings, mapping)
+        settings = _settings(types.get(name), f"{_LABEL}.types.{name}")
         for key, value in settings.items():
             if key not in TYPE_RULES:
                 raise ConfigError(

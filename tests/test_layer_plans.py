@@ -6,6 +6,7 @@ plans without a meaning are refused in one line."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -238,6 +239,15 @@ def test_layer_schemes_train_at_the_position_rate():
     assert len(schemes) == 2 and type(schemes[1]).__name__ == "AlibiPosition"
 
 
+@pytest.mark.parametrize("types", [None, {"a": None}])
+def test_null_types_are_layers_without_settings(types):
+    plan = EncoderConfig(num_layers=2, layer_plan={"pattern": ["a"], "types": types})
+    assert [spec.window for spec in plan.layer_specs] == [None, None]
+    assert plan.layer_specs == [
+        replace(spec, type="a") for spec in EncoderConfig(num_layers=2).layer_specs
+    ]
+
+
 @pytest.mark.parametrize(
     "kwargs,expected",
     [
@@ -265,6 +275,12 @@ def test_layer_schemes_train_at_the_position_rate():
             "has no setting 'size'; valid: window, position, position_kwargs",
         ),
         ({"layer_plan": {"pattern": ["l"], "types": {"g": {}}}}, "'g' is used by no layer"),
+        # a falsy value is not "no settings": only null is (YAML's ``types: {l: }``)
+        ({"layer_plan": {"pattern": ["l"], "types": False}}, "types must be a mapping"),
+        ({"layer_plan": {"pattern": ["l"], "types": []}}, "types must be a mapping"),
+        ({"layer_plan": {"pattern": ["l"], "types": {"l": False}}}, "types.l must be a mapping"),
+        ({"layer_plan": {"pattern": ["l"], "types": {"l": 0}}}, "types.l must be a mapping"),
+        ({"layer_plan": {"pattern": ["l"], "types": {"l": ""}}}, "types.l must be a mapping"),
         ({"layer_plan": {"pattern": ["l"], "layers": ["l", "l"]}}, "exactly one of pattern"),
         ({"layer_plan": {"pattern": "l"}}, "must be a non-empty list of layer type names"),
         ({"layer_plan": {"pattern": ["a/b"]}}, "letters, digits, underscores"),
