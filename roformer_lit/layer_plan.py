@@ -225,12 +225,3 @@ def resolve_plan(
             frozenset(written),
         )
     return [specs[name] for name in names]
-
-
-def plan_label(plan: Mapping[str, Any] | None) -> str:
-    """A short label of a plan for run names, never shared by two plans that build other
-    layers: ``local128x2-global``, ``global.nope-local8x2``, ``global.base160000`` (see
-    :mod:`roformer_lit.plan_labels`); ``""`` for no plan."""
-    from roformer_lit.plan_labels import plan_label as label
-
-    return label(plan)

@@ -1,14 +1,16 @@
 """What a layer plan *is*, whatever way it is written: the one comparison of plans.
 
-Two plans build the same network when every layer gets the same scheme, options and window.
+Two plans build the same network when every layer gets the same scheme, kernel, their
+options and window: each layer as :func:`~roformer_lit.layer_plan.resolve_plan` reads it
+(the one reading of a plan, which lays a type's options over the model's).
 :func:`canonical_plan` writes a plan in one form so that such plans compare equal:
 
 - the layers' types as the shortest pattern that repeats into them (``layers: [l, g, l, g]``,
   ``pattern: [l, g, l, g]`` and ``pattern: [l, g]`` are all ``pattern: [l, g]``);
 - per type only what differs from the model: ``position`` where it is not
   ``model.position``, the options where the layer's differ from ``model.position_kwargs``
-  (with another scheme: all of its options), ``window`` where set; a type without
-  settings is left out;
+  (with another scheme: all of its options), ``window`` where set, and the same for the
+  kernel (``attention``, ``attention_kwargs``); a type without settings is left out;
 - numbers as ``int`` where integral (``base: 10000`` and ``base: 10000.0`` are one value);
 - a plan whose every layer is a plain global layer of the model's scheme is no plan (None):
   the model without a plan, bit for bit.
@@ -24,6 +26,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.layer_plan import resolve_plan
 
 
 def plain(value: Any) -> Any:
@@ -61,57 +66,81 @@ def shortest_period(names: Sequence[str]) -> list[str]:
     return list(names)
 
 
-def _layer_names(plan: Mapping[str, Any]) -> list[str] | None:
-    if ("pattern" in plan) == ("layers" in plan):
-        return None
-    names = plan.get("pattern", plan.get("layers"))
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-        return None
-    return names
-
-
-def canonical_plan(plan: Any, position: Any, position_kwargs: Any = None) -> Any:
+def canonical_plan(
+    plan: Any,
+    position: Any,
+    position_kwargs: Any = None,
+    attention: Any = None,
+    attention_kwargs: Any = None,
+) -> Any:
     """``plan`` (``model.layer_plan``) in the one form of the module docstring, for a model
-    whose scheme is ``position`` with options ``position_kwargs``; None for no plan; a
-    plan that is not well formed as plain data, as it is."""
-    well_formed, form = plan_form(plan, position, position_kwargs)
+    whose scheme is ``position`` with options ``position_kwargs`` and whose kernel is
+    ``attention`` with ``attention_kwargs``; None for no plan; a plan that is not well
+    formed as plain data, as it is."""
+    well_formed, form = plan_form(plan, position, position_kwargs, attention, attention_kwargs)
     return form if well_formed else number(plain(plan))
 
 
-def plan_form(plan: Any, position: Any, position_kwargs: Any = None) -> tuple[bool, Any]:
+def _own(
+    name: Any, options: Mapping[str, Any], model: Any, base: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A layer's options that are its own: with the model's scheme or kernel (``name`` is
+    ``model``) those that differ from the model's ``base``; with another, all of them."""
+    options = number(dict(options))
+    if name != model:
+        return options
+    return {k: v for k, v in options.items() if k not in base or base[k] != v}
+
+
+def plan_form(
+    plan: Any,
+    position: Any,
+    position_kwargs: Any = None,
+    attention: Any = None,
+    attention_kwargs: Any = None,
+) -> tuple[bool, Any]:
     """(whether ``plan`` is well formed, its one form): :func:`canonical_plan`, saying
-    whether it could be read."""
+    whether it could be read. Each layer is what :func:`~roformer_lit.layer_plan.resolve_plan`
+    (the one reading of a plan) gives it: its scheme and kernel with their options, its
+    window; a type's entry holds what differs from the model's."""
     plan = plain(plan)
     if plan is None:
         return True, None
-    if not isinstance(plan, Mapping):
-        return False, plan
-    names = _layer_names(plan)
-    types = plan.get("types") if plan.get("types") is not None else {}
     base = number(plain(position_kwargs) or {})
-    if names is None or not isinstance(types, Mapping) or not isinstance(base, Mapping):
+    base_kernel = number(plain(attention_kwargs) or {})
+    if not isinstance(plan, Mapping) or not isinstance(base, Mapping):
         return False, plan
-    pattern = shortest_period(names)
+    if not isinstance(base_kernel, Mapping):
+        return False, plan
+    names = plan.get("pattern", plan.get("layers"))
+    try:
+        specs = resolve_plan(
+            plan,
+            len(names) if isinstance(names, list) else 0,
+            position,
+            base,
+            attention,
+            base_kernel,
+        )
+    except ConfigError:
+        return False, plan
+    pattern = shortest_period([spec.type for spec in specs])
     canonical: dict[str, dict[str, Any]] = {}
-    for name in dict.fromkeys(pattern):
-        settings = types.get(name) if types.get(name) is not None else {}
-        own = settings.get("position_kwargs") if isinstance(settings, Mapping) else None
-        if not isinstance(settings, Mapping) or not isinstance(own or {}, Mapping):
-            return False, plan
-        scheme = settings.get("position", position)
-        own = number(own or {})
-        if scheme == position:
-            options = {k: v for k, v in own.items() if k not in base or base[k] != v}
-        else:
-            options = dict(own)
+    for spec in specs[: len(pattern)]:
         entry: dict[str, Any] = {}
-        if scheme != position:
-            entry["position"] = scheme
+        if spec.position != position:
+            entry["position"] = spec.position
+        options = _own(spec.position, spec.position_kwargs, position, base)
         if options:
             entry["position_kwargs"] = dict(sorted(options.items()))
-        if settings.get("window") is not None:
-            entry["window"] = number(settings["window"])
-        canonical[name] = entry
+        if spec.window is not None:
+            entry["window"] = number(spec.window)
+        if spec.attention != attention:
+            entry["attention"] = spec.attention
+        kernel_options = _own(spec.attention, spec.attention_kwargs, attention, base_kernel)
+        if kernel_options:
+            entry["attention_kwargs"] = dict(sorted(kernel_options.items()))
+        canonical[spec.type] = entry
     if not any(canonical.values()):
         return True, None
     return True, {"pattern": pattern, "types": {n: e for n, e in canonical.items() if e}}
@@ -121,12 +150,17 @@ def model_plan(model: Mapping[str, Any]) -> Any:
     """The canonical plan of a model's settings (``layer_plan``, ``position``,
     ``position_kwargs``: a run's flat hyperparameters or a config's ``model`` section)."""
     return canonical_plan(
-        model.get("layer_plan"), model.get("position"), model.get("position_kwargs")
+        model.get("layer_plan"),
+        model.get("position"),
+        model.get("position_kwargs"),
+        model.get("attention"),
+        model.get("attention_kwargs"),
     )
 
 
 def same_plan(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
-    """Whether two models' settings give every layer the same scheme, options and window."""
+    """Whether two models' settings give every layer the same scheme, kernel, their
+    options and window."""
     return model_plan(plain(ours)) == model_plan(plain(theirs))
 
 

@@ -343,14 +343,31 @@ RESUMED_PLANS = {
         {"pattern": ["l", "g"], "types": {"g": {"position": "alibi"}}},
         False,
     ),
+    # a layer's kernel is part of what a plan builds (it was once read as no plan at all)
+    "another layer kernel": (
+        {"pattern": ["l", "g"], "types": {"g": {"attention": "linear"}}},
+        {"pattern": ["l", "g"]},
+        False,
+    ),
+    "another layer kernel option": (
+        {"pattern": ["l", "g"], "types": {"g": {"attention_kwargs": {"window_block": 8}}}},
+        {"pattern": ["l", "g"], "types": {"g": {"attention_kwargs": {"window_block": 16}}}},
+        False,
+    ),
+    "the model's kernel named": (
+        {"pattern": ["l", "g"], "types": {"l": {"window": 8}}},
+        {"pattern": ["l", "g"], "types": {"l": {"window": 8, "attention": "softmax"}}},
+        True,
+    ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(RESUMED_PLANS))
 def test_a_typed_plan_that_builds_the_runs_layers_resumes(case):
     theirs, ours, same = RESUMED_PLANS[case]
-    checkpoint = {"hyper_parameters": {"position": "rope", "layer_plan": theirs}}
-    config = {"model": {"position": "rope", "layer_plan": ours}, "data": {}}
+    model = {"position": "rope", "attention": "softmax"}
+    checkpoint = {"hyper_parameters": {**model, "layer_plan": theirs}}
+    config = {"model": {**model, "layer_plan": ours}, "data": {}}
     if not same:
         with pytest.raises(ConfigError, match="layer_plan"):
             checkpoint_settings(checkpoint, config, {"model.layer_plan"}, True, "run.ckpt")

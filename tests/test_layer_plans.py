@@ -16,7 +16,7 @@ from model_factory import VALID_PAIRS, random_ids, small_model
 from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
-from roformer_lit.layer_plan import plan_label
+from roformer_lit.plan_labels import plan_label
 from roformer_lit.positions.base import PositionScheme
 from roformer_lit.results.compare.variants import variant_labels
 

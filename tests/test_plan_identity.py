@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from roformer_lit.layer_plan import plan_label
 from roformer_lit.plan_identity import canonical_plan, same_plan, shortest_period
-from roformer_lit.plan_labels import read_label, written_plan
+from roformer_lit.plan_labels import plan_label, read_label, written_plan
 from roformer_lit.results.compare.runs import RunSummary
 from roformer_lit.results.compare.select import select, to_csv, to_markdown
 from roformer_lit.results.compare.variants import variant_labels
@@ -51,6 +50,10 @@ EQUIVALENT = {
         {"pattern": ["l", "g"], "types": {"l": {"window": 8}, "g": None}},
     ),
     "one plain type everywhere is no plan": ({"pattern": ["all"]}, None),
+    "the model's own kernel named": (
+        {"pattern": ["a", "b"], "types": {"b": {"window": 8}}},
+        {"pattern": ["a", "b"], "types": {"a": {"attention": "softmax"}, "b": {"window": 8}}},
+    ),
 }
 
 #: (setting of the plan, plan A, plan B that differs only in it, the label's name for it).
@@ -70,6 +73,11 @@ DIFFERING = {
         {"pattern": THREE, "types": {"local": {"window": 16}}},
         "local.window",
     ),
+    "kernel options": (
+        {"pattern": THREE, "types": {"global": {"attention_kwargs": {"window_block": 8}}}},
+        {"pattern": THREE, "types": {"global": {"attention_kwargs": {"window_block": 16}}}},
+        "global.window_block",
+    ),
     "pattern": (
         {"pattern": THREE, "types": {"local": {"window": 8}}},
         {"pattern": ["local", "local", "global"], "types": {"local": {"window": 8}}},
@@ -79,7 +87,12 @@ DIFFERING = {
 
 
 def model(plan, position="rope", position_kwargs=None) -> dict:
-    return {"position": position, "position_kwargs": position_kwargs, "layer_plan": plan}
+    return {
+        "position": position,
+        "position_kwargs": position_kwargs,
+        "attention": "softmax",
+        "layer_plan": plan,
+    }
 
 
 @pytest.mark.parametrize("case", sorted(EQUIVALENT))
@@ -109,6 +122,19 @@ def test_every_setting_of_a_plan_tells_variants_apart_and_the_label_names_it(cas
     )
     assert labels[0] == labels[1] != labels[2]
     assert all(f" {name}=" in label for label in labels[::2]), labels
+
+
+def test_a_layers_own_kernel_is_part_of_the_plan():
+    """A type's ``attention`` was once left out of a plan's form: a plan of linear layers
+    among softmax ones compared as no plan (a resumed run took the other kernel without a
+    word, ``compare`` averaged the two as seeds of one variant, their run names were one)."""
+    linear = {"pattern": THREE, "types": {"global": {"attention": "linear"}}}
+    assert canonical_plan(linear, "rope", None, "softmax") == linear
+    assert not same_plan(model(linear), model(None))
+    assert plan_label(linear) != plan_label(None)
+    base = {"position": "rope", "attention": "softmax"}
+    labels = variant_labels([{**base, "layer_plan": linear}, {**base, "layer_plan": None}])
+    assert labels[0] != labels[1] and "global.attention=linear" in labels[0], labels
 
 
 def test_a_type_with_the_models_options_has_none_of_its_own():
@@ -224,7 +250,7 @@ def test_labels_of_different_plans_differ(case):
 @pytest.mark.parametrize("case", sorted(EQUIVALENT))
 def test_one_plan_written_two_ways_has_one_label_where_its_types_write_the_same(case):
     first, second = EQUIVALENT[case]
-    if case in ("the model's own scheme named",):  # a type's own scheme is written
+    if case in ("the model's own scheme named", "the model's own kernel named"):  # written
         return
     assert plan_label(first) == plan_label(second)
 

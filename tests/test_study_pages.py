@@ -261,7 +261,7 @@ def test_a_rerun_plan_sweep_is_read_in_todays_run_name_spelling():
     """Run names spell 160000.0 as 160000 since the labels became injective: the study
     reads a rerun's runs as the same plans as the raw outputs' older names, and nothing
     else as a plan."""
-    from roformer_lit.layer_plan import plan_label
+    from roformer_lit.plan_labels import plan_label
     from roformer_lit.results.study.plans import MLM_PLANS, PLANS, RECALL_SHORT_PLANS, plan_called
 
     modern = {

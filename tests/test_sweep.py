@@ -829,7 +829,7 @@ def test_excluding_every_combination_is_one_line_and_runs_nothing(
 
 
 def test_a_layer_plan_in_the_grid_is_named_as_fit_names_it():
-    from roformer_lit.layer_plan import plan_label
+    from roformer_lit.plan_labels import plan_label
 
     plans = [
         None,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import AbbreviatedOption, ConfigError
-from roformer_lit.layer_plan import plan_label
+from roformer_lit.plan_labels import plan_label
 from roformer_lit.sweep.finetune import (
     PRETRAINED_KEY,
     check_pretrained,
@@ -48,7 +48,7 @@ STATUS_FILE = "sweep_status.json"
 #: Short names of keys whose last component would mislead: ``data.seed`` is the data's
 #: seed, not the run's (``seed0-dataseed1``, not ``seed0-seed1``).
 KEY_ALIASES = {"seed_everything": "seed", "data.seed": "dataseed"}
-#: A grid key whose mapping values are named by :func:`roformer_lit.layer_plan.plan_label`.
+#: A grid key whose mapping values are named by :func:`roformer_lit.plan_labels.plan_label`.
 PLAN_KEY = "model.layer_plan"
 #: What a sweep may run: ``fit`` (pretraining, the default) or ``finetune``.
 COMMANDS = ("fit", "finetune")

@@ -8,7 +8,7 @@
   ``valrandom``, a training hint ``hint0.5``, document masking ``docmask``), then every
   scheme and kernel option the run sets (``position_kwargs`` and ``attention_kwargs``, key by
   key: p-RoPE's ``unrotated_fraction0.25``, ``base500``), then the layer plan's label
-  (``local128x2-global``, :func:`roformer_lit.layer_plan.plan_label`) and every block option
+  (``local128x2-global``, :func:`roformer_lit.plan_labels.plan_label`) and every block option
   the run sets (``mlpgeglu``).
 
 A run of a **recipe** (a ``--config`` file in a directory named ``recipes``, such as
@@ -36,9 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.encoder_config import EncoderConfig, canonical_name
-from roformer_lit.layer_plan import plan_label
 from roformer_lit.plan_identity import number, plain, same_plan
-from roformer_lit.plan_labels import spelled
+from roformer_lit.plan_labels import plan_label, spelled
 
 #: Longest name stem (a run directory name stays well under the file system's 255 bytes,
 #: leaving room for a ``-N`` counter).
@@ -127,7 +126,8 @@ def variant_parts(model: Any, data: Any, recipe: Mapping[str, Any] | None = None
             parts.append(shown)
     for section in ("position_kwargs", "attention_kwargs"):
         parts += _differing(_get(model, section), reference.get(section))
-    theirs = {key: reference.get(key) for key in ("position", "position_kwargs", "layer_plan")}
+    plan_keys = ("position", "position_kwargs", "attention", "attention_kwargs", "layer_plan")
+    theirs = {key: reference.get(key, ENCODER_DEFAULTS[key]) for key in plan_keys}
     if recipe is None or not same_plan(plain(model) or {}, theirs):
         parts.append(plan_label(plain(_get(model, "layer_plan"))))  # "" without a plan
     parts += _differing(_get(model, "block"), reference.get("block"))

@@ -49,7 +49,7 @@ TEST_FILES = "cpu-study-plans-{task}.csv"
 LAST_FILES = "cpu-study-plans-last-{task}.csv"
 LAST_RUN = run_pattern("study_plans_last", r"(?P<plan>.+?)", STUDY_TASKS)
 LAST_PLANS = {"local8x2-global.nope": "local RoPE ×2, global NoPE last (iRoPE / RNoPE order)"}
-#: run-name plan label (:func:`roformer_lit.layer_plan.plan_label`) -> what the page calls it
+#: run-name plan label (:func:`roformer_lit.plan_labels.plan_label`) -> what the page calls it
 PLANS = {
     "layer_plan=none": "all-global RoPE",
     "global.base160000.0-local8x2": "ModernBERT: global (base 160 K) first, local ×2",
