@@ -29,6 +29,7 @@ on the device it is trained on (:func:`kernels_train_on`: the device is known on
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -118,6 +119,11 @@ class ResolvedLayer:
     kernel_options: dict[str, Any]
 
     @property
+    def scheme_key(self) -> tuple[str, str]:
+        """Layers with equal keys share one scheme instance (:func:`scheme_key`)."""
+        return scheme_key(self.spec.position, self.scheme, self.scheme_options)
+
+    @property
     def scheme_capabilities(self) -> SchemeCapabilities:
         return self.scheme.capabilities(self.scheme_options)
 
@@ -133,6 +139,30 @@ class ResolvedLayer:
         """`` (layer type 'local')`` where the layer's scheme or kernel is not the model's."""
         same = (self.spec.position, self.spec.attention) == (model.position, model.attention)
         return "" if same else f" (layer type {self.spec.type!r})"
+
+
+def scheme_key(
+    name: str, scheme: type[PositionScheme], options: Mapping[str, Any]
+) -> tuple[str, str]:
+    """What a scheme instance is: its name and every option's value, the checked
+    ``options`` over the defaults of its signature. Layers with equal keys share one
+    instance, so an option written at its default (``num_buckets: 32`` in a layer type of a
+    T5 model) or in another spelling (``base: 10000`` for ``10000.0``) is the instance
+    without it, not a second one with parameters of its own."""
+    defaults = {
+        p.name: p.default
+        for p in inspect.signature(scheme.__init__).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
+    }
+    return name, repr(sorted({**defaults, **options}.items()))
+
+
+def model_scheme_key(config: EncoderConfig) -> tuple[str, str]:
+    """:func:`scheme_key` of the model's own scheme and options."""
+    model = config.model_layer
+    scheme = lookup(POSITION_SCHEMES, model.position, "position")
+    options = check_options(scheme, model.position_kwargs, "position", model.position)
+    return scheme_key(model.position, scheme, options)
 
 
 def resolve_layers(specs: Sequence[LayerSpec]) -> list[ResolvedLayer]:
@@ -261,7 +291,7 @@ def embedding_schemes_do_not_vary(config: EncoderConfig, layers: list[ResolvedLa
     """A scheme that adds positions to the embeddings acts once, before every layer: it
     cannot be one layer's scheme while other layers differ from the model's."""
     model = config.model_layer
-    varied = [layer for layer in layers if layer.spec.scheme_key != model.scheme_key]
+    varied = [layer for layer in layers if layer.scheme_key != model_scheme_key(config)]
     if not varied:
         return
     model_scheme = lookup(POSITION_SCHEMES, model.position, "position")
@@ -329,35 +359,38 @@ def scheme_groups(config: EncoderConfig, layers: list[ResolvedLayer]) -> list[Sc
     """The scheme instances an encoder builds: layers with equal scheme and options share
     one. The model's group comes first (with the layers' options where every layer resolves
     alike); it is also the embedding's scheme. Layers are numbered within their group."""
-    model = config.model_layer
-    keys = list(dict.fromkeys(layer.spec.scheme_key for layer in layers))
+    model, model_key = config.model_layer, model_scheme_key(config)
+    keys = list(dict.fromkeys(layer.scheme_key for layer in layers))
     if len(keys) == 1:  # one scheme everywhere: the model's, with the layers' options
-        model = layers[0].spec
+        model, model_key = layers[0].spec, keys[0]
     shape = encoder_shape(config)
     groups = [
         SchemeGroup(
             None,
             model,
-            replace(shape, num_layers=_count(layers, model.scheme_key, config.num_layers)),
+            replace(shape, num_layers=_count(layers, model_key, config.num_layers)),
+            model_key,
         )
     ]
-    seen = {model.scheme_key}
+    seen = {model_key}
     for layer in layers:
-        if layer.spec.scheme_key not in seen:
-            seen.add(layer.spec.scheme_key)
-            shape_here = replace(shape, num_layers=_count(layers, layer.spec.scheme_key, 0))
-            groups.append(SchemeGroup(layer.spec.type, layer.spec, shape_here))
+        if layer.scheme_key not in seen:
+            seen.add(layer.scheme_key)
+            shape_here = replace(shape, num_layers=_count(layers, layer.scheme_key, 0))
+            groups.append(SchemeGroup(layer.spec.type, layer.spec, shape_here, layer.scheme_key))
     return groups
 
 
 @dataclass(frozen=True)
 class SchemeGroup:
     """One scheme instance of an encoder: ``name`` None for the model's scheme (else the
-    first layer type that uses it), its spec and the shape it is built over."""
+    first layer type that uses it), its spec, the shape it is built over and its
+    :func:`scheme_key` (the layers of equal key use it)."""
 
     name: str | None
     spec: LayerSpec
     shape: EncoderShape
+    key: tuple[str, str] = ("", "")
 
     def build(self) -> PositionScheme:
         """The scheme, with its checked options."""
@@ -368,7 +401,7 @@ class SchemeGroup:
 
 def _count(layers: list[ResolvedLayer], key: tuple[str, str], empty: int) -> int:
     """How many layers use scheme ``key`` (``empty`` if none: a scheme that only embeds)."""
-    return sum(1 for layer in layers if layer.spec.scheme_key == key) or max(empty, 1)
+    return sum(1 for layer in layers if layer.scheme_key == key) or max(empty, 1)
 
 
 def _model_path(model: LayerSpec, key: str) -> str | None:
@@ -440,8 +473,8 @@ def construct_on_meta(config: EncoderConfig, layers: list[ResolvedLayer]) -> Non
         built = [_built(group.spec, group.build, model, own, "position") for group in groups]
         for layer in layers:
             _built(layer.spec, layer.build_kernel, model, _model_kernel(model), "attention")
-    keys = {layer.spec.scheme_key for layer in layers}
-    if len(groups) > 1 and groups[0].spec.scheme_key not in keys:
+    keys = {layer.scheme_key for layer in layers}
+    if len(groups) > 1 and groups[0].key not in keys:
         if any(True for _ in built[0].parameters()):
             raise ConfigError(
                 f"every layer of model.layer_plan overrides model.position {config.position!r}, "

@@ -104,11 +104,6 @@ class LayerSpec:
             return None
         return f"{_LABEL}.types.{self.type}" + (f".{names[0]}" if len(names) == 1 else "")
 
-    @property
-    def scheme_key(self) -> tuple[str, str]:
-        """Layers with equal keys share one scheme instance."""
-        return self.position, repr(sorted(self.position_kwargs.items()))
-
 
 def _names(value: Any, key: str) -> list[str]:
     if (

@@ -100,10 +100,10 @@ class Encoder(nn.Module):
         self.position = groups[0].build()
         others = {group.name: group.build() for group in groups[1:]}
         # (group name or None for the model's scheme, index among the group's layers)
-        group_of = {group.spec.scheme_key: group.name for group in groups}
+        group_of = {group.key: group.name for group in groups}
         self._layer_scheme: list[tuple[str | None, int]] = []
         for layer in layers:
-            group = group_of[layer.spec.scheme_key]
+            group = group_of[layer.scheme_key]
             used = sum(1 for g, _ in self._layer_scheme if g == group)
             self._layer_scheme.append((group, used))
         self.kernels_keep_segments = all(layer.kernel_capabilities.segments for layer in layers)

@@ -54,6 +54,35 @@ def test_one_type_everywhere_is_the_model_without_a_plan(position, attention, pl
     _same_model(plain, planned, ids, mask)
 
 
+def _defaults(position: str) -> dict:
+    """Every option of ``position``'s signature at its default value."""
+    import inspect
+
+    params = inspect.signature(POSITION_SCHEMES[position].__init__).parameters.values()
+    return {
+        p.name: p.default
+        for p in params
+        if p.kind is p.KEYWORD_ONLY and p.default is not p.empty and p.default is not None
+    }
+
+
+@pytest.mark.parametrize("position", LAYER_SCHEMES)
+def test_a_layer_type_writing_the_defaults_is_the_model_without_a_plan(position):
+    """A type that writes its scheme's options at their defaults (``num_buckets: 32`` in a
+    T5 model) once got a scheme instance of its own, with parameters of its own: another
+    model, drawn from other initial weights, than the one without a plan."""
+    defaults = _defaults(position)
+    if not defaults:
+        pytest.skip(f"{position} has no option with a default")
+    attention = "softmax"
+    ids, mask = random_ids(2, 12), torch.ones(2, 12, dtype=torch.bool)
+    plan = {"pattern": ["a", "b"], "types": {"b": {"position_kwargs": defaults}}}
+    plain = small_model(position, attention)
+    _same_model(plain, small_model(position, attention, layer_plan=plan), ids, mask)
+    every = {"pattern": ["a"], "types": {"a": {"position_kwargs": defaults}}}
+    _same_model(plain, small_model(position, attention, layer_plan=every), ids, mask)
+
+
 @pytest.mark.parametrize("attention", sorted(ATTENTION_KERNELS))
 def test_per_layer_rope_bases_and_nope_layers_work_on_every_kernel(attention):
     """Per-layer schemes without a score bias have a meaning on every kernel: a plan of
