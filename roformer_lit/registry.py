@@ -18,7 +18,9 @@ Every component is checked for its kind when it is resolved (a scheme must subcl
 object of the wrong kind or a plugin that raises (or exits) on import is one
 :class:`~roformer_lit.errors.ConfigError` line naming it. An entry point named like a
 built-in is never loaded (the name means the built-in); :meth:`Registry.shadowing` gives
-its one line, which ``python -m roformer_lit schemes`` lists. :meth:`Registry.origin`
+its one line, which ``python -m roformer_lit schemes`` lists. A name that installed
+distributions declare for different objects is refused when looked up, naming each entry
+point (which one it meant would depend on the order of ``sys.path``). :meth:`Registry.origin`
 says where a name comes from (built-in; distribution and version; import path), which
 checkpoints record so that a run stays its own. A built-in is one component however it is
 named: :meth:`Registry.canonical` gives its short name for its import path too, which the
@@ -145,18 +147,25 @@ class Registry(Mapping[str, T], Generic[T]):
         """The installed entry points named like a built-in, each with its one-line error:
         such an entry point is never loaded (the name means the built-in), so a plugin
         that means to replace ``rope`` is said to be unused rather than silently ignored."""
-        found = {}
-        for name, point in self._entry_points().items():
+        found: dict[str, list[str]] = {}
+        for name, points in _entry_points_of(self.group).items():
             if name not in self._builtins:
                 continue
-            dist = getattr(point, "dist", None)
-            where = f" ({dist.metadata['Name']} {dist.version})" if dist is not None else ""
-            found[name] = ConfigError(
-                f"{self.what} {name!r}: the entry point {point.value!r} in group "
-                f"{self.group!r}{where} has a built-in's name and is never used (the name "
-                "means the built-in); give the entry point another name"
+            for point in points:
+                dist = getattr(point, "dist", None)
+                where = f" ({dist.metadata['Name']} {dist.version})" if dist is not None else ""
+                found.setdefault(name, []).append(
+                    f"the entry point {point.value!r} in group {self.group!r}{where}"
+                )
+        return {
+            name: ConfigError(
+                f"{self.what} {name!r}: {' and '.join(points)} "
+                f"{'has' if len(points) == 1 else 'have'} a built-in's name and "
+                f"{'is' if len(points) == 1 else 'are'} never used (the name means the "
+                "built-in); give the entry point another name"
             )
-        return found
+            for name, points in found.items()
+        }
 
     def canonical(self, name: Any) -> Any:
         """The name ``name``'s component is known by: a built-in's short name for any other
@@ -201,14 +210,23 @@ class Registry(Mapping[str, T], Generic[T]):
     # -- resolving -----------------------------------------------------------------------
 
     def _entry_points(self) -> dict[str, importlib.metadata.EntryPoint]:
-        return _entry_points_of(self.group)
+        return {name: points[0] for name, points in _entry_points_of(self.group).items()}
 
     def _resolve(self, name: str) -> T:
         if is_import_path(name):
             return self._check_kind(self._import(name), name)
-        point = self._entry_points().get(name)
-        if point is None:
+        points = _entry_points_of(self.group).get(name, ())
+        if not points:
             raise KeyError(name)
+        if len(points) > 1:  # which one wins would depend on the order of sys.path
+            listed = ", ".join(map(_described_point, points))
+            raise ConfigError(
+                f"{self.what} {name!r} is ambiguous: {len(points)} installed entry points in "
+                f"group {self.group!r} have that name: {listed}; uninstall all but one, or "
+                f"name the one you mean by its import path (valid: "
+                f"{', '.join(point.value for point in points)})"
+            )
+        point = points[0]
         if not importlib.metadata.EntryPoint.pattern.match(point.value):
             raise ConfigError(
                 f"{self.what} {name!r}: the entry point's value {point.value!r} in group "
@@ -366,9 +384,23 @@ def instance_of(cls: type) -> Callable[[Any], bool]:
 
 
 @functools.cache
-def _entry_points_of(group: str) -> dict[str, importlib.metadata.EntryPoint]:
-    """The installed entry points of ``group`` by name (read once per process)."""
-    return {point.name: point for point in importlib.metadata.entry_points(group=group)}
+def _entry_points_of(group: str) -> dict[str, tuple[importlib.metadata.EntryPoint, ...]]:
+    """The installed entry points of ``group`` by name (read once per process): each name's
+    entry points of distinct values, more than one where installed distributions declare
+    the name for different objects (an ambiguous name, refused when looked up)."""
+    found: dict[str, list[importlib.metadata.EntryPoint]] = {}
+    for point in importlib.metadata.entry_points(group=group):
+        same = found.setdefault(point.name, [])
+        if all(point.value != other.value for other in same):
+            same.append(point)
+    return {name: tuple(points) for name, points in found.items()}
+
+
+def _described_point(point: importlib.metadata.EntryPoint) -> str:
+    """An entry point in words: its value and, where known, its distribution and version."""
+    dist = getattr(point, "dist", None)
+    where = f" ({dist.metadata['Name']} {dist.version})" if dist is not None else ""
+    return f"{point.value!r}{where}"
 
 
 def _distribution_of(module: str) -> tuple[str, str] | None:

@@ -311,6 +311,35 @@ def test_an_entry_point_named_like_a_builtin_is_listed_as_never_used(plugin_dir,
     assert "mytask  (entry point" in out
 
 
+def test_a_name_two_distributions_declare_is_refused_naming_both(plugin_dir, capsys):
+    """A second installed distribution declaring ``mine`` for another class: which one the
+    name meant would depend on the order of ``sys.path``, so the name is refused, naming
+    both entry points and their import paths (which stay usable)."""
+    info = plugin_dir / "other_plugins-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: other-plugins\nVersion: 2.0\n")
+    (info / "entry_points.txt").write_text(
+        "[roformer_lit.positions]\nmine = my_plugin:Ranged\nrope = my_plugin:Ranged\n"
+    )
+    _entry_points_of.cache_clear()
+    for make in (
+        lambda: EncoderConfig(position="mine"),
+        lambda: check_model({"position": "mine"}, 64, None),
+    ):
+        with pytest.raises(ConfigError) as raised:
+            make()
+        message = str(raised.value)
+        assert "\n" not in message and message.startswith("position 'mine' is ambiguous: 2 ")
+        assert "'my_plugin:MyScheme' (my-plugins 1.2.3)" in message
+        assert "'my_plugin:Ranged' (other-plugins 2.0)" in message
+    assert EncoderConfig(position="my_plugin:Ranged").layers[0].scheme.__name__ == "Ranged"
+    assert cli_main(["schemes"]) == 2
+    out = capsys.readouterr().out
+    assert "  mine: error: position 'mine' is ambiguous" in out
+    assert "the entry point 'my_plugin:MyScheme' in group 'roformer_lit.positions' " in out
+    assert "and the entry point 'my_plugin:Ranged' in group" in out  # both never used
+
+
 def test_the_kit_skips_a_kernel_plugin_that_fails_to_load(plugin_dir):
     """Another package's broken kernel is not a failure of the scheme under test."""
     kernels = compatible_kernels(POSITION_SCHEMES["nope"])
