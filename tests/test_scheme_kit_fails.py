@@ -186,6 +186,16 @@ class KeepsTheFirstPositionsOfALength(SinusoidalPosition):
         return super().embed(x, first.setdefault(x.shape[1], positions))
 
 
+class DrawsEveryCall(AlibiPosition):
+    """ALiBi plus noise drawn at every forward, in eval mode too (say, a random jitter of
+    the positions left switched on): two calls on one input disagree."""
+
+    def prepare(self, length, device, dtype, positions=None):
+        ctx = super().prepare(length, device, dtype, positions)
+        noise = torch.rand(1, self.shape.num_heads, length, length, device=device, dtype=dtype)
+        return ScoreBias(ctx.bias + noise, scale=ctx.scale)
+
+
 @pytest.mark.parametrize(
     "scheme,check,words",
     [
@@ -199,6 +209,7 @@ class KeepsTheFirstPositionsOfALength(SinusoidalPosition):
         (ForgetsWhatItsRowsRead, "rows_read", "that rows_read does not name"),
         (SquaresFromTheRowStart, "squares", "is not that slice of its dense bias"),
         (KeepsTheFirstPositionsOfALength, "positions", "after a call at 0 .. L-1"),
+        (DrawsEveryCall, "deterministic", "not deterministic: one model in eval mode"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else None,
 )
@@ -221,12 +232,20 @@ def test_the_kit_fails_a_broken_scheme_naming_check_and_scheme(scheme, check, wo
         (ForgetsWhatItsRowsRead, "gradients"),
         (SquaresFromTheRowStart, "gradients"),
         (KeepsTheFirstPositionsOfALength, "padding"),
+        (KeepsTheFirstPositionsOfALength, "deterministic"),
+        (DrawsEveryCall, "shapes"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else value,
 )
 def test_each_broken_scheme_passes_the_checks_its_mistake_is_not_about(scheme, check):
     """The failures above are the named check's, not a kit that fails everything."""
     check_scheme(scheme, attention="softmax", checks=[check])
+
+
+def test_a_scheme_that_draws_at_random_is_said_to_be_not_deterministic():
+    """The whole kit names the randomness first, not the padding check it would also fail."""
+    with pytest.raises(AssertionError, match="deterministic check failed.*not deterministic"):
+        check_scheme(DrawsEveryCall, attention="softmax")
 
 
 def test_a_scheme_that_ignores_segments_fails_the_segments_check():

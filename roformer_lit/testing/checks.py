@@ -6,6 +6,8 @@ code path for the property at stake:
 
 - ``shapes``: logits ``[B, L, V]`` in float32, finite, at three encoder shapes (odd head
   counts; head sizes the class's ``head_size_multiple`` refuses are left out);
+- ``deterministic``: one model in eval mode gives the same logits when called twice on the
+  same input (plain, with a key-padding mask, at drawn positions);
 - ``padding``: the real tokens' logits ignore what sits in padded slots, and equal those
   of the unpadded row;
 - ``translation``: prepending padding shifts every real token's position; the logits stay
@@ -126,6 +128,33 @@ def check_shapes(scheme: type[PositionScheme], attention: str, options: Options)
         assert torch.isfinite(out).all(), f"non-finite logits at (hidden, heads) {shape}"
         tried += 1
     assert tried, f"no test shape has a head size that is a multiple of {scheme.head_size_multiple}"
+
+
+def check_deterministic(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """One model in eval mode, called twice on the same input (plain, with a key-padding
+    mask, at drawn positions), gives the same logits: every other check compares calls of a
+    model, so a scheme that draws at random (or keeps state between calls) fails here,
+    named as such, rather than as padding that leaks."""
+    model = visible_model(scheme, attention, options=options)
+    ids = random_ids(2, 13)
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[:, 9:] = False
+    calls = {"plain": {}, "with a key-padding mask": {"attention_mask": mask}}
+    if model.encoder.position.reads_positions:
+        calls["at drawn positions"] = {"position_ids": random_positions(2, 13, SPAN)}
+    with torch.no_grad():
+        for where, inputs in calls.items():
+            first, second = model(ids, **inputs), model(ids, **inputs)
+            torch.testing.assert_close(
+                second,
+                first,
+                **FLOAT32_TOL,
+                msg=lambda m, w=where: (
+                    f"not deterministic: one model in eval mode, called twice on the same "
+                    f"input ({w}), gives different logits (a random draw, or state kept "
+                    f"between calls?): {m}"
+                ),
+            )
 
 
 def check_padding(scheme: type[PositionScheme], attention: str, options: Options) -> None:
@@ -500,6 +529,7 @@ CHECKS: dict[str, Check] = {
     check.name: check
     for check in (
         Check("shapes", check_shapes),
+        Check("deterministic", check_deterministic),
         Check("padding", check_padding),
         Check("translation", check_translation),
         Check(
