@@ -196,6 +196,45 @@ class DrawsEveryCall(AlibiPosition):
         return ScoreBias(ctx.bias + noise, scale=ctx.scale)
 
 
+class BiasOneKeyShort(AlibiPosition):
+    """ALiBi whose bias drops the last key (an off-by-one in the author's indexing)."""
+
+    def prepare(self, length, device, dtype, positions=None):
+        ctx = super().prepare(length, device, dtype, positions)
+        return ScoreBias(ctx.bias[..., :-1], scale=ctx.scale)
+
+
+class ScoreReturnsATensor(AlibiPosition):
+    """ALiBi whose layers return the bias tensor itself, not a ScoreBias."""
+
+    def layer(self, index: int) -> LayerPosition:
+        return _BareBias()
+
+
+class _BareBias(LayerPosition):
+    def score(self, q, k, ctx, qkv):
+        return ctx.bias
+
+
+class RotationDropsAFeature(RotaryPosition):
+    """RoPE whose rotation drops the last feature of queries and keys alike: their product
+    still has the scores' shape, so nothing downstream complains."""
+
+    def layer(self, index: int) -> LayerPosition:
+        return _Truncated(super().layer(index))
+
+
+class _Truncated(LayerPosition):
+    rotates = True
+
+    def __init__(self, inner: LayerPosition) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def rotate(self, x: Tensor, ctx) -> Tensor:
+        return self.inner.rotate(x, ctx)[..., :-1]
+
+
 @pytest.mark.parametrize(
     "scheme,check,words",
     [
@@ -210,6 +249,9 @@ class DrawsEveryCall(AlibiPosition):
         (SquaresFromTheRowStart, "squares", "is not that slice of its dense bias"),
         (KeepsTheFirstPositionsOfALength, "positions", "after a call at 0 .. L-1"),
         (DrawsEveryCall, "deterministic", "not deterministic: one model in eval mode"),
+        (BiasOneKeyShort, "shapes", "score bias has shape (1, 3, 7, 6), which does not"),
+        (ScoreReturnsATensor, "shapes", "layer 0's score hook returned Tensor, not a ScoreB"),
+        (RotationDropsAFeature, "shapes", "rotate turns queries of shape (3, 3, 7, 16) into"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else None,
 )

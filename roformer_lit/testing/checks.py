@@ -5,7 +5,9 @@ compares what the class computes with an oracle that does not go through the sch
 code path for the property at stake:
 
 - ``shapes``: logits ``[B, L, V]`` in float32, finite, at three encoder shapes (odd head
-  counts; head sizes the class's ``head_size_multiple`` refuses are left out);
+  counts; head sizes the class's ``head_size_multiple`` refuses are left out); before the
+  model runs, each layer's ``score`` returns a ``ScoreBias`` (or None) whose dense bias
+  broadcasts to ``[B, h, L, L]``, and its ``rotate`` keeps the shape of queries and keys;
 - ``deterministic``: one model in eval mode gives the same logits when called twice on the
   same input (plain, with a key-padding mask, at drawn positions);
 - ``padding``: the real tokens' logits ignore what sits in padded slots, and equal those
@@ -68,6 +70,7 @@ from roformer_lit.module import MaskedLM
 from roformer_lit.positions.base import (
     PositionScheme,
     QKVWeights,
+    ScoreBias,
     default_scale,
     segment_positions,
 )
@@ -120,14 +123,52 @@ def check_shapes(scheme: type[PositionScheme], attention: str, options: Options)
         model = small_model(
             scheme, attention, hidden_size, num_heads, num_layers=1, position_kwargs=options
         )
+        shape = (hidden_size, num_heads)
+        check_hook_outputs(model, shape)  # named here, not as a size mismatch in a kernel
         with torch.no_grad():
             out = model(random_ids(2, 7))
-        shape = (hidden_size, num_heads)
         assert out.shape == (2, 7, VOCAB), f"logits {tuple(out.shape)} at {shape}, not (2, 7, 97)"
         assert out.dtype == torch.float32, f"logits are {out.dtype}, not float32, at {shape}"
         assert torch.isfinite(out).all(), f"non-finite logits at (hidden, heads) {shape}"
         tried += 1
     assert tried, f"no test shape has a head size that is a multiple of {scheme.head_size_multiple}"
+
+
+def check_hook_outputs(model: MaskedLM, shape: tuple[int, int]) -> None:
+    """What each layer's hooks return, before a kernel reads it: ``score`` a ``ScoreBias``
+    (or None) whose dense bias broadcasts to ``[B, h, L, L]``, ``rotate`` queries and keys
+    of the shape it was given."""
+    built = model.encoder.position
+    q, k, _ = layer_inputs(model, seed=3)
+    batch, heads, length, _ = q.shape
+    wanted = (batch, heads, length, length)
+    with torch.no_grad():
+        ctx = built.prepare(length, q.device, q.dtype, None)
+        for index, block in enumerate(model.encoder.layers):
+            hooks = built.layer(index)
+            qkv = QKVWeights(block.attention.qkv.weight, block.attention.qkv.bias, heads)
+            score = hooks.score(q, k, ctx, qkv)
+            assert score is None or isinstance(score, ScoreBias), (
+                f"layer {index}'s score hook returned {type(score).__name__}, not a "
+                f"ScoreBias or None, at (hidden, heads) {shape}"
+            )
+            bias = None if score is None else score.bias
+            if bias is not None:
+                try:
+                    fits = torch.broadcast_shapes(tuple(bias.shape), wanted) == wanted
+                except RuntimeError:
+                    fits = False
+                assert fits, (
+                    f"layer {index}'s score bias has shape {tuple(bias.shape)}, which does not "
+                    f"broadcast to [B, h, L, L] = {wanted} at (hidden, heads) {shape}"
+                )
+            if hooks.rotates:
+                for name, x in (("queries", q), ("keys", k)):
+                    turned = hooks.rotate(x, ctx)
+                    assert turned.shape == x.shape, (
+                        f"layer {index}'s rotate turns {name} of shape {tuple(x.shape)} into "
+                        f"{tuple(turned.shape)} at (hidden, heads) {shape}"
+                    )
 
 
 def check_deterministic(scheme: type[PositionScheme], attention: str, options: Options) -> None:
