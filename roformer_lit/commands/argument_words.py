@@ -12,6 +12,8 @@ takes and what was given::
 
     trainer.max_steps: expected an integer, got 'abc'
     trainer.precision: 17 is not valid; expected one of 64, 32, 16, '16-mixed', ..., or null
+    model.position_kwargs: expected a mapping {option: value, ...} or null, got '{x:1}'
+    (YAML needs a space after each key's colon: '{x: 1}')
 
 A message of another shape (or a wording a later jsonargparse changes) is kept as it is,
 on one line: the rewrite only ever replaces a message it fully understands.
@@ -35,6 +37,10 @@ _UNION = re.compile(
 #: An inner refusal of one key inside a union's errors (a data module chosen by class).
 _INNER = re.compile(rf"{_KEY_EXPECTED} (?P<value>.*?)(?= - |$)")
 _LITERAL = re.compile(r"typing\.Literal\[(?P<values>.*?)\]")
+#: A union of a mapping and null (``model.position_kwargs``, ``model.attention_kwargs``).
+_MAPPING = re.compile(r"^dict\[[^\]]*\](?P<null>, <class 'NoneType'>)?$")
+#: A key of a YAML flow mapping written without the space after its colon (``{x:1}``).
+_UNSPACED_KEY = re.compile(r"(?P<key>[{,]\s*[\w.-]+):(?=[^\s:])")
 
 #: Python types as a command line's reader knows them.
 _TYPE_WORDS = {
@@ -65,10 +71,28 @@ def plain_argument_error(exc: BaseException) -> str:
             key = f"{union['key']}.{inner['key']}"
             return f"{key}: expected {expected}, got {_shown(inner['value'])}"
         return message
+    mapping = _MAPPING.match(union["types"])
+    if mapping is not None:
+        null = " or null" if mapping["null"] else ""
+        return (
+            f"{union['key']}: expected a mapping {{option: value, ...}}{null}, got "
+            f"{_shown(union['value'])}{_spacing_hint(union['value'])}"
+        )
     choices = _choices(union["types"])
     if choices is None:
         return message
     return f"{union['key']}: {_shown(union['value'])} is not valid; expected {choices}"
+
+
+def _spacing_hint(value: str) -> str:
+    """Where ``value`` is a flow mapping whose keys lack the space after their colon, which
+    YAML reads as one string (``{initial_slope:0.5}``), the spelling that is a mapping."""
+    if not (value.startswith("{") and value.endswith("}")):
+        return ""
+    spaced = _UNSPACED_KEY.sub(r"\g<key>: ", value)
+    if spaced == value:
+        return ""
+    return f" (YAML needs a space after each key's colon: {spaced!r})"
 
 
 def _expected(type_text: str) -> str | None:
