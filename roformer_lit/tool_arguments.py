@@ -259,6 +259,27 @@ def real(low: float, high: float, low_open: bool = False) -> Bounded:
     return Bounded(float, low, high, low_open)
 
 
+@dataclass(frozen=True, eq=False)  # hashed by identity (argparse looks a type up)
+class Registered:
+    """A name a registry resolves, checked when the command line is parsed: a built-in, an
+    installed entry point's name or an import path ``package.module:Class``, as everywhere
+    else (a fixed ``choices`` list would refuse the user's own import path). An argparse
+    ``type`` that returns the name a built-in is known by (its short name for its import
+    path) and the name unchanged otherwise; a name that does not resolve is the
+    registry's one line (what is wrong, and the valid names)."""
+
+    registry: Any  # a roformer_lit.registry.Registry
+
+    def __call__(self, word: str) -> str:
+        try:
+            self.registry[word]
+        except KeyError:
+            raise argparse.ArgumentTypeError(str(self.registry.unknown(word))) from None
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return self.registry.canonical(word)
+
+
 @dataclass(frozen=True)
 class OutputPath:
     """A path a tool writes: a file, or a directory (``directory``), checked when the

@@ -380,3 +380,49 @@ def test_inference_flops_count_the_sdpa_form_whatever_the_backend(backend, monke
         counts[name] = inference_flops(runner)
         assert {layer.attention.kernel.backend for layer in model.encoder.layers} == {name}
     assert counts[backend] == counts["sdpa"] > 0
+
+
+BIAS_PLUGIN = """
+from roformer_lit.positions.alibi import AlibiPosition
+from roformer_lit.attention.softmax import SoftmaxAttention
+
+class MyAlibi(AlibiPosition):
+    pass
+
+class MyKernel(SoftmaxAttention):
+    pass
+"""
+
+
+def test_bench_times_a_plugin_named_by_its_import_path(tmp_path, monkeypatch, capsys):
+    """``--schemes`` and ``--kernels`` take what every other command takes: an import path
+    (a fixed list of choices refused it), and a built-in's import path is the built-in."""
+    (tmp_path / "bench_plugin.py").write_text(BIAS_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    schemes = ["bench_plugin:MyAlibi", "roformer_lit.positions.nope:NoPosition"]
+    argv = ["bench", "--lengths", "16", "--schemes", *schemes, "--kernels", "bench_plugin:MyKernel"]
+    assert main([*argv, "--no-mfu", "--no-backends", *TINY_BENCH]) == 0
+    out = capsys.readouterr().out
+    assert "| bench_plugin:MyAlibi | bench_plugin:MyKernel | 16 |" in out
+    assert "| nope | bench_plugin:MyKernel | 16 |" in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (
+            ["--schemes", "bench_plugin:MyAlibii"],
+            "no attribute 'MyAlibii'; candidates there: AlibiPosition, MyAlibi",
+        ),
+        (["--kernels", "sofmax"], "unknown attention 'sofmax'; valid choices: linear, softmax"),
+    ],
+)
+def test_bench_refuses_a_name_that_resolves_to_nothing_in_one_line(
+    flags, words, tmp_path, monkeypatch, capsys
+):
+    (tmp_path / "bench_plugin.py").write_text(BIAS_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["bench", "--lengths", "16", *flags, *TINY_BENCH]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: bench: argument "), err
+    assert words in err[0], err[0]

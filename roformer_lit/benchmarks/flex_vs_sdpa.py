@@ -27,7 +27,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.machine import describe_machine
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
-from roformer_lit.tool_arguments import LENGTH, MAX_LENGTH, ToolParser, integer
+from roformer_lit.tool_arguments import LENGTH, MAX_LENGTH, Registered, ToolParser, integer
 
 BIAS_SCHEMES = [name for name, cls in POSITION_SCHEMES.items() if cls.needs_score_bias]
 
@@ -115,7 +115,13 @@ def build_parser() -> ToolParser:
     """``bench-flex``'s parser: every numeric flag declares its range (one ``error:`` line)."""
     parser = ToolParser("bench-flex", description=__doc__)
     parser.add_argument(
-        "--schemes", nargs="+", default=["nope", *BIAS_SCHEMES], choices=list(POSITION_SCHEMES)
+        "--schemes",
+        nargs="+",
+        type=Registered(POSITION_SCHEMES),
+        default=["nope", *BIAS_SCHEMES],
+        metavar="SCHEME",
+        help="registered names or import paths package.module:Class (default: nope and "
+        f"every scheme with a score bias: {', '.join(BIAS_SCHEMES)})",
     )
     parser.add_argument("--lengths", nargs="+", type=LENGTH, default=[512, 2048, 4096])
     parser.add_argument(

@@ -38,7 +38,14 @@ from roformer_lit.benchmarks.sdpa_backends import backends_taken, describe
 from roformer_lit.machine import describe_machine
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
-from roformer_lit.tool_arguments import LENGTH, MAX_LENGTH, ToolParser, integer, real
+from roformer_lit.tool_arguments import (
+    LENGTH,
+    MAX_LENGTH,
+    Registered,
+    ToolParser,
+    integer,
+    real,
+)
 from roformer_lit.training.flops import gemm_shapes, nominal_peak_flops, training_step_flops
 from roformer_lit.validation import divisors
 
@@ -342,10 +349,22 @@ def build_parser() -> ToolParser:
     """``bench``'s parser: every numeric flag declares its range (one ``error:`` line)."""
     parser = ToolParser("bench", description=__doc__)
     parser.add_argument(
-        "--schemes", nargs="+", default=list(POSITION_SCHEMES), choices=list(POSITION_SCHEMES)
+        "--schemes",
+        nargs="+",
+        type=Registered(POSITION_SCHEMES),
+        default=list(POSITION_SCHEMES),
+        metavar="SCHEME",
+        help="registered names or import paths package.module:Class (default: every "
+        f"registered scheme: {', '.join(POSITION_SCHEMES)})",
     )
     parser.add_argument(
-        "--kernels", nargs="+", default=list(ATTENTION_KERNELS), choices=list(ATTENTION_KERNELS)
+        "--kernels",
+        nargs="+",
+        type=Registered(ATTENTION_KERNELS),
+        default=list(ATTENTION_KERNELS),
+        metavar="KERNEL",
+        help="registered names or import paths package.module:Class (default: every "
+        f"registered kernel: {', '.join(ATTENTION_KERNELS)})",
     )
     parser.add_argument("--lengths", nargs="+", type=LENGTH, default=[128, 512, 2048])
     parser.add_argument("--batch", type=integer(1, MAX_BATCH), default=4)
