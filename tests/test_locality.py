@@ -127,3 +127,29 @@ def test_a_plan_with_several_schemes_has_no_single_prior():
     plan = {"pattern": ["a", "b"], "types": {"b": {"position": "t5"}}}
     prior = bias_prior(small_model("alibi", layer_plan=plan).encoder, LENGTH)
     assert isinstance(prior, str) and "layer plan" in prior
+
+
+def _unbuildable(checkpoint, path):
+    """``checkpoint`` with its scheme replaced by an import path nothing provides."""
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    state["hyper_parameters"]["position"] = "gone_pkg.schemes:Gone"
+    torch.save(state, path)
+    return path
+
+
+def test_a_checkpoint_that_cannot_be_built_prints_no_table(alibi_checkpoint, tmp_path, capsys):
+    gone = _unbuildable(alibi_checkpoint, tmp_path / "gone.ckpt")
+    assert main(["locality", str(gone)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no table head before the refusal
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "gone_pkg" in lines[0]
+    other = _unbuildable(alibi_checkpoint, tmp_path / "other.ckpt")
+    assert main(["locality", str(gone), str(other)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip().splitlines()[-1] == (
+        "error: none of the 2 checkpoints could be read (each said why above)"
+    )
+    assert main(["locality", str(gone), str(alibi_checkpoint)]) == 0  # the readable one
+    assert len(capsys.readouterr().out.strip().splitlines()) == 3

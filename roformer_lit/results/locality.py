@@ -114,24 +114,31 @@ def main(args: Sequence[str]) -> int:
     shortest = min(length for _, length in ready)
     if ns.window >= shortest // 2:
         raise ConfigError(f"--window must be < L / 2 = {shortest // 2}, got {ns.window}")
-    print(
-        f"| checkpoint | scheme | L | mass within ±{ns.window} of the query: max | median | uniform |"
-    )
-    print("|---|---|---|---|---|---|")
+    header = [
+        f"| checkpoint | scheme | L | mass within ±{ns.window} of the query: max | median | "
+        "uniform |",
+        "|---|---|---|---|---|---|",
+    ]
     for path, length in ready:
         try:
             model = MaskedLM.from_checkpoint(path)
         except ConfigError as exc:
-            if len(ready) == 1:
+            if len(ready) == 1:  # refused before a line of the table is printed
                 raise
             warn(f"{exc}; skipped")
             continue
         prior = bias_prior(model.encoder, length)
         lead = f"| {path} | {model.hparams.position} | {length} |"
         if isinstance(prior, str):
-            print(f"{lead} {prior} | | |")
-            continue
-        mass = local_mass(prior, ns.window).flatten().tolist()
-        uniform = (2 * ns.window + 1) / length
-        print(f"{lead} {max(mass):.3f} | {statistics.median(mass):.3f} | {uniform:.3f} |")
+            row = f"{lead} {prior} | | |"
+        else:
+            mass = local_mass(prior, ns.window).flatten().tolist()
+            uniform = (2 * ns.window + 1) / length
+            row = f"{lead} {max(mass):.3f} | {statistics.median(mass):.3f} | {uniform:.3f} |"
+        print("\n".join([*header, row]))
+        header = []  # the table's head, once its first row is ready
+    if header:
+        raise ConfigError(
+            f"none of the {len(ready)} checkpoints could be read (each said why above)"
+        )
     return 0
