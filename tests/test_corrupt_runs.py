@@ -91,6 +91,22 @@ def _cut_last_bytes(run: Path) -> None:
     events.write_bytes(events.read_bytes()[:-7])
 
 
+def _damaged_record_data(run: Path) -> None:
+    """One byte of the data of a record in the middle of the file flipped: its framing and
+    header are intact, its data fails its checksum (TensorBoard's reader stops there
+    without a word, so the run would read as if it ended before it)."""
+    events = _events(run)
+    data = bytearray(events.read_bytes())
+    starts, offset = [], 0
+    while offset < len(data):
+        (length,) = struct.unpack("<Q", data[offset : offset + 8])
+        starts.append((offset + 12, length))
+        offset += 12 + length + 4
+    start, length = starts[len(starts) // 2]
+    data[start + length // 2] ^= 0xFF
+    events.write_bytes(bytes(data))
+
+
 def _garbage_events(run: Path) -> None:
     _events(run).write_bytes(os.urandom(3000))
 
@@ -173,10 +189,16 @@ def _unreadable_config(run: Path) -> None:
 
 
 #: name -> (damage, outcome, words the warning must hold). outcome: "noted" (the damaged
-#: run is tabled with a note), "skipped" (left out, one warning), "ignored" (not a run, no
+#: run is tabled with a note), "unfinished" (noted, and what could be read ends before the
+#: run's last validation: left out of the means), "skipped" (left out, one warning), "ignored" (not a run, no
 #: warning), "fine" (compare does not read what was damaged).
 COMPARE_CASES: dict[str, tuple[Callable[[Path], None], str, tuple[str, ...]]] = {
     "events cut short": (_cut_last_bytes, "noted", ("events.out.tfevents", "truncated")),
+    "events record data damaged": (
+        _damaged_record_data,
+        "unfinished",
+        ("events.out.tfevents", "damaged at byte", "fails its checksum"),
+    ),
     "events garbage": (_garbage_events, "skipped", ("not a TensorBoard event file",)),
     "events framed garbage": (_framed_garbage, "skipped", ("TensorBoard cannot read",)),
     "events empty": (_empty_events, "skipped", ("no scalars",)),
@@ -245,15 +267,17 @@ def test_compare_survives_a_damaged_run(trained, tmp_path, capsys, restore_permi
     row = dict(zip(header, rows[0], strict=True))
     if outcome in ("noted", "fine"):
         assert row["seeds"] == "2 (0, 1)"
+    elif outcome == "unfinished":
+        assert row["seeds"] == "1 (0) + 1 unfinished"
     else:
         assert row["seeds"] == "1 (0)"
     # no blank row: the good run's numbers are there, and every missing number is explained
     assert row["final val/loss"] != "–"
-    if outcome == "noted":
+    if outcome in ("noted", "unfinished"):
         assert row["note"].startswith("seed 1:") and all(w in row["note"] for w in words)
     else:
         assert "note" not in row
-    if outcome in ("noted", "skipped"):
+    if outcome in ("noted", "unfinished", "skipped"):
         assert len(own) == 1 and own[0].startswith("warning:"), own
         assert str(damaged) in own[0] and all(w in own[0] for w in words), own
         assert own[0].endswith("skipped") == (outcome == "skipped")
@@ -429,3 +453,23 @@ def test_extrapolate_refuses_a_malicious_checkpoint_without_running_it(trained, 
     # the payload is live: an unrestricted unpickling runs it
     torch.load(evil, map_location="cpu", weights_only=False)
     assert marker.exists()
+
+
+def test_every_record_s_data_is_checked(trained, tmp_path):
+    """A byte flipped in any one record's data is found: TensorBoard's reader stops at such
+    a record without a word, so one near the end (after the last ``val/loss``) would table
+    an earlier validation's ``val/ppl`` as the run's last, with no note."""
+    from roformer_lit.results.events import check_event_file
+
+    data = _events(trained).read_bytes()
+    offset, damaged = 0, tmp_path / "events.out.tfevents.damaged"
+    while offset < len(data):
+        (length,) = struct.unpack("<Q", data[offset : offset + 8])
+        if length:
+            copy = bytearray(data)
+            copy[offset + 12 + length // 2] ^= 0xFF
+            damaged.write_bytes(bytes(copy))
+            assert check_event_file(damaged) is not None, offset
+        offset += 12 + length + 4
+    damaged.write_bytes(data)
+    assert check_event_file(damaged) is None

@@ -6,11 +6,13 @@ event file is first checked against the TFRecord framing it is written in::
 
     uint64 length | uint32 masked_crc32c(length) | data[length] | uint32 masked_crc32c(data)
 
-:func:`check_event_file` verifies every record's length and header checksum (12 bytes per
-record, so cheap at any file size) and the data checksum of the last record (a torn final
-write); a checksum error inside an earlier record's data is not looked for. Whatever is
-wrong goes into :attr:`RunEvents.problems`, one short sentence per file; the scalars hold
-whatever TensorBoard could read.
+:func:`check_event_file` verifies every record's length, header checksum and data checksum,
+as TensorBoard's reader does (it reads every byte anyway): a record whose data is damaged
+ends what that reader returns, without a word, so a damaged record in the middle of a file
+would otherwise table the values logged before it as the run's last ones (a final
+``val/ppl`` replaced by an earlier validation's). Whatever is wrong goes into
+:attr:`RunEvents.problems`, one short sentence per file; the scalars hold whatever
+TensorBoard could read.
 """
 
 from __future__ import annotations
@@ -70,7 +72,6 @@ def check_event_file(path: str | Path) -> str | None:
     with open(path, "rb") as f:
         size = f.seek(0, 2)
         offset = records = 0
-        last: tuple[int, int] | None = None  # (data offset, data length) of the last record
         while offset < size:
             f.seek(offset)
             header = f.read(_HEADER.size)
@@ -84,14 +85,16 @@ def check_event_file(path: str | Path) -> str | None:
             end = offset + _HEADER.size + length + _CRC.size
             if end > size:
                 return _truncated(offset, records)
-            last = (offset + _HEADER.size, length)
-            offset, records = end, records + 1
-        if last is not None:
-            f.seek(last[0])
-            data = f.read(last[1])
+            data = f.read(length)
             (crc,) = _CRC.unpack(f.read(_CRC.size))
             if masked_crc32c(data) != crc:
-                return f"its last record is damaged ({records - 1} complete records before it)"
+                if end == size:
+                    return f"its last record is damaged ({records} complete records before it)"
+                return (
+                    f"damaged at byte {offset}: the record's data fails its checksum, and "
+                    f"nothing after it can be read ({records} complete records before it)"
+                )
+            offset, records = end, records + 1
     return None
 
 
