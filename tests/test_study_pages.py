@@ -53,6 +53,8 @@ PROBES_TXT = "cpu-2026-11-24-probes-recall-extrapolate.txt"
 MLM_TXT = "cpu-2026-11-23-extrapolation-every-scheme.txt"
 POSITION_LR_TXT = "cpu-2026-11-23-position-lr.txt"
 SPEED_TXT = cpu_speed.FUSED
+MLM_CSV = "cpu-study-plans-mlm.csv"
+RETRAIN_CSV = "cpu-2026-11-25-study-schemes-retrain.csv"
 
 
 def _lines(text: str) -> list[str]:
@@ -82,6 +84,19 @@ def value_column_renamed(data: bytes) -> bytes:
     lines = _lines(data.decode())
     lines[0] = lines[0].replace("value", "amount")
     return "".join(lines).encode()
+
+
+def with_split(split: str):
+    """The file with ``extrapolate --csv``'s ``split`` column, every row ``split``."""
+
+    def damage(data: bytes) -> bytes:
+        lines = [line.rstrip("\n") for line in _lines(data.decode())]
+        return "".join(
+            f"{line},{'split' if i == 0 else split}\n" for i, line in enumerate(lines)
+        ).encode()
+
+    damage.__name__ = f"split_{split}"
+    return damage
 
 
 def binary(data: bytes) -> bytes:
@@ -148,6 +163,11 @@ DAMAGED_FILES = [
     ("csv-extra-field", PLANS_CSV, one_field_too_many, "plans-table", "line 6: more fields"),
     ("csv-no-column", PLANS_CSV, value_column_renamed, "plans-table", "line 1: no column value"),
     ("budget-csv-cut", BUDGET_CSV, cut_mid_row, "budget", "line 10: 2 of 5 fields"),
+    # a file that says it holds another split than the study reports
+    ("csv-split-val", PLANS_CSV, with_split("val"), "plans-table", "line 2: split 'val', the"),
+    ("budget-split-val", BUDGET_CSV, with_split("val"), "budget", "split 'val', the study"),
+    ("retrain-split-val", RETRAIN_CSV, with_split("val"), "schemes-retrain", "split 'val'"),
+    ("mlm-split-test", MLM_CSV, with_split("test"), "plans-mlm-table", "reads split 'val'"),
     ("selection-csv", SELECTION_CSV, selection_not_a_number, "schemes-selected", "val_acc"),
     ("table-cell", PROBES_TXT, table_cell_not_a_number, "recall", "not a row of an extrapolate"),
     ("table-row-cut", PROBES_TXT, table_row_cut, "recall", "not a row of an extrapolate"),
@@ -209,6 +229,29 @@ def test_a_damaged_raw_output_is_one_error_line_naming_it(
     named = str(bench / name) if "cannot be written" not in says else str(pages / "page.md")
     assert named in line, line
     assert (pages / "page.md").read_text(encoding="utf-8") == page  # nothing written
+
+
+@pytest.mark.parametrize(
+    ("name", "split", "region"),
+    [
+        (PLANS_CSV, "test", "plans-table"),
+        (BUDGET_CSV, "test", "budget"),
+        (RETRAIN_CSV, "test", "schemes-retrain"),
+        (MLM_CSV, "val", "plans-mlm-table"),
+    ],
+)
+def test_a_file_naming_the_split_its_study_reads_gives_the_same_page(
+    tmp_path, name, split, region
+) -> None:
+    """The split column of a newer ``extrapolate --csv`` file changes nothing where it says
+    the split the study reports (the committed files, from before the column, name none)."""
+    bench, pages = _study_dirs(tmp_path, REGION_PAGE.format(region=region))
+    assert study_main(["--bench", str(bench), "--pages", str(pages)]) == 0
+    page = (pages / "page.md").read_text(encoding="utf-8")
+    (bench / name).write_bytes(with_split(split)((bench / name).read_bytes()))
+    (pages / "page.md").write_text(REGION_PAGE.format(region=region), encoding="utf-8")
+    assert study_main(["--bench", str(bench), "--pages", str(pages)]) == 0
+    assert (pages / "page.md").read_text(encoding="utf-8") == page
 
 
 #: (case, page text, what the error line says)

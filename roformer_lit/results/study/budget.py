@@ -99,7 +99,7 @@ def budget_cells() -> tuple[dict, dict]:
         if not part.ready():
             continue
         for protocol, name in (("ordinary", part.ordinary), ("random", part.random)):
-            for row in csv_rows(bench_file(name), BUDGET_COLUMNS):
+            for row in csv_rows(bench_file(name), BUDGET_COLUMNS, "test"):
                 value = row["value"]
                 if row["name"].startswith("baseline:"):
                     if protocol == "ordinary":
@@ -314,7 +314,7 @@ def budget_reruns() -> str:
     def accuracies(part: BudgetSlice) -> dict:
         values = {}
         for name in (part.ordinary, part.random):
-            for row in csv_rows(bench_file(name), BUDGET_COLUMNS):
+            for row in csv_rows(bench_file(name), BUDGET_COLUMNS, "test"):
                 match = BUDGET_RUN.search(row["name"])
                 if match is None or match["sweep"] != part.sweep or row["metric"] != "acc":
                     continue

@@ -9,7 +9,9 @@ a page of ``docs/studies/``, the README or ``docs/performance.md`` (its CPU spee
 writes it. Every table, and every sentence that states a count, an ordering or "on every
 seed", lives in such a region, so a page cannot drift from its data: the default test suite
 runs ``--check``. A damaged raw output or page is one ``error:`` line naming the file (and
-the line or region), exit 2; no page is written then.
+the line or region), exit 2; no page is written then. So is an ``extrapolate --csv`` file
+whose ``split`` column names another split than its study reports (``test``; the MLM
+study's corpus runs: ``val``); a file from before the column is read as that split.
 """
 
 from __future__ import annotations

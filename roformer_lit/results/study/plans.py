@@ -73,6 +73,9 @@ RECALL_SHORT_PLANS = {
     "local8x2-global.nope": "local RoPE ×2, global NoPE last (iRoPE / RNoPE order)",
 }
 MLM_FILE = "cpu-study-plans-mlm.csv"
+#: the split the MLM files hold: a corpus run's one held-out split, its validation text
+#: (``extrapolate --split test`` is for position tasks only)
+MLM_SPLIT = "val"
 MLM_LENGTHS = [128, 256, 512, 1024, 2048]
 #: What the MLM table calls ``extrapolate``'s ``baseline:unigram`` row: the entropy of the
 #: masked tokens' own frequencies on the evaluated blocks, an in-sample reference, not a
@@ -161,13 +164,16 @@ def _study(
     plans: dict[str, str] = PLANS,
     metric: str = "acc",
     length_name: str = "n",
+    split: str = "test",
 ) -> SeedStudy:
     """The plans against all-global RoPE over the tasks whose ``files[task]`` exist."""
-    result = SeedStudy(lengths, plans["layer_plan=none"], metric=metric, length_name=length_name)
+    result = SeedStudy(
+        lengths, plans["layer_plan=none"], metric=metric, length_name=length_name, split=split
+    )
     for task, name in files.items():
         path = bench_file(name)
         if path.is_file():
-            cells, baselines = read_test_csv(path, parse, metric)
+            cells, baselines = read_test_csv(path, parse, metric, split)
             result.cells.update(cells)
             result.baselines.update(baselines)
             result.order[task] = list(plans.values())
@@ -212,7 +218,7 @@ def mlm_study() -> SeedStudy:
     global-last layout where its raw output exists and the training split's unigram as the
     baseline (the in-sample unigram a reference only)."""
     parse = one_task_parser(MLM_RUN, "mlm", MLM_PLANS)
-    result = _study(MLM_LENGTHS, {"mlm": MLM_FILE}, parse, MLM_PLANS, "loss", "L")
+    result = _study(MLM_LENGTHS, {"mlm": MLM_FILE}, parse, MLM_PLANS, "loss", "L", MLM_SPLIT)
     if not result.tasks():
         return result
     last = one_task_parser(MLM_LAST_RUN, "mlm", MLM_LAST_PLANS)
@@ -220,7 +226,7 @@ def mlm_study() -> SeedStudy:
         result.order["mlm"] = [*result.order["mlm"], *MLM_LAST_PLANS.values()]
     path = bench_file(MLM_TRAIN_UNIGRAM_FILE)
     if path.is_file():  # its one run is a 2-step model: only its baseline rows are read
-        _, rows = read_test_csv(path, lambda name: ("mlm", name, 0), "loss")
+        _, rows = read_test_csv(path, lambda name: ("mlm", name, 0), "loss", MLM_SPLIT)
         for key, value in rows.items():
             if result.baselines.setdefault(key, value) != value:
                 raise ValueError(
@@ -248,7 +254,9 @@ def mlm_seeds_study() -> SeedStudy:
     if not study.cells or not merge_file(
         study, bench_file(MLM_SEEDS_FILE), parse, "loss", MLM_RULES
     ):
-        return SeedStudy(MLM_LENGTHS, study.reference, metric="loss", length_name="L")
+        return SeedStudy(
+            MLM_LENGTHS, study.reference, metric="loss", length_name="L", split=MLM_SPLIT
+        )
     return study
 
 

@@ -3,7 +3,9 @@
 Every reader of the studies goes through :func:`read_text` (a file that is missing,
 unreadable or not UTF-8 text: binary) and, for CSV files, :func:`csv_rows` (a header
 without a column the study reads, a row with fewer or more fields than the header, a field
-that is not the number it must be). Each refusal is a
+that is not the number it must be, and, for an ``extrapolate --csv`` or ``--budget`` file,
+a row of another split than the study reports: :data:`~roformer_lit.results.extrapolate_rows.SPLIT_COLUMN`,
+which files from before the column lack). Each refusal is a
 :class:`~roformer_lit.errors.ConfigError` naming the file and, where there is one, the line:
 ``scripts/study_pages.py`` prints it as one ``error:`` line.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.results.extrapolate_rows import SPLIT_COLUMN
 
 #: A column's conversion: the text of a field -> its value (raises ValueError if it is not).
 Convert = Callable[[str], Any]
@@ -44,9 +47,15 @@ def optional(convert: Convert) -> Convert:
     return lambda text: convert(text) if text else None
 
 
-def csv_rows(path: Path, columns: Mapping[str, Convert]) -> Iterator[dict[str, Any]]:
+def csv_rows(
+    path: Path, columns: Mapping[str, Convert], split: str | None = None
+) -> Iterator[dict[str, Any]]:
     """The rows of a CSV file as dicts, each of ``columns`` converted (other columns as
-    text); ConfigError naming the file and line of the first damage."""
+    text); ConfigError naming the file and line of the first damage. With ``split`` (an
+    ``extrapolate`` file: ``test`` for held-out sequences, ``val`` for a corpus run's
+    validation text), a row whose :data:`SPLIT_COLUMN` says another split is refused (the
+    study would report numbers of sequences it does not say); a file without the column,
+    written before ``extrapolate`` recorded it, is read as that split."""
     reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
     try:
         header = reader.fieldnames or []
@@ -72,6 +81,11 @@ def csv_rows(path: Path, columns: Mapping[str, Convert]) -> Iterator[dict[str, A
                     raise ConfigError(
                         f"{where}: column {name} is not {_kind(convert)}: {row[name]!r}"
                     ) from None
+            if split is not None and SPLIT_COLUMN in header and row[SPLIT_COLUMN] != split:
+                raise ConfigError(
+                    f"{where}: {SPLIT_COLUMN} {row[SPLIT_COLUMN]!r}, the study reads split "
+                    f"{split!r} (write the file with extrapolate --split {split})"
+                )
             yield row
     except csv.Error as exc:
         raise ConfigError(f"{path}: line {reader.line_num}: {exc}") from None

@@ -29,16 +29,19 @@ TEST_COLUMNS = {"name": str, "metric": str, "length": int, "value": float}
 Parse = Callable[[str], "tuple[str, str, int] | None"]
 
 
-def read_test_csv(path: Path, parse: Parse, metric: str = "acc") -> tuple[dict, dict]:
+def read_test_csv(
+    path: Path, parse: Parse, metric: str = "acc", split: str = "test"
+) -> tuple[dict, dict]:
     """``(task, variant, n, metric) -> seed -> value`` and ``(task, rule, n) -> value`` of
     the ``baseline:<rule>`` rows in ``metric`` of an ``extrapolate --csv`` file whose rows
     are one task's (``parse`` says which task a run is; baselines take the task of the
-    file's runs)."""
+    file's runs). Its rows must be of ``split`` where the file names one
+    (:func:`~.reading.csv_rows`)."""
     cells: dict = {}
     baselines: dict = {}
     pending = []
     tasks = set()
-    for row in csv_rows(path, TEST_COLUMNS):
+    for row in csv_rows(path, TEST_COLUMNS, split):
         n, value = row["length"], row["value"]
         if row["name"].startswith("baseline:"):
             if row["metric"] == metric:
@@ -69,7 +72,7 @@ def merge_file(
     (ValueError otherwise: its runs were scored on other sequences). False when absent."""
     if not path.is_file():
         return False
-    cells, baselines = read_test_csv(path, parse, metric)
+    cells, baselines = read_test_csv(path, parse, metric, study.split)
     baselines = renamed(baselines, rules)
     for key, value in baselines.items():
         if key in study.baselines and study.baselines[key] != value:
@@ -107,7 +110,7 @@ def by_data_seed(
     each counts as many times as it has seeds), its rules renamed by ``rules`` where the
     study names them otherwise."""
     paths = [paths] if isinstance(paths, Path) else list(paths)
-    empty = SeedStudy(study.lengths, study.reference, metric=study.metric)
+    empty = SeedStudy(study.lengths, study.reference, metric=study.metric, split=study.split)
     if not study.cells or not paths or not paths[0].is_file():
         return empty
     result = SeedStudy(
@@ -122,12 +125,13 @@ def by_data_seed(
         metric=study.metric,
         length_name=study.length_name,
         references=study.references,
+        split=study.split,
     )
     seen = {data_seed}
     weighted = dict(study.baselines)
     counted = dict.fromkeys(study.baselines, 1)  # test sets each baseline's sum holds
     for path in (p for p in paths if p.is_file()):
-        cells, baselines = read_test_csv(path, parse, study.metric)
+        cells, baselines = read_test_csv(path, parse, study.metric, study.split)
         seeds = {s for by_seed in cells.values() for s in by_seed}
         if seeds & seen:
             raise ValueError(
@@ -155,7 +159,9 @@ class SeedStudy:
     ``metric``: the cells' measure, ``acc`` (higher is better) or ``loss`` (MLM: lower is
     better, no exact match, so no "solved"); ``length_name``: how a length is written;
     ``references``: baseline rows shown in the table but never the baseline a finding
-    compares with (a reference fitted to the scored tokens themselves)."""
+    compares with (a reference fitted to the scored tokens themselves); ``split``: the
+    ``extrapolate --split`` its raw outputs must hold (``test``, held-out sequences; an MLM
+    study's is ``val``, a corpus run's one held-out split)."""
 
     lengths: list[int]
     reference: str
@@ -166,6 +172,7 @@ class SeedStudy:
     metric: str = "acc"
     length_name: str = "n"
     references: tuple[str, ...] = ()
+    split: str = "test"
 
     def only(self, names: list[str], task: str | None = None) -> SeedStudy:
         """A new study of these variants (in this order) on every task they are in, or on
@@ -184,6 +191,7 @@ class SeedStudy:
             metric=self.metric,
             length_name=self.length_name,
             references=self.references,
+            split=self.split,
         )
 
     @property

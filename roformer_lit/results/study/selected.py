@@ -287,7 +287,7 @@ def retrain() -> str:
         if not path.is_file():
             continue
         cells = inside_count = identical_count = 0
-        for row in csv_rows(path, TEST_COLUMNS):
+        for row in csv_rows(path, TEST_COLUMNS, "test"):
             parsed = _parse(row["name"])
             if parsed is None or row["metric"] != "acc":
                 continue
