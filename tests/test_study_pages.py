@@ -138,6 +138,26 @@ def mlm_loss_cell(data: bytes) -> bytes:
     return "".join(lines).encode()
 
 
+def mlm_row_twice(data: bytes) -> bytes:
+    """xl's seed-0 row given twice: one run counted as a fourth seed."""
+    lines = _lines(data.decode())
+    at = next(i for i, line in enumerate(lines) if line.startswith("| runs/positions/xl-"))
+    return "".join([*lines[: at + 1], lines[at], *lines[at + 1 :]]).encode()
+
+
+def mlm_row_missing(data: bytes) -> bytes:
+    """nope's seed-1 row gone: a mean over two seeds under a heading of three."""
+    lines = _lines(data.decode())
+    gone = "| runs/positions/nope-softmax-seed1/"
+    return "".join(line for line in lines if not line.startswith(gone)).encode()
+
+
+def position_lr_line_twice(data: bytes) -> bytes:
+    lines = _lines(data.decode())
+    at = next(i for i, line in enumerate(lines) if line.startswith("fire-softmax position_lr"))
+    return "".join([*lines[: at + 1], lines[at], *lines[at + 1 :]]).encode()
+
+
 def emptied(data: bytes) -> bytes:
     return b""
 
@@ -174,6 +194,9 @@ DAMAGED_FILES = [
     ("table-binary", PROBES_TXT, binary, "recall", "not UTF-8 text"),
     ("mlm-loss-cell", MLM_TXT, mlm_loss_cell, "mlm-sweep", "no loss at L=128"),
     ("mlm-missing", MLM_TXT, None, "mlm-sweep", "cannot be read"),
+    ("mlm-seed-twice", MLM_TXT, mlm_row_twice, "mlm-sweep", "xl seed 0 a second time"),
+    ("mlm-seed-gone", MLM_TXT, mlm_row_missing, "mlm-sweep", "nope has seeds 0, 2, not 0, 1, 2"),
+    ("lr-seed-twice", POSITION_LR_TXT, position_lr_line_twice, "position-lr", "fire seed 0 a"),
     ("position-lr-empty", POSITION_LR_TXT, emptied, "position-lr", "cannot be written"),
     ("speed-row-cut", SPEED_TXT, speed_row_cut, "cpu-bias-table", "cells for"),
     ("speed-no-table", SPEED_TXT, speed_table_renamed, "cpu-bias-findings", "no per-scheme table"),
@@ -252,6 +275,23 @@ def test_a_file_naming_the_split_its_study_reads_gives_the_same_page(
     (pages / "page.md").write_text(REGION_PAGE.format(region=region), encoding="utf-8")
     assert study_main(["--bench", str(bench), "--pages", str(pages)]) == 0
     assert (pages / "page.md").read_text(encoding="utf-8") == page
+
+
+def test_on_every_seed_is_said_only_where_every_seed_agrees(tmp_path) -> None:
+    """``position-lr``: ×10 below ×1 "on every seed" is stated only when it is; a seed on
+    the other side makes the sentence give the count and each seed's difference."""
+    bench, pages = _study_dirs(tmp_path, REGION_PAGE.format(region="position-lr"))
+    raw = bench / POSITION_LR_TXT
+    lines = raw.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("fire-softmax position_lr"))
+    lines[at + 1] = lines[at + 1].rsplit(",", 1)[0] + ",6.2\n"  # seed 1, above ×1's 6.037
+    raw.write_text("".join(lines), encoding="utf-8")
+    assert study_main(["--bench", str(bench), "--pages", str(pages)]) == 0
+    text = (pages / "page.md").read_text(encoding="utf-8")
+    fire = text[text.index("`fire` ×10") : text.index("`t5` ×10")]
+    assert "on every seed by" not in fire.split(";")[0], fire
+    assert "lower than ×1 on 2 of 3 seeds only" in fire and "-0.16" in fire, fire
+    assert "`t5` ×10 is lower than ×1 on every seed by 0.73–0.76 nats" in text
 
 
 #: (case, page text, what the error line says)

@@ -3,7 +3,10 @@ loss over seeds, and ``t5``/``fire`` at ten times the position learning rate. Re
 ``mlm-sweep`` and ``position-lr``.
 
 Raw outputs read in ``docs/bench/``: :data:`MLM_RAW` (``extrapolate`` tables, one block per
-scheme) and :data:`POSITION_LR_RAW` (final ``val/loss`` per seed)."""
+scheme) and :data:`POSITION_LR_RAW` (final ``val/loss`` per seed). Each value is keyed by
+the seed its run names, and every scheme must have each of :data:`SEEDS` once: a row
+given twice (one run counted as two seeds) or missing (a mean over fewer seeds than the
+table's heading says) is refused in one line naming the file, line or scheme."""
 
 from __future__ import annotations
 
@@ -24,6 +27,31 @@ POSITION_LR_RAW = "cpu-2026-11-23-position-lr.txt"
 
 #: the MLM training length and the columns of MLM_RAW's tables (L=128 is column 3)
 MLM_LENGTHS = {128: 3, 512: 4}
+#: the seeds of the positions sweep (``configs/sweeps/positions.yaml``), in table order
+SEEDS = (0, 1, 2)
+_SEED = re.compile(r"-seed(\d+)$")
+
+
+def _by_seed(found: dict[str, dict[int, float]], where: str) -> dict[str, list[float]]:
+    """``scheme -> [value of each of SEEDS]``; ConfigError naming ``where`` and the scheme
+    whose seeds are not :data:`SEEDS`."""
+    for scheme, by_seed in found.items():
+        if sorted(by_seed) != list(SEEDS):
+            raise ConfigError(
+                f"{where}: {scheme} has seeds {', '.join(map(str, sorted(by_seed))) or 'none'}, "
+                f"not {', '.join(map(str, SEEDS))}: its mean would be over other seeds than "
+                "the table says"
+            )
+    return {scheme: [by_seed[s] for s in SEEDS] for scheme, by_seed in found.items()}
+
+
+def _add(found: dict[str, dict[int, float]], scheme: str, seed: int, value: float, at: str) -> None:
+    """One seed's value; ConfigError naming ``at`` when the scheme has that seed already."""
+    if seed in found.setdefault(scheme, {}):
+        raise ConfigError(
+            f"{at}: {scheme} seed {seed} a second time: one run is one seed, never two"
+        )
+    found[scheme][seed] = value
 
 
 @cached
@@ -31,7 +59,7 @@ def mlm_losses(length: int = 128) -> dict[str, list[float]]:
     """``scheme -> [val/loss of seed 0, 1, 2]`` at ``length`` (128, the training length, where
     extrapolate equals validate, or 512 = 4×), from each scheme's block without scheme
     options; a scheme with a seed not evaluated at ``length`` is left out."""
-    losses: dict[str, list[float]] = {}
+    losses: dict[str, dict[int, float]] = {}
     block = None
     path = bench_file(MLM_RAW)
     for number, line in enumerate(read_text(path).splitlines(), start=1):
@@ -43,27 +71,32 @@ def mlm_losses(length: int = 128) -> dict[str, list[float]]:
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         cell = cells[MLM_LENGTHS[length]] if len(cells) > MLM_LENGTHS[length] else ""
+        seed = _SEED.search(match["name"])
+        if seed is None:
+            raise ConfigError(f"{path}: line {number}: no seed in the run name {match['name']!r}")
+        at = f"{path}: line {number}"
         if cell.startswith("refused"):  # "refused (...)": not evaluated at this length
-            losses.setdefault(block, []).append(math.nan)
+            _add(losses, block, int(seed[1]), math.nan, at)
             continue
         try:
-            losses.setdefault(block, []).append(float(cell))
+            loss = float(cell)
         except ValueError:
-            raise ConfigError(
-                f"{path}: line {number}: no loss at L={length} in this row: {cell!r}"
-            ) from None
-    return {k: v for k, v in losses.items() if not any(math.isnan(x) for x in v)}
+            raise ConfigError(f"{at}: no loss at L={length} in this row: {cell!r}") from None
+        _add(losses, block, int(seed[1]), loss, at)
+    every = _by_seed(losses, str(path))
+    return {k: v for k, v in every.items() if not any(math.isnan(x) for x in v)}
 
 
 @cached
 def position_lr_losses() -> dict[str, list[float]]:
     """``t5`` / ``fire`` at 10x the position learning rate: per seed final val/loss."""
-    found: dict[str, list[float]] = {}
-    for line in read_text(bench_file(POSITION_LR_RAW)).splitlines():
-        match = re.fullmatch(r"(t5|fire)-softmax position_lr_scale=10\.0,(\d),([0-9.]+)", line)
+    found: dict[str, dict[int, float]] = {}
+    path = bench_file(POSITION_LR_RAW)
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        match = re.fullmatch(r"(t5|fire)-softmax position_lr_scale=10\.0,(\d+),([0-9.]+)", line)
         if match:
-            found.setdefault(match[1], []).append(float(match[3]))
-    return found
+            _add(found, match[1], int(match[2]), float(match[3]), f"{path}: line {number}")
+    return _by_seed(found, str(path))
 
 
 def _every_below(a: list[float], b: list[float]) -> bool:
@@ -74,7 +107,7 @@ def mlm_sweep() -> str:
     losses = mlm_losses()
     order = sorted(losses, key=lambda k: statistics.fmean(losses[k]))
     lines = [
-        "| variant | val/loss, seeds 0 / 1 / 2 | mean [95 % t-interval] |",
+        f"| variant | val/loss, seeds {' / '.join(map(str, SEEDS))} | mean [95 % t-interval] |",
         "| --- | --- | ---: |",
     ]
     for scheme in order:
@@ -103,6 +136,20 @@ def mlm_sweep() -> str:
     return "\n".join(lines)
 
 
+def _against_base(gains: list[float]) -> str:
+    """How ×10 compares with ×1 over the seeds (``gains``: ×1 minus ×10 per seed), stating
+    "on every seed" only where every seed agrees."""
+    if all(g > 0 for g in gains):
+        return f"is lower than ×1 on every seed by {min(gains):.2f}–{max(gains):.2f} nats"
+    if all(g < 0 for g in gains):
+        return f"is higher than ×1 on every seed by {-max(gains):.2f}–{-min(gains):.2f} nats"
+    lower = sum(g > 0 for g in gains)
+    return (
+        f"is lower than ×1 on {lower} of {len(gains)} seeds only (×1 minus ×10 per seed: "
+        f"{', '.join(f'{g:+.2f}' for g in gains)} nats)"
+    )
+
+
 def position_lr() -> str:
     tenfold, base = position_lr_losses(), mlm_losses()
     parts = []
@@ -111,9 +158,9 @@ def position_lr() -> str:
         below = [o for o in base if o != scheme and _every_below(tenfold[scheme], base[o])]
         above = [o for o in base if o != scheme and _every_below(base[o], tenfold[scheme])]
         parts.append(
-            f"`{scheme}` ×10 is lower than ×1 on every seed by {min(gains):.2f}–{max(gains):.2f} "
-            f"nats; every seed of it is below every seed of {names([f'`{o}`' for o in below])} "
-            f"and above every seed of {names([f'`{o}`' for o in above])}"
+            f"`{scheme}` ×10 {_against_base(gains)}; every seed of it is below every seed of "
+            f"{names([f'`{o}`' for o in below])} and above every seed of "
+            f"{names([f'`{o}`' for o in above])}"
         )
     return (
         "Per seed (final val/loss, `docs/bench/" + POSITION_LR_RAW + "`): " + "; ".join(parts) + "."
