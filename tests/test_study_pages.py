@@ -99,6 +99,20 @@ def with_split(split: str):
     return damage
 
 
+def row_again(value: str | None):
+    """The file with its first run row given again at its end (with ``value`` in place of
+    its own, or as it is)."""
+
+    def damage(data: bytes) -> bytes:
+        lines = _lines(data.decode())
+        first = next(line for line in lines if line.startswith("runs/"))
+        again = first if value is None else first.rsplit(",", 1)[0] + f",{value}\n"
+        return "".join([*lines, again]).encode()
+
+    damage.__name__ = f"row_again_{value}"
+    return damage
+
+
 def binary(data: bytes) -> bytes:
     return b"\x1f\x8b\x08\x00" + bytes(range(256)) * 4
 
@@ -181,6 +195,7 @@ DAMAGED_FILES = [
     ("csv-nul-byte", PLANS_CSV, nul_byte, "plans-table", "a NUL byte"),
     ("csv-not-a-number", PLANS_CSV, value_not_a_number, "plans-table", "line 6: column value"),
     ("csv-extra-field", PLANS_CSV, one_field_too_many, "plans-table", "line 6: more fields"),
+    ("csv-seed-twice", PLANS_CSV, row_again("0.01"), "plans-table", "seed 0 on copy at 16 (acc)"),
     ("csv-no-column", PLANS_CSV, value_column_renamed, "plans-table", "line 1: no column value"),
     ("budget-csv-cut", BUDGET_CSV, cut_mid_row, "budget", "line 10: 2 of 5 fields"),
     # a file that says it holds another split than the study reports
@@ -292,6 +307,18 @@ def test_on_every_seed_is_said_only_where_every_seed_agrees(tmp_path) -> None:
     assert "on every seed by" not in fire.split(";")[0], fire
     assert "lower than ×1 on 2 of 3 seeds only" in fire and "-0.16" in fire, fire
     assert "`t5` ×10 is lower than ×1 on every seed by 0.73–0.76 nats" in text
+
+
+def test_a_row_given_twice_with_its_own_value_changes_nothing(tmp_path) -> None:
+    """The control of ``csv-seed-twice``: the same run's row twice with one value is one
+    seed, as it was."""
+    bench, pages = _study_dirs(tmp_path, REGION_PAGE.format(region="plans-table"))
+    assert study_main(["--bench", str(bench), "--pages", str(pages)]) == 0
+    page = (pages / "page.md").read_text(encoding="utf-8")
+    (bench / PLANS_CSV).write_bytes(row_again(None)((bench / PLANS_CSV).read_bytes()))
+    (pages / "page.md").write_text(REGION_PAGE.format(region="plans-table"), encoding="utf-8")
+    assert study_main(["--bench", str(bench), "--pages", str(pages)]) == 0
+    assert (pages / "page.md").read_text(encoding="utf-8") == page
 
 
 #: (case, page text, what the error line says)

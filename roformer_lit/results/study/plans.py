@@ -37,6 +37,7 @@ from roformer_lit.results.study.seed_study import (
     Parse,
     SeedStudy,
     by_data_seed,
+    join_cells,
     merge_file,
     read_test_csv,
     renamed,
@@ -174,7 +175,7 @@ def _study(
         path = bench_file(name)
         if path.is_file():
             cells, baselines = read_test_csv(path, parse, metric, split)
-            result.cells.update(cells)
+            join_cells(result.cells, cells, str(path))
             result.baselines.update(baselines)
             result.order[task] = list(plans.values())
     return result

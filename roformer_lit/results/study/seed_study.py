@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from roformer_lit.errors import ConfigError
 from roformer_lit.results.statistics import mean_interval, verdict
 from roformer_lit.results.study.paired import Pair, by_common_seed, cell, holm_family, power
 from roformer_lit.results.study.reading import csv_rows
@@ -27,6 +28,29 @@ from roformer_lit.results.study.words import NOT_RUN, SOLVED, names
 TEST_COLUMNS = {"name": str, "metric": str, "length": int, "value": float}
 #: ``parse(checkpoint name) -> (task, variant, seed)`` or None (a row of another study).
 Parse = Callable[[str], "tuple[str, str, int] | None"]
+
+
+def join_seed(cells: dict, key: tuple, seed: int, value: float, where: str) -> None:
+    """``cells[key][seed] = value``, or a ConfigError naming ``where`` when that seed of the
+    cell holds another value already: one run is one seed, and two values for it (rows of
+    two evaluations in one file, a run in two files) would leave the page to whichever
+    came last."""
+    by_seed = cells.setdefault(key, {})
+    if by_seed.get(seed, value) != value:
+        task, name, n, metric = key
+        raise ConfigError(
+            f"{where}: {name} seed {seed} on {task} at {n} ({metric}) is {value} here and "
+            f"{by_seed[seed]} in an earlier row: one seed, two values (rows of two "
+            "evaluations mixed?)"
+        )
+    by_seed[seed] = value
+
+
+def join_cells(into: dict, cells: dict, where: str) -> None:
+    """Every seed of ``cells`` added to ``into`` (:func:`join_seed`, never replacing one)."""
+    for key, by_seed in cells.items():
+        for seed, value in by_seed.items():
+            join_seed(into, key, seed, value, where)
 
 
 def read_test_csv(
@@ -41,21 +65,26 @@ def read_test_csv(
     baselines: dict = {}
     pending = []
     tasks = set()
-    for row in csv_rows(path, TEST_COLUMNS, split):
+    for line, row in enumerate(csv_rows(path, TEST_COLUMNS, split), start=2):
         n, value = row["length"], row["value"]
         if row["name"].startswith("baseline:"):
             if row["metric"] == metric:
-                pending.append((row["name"].removeprefix("baseline:"), n, value))
+                pending.append((row["name"].removeprefix("baseline:"), n, value, line))
             continue
         parsed = parse(row["name"])
         if parsed is None:
             continue
         task, name, seed = parsed
         tasks.add(task)
-        cells.setdefault((task, name, n, row["metric"]), {})[seed] = value
+        join_seed(cells, (task, name, n, row["metric"]), seed, value, f"{path}: line {line}")
     if len(tasks) == 1:
         (task,) = tasks
-        baselines = {(task, rule, n): value for rule, n, value in pending}
+        for rule, n, value, line in pending:
+            if baselines.setdefault((task, rule, n), value) != value:
+                raise ConfigError(
+                    f"{path}: line {line}: baseline {rule} at {n} is {value} here and "
+                    f"{baselines[(task, rule, n)]} in an earlier row: two evaluations mixed?"
+                )
     return cells, baselines
 
 
@@ -80,8 +109,7 @@ def merge_file(
                 f"{path.name}: baseline {key} is {value}, not {study.baselines[key]}: its runs "
                 "were scored on other test sequences"
             )
-    for key, by_seed in cells.items():
-        study.cells.setdefault(key, {}).update(by_seed)
+    join_cells(study.cells, cells, str(path))
     study.baselines.update(baselines)
     return True
 

@@ -41,7 +41,12 @@ from roformer_lit.results.statistics import (
 from roformer_lit.results.study.paired import cell
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import csv_rows, optional
-from roformer_lit.results.study.seed_study import TEST_COLUMNS, SeedStudy, read_test_csv
+from roformer_lit.results.study.seed_study import (
+    TEST_COLUMNS,
+    SeedStudy,
+    join_cells,
+    read_test_csv,
+)
 from roformer_lit.results.study.words import PROBE_LENGTHS, STUDY_TASKS
 
 SELECTION_FILES = (
@@ -150,7 +155,7 @@ def study() -> SeedStudy:
             continue
         for path in (p for p in paths if p.is_file()):
             cells, baselines = read_test_csv(path, parse)
-            result.cells.update(cells)
+            join_cells(result.cells, cells, str(path))
             _same_sequences(result.baselines, baselines, path.name)
             result.baselines.update(baselines)
         result.order[task] = [name for t, name in selection_scores() if t == task]
