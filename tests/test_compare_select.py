@@ -131,6 +131,12 @@ BAD_REPORT = {
         "BAD:name,length,metric,value,split\nx/checkpoints/last.ckpt,64,acc,0.5,test\n"
         "y/checkpoints/last.ckpt,64,acc,0.5,val\n",
     ],
+    # one run with two values: its last.ckpt and best.ckpt, or two evaluations in one file
+    "twice": [
+        *_SELECT,
+        "BAD:name,length,metric,value,split\nx/checkpoints/last.ckpt,64,acc,0.5,test\n"
+        "x/checkpoints/last.ckpt,64,acc,0.5,test\nx/checkpoints/best.ckpt,64,acc,0.7,test\n",
+    ],
 }
 
 
@@ -148,6 +154,7 @@ BAD_REPORT = {
         (BAD_REPORT["value"], "line 2: length '64' and value 'high' must be"),
         (BAD_REPORT["length"], "line 2: length 'n' and value '0.5' must be"),
         (BAD_REPORT["split"], "holds split 'test' and 'val'; --report needs split 'test'"),
+        (BAD_REPORT["twice"], "line 4: x/checkpoints/best.ckpt acc at 64 is 0.7, and 0.5 on"),
     ],
 )
 def test_bad_selection_is_one_line(sweep, tmp_path, capsys, argv, message):

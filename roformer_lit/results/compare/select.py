@@ -266,7 +266,8 @@ def check_split(
 
 def read_report(path: Path, report: Report = warn) -> list[dict[str, str]]:
     """The rows of an ``extrapolate --csv`` file of the test split (:func:`check_split`), or
-    a one-line ConfigError."""
+    a one-line ConfigError; so is a run with two values for one metric and length (the
+    rows of two evaluations: :func:`reported` would keep whichever came last)."""
     try:
         with path.open(newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
@@ -281,14 +282,26 @@ def read_report(path: Path, report: Report = warn) -> list[dict[str, str]]:
             f"{', '.join(sorted(needed))} expected, found {', '.join(sorted(columns)) or 'none'})"
         )
     check_split(path, columns, rows, report)
+    seen: dict[tuple[str, str, int], tuple[float, int, str]] = {}
     for line, row in enumerate(rows, start=2):
         try:
-            int(row["length"] or ""), float(row["value"] or "")
+            length, value = int(row["length"] or ""), float(row["value"] or "")
         except ValueError:
             raise ConfigError(
                 f"compare: --report {path} line {line}: length {row['length']!r} and value "
                 f"{row['value']!r} must be an integer and a number"
             ) from None
+        if row["name"].startswith("baseline:"):
+            continue
+        cell = (os.path.realpath(_run_of(row["name"])), row["metric"], length)
+        earlier, at, name = seen.setdefault(cell, (value, line, row["name"]))
+        if earlier != value:  # one run, two evaluations: never the one that comes last
+            raise ConfigError(
+                f"compare: --report {path} line {line}: {row['name']} {row['metric']} at "
+                f"{length} is {value}, and {earlier} on line {at} ({name}): one run with two "
+                "values (two checkpoints, or the rows of two extrapolate calls); give one "
+                "evaluation per run"
+            )
     return rows
 
 
