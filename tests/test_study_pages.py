@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import shutil
 import subprocess
 import sys
@@ -129,6 +131,35 @@ def selection_not_a_number(data: bytes) -> bytes:
     return "".join(lines).encode()
 
 
+def _selection_rows(data: bytes) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(data.decode(), newline="")))
+
+
+def _selection_file(rows: list[dict[str, str]]) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue().encode()
+
+
+def selection_unfinished(data: bytes) -> bytes:
+    """The fourth run as compare tables a run that stopped at step 250: its val_acc is of
+    another length (compare --select makes it no candidate)."""
+    rows = _selection_rows(data)
+    rows[3].update(
+        val_acc="0.99", steps="250", note="unfinished: last validated at step 250 of 1500"
+    )
+    return _selection_file(rows)
+
+
+def selection_seed_twice(data: bytes) -> bytes:
+    """The first run again from another logdir, with another val_acc."""
+    rows = _selection_rows(data)
+    again = {**rows[0], "path": "elsewhere/" + rows[0]["path"], "val_acc": "0.99"}
+    return _selection_file([*rows, again])
+
+
 def table_cell_not_a_number(data: bytes) -> bytes:
     """The first run row of an extrapolate table with its first accuracy replaced."""
     lines = _lines(data.decode())
@@ -204,6 +235,14 @@ DAMAGED_FILES = [
     ("retrain-split-val", RETRAIN_CSV, with_split("val"), "schemes-retrain", "split 'val'"),
     ("mlm-split-test", MLM_CSV, with_split("test"), "plans-mlm-table", "reads split 'val'"),
     ("selection-csv", SELECTION_CSV, selection_not_a_number, "schemes-selected", "val_acc"),
+    (
+        "selection-unfinished",
+        SELECTION_CSV,
+        selection_unfinished,
+        "schemes-selected",
+        "is unfinished: last",
+    ),
+    ("selection-twice", SELECTION_CSV, selection_seed_twice, "schemes-selected", "two values"),
     ("table-cell", PROBES_TXT, table_cell_not_a_number, "recall", "not a row of an extrapolate"),
     ("table-row-cut", PROBES_TXT, table_row_cut, "recall", "not a row of an extrapolate"),
     ("table-binary", PROBES_TXT, binary, "recall", "not UTF-8 text"),

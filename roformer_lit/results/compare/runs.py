@@ -54,6 +54,9 @@ from roformer_lit.training.run_dir import is_moved_aside
 from roformer_lit.training.trainer_settings import measured_settings
 
 Report = Callable[[str], None]
+#: How a run's note (and ``runs.csv``'s ``note`` column) starts when the run has not
+#: validated at its last step: ``unfinished: last validated at step N of M``.
+UNFINISHED = "unfinished"
 
 _EVAL_VERSION = re.compile(r"-(validate|test|predict)(-\d+)?$")
 _SEED_IN_NAME = re.compile(r"seed(-?\d+)")
@@ -106,7 +109,7 @@ class RunSummary:
         missing = [] if self.final_val_loss is not None else ["no val/loss logged"]
         if not self.has_config and not self.evaluation_only:
             missing.append("no config.yaml: its trainer settings are unknown, tabled apart")
-        unfinished = [] if self.finished else [f"unfinished: {self.progress}"]
+        unfinished = [] if self.finished else [f"{UNFINISHED}: {self.progress}"]
         return [*self.problems, *missing, *unfinished]
 
     @property

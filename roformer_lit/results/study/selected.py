@@ -32,6 +32,8 @@ import math
 import re
 import statistics
 
+from roformer_lit.errors import ConfigError
+from roformer_lit.results.compare.runs import UNFINISHED
 from roformer_lit.results.compare.select import best_value
 from roformer_lit.results.statistics import (
     mean_interval,
@@ -96,18 +98,37 @@ def _parse(name: str) -> tuple[str, str, float, int] | None:
 
 @cached
 def selection_scores() -> dict[tuple[str, str], dict[float, dict[int, float]]]:
-    """``(task, variant) -> learning rate -> seed -> val_acc`` from :data:`SELECTION_FILES`."""
+    """``(task, variant) -> learning rate -> seed -> val_acc`` from :data:`SELECTION_FILES`.
+
+    A run ``compare`` noted as unfinished (its ``val_acc`` is of another length, and
+    ``compare --select`` makes it no candidate) is refused, as is a seed with two values
+    (two copies of a run that differ): either would choose the rate on other numbers than
+    the page says, in one line naming the file and line."""
     scores: dict = {}
     for file_name in SELECTION_FILES:
         path = bench_file(file_name)
         if not path.is_file():
             continue
-        for row in csv_rows(path, {"path": str, "val_acc": optional(float)}):
+        rows = csv_rows(path, {"path": str, "val_acc": optional(float)})
+        for line, row in enumerate(rows, start=2):
             parsed = _parse(row["path"])
             if parsed is None or row["val_acc"] is None:
                 continue
+            at = f"{path}: line {line}: {row['path']}"
+            notes = (row.get("note") or "").split("; ")
+            unfinished = [n for n in notes if n.startswith(f"{UNFINISHED}:")]
+            if unfinished:
+                raise ConfigError(
+                    f"{at} is {unfinished[0]}: the selection reads finished runs only "
+                    "(finish the run, or leave its row out of the file)"
+                )
             task, name, lr, seed = parsed
-            scores.setdefault((task, name), {}).setdefault(lr, {})[seed] = row["val_acc"]
+            by_seed = scores.setdefault((task, name), {}).setdefault(lr, {})
+            if by_seed.setdefault(seed, row["val_acc"]) != row["val_acc"]:
+                raise ConfigError(
+                    f"{at}: val_acc {row['val_acc']}, and {by_seed[seed]} in an earlier row "
+                    f"of the same seed {seed}: one seed, two values"
+                )
     return scores
 
 
