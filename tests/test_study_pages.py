@@ -360,6 +360,42 @@ def test_a_row_given_twice_with_its_own_value_changes_nothing(tmp_path) -> None:
     assert (pages / "page.md").read_text(encoding="utf-8") == page
 
 
+QUICK_TXT = "cpu-2026-11-24-probes-quick-extrapolate.txt"
+ROPE_COPY = "| runs/probes_quick/rope-copy-random_positions=none-seed"
+
+
+def _probe_rows(lines: list[str], again: bool) -> list[str]:
+    """rope × copy's seed-1 row gone, or (``again``) given again with another accuracy."""
+    at = next(i for i, line in enumerate(lines) if line.startswith(ROPE_COPY + "1/"))
+    if not again:
+        return lines[:at] + lines[at + 1 :]
+    other = lines[at].replace("| 1.000 / 1.000 |", "| 0.500 / 0.000 |", 1)
+    assert other != lines[at]
+    return [*lines[: at + 1], other, *lines[at + 1 :]]
+
+
+@pytest.mark.parametrize(
+    ("again", "says"),
+    [
+        (False, "rope × copy (ordinary positions) has seeds 0, 2, not 0, 1, 2"),
+        (True, "line 54: rope × copy seed 1 at n=16 is 0.5 / 0.0 here and 1.0 / 1.0"),
+    ],
+    ids=["seed-gone", "seed-twice"],
+)
+def test_a_position_task_table_with_a_seed_gone_or_twice_is_one_error_line(
+    tmp_path, capsys, again, says
+) -> None:
+    """ "Solved on every seed of three" is written only from three seeds: a row missing
+    (two seeds under that sentence) or a run given two values is refused."""
+    page = REGION_PAGE.format(region="training-length")
+    bench, pages = _study_dirs(tmp_path, page)
+    raw = bench / QUICK_TXT
+    raw.write_text("".join(_probe_rows(_lines(raw.read_text()), again)), encoding="utf-8")
+    line = _error_line(capsys, ["--bench", str(bench), "--pages", str(pages)])
+    assert says in line and str(bench) in line, line
+    assert (pages / "page.md").read_text(encoding="utf-8") == page
+
+
 #: (case, page text, what the error line says)
 DAMAGED_PAGES = [
     (

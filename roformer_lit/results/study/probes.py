@@ -28,6 +28,9 @@ from roformer_lit.results.study.reading import read_text
 from roformer_lit.results.study.words import PROBE_LENGTHS, TIMES, names, span
 
 RAW = "cpu-2026-11-24-probes-*-extrapolate*.txt"
+#: The seeds of every variant of these sweeps (``seed_everything: [0, 1, 2]``): the tables
+#: and sentences say "every seed of three".
+SEEDS = (0, 1, 2)
 #: A checkpoint of the sweep in a row of an ``extrapolate`` table.
 RUN = re.compile(r"runs/(?P<sweep>probes_[a-z_]+)/(?P<name>[^/ ]+)/checkpoints/")
 SCHEMES = [
@@ -93,7 +96,9 @@ def parse_row(line: str, protocol: str, lengths: list[int]) -> tuple[Key, dict[i
 @cached
 def runs() -> dict[Key, dict[int, tuple[float, float]]]:
     """Every run of every raw output, its cells merged over the files that hold it; a line
-    that starts a table or a row and cannot be read is refused (ConfigError: file, line)."""
+    that starts a table or a row and cannot be read, or that gives a run's length another
+    value than a row read already (two evaluations of one run), is refused (ConfigError:
+    file, line)."""
     found: dict[Key, dict[int, tuple[float, float]]] = {}
     for path in sorted(PLACES.bench.glob(RAW)):
         protocol = "random" if path.name.endswith("-random-positions.txt") else "ordinary"
@@ -108,17 +113,27 @@ def runs() -> dict[Key, dict[int, tuple[float, float]]]:
                 raise ConfigError(
                     f"{path}: line {number}: not a row of an extrapolate table ({exc})"
                 ) from None
-            if parsed is not None:
-                found.setdefault(parsed[0], {}).update(parsed[1])
+            if parsed is None:
+                continue
+            cells = found.setdefault(parsed[0], {})
+            for n, value in parsed[1].items():
+                if cells.setdefault(n, value) != value:
+                    raise ConfigError(
+                        f"{path}: line {number}: {parsed[0].scheme} × {parsed[0].task} seed "
+                        f"{parsed[0].seed} at n={n} is {value[0]} / {value[1]} here and "
+                        f"{cells[n][0]} / {cells[n][1]} in an earlier row: one run, two values"
+                    )
     return found
 
 
 def seeds(
     sweeps: tuple[str, ...], scheme: str, task: str, rp: bool, protocol: str, unrotated: float = 0.0
 ) -> dict[int, dict[int, tuple[float, float]]]:
-    """``seed -> n -> (acc, exact)`` of one variant."""
-    return {
-        k.seed: cells
+    """``seed -> n -> (acc, exact)`` of one variant: none, or each of :data:`SEEDS` once
+    (ConfigError otherwise: a run missing, or one seed in two sweeps, would make "every
+    seed" and the means be over other seeds than the pages say)."""
+    found = [
+        (k.seed, cells)
         for k, cells in runs().items()
         if k.sweep in sweeps
         and k.scheme == scheme
@@ -126,7 +141,16 @@ def seeds(
         and k.rp == rp
         and k.protocol == protocol
         and k.unrotated == unrotated
-    }
+    ]
+    if found and sorted(seed for seed, _ in found) != list(SEEDS):
+        variant = f"{scheme} × {task}" + (" with randomized positions" if rp else "")
+        raise ConfigError(
+            f"{PLACES.bench / RAW}: {variant} ({protocol} positions) has seeds "
+            f"{', '.join(str(seed) for seed, _ in sorted(found, key=lambda f: f[0]))}, not "
+            f"{', '.join(map(str, SEEDS))}: its cells would be over other seeds than the "
+            "page says"
+        )
+    return dict(found)
 
 
 MAIN = ("probes_quick", "probes_others", "probes_sort")
