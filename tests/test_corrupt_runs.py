@@ -123,6 +123,16 @@ def _config_not_yaml(run: Path) -> None:
     (run / "config.yaml").write_text("model: [unclosed\n  position: rope\n")
 
 
+def _config_edited_after_the_run(run: Path) -> None:
+    """config.yaml's learning rate changed after the run (hparams.yaml, saved from the same
+    configuration, still says what the run trained with)."""
+    config = run / "config.yaml"
+    text = config.read_text()
+    edited = text.replace("  learning_rate: 0.001\n", "  learning_rate: 0.003\n")
+    assert edited != text
+    config.write_text(edited)
+
+
 def _config_a_directory(run: Path) -> None:
     (run / "config.yaml").unlink()
     (run / "config.yaml").mkdir()
@@ -205,6 +215,11 @@ COMPARE_CASES: dict[str, tuple[Callable[[Path], None], str, tuple[str, ...]]] = 
     "config not YAML": (_config_not_yaml, "noted", ("config.yaml", "not valid YAML")),
     "config not UTF-8": (_config_not_utf8, "noted", ("config.yaml", "UTF-8")),
     "config a directory": (_config_a_directory, "noted", ("config.yaml", "not a regular file")),
+    "config edited after the run": (
+        _config_edited_after_the_run,
+        "noted",
+        ("config.yaml and hparams.yaml disagree", "model.learning_rate 0.003 in config.yaml"),
+    ),
     "config a FIFO": (_config_a_fifo, "noted", ("config.yaml", "not a regular file")),
     "hparams alias bomb": (_hparams_alias_bomb, "noted", ("hparams.yaml", "refused")),
     "hparams a list": (_hparams_a_list, "noted", ("hparams.yaml", "not a YAML mapping")),

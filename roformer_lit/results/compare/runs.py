@@ -32,6 +32,7 @@ one ``warning:`` line per problem goes to ``report`` (stderr by default).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -54,6 +55,14 @@ from roformer_lit.training.run_dir import is_moved_aside
 from roformer_lit.training.trainer_settings import measured_settings
 
 Report = Callable[[str], None]
+#: A data setting ``config.yaml`` names otherwise than ``hparams.yaml`` saves it (the data
+#: modules' ``SAVED_AS``: the corpus's ``vocab_size`` is saved as ``requested_vocab_size``,
+#: ``vocab_size`` being the model's own).
+DATA_SAVED_AS = {"vocab_size": "requested_vocab_size"}
+#: Model settings a run saves in another spelling than its config gives them by design (a
+#: built-in scheme or kernel named by its import path is saved by its short name, and a
+#: layer plan's types likewise): never read as an edit.
+RESPELLED = frozenset({"position", "attention", "layer_plan"})
 #: How a run's note (and ``runs.csv``'s ``note`` column) starts when the run has not
 #: validated at its last step: ``unfinished: last validated at step N of M``.
 UNFINISHED = "unfinished"
@@ -203,6 +212,7 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         if isinstance(data, dict) and isinstance(data.get("init_args"), dict):
             data = data["init_args"]  # a data module named by its class_path
         hparams = {**(data if isinstance(data, dict) else {}), **config["model"]}
+    problems += _disagreements(config, hparams)
     trainer = config.get("trainer")
     trainer = trainer if isinstance(trainer, dict) else {}
     if trainer:  # a run without its config.yaml has unknown trainer settings
@@ -238,6 +248,41 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         total_steps=_count(events.last(TOTAL_STEPS_TAG)),
         has_config=os.path.lexists(run_dir / "config.yaml"),
     )
+
+
+def _disagreements(config: dict[str, Any], hparams: dict[str, Any]) -> list[str]:
+    """``config.yaml``'s model and data settings that ``hparams.yaml`` saved otherwise: both
+    are written as the run starts, from one configuration, so a difference is a file edited
+    afterwards, and the run's variant (read from ``hparams.yaml``) may not be what it
+    trained as. One problem per file pair, naming each such setting."""
+    found = []
+    for section, saved_as in (("model", {}), ("data", DATA_SAVED_AS)):
+        skipped = RESPELLED if section == "model" else frozenset()
+        settings = config.get(section)
+        if isinstance(settings, dict) and isinstance(settings.get("init_args"), dict):
+            settings = settings["init_args"]  # a data module named by its class_path
+        if not isinstance(settings, dict):
+            continue
+        for key, value in settings.items():
+            if key in skipped:
+                continue
+            saved = saved_as.get(key, key)
+            if saved in hparams and _written(hparams[saved]) != _written(value):
+                found.append(
+                    f"{section}.{key} {_written(value)} in config.yaml, "
+                    f"{_written(hparams[saved])} in hparams.yaml"
+                )
+    if not found:
+        return []
+    return [
+        "config.yaml and hparams.yaml disagree (a file edited after the run?): "
+        + "; ".join(found)
+        + "; tabled by hparams.yaml"
+    ]
+
+
+def _written(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _max_steps(trainer: dict[str, Any]) -> int | None:
