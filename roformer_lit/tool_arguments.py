@@ -307,6 +307,8 @@ def output_path_problem(word: str, directory: bool) -> str | None:
     if not word.strip():
         return f"{word!r} is an empty path"
     path = Path(word)
+    if os.path.islink(path) and not os.path.exists(path):  # a write would land elsewhere
+        return f"{word} is a link to {os.readlink(path)}, which does not exist"
     if os.path.isdir(path) and not directory:
         return f"{word} is a directory, not a file"
     if os.path.lexists(path) and not os.path.isdir(path) and directory:

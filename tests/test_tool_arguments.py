@@ -247,11 +247,13 @@ UNREACHABLE: dict[str, list[tuple[str, str, str]]] = {
         ("under-a-file", "a_file/new/out.csv", "a_file is a file, not a directory"),
         ("a-directory", "a_dir", "a_dir is a directory, not a file"),
         ("empty", "", "is an empty path"),
+        ("dangling-link", "a_link", "a_link is a link to missing_target, which does not exist"),
     ],
     "directory": [
         ("under-a-file", "a_file/new", "a_file is a file, not a directory"),
         ("a-file", "a_file", "a_file is an existing file, not a directory"),
         ("empty", "", "is an empty path"),
+        ("dangling-link", "a_link", "a_link is a link to missing_target, which does not exist"),
     ],
 }
 OUTPUT_CASES = [
@@ -263,9 +265,11 @@ OUTPUT_CASES = [
 
 @pytest.fixture
 def in_the_way(here: Path) -> Path:
-    """``here`` with a file ``a_file`` and an empty directory ``a_dir`` in it."""
+    """``here`` with a file ``a_file``, an empty directory ``a_dir`` and a link ``a_link`` to
+    nothing (a write through it would create ``missing_target``) in it."""
     (here / "a_file").write_text("keep me\n", encoding="utf-8")
     (here / "a_dir").mkdir()
+    (here / "a_link").symlink_to("missing_target")
     return here
 
 
@@ -280,6 +284,7 @@ def test_an_output_no_write_could_reach_is_one_line_before_any_work(
     assert f"argument {flag}: " in line and words in line and "valid: " in line, line
     assert (in_the_way / "a_file").read_text(encoding="utf-8") == "keep me\n"
     assert list((in_the_way / "a_dir").iterdir()) == []
+    assert not (in_the_way / "missing_target").exists()
 
 
 @pytest.mark.parametrize(("tool", "flag", "kind"), OUTPUTS, ids=lambda v: str(v))
