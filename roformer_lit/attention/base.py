@@ -23,8 +23,17 @@ class AttentionKernel(nn.Module):
     ``segment_ids``: ``[B, L]`` int or None; with it a token attends only to tokens of its
     own segment (block-diagonal). ``window``: None (global) or ``w >= 1``: query ``i``
     attends to key ``j`` only where ``|i - j| <= w // 2`` (the layer's plan; only kernels
-    with ``supports_window`` receive one). ``rotate``: the scheme's query/key rotation, or None; the
-    kernel decides where it applies. Options are keyword-only ``__init__`` arguments.
+    with ``supports_window`` receive one). ``rotate``: the scheme's query/key rotation, or None;
+    a kernel with ``rotates_inputs`` (the default) applies it to ``q`` and ``k`` before
+    anything else reads them, one that rotates elsewhere sets it False and says where (linear
+    attention: its feature maps). Options are keyword-only ``__init__`` arguments.
+
+    Optional, for the kernel author's test kit (:mod:`roformer_lit.testing`,
+    ``check_kernel``): a staticmethod (or classmethod) ``reference(kernel, q, k, v, scale, *,
+    bias, key_padding_mask, rotate, segment_ids, window) -> [B, h, L, d]`` computing the
+    same function from its formula, slowly and in float64; ``kernel`` is the built instance
+    (read its options), ``bias`` the dense bias tensor or None, the other keywords as
+    ``forward``'s (None where unused). Only the real queries' outputs are compared.
     """
 
     #: Whether the kernel materialises the score matrix and so can add a float bias to it.
@@ -37,6 +46,10 @@ class AttentionKernel(nn.Module):
     supports_dropout: ClassVar[bool] = True
     #: The device types it can train on; None: every device.
     training_devices: ClassVar[tuple[str, ...] | None] = None
+    #: Whether ``rotate`` turns ``q`` and ``k`` as given, before anything else reads them:
+    #: the output with ``rotate`` is the output on ``rotate(q), rotate(k)`` with none (the
+    #: kernel kit checks this). False for a kernel that rotates elsewhere.
+    rotates_inputs: ClassVar[bool] = True
 
     @classmethod
     def capabilities(cls, options: Mapping[str, Any] | None = None) -> KernelCapabilities:

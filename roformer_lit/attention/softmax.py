@@ -403,6 +403,44 @@ class SoftmaxAttention(AttentionKernel):
             q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
         )
 
+    @staticmethod
+    def reference(
+        kernel: SoftmaxAttention,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        scale: float,
+        *,
+        bias: Tensor | None = None,
+        key_padding_mask: Tensor | None = None,
+        rotate: Rotation | None = None,
+        segment_ids: Tensor | None = None,
+        window: int | None = None,
+    ) -> Tensor:
+        """``softmax(rot(q) rot(k)^T * scale + bias + mask) v`` written out in float64 (the
+        kernel kit's oracle): ``mask`` is ``-inf`` where key ``j`` is padding, in another
+        segment than query ``i``, or (``window``) farther than ``window // 2`` from it;
+        every query also sees itself (nothing changes for a real token). Every option of
+        the kernel computes this same function."""
+        q, k, v = q.double(), k.double(), v.double()
+        if rotate is not None:
+            q, k = rotate(q), rotate(k)
+        logits = scale * (q @ k.transpose(-1, -2))
+        if bias is not None:
+            logits = logits + bias.double()
+        batch, _, length, _ = q.shape
+        index = torch.arange(length, device=q.device)
+        offset = index[:, None] - index[None, :]
+        sees = torch.ones(batch, 1, length, length, dtype=torch.bool, device=q.device)
+        if key_padding_mask is not None:
+            sees = sees & key_padding_mask.bool()[:, None, None, :]
+        if segment_ids is not None:
+            sees = sees & (segment_ids[:, None, :, None] == segment_ids[:, None, None, :])
+        if window is not None:
+            sees = sees & (offset.abs() <= window // 2)
+        sees = sees | (offset == 0)
+        return torch.softmax(logits.masked_fill(~sees, -torch.inf), dim=-1) @ v
+
 
 def _dense_bias(bias: ScoreBias, fused: bool) -> Tensor | None:
     """The dense bias; for the fused CPU kernel, a bias of ``(h, i - j)`` only is expanded

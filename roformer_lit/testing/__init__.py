@@ -1,23 +1,33 @@
-"""A scheme author's test kit: check a position scheme the way the suite checks the built-ins.
+"""The author's test kits: check a position scheme, or an attention kernel, the way the
+suite checks the built-ins.
 
 One call in the author's test::
 
-    from roformer_lit.testing import check_scheme
+    from roformer_lit.testing import check_kernel, check_scheme
 
     def test_my_scheme():
         check_scheme(MyScheme)                    # its default options
         check_scheme(MyScheme, inner="rope")      # keyword arguments are its options
 
-runs every check of :data:`CHECKS` (:mod:`roformer_lit.testing.checks` states each one) on
-every registered attention kernel that can run the class, and raises ``AssertionError``
-naming the check, the scheme and the kernel at the first failure. The class need not be
-registered: it is built under a temporary name. The suite's own tests of the built-in
-schemes call the same check functions, parametrised over ``POSITION_SCHEMES``, so the kit
-is what the suite checks.
+    def test_my_kernel():
+        check_kernel(MyKernel)                    # its default options
+        check_kernel(MyKernel, block=4)           # keyword arguments are its options
 
-Over every registered scheme at once, without a test file: enable the pytest plugin,
-``python -m pytest -p roformer_lit.testing.pytest_plugin --scheme-kit`` (one test per
-scheme, kernel and check; see :mod:`roformer_lit.testing.pytest_plugin`).
+``check_scheme`` runs every check of :data:`CHECKS` (:mod:`roformer_lit.testing.checks`
+states each one) on every registered attention kernel that can run the class;
+``check_kernel`` runs every check of :data:`KERNEL_CHECKS`
+(:mod:`roformer_lit.testing.kernel_checks`) that the kernel's capabilities call for. Both
+check the options first as a run would (one ``ConfigError`` line for a wrong type or
+range) and raise ``AssertionError`` naming the check, the class (and the kernel) at the
+first failure. The class need not be registered: it is built under a temporary name. The
+suite's own tests of the built-in schemes and kernels call the same check functions,
+parametrised over ``POSITION_SCHEMES`` and ``ATTENTION_KERNELS``, so the kits are what the
+suite checks.
+
+Over every registered scheme or kernel at once, without a test file: enable the pytest
+plugin, ``python -m pytest -p roformer_lit.testing.pytest_plugin --scheme-kit`` (or
+``--kernel-kit``; one test per class, kernel and check; see
+:mod:`roformer_lit.testing.pytest_plugin`).
 """
 
 from __future__ import annotations
@@ -25,14 +35,24 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from roformer_lit.attention import ATTENTION_KERNELS
-from roformer_lit.errors import ConfigError
+from roformer_lit.attention.base import AttentionKernel
 from roformer_lit.positions.base import PositionScheme
-from roformer_lit.registry import lookup
-from roformer_lit.testing.checks import CHECKS, Check
-from roformer_lit.testing.models import compatible_kernels, scheme_label
+from roformer_lit.testing.checks import CHECKS
+from roformer_lit.testing.kernel_checks import KERNEL_CHECKS
+from roformer_lit.testing.kit import Check, check_named, kernel_named, reported, wanted_checks
+from roformer_lit.testing.models import checked_options, compatible_kernels, component_label
 
-__all__ = ["CHECKS", "Check", "check_scheme", "run_check", "scheme_checks"]
+__all__ = [
+    "CHECKS",
+    "KERNEL_CHECKS",
+    "Check",
+    "check_kernel",
+    "check_scheme",
+    "kernel_checks",
+    "run_check",
+    "run_kernel_check",
+    "scheme_checks",
+]
 
 
 def run_check(
@@ -41,31 +61,16 @@ def run_check(
     """Run check ``name`` on ``scheme`` (built with ``options``) over kernel ``attention``;
     any failure, an exception included, is an ``AssertionError`` naming both. A check or
     kernel name that does not exist is a ``ValueError`` listing the valid ones."""
-    check = _check_named(name)
-    _kernel_named(attention)
-    try:
-        check.run(scheme, attention, options)
-    except Exception as error:  # AssertionError too: re-raised with the check's name
-        raise AssertionError(
-            f"{name} check failed for scheme {scheme_label(scheme)} (attention {attention!r}, "
-            f"options {options}): {type(error).__name__}: {error}"
-        ) from error
-
-
-def _check_named(name: object) -> Check:
-    """The check called ``name``, or a ValueError listing the valid ones."""
-    if not isinstance(name, str) or name not in CHECKS:
-        raise ValueError(f"unknown check {name!r}; valid: {', '.join(CHECKS)}")
-    return CHECKS[name]
-
-
-def _kernel_named(name: str) -> str:
-    """``name`` if it names an attention kernel that loads, or a ValueError saying why."""
-    try:
-        lookup(ATTENTION_KERNELS, name, "attention")
-    except ConfigError as error:
-        raise ValueError(str(error)) from None
-    return name
+    check = check_named(CHECKS, name)
+    kernel_named(attention)
+    context = f"attention {attention!r}, options {options}"
+    reported(
+        name,
+        "scheme",
+        component_label(scheme),
+        context,
+        lambda: check.run(scheme, attention, options),
+    )
 
 
 def scheme_checks(
@@ -73,7 +78,7 @@ def scheme_checks(
 ) -> list[tuple[str, str]]:
     """The (check, kernel) pairs that apply to ``scheme``: over ``attention`` or every
     registered kernel that can run it."""
-    kernels = compatible_kernels(scheme) if attention is None else [_kernel_named(attention)]
+    kernels = compatible_kernels(scheme) if attention is None else [kernel_named(attention)]
     return [
         (name, kernel)
         for kernel in kernels
@@ -90,16 +95,45 @@ def check_scheme(
     **options: Any,
 ) -> None:
     """Run every applicable check (or those named in ``checks``) on ``scheme`` built with
-    ``options``, over ``attention`` or every registered kernel that can run it."""
+    ``options``, over ``attention`` or every registered kernel that can run it. Options a
+    run would refuse are refused first, in one ConfigError line."""
     if not (isinstance(scheme, type) and issubclass(scheme, PositionScheme)):
         raise TypeError(f"check_scheme takes a PositionScheme subclass, got {scheme!r}")
-    if isinstance(checks, str):  # checks="padding" is one check, not seven letters
-        checks = [checks]
-    wanted = set(CHECKS) if checks is None else set(checks)
-    if not wanted:
-        raise ValueError(f"checks is empty: nothing would be checked; valid: {', '.join(CHECKS)}")
-    for name in sorted(wanted):
-        _check_named(name)
+    wanted = wanted_checks(CHECKS, checks)
+    checked_options(scheme, options)
     for name, kernel in scheme_checks(scheme, attention):
         if name in wanted:
             run_check(name, scheme, kernel, **options)
+
+
+def run_kernel_check(name: str, kernel: type[AttentionKernel], **options: Any) -> None:
+    """Run kernel check ``name`` on ``kernel`` built with ``options``; any failure, an
+    exception included, is an ``AssertionError`` naming both. A check name that does not
+    exist is a ``ValueError`` listing the valid ones."""
+    check = check_named(KERNEL_CHECKS, name)
+    reported(
+        name,
+        "kernel",
+        component_label(kernel),
+        f"options {options}",
+        lambda: check.run(kernel, options),
+    )
+
+
+def kernel_checks(kernel: type[AttentionKernel], **options: Any) -> list[str]:
+    """The checks that apply to ``kernel`` with ``options`` (its claimed capabilities)."""
+    return [name for name, check in KERNEL_CHECKS.items() if check.applies(kernel, options)]
+
+
+def check_kernel(
+    kernel: type[AttentionKernel], *, checks: Iterable[str] | None = None, **options: Any
+) -> None:
+    """Run every applicable check (or those named in ``checks``) on ``kernel`` built with
+    ``options``. Options a run would refuse are refused first, in one ConfigError line."""
+    if not (isinstance(kernel, type) and issubclass(kernel, AttentionKernel)):
+        raise TypeError(f"check_kernel takes an AttentionKernel subclass, got {kernel!r}")
+    wanted = wanted_checks(KERNEL_CHECKS, checks)
+    checked_options(kernel, options)
+    for name in kernel_checks(kernel, **options):
+        if name in wanted:
+            run_kernel_check(name, kernel, **options)

@@ -57,10 +57,7 @@ them in ``__init__``; ``needs_score_bias`` and ``head_size_multiple`` are the cl
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -75,6 +72,7 @@ from roformer_lit.positions.base import (
     segment_positions,
 )
 from roformer_lit.score_bias import bias_rows, bias_squares, dense_from_lookup
+from roformer_lit.testing.kit import Check, Options, default_dtype
 from roformer_lit.testing.models import (
     PAD,
     SHAPES,
@@ -84,8 +82,6 @@ from roformer_lit.testing.models import (
     small_model,
     visible_model,
 )
-
-Options = Mapping[str, Any]
 
 #: Three documents packed into one block of 28 (the ``segments`` check).
 PACKED_LENGTHS = (9, 14, 5)
@@ -98,16 +94,6 @@ FLOAT64_TOL = {"rtol": 1e-7, "atol": 1e-8}
 FLOAT32_AGAINST_FLOAT64 = {"rtol": 1e-6, "atol": 5e-6}
 #: Float32 forward passes of one model against each other.
 FLOAT32_TOL = {"rtol": 1e-4, "atol": 1e-5}
-
-
-@contextmanager
-def default_dtype(dtype: torch.dtype) -> Iterator[None]:
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(previous)
 
 
 def _differs(a: Tensor, b: Tensor, at_least: float = 1e-3) -> bool:
@@ -555,15 +541,6 @@ def check_squares(scheme: type[PositionScheme], attention: str, options: Options
                                     f"not that slice of its dense bias: {m}"
                                 ),
                             )
-
-
-@dataclass(frozen=True)
-class Check:
-    """One check: its name, the function, and when it applies to a (class, kernel) pair."""
-
-    name: str
-    run: Callable[[type[PositionScheme], str, Options], None]
-    applies: Callable[[type[PositionScheme], str], bool] = lambda scheme, attention: True
 
 
 CHECKS: dict[str, Check] = {

@@ -1,9 +1,10 @@
-"""Small models around one scheme class, for the checks of :mod:`roformer_lit.testing`.
+"""Small models around one scheme or kernel class, for the checks of :mod:`roformer_lit.testing`.
 
 A class is built into a :class:`~roformer_lit.module.MaskedLM` under its registered name, or,
 for a class no registry holds (the author's own, possibly defined inside a test), under a
-name it is given for the duration of :func:`registered` only. The model is small, randomly
-initialised and then perturbed (non-trivial biases and norms), in eval mode.
+name it is given for the duration of :func:`registered` only (a position scheme in
+``POSITION_SCHEMES``, an attention kernel in ``ATTENTION_KERNELS``). The model is small,
+randomly initialised and then perturbed (non-trivial biases and norms), in eval mode.
 """
 
 from __future__ import annotations
@@ -15,10 +16,16 @@ from typing import Any
 import torch
 
 from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.attention.base import AttentionKernel
+from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.base import PositionScheme
+from roformer_lit.registry import Registry
+
+#: A class the kits check: a position scheme or an attention kernel.
+Component = type[PositionScheme] | type[AttentionKernel]
 
 VOCAB = 97
 PAD = 0
@@ -27,36 +34,72 @@ PAD = 0
 SHAPES = [(48, 3), (40, 5), (36, 6)]
 
 
-def registered_name(cls: type[PositionScheme]) -> str | None:
+def registry_of(cls: Component) -> Registry:
+    """The registry a class belongs in: ``ATTENTION_KERNELS`` for a kernel, else
+    ``POSITION_SCHEMES``."""
+    if isinstance(cls, type) and issubclass(cls, AttentionKernel):
+        return ATTENTION_KERNELS
+    return POSITION_SCHEMES
+
+
+def registered_name(cls: Component) -> str | None:
     """The name ``cls`` is registered under (built-in or entry point), or None."""
-    for name in POSITION_SCHEMES:
+    registry = registry_of(cls)
+    for name in registry:
         try:
-            if POSITION_SCHEMES[name] is cls:
+            if registry[name] is cls:
                 return name
         except Exception:  # a broken plugin is the registry's to report, not the kit's
             continue
     return None
 
 
-def scheme_label(cls: type[PositionScheme]) -> str:
+def component_label(cls: Component) -> str:
     """The registered name of ``cls``, else ``module:Class`` (how messages name it)."""
     return registered_name(cls) or f"{cls.__module__}:{cls.__qualname__}"
 
 
+#: How the scheme kit's messages name a scheme (:func:`component_label`).
+scheme_label = component_label
+
+
 @contextmanager
-def registered(cls: type[PositionScheme]) -> Iterator[str]:
+def registered(cls: Component) -> Iterator[str]:
     """The name ``cls`` is built under: its registered name, or one it is registered under
     for this block only (the registry is left as it was found)."""
     known = registered_name(cls)
     if known is not None:
         yield known
         return
+    registry = registry_of(cls)
     name = f"kit-check-{cls.__qualname__}"
-    POSITION_SCHEMES.register(name, cls)
+    registry.register(name, cls)
     try:
         yield name
     finally:
-        POSITION_SCHEMES.unregister(name)
+        registry.unregister(name)
+
+
+def checked_options(cls: Component, options: Mapping[str, Any]) -> None:
+    """Refuse ``options`` of ``cls`` as a run would: an :class:`EncoderConfig` with the class
+    as the model's scheme (over ``softmax``) or kernel (under ``nope``) runs the
+    architecture's checks (each option's type from its annotation, then the class built
+    once on the ``meta`` device, its own range checks). A refusal is that one
+    :class:`~roformer_lit.errors.ConfigError` line, before any check runs."""
+    kernel = registry_of(cls) is ATTENTION_KERNELS
+    with registered(cls) as name:
+        EncoderConfig(
+            position="nope" if kernel else name,
+            attention=name if kernel else "softmax",
+            vocab_size=VOCAB,
+            hidden_size=48,
+            num_layers=1,
+            num_heads=3,
+            intermediate_size=96,
+            max_positions=64,
+            position_kwargs=None if kernel else dict(options),
+            attention_kwargs=dict(options) if kernel else None,
+        )
 
 
 def compatible_kernels(cls: type[PositionScheme]) -> list[str]:
@@ -75,7 +118,7 @@ def compatible_kernels(cls: type[PositionScheme]) -> list[str]:
 
 def small_model(
     position: str | type[PositionScheme],
-    attention: str = "softmax",
+    attention: str | type[AttentionKernel] = "softmax",
     hidden_size: int = 48,
     num_heads: int = 3,
     num_layers: int = 2,
@@ -84,7 +127,11 @@ def small_model(
 ) -> MaskedLM:
     """A randomly initialised small model in eval mode, with non-trivial biases and norms.
 
-    ``position`` is a registered name or a scheme class (built under :func:`registered`)."""
+    ``position`` is a registered name or a scheme class, ``attention`` a registered name or
+    a kernel class (a class is built under :func:`registered`)."""
+    if not isinstance(attention, str):
+        with registered(attention) as name:
+            return small_model(position, name, hidden_size, num_heads, num_layers, seed, **kwargs)
     if not isinstance(position, str):
         with registered(position) as name:
             return small_model(name, attention, hidden_size, num_heads, num_layers, seed, **kwargs)
