@@ -1,9 +1,12 @@
-"""A pytest plugin: the scheme kit over every registered position scheme, no test file needed.
+"""A pytest plugin: the scheme kit over every registered position scheme, and the kernel
+kit over every registered attention kernel, no test file needed.
 
 Enable it and ask for the tests::
 
     python -m pytest -p roformer_lit.testing.pytest_plugin --scheme-kit
     python -m pytest -p roformer_lit.testing.pytest_plugin --scheme-kit=cope,rope
+    python -m pytest -p roformer_lit.testing.pytest_plugin --kernel-kit
+    python -m pytest -p roformer_lit.testing.pytest_plugin --kernel-kit=softmax,my_pkg:Mine
 
 (or ``pytest_plugins = ["roformer_lit.testing.pytest_plugin"]`` in a ``conftest.py`` and
 ``--scheme-kit`` on the command line). It adds one test per registered scheme, attention
@@ -13,17 +16,24 @@ is whatever the position registry resolves by name, the built-ins and the scheme
 installed packages' ``roformer_lit.positions`` entry points alike; a listed name may also be
 an import path. Only the schemes asked for are loaded; over all of them, an entry point
 that fails to load is one failing test, ``scheme-kit[<name>-load]``, with the registry's
-line. Without ``--scheme-kit`` the plugin adds nothing.
+line. ``--kernel-kit`` does the same for the attention registry (group
+``roformer_lit.kernels``): one test per kernel and applicable check (with its default
+options), named ``kernel-kit[<kernel>-<check>]``, the functions of ``check_kernel`` and the
+suite's tests/test_kernel_kit.py; a kernel entry point that fails to load is
+``kernel-kit[<name>-load]``. Without either option the plugin adds nothing.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.attention.base import AttentionKernel
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.base import PositionScheme
-from roformer_lit.testing import run_check, scheme_checks
+from roformer_lit.registry import Registry
+from roformer_lit.testing import kernel_checks, run_check, run_kernel_check, scheme_checks
 
 ALL = "all"
 
@@ -31,6 +41,11 @@ ALL = "all"
 def registered_schemes() -> dict[str, type[PositionScheme]]:
     """Every scheme the registry resolves by name (a broken plugin raises its ConfigError)."""
     return dict(POSITION_SCHEMES)
+
+
+def registered_kernels() -> dict[str, type[AttentionKernel]]:
+    """Every kernel the registry resolves by name (a broken plugin raises its ConfigError)."""
+    return dict(ATTENTION_KERNELS)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -41,6 +56,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="NAMES",
         help="run the scheme kit's checks on every registered position scheme "
+        "(or on the comma-separated NAMES)",
+    )
+    parser.addoption(
+        "--kernel-kit",
+        nargs="?",
+        const=ALL,
+        default=None,
+        metavar="NAMES",
+        help="run the kernel kit's checks on every registered attention kernel "
         "(or on the comma-separated NAMES)",
     )
 
@@ -73,13 +97,35 @@ class SchemeCheckItem(pytest.Item):
         return self.path, None, f"scheme-kit[{self.scheme}-{self.attention}-{self.check}]"
 
 
-class SchemeLoadItem(pytest.Item):
-    """A registered scheme that fails to load (a broken entry point), under ``--scheme-kit``
-    over every scheme: one failing test with the registry's line, the others still run."""
+class KernelCheckItem(pytest.Item):
+    """One check of one kernel (its default options)."""
 
-    def __init__(self, *, scheme: str, error: ConfigError, **kwargs) -> None:
+    def __init__(
+        self, *, kernel: str, kernel_class: type[AttentionKernel], check: str, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
-        self.scheme, self.error = scheme, error
+        self.kernel, self.kernel_class, self.check = kernel, kernel_class, check
+
+    def runtest(self) -> None:
+        run_kernel_check(self.check, self.kernel_class)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, AssertionError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, f"kernel-kit[{self.kernel}-{self.check}]"
+
+
+class LoadItem(pytest.Item):
+    """A registered scheme or kernel that fails to load (a broken entry point), under
+    ``--scheme-kit`` or ``--kernel-kit`` over all of them: one failing test with the
+    registry's line (``<kit>[<name>-load]``), the others still run."""
+
+    def __init__(self, *, kit: str, name_: str, error: ConfigError, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.kit, self.component, self.error = kit, name_, error
 
     def runtest(self) -> None:
         raise AssertionError(str(self.error))
@@ -88,35 +134,35 @@ class SchemeLoadItem(pytest.Item):
         return str(excinfo.value)
 
     def reportinfo(self):
-        return self.path, None, f"scheme-kit[{self.scheme}-load]"
+        return self.path, None, f"{self.kit}[{self.component}-load]"
 
 
-def _selected(config: pytest.Config) -> dict[str, type[PositionScheme] | ConfigError]:
-    """The classes of the schemes asked for, each resolved on its own: a broken plugin
-    among all of them is its error (a failing test), one named is a usage error, and an
-    unasked one is never loaded. A name may be an import path (``my_pkg.schemes:Mine``)."""
-    wanted = config.getoption("--scheme-kit")
+def _selected(config: pytest.Config, option: str, registry: Registry, what: str) -> dict:
+    """The classes of the names ``option`` asks for, each resolved on its own: a broken
+    plugin among all of them is its error (a failing test), one named is a usage error, and
+    an unasked one is never loaded. A name may be an import path (``my_pkg.schemes:Mine``)."""
+    wanted = config.getoption(option)
     everything = wanted == ALL
     names = (
-        list(POSITION_SCHEMES)
+        list(registry)
         if everything
         else [name.strip() for name in wanted.split(",") if name.strip()]
     )
-    found: dict[str, type[PositionScheme] | ConfigError] = {}
+    found: dict[str, type | ConfigError] = {}
     unknown = []
     for name in names:
         try:
-            found[name] = POSITION_SCHEMES[name]
+            found[name] = registry[name]
         except KeyError:
             unknown.append(name)
         except ConfigError as error:
             if not everything:
-                raise pytest.UsageError(f"--scheme-kit: {error}") from None
+                raise pytest.UsageError(f"{option}: {error}") from None
             found[name] = error
     if unknown:
         raise pytest.UsageError(
-            f"--scheme-kit: unknown scheme(s) {', '.join(unknown)}; "
-            f"valid choices: {', '.join(sorted(POSITION_SCHEMES))}, or an import path "
+            f"{option}: unknown {what}(s) {', '.join(unknown)}; "
+            f"valid choices: {', '.join(sorted(registry))}, or an import path "
             "package.module:Class"
         )
     return found
@@ -125,15 +171,23 @@ def _selected(config: pytest.Config) -> dict[str, type[PositionScheme] | ConfigE
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    if config.getoption("--scheme-kit") is None:
-        return
-    for scheme, cls in _selected(config).items():
+    if config.getoption("--scheme-kit") is not None:
+        items.extend(_scheme_items(session, config))
+    if config.getoption("--kernel-kit") is not None:
+        items.extend(_kernel_items(session, config))
+
+
+def _load_item(session: pytest.Session, kit: str, name: str, error: ConfigError) -> pytest.Item:
+    return LoadItem.from_parent(
+        session, name=f"{kit}[{name}-load]", kit=kit, name_=name, error=error
+    )
+
+
+def _scheme_items(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]:
+    items: list[pytest.Item] = []
+    for scheme, cls in _selected(config, "--scheme-kit", POSITION_SCHEMES, "scheme").items():
         if isinstance(cls, ConfigError):
-            items.append(
-                SchemeLoadItem.from_parent(
-                    session, name=f"scheme-kit[{scheme}-load]", scheme=scheme, error=cls
-                )
-            )
+            items.append(_load_item(session, "scheme-kit", scheme, cls))
             continue
         for check, attention in scheme_checks(cls):
             items.append(
@@ -146,3 +200,23 @@ def pytest_collection_modifyitems(
                     check=check,
                 )
             )
+    return items
+
+
+def _kernel_items(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]:
+    items: list[pytest.Item] = []
+    for kernel, cls in _selected(config, "--kernel-kit", ATTENTION_KERNELS, "kernel").items():
+        if isinstance(cls, ConfigError):
+            items.append(_load_item(session, "kernel-kit", kernel, cls))
+            continue
+        for check in kernel_checks(cls):
+            items.append(
+                KernelCheckItem.from_parent(
+                    session,
+                    name=f"kernel-kit[{kernel}-{check}]",
+                    kernel=kernel,
+                    kernel_class=cls,
+                    check=check,
+                )
+            )
+    return items
