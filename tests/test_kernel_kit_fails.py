@@ -1,0 +1,172 @@
+"""The kernel kit fails a broken kernel, naming the check, the kernel and what is wrong: one
+broken kernel per property, each the built-in softmax kernel (which claims every capability)
+with one thing wrong, an author's likely mistake."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import Tensor
+
+from roformer_lit.attention.softmax import SoftmaxAttention
+from roformer_lit.score_bias import ScoreBias, dense_from_lookup
+from roformer_lit.testing import check_kernel
+
+
+class IgnoresPadding(SoftmaxAttention):
+    """Attends to every key, padded ones included."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        return super().forward(q, k, v, **{**kwargs, "key_padding_mask": None})
+
+
+class LeaksAcrossSegments(SoftmaxAttention):
+    """Claims packed documents (supports_segments), but drops ``segment_ids``."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        return super().forward(q, k, v, **{**kwargs, "segment_ids": None})
+
+
+class IgnoresTheWindow(SoftmaxAttention):
+    """Claims windows (supports_window), but attends globally."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        return super().forward(q, k, v, **{**kwargs, "window": None})
+
+
+class WindowOneKeyShort(SoftmaxAttention):
+    """Reads ``|i - j| < w // 2`` for the band (an off-by-one): one key too few each side."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        window = kwargs.get("window")
+        if window is not None and window >= 2:
+            kwargs["window"] = window - 2
+        return super().forward(q, k, v, **kwargs)
+
+
+class DrawsEveryCall(SoftmaxAttention):
+    """Adds noise at every call, in eval mode too (a dropout left switched on)."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        out = super().forward(q, k, v, **kwargs)
+        return out + 1e-2 * torch.rand_like(out)
+
+
+class HeadsAndTokensSwapped(SoftmaxAttention):
+    """Returns ``[B, L, h, d]`` (the layout before the block's transpose)."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        return super().forward(q, k, v, **kwargs).transpose(1, 2)
+
+
+class DropsTheBias(SoftmaxAttention):
+    """Claims a score bias (supports_score_bias), but never adds it."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        return super().forward(q, k, v, **{**kwargs, "bias": None})
+
+
+class MisreadsTheLookup(SoftmaxAttention):
+    """Reads a bias's lookup with queries and keys swapped (where it has one)."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        bias = kwargs.get("bias")
+        if bias is not None and bias.lookup is not None:
+            batch, heads, length = q.shape[0], q.shape[1], q.shape[2]
+            dense = dense_from_lookup(bias.lookup, batch, heads, length).transpose(-1, -2)
+            kwargs["bias"] = ScoreBias(dense.contiguous(), scale=bias.scale)
+        return super().forward(q, k, v, **kwargs)
+
+
+class SharesAcrossTheBatch(SoftmaxAttention):
+    """Adds the batch's mean output to every row (a batch statistic left in)."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        out = super().forward(q, k, v, **kwargs)
+        return out + out.mean(dim=0, keepdim=True)
+
+
+class RotatesQueriesOnly(SoftmaxAttention):
+    """Applies ``rotate`` to the queries and forgets the keys."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        rotate = kwargs.pop("rotate", None)
+        if rotate is not None:
+            q = rotate(q)
+        return super().forward(q, k, v, rotate=None, **kwargs)
+
+
+class ComputesInBfloat16(SoftmaxAttention):
+    """Attends in bfloat16 whenever it is not given float64."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        if q.dtype == torch.float64:
+            return super().forward(q, k, v, **kwargs)
+        bias = kwargs.get("bias")
+        if bias is not None:
+            kwargs["bias"] = ScoreBias(bias.bias.bfloat16(), scale=bias.scale)
+        out = super().forward(q.bfloat16(), k.bfloat16(), v.bfloat16(), **kwargs)
+        return out.to(q.dtype)
+
+
+class ReferenceWithoutTheScale(SoftmaxAttention):
+    """Softmax whose reference forgets the score scale."""
+
+    @staticmethod
+    def reference(kernel, q, k, v, scale, **kwargs):
+        return SoftmaxAttention.reference(kernel, q, k, v, 1.0, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kernel,check,words",
+    [
+        (IgnoresPadding, "padding", "padded keys leak: what sits in padded slots changes"),
+        (LeaksAcrossSegments, "segments", "differs from it alone (packed documents): documents"),
+        (IgnoresTheWindow, "window", "keys beyond w // 2 = 0 change the output (window 1)"),
+        (WindowOneKeyShort, "window", "the key at distance w // 2 = 1 changes nothing"),
+        (DrawsEveryCall, "deterministic", "not deterministic: one kernel in eval mode"),
+        (HeadsAndTokensSwapped, "shapes", "wrong output shape: (2, 7, 3, 8) for q, k, v of"),
+        (DropsTheBias, "bias", "claims supports_score_bias, but a score bias changes nothing"),
+        (MisreadsTheLookup, "bias", "the bias given as lookup differs from the same bias dense"),
+        (SharesAcrossTheBatch, "batch", "batch row 0 differs from that row alone (plain)"),
+        (RotatesQueriesOnly, "rotation", "a rotation the same at every position changes"),
+        (ComputesInBfloat16, "float64", "float32 disagrees with float64 (plain)"),
+        (ReferenceWithoutTheScale, "reference", "differs from the reference (plain)"),
+    ],
+    ids=lambda value: value.__name__ if isinstance(value, type) else None,
+)
+def test_the_kit_fails_a_broken_kernel_naming_check_kernel_and_mistake(kernel, check, words):
+    with pytest.raises(AssertionError) as failure:
+        check_kernel(kernel, checks=[check])
+    message = str(failure.value)
+    assert message.startswith(f"{check} check failed for kernel "), message
+    assert kernel.__qualname__ in message
+    assert words in message, message
+
+
+@pytest.mark.parametrize(
+    "kernel,check",
+    [
+        (IgnoresPadding, "shapes"),
+        (IgnoresPadding, "batch"),
+        (LeaksAcrossSegments, "padding"),
+        (IgnoresTheWindow, "padding"),
+        (DrawsEveryCall, "shapes"),
+        (HeadsAndTokensSwapped, "deterministic"),
+        (DropsTheBias, "window"),
+        (MisreadsTheLookup, "padding"),
+        (SharesAcrossTheBatch, "deterministic"),
+        (RotatesQueriesOnly, "padding"),
+        (ReferenceWithoutTheScale, "float64"),
+    ],
+    ids=lambda value: value.__name__ if isinstance(value, type) else value,
+)
+def test_each_broken_kernel_passes_the_checks_its_mistake_is_not_about(kernel, check):
+    """The failures above are the named check's, not a kit that fails everything."""
+    check_kernel(kernel, checks=[check])
+
+
+def test_a_kernel_that_draws_at_random_is_said_to_be_not_deterministic():
+    """The whole kit names the randomness first, not the batch or padding check."""
+    with pytest.raises(AssertionError, match="deterministic check failed.*not deterministic"):
+        check_kernel(DrawsEveryCall)
