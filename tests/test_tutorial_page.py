@@ -114,3 +114,31 @@ def test_the_pages_sweeps_are_valid(my_schemes, tmp_path):
         assert len(commands) == expected_runs.pop(name)
         assert sum("my_pkg.schemes:LogDistance" in c for c in commands) == len(commands) // 3
     assert expected_runs == {}
+
+
+def test_the_pages_kernel_passes_the_kit_as_its_test_file_says(tmp_path, monkeypatch):
+    """The kernel section: its kernel file passes ``check_kernel`` as its test file calls
+    it, and an option out of range is the one line the page shows."""
+    kernel_file, test_file = blocks("python")[2:4]
+    project = tmp_path / "my-kernels"
+    (project / "my_pkg").mkdir(parents=True)
+    (project / "my_pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (project / "my_pkg" / "kernels.py").write_text(kernel_file, encoding="utf-8")
+    (project / "test_my_kernels.py").write_text(test_file, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(project))
+    for name in [m for m in sys.modules if m == "my_pkg" or m.startswith("my_pkg.")]:
+        monkeypatch.delitem(sys.modules, name)
+    test_module = importlib.import_module("test_my_kernels")
+    try:
+        tests = [getattr(test_module, n) for n in dir(test_module) if n.startswith("test_")]
+        assert len(tests) == 2
+        for test in tests:
+            test()
+    finally:
+        sys.modules.pop("test_my_kernels", None)
+    from roformer_lit.errors import ConfigError
+    from roformer_lit.testing import check_kernel
+
+    with pytest.raises(ConfigError) as refused:
+        check_kernel(importlib.import_module("my_pkg.kernels").Blocked, block=0)
+    assert str(refused.value) in PAGE.read_text(encoding="utf-8").replace("\n", " ")
