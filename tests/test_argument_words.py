@@ -20,6 +20,18 @@ from roformer_lit.finetune.module import SequenceClassifier
         ("--model.hidden_size", "1.5", "model.hidden_size: expected an integer, got 1.5"),
         ("--model.dropout", "x", "model.dropout: expected a number, got 'x'"),
         ("--data.batch_size", "x", "data.batch_size: expected an integer, got 'x'"),
+        # options that are not a mapping
+        (
+            "--model.position_kwargs",
+            "{base:100}",  # YAML reads a colon without a space as part of one string
+            "model.position_kwargs: expected a mapping {option: value, ...} or null, got "
+            "'{base:100}' (YAML needs a space after each key's colon: '{base: 100}')",
+        ),
+        (
+            "--model.attention_kwargs",
+            "3",
+            "model.attention_kwargs: expected a mapping {option: value, ...} or null, got 3",
+        ),
     ],
 )
 def test_a_value_of_the_wrong_type_names_the_setting_and_its_type(
@@ -77,28 +89,3 @@ class _Refusal(Exception):
 )
 def test_a_message_of_another_shape_is_kept_as_it_is(message) -> None:
     assert plain_argument_error(_Refusal(message)) == message
-
-
-@pytest.mark.parametrize(
-    ("option", "value", "expected"),
-    [
-        (
-            "--model.position_kwargs",
-            "{base:100}",  # YAML reads a colon without a space as part of one string
-            "model.position_kwargs: expected a mapping {option: value, ...} or null, got "
-            "'{base:100}' (YAML needs a space after each key's colon: '{base: 100}')",
-        ),
-        (
-            "--model.attention_kwargs",
-            "3",
-            "model.attention_kwargs: expected a mapping {option: value, ...} or null, got 3",
-        ),
-    ],
-)
-def test_options_that_are_not_a_mapping_are_said_so(
-    tmp_path, monkeypatch, capsys, option, value, expected
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    line = one_error_line(fit_args("rope.yaml", 2, option, value), capsys)
-    assert line == f"error: {expected}", line
-    assert not (tmp_path / "runs").exists()

@@ -16,6 +16,18 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "guide" / "your-scheme.md"
 
 
+def run_page_tests(module: str) -> None:
+    """Run the two ``test_`` functions of the page's test file ``module``, as pytest would."""
+    test_module = importlib.import_module(module)
+    try:
+        tests = [getattr(test_module, n) for n in dir(test_module) if n.startswith("test_")]
+        assert len(tests) == 2
+        for test in tests:
+            test()
+    finally:
+        sys.modules.pop(module, None)
+
+
 def blocks(language: str) -> list[str]:
     text = PAGE.read_text(encoding="utf-8")
     return re.findall(rf"^```{language}\n(.*?)^```$", text, flags=re.M | re.S)
@@ -38,14 +50,7 @@ def my_schemes(tmp_path, monkeypatch) -> Path:
 
 
 def test_the_pages_scheme_passes_the_kit_as_its_test_file_says(my_schemes):
-    test_module = importlib.import_module("test_my_schemes")
-    try:
-        tests = [getattr(test_module, n) for n in dir(test_module) if n.startswith("test_")]
-        assert len(tests) == 2
-        for test in tests:
-            test()
-    finally:
-        sys.modules.pop("test_my_schemes", None)
+    run_page_tests("test_my_schemes")
 
 
 def test_the_pages_scheme_refuses_a_slope_out_of_range(my_schemes):
@@ -128,14 +133,7 @@ def test_the_pages_kernel_passes_the_kit_as_its_test_file_says(tmp_path, monkeyp
     monkeypatch.syspath_prepend(str(project))
     for name in [m for m in sys.modules if m == "my_pkg" or m.startswith("my_pkg.")]:
         monkeypatch.delitem(sys.modules, name)
-    test_module = importlib.import_module("test_my_kernels")
-    try:
-        tests = [getattr(test_module, n) for n in dir(test_module) if n.startswith("test_")]
-        assert len(tests) == 2
-        for test in tests:
-            test()
-    finally:
-        sys.modules.pop("test_my_kernels", None)
+    run_page_tests("test_my_kernels")
     from roformer_lit.errors import ConfigError
     from roformer_lit.testing import check_kernel
 
