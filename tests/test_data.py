@@ -285,6 +285,25 @@ def test_tokenizer_cache_env_var(
     assert path.is_file()
 
 
+def test_tokenizer_trains_without_words_it_encodes_as_unk(bundled_docs: list[str]) -> None:
+    """A word of more than 100 characters (a DNA string, a base64 blob, a line of one
+    character) is one [UNK] to the model, so the trainer never sees it: its merges would be
+    vocabulary nothing uses, and they cost time quadratic in its length (a 9 MB such line
+    took hours to prepare, deaf to SIGTERM meanwhile). Words up to the limit, and the rest
+    of a document holding a long one, train as before."""
+    docs, limit = bundled_docs[:200], 100  # WordPiece's max_input_chars_per_word
+    dna = "acgt" * 2_500  # 10,000 characters, one word
+    kept = "q" * limit + "," + "z" * 3 * limit
+    tok = tokmod.train_tokenizer([*docs, f"start {dna} end. {kept} {dna}"] * 2, 600)
+    vocab = tok.get_vocab()
+    assert not [t for t in vocab if set(t.removeprefix("##")) <= set("acgt") and len(t) > 8]
+    assert not [t for t in vocab if "z" * 3 in t]
+    assert "q" * 8 in vocab or "##" + "q" * 8 in vocab  # the 100-character word is trained
+    assert tok.encode(dna).tokens == ["[UNK]"]
+    assert tok.encode("z" * 3 * limit).tokens == ["[UNK]"]
+    assert tok.encode("q" * limit).tokens != ["[UNK]"]
+
+
 def test_tokenizer_file(small_corpus: Path, cache_dir: Path, tmp_path: Path) -> None:
     base = make_dm(small_corpus, cache_dir)
     f = tmp_path / "tokenizer.json"
