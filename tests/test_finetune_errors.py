@@ -96,6 +96,24 @@ def test_a_label_that_is_not_a_number(pretrained, tmp_path, monkeypatch, capsys)
     refused(local(pretrained, train, train), capsys, "'positive' is not a number")
 
 
+@pytest.mark.parametrize("label", [0, 1, "0.25"], ids=["class-0", "class-1", "one-target"])
+def test_a_training_split_of_one_label(label, pretrained, files, tmp_path, monkeypatch, capsys):
+    """A classifier trained on one class answers it whatever the text (a regression of one
+    target has no correlation): refused, however num_labels was found, before a run."""
+    monkeypatch.chdir(tmp_path)
+    _, val = files
+    rows = keyword_rows(16, seed=1)
+    for row in rows:
+        row["label"] = label
+    train = write_csv(tmp_path / "one.csv", rows)
+    shown = repr(float(label)) if isinstance(label, str) else str(label)
+    line = refused(local(pretrained, train, val), capsys, f"every training label is {shown}")
+    assert str(train) in line and "label_field='label'" in line
+    if not isinstance(label, str):
+        assert "labels 0..1" in line
+        refused(local(pretrained, train, val, "--data.num_labels", "3"), capsys, "labels 0..2")
+
+
 @pytest.mark.parametrize("content", ["", "text,label\n"], ids=["empty", "header-only"])
 def test_an_empty_file(content, pretrained, files, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

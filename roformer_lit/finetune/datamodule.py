@@ -190,7 +190,28 @@ class TaskDataModule(ResumableDataModule):
                         "0..num_labels-1, or set data.num_labels 1 for a regression"
                     )
                 self.num_labels = max(2, int(top) + 1)
+        if self.spec.source == "local" and self._has_train:
+            self._check_labels_differ()
         return self.num_labels
+
+    def _check_labels_differ(self) -> None:
+        """Refuse a local training split whose labels are all one value: a classifier that
+        sees one class learns to answer it whatever the text (and a regression of one target
+        has no correlation to report), so the fine-tune would measure nothing."""
+        labels = {e.label for e in self._examples("train")}
+        if len(labels) > 1:
+            return
+        (only,) = labels
+        need = (
+            "a regression needs at least two different targets"
+            if self.num_labels == 1
+            else "a classifier needs examples of at least two classes "
+            f"(labels 0..{self.num_labels - 1})"
+        )
+        raise ConfigError(
+            f"{self._where('train')}: every training label is {only!r}: "
+            f"{need}; check data.label_field={self.fields[2]!r} and the files"
+        )
 
     @property
     def _has_train(self) -> bool:
