@@ -33,6 +33,7 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -118,7 +119,7 @@ class ResolvedLayer:
     kernel: type[AttentionKernel]
     kernel_options: dict[str, Any]
 
-    @property
+    @cached_property
     def scheme_key(self) -> tuple[str, str]:
         """Layers with equal keys share one scheme instance (:func:`scheme_key`)."""
         return scheme_key(self.spec.position, self.scheme, self.scheme_options)
@@ -290,8 +291,8 @@ def window_needs_a_kernel_with_windows(config: EncoderConfig, layers: list[Resol
 def embedding_schemes_do_not_vary(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:
     """A scheme that adds positions to the embeddings acts once, before every layer: it
     cannot be one layer's scheme while other layers differ from the model's."""
-    model = config.model_layer
-    varied = [layer for layer in layers if layer.scheme_key != model_scheme_key(config)]
+    model, model_key = config.model_layer, model_scheme_key(config)
+    varied = [layer for layer in layers if layer.scheme_key != model_key]
     if not varied:
         return
     model_scheme = lookup(POSITION_SCHEMES, model.position, "position")

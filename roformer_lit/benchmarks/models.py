@@ -348,24 +348,19 @@ WARMUP = integer(0, MAX_ROUNDS)
 def build_parser() -> ToolParser:
     """``bench``'s parser: every numeric flag declares its range (one ``error:`` line)."""
     parser = ToolParser("bench", description=__doc__)
-    parser.add_argument(
-        "--schemes",
-        nargs="+",
-        type=Registered(POSITION_SCHEMES),
-        default=list(POSITION_SCHEMES),
-        metavar="SCHEME",
-        help="registered names or import paths package.module:Class (default: every "
-        f"registered scheme: {', '.join(POSITION_SCHEMES)})",
-    )
-    parser.add_argument(
-        "--kernels",
-        nargs="+",
-        type=Registered(ATTENTION_KERNELS),
-        default=list(ATTENTION_KERNELS),
-        metavar="KERNEL",
-        help="registered names or import paths package.module:Class (default: every "
-        f"registered kernel: {', '.join(ATTENTION_KERNELS)})",
-    )
+    for flag, registry, what in (
+        ("--schemes", POSITION_SCHEMES, "scheme"),
+        ("--kernels", ATTENTION_KERNELS, "kernel"),
+    ):
+        parser.add_argument(
+            flag,
+            nargs="+",
+            type=Registered(registry),
+            default=list(registry),
+            metavar=what.upper(),
+            help="registered names or import paths package.module:Class (default: every "
+            f"registered {what}: {', '.join(registry)})",
+        )
     parser.add_argument("--lengths", nargs="+", type=LENGTH, default=[128, 512, 2048])
     parser.add_argument("--batch", type=integer(1, MAX_BATCH), default=4)
     parser.add_argument("--hidden", type=integer(1, 65536), default=256)

@@ -72,7 +72,7 @@ from roformer_lit.positions.base import (
     segment_positions,
 )
 from roformer_lit.score_bias import bias_rows, bias_squares, dense_from_lookup
-from roformer_lit.testing.kit import Check, Options, default_dtype
+from roformer_lit.testing.kit import Check, Options, default_dtype, differs
 from roformer_lit.testing.models import (
     PAD,
     SHAPES,
@@ -94,10 +94,6 @@ FLOAT64_TOL = {"rtol": 1e-7, "atol": 1e-8}
 FLOAT32_AGAINST_FLOAT64 = {"rtol": 1e-6, "atol": 5e-6}
 #: Float32 forward passes of one model against each other.
 FLOAT32_TOL = {"rtol": 1e-4, "atol": 1e-5}
-
-
-def _differs(a: Tensor, b: Tensor, at_least: float = 1e-3) -> bool:
-    return bool((a - b).abs().max() > at_least)
 
 
 def check_shapes(scheme: type[PositionScheme], attention: str, options: Options) -> None:
@@ -233,7 +229,7 @@ def check_translation(
                 msg=lambda m: f"declares translation_invariant, but a shift changes logits: {m}",
             )
         else:
-            assert _differs(shifted, plain), (
+            assert differs(shifted, plain, at_least=1e-3), (
                 "declares translation_invariant = False, but shifting every position by "
                 f"{n_pad} changes no logit by 1e-3 (declare it True, or show the dependence "
                 "on short rows with test_kwargs / amplify_for_tests)"

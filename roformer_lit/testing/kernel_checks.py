@@ -71,7 +71,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.registry import check_options, construct
 from roformer_lit.score_bias import ScoreBias, lookup_of_dense, offset_lookup
 from roformer_lit.testing.checks import FLOAT32_AGAINST_FLOAT64, FLOAT32_TOL, FLOAT64_TOL
-from roformer_lit.testing.kit import Check, Options
+from roformer_lit.testing.kit import Check, Options, differs
 from roformer_lit.testing.models import component_label, random_ids, small_model
 
 #: ``(batch, heads, length, head size)`` of the ``shapes`` check: odd heads and lengths.
@@ -88,6 +88,8 @@ DOCUMENTS = ((4, 6, 3), (5, 4), (6,))
 WINDOW = 5
 #: float32 gradients against float64 ones.
 GRADIENT_TOL = {"rtol": 1e-5, "atol": 1e-5}
+#: The least difference that shows a change the kernel must make (:func:`differs`).
+CHANGE = 1e-4
 
 
 def scale_for(size: int) -> float:
@@ -239,10 +241,6 @@ def assert_same(got: Tensor, wanted: Tensor, what: str, tol: dict | None = None)
     torch.testing.assert_close(
         got, wanted, **(tol or FLOAT32_TOL), msg=lambda m: f"{what}: {m}", equal_nan=False
     )
-
-
-def differs(a: Tensor, b: Tensor, at_least: float = 1e-4) -> bool:
-    return bool((a - b).abs().max() > at_least)
 
 
 def check_shapes(kernel: type[AttentionKernel], options: Options) -> None:
@@ -408,7 +406,9 @@ def check_segments(kernel: type[AttentionKernel], options: Options) -> None:
                     start = stop
         unmasked = attend(module, q, k, v, Case(mask=mask))
         packed = attend(module, q, k, v, Case(mask=mask, segments=segments))
-    assert differs(unmasked[0], packed[0]), "segment_ids change no output of a packed row"
+    assert differs(unmasked[0], packed[0], at_least=CHANGE), (
+        "segment_ids change no output of a packed row"
+    )
 
 
 def check_window(kernel: type[AttentionKernel], options: Options) -> None:
@@ -438,7 +438,7 @@ def check_window(kernel: type[AttentionKernel], options: Options) -> None:
                 f"is not applied",
             )
             edge = [j - half, j + half]
-            assert differs(moved[:, :, edge], plain[:, :, edge]), (
+            assert differs(moved[:, :, edge], plain[:, :, edge], at_least=CHANGE), (
                 f"the key at distance w // 2 = {half} changes nothing (window {window}): the "
                 f"band is too narrow"
             )
@@ -512,7 +512,7 @@ def check_bias(kernel: type[AttentionKernel], options: Options) -> None:
         for where, case in settings.items():
             real = case.real(BATCH, LENGTH)[:, None, :, None].expand(BATCH, HEADS, LENGTH, SIZE)
             wanted = call(case, ScoreBias(dense, scale=scale))
-            assert differs(wanted, call(case, None)), (
+            assert differs(wanted, call(case, None), at_least=CHANGE), (
                 f"claims supports_score_bias, but a score bias changes nothing ({where}): the "
                 f"bias is dropped"
             )
@@ -582,7 +582,7 @@ def check_rotation(kernel: type[AttentionKernel], options: Options) -> None:
                 f"rotated queries and keys should meet only in their dot products",
             )
             turned = attend(module, q, k, v, case, rotate=rope)
-            assert differs(turned, plain), (
+            assert differs(turned, plain, at_least=CHANGE), (
                 f"rotate is ignored: a rotation by position ({where}) changes nothing"
             )
             if kernel.rotates_inputs:
@@ -608,7 +608,7 @@ def check_dropout(kernel: type[AttentionKernel], options: Options) -> None:
         dropped = attend(module, q, k, v, case, dropout_p=0.5)
     assert_same(trained, evaluated, "dropout_p = 0 in train mode differs from eval mode")
     assert torch.isfinite(dropped).all(), "dropout_p = 0.5 gives non-finite outputs"
-    assert differs(dropped, evaluated), (
+    assert differs(dropped, evaluated, at_least=CHANGE), (
         "claims supports_dropout, but dropout_p = 0.5 in train mode changes nothing"
     )
 

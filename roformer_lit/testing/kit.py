@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch import Tensor
 
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.errors import ConfigError
@@ -33,6 +34,12 @@ class Check:
     name: str
     run: Callable[..., None]
     applies: Callable[..., bool] = lambda *args: True
+
+
+def differs(a: Tensor, b: Tensor, at_least: float) -> bool:
+    """Whether ``a`` and ``b`` differ somewhere by more than ``at_least``: what a check
+    asserts where a change must show (a shifted row, a bias, a window's edge)."""
+    return bool((a - b).abs().max() > at_least)
 
 
 def reported(name: str, what: str, label: str, context: str, call: Callable[[], None]) -> None:
