@@ -409,3 +409,24 @@ def test_check_name_refuses_every_path_trick():
         with pytest.raises(ConfigError):
             run_dir.check_name(bad, "version")
     assert run_dir.check_name("rope-softmax-seed0-2", "version") == "rope-softmax-seed0-2"
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_a_default_root_dir_that_does_not_place_the_run_is_named(
+    tmp_path, monkeypatch, capsys, inside
+):
+    """With a logger the run goes to ``<save_dir>/<name>/<version>`` whatever
+    ``--trainer.default_root_dir`` says: a root elsewhere gets one note saying where the run
+    went; the run's own directory (what the SLURM script passes, for Lightning's own
+    ``hpc_ckpt`` files) gets none."""
+    monkeypatch.chdir(tmp_path)
+    root = RUN if inside else tmp_path / "elsewhere"
+    code = main(fit_args("rope.yaml", 2, "--trainer.default_root_dir", str(root)))
+    assert code == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "default_root_dir" in line]
+    if inside:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and notes[0].startswith("note: trainer.default_root_dir=")
+        assert str(RUN) in notes[0] and "--trainer.logger.init_args.save_dir" in notes[0]
+    assert (tmp_path / LAST).is_file() and not (tmp_path / "elsewhere").exists()

@@ -229,7 +229,12 @@ class RoformerCLI(CompatCLI):
         check_checkpoint_placement(config)
         if not is_run_logger(logger):
             return
-        args = logger.init_args
+        self.claim_run_directory(config)
+        note_unplaced_root(config)
+
+    def claim_run_directory(self, config: Any) -> None:
+        """Resume into a checkpoint's own run, or claim a new (or named) one."""
+        args = config.trainer.logger.init_args
         root, name = args.get("save_dir") or "runs", args.get("name") or "default"
         ckpt = config.get("ckpt_path")
         leader = launch_rank() in (None, 0)  # only one process of a multi-process run claims
@@ -341,6 +346,28 @@ def check_checkpoint_placement(config: Any) -> None:
                 "checkpoints; keep the default logger (each run its own directory) or set "
                 "--trainer.default_root_dir to a new directory"
             )
+
+
+def note_unplaced_root(config: Any) -> None:
+    """``--trainer.default_root_dir`` does not place a run that has a logger (Lightning keeps
+    only its own files there, such as SLURM's ``hpc_ckpt_<k>.ckpt``): the run goes to
+    ``<save_dir>/<name>/<version>``. Where that run is neither inside it nor holds it, one
+    ``note:`` line says where the run went and which flag chooses the root."""
+    root = config.trainer.get("default_root_dir")
+    if root is None:
+        return
+    args = config.trainer.logger.init_args
+    run = Path(args.get("save_dir") or "runs") / (args.get("name") or "default")
+    run = run / str(args.get("version"))
+    if _is_inside(run, Path(root)) or _is_inside(Path(root), run):
+        return
+    print(
+        f"note: trainer.default_root_dir={str(root)!r} does not place the run, which goes to "
+        f"{run} (<save_dir>/<name>/<version>); choose its root with "
+        "--trainer.logger.init_args.save_dir",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def check_resume_keeps_later_steps(ckpt: Any, run: Path) -> None:
