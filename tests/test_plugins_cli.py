@@ -54,6 +54,8 @@ def test_a_plugin_run_loads_where_the_plugin_is_and_is_refused_where_it_is_not(t
         assert refused.returncode == 2, refused.stderr[-2000:]
         assert len(lines) == 1 and "Traceback" not in refused.stderr, refused.stderr[-2000:]
         assert "'my_plugin:MyScheme'" in lines[0] and "cannot import 'my_plugin'" in lines[0]
+        # every command names where the checkpoint's scheme came from, to find it again
+        assert "the checkpoint records position 'my_plugin:MyScheme' from" in lines[0], lines
     exported = run(
         ["export", "--ckpt_path", str(checkpoint), "--out", str(tmp_path / "hf")],
         tmp_path,

@@ -52,7 +52,7 @@ from roformer_lit.data.modules import (
 )
 from roformer_lit.data.stored_tokenizer import stored_tokenizer_json
 from roformer_lit.errors import ConfigError, one_line
-from roformer_lit.module import MaskedLM
+from roformer_lit.module import MaskedLM, recorded_origins
 from roformer_lit.safe_input import check_readable_file
 from roformer_lit.training import run_dir
 from roformer_lit.training.callbacks import (
@@ -220,7 +220,11 @@ class RoformerCLI(CompatCLI):
         run of their own: their results are appended to the evaluated run's
         ``evaluations.jsonl`` (:meth:`after_validate`, :meth:`after_test`)."""
         config = self.config[self.subcommand] if self.subcommand else self.config
-        self.check_before_launch(config)  # before anything is built or created
+        ckpt = config.get("ckpt_path")
+        try:
+            self.check_before_launch(config)  # before anything is built or created
+        except ConfigError as exc:  # a plugin gone: name where the run's came from
+            raise ConfigError(f"{exc}{recorded_origins(ckpt) if ckpt else ''}") from None
         logger = config.trainer.logger
         if self.subcommand != "fit":
             if is_run_logger(logger):
