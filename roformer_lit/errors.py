@@ -53,3 +53,22 @@ class TrainingDiverged(RuntimeError):
 def one_line(exc: BaseException) -> str:
     """An exception's message on one line (whitespace runs folded to one space)."""
     return " ".join(str(exc).split())
+
+
+def refused_settings(exc: BaseException) -> ConfigError:
+    """The one line for a class that refused its arguments while jsonargparse built it.
+
+    jsonargparse wraps what a class's ``__init__`` raises in its own message, which dumps
+    the union's members and the whole namespace (``Does not validate against any of the
+    Union subtypes ... Given value: Namespace(...)``). Where the class raised a
+    :class:`ConfigError` (``corpus file not found: x.txt``), that line is the refusal:
+    it is found on the exception's chain of causes and returned as it is; otherwise the
+    message is kept, on one line, after ``invalid settings:``."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ConfigError):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return ConfigError(f"invalid settings: {one_line(exc)}")

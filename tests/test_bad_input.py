@@ -87,7 +87,18 @@ CASES: dict[str, tuple[list[str], str]] = {
     "config_missing": (["fit", "--config", "nowhere.yaml"], "nowhere.yaml"),
     "config_broken_yaml": (["fit", "--config", "broken.yaml"], "Problems parsing config"),
     # corpora
-    "corpus_missing": (fit("--data.train_files", "[nowhere.txt]"), "nowhere.txt"),
+    "corpus_missing": (
+        fit("--data.train_files", "[nowhere.txt]"),
+        "error: corpus file not found: nowhere.txt",
+    ),
+    "corpus_extension": (
+        fit("--data.train_files", "[notes.ckpt]"),
+        "error: unsupported corpus file extension for notes.ckpt: expected one of .txt",
+    ),
+    "val_corpus_missing": (
+        fit("--data.val_files", "[nowhere.txt]"),
+        "error: corpus file not found: nowhere.txt",
+    ),
     "corpus_empty": (fit("--data.train_files", "[empty.txt]"), "empty.txt"),
     "corpus_binary": (fit("--data.train_files", "[binary.txt]"), "binary.txt"),
     "corpus_latin1": (fit("--data.train_files", "[latin1.txt]"), "latin1.txt"),
@@ -159,6 +170,9 @@ def test_bad_input_is_refused_with_one_line(case, work, monkeypatch, capsys):
     assert lines and lines[-1].startswith("error: "), err[-2000:]
     assert expected in lines[-1], lines[-1]
     assert "Traceback" not in err
+    # the line is the project's own, not a parser's dump of its union and namespace
+    for dump in ("Union subtypes", "Namespace(", "<class '"):
+        assert dump not in lines[-1], lines[-1]
     assert snapshot(work / RUN) == run_before, "the existing run directory was modified"
     # nothing trained: no new checkpoints anywhere
     runs_after = sorted(p.name for p in (work / "runs" / "mlm").iterdir())

@@ -36,6 +36,8 @@ def refused(args: list[str], capsys: pytest.CaptureFixture[str], *expected: str)
     assert "Traceback" not in err
     for text in expected:
         assert text in lines[-1], lines[-1]
+    for dump in ("Union subtypes", "Namespace(", "<class '"):  # the project's line, not a dump
+        assert dump not in lines[-1], lines[-1]
     assert not list(Path("runs").glob("finetune/*/")), "a failed run left its directory"
     print(lines[-1])
     return lines[-1]
@@ -166,6 +168,17 @@ def test_an_unknown_task_names_the_valid_ones(pretrained, tmp_path, monkeypatch,
         "sst3",
     ]
     refused(args, capsys, "'sst3'", "valid: movie_polarity, local, cola, sst2")
+
+
+@pytest.mark.parametrize("which", ["train", "val"])
+def test_a_missing_data_file_is_named(which, pretrained, files, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    train, val = files
+    missing = tmp_path / "nowhere.csv"
+    args = (
+        local(pretrained, missing, val) if which == "train" else local(pretrained, train, missing)
+    )
+    refused(args, capsys, "nowhere.csv")
 
 
 def test_local_needs_its_files(pretrained, tmp_path, monkeypatch, capsys):

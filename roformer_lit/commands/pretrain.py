@@ -51,7 +51,7 @@ from roformer_lit.data.modules import (
     settings_of,
 )
 from roformer_lit.data.stored_tokenizer import stored_tokenizer_json
-from roformer_lit.errors import ConfigError, one_line
+from roformer_lit.errors import ConfigError, refused_settings
 from roformer_lit.module import MaskedLM, recorded_origins
 from roformer_lit.safe_input import check_readable_file
 from roformer_lit.training import run_dir
@@ -293,9 +293,7 @@ class RoformerCLI(CompatCLI):
         try:
             super().instantiate_classes()
         except (ValueError, TypeError) as exc:  # a class refused its arguments
-            if isinstance(exc, ConfigError):
-                raise
-            raise ConfigError(f"invalid settings: {one_line(exc)}") from exc
+            raise refused_settings(exc) from None  # the class's own line, or a new one
         checkpoint, self._checkpoint = getattr(self, "_checkpoint", None), None
         if checkpoint is not None:
             _check_checkpoint_fits(*checkpoint, self.model)

@@ -49,7 +49,7 @@ from roformer_lit.commands.pretrain import (
     run_dir_of,
 )
 from roformer_lit.commands.seed_line import say_seed
-from roformer_lit.errors import ConfigError, one_line
+from roformer_lit.errors import ConfigError, refused_settings
 from roformer_lit.finetune.datamodule import TaskDataModule
 from roformer_lit.finetune.module import SequenceClassifier
 from roformer_lit.finetune.prelaunch import check_finetune_config
@@ -168,10 +168,8 @@ class FinetuneCLI(RoformerCLI):
     def instantiate_classes(self) -> None:
         try:
             LightningCLI.instantiate_classes(self)
-        except (ValueError, TypeError) as exc:
-            if isinstance(exc, ConfigError):
-                raise
-            raise ConfigError(f"invalid settings: {one_line(exc)}") from exc
+        except (ValueError, TypeError) as exc:  # a class refused its arguments
+            raise refused_settings(exc) from None  # the class's own line, or a new one
         limit = self.model.max_length
         if limit is not None and self.datamodule.max_length > limit:
             raise ConfigError(
