@@ -77,13 +77,38 @@ class _Refusal(Exception):
     pass
 
 
+def test_a_union_of_plain_types_names_each_type(tmp_path, monkeypatch, capsys) -> None:
+    """``--seed_everything abc`` (LightningCLI's ``bool | int``): the setting, the value and
+    each type in words, not the parser's dump of the union."""
+    monkeypatch.chdir(tmp_path)
+    line = one_error_line(fit_args("rope.yaml", 2, "--seed_everything", "abc"), capsys)
+    expected = "seed_everything: 'abc' is not valid; expected true or false, or an integer"
+    assert line == f"error: {expected}", line
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("types", "expected"),
+    [
+        ("<class 'int'>, <class 'NoneType'>", "expected an integer, or null"),
+        ("typing.Literal['a', 'b'], <class 'float'>", "expected one of 'a', 'b', or a number"),
+    ],
+)
+def test_a_union_of_types_and_values_in_words(types, expected) -> None:
+    message = (
+        f'Parser key "x": Does not validate against any of the Union subtypes Subtypes: '
+        f"[{types}] Errors: - e Given value type: <class 'str'> Given value: y"
+    )
+    assert plain_argument_error(_Refusal(message)) == f"x: 'y' is not valid; {expected}"
+
+
 @pytest.mark.parametrize(
     "message",
     [
         "Parser key \"x\": Expected a <class 'my.Type'>. Got value: 3",  # a type of its own
         'Parser key "x": Does not validate against any of the Union subtypes Subtypes: '
-        "[<class 'int'>, <class 'NoneType'>] Errors: - e Given value type: <class 'str'> "
-        "Given value: y",  # a union of types, not of listed values
+        "[<class 'int'>, <class 'my.Type'>] Errors: - e Given value type: <class 'str'> "
+        "Given value: y",  # a union with a type of its own
         "some other wording a later jsonargparse may use",
     ],
 )

@@ -104,9 +104,11 @@ def _expected(type_text: str) -> str | None:
 
 
 def _choices(types_text: str) -> str | None:
-    """The members of a union of literals (and None) as ``one of a, b, ..., or null``; None
-    when a member is another type (its values cannot be listed)."""
+    """The members of a union of literals, plain types and None as ``one of a, b, ...,
+    or null`` (``true or false, or an integer`` where members are types); None when a
+    member is of another shape (its values cannot be said)."""
     values: list[str] = []
+    words: list[str] = []
     allows_null = False
     for part in re.split(r",\s*(?=typing\.Literal\[|<class )", types_text):
         part = part.strip()
@@ -114,13 +116,22 @@ def _choices(types_text: str) -> str | None:
             allows_null = True
             continue
         literal = _LITERAL.fullmatch(part)
-        if literal is None:
+        if literal is not None:
+            values += [value.strip() for value in literal["values"].split(",")]
+        elif part in _TYPE_WORDS:
+            words.append(_TYPE_WORDS[part])
+        else:
             return None
-        values += [value.strip() for value in literal["values"].split(",")]
-    if not values:
-        return None
-    unique = list(dict.fromkeys(values))
-    return f"one of {', '.join(unique)}" + (", or null" if allows_null else "")
+    if not words:  # literals alone: one list of values
+        if not values:
+            return None
+        unique = list(dict.fromkeys(values))
+        return f"one of {', '.join(unique)}" + (", or null" if allows_null else "")
+    if values:
+        words.insert(0, f"one of {', '.join(dict.fromkeys(values))}")
+    if allows_null:
+        words.append("null")
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])}, or {words[-1]}"
 
 
 def _shown(value: str) -> str:
