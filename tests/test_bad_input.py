@@ -225,3 +225,44 @@ def test_one_huge_line_with_a_validation_file_trains(work, monkeypatch):
     )
     assert code == 0
     assert (work / "runs" / "mlm" / "huge-line" / "checkpoints" / "last.ckpt").is_file()
+
+
+NO_GPU = not torch.cuda.is_available() and not (
+    getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+)
+
+
+@pytest.mark.skipif(not NO_GPU, reason="this machine has a GPU: the run would train")
+@pytest.mark.parametrize("accelerator", ["gpu", "cuda", "mps"])
+def test_an_accelerator_this_machine_lacks_is_named_with_those_it_has(
+    accelerator, work, monkeypatch, capsys
+):
+    monkeypatch.chdir(work)
+    before = snapshot(work / RUN)
+    capsys.readouterr()
+    for argv in (
+        fit("--trainer.accelerator", accelerator),
+        ["validate", "--trainer.accelerator", accelerator, "--ckpt_path", CKPT],
+    ):
+        assert main(argv) != 0
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert lines[-1] == (
+            f"error: trainer.accelerator={accelerator!r}: this machine has no such device that "
+            "PyTorch can use; valid here: cpu, auto"
+        ), lines
+    assert snapshot(work / RUN) == before
+
+
+@pytest.mark.skipif(not NO_GPU, reason="checks what a machine without a GPU accepts")
+def test_a_sweep_for_gpu_nodes_is_checked_on_a_machine_without_one(tmp_path, monkeypatch):
+    """``sweep`` checks every run where it is started (a SLURM login node, say), which need
+    not have the GPU the runs will train on: the accelerator is checked by ``fit`` itself."""
+    monkeypatch.chdir(tmp_path)
+    spec = {
+        "name": "gpu_sweep",
+        "base": str(CONFIGS / "rope.yaml"),
+        "grid": {"model.position": ["rope", "nope"]},
+        "overrides": {"trainer.accelerator": "gpu"},
+    }
+    Path("sweep.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["sweep", "--config", "sweep.yaml", "--dry-run"]) == 0

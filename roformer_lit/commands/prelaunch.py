@@ -166,6 +166,33 @@ def training_device(accelerator: Any) -> str | None:
     return name if name in ("cpu", "cuda", "mps") else None
 
 
+def available_accelerators() -> list[str]:
+    """The ``trainer.accelerator`` names that have a device on this machine."""
+    mps = getattr(torch.backends, "mps", None)
+    here = ["cpu", "auto"]
+    if torch.cuda.is_available():
+        here += ["gpu", "cuda"]
+    elif mps is not None and mps.is_available():
+        here += ["gpu", "mps"]
+    return here
+
+
+def accelerator_is_here(accelerator: Any) -> None:
+    """``trainer.accelerator`` naming a device this machine does not have (``gpu``,
+    ``cuda``, ``mps``): one line naming it and those it has, before anything is built
+    (Lightning's own refusal, ``No supported gpu backend found!``, names neither). A
+    command runs it where it trains; :func:`check_fit_config` does not, because ``sweep``
+    runs that on a machine (a SLURM login node) that submits GPU runs elsewhere."""
+    if not isinstance(accelerator, str) or accelerator.lower() not in ("gpu", "cuda", "mps"):
+        return
+    here = available_accelerators()
+    if accelerator.lower() not in here:
+        raise ConfigError(
+            f"trainer.accelerator={accelerator!r}: this machine has no such device that "
+            f"PyTorch can use; valid here: {', '.join(here)}"
+        )
+
+
 def kernels_train_on_the_device(config: EncoderConfig, trainer: Mapping[str, Any]) -> None:
     """A layer's kernel that declares the devices it trains on
     (:attr:`~roformer_lit.capabilities.KernelCapabilities.training_devices`: softmax's

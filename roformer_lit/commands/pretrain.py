@@ -34,7 +34,7 @@ from roformer_lit.commands.checkpoint_settings import (
     config_file_keys,
     typed_keys,
 )
-from roformer_lit.commands.prelaunch import check_fit_config
+from roformer_lit.commands.prelaunch import accelerator_is_here, check_fit_config
 from roformer_lit.commands.repeated_options import refuse_repeated_options
 from roformer_lit.commands.replaced_mappings import replaced_notes
 from roformer_lit.commands.seed_line import say_seed, seed_line_held
@@ -225,6 +225,7 @@ class RoformerCLI(CompatCLI):
             self.check_before_launch(config)  # before anything is built or created
         except ConfigError as exc:  # a plugin gone: name where the run's came from
             raise ConfigError(f"{exc}{recorded_origins(ckpt) if ckpt else ''}") from None
+        accelerator_is_here(config.trainer.get("accelerator", "auto"))  # here, not in sweep's
         logger = config.trainer.logger
         if self.subcommand != "fit":
             if is_run_logger(logger):
