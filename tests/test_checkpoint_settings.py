@@ -142,6 +142,11 @@ def test_the_recorded_trainer_settings_are_the_trainers(options):
         gradient_clip_val=1,
         gradient_clip_algorithm=GradClipAlgorithmType("value"),
         precision="bf16-mixed",
+        limit_train_batches=4,
+        limit_val_batches=0.5,
+        overfit_batches=0.0,
+        val_check_interval=3,
+        check_val_every_n_epoch=None,
     )
     recorded = run_length_records(trainer, 7)["trainer_settings"]
     assert [f"trainer.{key}" for key in recorded] == RECORDED_TRAINER
@@ -153,8 +158,37 @@ def test_the_recorded_trainer_settings_are_the_trainers(options):
         "gradient_clip_val": 1.0,
         "gradient_clip_algorithm": "value",
         "precision": "bf16-mixed",
+        "limit_train_batches": 4,
+        "limit_val_batches": 0.5,
+        "overfit_batches": 0.0,
+        "val_check_interval": 3,
+        "check_val_every_n_epoch": None,
     }
-    assert all(type(v) in (int, float, str) for v in recorded.values())  # weights_only
+    assert all(type(v) in (int, float, str, type(None)) for v in recorded.values())
+
+
+#: case -> (what the trainer holds besides a step limit, the settings left out of its record).
+NOT_HELD = {
+    # Lightning replaces both limits by the overfit count
+    "overfit": ({"overfit_batches": 2, "limit_train_batches": 2, "limit_val_batches": 2}, 2),
+    # an interval on the clock: the trainer holds its seconds, not the setting
+    "by time": ({"_val_check_time_interval": 60.0}, 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_HELD))
+def test_a_setting_the_trainer_does_not_hold_as_the_runs_is_not_recorded(case):
+    """What a record leaves out is not compared on resume (as in an older checkpoint)."""
+    from types import SimpleNamespace
+
+    held_values, left_out = NOT_HELD[case]
+    trainer = SimpleNamespace(max_steps=8, **held_values)
+    recorded = run_length_records(trainer, 8)["trainer_settings"]
+    assert len(RECORDED_TRAINER) - len(recorded) == left_out, recorded
+    if case == "overfit":
+        assert recorded["overfit_batches"] == 2 and "limit_train_batches" not in recorded
+    else:
+        assert "val_check_interval" not in recorded
 
 
 @pytest.mark.parametrize("name", ARGUMENTS)
@@ -585,11 +619,38 @@ def test_trainer_settings_compare_as_the_trainer_holds_them(case):
     assert checkpoint_settings(checkpoint, config, typed, True, "run.ckpt") == ({}, [])
 
 
+#: A batch count equal as a number to the run's fraction: one batch is not the whole set
+#: (or epoch), so it is another value, typed (refused) or from a file (replaced).
+ONE_BATCH = ("limit_train_batches", "limit_val_batches", "val_check_interval")
+
+
+@pytest.mark.parametrize("key", ONE_BATCH)
+def test_one_batch_is_not_the_runs_whole_set(key):
+    checkpoint = {"trainer_settings": {"max_steps": 8, key: 1.0}}
+    config = {"model": {}, "data": {}, "trainer": {"max_steps": 8, key: 1}}
+    with pytest.raises(ConfigError, match=f"{key}=1.0, this run has trainer.{key}=1;"):
+        checkpoint_settings(checkpoint, config, {f"trainer.{key}"}, True, "run.ckpt")
+    fill, _ = checkpoint_settings(checkpoint, config, set(), True, "run.ckpt")
+    assert fill == {"trainer": {key: 1.0}}
+
+
 def test_a_checkpoint_from_before_the_record_compares_only_its_length():
     checkpoint = {"trainer_settings": {"max_steps": 8}, "hyper_parameters": {}}
     config = {"model": {}, "data": {}, "trainer": {"max_steps": 8, "precision": "bf16-mixed"}}
     typed = {"trainer.precision", "trainer.max_steps"}
     assert checkpoint_settings(checkpoint, config, typed, True, "run.ckpt") == ({}, [])
+
+
+def test_a_checkpoint_from_before_the_validation_record_keeps_the_commands():
+    """A record of the length and numerics alone (before the batch limits and the validation
+    schedule were recorded) compares those: the command's validation is taken, typed or not."""
+    six = dict.fromkeys(("max_epochs", "gradient_clip_val", "gradient_clip_algorithm"))
+    record = {"max_steps": 8, "accumulate_grad_batches": 1, "precision": "32-true", **six}
+    checkpoint = {"trainer_settings": record, "hyper_parameters": {}}
+    ours = {"val_check_interval": 2, "limit_val_batches": 1, "check_val_every_n_epoch": None}
+    config = {"model": {}, "data": {}, "trainer": {**record, **ours}}
+    for typed in ({f"trainer.{key}" for key in ours}, set()):
+        assert checkpoint_settings(checkpoint, config, typed, True, "run.ckpt") == ({}, [])
 
 
 #: case -> (schedule, step, planned, words of why a typed max_epochs is refused; None: taken).

@@ -66,6 +66,11 @@ PRETRAINING_OTHER = {
     "trainer.gradient_clip_val": 0.5,
     "trainer.gradient_clip_algorithm": "value",
     "trainer.precision": "bf16-mixed",
+    "trainer.limit_train_batches": 4,
+    "trainer.overfit_batches": 2,
+    "trainer.limit_val_batches": 2,
+    "trainer.val_check_interval": 2,
+    "trainer.check_val_every_n_epoch": 2,
 }
 #: The classifier's settings of training (SequenceClassifier) -> a value other than the run's.
 FINETUNE_OTHER = {
@@ -274,3 +279,45 @@ def test_a_typed_setting_that_would_change_a_resumed_fine_tune_is_refused(
     argv = finetune_args(work, *typed(name, FINETUNE_OTHER[name]))
     line = refused_unchanged(work, capsys, [*argv, "--ckpt_path", str(TUNED_LAST)])
     assert str(TUNED_LAST) in line and f"{name}=" in line, line
+
+
+#: What a --config file gives a resumed run of the validation schedule and limits (the run:
+#: every 4 steps, on its whole validation set) -> the value the run keeps, as held.
+OTHER_VALIDATION = {
+    "val_check_interval": (2, "4 batches"),
+    "limit_val_batches": (1, 1.0),
+    "check_val_every_n_epoch": (2, None),
+}
+
+
+def test_a_resumed_run_validates_as_it_did_whatever_a_config_file_says(
+    tmp_path, monkeypatch, capsys
+):
+    """A --config file's other validation schedule and limit are replaced by the run's (one
+    ``note:`` line): the run validates at its own steps on its own set, and every config the
+    run directory holds says so for the whole run (what ``compare`` and a sweep read)."""
+    from roformer_lit.results.compare.runs import summarize_run
+    from roformer_lit.results.events import read_run
+
+    monkeypatch.chdir(tmp_path)
+    argv = fit_args("rope.yaml", 8, *version("v"))
+    assert fit_preempted(argv, 4) == EXIT_PREEMPTED
+    other = {"trainer": {key: ours for key, (ours, _) in OTHER_VALIDATION.items()}}
+    (tmp_path / "other.yaml").write_text(yaml.safe_dump(other), encoding="utf-8")
+    resumed = with_file("other.yaml", without(argv, "--trainer.val_check_interval"))
+    capsys.readouterr()
+    assert main([*resumed, "--ckpt_path", str(last("v"))]) == 0
+    err = capsys.readouterr().err
+    notes = [line for line in err.splitlines() if line.startswith("note: the run's own")]
+    assert len(notes) == 1, err[-2000:]
+    assert all(f"trainer.{key}=" in notes[0] for key in OTHER_VALIDATION), notes[0]
+    run = MLM / "v"
+    configs = sorted(run.glob("config*.yaml"))
+    assert len(configs) == 2, configs  # config.yaml and the resume's config-resumed-1.yaml
+    for config in configs:
+        trainer = yaml.safe_load(config.read_text(encoding="utf-8"))["trainer"]
+        for key, (_, theirs) in OTHER_VALIDATION.items():
+            assert held(key, trainer) == theirs, (config, key)
+    # every 4 steps, as the run validated (logged at the 0-based steps 3 and 7)
+    assert [s.step for s in read_run(run).scalars["val/loss"]] == [3, 7]
+    assert summarize_run(run).hparams["trainer.val_check_interval"] == "4 batches"

@@ -41,7 +41,26 @@ recorded keeps the command's value. What a typed value that differs does, per se
   ``position_lr_scale``; fine-tuning's ``warmup_ratio``): ``refuse`` -- the optimiser's
   moments and the schedule's steps so far were taken for the run's values, so the resumed
   run would be neither that run nor one planned with the new values; a new run is;
+* ``trainer.limit_train_batches``, ``trainer.overfit_batches``: ``refuse`` -- they change
+  what the run trains on and the batches an epoch has, so the steps an epoch makes and a
+  schedule planned from them;
+* ``trainer.limit_val_batches``: ``refuse`` -- it changes what validation measures: the
+  best val/loss so far (and ``best.ckpt``) was measured on the run's validation set;
+* ``trainer.val_check_interval``, ``trainer.check_val_every_n_epoch``: ``refuse`` -- they
+  change when validation runs, and so which steps' val/loss the run's curve, its best
+  val/loss and ``best.ckpt`` are taken from. A run that validated on two schedules has no
+  one value its ``config.yaml`` could record, and ``compare`` and a sweep read that value
+  as the run's for its whole length: to validate otherwise, start a new run (or evaluate a
+  checkpoint with ``validate``);
 * the dropouts: ``notice`` (they change no state the run carries).
+
+The batch limits and the validation schedule are recorded since the
+:data:`~roformer_lit.training.trainer_settings.MEASURED_TRAINER_SETTINGS` that identify a
+run for ``compare`` and a sweep are the recorded ones: whatever the run directory's
+``config.yaml`` (and a ``config-resumed-<k>.yaml``) says of them is true for the whole run.
+A run that never held one as a value records it not
+(:mod:`~roformer_lit.training.trainer_record`: the limits under ``overfit_batches``, an
+interval on the clock), and it is not compared.
 
 Every refusal is one ``error:`` line naming the setting and both values, and saying to leave
 the flag out or start a new run without ``--ckpt_path``. :func:`check_steps_left` refuses,
@@ -178,6 +197,13 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
     "trainer.gradient_clip_val": (QUIET, REFUSE),
     "trainer.gradient_clip_algorithm": (QUIET, REFUSE),
     "trainer.precision": (QUIET, REFUSE),
+    # what an epoch trains on (and so the steps it has), what validation measures, and
+    # when it runs: the best val/loss so far was taken on the run's set at its steps
+    "trainer.limit_train_batches": (QUIET, REFUSE),
+    "trainer.overfit_batches": (QUIET, REFUSE),
+    "trainer.limit_val_batches": (QUIET, REFUSE),
+    "trainer.val_check_interval": (QUIET, REFUSE),
+    "trainer.check_val_every_n_epoch": (QUIET, REFUSE),
 }
 
 
@@ -414,6 +440,19 @@ def _equivalent(name: str, section: Any, saved: Mapping[str, Any]) -> bool:
     prefix = name.split(".", 1)[0] + "."
     theirs = {k[len(prefix) :]: v for k, v in saved.items() if k.startswith(prefix)}
     return same(plain(section), theirs)
+
+
+def _same(name: str, values: tuple[Any, Any], section: Any, saved: Mapping[str, Any]) -> bool:
+    """Whether the command's value of setting ``name`` is the run's (``values``: the
+    command's, the run's; ``section``: the command's section holding it; ``saved``:
+    :func:`saved_settings`). A trainer setting is what the trainer holds
+    (:data:`TRAINER_HOLDS`) and nothing else: ``limit_val_batches: 1`` (one batch) is not
+    the run's ``1.0`` (every batch), though the two compare equal as numbers. Any other
+    setting is the same as plain data (:func:`same_setting`) or as what it builds
+    (:data:`SAME_BY`)."""
+    if name.startswith("trainer.") and name.split(".", 1)[1] in TRAINER_HOLDS:
+        return _equivalent(name, section, saved)
+    return same_setting(*values) or _equivalent(name, section, saved)
 
 
 #: The run's schedule settings where a checkpoint does not name them (its version's defaults).
@@ -661,7 +700,7 @@ def checkpoint_settings(
         if current is None or key not in current or name in MACHINE_SETTINGS:
             continue
         ours = current.get(key)
-        if same_setting(ours, saved) or _equivalent(name, current, saved_all):
+        if _same(name, (ours, saved), current, saved_all):
             continue
         if name not in typed:
             target = fill.setdefault(section, {})

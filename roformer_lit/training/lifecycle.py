@@ -15,7 +15,8 @@ theirs (the network, the loss, the metrics); this base gives both
   (:mod:`roformer_lit.training.numerics_history`); and the run's length
   (:func:`run_length_records`: ``trainer.max_steps`` and the total ``T`` its schedule was
   planned for) and the trainer's other settings that shape it (``max_epochs``, accumulation,
-  clipping, precision), which a resume compares with its own
+  clipping, precision, the batch limits, the validation schedule:
+  :mod:`~roformer_lit.training.trainer_record`), which a resume compares with its own
   (:mod:`roformer_lit.commands.checkpoint_settings`);
 * **the non-finite guard**: a NaN/inf training loss or gradient stops the run with
   :class:`~roformer_lit.errors.TrainingDiverged` naming the step, before the optimiser
@@ -67,7 +68,7 @@ from roformer_lit.training.checkpoint_io import (
 )
 from roformer_lit.training.numerics_history import HISTORY_KEY, extended, read_history, read_record
 from roformer_lit.training.steps import total_steps
-from roformer_lit.training.trainer_settings import RECORDED_TRAINER_SETTINGS
+from roformer_lit.training.trainer_record import trainer_settings_record
 
 #: The schedule's length for a run without an end (no step limit, endless epochs).
 ENDLESS_STEPS = 100_000
@@ -79,33 +80,12 @@ MAX_CONSECUTIVE_SKIPS = 20
 NUMERICS_KEY = "numerics"
 
 
-def trainer_settings_record(trainer: Any) -> dict[str, Any]:
-    """The trainer's settings that shape its run, as the trainer holds them
-    (:data:`~roformer_lit.training.trainer_settings.RECORDED_TRAINER_SETTINGS`, in that order):
-    its length (``max_steps``; ``max_epochs``, which Lightning resolves from None to 1000 or
-    -1), ``accumulate_grad_batches``, gradient clipping (``gradient_clip_val``;
-    ``gradient_clip_algorithm``, None for Lightning's default, the norm) and ``precision``
-    (``32-true``, ``bf16-mixed``...). Plain data: a checkpoint is read ``weights_only``."""
-    algorithm = getattr(trainer, "gradient_clip_algorithm", None)
-    clip = getattr(trainer, "gradient_clip_val", None)
-    epochs = getattr(trainer, "max_epochs", None)
-    values = {
-        "max_steps": int(trainer.max_steps),
-        "max_epochs": None if epochs is None else int(epochs),
-        "accumulate_grad_batches": int(getattr(trainer, "accumulate_grad_batches", 1)),
-        "gradient_clip_val": None if clip is None else float(clip),
-        "gradient_clip_algorithm": None
-        if algorithm is None
-        else str(getattr(algorithm, "value", algorithm)),
-        "precision": str(getattr(trainer, "precision", "32-true")),
-    }
-    return {key: values[key] for key in RECORDED_TRAINER_SETTINGS}
-
-
 def run_length_records(trainer: Any, schedule_steps: int | None) -> dict[str, Any]:
     """What a checkpoint records of its run's settings for a resume to compare with its own
-    (:data:`TRAINER_SETTINGS_KEY`: :func:`trainer_settings_record`; :data:`SCHEDULE_STEPS_KEY`:
-    the schedule's total steps); nothing that is not known (no trainer, no schedule)."""
+    (:data:`TRAINER_SETTINGS_KEY`:
+    :func:`~roformer_lit.training.trainer_record.trainer_settings_record`;
+    :data:`SCHEDULE_STEPS_KEY`: the schedule's total steps); nothing that is not known (no
+    trainer, no schedule)."""
     records: dict[str, Any] = {}
     if trainer is not None:
         records[TRAINER_SETTINGS_KEY] = trainer_settings_record(trainer)

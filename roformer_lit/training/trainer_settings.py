@@ -3,14 +3,16 @@
 Plain Python (no torch, no Lightning): the commands that resume a run, the sweep that skips
 a finished one and ``compare`` that tables runs all read them from here.
 
+* :data:`MEASURED_TRAINER_SETTINGS`: every trainer setting that changes what a run trains on
+  or what its validation measures: its length and numerics, the batch limits and the
+  validation schedule (the best val/loss and the last validation's metrics are taken where
+  validation runs). Two runs that differ in one are two experiments: a finished run asked
+  for again with another is not skipped by a sweep, and ``compare`` never tables them as
+  seeds of one variant.
 * :data:`RECORDED_TRAINER_SETTINGS`: what a checkpoint's ``trainer_settings`` record holds
-  and a resumed ``fit`` compares (the run's length and numerics).
-* :data:`MEASURED_TRAINER_SETTINGS`: those plus the batch limits and the validation schedule,
-  every trainer setting that changes what a run trains on or what its validation measures
-  (the best val/loss and the last validation's metrics are taken where validation runs).
-  Two runs that differ in one are two experiments: a finished run asked for again with
-  another is not skipped by a sweep, and ``compare`` never tables them as seeds of one
-  variant.
+  and a resumed ``fit`` compares: the same settings, so what identifies a run for
+  ``compare`` and a sweep is what a resume keeps (a run's ``config.yaml`` is true for all
+  of it).
 * :func:`held`: a setting as the trainer holds it, so spellings of one value compare equal
   (``precision: 32`` is ``32-true``, ``limit_val_batches: null`` is ``1.0``,
   ``val_check_interval: null`` is ``1.0``, once an epoch), and a count of batches is never
@@ -22,27 +24,27 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-#: The trainer's settings a ``trainer_settings`` record holds (``RunModule`` writes them all;
-#: checkpoints from before hold ``max_steps`` alone, and a resume compares what is there).
-RECORDED_TRAINER_SETTINGS = (
+#: Every trainer setting that changes what a run trains on or measures: its length and
+#: numerics, the batch limits (fewer validation batches is another validation set) and
+#: when validation runs (its best val/loss and last metrics are of the steps it validated).
+MEASURED_TRAINER_SETTINGS = (
     "max_steps",
     "max_epochs",
     "accumulate_grad_batches",
     "gradient_clip_val",
     "gradient_clip_algorithm",
     "precision",
-)
-#: Every trainer setting that changes what a run trains on or measures: its recorded
-#: settings, the batch limits (fewer validation batches is another validation set) and
-#: when validation runs (its best val/loss and last metrics are of the steps it validated).
-MEASURED_TRAINER_SETTINGS = (
-    *RECORDED_TRAINER_SETTINGS,
     "limit_train_batches",
     "limit_val_batches",
     "overfit_batches",
     "val_check_interval",
     "check_val_every_n_epoch",
 )
+#: The trainer's settings a ``trainer_settings`` record holds (``RunModule`` writes them, in
+#: this order, but for a setting the trainer does not hold as a value:
+#: ``trainer_settings_record``): every one of :data:`MEASURED_TRAINER_SETTINGS`. Checkpoints
+#: from before hold ``max_steps`` alone, or the first six; a resume compares what is there.
+RECORDED_TRAINER_SETTINGS = MEASURED_TRAINER_SETTINGS
 
 
 def _max_epochs_held(value: Any, trainer: Mapping[str, Any]) -> Any:
@@ -61,11 +63,14 @@ _PRECISION_ALIASES = {"16": "16-mixed", "bf16": "bf16-mixed", "32": "32-true", "
 def _limit(default: float) -> Callable[[Any, Mapping[str, Any]], Any]:
     """A batch limit (or the validation interval) as the trainer reads it: None is
     ``default`` (a fraction), an integer a count of batches, written ``"<n> batches"`` so
-    that one batch (``1``) is never the whole set or epoch (``1.0``)."""
+    that one batch (``1``) is never the whole set or epoch (``1.0``); no batches (``0``)
+    are none (``0.0``)."""
 
     def hold(value: Any, _: Mapping[str, Any]) -> Any:
-        if value is None or (default == 0 and value == 0):  # overfit_batches 0 is 0.0: off
+        if value is None:
             return default
+        if value == 0 and not isinstance(value, bool):  # overfit_batches 0 is 0.0: off
+            return 0.0
         if isinstance(value, int) and not isinstance(value, bool):
             return f"{value} batches"
         return value
