@@ -73,6 +73,7 @@ from roformer_lit.training.lightning_compat import (
 )
 from roformer_lit.training.progress import default_progress_bar
 from roformer_lit.training.quiet import SummaryWithoutFlops
+from roformer_lit.training.resume_guard import check_unchanged, file_identity
 from roformer_lit.training.run_logger import RunLogger, unique_version
 from roformer_lit.training.run_name import run_stem
 from roformer_lit.training.run_report import RunReport
@@ -182,6 +183,7 @@ class RoformerCLI(CompatCLI):
         if not subcommand:
             return
         config = self.config[subcommand]
+        self._checkpoint_read = file_identity(config.get("ckpt_path"))  # before it is read
         self._checkpoint = _inspect_checkpoint(config.get("ckpt_path"))
         if self._checkpoint is None:
             return
@@ -216,9 +218,11 @@ class RoformerCLI(CompatCLI):
 
     def before_instantiate_classes(self) -> None:
         """Pick and claim the run directory (:mod:`roformer_lit.training.run_dir`): resume into a
-        checkpoint's own run, or a new readable one. ``validate``/``test``/``predict`` make no
-        run of their own: their results are appended to the evaluated run's
-        ``evaluations.jsonl`` (:meth:`after_validate`, :meth:`after_test`)."""
+        checkpoint's own run (refused where another process replaced the checkpoint since
+        it was read: :mod:`~roformer_lit.training.resume_guard`), or a new readable one.
+        ``validate``/``test``/``predict`` make no run of their own: their results are
+        appended to the evaluated run's ``evaluations.jsonl`` (:meth:`after_validate`,
+        :meth:`after_test`)."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         ckpt = config.get("ckpt_path")
         try:
@@ -249,6 +253,7 @@ class RoformerCLI(CompatCLI):
                 check_resume_keeps_later_steps(ckpt, own_run)
                 if leader:
                     run_dir.lock(own_run)
+                    check_unchanged(ckpt, getattr(self, "_checkpoint_read", None))
                 args.save_dir, args.name, args.version = (
                     _relative_if_inside_cwd(own_run.parent.parent),
                     own_run.parent.name,
@@ -264,6 +269,8 @@ class RoformerCLI(CompatCLI):
             check_resume_keeps_later_steps(ckpt, Path(root) / name / version)
         if leader:
             run_dir.claim_named(root, name, version, resuming)
+            if resuming:
+                check_unchanged(ckpt, getattr(self, "_checkpoint_read", None))
 
     def check_before_launch(self, config: Any) -> None:
         """The pre-launch check ``sweep`` runs on each combination too

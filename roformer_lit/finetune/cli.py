@@ -61,6 +61,7 @@ from roformer_lit.training.callbacks import LastCheckpointAtEnd, RunCheckpoint
 from roformer_lit.training.checkpoint_io import FINE_TUNING, checkpoint_kind, read_checkpoint
 from roformer_lit.training.final_validation import ValidateAtEnd
 from roformer_lit.training.lightning_compat import launch_rank, subcommand_options
+from roformer_lit.training.resume_guard import file_identity
 from roformer_lit.training.run_logger import unique_version
 from roformer_lit.training.run_name import component_label
 
@@ -114,6 +115,7 @@ class FinetuneCLI(RoformerCLI):
         if ckpt is None or str(ckpt) in SPECIAL_CKPT_PATHS or "://" in str(ckpt):
             return
         check_readable_file(ckpt, "checkpoint")  # a directory is not "not found"
+        self._checkpoint_read = file_identity(ckpt)  # checked again under the run's lock
         checkpoint = read_checkpoint(ckpt)
         hparams = checkpoint.get("hyper_parameters") or {}
         if checkpoint_kind(checkpoint) != FINE_TUNING:
