@@ -63,6 +63,7 @@ from roformer_lit.training.callbacks import (
     checkpoint_step,
 )
 from roformer_lit.training.checkpoint_io import PRETRAINING, AtomicCheckpointIO, read_checkpoint
+from roformer_lit.training.data_record import DataRecord
 from roformer_lit.training.final_validation import ValidateAtEnd
 from roformer_lit.training.lightning_compat import (
     CompatCLI,
@@ -318,7 +319,7 @@ class RoformerCLI(CompatCLI):
             if not any(isinstance(c, ModelSummary) for c in configured):
                 extras["callbacks"] = [*configured, SummaryWithoutFlops()]
         trainer = super().instantiate_trainer(**{**extras, **kwargs})
-        for callback_class in (Preemption, LastGoodCheckpoint, RunReport, Throughput):
+        for callback_class in (Preemption, LastGoodCheckpoint, RunReport, Throughput, DataRecord):
             if not any(isinstance(c, callback_class) for c in trainer.callbacks):
                 trainer.callbacks.append(callback_class())
         if type(trainer.strategy.checkpoint_io) is TorchCheckpointIO:

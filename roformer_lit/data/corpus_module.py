@@ -21,6 +21,10 @@ The prepared corpus's cache key holds the corpus fingerprint and how the tokeniz
 (its file's hash, or vocab size, sample size, settings and the split), not ``max_length``,
 ``batch_size``, ``seed`` or masking, so every run and seed of a sweep, and ``extrapolate``
 at any length, read the same shards.
+
+What the run saw, by content rather than by path, is :meth:`CorpusDataModule.data_identity`
+(:mod:`roformer_lit.training.data_identity`): read from the prepared corpora's ``meta.json``,
+it costs no read of the corpus.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from roformer_lit.data.tokenizer import (
     training_sample,
 )
 from roformer_lit.errors import ConfigError
+from roformer_lit.training.data_identity import data_identity
 from roformer_lit.validation import (
     MAX_WORKERS,
     Rule,
@@ -306,6 +311,13 @@ class CorpusDataModule(PretrainDataModule):
                 val = prepare_corpus(self.val_source, tok, self.prepared_root, key, **kw)
             self._prepared = (train, val)
         return self._prepared
+
+    def data_identity(self) -> str:
+        """The content identity of the training and validation tokens and the tokenizer
+        (:func:`~roformer_lit.training.data_identity.data_identity` of the prepared
+        corpora's ``meta.json``), preparing them if that has not been done."""
+        train, val = self.prepare()
+        return data_identity(train.meta, None if val is None else val.meta)
 
     def prepare_data(self) -> None:
         """Lightning's once-per-node hook: prepare the corpus (a no-op when cached)."""

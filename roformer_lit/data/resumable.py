@@ -1,7 +1,9 @@
 """``ResumableDataModule``: what every data module shares, pretraining and fine-tuning alike.
 
 - the tokenizer travels with the weights: :meth:`~ResumableDataModule.state_dict` is
-  :func:`~roformer_lit.data.stored_tokenizer.tokenizer_state`, saved in every checkpoint;
+  :func:`~roformer_lit.data.stored_tokenizer.tokenizer_state`, saved in every checkpoint,
+  with the data's content identity where they have one (:meth:`~ResumableDataModule.data_identity`,
+  :mod:`roformer_lit.training.data_identity`), which a resume compares with its own;
 - the loaders: the order of a pass is a permutation seeded by ``(seed, epoch)``
   (:class:`~roformer_lit.data.dataset.EpochSampler`; validation in order), the training
   loader is resumable mid-epoch (:class:`~roformer_lit.data.dataset.ResumableDataLoader`),
@@ -23,6 +25,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from roformer_lit.data.dataset import EpochSampler, ResumableDataLoader
 from roformer_lit.data.stored_tokenizer import tokenizer_state
+from roformer_lit.training.data_identity import DATA_IDENTITY_KEY
 
 
 class ResumableDataModule(L.LightningDataModule):
@@ -39,11 +42,22 @@ class ResumableDataModule(L.LightningDataModule):
         """The data's tokenizer."""
         raise NotImplementedError
 
+    def data_identity(self) -> str | None:
+        """The content identity of the data this module gives
+        (:mod:`roformer_lit.training.data_identity`), or None where its settings identify
+        them (data built in memory from a seed) or nothing records one (here: none)."""
+        return None
+
     def state_dict(self) -> dict[str, str]:
         """What the data module saves in each checkpoint: its tokenizer
         (:func:`~roformer_lit.data.stored_tokenizer.tokenizer_state`), so that export
-        and fine-tuning need neither the tokenizer cache nor the corpus."""
-        return tokenizer_state(self.tokenizer)
+        and fine-tuning need neither the tokenizer cache nor the corpus, and the data's
+        identity where they have one (:data:`DATA_IDENTITY_KEY`)."""
+        state = tokenizer_state(self.tokenizer)
+        identity = self.data_identity()
+        if identity is not None:
+            state[DATA_IDENTITY_KEY] = identity
+        return state
 
     def current_epoch(self) -> int:
         """The trainer's epoch (0 before a trainer is attached)."""
