@@ -78,7 +78,8 @@ the keys the other class takes are left out.
 
 Settings of the machine rather than the run (:data:`MACHINE_SETTINGS`: workers, cache) are
 always the command's. A tokenizer change is refused after the data module is built
-(``pretrain._check_same_tokenizer``), whatever the keys say.
+(``pretrain._check_same_tokenizer``), whatever the keys say, and so is a resume on data
+whose content differs from the run's (:mod:`roformer_lit.commands.checkpoint_data`).
 """
 
 from __future__ import annotations

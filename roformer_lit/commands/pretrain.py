@@ -28,6 +28,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveCon
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from roformer_lit.commands.argument_words import plain_argument_error
+from roformer_lit.commands.checkpoint_data import check_checkpoint_data
 from roformer_lit.commands.checkpoint_settings import (
     check_steps_left,
     checkpoint_settings,
@@ -307,6 +308,11 @@ class RoformerCLI(CompatCLI):
         if checkpoint is not None:
             _check_checkpoint_fits(*checkpoint, self.model)
             _check_same_tokenizer(*checkpoint, self.datamodule)
+            note = check_checkpoint_data(
+                *checkpoint, self.datamodule, resume=self.subcommand == "fit"
+            )
+            if note is not None and launch_rank() in (None, 0):
+                print(note, file=sys.stderr, flush=True)
         say_seed(self.setting(self.config, "seed_everything"))
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
