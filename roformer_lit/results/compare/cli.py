@@ -27,14 +27,16 @@ from roformer_lit.results.compare.table import (
     to_markdown,
     write_text,
 )
-from roformer_lit.results.compare.variants import assign_variants
+from roformer_lit.results.compare.variants import assign_variants, data_note
 from roformer_lit.run_files import expand_arguments, output_target, warn
 from roformer_lit.tool_arguments import OUTPUT_DIRECTORY, ToolParser
 
 USAGE = """Compare the training runs under LOGDIR (any depth; several LOGDIRs and quoted globs
 are accepted): one markdown row per variant, mean ± std over seeds, best final val/loss
 first. Variants are position-attention plus every hyperparameter that differs between runs,
-never the seed. Damaged runs are tabled from what can be read (a note column says what is
+never the seed, and the data the runs recorded (data=<first hex digits of its content
+identity>) where the same settings named files whose content differed (one note line says
+so). Damaged runs are tabled from what can be read (a note column says what is
 missing) or skipped, with one warning line each. With --out DIR, also write compare.csv
 (mean and std columns), compare.md, runs.csv (one row per run), val_loss_vs_step.png and
 val_loss_vs_time.png into DIR.
@@ -144,6 +146,9 @@ def main(args: Sequence[str]) -> int:
         training = assign_variants(mlm) if mlm else []
     if (ns.select is None) != (ns.by is None) or (ns.report is not None and ns.select is None):
         raise ConfigError("compare: --select KEY and --by METRIC go together (--report needs them)")
+    note = data_note(training)
+    if note is not None:
+        print(note, file=sys.stderr)
     if ns.select is not None:
         if finetune:  # a selection among pretraining runs: a fine-tune is no candidate
             raise ConfigError(

@@ -9,7 +9,9 @@ trainer settings of ``config.yaml`` that change what a run trains on or measures
 trainer holds them
 (:func:`~roformer_lit.training.trainer_settings.measured_settings`: ``max_epochs``, the batch
 limits, the validation schedule, precision ``32`` as ``32-true`` ...), and
-its seed from ``config.yaml``'s ``seed_everything``.
+its seed from ``config.yaml``'s ``seed_everything``, and what it trained on by content from
+``data_identity.json`` (:mod:`roformer_lit.training.data_identity`; None for a run from
+before the record or a position task, whose settings identify its data).
 
 A run is **finished** when it validated at its last step (every ``fit`` validates there:
 :class:`~roformer_lit.training.final_validation.ValidateAtEnd`): the step its logs record
@@ -51,6 +53,7 @@ from roformer_lit.run_files import (
     read_yaml_mapping,
     warn,
 )
+from roformer_lit.training.data_identity import DATA_IDENTITY_FILE, read_record
 from roformer_lit.training.run_dir import is_moved_aside
 from roformer_lit.training.trainer_settings import measured_settings
 
@@ -107,6 +110,8 @@ class RunSummary:
     total_steps: int | None = None
     #: Whether its ``config.yaml`` was found (without it, its trainer settings are unknown).
     has_config: bool = True
+    #: The content identity of the data it trained and validated on (None: not recorded).
+    data_identity: str | None = None
 
     def __post_init__(self) -> None:
         if not self.variant:
@@ -247,7 +252,18 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         max_steps=_max_steps(trainer),
         total_steps=_count(events.last(TOTAL_STEPS_TAG)),
         has_config=os.path.lexists(run_dir / "config.yaml"),
+        data_identity=_data_identity(run_dir, problems),
     )
+
+
+def _data_identity(run_dir: Path, problems: list[str]) -> str | None:
+    """The run's recorded data identity; None (with the reason in ``problems`` where the
+    record is there but unusable) where it has none."""
+    try:
+        return read_record(run_dir)
+    except RunFileError as exc:
+        problems.append(f"{DATA_IDENTITY_FILE}: {exc}")
+        return None
 
 
 def _disagreements(config: dict[str, Any], hparams: dict[str, Any]) -> list[str]:

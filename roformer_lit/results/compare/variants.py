@@ -15,6 +15,12 @@ have it. Seeds (``seed_everything``, the data ``seed``) and bookkeeping keys
 (:data:`IGNORED_KEYS`, top-level keys only) never split variants: runs differing only in
 them are the seeds of one variant.
 
+Runs that agree on every setting but trained on other data -- the same ``data.*`` paths
+naming files whose content differed (:mod:`roformer_lit.training.data_identity`) -- are
+never seeds of one variant: their recorded data identities differ in :data:`DATA_KEY`,
+labelled with its first hex digits (``data=1a2b3c4d``). A run without a record (from
+before it, a position task) has an unknown identity, which splits it from no run.
+
     rope-softmax
     deberta-softmax c2p=false
     deberta-softmax p2c=false
@@ -33,12 +39,16 @@ from typing import Any
 
 from roformer_lit.plan_identity import model_plan
 from roformer_lit.results.compare.runs import RunSummary
+from roformer_lit.training.data_identity import short_identity
 
 #: Hyperparameters that never tell variants apart (top-level keys only: a layer type's
 #: ``position`` inside ``layer_plan`` is a setting like any other).
 IGNORED_KEYS = frozenset(
     {"seed", "seed_everything", "cache_dir", "num_workers", "position", "attention"}
 )
+#: The key of a run's data identity among what tells runs apart (:func:`identity`); a run
+#: without one does not split from the runs that have one (unknown, not unset).
+DATA_KEY = "data"
 #: The prefix of a layer type's settings among the flattened keys.
 PLAN_TYPES = "layer_plan.types."
 _MISSING = object()
@@ -164,7 +174,7 @@ def differing_keys(
         values = {
             format_value(f.get(key, defaults.get(key, _MISSING)))
             for f, unknown in zip(flats, partial, strict=True)
-            if key in f or not unknown
+            if key in f or not (unknown or key == DATA_KEY)
         }
         if len(values) > 1:
             out.append(key)
@@ -182,9 +192,14 @@ def variant_labels(
     for hparams in hparams_list:
         flat = flatten(comparable(hparams))
         parts = [f"{hparams.get('position', '?')}-{hparams.get('attention', '?')}"]
-        parts += [f"{names[k]}={format_value(flat[k])}" for k in keys if k in flat]
+        parts += [f"{names[k]}={_label_value(k, flat[k])}" for k in keys if k in flat]
         labels.append(" ".join(parts))
     return labels
+
+
+def _label_value(key: str, value: Any) -> str:
+    """A value as a label writes it: a data identity by its first hex digits."""
+    return short_identity(str(value)) if key == DATA_KEY else format_value(value)
 
 
 def assign_variants(runs: Sequence[RunSummary]) -> list[RunSummary]:
@@ -208,8 +223,32 @@ def comparable(hparams: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def identity(run: RunSummary) -> dict[str, Any]:
-    """What tells ``run`` apart: its hyperparameters, scheme and kernel."""
-    return {**run.hparams, "position": run.position, "attention": run.attention}
+    """What tells ``run`` apart: its hyperparameters, scheme and kernel, and its data
+    identity where it recorded one (:data:`DATA_KEY`)."""
+    found = {**run.hparams, "position": run.position, "attention": run.attention}
+    if run.data_identity is not None:
+        found[DATA_KEY] = run.data_identity
+    return found
+
+
+def data_note(runs: Sequence[RunSummary]) -> str | None:
+    """The one ``note:`` line of a comparison whose runs recorded different data identities
+    (they are tabled apart, :data:`DATA_KEY`), naming each with its number of runs; None
+    where they recorded at most one."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        if run.data_identity is not None:
+            counts[run.data_identity] = counts.get(run.data_identity, 0) + 1
+    if len(counts) < 2:
+        return None
+    each = ", ".join(
+        f"data={short_identity(found)} ({n} run{'s' * (n != 1)})"
+        for found, n in sorted(counts.items())
+    )
+    return (
+        f"note: these runs trained on {len(counts)} different data sets (the same settings may "
+        f"name files whose content differed), tabled apart: {each}"
+    )
 
 
 def short_name(key: str) -> str:
