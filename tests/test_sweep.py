@@ -1338,6 +1338,28 @@ def test_a_finished_run_with_other_trainer_settings_is_refused_not_skipped(
     assert {p.name: p.read_bytes() for p in finished.rglob("*") if p.is_file()} == before
 
 
+def test_a_finished_run_on_other_data_is_refused_not_skipped(tmp_path, monkeypatch, capsys):
+    """The same settings name files whose content changed since the run (an edited corpus,
+    a regenerated tokenizer): a finished run that recorded other data is not the run the
+    sweep asks for, so it is not skipped as finished."""
+    from roformer_lit.commands.prepare import datamodule_of
+    from roformer_lit.sweep.spec import load_sweep
+    from roformer_lit.training.data_identity import short_identity, write_record
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    run, finished = finished_run(tmp_path)
+    now = datamodule_of(load_sweep("s.yaml").fit_args(run, "runs")).data_identity()
+    write_record(finished, now, "the bundled corpus")
+    assert sweep_edited_to(tmp_path, capsys, True) == ""  # the same data: skipped
+    write_record(finished, "0" * 64, "the bundled corpus, as it was")
+    before = {p.name: p.read_bytes() for p in finished.rglob("*") if p.is_file()}
+    error = sweep_edited_to(tmp_path, capsys, False)
+    assert run.version in error and "data 00000000" in error, error
+    assert f"data 00000000 -> {short_identity(now)}" in error, error
+    assert {p.name: p.read_bytes() for p in finished.rglob("*") if p.is_file()} == before
+
+
 #: (setting, the value an interrupted run ran with, the value the edited sweep asks for)
 EDITED_INTERRUPTED = {
     # fit takes it on resume with a note: the run would go on as a mix of the two

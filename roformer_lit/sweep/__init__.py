@@ -39,8 +39,9 @@ the rule. ``exclude:`` drops combinations (matched by type and value, see
 Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0, or a
 ``last.ckpt`` at the run's end: a fit killed after its last checkpoint) are skipped, and
 interrupted runs resume from their ``last.ckpt``, once their ``config.yaml`` shows they ran
-with the settings the sweep gives them now: every such run is checked before anything is
-launched, else one line names the run and the setting, nothing run
+with the settings the sweep gives them now, and, where they recorded it, on data of the
+content the sweep gives them now: every such run is checked before anything is
+launched, else one line names the run and the setting (or the data), nothing run
 (:mod:`roformer_lit.sweep.finished`); a partial run without a checkpoint is moved aside to
 ``<version>.failed-<k>``.
 
@@ -161,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(args: Sequence[str]) -> int:
     from roformer_lit.sweep import runner, slurm
-    from roformer_lit.sweep.finished import check_continued
+    from roformer_lit.sweep.finished import check_continued, check_continued_data
     from roformer_lit.sweep.spec import load_sweep, shell_line
     from roformer_lit.training import run_dir
 
@@ -224,6 +225,14 @@ def main(args: Sequence[str]) -> int:
         if task.version in sweep.resolved:
             asked = sweep.resolved[task.version]
             check_continued(task.version, task.run_dir, asked, actions[task.version])
+    if not ns.dry_run and sweep.command == "fit":  # and on the data they ran on
+        continued = [r for r in sweep.runs if actions[r.version] in ("skip", "resume")]
+        check_continued_data(
+            [
+                (r.version, sweep_dir / r.version, actions[r.version], sweep.fit_args(r, root))
+                for r in continued
+            ]
+        )
 
     if ns.dry_run:
         if ns.launcher == "slurm":

@@ -16,17 +16,27 @@ that change what a run trains or measures, as the trainer holds them
 ``trainer.max_steps`` grew would otherwise skip the shorter runs as finished). Otherwise the
 sweep is refused in one line naming the run and the setting, before anything runs
 (:func:`check_continued`, for every such run at once): the run is left as it is.
+
+Settings name files by path, so the same settings can give other data (a corpus edited
+since the run, a regenerated tokenizer file). A run that recorded the content identity of
+its data (``data_identity.json``, :mod:`roformer_lit.training.data_identity`) is skipped or
+resumed only when the data the sweep gives it now have that identity; otherwise the sweep
+is refused the same way, naming both identities (:func:`check_continued_data`: the sweep
+prepares those data first, as it would to run them). A run without a record, and a
+``--dry-run`` (which prepares nothing), are not compared by data.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from roformer_lit.plan_identity import plain, same_plan
 from roformer_lit.run_files import RunFileError, read_yaml_mapping
+from roformer_lit.training.data_identity import DATA_IDENTITY_FILE, read_record, short_identity
 from roformer_lit.training.trainer_settings import measured_settings
 
 #: Settings of the machine, not of the run (a finished run may have used other values).
@@ -103,4 +113,41 @@ def check_continued(version: str, run_dir: str | Path, asked: Any, action: str) 
         )
 
 
-__all__ = ["CONTINUED", "check_continued", "first_difference"]
+def _recorded(run_dir: str | Path) -> str | None:
+    """The data identity a run recorded; None without a usable record (not compared)."""
+    try:
+        return read_record(run_dir)
+    except RunFileError:
+        return None
+
+
+def check_continued_data(continued: Sequence[tuple[str, str | Path, str, Sequence[str]]]) -> None:
+    """Refuse (one ConfigError line) to skip or resume a run that recorded another data
+    identity than the data the sweep gives it now (module docstring). ``continued``: each
+    run as ``(version, run directory, action, its fit arguments)``; the data of each
+    distinct data section are prepared (where they are not) and identified once."""
+    from roformer_lit.commands.prepare import datamodule_of
+    from roformer_lit.errors import ConfigError
+
+    given: dict[str, str | None] = {}
+    for version, run_dir, action, fit_args in continued:
+        recorded = _recorded(run_dir) if action in CONTINUED else None
+        if recorded is None:
+            continue
+        dm = datamodule_of(fit_args)
+        section = json.dumps(dict(dm.hparams), sort_keys=True, default=str)
+        if section not in given:
+            given[section] = dm.data_identity()
+        now = given[section]
+        if now is None or now == recorded:
+            continue
+        state, what = CONTINUED[action]
+        raise ConfigError(
+            f"sweep: run {version} {state} on other data than the sweep now gives it (data "
+            f"{short_identity(recorded)} -> {short_identity(now)}: its settings name files "
+            f"whose content differs; {Path(run_dir) / DATA_IDENTITY_FILE}): {what}; move "
+            f"{run_dir} aside or give the sweep another name"
+        )
+
+
+__all__ = ["CONTINUED", "check_continued", "check_continued_data", "first_difference"]
