@@ -39,6 +39,7 @@ class DataRecord(Callback):
         self._resumed = checkpoint_data_identity(checkpoint)
 
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        # every process asks: trainer.log_dir is a collective under DDP
         log_dir = trainer.log_dir if trainer.logger is not None else None
         datamodule = getattr(trainer, "datamodule", None)
         if not trainer.is_global_zero or log_dir is None or datamodule is None:
