@@ -29,7 +29,6 @@ on the device it is trained on (:func:`kernels_train_on`: the device is known on
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -44,7 +43,7 @@ from roformer_lit.errors import ConfigError, PluginBuildFailed
 from roformer_lit.layer_plan import LayerSpec
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.base import EncoderShape, PositionScheme
-from roformer_lit.registry import Registry, check_options, construct, lookup
+from roformer_lit.registry import Registry, check_options, construct, lookup, with_defaults
 from roformer_lit.validation import (
     PREFIX,
     Rule,
@@ -149,13 +148,9 @@ def scheme_key(
     ``options`` over the defaults of its signature. Layers with equal keys share one
     instance, so an option written at its default (``num_buckets: 32`` in a layer type of a
     T5 model) or in another spelling (``base: 10000`` for ``10000.0``) is the instance
-    without it, not a second one with parameters of its own."""
-    defaults = {
-        p.name: p.default
-        for p in inspect.signature(scheme.__init__).parameters.values()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
-    }
-    return name, repr(sorted({**defaults, **options}.items()))
+    without it, not a second one with parameters of its own. The options are read by
+    :func:`~roformer_lit.registry.with_defaults`, as plan identity reads them."""
+    return name, repr(sorted(with_defaults(scheme, options).items()))
 
 
 def model_scheme_key(config: EncoderConfig) -> tuple[str, str]:

@@ -9,8 +9,12 @@ options and window: each layer as :func:`~roformer_lit.layer_plan.resolve_plan` 
   ``pattern: [l, g, l, g]`` and ``pattern: [l, g]`` are all ``pattern: [l, g]``);
 - per type only what differs from the model: ``position`` where it is not
   ``model.position``, the options where the layer's differ from ``model.position_kwargs``
-  (with another scheme: all of its options), ``window`` where set, and the same for the
-  kernel (``attention``, ``attention_kwargs``); a type without settings is left out;
+  (with another scheme: from that scheme's defaults), ``window`` where set, and the same
+  for the kernel (``attention``, ``attention_kwargs``); a type without settings is left
+  out. Options are read over their class's defaults (:func:`all_options`, by
+  :func:`~roformer_lit.registry.with_defaults`, the reading by which layers share a
+  scheme instance), so an option written at its default (``num_buckets: 32`` for T5) is
+  the plan without it, as the model built from either is one, bit for bit;
 - numbers as ``int`` where integral (``base: 10000`` and ``base: 10000.0`` are one value);
 - a plan whose every layer is a plain global layer of the model's scheme is no plan (None):
   the model without a plan, bit for bit.
@@ -27,8 +31,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.errors import ConfigError
 from roformer_lit.layer_plan import resolve_plan
+from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.registry import Registry, check_options, lookup, with_defaults
 
 
 def plain(value: Any) -> Any:
@@ -81,15 +88,38 @@ def canonical_plan(
     return form if well_formed else number(plain(plan))
 
 
+#: The registry a layer's scheme (``position``) or kernel (``attention``) is named in.
+REGISTRIES: dict[str, Registry[Any]] = {
+    "position": POSITION_SCHEMES,
+    "attention": ATTENTION_KERNELS,
+}
+
+
+def all_options(what: str, name: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Every option of the scheme or kernel ``name`` (``what``: ``position``,
+    ``attention``) given ``options``: the checked options over its class's defaults
+    (:func:`~roformer_lit.registry.with_defaults`, the reading by which layers share a
+    scheme), numbers as :func:`number` writes them. Where ``name`` does not resolve or an
+    option does not check (the model build refuses it, in one line), the options as
+    written."""
+    try:
+        cls = lookup(REGISTRIES[what], name, what)
+        checked = check_options(cls, options, what, name)
+    except ConfigError:
+        return number(plain(dict(options)))
+    return number(plain(with_defaults(cls, checked)))
+
+
 def _own(
-    name: Any, options: Mapping[str, Any], model: Any, base: Mapping[str, Any]
+    what: str, name: Any, options: Mapping[str, Any], model: Any, base: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """A layer's options that are its own: with the model's scheme or kernel (``name`` is
-    ``model``) those that differ from the model's ``base``; with another, all of them."""
-    options = number(dict(options))
-    if name != model:
-        return options
-    return {k: v for k, v in options.items() if k not in base or base[k] != v}
+    """A layer's options that are its own, every option read over its class's defaults
+    (:func:`all_options`): with the model's scheme or kernel (``name`` is ``model``) those
+    that differ from the model's ``base``; with another, those that differ from its
+    defaults. An option written at the value it would have anyway is none of its own."""
+    options = all_options(what, name, options)
+    reference = all_options(what, name, base if name == model else {})
+    return {k: v for k, v in options.items() if k not in reference or reference[k] != v}
 
 
 def plan_form(
@@ -130,14 +160,16 @@ def plan_form(
         entry: dict[str, Any] = {}
         if spec.position != position:
             entry["position"] = spec.position
-        options = _own(spec.position, spec.position_kwargs, position, base)
+        options = _own("position", spec.position, spec.position_kwargs, position, base)
         if options:
             entry["position_kwargs"] = dict(sorted(options.items()))
         if spec.window is not None:
             entry["window"] = number(spec.window)
         if spec.attention != attention:
             entry["attention"] = spec.attention
-        kernel_options = _own(spec.attention, spec.attention_kwargs, attention, base_kernel)
+        kernel_options = _own(
+            "attention", spec.attention, spec.attention_kwargs, attention, base_kernel
+        )
         if kernel_options:
             entry["attention_kwargs"] = dict(sorted(kernel_options.items()))
         canonical[spec.type] = entry
@@ -165,6 +197,7 @@ def same_plan(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
 
 
 __all__ = [
+    "all_options",
     "canonical_plan",
     "model_plan",
     "number",

@@ -426,6 +426,21 @@ def option_names(cls: type) -> list[str]:
     return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
 
+def with_defaults(cls: type, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Every option's value: ``options`` (checked: :func:`check_options`) over the defaults
+    of the keyword-only ``__init__`` parameters of ``cls``. What an instance *is*: an
+    option written at its default (``num_buckets: 32`` for T5) or left out gives one
+    instance, so layers share a scheme by it
+    (:func:`~roformer_lit.architecture_rules.scheme_key`) and plans compare by it
+    (:mod:`~roformer_lit.plan_identity`)."""
+    defaults = {
+        p.name: p.default
+        for p in inspect.signature(cls.__init__).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
+    }
+    return {**defaults, **options}
+
+
 def _not_keyword_only(cls: type, keys: list[str]) -> str:
     """Where some of ``keys`` are ``__init__`` parameters of ``cls`` that are not
     keyword-only (an author's ``def __init__(self, shape, x=1.0)``): what makes them

@@ -393,6 +393,23 @@ RESUMED_PLANS = {
         {"pattern": ["l", "g"], "types": {"l": {"window": 8, "attention": "softmax"}}},
         True,
     ),
+    # options at their defaults build the run's model bit for bit (layers share a scheme
+    # instance by scheme_key): the plain run resumes with them, and another value is refused
+    "the scheme's defaults written": (
+        None,
+        {"pattern": ["l", "g"], "types": {"g": {"position_kwargs": {"base": 10000}}}},
+        True,
+    ),
+    "the kernel's defaults written": (
+        None,
+        {"pattern": ["l", "g"], "types": {"g": {"attention_kwargs": {"window_block": 128}}}},
+        True,
+    ),
+    "a base off the default": (
+        None,
+        {"pattern": ["l", "g"], "types": {"g": {"position_kwargs": {"base": 500}}}},
+        False,
+    ),
 }
 
 

@@ -4,10 +4,16 @@
 
 from __future__ import annotations
 
+import inspect
+import typing
+from typing import Any
+
 import pytest
 
-from roformer_lit.plan_identity import canonical_plan, same_plan, shortest_period
+from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES
+from roformer_lit.plan_identity import canonical_plan, number, plain, same_plan, shortest_period
 from roformer_lit.plan_labels import plan_label, read_label, written_plan
+from roformer_lit.registry import option_hints
 from roformer_lit.results.compare.runs import RunSummary
 from roformer_lit.results.compare.select import select, to_csv, to_markdown
 from roformer_lit.results.compare.variants import variant_labels
@@ -307,3 +313,116 @@ def test_a_recipe_run_is_named_for_its_recipe_and_what_differs():
     plain = {"config": [], "seed_everything": 0, "data": {}}
     plain["model"] = {"position": "rope", "attention": "softmax", "layer_plan": typed}
     assert run_stem(plain) == "rope-softmax-seed0-global.base160000-local128.base10000x2"
+
+
+# -- options at their defaults: the model they build is the plain one ------------------------
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """Every option of ``cls`` at its default value."""
+    params = inspect.signature(cls.__init__).parameters
+    return {name: params[name].default for name in option_hints(cls)}
+
+
+def _another(hint: Any, default: Any) -> Any:
+    """A value of type ``hint`` other than ``default`` (an identity need not build)."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is typing.Literal:
+        return next(choice for choice in args if choice != default)
+    if args and default is None:  # ``X | None`` at None: a value of X
+        hint = typing.get_origin(args[0]) or args[0]
+    if hint is bool:
+        return not default
+    if hint is int:
+        return 1 if default is None else default + 1
+    if hint is float:
+        return 1.0 if default is None else default + 1.0
+    if hint is dict:
+        return {"factor": 2.0}
+    raise AssertionError(f"no other value of {hint!r} written for this test: add one")
+
+
+def _with_options(registry) -> list[str]:
+    """The built-ins of ``registry`` that have options."""
+    return [name for name in registry.builtin_names() if option_hints(registry[name])]
+
+
+SCHEMES_WITH_OPTIONS = _with_options(POSITION_SCHEMES)
+KERNELS_WITH_OPTIONS = _with_options(ATTENTION_KERNELS)
+
+
+def test_the_registries_have_components_with_options():
+    """The oracle of the tests below: they run over real options."""
+    assert "t5" in SCHEMES_WITH_OPTIONS and "softmax" in KERNELS_WITH_OPTIONS
+
+
+@pytest.mark.parametrize("position", SCHEMES_WITH_OPTIONS)
+def test_a_type_writing_its_schemes_defaults_is_the_plain_model(position):
+    """A type that writes the model's scheme's options at their defaults (``num_buckets:
+    32`` in a T5 model) builds the model without a plan, bit for bit (layers share a scheme
+    by :func:`~roformer_lit.architecture_rules.scheme_key`): a resumed run takes it, and
+    ``compare`` counts both as seeds of one variant. Each option on its own, and all."""
+    defaults = _defaults(POSITION_SCHEMES[position])
+    plain = model(None, position)
+    for written in [*({k: v} for k, v in defaults.items()), defaults]:
+        plan = {"pattern": ["a", "b"], "types": {"b": {"position_kwargs": written}}}
+        assert canonical_plan(plan, position, None, "softmax") is None, written
+        assert same_plan(model(plan, position), plain), written
+        labels = variant_labels([{**model(plan, position), "seed": 0}, {**plain, "seed": 1}])
+        assert labels[0] == labels[1], (written, labels)
+
+
+@pytest.mark.parametrize("position", SCHEMES_WITH_OPTIONS)
+def test_another_scheme_at_its_defaults_is_that_scheme_without_options(position):
+    """A type of another scheme than the model's, written with that scheme's defaults, is
+    the type without them."""
+    model_position = "nope" if position != "nope" else "rope"
+    defaults = _defaults(POSITION_SCHEMES[position])
+    bare = {"pattern": ["a", "b"], "types": {"b": {"position": position}}}
+    written = {
+        "pattern": ["a", "b"],
+        "types": {"b": {"position": position, "position_kwargs": defaults}},
+    }
+    assert same_plan(model(bare, model_position), model(written, model_position))
+    assert canonical_plan(written, model_position, None, "softmax") == bare
+
+
+@pytest.mark.parametrize("position", SCHEMES_WITH_OPTIONS)
+def test_an_option_off_its_default_is_another_plan(position):
+    """Only the defaults are read away: any other value of any option is a plan of its own,
+    for the model's scheme and for another one."""
+    cls = POSITION_SCHEMES[position]
+    defaults, hints = _defaults(cls), option_hints(cls)
+    for key, default in defaults.items():
+        value = _another(hints[key], default)
+        own = {"pattern": ["a", "b"], "types": {"b": {"position_kwargs": {key: value}}}}
+        assert not same_plan(model(own, position), model(None, position)), key
+        form = canonical_plan(own, position, None, "softmax")
+        assert form["types"]["b"]["position_kwargs"] == {key: number(plain(value))}, form
+        other = {"position": position, "position_kwargs": {key: value}}
+        other_plan = {"pattern": ["a", "b"], "types": {"b": other}}
+        bare = {"pattern": ["a", "b"], "types": {"b": {"position": position}}}
+        assert not same_plan(model(other_plan, "nope"), model(bare, "nope")), key
+
+
+def test_the_default_against_the_models_own_option_is_a_plan_of_its_own():
+    """``num_buckets: 32`` (the default) in a type of a model with ``num_buckets: 64`` is
+    not the model's value: the type keeps it."""
+    plan = {"pattern": ["a", "b"], "types": {"b": {"position_kwargs": {"num_buckets": 32}}}}
+    assert canonical_plan(plan, "t5", {"num_buckets": 64}, "softmax") == plan
+    assert not same_plan(model(plan, "t5", {"num_buckets": 64}), model(None, "t5"))
+
+
+@pytest.mark.parametrize("attention", KERNELS_WITH_OPTIONS)
+def test_a_type_writing_its_kernels_defaults_is_the_plain_model(attention):
+    """The same reading for a kernel's options: at their defaults they are none, off them
+    they are a plan of their own."""
+    cls = ATTENTION_KERNELS[attention]
+    defaults, hints = _defaults(cls), option_hints(cls)
+    base = {"position": "nope", "attention": attention, "layer_plan": None}
+    plan = {"pattern": ["a", "b"], "types": {"b": {"attention_kwargs": defaults}}}
+    assert same_plan({**base, "layer_plan": plan}, base)
+    for key, default in defaults.items():
+        changed = {"pattern": ["a", "b"], "types": {"b": {"attention_kwargs": {key: None}}}}
+        changed["types"]["b"]["attention_kwargs"][key] = _another(hints[key], default)
+        assert not same_plan({**base, "layer_plan": changed}, base), key
