@@ -206,14 +206,33 @@ def kernels_train_on_the_device(config: EncoderConfig, trainer: Mapping[str, Any
         kernels_train_on(config, device, here)
 
 
-def check_model(model: Mapping[str, Any], vocab_size: Any, max_length: Any) -> EncoderConfig:
-    """The training settings' rules, the architecture's (its :class:`EncoderConfig`: every
-    rule of :mod:`roformer_lit.architecture_rules`), then the host's: the encoder built on
-    the ``meta`` device (nothing allocated), the bytes of its weights against this
-    machine's memory, and ``max_length`` against the scheme's position table. The
-    checked config."""
+def check_model_settings(model: Mapping[str, Any], **overrides: Any) -> EncoderConfig:
+    """The rules a model's build runs on its settings alone (``model``: a flat model
+    section, then ``overrides``): the training settings' and the architecture's (its
+    :class:`EncoderConfig`: every rule of :mod:`roformer_lit.architecture_rules`, each
+    scheme and kernel built once on the ``meta`` device, no weight). Nothing of the data,
+    the host or this machine: what ``--print_config`` checks. The checked config."""
     check_training_arguments({k: v for k, v in model.items() if k not in ENCODER_FIELDS})
-    config = EncoderConfig.from_settings({**model, "vocab_size": vocab_size})
+    return EncoderConfig.from_settings(model, **overrides)
+
+
+def check_printed_model(config: Any) -> None:
+    """``--print_config``'s check of a pretraining command's section (``config``: its
+    ``model``, ``data``, ``trainer``): :func:`check_model_settings` on its model section.
+    The vocabulary, a link from the data module set when the classes are built, is the
+    model's own where the section gives one (else the architecture's default)."""
+    model = plain(config.get("model"))
+    if model:
+        vocab = model.pop("vocab_size", None)
+        check_model_settings(model, **({"vocab_size": vocab} if vocab is not None else {}))
+
+
+def check_model(model: Mapping[str, Any], vocab_size: Any, max_length: Any) -> EncoderConfig:
+    """:func:`check_model_settings` (the training settings' and the architecture's rules),
+    then the host's: the encoder built on the ``meta`` device (nothing allocated), the
+    bytes of its weights against this machine's memory, and ``max_length`` against the
+    scheme's position table. The checked config."""
+    config = check_model_settings(model, vocab_size=vocab_size)
     check_weights_fit_in_memory(config.as_dict())  # names the sizes; the exact bytes below
     try:
         with torch.random.fork_rng(devices=[]), torch.device("meta"):

@@ -35,11 +35,15 @@ from roformer_lit.commands.checkpoint_settings import (
     config_file_keys,
     typed_keys,
 )
-from roformer_lit.commands.prelaunch import accelerator_is_here, check_fit_config
+from roformer_lit.commands.prelaunch import (
+    accelerator_is_here,
+    check_fit_config,
+    check_printed_model,
+)
+from roformer_lit.commands.printed_config import CheckedPrintParser
 from roformer_lit.commands.repeated_options import refuse_repeated_options
 from roformer_lit.commands.replaced_mappings import replaced_notes
 from roformer_lit.commands.seed_line import say_seed, seed_line_held
-from roformer_lit.commands.whole_options import WholeOptionParser
 from roformer_lit.data.datamodule import PretrainDataModule
 from roformer_lit.data.modules import (
     DATA_MODULES,
@@ -97,17 +101,28 @@ class RoformerCLI(CompatCLI):
 
     def __init__(self, *args: Any, command: str | None = None, **kwargs: Any) -> None:
         self.command = command  # read while parsing, inside LightningCLI's __init__
-        parser_class = kwargs.pop("parser_class", WholeOptionParser)
-        if not issubclass(parser_class, WholeOptionParser):
-            raise TypeError(f"parser_class must be a WholeOptionParser, not {parser_class}")
+        parser_class = kwargs.pop("parser_class", CheckedPrintParser)
+        if not issubclass(parser_class, CheckedPrintParser):
+            raise TypeError(f"parser_class must be a CheckedPrintParser, not {parser_class}")
         super().__init__(*args, parser_class=parser_class, **kwargs)
 
     def init_parser(self, **kwargs: Any) -> LightningArgumentParser:
         """Every parser of the CLI -- the main one and each subcommand's, which LightningCLI
-        builds here too -- is a :class:`~roformer_lit.commands.whole_options.WholeOptionParser`:
+        builds here too -- is a :class:`~roformer_lit.commands.printed_config.CheckedPrintParser`:
         an abbreviated option (``--trainer.max_step``) is one line naming the option(s) it
-        abbreviates, never taken for one of them."""
-        return super().init_parser(command=self.command, **kwargs)
+        abbreviates, never taken for one of them
+        (:class:`~roformer_lit.commands.whole_options.WholeOptionParser`), and
+        ``--print_config`` runs :meth:`check_printed` before it prints."""
+        parser = super().init_parser(command=self.command, **kwargs)
+        parser.check_printed = self.check_printed
+        return parser
+
+    def check_printed(self, config: Any) -> None:
+        """``--print_config``'s check of the section it prints: the rules the model's build
+        runs, on its settings alone (:func:`~roformer_lit.commands.prelaunch.check_printed_model`:
+        the typed architecture, no weight built), so a configuration ``fit`` would refuse
+        is its one line, not printed."""
+        check_printed_model(config)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.link_arguments(

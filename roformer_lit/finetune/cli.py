@@ -52,7 +52,7 @@ from roformer_lit.commands.seed_line import say_seed
 from roformer_lit.errors import ConfigError, refused_settings
 from roformer_lit.finetune.datamodule import TaskDataModule
 from roformer_lit.finetune.module import SequenceClassifier
-from roformer_lit.finetune.prelaunch import check_finetune_config
+from roformer_lit.finetune.prelaunch import check_classifier_settings, check_finetune_config
 from roformer_lit.finetune.pretrained import check_resumed_pretrained, read_pretrained
 from roformer_lit.finetune.tasks import TASKS, get_task
 from roformer_lit.safe_input import check_readable_file
@@ -146,6 +146,14 @@ class FinetuneCLI(RoformerCLI):
     def check_before_launch(self, config: Any) -> None:
         """The fine-tuning rules, shared with ``sweep`` (:func:`check_finetune_config`)."""
         check_finetune_config(config)
+
+    def check_printed(self, config: Any) -> None:
+        """``--print_config``'s check: the classifier's settings
+        (:func:`check_classifier_settings`; the encoder's architecture is the pretrained
+        checkpoint's, read when the classifier is built)."""
+        model = config.get("model")
+        if model is not None:
+            check_classifier_settings(model)
 
     def before_instantiate_classes(self) -> None:
         """Resolve the monitored metric and name a new run ``<task>-<position>-seed<N>``;

@@ -29,6 +29,14 @@ def check_finetune_config(config: Any) -> None:
         check_arguments(dict(data.items()), TASK_DATA_RULES, "data.")
         get_task(data.get("task"))
     if model is not None:
-        check_arguments(dict(model.items()), CLASSIFIER_RULES, "model.")
+        check_classifier_settings(model)
         if model.get("pretrained") is None:
             raise ConfigError("model.pretrained is required: a checkpoint written by fit")
+
+
+def check_classifier_settings(model: Any) -> None:
+    """The classifier's table (:data:`~roformer_lit.finetune.module.CLASSIFIER_RULES`) on a
+    parsed ``model`` section: the rules the classifier's build runs on its settings alone
+    (the encoder's are the pretrained checkpoint's), which ``finetune --print_config``
+    checks too; one line."""
+    check_arguments(dict(model.items()), CLASSIFIER_RULES, "model.")
