@@ -218,13 +218,9 @@ def written_at(path: str | None, option_at: Callable[[str], str] | None = None) 
 
 
 def _registered_that(registry: Registry, predicate: Callable[[Any], bool]) -> str:
-    names = []
-    for name in registry:
-        try:
-            if predicate(registry[name].capabilities()):
-                names.append(name)
-        except ConfigError:  # a broken plugin is reported where it is used, not here
-            continue
+    # the names that load: a broken plugin is reported where it is used, not here
+    loaded = registry.loadable().components
+    names = [name for name, cls in loaded.items() if predicate(cls.capabilities())]
     return ", ".join(sorted(names)) or "none"
 
 

@@ -18,7 +18,10 @@ Every component is checked for its kind when it is resolved (a scheme must subcl
 object of the wrong kind or a plugin that raises (or exits) on import is one
 :class:`~roformer_lit.errors.ConfigError` line naming it. An entry point named like a
 built-in is never loaded (the name means the built-in); :meth:`Registry.shadowing` gives
-its one line, which ``python -m roformer_lit schemes`` lists. A name that installed
+its one line, which ``python -m roformer_lit schemes`` lists. A command that runs over every
+registered name by default runs over those that load (:meth:`Registry.loadable`) and says,
+in one ``note:`` line each, which it skipped and why; a name the user typed that does not
+load is refused. A name that installed
 distributions declare for different objects is refused when looked up, naming each entry
 point (which one it meant would depend on the order of ``sys.path``). :meth:`Registry.origin`
 says where a name comes from (built-in; distribution and version; import path), which
@@ -46,6 +49,7 @@ import traceback
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -126,6 +130,24 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+    def loadable(self) -> Loadable[T]:
+        """Every registered name (built-ins, then installed entry points), each resolved on
+        its own: those that load, and those that do not (a plugin that raises on import,
+        an object of the wrong kind, an ambiguous name) with their one-line errors. What a
+        command runs over when it takes every registered name by default (``bench``'s
+        ``--schemes``, the kits with no names, the valid choices a refusal lists): it runs
+        the names that load and says which it skipped (:meth:`Loadable.notes`), so someone
+        else's broken plugin stops nothing. A name the user typed is looked up (and
+        refused) as ever."""
+        components: dict[str, T] = {}
+        failures: dict[str, ConfigError] = {}
+        for name in self:
+            try:
+                components[name] = self[name]
+            except ConfigError as exc:
+                failures[name] = exc
+        return Loadable(self.what, components, failures)
 
     def builtin_names(self) -> list[str]:
         """The names registered in the package itself."""
@@ -285,6 +307,31 @@ class Registry(Mapping[str, T], Generic[T]):
             f"unknown {self.what} {name!r}; valid choices: {valid}, or an import path "
             "package.module:Class"
         )
+
+
+@dataclass(frozen=True)
+class Loadable(Generic[T]):
+    """A registry's names split by whether they load (:meth:`Registry.loadable`):
+    ``components`` by name, in the registry's order, and ``failures``, each name's one-line
+    error; ``what`` names the setting (``position``)."""
+
+    what: str
+    components: dict[str, T]
+    failures: dict[str, ConfigError]
+
+    @property
+    def names(self) -> list[str]:
+        """The names that load, in the registry's order."""
+        return list(self.components)
+
+    def notes(self, command: str) -> list[str]:
+        """One ``note:`` line per name that does not load, naming it and why: what
+        ``command``, run over every registered name, says it skipped."""
+        return [
+            f"note: {command}: skipped {self.what} {name!r}, which cannot be loaded: "
+            f"{one_line(error)}"
+            for name, error in self.failures.items()
+        ]
 
 
 def construct(cls: Callable[..., T], what: str, name: str, *args: Any, **options: Any) -> T:

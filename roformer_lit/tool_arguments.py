@@ -33,6 +33,7 @@ import argparse
 import difflib
 import math
 import os
+import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,6 +279,21 @@ class Registered:
         except ConfigError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
         return self.registry.canonical(word)
+
+
+def every_loadable(ns: argparse.Namespace, command: str, **registries: Any) -> None:
+    """Each argument of ``ns`` named in ``registries`` (``schemes=POSITION_SCHEMES``) that
+    was not typed (None, its default) becomes every registered name that loads
+    (:meth:`~roformer_lit.registry.Registry.loadable`), and each name that does not is one
+    ``note:`` line on stderr naming it and why: someone else's broken plugin is skipped,
+    never the end of ``command``. A typed name was checked when parsed (:class:`Registered`:
+    one that does not load is refused)."""
+    for dest, registry in registries.items():
+        if getattr(ns, dest) is None:
+            loaded = registry.loadable()
+            for note in loaded.notes(command):
+                print(note, file=sys.stderr, flush=True)
+            setattr(ns, dest, loaded.names)
 
 
 @dataclass(frozen=True)

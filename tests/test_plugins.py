@@ -283,11 +283,13 @@ def test_a_plugin_task_the_commands_cannot_use_is_one_line_when_named(plugin_dir
 
 def test_the_listing_names_plugins_with_their_distribution(plugin_dir, capsys):
     code = cli_main(["schemes", "--import", "my_plugin:MyScheme"])
-    out = capsys.readouterr().out
-    assert code == 2  # the broken entry point is listed with its error, the listing goes on
+    out, err = capsys.readouterr()
+    assert code == 2  # the entry point named rope is never used (below)
     assert "mine  (entry point, my-plugins 1.2.3)" in out
     assert "options: slope: float = 0.5" in out
-    assert "broken: error:" in out and "mykernel  (entry point" in out
+    # the broken entry point is a note, the listing goes on
+    assert "note: schemes: skipped position 'broken', which cannot be loaded" in err
+    assert "broken" not in out and "mykernel  (entry point" in out
     assert (
         "my_plugin:MyScheme  (import path my_plugin)" in out
         or "my_plugin:MyScheme  (import path, my-plugins" in out
@@ -302,12 +304,13 @@ def test_an_entry_point_named_like_a_builtin_is_listed_as_never_used(plugin_dir,
     assert POSITION_SCHEMES.origin("rope") == {"source": "builtin"}
     assert list(POSITION_SCHEMES.shadowing()) == ["rope"]
     assert cli_main(["schemes"]) == 2
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert (
         "  rope: error: position 'rope': the entry point 'my_plugin:MyScheme' in group "
         "'roformer_lit.positions' (my-plugins 1.2.3) has a built-in's name and is never used"
     ) in out
-    assert "exiting: error:" in out  # an entry point that exits is listed, the listing goes on
+    assert "exiting" not in out  # an entry point that exits is a note, the listing goes on
+    assert "note: schemes: skipped position 'exiting', which cannot be loaded" in err
     assert "mytask  (entry point" in out
 
 
@@ -334,8 +337,11 @@ def test_a_name_two_distributions_declare_is_refused_naming_both(plugin_dir, cap
         assert "'my_plugin:Ranged' (other-plugins 2.0)" in message
     assert EncoderConfig(position="my_plugin:Ranged").layers[0].scheme.__name__ == "Ranged"
     assert cli_main(["schemes"]) == 2
-    out = capsys.readouterr().out
-    assert "  mine: error: position 'mine' is ambiguous" in out
+    out, err = capsys.readouterr()
+    assert (
+        "note: schemes: skipped position 'mine', which cannot be loaded: position 'mine' "
+        "is ambiguous"
+    ) in err
     assert "the entry point 'my_plugin:MyScheme' in group 'roformer_lit.positions' " in out
     assert "and the entry point 'my_plugin:Ranged' in group" in out  # both never used
 

@@ -13,6 +13,7 @@ that runs out of memory says ``OOM``.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import statistics
 import sys
@@ -27,9 +28,14 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.machine import describe_machine
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
-from roformer_lit.tool_arguments import LENGTH, MAX_LENGTH, Registered, ToolParser, integer
-
-BIAS_SCHEMES = [name for name, cls in POSITION_SCHEMES.items() if cls.needs_score_bias]
+from roformer_lit.tool_arguments import (
+    LENGTH,
+    MAX_LENGTH,
+    Registered,
+    ToolParser,
+    every_loadable,
+    integer,
+)
 
 
 def _runner(position: str, backend: str, shape: Shape, device: torch.device) -> Runner:
@@ -118,10 +124,11 @@ def build_parser() -> ToolParser:
         "--schemes",
         nargs="+",
         type=Registered(POSITION_SCHEMES),
-        default=["nope", *BIAS_SCHEMES],
+        default=None,  # parse_args: nope and every registered score-bias scheme that loads
         metavar="SCHEME",
         help="registered names or import paths package.module:Class (default: nope and "
-        f"every scheme with a score bias: {', '.join(BIAS_SCHEMES)})",
+        "every registered scheme with a score bias that loads; one that does not is skipped "
+        "with a note: line)",
     )
     parser.add_argument("--lengths", nargs="+", type=LENGTH, default=[512, 2048, 4096])
     parser.add_argument(
@@ -135,8 +142,20 @@ def build_parser() -> ToolParser:
     return parser
 
 
-def main(args: Sequence[str] | None = None) -> int:
+def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed arguments; ``--schemes`` not typed: ``nope`` and every registered scheme
+    with a score bias among those that load (:func:`every_loadable`: a note line for each
+    that does not)."""
     ns = build_parser().parse_args(args)
+    if ns.schemes is None:
+        every_loadable(ns, "bench-flex", schemes=POSITION_SCHEMES)
+        biased = [name for name in ns.schemes if POSITION_SCHEMES[name].needs_score_bias]
+        ns.schemes = ["nope", *biased]
+    return ns
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    ns = parse_args(args)
     if not torch.cuda.is_available():
         raise ConfigError("bench-flex needs a CUDA GPU (FlexAttention trains on CUDA only)")
     device = torch.device("cuda")

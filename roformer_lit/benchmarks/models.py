@@ -43,6 +43,7 @@ from roformer_lit.tool_arguments import (
     MAX_LENGTH,
     Registered,
     ToolParser,
+    every_loadable,
     integer,
     real,
 )
@@ -356,10 +357,11 @@ def build_parser() -> ToolParser:
             flag,
             nargs="+",
             type=Registered(registry),
-            default=list(registry),
+            default=None,  # every registered name that loads: every_loadable
             metavar=what.upper(),
             help="registered names or import paths package.module:Class (default: every "
-            f"registered {what}: {', '.join(registry)})",
+            f"registered {what} that loads: {', '.join(registry)}; one that does not is "
+            "skipped with a note: line)",
         )
     parser.add_argument("--lengths", nargs="+", type=LENGTH, default=[128, 512, 2048])
     parser.add_argument("--batch", type=integer(1, MAX_BATCH), default=4)
@@ -439,7 +441,8 @@ def build_parser() -> ToolParser:
 
 
 def _kernels_with(capability: str) -> list[str]:
-    return [name for name, kernel in ATTENTION_KERNELS.items() if getattr(kernel, capability)]
+    loaded = ATTENTION_KERNELS.loadable().components
+    return [name for name, kernel in loaded.items() if getattr(kernel, capability)]
 
 
 #: Options that add a table of the pairs able to fill it: (option's dest, flag, whether a
@@ -485,6 +488,7 @@ def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
     then what needs several arguments: documents per block, heads per hidden, the device)."""
     parser = build_parser()
     ns = parser.parse_args(args)
+    every_loadable(ns, "bench", schemes=POSITION_SCHEMES, kernels=ATTENTION_KERNELS)
     if ns.document_mask is not None and ns.document_mask > min(ns.lengths):
         parser.error(
             f"--document-mask {ns.document_mask}: must be in [1, {min(ns.lengths)}] "

@@ -4,14 +4,18 @@ task this installation can use, with each one's options and what it declares it 
 Built-ins come first, then the installed plugins (entry points in the groups
 ``roformer_lit.positions``, ``roformer_lit.kernels``, ``roformer_lit.tasks``), each with
 where it comes from. ``--import PATH`` (repeatable) adds components named by import path
-(``my_pkg.schemes:CoPE``) to the listing, checked as a run would check them. A plugin that
-fails to load, or an entry point named like a built-in (never used: the name means the
-built-in), is listed with its one-line error (the listing goes on; the exit code is 2).
+(``my_pkg.schemes:CoPE``) to the listing, checked as a run would check them (one that does
+not load is refused in one line). An installed plugin that fails to load is skipped as
+every command over every registered name skips it
+(:meth:`~roformer_lit.registry.Registry.loadable`): one ``note:`` line on stderr naming it
+and why, and the listing goes on. An entry point named like a built-in (never used: the
+name means the built-in) is listed with its one-line error (exit code 2).
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -97,8 +101,11 @@ def main(argv: Sequence[str]) -> int:
         else:
             raise ConfigError(f"schemes: --import {path!r}: {errors[0]}")
     for title, registry in sections:
+        loaded = registry.loadable()
+        for note in loaded.notes("schemes"):
+            print(note, file=sys.stderr, flush=True)
         print(f"{title}:")
-        names = list(registry)
+        names = loaded.names
         for path in args.imports:
             try:
                 registry[path]

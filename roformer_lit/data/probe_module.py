@@ -99,7 +99,8 @@ class ProbeDataModule(PretrainDataModule):
             )
         task.check(high, symbols)
         if settings["probe_hint"] and task.hint is None:
-            takers = ", ".join(name for name, t in PROBE_TASKS.items() if t.hint is not None)
+            loaded = PROBE_TASKS.loadable().components
+            takers = ", ".join(name for name, t in loaded.items() if t.hint is not None)
             raise ConfigError(
                 f"data.probe_hint={settings['probe_hint']} means nothing for probe "
                 f"{task.name!r} (the tasks that take a hint: {takers}); leave it 0"

@@ -18,7 +18,6 @@ import torch
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.attention.base import AttentionKernel
 from roformer_lit.encoder_config import EncoderConfig
-from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.base import PositionScheme
@@ -44,14 +43,8 @@ def registry_of(cls: Component) -> Registry:
 
 def registered_name(cls: Component) -> str | None:
     """The name ``cls`` is registered under (built-in or entry point), or None."""
-    registry = registry_of(cls)
-    for name in registry:
-        try:
-            if registry[name] is cls:
-                return name
-        except Exception:  # a broken plugin is the registry's to report, not the kit's
-            continue
-    return None
+    loaded = registry_of(cls).loadable().components  # a broken plugin is not the kit's
+    return next((name for name, component in loaded.items() if component is cls), None)
 
 
 def component_label(cls: Component) -> str:
@@ -105,15 +98,12 @@ def checked_options(cls: Component, options: Mapping[str, Any]) -> None:
 def compatible_kernels(cls: type[PositionScheme]) -> list[str]:
     """The registered attention kernels that can run ``cls`` (an installed kernel plugin
     that fails to load is the registry's to report, not a failure of ``cls``)."""
-    found = []
-    for name in ATTENTION_KERNELS:
-        try:
-            kernel = ATTENTION_KERNELS[name]
-        except ConfigError:
-            continue
-        if kernel.supports_score_bias or not cls.needs_score_bias:
-            found.append(name)
-    return found
+    loaded = ATTENTION_KERNELS.loadable().components
+    return [
+        name
+        for name, kernel in loaded.items()
+        if kernel.supports_score_bias or not cls.needs_score_bias
+    ]
 
 
 def small_model(

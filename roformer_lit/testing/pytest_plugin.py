@@ -14,16 +14,23 @@ kernel and applicable check, named ``scheme-kit[<scheme>-<kernel>-<check>]``: th
 functions as ``check_scheme`` and the suite's own tests/test_scheme_kit.py. "Registered"
 is whatever the position registry resolves by name, the built-ins and the schemes of
 installed packages' ``roformer_lit.positions`` entry points alike; a listed name may also be
-an import path. Only the schemes asked for are loaded; over all of them, an entry point
-that fails to load is one failing test, ``scheme-kit[<name>-load]``, with the registry's
-line. ``--kernel-kit`` does the same for the attention registry (group
-``roformer_lit.kernels``): one test per kernel and applicable check (with its default
-options), named ``kernel-kit[<kernel>-<check>]``, the functions of ``check_kernel`` and the
-suite's tests/test_kernel_kit.py; a kernel entry point that fails to load is
-``kernel-kit[<name>-load]``. Without either option the plugin adds nothing.
+an import path. Only the schemes asked for are loaded; a name asked for that does not load
+is a usage error naming it. Over all of them (no names), the schemes that load are checked
+and an entry point that fails to load (someone else's broken plugin) is skipped, as every
+command over every registered name skips it
+(:meth:`~roformer_lit.registry.Registry.loadable`): one skipped test,
+``scheme-kit[<name>-load]``, whose reason is the ``note:`` line naming it and why, which
+the terminal summary prints too. ``--kernel-kit`` does the same for the attention registry
+(group ``roformer_lit.kernels``): one test per kernel and applicable check (with its
+default options), named ``kernel-kit[<kernel>-<check>]``, the functions of
+``check_kernel`` and the suite's tests/test_kernel_kit.py; a kernel entry point that fails
+to load is ``kernel-kit[<name>-load]``, skipped. Without either option the plugin adds
+nothing.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -39,13 +46,13 @@ ALL = "all"
 
 
 def registered_schemes() -> dict[str, type[PositionScheme]]:
-    """Every scheme the registry resolves by name (a broken plugin raises its ConfigError)."""
-    return dict(POSITION_SCHEMES)
+    """Every registered scheme that loads (a broken plugin is left out)."""
+    return POSITION_SCHEMES.loadable().components
 
 
 def registered_kernels() -> dict[str, type[AttentionKernel]]:
-    """Every kernel the registry resolves by name (a broken plugin raises its ConfigError)."""
-    return dict(ATTENTION_KERNELS)
+    """Every registered kernel that loads (a broken plugin is left out)."""
+    return ATTENTION_KERNELS.loadable().components
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -118,37 +125,41 @@ class KernelCheckItem(pytest.Item):
         return self.path, None, f"kernel-kit[{self.kernel}-{self.check}]"
 
 
+#: The ``note:`` lines of the names the kits skipped, for the terminal summary.
+SKIPPED = pytest.StashKey[list[str]]()
+
+
 class LoadItem(pytest.Item):
     """A registered scheme or kernel that fails to load (a broken entry point), under
-    ``--scheme-kit`` or ``--kernel-kit`` over all of them: one failing test with the
-    registry's line (``<kit>[<name>-load]``), the others still run."""
+    ``--scheme-kit`` or ``--kernel-kit`` over all of them: one skipped test
+    (``<kit>[<name>-load]``) whose reason is the ``note:`` line naming it and why; the
+    others run."""
 
-    def __init__(self, *, kit: str, name_: str, error: ConfigError, **kwargs) -> None:
+    def __init__(self, *, kit: str, name_: str, note: str, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.kit, self.component, self.error = kit, name_, error
+        self.kit, self.component, self.note = kit, name_, note
 
     def runtest(self) -> None:
-        raise AssertionError(str(self.error))
-
-    def repr_failure(self, excinfo, style=None):
-        return str(excinfo.value)
+        pytest.skip(self.note)
 
     def reportinfo(self):
         return self.path, None, f"{self.kit}[{self.component}-load]"
 
 
 def _selected(config: pytest.Config, option: str, registry: Registry, what: str) -> dict:
-    """The classes of the names ``option`` asks for, each resolved on its own: a broken
-    plugin among all of them is its error (a failing test), one named is a usage error, and
-    an unasked one is never loaded. A name may be an import path (``my_pkg.schemes:Mine``)."""
+    """The classes of the names ``option`` asks for, each resolved on its own: with no
+    names, every registered one that loads and, for each that does not, its ``note:`` line
+    (:meth:`~roformer_lit.registry.Registry.loadable`: a skipped test); a name asked for
+    that does not load is a usage error, and an unasked one is never loaded. A name may be
+    an import path (``my_pkg.schemes:Mine``)."""
     wanted = config.getoption(option)
-    everything = wanted == ALL
-    names = (
-        list(registry)
-        if everything
-        else [name.strip() for name in wanted.split(",") if name.strip()]
-    )
-    found: dict[str, type | ConfigError] = {}
+    if wanted == ALL:
+        loaded = registry.loadable()
+        notes = loaded.notes(option.lstrip("-"))
+        config.stash.setdefault(SKIPPED, []).extend(notes)
+        return {**loaded.components, **dict(zip(loaded.failures, notes, strict=True))}
+    names = [name.strip() for name in wanted.split(",") if name.strip()]
+    found: dict[str, type | str] = {}
     unknown = []
     for name in names:
         try:
@@ -156,9 +167,7 @@ def _selected(config: pytest.Config, option: str, registry: Registry, what: str)
         except KeyError:
             unknown.append(name)
         except ConfigError as error:
-            if not everything:
-                raise pytest.UsageError(f"{option}: {error}") from None
-            found[name] = error
+            raise pytest.UsageError(f"{option}: {error}") from None
     if unknown:
         raise pytest.UsageError(
             f"{option}: unknown {what}(s) {', '.join(unknown)}; "
@@ -177,16 +186,21 @@ def pytest_collection_modifyitems(
         items.extend(_kernel_items(session, config))
 
 
-def _load_item(session: pytest.Session, kit: str, name: str, error: ConfigError) -> pytest.Item:
-    return LoadItem.from_parent(
-        session, name=f"{kit}[{name}-load]", kit=kit, name_=name, error=error
-    )
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The ``note:`` line of each name the kits skipped (a skip's reason is shown only
+    with ``-rs``)."""
+    for note in config.stash.get(SKIPPED, []):
+        terminalreporter.write_line(note)
+
+
+def _load_item(session: pytest.Session, kit: str, name: str, note: str) -> pytest.Item:
+    return LoadItem.from_parent(session, name=f"{kit}[{name}-load]", kit=kit, name_=name, note=note)
 
 
 def _scheme_items(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]:
     items: list[pytest.Item] = []
     for scheme, cls in _selected(config, "--scheme-kit", POSITION_SCHEMES, "scheme").items():
-        if isinstance(cls, ConfigError):
+        if isinstance(cls, str):  # the note of a name that does not load
             items.append(_load_item(session, "scheme-kit", scheme, cls))
             continue
         for check, attention in scheme_checks(cls):
@@ -206,7 +220,7 @@ def _scheme_items(session: pytest.Session, config: pytest.Config) -> list[pytest
 def _kernel_items(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]:
     items: list[pytest.Item] = []
     for kernel, cls in _selected(config, "--kernel-kit", ATTENTION_KERNELS, "kernel").items():
-        if isinstance(cls, ConfigError):
+        if isinstance(cls, str):  # the note of a name that does not load
             items.append(_load_item(session, "kernel-kit", kernel, cls))
             continue
         for check in kernel_checks(cls):
