@@ -102,8 +102,8 @@ def broken_plugin_installed(directory: Path) -> None:
         ),
         # the broken one asked for by name: one usage line naming it
         (["--scheme-kit=broken"], 4, "stderr", "--scheme-kit: position 'broken' (entry point"),
-        # over every scheme it is skipped (someone else's plugin), with the registry's line
-        (["--scheme-kit", "-k", "broken"], 0, "stdout", "RuntimeError: boom at import"),
+        # over every scheme it is one failing test with the registry's line
+        (["--scheme-kit", "-k", "broken"], 1, "stdout", "RuntimeError: boom at import"),
     ],
 )
 def test_a_broken_scheme_plugin_is_reported_not_an_internal_error(

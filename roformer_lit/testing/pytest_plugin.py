@@ -16,21 +16,18 @@ is whatever the position registry resolves by name, the built-ins and the scheme
 installed packages' ``roformer_lit.positions`` entry points alike; a listed name may also be
 an import path. Only the schemes asked for are loaded; a name asked for that does not load
 is a usage error naming it. Over all of them (no names), the schemes that load are checked
-and an entry point that fails to load (someone else's broken plugin) is skipped, as every
-command over every registered name skips it
-(:meth:`~roformer_lit.registry.Registry.loadable`): one skipped test,
-``scheme-kit[<name>-load]``, whose reason is the ``note:`` line naming it and why, which
-the terminal summary prints too. ``--kernel-kit`` does the same for the attention registry
-(group ``roformer_lit.kernels``): one test per kernel and applicable check (with its
-default options), named ``kernel-kit[<kernel>-<check>]``, the functions of
-``check_kernel`` and the suite's tests/test_kernel_kit.py; a kernel entry point that fails
-to load is ``kernel-kit[<name>-load]``, skipped. Without either option the plugin adds
-nothing.
+and an entry point that fails to load is one failing test, ``scheme-kit[<name>-load]``,
+with the registry's line (:meth:`~roformer_lit.registry.Registry.loadable`): the kit exists
+to say whether the installed schemes work, so a broken one fails it, where ``bench`` and
+the listing, which only run over what is there, skip it with a note. ``--kernel-kit`` does
+the same for the attention registry (group ``roformer_lit.kernels``): one test per kernel
+and applicable check (with its default options), named ``kernel-kit[<kernel>-<check>]``,
+the functions of ``check_kernel`` and the suite's tests/test_kernel_kit.py; a kernel entry
+point that fails to load is ``kernel-kit[<name>-load]``, failing. Without either option the
+plugin adds nothing.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import pytest
 
@@ -125,22 +122,20 @@ class KernelCheckItem(pytest.Item):
         return self.path, None, f"kernel-kit[{self.kernel}-{self.check}]"
 
 
-#: The ``note:`` lines of the names the kits skipped, for the terminal summary.
-SKIPPED = pytest.StashKey[list[str]]()
-
-
 class LoadItem(pytest.Item):
     """A registered scheme or kernel that fails to load (a broken entry point), under
-    ``--scheme-kit`` or ``--kernel-kit`` over all of them: one skipped test
-    (``<kit>[<name>-load]``) whose reason is the ``note:`` line naming it and why; the
-    others run."""
+    ``--scheme-kit`` or ``--kernel-kit`` over all of them: one failing test with the
+    registry's line (``<kit>[<name>-load]``), the others still run."""
 
-    def __init__(self, *, kit: str, name_: str, note: str, **kwargs) -> None:
+    def __init__(self, *, kit: str, name_: str, error: ConfigError, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.kit, self.component, self.note = kit, name_, note
+        self.kit, self.component, self.error = kit, name_, error
 
     def runtest(self) -> None:
-        pytest.skip(self.note)
+        raise AssertionError(str(self.error))
+
+    def repr_failure(self, excinfo, style=None):
+        return str(excinfo.value)
 
     def reportinfo(self):
         return self.path, None, f"{self.kit}[{self.component}-load]"
@@ -148,18 +143,16 @@ class LoadItem(pytest.Item):
 
 def _selected(config: pytest.Config, option: str, registry: Registry, what: str) -> dict:
     """The classes of the names ``option`` asks for, each resolved on its own: with no
-    names, every registered one that loads and, for each that does not, its ``note:`` line
-    (:meth:`~roformer_lit.registry.Registry.loadable`: a skipped test); a name asked for
-    that does not load is a usage error, and an unasked one is never loaded. A name may be
-    an import path (``my_pkg.schemes:Mine``)."""
+    names, every registered one that loads and, for each that does not, its error (a
+    failing test, :meth:`~roformer_lit.registry.Registry.loadable`); a name asked for that
+    does not load is a usage error, and an unasked one is never loaded. A name may be an
+    import path (``my_pkg.schemes:Mine``)."""
     wanted = config.getoption(option)
     if wanted == ALL:
         loaded = registry.loadable()
-        notes = loaded.notes(option.lstrip("-"))
-        config.stash.setdefault(SKIPPED, []).extend(notes)
-        return {**loaded.components, **dict(zip(loaded.failures, notes, strict=True))}
+        return {**loaded.components, **loaded.failures}
     names = [name.strip() for name in wanted.split(",") if name.strip()]
-    found: dict[str, type | str] = {}
+    found: dict[str, type] = {}
     unknown = []
     for name in names:
         try:
@@ -186,21 +179,16 @@ def pytest_collection_modifyitems(
         items.extend(_kernel_items(session, config))
 
 
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """The ``note:`` line of each name the kits skipped (a skip's reason is shown only
-    with ``-rs``)."""
-    for note in config.stash.get(SKIPPED, []):
-        terminalreporter.write_line(note)
-
-
-def _load_item(session: pytest.Session, kit: str, name: str, note: str) -> pytest.Item:
-    return LoadItem.from_parent(session, name=f"{kit}[{name}-load]", kit=kit, name_=name, note=note)
+def _load_item(session: pytest.Session, kit: str, name: str, error: ConfigError) -> pytest.Item:
+    return LoadItem.from_parent(
+        session, name=f"{kit}[{name}-load]", kit=kit, name_=name, error=error
+    )
 
 
 def _scheme_items(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]:
     items: list[pytest.Item] = []
     for scheme, cls in _selected(config, "--scheme-kit", POSITION_SCHEMES, "scheme").items():
-        if isinstance(cls, str):  # the note of a name that does not load
+        if isinstance(cls, ConfigError):  # the error of a name that does not load
             items.append(_load_item(session, "scheme-kit", scheme, cls))
             continue
         for check, attention in scheme_checks(cls):
@@ -220,7 +208,7 @@ def _scheme_items(session: pytest.Session, config: pytest.Config) -> list[pytest
 def _kernel_items(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]:
     items: list[pytest.Item] = []
     for kernel, cls in _selected(config, "--kernel-kit", ATTENTION_KERNELS, "kernel").items():
-        if isinstance(cls, str):  # the note of a name that does not load
+        if isinstance(cls, ConfigError):  # the error of a name that does not load
             items.append(_load_item(session, "kernel-kit", kernel, cls))
             continue
         for check in kernel_checks(cls):
