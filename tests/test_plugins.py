@@ -7,10 +7,10 @@ an entry point is a temporary distribution (a ``.dist-info`` with ``entry_points
 from __future__ import annotations
 
 import sys
-import textwrap
 
 import pytest
 import torch
+from fake_distribution import write_distribution
 
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.attention.linear import LinearAttention
@@ -102,28 +102,21 @@ def plugin_dir(tmp_path, monkeypatch):
     (tmp_path / "my_plugin.py").write_text(PLUGIN)
     (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('boom at import')\n")
     (tmp_path / "exiting_plugin.py").write_text("import sys\nsys.exit(0)\n")
-    info = tmp_path / "my_plugins-1.2.3.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugins\nVersion: 1.2.3\n")
-    (info / "top_level.txt").write_text("my_plugin\n")
-    (info / "entry_points.txt").write_text(
-        textwrap.dedent(
-            """\
-            [roformer_lit.positions]
-            mine = my_plugin:MyScheme
-            broken = broken_plugin:Anything
-            wrongkind = my_plugin:NotAScheme
-            exiting = exiting_plugin:Anything
-            badvalue = not an import path!
-            rope = my_plugin:MyScheme
-            [roformer_lit.kernels]
-            mykernel = my_plugin:MyKernel
-            brokenkernel = broken_plugin:Anything
-            [roformer_lit.tasks]
-            mytask = my_plugin:MY_TASK
-            """
-        )
-    )
+    entry_points = """\
+        [roformer_lit.positions]
+        mine = my_plugin:MyScheme
+        broken = broken_plugin:Anything
+        wrongkind = my_plugin:NotAScheme
+        exiting = exiting_plugin:Anything
+        badvalue = not an import path!
+        rope = my_plugin:MyScheme
+        [roformer_lit.kernels]
+        mykernel = my_plugin:MyKernel
+        brokenkernel = broken_plugin:Anything
+        [roformer_lit.tasks]
+        mytask = my_plugin:MY_TASK
+        """
+    write_distribution(tmp_path, "my-plugins", "1.2.3", entry_points, top_level="my_plugin")
     monkeypatch.syspath_prepend(str(tmp_path))
     _entry_points_of.cache_clear()
     registries = (POSITION_SCHEMES, ATTENTION_KERNELS, PROBE_TASKS)
@@ -318,11 +311,11 @@ def test_a_name_two_distributions_declare_is_refused_naming_both(plugin_dir, cap
     """A second installed distribution declaring ``mine`` for another class: which one the
     name meant would depend on the order of ``sys.path``, so the name is refused, naming
     both entry points and their import paths (which stay usable)."""
-    info = plugin_dir / "other_plugins-2.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: other-plugins\nVersion: 2.0\n")
-    (info / "entry_points.txt").write_text(
-        "[roformer_lit.positions]\nmine = my_plugin:Ranged\nrope = my_plugin:Ranged\n"
+    write_distribution(
+        plugin_dir,
+        "other-plugins",
+        "2.0",
+        "[roformer_lit.positions]\nmine = my_plugin:Ranged\nrope = my_plugin:Ranged\n",
     )
     _entry_points_of.cache_clear()
     for make in (

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from cli_helpers import REPO
+from fake_distribution import write_distribution
 
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.registry import _entry_points_of
@@ -44,19 +44,13 @@ KERNEL_NOTE = (
 def install_broken_plugin(directory: Path) -> Path:
     """A distribution in ``directory`` whose scheme and kernel entry points raise on import."""
     (directory / "broken_plugin.py").write_text("raise RuntimeError('boom at import')\n")
-    info = directory / "broken_plugins-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugins\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        textwrap.dedent(
-            """\
-            [roformer_lit.positions]
-            broken = broken_plugin:Anything
-            [roformer_lit.kernels]
-            brokenkernel = broken_plugin:Anything
-            """
-        )
-    )
+    entry_points = """\
+        [roformer_lit.positions]
+        broken = broken_plugin:Anything
+        [roformer_lit.kernels]
+        brokenkernel = broken_plugin:Anything
+        """
+    write_distribution(directory, "broken-plugins", "0.1", entry_points)
     return directory
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from fake_distribution import write_distribution
 
 from roformer_lit import POSITION_SCHEMES
 from roformer_lit.testing import scheme_checks
@@ -75,16 +75,11 @@ def test_a_failing_check_is_reported_by_name_and_an_unknown_scheme_refused(tmp_p
 def broken_plugin_installed(directory: Path) -> None:
     """A distribution in ``directory`` whose scheme entry point raises on import."""
     (directory / "broken_scheme.py").write_text("raise RuntimeError('boom at import')\n")
-    info = directory / "broken_schemes-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-schemes\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        textwrap.dedent(
-            """\
-            [roformer_lit.positions]
-            broken = broken_scheme:Anything
-            """
-        )
+    write_distribution(
+        directory,
+        "broken-schemes",
+        "0.1",
+        "[roformer_lit.positions]\nbroken = broken_scheme:Anything\n",
     )
 
 
