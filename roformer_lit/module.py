@@ -316,13 +316,16 @@ class MaskedLM(RunModule):
 COMPONENTS_KEY = "components"
 
 
-def recorded_origins(path: str | os.PathLike[str]) -> str:
+def recorded_origins(checkpoint: str | os.PathLike[str] | Mapping[str, Any]) -> str:
     """``"; the checkpoint records position 'x' from <distribution> <version>, ..."`` for
-    the plugins a checkpoint records (``""`` for built-ins only, or an older checkpoint)."""
-    try:
-        record = torch.load(path, map_location="cpu", weights_only=True).get(COMPONENTS_KEY)
-    except Exception:
-        return ""
+    the plugins a checkpoint records (``""`` for built-ins only, or an older checkpoint);
+    ``checkpoint`` is one already loaded, or the path of one to read."""
+    if not isinstance(checkpoint, Mapping):
+        try:
+            checkpoint = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        except Exception:
+            return ""
+    record = checkpoint.get(COMPONENTS_KEY)
     if not isinstance(record, Mapping):
         return ""
     parts = []

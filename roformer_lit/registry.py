@@ -136,10 +136,11 @@ class Registry(Mapping[str, T], Generic[T]):
         its own: those that load, and those that do not (a plugin that raises on import,
         an object of the wrong kind, an ambiguous name) with their one-line errors. What a
         command runs over when it takes every registered name by default (``bench``'s
-        ``--schemes``, the kits with no names, the valid choices a refusal lists): it runs
-        the names that load and says which it skipped (:meth:`Loadable.notes`), so someone
-        else's broken plugin stops nothing. A name the user typed is looked up (and
-        refused) as ever."""
+        ``--schemes``, the listing, the valid choices a refusal lists): it runs the names
+        that load and says which it skipped (:meth:`Loadable.notes`), so someone else's
+        broken plugin stops nothing. The kits with no names run over it too, but fail each
+        name that does not load (their job is to say whether what is installed works). A
+        name the user typed is looked up (and refused) as ever."""
         components: dict[str, T] = {}
         failures: dict[str, ConfigError] = {}
         for name in self:

@@ -148,19 +148,23 @@ CROSS_SECTION_RULES: tuple[Callable[[EncoderConfig, Mapping[str, Any]], None], .
 )
 
 
+def has_mps() -> bool:
+    """Whether this machine has an Apple GPU PyTorch can use (MPS)."""
+    mps = getattr(torch.backends, "mps", None)
+    return mps is not None and mps.is_available()
+
+
 def training_device(accelerator: Any) -> str | None:
     """The device type ``trainer.accelerator`` trains on here (``cpu``, ``cuda``, ``mps``),
     as Lightning picks it (``auto``: CUDA, else MPS, else the CPU); None for one this check
     does not know (an ``Accelerator`` object, ``tpu``): left to Lightning."""
     if not isinstance(accelerator, str):
         return None
-    mps = getattr(torch.backends, "mps", None)
-    has_mps = mps is not None and mps.is_available()
     name = accelerator.lower()
     if name in ("auto", "gpu"):
         if torch.cuda.is_available():
             return "cuda"
-        if has_mps:
+        if has_mps():
             return "mps"
         return "cpu" if name == "auto" else None  # gpu without one: Lightning's own error
     return name if name in ("cpu", "cuda", "mps") else None
@@ -168,11 +172,10 @@ def training_device(accelerator: Any) -> str | None:
 
 def available_accelerators() -> list[str]:
     """The ``trainer.accelerator`` names that have a device on this machine."""
-    mps = getattr(torch.backends, "mps", None)
     here = ["cpu", "auto"]
     if torch.cuda.is_available():
         here += ["gpu", "cuda"]
-    elif mps is not None and mps.is_available():
+    elif has_mps():
         here += ["gpu", "mps"]
     return here
 

@@ -241,11 +241,11 @@ class RoformerCLI(CompatCLI):
         appended to the evaluated run's ``evaluations.jsonl`` (:meth:`after_validate`,
         :meth:`after_test`)."""
         config = self.config[self.subcommand] if self.subcommand else self.config
-        ckpt = config.get("ckpt_path")
         try:
             self.check_before_launch(config)  # before anything is built or created
         except ConfigError as exc:  # a plugin gone: name where the run's came from
-            raise ConfigError(f"{exc}{recorded_origins(ckpt) if ckpt else ''}") from None
+            read = getattr(self, "_checkpoint", None)  # (path, checkpoint), read when parsed
+            raise ConfigError(f"{exc}{recorded_origins(read[1]) if read else ''}") from None
         accelerator_is_here(config.trainer.get("accelerator", "auto"))  # here, not in sweep's
         logger = config.trainer.logger
         if self.subcommand != "fit":
