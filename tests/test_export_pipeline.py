@@ -9,6 +9,7 @@ own ``MaskedLM`` at the ``[MASK]`` position, on ids made the way training makes 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -166,12 +167,39 @@ def test_a_checkpoint_without_a_tokenizer_is_refused_then_exported_as_told(
         old.unlink()
 
 
+def test_a_tokenizer_file_other_than_the_stored_one_is_refused(runs, tmp_path, capsys):
+    """``--tokenizer`` beside a checkpoint that stores its tokenizer must be that tokenizer:
+    one of the same size with two ids swapped was written beside the model without a word
+    (every prediction of the exported pipeline then read through the wrong ids). The stored
+    one saved to a file, or the ``tokenizer.json`` of an earlier export, is the same."""
+    ckpt = runs["rope"] / "checkpoints" / "last.ckpt"
+    stored = roformer_lit.checkpoint_tokenizer(ckpt)
+    same = tmp_path / "same.json"
+    stored.save(str(same))
+    data = json.loads(stored.to_str())
+    vocab = data["model"]["vocab"]
+    first, second = sorted(vocab, key=vocab.get)[100:102]
+    vocab[first], vocab[second] = vocab[second], vocab[first]
+    swapped = tmp_path / "swapped.json"
+    swapped.write_text(json.dumps(data))
+    before, run_before = _snapshot(tmp_path), _snapshot(runs["rope"])
+    capsys.readouterr()
+    assert _export("--ckpt_path", ckpt, "--out", tmp_path / "hf", "--tokenizer", swapped) == 2
+    _one_error_line(
+        capsys.readouterr().err, "not the tokenizer stored", str(swapped), repr(first), str(ckpt)
+    )
+    assert _snapshot(tmp_path) == before and _snapshot(runs["rope"]) == run_before
+    assert _export("--ckpt_path", ckpt, "--out", tmp_path / "hf", "--tokenizer", same) == 0
+    again = tmp_path / "hf" / "tokenizer.json"  # with the post-processor the export sets
+    assert _export("--ckpt_path", ckpt, "--out", tmp_path / "hf2", "--tokenizer", again) == 0
+
+
 @pytest.mark.parametrize(
     "args, needles",
     [
         (["--out", "{nonempty}"], ["non-empty directory", "nonempty"]),
         (["--out", "{a_file}"], ["existing file"]),
-        (["--out", "{new}", "--tokenizer", "{small_tok}"], ["tokenizer has", "vocab_size is"]),
+        (["--out", "{new}", "--tokenizer", "{small_tok}"], ["not the tokenizer stored", "100"]),
         (["--out", "{new}", "--tokenizer", "{missing}"], ["tokenizer file not found"]),
         (["--out", "{new}", "--tokenizer", "{small_tok}", "--no_tokenizer"], ["exclude each"]),
     ],

@@ -81,6 +81,31 @@ def hf_tokenizer_files(tokenizer: Tokenizer, model_max_length: int) -> dict[str,
     }
 
 
+#: ``tokenizer.json`` sections an export sets itself (:func:`hf_tokenizer_files`)
+_SET_BY_EXPORT = frozenset({"padding", "truncation", "post_processor"})
+
+
+def tokenizer_difference(given: Tokenizer, stored: Tokenizer) -> str | None:
+    """What tells ``given`` from ``stored`` as text -> token ids, in words (``None``: the
+    same tokenizer): another vocabulary (its size, or the first token whose id differs),
+    else the first other section of its JSON (normalizer, pre-tokenizer, model settings,
+    decoder). The sections an export sets itself (:data:`_SET_BY_EXPORT`) are not compared."""
+    ours = given.get_vocab(with_added_tokens=True)
+    theirs = stored.get_vocab(with_added_tokens=True)
+    if len(ours) != len(theirs):
+        return f"it has {len(ours)} tokens, the stored one {len(theirs)}"
+    moved = next((token for token in sorted(ours) if theirs.get(token) != ours[token]), None)
+    if moved is not None:
+        where = theirs.get(moved)
+        there = "is not in the stored one" if where is None else f"is {where} in the stored one"
+        return f"token {moved!r} is id {ours[moved]} in it and {there}"
+    a, b = json.loads(given.to_str()), json.loads(stored.to_str())
+    for section in sorted((set(a) | set(b)) - _SET_BY_EXPORT):
+        if a.get(section) != b.get(section):
+            return f"its {section} differs"
+    return None
+
+
 def export_tokenizer(
     checkpoint: Mapping[str, Any],
     ckpt_path: str | os.PathLike[str],
@@ -89,11 +114,21 @@ def export_tokenizer(
     """``(tokenizer, None)`` for exporting a checkpoint: ``tokenizer_file`` if given, else
     the tokenizer stored in the checkpoint; ``(None, why)`` for a checkpoint that stores
     none (one written before checkpoints carried their tokenizer), which is then exported
-    only with an explicit tokenizer file or without a tokenizer.
+    only with an explicit tokenizer file or without a tokenizer. A ``tokenizer_file`` that
+    is not the tokenizer the checkpoint stores (:func:`tokenizer_difference`) is refused in
+    one ConfigError line: the model would be written beside another text -> ids mapping.
     """
-    if tokenizer_file is not None:
-        return load_tokenizer_file(tokenizer_file), None
     stored = checkpoint_tokenizer(checkpoint)
+    if tokenizer_file is not None:
+        given = load_tokenizer_file(tokenizer_file)
+        difference = None if stored is None else tokenizer_difference(given, stored)
+        if difference is not None:
+            raise ConfigError(
+                f"tokenizer file {os.fspath(tokenizer_file)} is not the tokenizer stored in "
+                f"checkpoint {os.fspath(ckpt_path)} ({difference}); the model reads token ids "
+                "by the stored one: export without a tokenizer file to use it"
+            )
+        return given, None
     if stored is not None:
         return stored, None
     return (
