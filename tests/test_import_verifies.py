@@ -220,6 +220,16 @@ def integer_weight(directory: Path, model_type: str) -> list[str]:
     return ["not floating-point", name, "int32"]
 
 
+def mixed_dtypes(directory: Path, model_type: str) -> list[str]:
+    """The word embeddings in float16 and the rest float32: the model took float16 and
+    rounded every other weight to it (logits 1e-3 from transformers' own, silently)."""
+    state = _state(directory)
+    name = next(n for n in state if "word_embeddings" in n or "tok_embeddings" in n)
+    state[name] = state[name].half()
+    _write_state(directory, state)
+    return ["more than one dtype", name, "float16", "float32"]
+
+
 def fewer_layers_in_config(directory: Path, model_type: str) -> list[str]:
     config = _config(directory)
     config["num_hidden_layers"] = 2
@@ -296,6 +306,7 @@ DAMAGE: list[Callable[[Path, str], list[str]]] = [
     wrong_shape,
     nan_weight,
     integer_weight,
+    mixed_dtypes,
     fewer_layers_in_config,
     more_layers_in_config,
     relabelled,

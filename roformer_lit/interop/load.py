@@ -92,7 +92,8 @@ def import_hf(path_or_model: Any) -> MaskedLM:
             ``model_type``; a ``transformers`` older than the architecture's or the
             directory's floor; a missing, unexpected, wrong-shaped or untied tensor; a
             config or weights our encoder cannot represent exactly; a weight that is not
-            floating-point or holds a NaN or inf. One line each.
+            floating-point or holds a NaN or inf; weights of more than one dtype. One line
+            each.
     """
     transformers = require_transformers()
     if isinstance(path_or_model, (str, os.PathLike)):
