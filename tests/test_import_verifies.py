@@ -365,6 +365,20 @@ def test_a_modernbert_config_transformers_rejects_is_one_line(changes, expected,
         assert words in message, message
 
 
+@pytest.mark.parametrize("kind", ["relative_key", "relative_key_query"])
+@pytest.mark.parametrize("model_type", ["bert", "roformer", "deberta-v2"])
+def test_a_relative_position_embedding_type_is_refused_naming_it(model_type, kind, tmp_path, capfd):
+    """BERT's ``position_embedding_type``: transformers 4.x (the floor is 4.48) computes
+    ``relative_key`` with distance embeddings import never read, and 5.x ignores the key,
+    so such a checkpoint imported as an absolute-position BERT without a word."""
+    directory = saved(model_type, tmp_path)
+    _write_config(directory, _config(directory) | {"position_embedding_type": kind})
+    message = _one_line(directory, capfd)
+    assert f"position_embedding_type={kind!r}" in message, message
+    _write_config(directory, _config(directory) | {"position_embedding_type": "absolute"})
+    import_hf(directory)  # BERT's own default, written by its older configs: accepted
+
+
 def test_a_sharded_directory_imports_and_a_missing_shard_is_one_line(tmp_path, capfd):
     hf = hf_model("bert")
     hf.save_pretrained(tmp_path / "hf", max_shard_size="20KB")

@@ -4,7 +4,10 @@ that are not ours.
 
 Export needs BERT's block (gelu MLP, LayerNorm with bias, linear biases) and one scheme
 with global attention in every layer; import needs exact GELU and a bidirectional encoder
-whose embedding width is the hidden size. A ``Link`` with a ``slot`` selects a slice of
+whose embedding width is the hidden size, and no ``position_embedding_type`` other than
+``absolute`` (transformers 4.x computes ``relative_key`` with distance embeddings, which
+import would leave unread; 5.x no longer reads the key, but the checkpoint was made with
+them). A ``Link`` with a ``slot`` selects a slice of
 our fused ``qkv`` (query rows ``[0:H]``, key ``[H:2H]``, value ``[2H:3H]``).
 """
 
@@ -142,6 +145,12 @@ class BertLayout(HFArchitecture):
     def check_import_config(self, config: Any) -> None:
         if config.hidden_act != "gelu":
             self.refuse(f"hidden_act={config.hidden_act!r}; only 'gelu' (exact GELU) is supported")
+        kind = getattr(config, "position_embedding_type", "absolute")
+        if kind != "absolute":  # transformers 4.x reads it (distance embeddings); 5.x ignores it
+            self.refuse(
+                f"position_embedding_type={kind!r}; only 'absolute' (relative_key and "
+                "relative_key_query add distance embeddings our encoder does not compute)"
+            )
         if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
             self.refuse("is_decoder / add_cross_attention set; only bidirectional encoders")
         embedding_size = getattr(config, "embedding_size", None)
