@@ -194,6 +194,18 @@ def test_a_tokenizer_file_other_than_the_stored_one_is_refused(runs, tmp_path, c
     assert _export("--ckpt_path", ckpt, "--out", tmp_path / "hf2", "--tokenizer", again) == 0
 
 
+def test_an_out_that_links_to_an_empty_directory_exports_into_it(runs, tmp_path, capsys):
+    """``--out`` a link to an empty directory is an empty directory: the export takes the
+    directory's place and the link reads it (a rename onto the link itself failed, refused
+    after the whole export as "no longer a new or empty directory")."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "empty", target_is_directory=True)
+    ckpt = runs["rope"] / "checkpoints" / "last.ckpt"
+    assert _export("--ckpt_path", ckpt, "--out", tmp_path / "link") == 0, capsys.readouterr()
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "empty" / "config.json").is_file()
+    assert transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "link") is not None
+
+
 @pytest.mark.parametrize(
     "args, needles",
     [
@@ -202,8 +214,16 @@ def test_a_tokenizer_file_other_than_the_stored_one_is_refused(runs, tmp_path, c
         (["--out", "{new}", "--tokenizer", "{small_tok}"], ["not the tokenizer stored", "100"]),
         (["--out", "{new}", "--tokenizer", "{missing}"], ["tokenizer file not found"]),
         (["--out", "{new}", "--tokenizer", "{small_tok}", "--no_tokenizer"], ["exclude each"]),
+        (["--out", "{in_run}"], ["inside the run directory"]),
     ],
-    ids=["non-empty-out", "out-is-a-file", "wrong-vocab", "missing-tokenizer", "both-flags"],
+    ids=[
+        "non-empty-out",
+        "out-is-a-file",
+        "wrong-vocab",
+        "missing-tokenizer",
+        "both-flags",
+        "out-inside-the-run",
+    ],
 )
 def test_export_refusals_change_nothing(args, needles, runs, tmp_path, capsys):
     from tokenizer_factory import tiny_tokenizer
@@ -218,6 +238,7 @@ def test_export_refusals_change_nothing(args, needles, runs, tmp_path, capsys):
         "new": tmp_path / "new" / "hf",
         "small_tok": tmp_path / "small.json",
         "missing": tmp_path / "missing.json",
+        "in_run": runs["deberta"] / "hf",  # wrote an export into the run
     }
     run = runs["deberta"]
     before, run_before = _snapshot(tmp_path), _snapshot(run)

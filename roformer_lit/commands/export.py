@@ -11,6 +11,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.interop.export import check_out_dir, export_hf
 from roformer_lit.interop.tokenizer import export_tokenizer
 from roformer_lit.module import MaskedLM
+from roformer_lit.run_files import output_target
 from roformer_lit.safe_input import check_readable_file
 from roformer_lit.tool_arguments import OUTPUT_DIRECTORY, ToolParser
 from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
@@ -45,13 +46,16 @@ def export_main(args: Sequence[str]) -> None:
     The tokenizer is ``--tokenizer`` if given, else the one stored in the checkpoint. A
     checkpoint that stores none (written before checkpoints carried one) is refused in one
     line unless given ``--tokenizer`` or ``--no_tokenizer`` (the model alone). ``--out``
-    must be new or empty; nothing is written on any error.
+    must be new or empty and outside every run directory (the check every output option
+    goes through, :func:`~roformer_lit.run_files.output_target`); nothing is written on
+    any error.
     """
     ns = build_parser().parse_args(list(args))
     if ns.tokenizer is not None and ns.no_tokenizer:
         raise ConfigError("--tokenizer and --no_tokenizer exclude each other; give one of them")
     ckpt = Path(ns.ckpt_path)
     check_readable_file(ckpt, "checkpoint")  # a directory is not "not found"
+    output_target(ns.out, "--out", reads=[ckpt], directory=True)  # never inside a run
     check_out_dir(ns.out)
     checkpoint = read_checkpoint(ckpt, kind=PRETRAINING)  # weights_only, before anything else
     tokenizer, note = None, "exported without a tokenizer (--no_tokenizer)"

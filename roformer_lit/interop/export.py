@@ -172,7 +172,10 @@ def export_hf(
         check_vocabulary(tok, model.config.vocab_size)
         files = hf_tokenizer_files(tok, model.config.max_positions)
         hf.config.pad_token_id = tok.token_to_id("[PAD]")
-    _write_atomically(out, hf, files, lambda staging: check_written(model, staging, out))
+    # a link to an empty directory: the export takes that directory's place (renaming onto
+    # the link itself fails, and was refused as "no longer a new or empty directory")
+    target = out.resolve() if out.is_symlink() else out
+    _write_atomically(target, hf, files, lambda staging: check_written(model, staging, out))
     return str(out)
 
 
