@@ -240,3 +240,50 @@ def test_a_selection_over_runs_with_fine_tunes_is_refused(tmp_path, capsys):
         assert len(err) == 1 and err[0].startswith("error:"), err
         assert "1 fine-tune run(s)" in err[0] and "without --select" in err[0]
     assert tree_state(runs) == before
+
+
+# --- options written at their default ------------------------------------------------------
+
+#: case -> (hparams of seed 0's run, of seed 1's run, whether they are one variant)
+OPTION_CASES = {
+    "rope base at its default": ({"position_kwargs": {"base": 10000}}, {}, True),
+    "rope base as a float": ({"position_kwargs": {"base": 10000.0}}, {}, True),
+    "the kernel's default backend": ({"attention_kwargs": {"backend": "auto"}}, {}, True),
+    "another rope base": ({"position_kwargs": {"base": 500}}, {}, False),
+    "another backend": ({"attention_kwargs": {"backend": "sdpa"}}, {}, False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OPTION_CASES))
+def test_a_scheme_or_kernel_option_at_its_default_is_the_run_without_it(case, tmp_path, capsys):
+    """``position_kwargs: {base: 10000}`` builds rope as ``{}`` does, bit for bit (and a
+    layer plan's options are already read so), yet the two were tabled as two variants;
+    an option at another value still splits them."""
+    first, second, same = OPTION_CASES[case]
+    write_run(tmp_path / "runs" / "a-seed0", 0, 2.0, hparams=first)
+    write_run(tmp_path / "runs" / "b-seed1", 1, 3.0, hparams=second)
+    rows, _ = table(capsys, str(tmp_path / "runs"))
+    if same:
+        assert list(rows) == ["rope-softmax"] and rows["rope-softmax"][1] == "2 (0, 1)", rows
+        return
+    assert len(rows) == 2 and {cells[1] for cells in rows.values()} == {"1 (0)", "1 (1)"}, rows
+
+
+def test_a_selection_reads_an_option_unwritten_as_its_default(tmp_path, capsys):
+    """``--select base`` over rope runs at ``base: 500``, ``base: 10000`` and no base: the
+    last two are one candidate, 10000 (its two seeds averaged), never a ``None`` beside a
+    ``10000`` holding one model twice."""
+    runs = tmp_path / "runs"
+    write_run(runs / "b500-seed0", 0, 2.5, hparams={"position_kwargs": {"base": 500}})
+    write_run(runs / "b10k-seed0", 0, 2.0, hparams={"position_kwargs": {"base": 10000}})
+    write_run(runs / "default-seed1", 1, 2.2)
+    out = tmp_path / "out"
+    capsys.readouterr()
+    argv = ["compare", str(runs), "--select", "position_kwargs.base", "--by", "val_loss"]
+    argv += ["--out", str(out)]
+    assert main(argv) == 0, capsys.readouterr()
+    with (out / "compare.csv").open(newline="") as handle:
+        (record,) = csv.DictReader(handle)
+    assert float(record["position_kwargs.base"]) == 10000, record
+    assert float(record["final_val_loss_mean"]) == pytest.approx(2.1), record
+    assert "None" not in record["candidates"], record

@@ -194,7 +194,7 @@ def select(
     groups: dict[str, dict[Any, list[RunSummary]]] = {}
     written: dict[Any, Any] = {}  # hashable form -> the value as the runs hold it
     for label, run in zip(labels, runs, strict=True):
-        value = value_of(flatten(comparable(run.hparams)), key)
+        value = value_of(flatten(comparable(run.hparams, every_option=True)), key)
         written.setdefault(hashable(value), value)
         groups.setdefault(label, {}).setdefault(hashable(value), []).append(run)
     selected = []

@@ -7,7 +7,8 @@ by key), written ``name=value``. A layer plan is compared as what it builds
 of one plan are one variant), setting by setting: its pattern (``pattern=...``), and each
 type's scheme, options and window, named ``<type>.<setting>`` (``global.position=nope``,
 ``global.base=160000``, ``local.window=128``). Keys a run does not set are left out of its
-label (they take the scheme's default); a top-level key a run does not save (a run from
+label (they take the scheme's default), and so are the scheme's and kernel's options
+written at their default (``position_kwargs: {base: 10000}`` is rope without it); a top-level key a run does not save (a run from
 before the option existed) compares as the constructors' default (:func:`saved_defaults`).
 A run whose hyperparameter files could not all be read (``RunSummary.problems``) is
 *partial*: a key it lacks is unknown, not unset, and does not split it from the runs that
@@ -37,7 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from roformer_lit.plan_identity import model_plan
+from roformer_lit.plan_identity import all_options, model_plan
 from roformer_lit.results.compare.runs import RunSummary
 from roformer_lit.training.data_identity import short_identity
 
@@ -208,18 +209,42 @@ def assign_variants(runs: Sequence[RunSummary]) -> list[RunSummary]:
     return [replace(run, variant=label) for run, label in zip(runs, labels, strict=True)]
 
 
-def comparable(hparams: Mapping[str, Any]) -> dict[str, Any]:
+def comparable(hparams: Mapping[str, Any], every_option: bool = False) -> dict[str, Any]:
     """A run's hyperparameters with its layer plan in the one form of
     :func:`~roformer_lit.plan_identity.canonical_plan` (left out where it builds the
-    model without a plan)."""
+    model without a plan), and its scheme's and kernel's options without those written at
+    their class's default (:func:`_own_options`); with ``every_option``, every option, the
+    defaults included (the value ``--select base`` reads: 10000 written or not)."""
     out = dict(hparams)
     if "layer_plan" in out:
-        plan = model_plan(out)
+        plan = model_plan(out)  # read over the options as written: the plan's own reading
         if plan is None:
             out.pop("layer_plan")
         else:
             out["layer_plan"] = plan
+    for what in OPTION_KEYS:
+        options = out.get(f"{what}_kwargs", {})  # unsaved: none given (defaults)
+        if isinstance(options, Mapping) and what in out:
+            out[f"{what}_kwargs"] = (
+                all_options(what, out[what], options)
+                if every_option
+                else _own_options(what, out[what], options)
+            )
     return out
+
+
+#: The registries whose options runs save as ``<name>_kwargs`` (scheme, kernel).
+OPTION_KEYS = ("position", "attention")
+
+
+def _own_options(what: str, name: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` without those at their class's default (:func:`~roformer_lit.plan_identity.all_options`,
+    the reading the model is built by): ``position_kwargs: {base: 10000}`` is rope's
+    default, the run without it, one variant. Options of a name that does not resolve are
+    kept as written."""
+    given = all_options(what, name, options)
+    defaults = all_options(what, name, {})
+    return {k: v for k, v in given.items() if k not in defaults or defaults[k] != v}
 
 
 def identity(run: RunSummary) -> dict[str, Any]:
