@@ -12,7 +12,9 @@ is its hooks in :mod:`roformer_lit.interop.architectures`.
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -79,21 +81,27 @@ def encoder_config(config: Any, arch: HFArchitecture) -> EncoderConfig:
     )
 
 
+def common_dtype(tensors: Iterable[torch.Tensor]) -> torch.dtype:
+    """The dtype every one of ``tensors`` converts to without changing a value: their
+    promotion (float16 and float32: float32; float16 and bfloat16: float32)."""
+    return functools.reduce(torch.promote_types, {tensor.dtype for tensor in tensors})
+
+
 def import_hf(path_or_model: Any) -> MaskedLM:
     """A ``MaskedLM`` (eval mode) equal to an HF MLM given as a directory or a model instance.
 
     The architecture is the one whose ``ARCHITECTURES`` entry names the HF ``model_type``
     (:mod:`roformer_lit.interop`). A directory is read by this package (never downloads,
     never fills a missing tensor): its tensors must be exactly those its config describes.
-    The model takes the dtype of the HF word embeddings.
+    The model takes the widest dtype among the weights (:func:`common_dtype`), to which every
+    weight is cast exactly: a float16 or bfloat16 tensor beside float32 ones keeps its value.
 
     Raises:
         ConfigError: a missing or unreadable ``config.json`` or weight file; an unsupported
             ``model_type``; a ``transformers`` older than the architecture's or the
             directory's floor; a missing, unexpected, wrong-shaped or untied tensor; a
             config or weights our encoder cannot represent exactly; a weight that is not
-            floating-point or holds a NaN or inf; weights of more than one dtype. One line
-            each.
+            floating-point or holds a NaN or inf. One line each.
     """
     transformers = require_transformers()
     if isinstance(path_or_model, (str, os.PathLike)):
@@ -103,8 +111,7 @@ def import_hf(path_or_model: Any) -> MaskedLM:
     arch.check_import_config(config)
     check_state(state, arch, config, transformers)
     links = arch.links(config)
-    words = next(link.theirs for link in links if link.ours == "encoder.word_embeddings.weight")
-    dtype = state[words].dtype
+    dtype = common_dtype(state.values())
     state = {name: tensor.detach().to(device="cpu", dtype=dtype) for name, tensor in state.items()}
     arch.check_import_weights(state)
     model = MaskedLM.from_config(encoder_config(config, arch), init_std=config.initializer_range)

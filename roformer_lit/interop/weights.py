@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -173,9 +172,7 @@ def check_state(
 
 def _refuse_unusable_values(weights: Mapping[str, torch.Tensor], arch: HFArchitecture) -> None:
     """Refuse (one line) a weight that is not floating-point (an integer tensor would be cast
-    silently), weights of more than one dtype (the model holds one: the others would be cast,
-    a float32 tensor beside float16 word embeddings rounded to float16), or a weight that
-    holds a NaN or inf (what our own checkpoints are refused for:
+    silently) or holds a NaN or inf (what our own checkpoints are refused for:
     :func:`~roformer_lit.training.checkpoint_io.first_nonfinite`)."""
     integral = [
         f"{name} ({weights[name].dtype})"
@@ -186,15 +183,6 @@ def _refuse_unusable_values(weights: Mapping[str, torch.Tensor], arch: HFArchite
         raise ConfigError(
             f"cannot import this {arch.model_class}: weights that are not floating-point: "
             f"{_listed(integral)}"
-        )
-    kinds = Counter(tensor.dtype for tensor in weights.values())
-    if len(kinds) > 1:  # the model takes one dtype: the others would be cast, losing digits
-        common = kinds.most_common(1)[0][0]
-        odd = [f"{name} ({t.dtype})" for name, t in weights.items() if t.dtype != common]
-        raise ConfigError(
-            f"cannot import this {arch.model_class}: its weights are of more than one dtype: "
-            f"{_listed(odd)}, the others {common}; import needs every weight in one dtype "
-            "(casting them would change their values silently)"
         )
     nonfinite = first_nonfinite(weights)
     if nonfinite is not None:
