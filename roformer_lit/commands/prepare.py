@@ -29,7 +29,9 @@ def datamodule_of(fit_args: Sequence[str], command: str = "fit") -> PretrainData
     return data_module(config.data, lenient=False)
 
 
-def _data_section(fit_args: Sequence[str]) -> tuple[PretrainDataModule, str]:
+def data_section(fit_args: Sequence[str]) -> tuple[PretrainDataModule, str]:
+    """The data module ``fit`` with these arguments would build, and a key naming its data
+    section (its settings): the same key, the same data."""
     dm = datamodule_of(fit_args)
     return dm, json.dumps(dict(dm.hparams), sort_keys=True, default=str)
 
@@ -43,7 +45,7 @@ def prepare_runs(runs: Sequence[Sequence[str]], say: Any = print) -> int:
     """
     seen: set[str] = set()
     for fit_args in runs:
-        dm, section = _data_section(fit_args)
+        dm, section = data_section(fit_args)
         if section in seen:
             continue
         seen.add(section)

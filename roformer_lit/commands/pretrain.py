@@ -323,12 +323,18 @@ class RoformerCLI(CompatCLI):
         if checkpoint is not None:
             _check_checkpoint_fits(*checkpoint, self.model)
             _check_same_tokenizer(*checkpoint, self.datamodule)
-            note = check_checkpoint_data(
-                *checkpoint, self.datamodule, resume=self.subcommand == "fit"
-            )
-            if note is not None and launch_rank() in (None, 0):
-                print(note, file=sys.stderr, flush=True)
+            self.check_checkpoint_data(*checkpoint)
         say_seed(self.setting(self.config, "seed_everything"))
+
+    def check_checkpoint_data(self, path: str, checkpoint: dict[str, Any]) -> None:
+        """The one place a command given ``--ckpt_path`` compares the data it built with the
+        data the checkpoint's run trained on, by content
+        (:func:`~roformer_lit.commands.checkpoint_data.check_checkpoint_data`): a resumed
+        ``fit`` on other data is refused in one line, an evaluation's is one ``note:``
+        line; pretraining and fine-tuning alike."""
+        note = check_checkpoint_data(path, checkpoint, self.datamodule, self.subcommand == "fit")
+        if note is not None and launch_rank() in (None, 0):
+            print(note, file=sys.stderr, flush=True)
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         """The trainer, plus preemption handling, divergence reporting and atomic saves."""

@@ -25,7 +25,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from roformer_lit.data.dataset import EpochSampler, ResumableDataLoader
 from roformer_lit.data.stored_tokenizer import tokenizer_state
-from roformer_lit.training.data_identity import DATA_IDENTITY_KEY
+from roformer_lit.training.data_identity import DATA_IDENTITY_KEY, EVALUATED_IDENTITY_KEY
 
 
 class ResumableDataModule(L.LightningDataModule):
@@ -48,15 +48,25 @@ class ResumableDataModule(L.LightningDataModule):
         them (data built in memory from a seed) or nothing records one (here: none)."""
         return None
 
+    def evaluated_identity(self) -> str | None:
+        """The content identity of what ``validate``/``test`` read of these data: the data
+        identity, unless a subclass's evaluation reads less (fine-tuning: the validation
+        splits alone)."""
+        return self.data_identity()
+
     def state_dict(self) -> dict[str, str]:
         """What the data module saves in each checkpoint: its tokenizer
         (:func:`~roformer_lit.data.stored_tokenizer.tokenizer_state`), so that export
         and fine-tuning need neither the tokenizer cache nor the corpus, and the data's
-        identity where they have one (:data:`DATA_IDENTITY_KEY`)."""
+        identity where they have one (:data:`DATA_IDENTITY_KEY`), with the evaluated
+        identity where it differs (:data:`EVALUATED_IDENTITY_KEY`)."""
         state = tokenizer_state(self.tokenizer)
         identity = self.data_identity()
         if identity is not None:
             state[DATA_IDENTITY_KEY] = identity
+            evaluated = self.evaluated_identity()
+            if evaluated is not None and evaluated != identity:
+                state[EVALUATED_IDENTITY_KEY] = evaluated
         return state
 
     def current_epoch(self) -> int:

@@ -19,13 +19,16 @@ errors). What differs:
   ``--model.pretrained``, which must be the one the resumed run was fine-tuned from; the
   resumed run takes its own settings and refuses other typed ones as a pretraining resume
   does (``RoformerCLI.take_checkpoint_settings``: the table of
-  :mod:`~roformer_lit.commands.checkpoint_settings`), and a finished run is refused;
+  :mod:`~roformer_lit.commands.checkpoint_settings`), a finished run is refused, and so is
+  a resume onto other data than the run's (files edited since: its data identity,
+  ``RoformerCLI.check_checkpoint_data``);
 * ``validate`` evaluates a fine-tuned checkpoint on its task's validation split (optionally
   at another ``--data.max_length``: the scheme's own extrapolation; ``learned`` refuses past
   its table), with the checkpoint's settings as every command given ``--ckpt_path`` takes
   them (the same table: its task and label count too, so a local task needs only
   ``--data.val_files``; a typed value the table refuses is one line), and appends the
-  result to its run's ``evaluations.jsonl``; the checkpoint's pretrained run must still be
+  result to its run's ``evaluations.jsonl`` (a ``note:`` line where its validation files'
+  content differs from the run's); the checkpoint's pretrained run must still be
   readable (its tokenizer and encoder settings: ``model.pretrained`` is the recorded one
   unless typed).
 """
@@ -128,6 +131,7 @@ class FinetuneCLI(RoformerCLI):
         else:  # the run's own pretrained checkpoint, then the table and the finished-run check
             check_resumed_pretrained(ckpt, hparams.get("pretrained"), config.model.pretrained)
         self.take_checkpoint_settings(subcommand, str(ckpt), checkpoint)
+        self._checkpoint = (str(ckpt), checkpoint)  # its data, once the data module is built
 
     def _take_pretrained_from(self, recorded: str | None) -> None:
         """``validate``: ``model.pretrained`` (the tokenizer and encoder settings the
@@ -190,6 +194,9 @@ class FinetuneCLI(RoformerCLI):
         for callback in self.trainer.checkpoint_callbacks:
             if getattr(callback, "monitor", None) == AUTO_MONITOR:
                 callback.monitor = f"val/{self.model.metric_names[0]}"
+        checkpoint, self._checkpoint = getattr(self, "_checkpoint", None), None
+        if checkpoint is not None:
+            self.check_checkpoint_data(*checkpoint)
         say_seed(self.setting(self.config, "seed_everything"))
 
 

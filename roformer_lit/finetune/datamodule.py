@@ -13,6 +13,11 @@ task's ``train_files`` are needed to fine-tune, not to validate. The
 training order is a permutation seeded by ``(seed, epoch)`` and the training loader is
 resumable mid-epoch (:class:`~roformer_lit.data.dataset.ResumableDataLoader`), so a
 resumed fine-tune sees exactly the batches of an uninterrupted one.
+
+What the run saw, by content rather than by path (files edited between a run and its resume
+are other data under the same settings), is :meth:`TaskDataModule.data_identity` (the
+training and validation examples, :mod:`roformer_lit.finetune.task_identity`), and what an
+evaluation reads :meth:`TaskDataModule.evaluated_identity` (the validation examples alone).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from roformer_lit.finetune.examples import (
     read_shipped,
 )
 from roformer_lit.finetune.pretrained import check_tokenizer_covers, load_tokenizer
+from roformer_lit.finetune.task_identity import split_digest, task_identity, vocabulary_digest
 from roformer_lit.finetune.tasks import TaskSpec, get_task
 from roformer_lit.validation import MAX_WORKERS, Rule, check_arguments, int_in, optional, size
 from roformer_lit.validation import seed as seed_rule
@@ -150,6 +156,7 @@ class TaskDataModule(ResumableDataModule):
         self.pretrained = pretrained
         self._tokenizer: Tokenizer | None = None
         self._raw: dict[str, list[Example]] = {}
+        self._digests: dict[str, str] = {}
         self.train_dataset: EncodedTask | None = None
         self.val_datasets: list[EncodedTask] | None = None
 
@@ -261,6 +268,35 @@ class TaskDataModule(ResumableDataModule):
             paths = self.train_paths if split == "train" else self.val_paths
             return ", ".join(str(p) for p in paths or [])
         return f"task {self.task} {split}"
+
+    # -------------------------------------------------------------- identity
+    def describe(self) -> str:
+        """The data in a few words (``data_identity.json``)."""
+        if self.spec.source == "local":
+            files = [*(self.train_paths or []), *self.val_paths]
+            return "the task files " + ", ".join(str(p) for p in files)
+        return f"task {self.task}"
+
+    def _identity(self, splits: Sequence[str]) -> str:
+        """:func:`~roformer_lit.finetune.task_identity.task_identity` of ``splits``."""
+        for split in splits:
+            if split not in self._digests:
+                self._digests[split] = split_digest(self._examples(split))
+        vocabulary = vocabulary_digest(self.tokenizer.get_vocab(with_added_tokens=True))
+        return task_identity(vocabulary, {split: self._digests[split] for split in splits})
+
+    def data_identity(self) -> str | None:
+        """The content identity of the training and validation examples and the vocabulary
+        (:mod:`roformer_lit.finetune.task_identity`), or None where the training split is
+        not given (a local task's ``finetune validate``)."""
+        if not self._has_train:
+            return None
+        return self._identity(("train", *self.spec.val_splits))
+
+    def evaluated_identity(self) -> str:
+        """The content identity of what an evaluation reads: the validation examples and the
+        vocabulary."""
+        return self._identity(self.spec.val_splits)
 
     # -------------------------------------------------------------- Lightning hooks
     def prepare_data(self) -> None:

@@ -1,7 +1,9 @@
-"""Checking ``finetune`` arguments without building anything (what a sweep does first)."""
+"""Checking ``finetune`` arguments without building anything (what a sweep does first), and
+the data module they give (what a sweep identifies before it skips or resumes a run)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,3 +31,13 @@ def validate_finetune_config(args: Sequence[str], prelaunch: bool = True) -> Any
     return validate_config(
         args, SequenceClassifier, TaskDataModule, _ParseOnly, prelaunch, command="finetune"
     )
+
+
+def data_section(args: Sequence[str]) -> tuple[TaskDataModule, str]:
+    """The data module ``finetune`` with these arguments (``finetune --config ...``) would
+    build, nothing else built, and a key naming its data section (its settings, with the
+    pretrained checkpoint whose tokenizer it uses): the same key, the same data."""
+    words = list(args)
+    config = validate_finetune_config(words[1:] if words[:1] == ["finetune"] else words)
+    settings = config.data.as_dict()
+    return TaskDataModule(**settings), json.dumps(settings, sort_keys=True, default=str)

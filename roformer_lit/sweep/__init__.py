@@ -225,13 +225,17 @@ def main(args: Sequence[str]) -> int:
         if task.version in sweep.resolved:
             asked = sweep.resolved[task.version]
             check_continued(task.version, task.run_dir, asked, actions[task.version])
-    if not ns.dry_run and sweep.command == "fit":  # and on the data they ran on
+    if not ns.dry_run:  # and on the data they ran on
+        data_section = None  # fit's
+        if sweep.command == "finetune":
+            from roformer_lit.finetune.parse import data_section
         continued = [r for r in sweep.runs if actions[r.version] in ("skip", "resume")]
         check_continued_data(
             [
                 (r.version, sweep_dir / r.version, actions[r.version], sweep.fit_args(r, root))
                 for r in continued
-            ]
+            ],
+            data_section,
         )
 
     if ns.dry_run:

@@ -22,15 +22,15 @@ since the run, a regenerated tokenizer file). A run that recorded the content id
 its data (``data_identity.json``, :mod:`roformer_lit.training.data_identity`) is skipped or
 resumed only when the data the sweep gives it now have that identity; otherwise the sweep
 is refused the same way, naming both identities (:func:`check_continued_data`: the sweep
-prepares those data first, as it would to run them). A run without a record, and a
+prepares those data first, as it would to run them; a fine-tuning sweep reads the task's
+examples, :mod:`roformer_lit.finetune.task_identity`). A run without a record, and a
 ``--dry-run`` (which prepares nothing), are not compared by data.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,21 +121,32 @@ def _recorded(run_dir: str | Path) -> str | None:
         return None
 
 
-def check_continued_data(continued: Sequence[tuple[str, str | Path, str, Sequence[str]]]) -> None:
+#: A run's command arguments -> (the data module its command would build, a key naming its
+#: data section: the same key, the same data).
+DataSection = Callable[[Sequence[str]], tuple[Any, str]]
+
+
+def check_continued_data(
+    continued: Sequence[tuple[str, str | Path, str, Sequence[str]]],
+    data_section: DataSection | None = None,
+) -> None:
     """Refuse (one ConfigError line) to skip or resume a run that recorded another data
     identity than the data the sweep gives it now (module docstring). ``continued``: each
-    run as ``(version, run directory, action, its fit arguments)``; the data of each
-    distinct data section are prepared (where they are not) and identified once."""
-    from roformer_lit.commands.prepare import datamodule_of
+    run as ``(version, run directory, action, its command arguments)``; ``data_section``
+    builds a run's data module (default: ``fit``'s,
+    :func:`~roformer_lit.commands.prepare.data_section`; ``finetune``'s is
+    :func:`~roformer_lit.finetune.parse.data_section`); the data of each distinct data
+    section are prepared (where they are not) and identified once."""
     from roformer_lit.errors import ConfigError
 
+    if data_section is None:
+        from roformer_lit.commands.prepare import data_section
     given: dict[str, str | None] = {}
     for version, run_dir, action, fit_args in continued:
         recorded = _recorded(run_dir) if action in CONTINUED else None
         if recorded is None:
             continue
-        dm = datamodule_of(fit_args)
-        section = json.dumps(dict(dm.hparams), sort_keys=True, default=str)
+        dm, section = data_section(fit_args)
         if section not in given:
             given[section] = dm.data_identity()
         now = given[section]
@@ -150,4 +161,10 @@ def check_continued_data(continued: Sequence[tuple[str, str | Path, str, Sequenc
         )
 
 
-__all__ = ["CONTINUED", "check_continued", "check_continued_data", "first_difference"]
+__all__ = [
+    "CONTINUED",
+    "DataSection",
+    "check_continued",
+    "check_continued_data",
+    "first_difference",
+]

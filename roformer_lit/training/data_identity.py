@@ -22,10 +22,19 @@ for the same tokens: two runs are then told apart, never merged.)
 
 Which data have one: every corpus goes through the prepared cache -- files, the bundled
 corpus, a Hugging Face dataset (whose ``_fingerprint`` names a version of it but not the
-tokens a run made of it) -- so each has an identity. A position task is generated in memory
-from its settings and seed: those identify it, and it has none (``None``), as fine-tuning
-data have none. A run without an identity (those from before the record, a position task)
-is compared by its settings alone, as before.
+tokens a run made of it) -- so each has an identity. Fine-tuning data -- the user's task
+files, the shipped task, a GLUE download, which can change between a run and its resume --
+have theirs by the content of their examples (:mod:`roformer_lit.finetune.task_identity`).
+A position task is generated in memory from its settings and seed: those identify it, and
+it has none (``None``). A run without an identity (those from before the record, a position
+task) is compared by its settings alone, as before.
+
+What an evaluation reads may be less than what the run trained on: ``finetune validate``
+reads the validation splits alone. Such data have an *evaluated identity* of their own (of
+what ``validate``/``test`` read), which the run records beside its data identity
+(:data:`EVALUATED_IDENTITY_KEY`) and an evaluation compares and records
+(``evaluations.jsonl``); where it is not recorded (pretraining: an evaluation prepares the
+whole corpus) it is the data identity.
 
 Where a run keeps it: in every checkpoint, beside the tokenizer in the data module's state
 (:data:`DATA_IDENTITY_KEY`, :func:`checkpoint_data_identity`), and in its run directory,
@@ -48,6 +57,8 @@ from roformer_lit.run_files import RunFileError, read_text
 
 #: The key of the identity in a checkpoint's data-module state (beside its tokenizer).
 DATA_IDENTITY_KEY = "data_identity"
+#: The key of the identity of what an evaluation reads, where it is not the data identity.
+EVALUATED_IDENTITY_KEY = "evaluated_identity"
 #: The run directory's record of its data identity.
 DATA_IDENTITY_FILE = "data_identity.json"
 #: Hex digits of an identity that messages and ``compare``'s labels show.
@@ -89,22 +100,32 @@ def is_identity(value: Any) -> bool:
     )
 
 
-def checkpoint_data_identity(checkpoint: Mapping[str, Any]) -> str | None:
+def checkpoint_data_identity(checkpoint: Mapping[str, Any], evaluated: bool = False) -> str | None:
     """The identity a loaded checkpoint records (in a data-module state, any top-level
     mapping holding :data:`DATA_IDENTITY_KEY`), or None: a checkpoint from before the
-    record, of a run whose data have none, or whose record is not an identity."""
+    record, of a run whose data have none, or whose record is not an identity.
+    ``evaluated``: the identity of what an evaluation reads (:data:`EVALUATED_IDENTITY_KEY`
+    where the checkpoint records one, else the data identity)."""
     for value in checkpoint.values():
         if isinstance(value, Mapping) and DATA_IDENTITY_KEY in value:
             found = value[DATA_IDENTITY_KEY]
+            if evaluated and EVALUATED_IDENTITY_KEY in value:
+                found = value[EVALUATED_IDENTITY_KEY]
             return found if is_identity(found) else None
     return None
 
 
-def write_record(run_dir: str | os.PathLike[str], identity: str, describe: str) -> Path:
+def write_record(
+    run_dir: str | os.PathLike[str], identity: str, describe: str, evaluated: str | None = None
+) -> Path:
     """Write ``<run_dir>/data_identity.json`` (atomically: a reader sees the whole file or
-    none): the identity and, for a reader, the data in a few words."""
+    none): the identity, the evaluated identity where it differs (``evaluated``), and, for
+    a reader, the data in a few words."""
     path = Path(run_dir) / DATA_IDENTITY_FILE
-    text = json.dumps({DATA_IDENTITY_KEY: identity, "data": describe}, indent=1) + "\n"
+    record = {DATA_IDENTITY_KEY: identity, "data": describe}
+    if evaluated is not None and evaluated != identity:
+        record[EVALUATED_IDENTITY_KEY] = evaluated
+    text = json.dumps(record, indent=1) + "\n"
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{DATA_IDENTITY_FILE}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -139,6 +160,7 @@ def read_record(run_dir: str | os.PathLike[str]) -> str | None:
 __all__ = [
     "DATA_IDENTITY_FILE",
     "DATA_IDENTITY_KEY",
+    "EVALUATED_IDENTITY_KEY",
     "SHORT_DIGITS",
     "checkpoint_data_identity",
     "data_identity",

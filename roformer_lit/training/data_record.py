@@ -3,8 +3,11 @@
 When training starts (after a resumed run's checkpoint is restored), the first process
 writes ``<run>/data_identity.json``
 (:func:`~roformer_lit.training.data_identity.write_record`) with the identity of the data
-module's data (:meth:`~roformer_lit.data.resumable.ResumableDataModule.data_identity`), where
-they have one and the run directory has no record yet. A resumed run writes none unless its
+module's data (:meth:`~roformer_lit.data.resumable.ResumableDataModule.data_identity`) and,
+where an evaluation reads less of them (a fine-tune's validation splits), the identity of
+what it reads (:meth:`~roformer_lit.data.resumable.ResumableDataModule.evaluated_identity`),
+where they have one and the run directory has no record yet: pretraining and fine-tuning
+alike. A resumed run writes none unless its
 checkpoint recorded that identity (the resume refuses another): a run from before the record
 trained its first steps on data nothing names, and its directory keeps saying so. The same
 identity goes into every checkpoint through the data module's state.
@@ -50,4 +53,5 @@ class DataRecord(Callback):
         if self._restored and self._resumed != identity:
             return  # resumed from a checkpoint that names no identity
         describe = getattr(datamodule, "describe", lambda: "")()
-        write_record(log_dir, identity, describe)
+        evaluated = getattr(datamodule, "evaluated_identity", lambda: None)()
+        write_record(log_dir, identity, describe, evaluated)

@@ -11,7 +11,11 @@ from pathlib import Path
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.compare.aggregate import aggregate
 from roformer_lit.results.compare.collect import collect_runs
-from roformer_lit.results.compare.downstream import aggregate_downstream, is_finetune
+from roformer_lit.results.compare.downstream import (
+    aggregate_downstream,
+    downstream_data_notes,
+    is_finetune,
+)
 from roformer_lit.results.compare.downstream_plot import save_downstream_plot
 from roformer_lit.results.compare.downstream_table import runs_csv as downstream_runs_csv
 from roformer_lit.results.compare.downstream_table import to_csv as downstream_csv
@@ -146,9 +150,9 @@ def main(args: Sequence[str]) -> int:
         training = assign_variants(mlm) if mlm else []
     if (ns.select is None) != (ns.by is None) or (ns.report is not None and ns.select is None):
         raise ConfigError("compare: --select KEY and --by METRIC go together (--report needs them)")
-    note = data_note(training)
-    if note is not None:
-        print(note, file=sys.stderr)
+    for note in [data_note(training), *downstream_data_notes(finetune)]:
+        if note is not None:
+            print(note, file=sys.stderr)
     if ns.select is not None:
         if finetune:  # a selection among pretraining runs: a fine-tune is no candidate
             raise ConfigError(

@@ -26,6 +26,14 @@ fine-tuning seeds of checkpoint ``c``::
                    pooled within-checkpoint sample std: spread over fine-tuning seeds
                    with the pretrained weights fixed
 
+Fine-tunes of one task that agree on every setting but trained on other data -- the same
+``data.*`` paths naming task files whose content differed, recorded in their
+``data_identity.json`` (:mod:`roformer_lit.finetune.task_identity`) -- are never seeds of one
+row: where a task's fine-tunes recorded more than one identity, each is labelled
+``data=<first hex digits>`` (:func:`_label_data`) and one ``note:`` line per such task says
+so (:func:`downstream_data_notes`). A fine-tune without a record (from before it) has an
+unknown identity and is labelled by its settings alone.
+
 Each fine-tuning seed counts once per checkpoint (the same fine-tune run twice is one
 experiment: the first by path, the others reported), and an unfinished fine-tune (not yet
 validated at its last step, :attr:`RunSummary.finished`) is named in the row's notes, never averaged.
@@ -47,9 +55,16 @@ from typing import Any
 
 from roformer_lit.results.compare.aggregate import LEFT_OUT, Stat, once_per_seed
 from roformer_lit.results.compare.runs import Report, RunSummary, summarize_run
-from roformer_lit.results.compare.variants import assign_variants, differing_keys, flatten
+from roformer_lit.results.compare.variants import (
+    DATA_KEY,
+    assign_variants,
+    data_note,
+    differing_keys,
+    flatten,
+)
 from roformer_lit.results.events import RunEvents, read_run
 from roformer_lit.run_files import RunFileError, is_run_directory, read_yaml_mapping, warn
+from roformer_lit.training.data_identity import short_identity
 
 #: Fine-tuning hyperparameters that never split rows (the row has them already, or a seed).
 _ROW_KEYS = frozenset({"pretrained", "task", "num_labels"})
@@ -135,6 +150,7 @@ def aggregate_downstream(
     results = [_result(run, Path(cwd or os.getcwd()), report, cache) for run in runs]
     _label_pretraining(results)
     _label_settings(results)
+    _label_data(results)
     groups: dict[tuple[str, str], list[FinetuneResult]] = {}
     for result in results:
         label = " ".join(x for x in (result.pretrain_variant, result.finetune_setting) if x)
@@ -309,3 +325,37 @@ def _label_settings(results: list[FinetuneResult]) -> None:
     for result, hp in zip(results, hparams, strict=True):
         flat = flatten(hp)
         result.finetune_setting = " ".join(f"{k}={flat[k]}" for k in keys if k in flat)
+
+
+def _by_task(runs: Sequence[RunSummary]) -> dict[str, list[RunSummary]]:
+    """Fine-tune runs by their task (hparams ``task``)."""
+    found: dict[str, list[RunSummary]] = {}
+    for run in runs:
+        found.setdefault(str(run.hparams.get("task")), []).append(run)
+    return found
+
+
+def _label_data(results: list[FinetuneResult]) -> None:
+    """``finetune_setting`` gains ``data=<first hex digits>`` where the fine-tunes of its
+    task recorded more than one data identity (module docstring); a run without a record
+    gains nothing (unknown, not other)."""
+    tasks = _by_task([r.run for r in results])
+    seen = {
+        task: {run.data_identity for run in runs if run.data_identity is not None}
+        for task, runs in tasks.items()
+    }
+    for result in results:
+        identity = result.run.data_identity
+        if identity is None or len(seen[result.task]) < 2:
+            continue
+        label = f"{DATA_KEY}={short_identity(identity)}"
+        result.finetune_setting = " ".join(x for x in (result.finetune_setting, label) if x)
+
+
+def downstream_data_notes(runs: Sequence[RunSummary]) -> list[str]:
+    """One ``note:`` line per task whose fine-tune ``runs`` recorded different data
+    identities (tabled apart, :func:`_label_data`)."""
+    notes = (
+        data_note(members, f"the {task} fine-tunes") for task, members in _by_task(runs).items()
+    )
+    return [note for note in notes if note is not None]

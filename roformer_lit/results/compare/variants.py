@@ -256,10 +256,10 @@ def identity(run: RunSummary) -> dict[str, Any]:
     return found
 
 
-def data_note(runs: Sequence[RunSummary]) -> str | None:
+def data_note(runs: Sequence[RunSummary], what: str = "these runs") -> str | None:
     """The one ``note:`` line of a comparison whose runs recorded different data identities
     (they are tabled apart, :data:`DATA_KEY`), naming each with its number of runs; None
-    where they recorded at most one."""
+    where they recorded at most one. ``what``: the runs as the line names them."""
     counts: dict[str, int] = {}
     for run in runs:
         if run.data_identity is not None:
@@ -271,7 +271,7 @@ def data_note(runs: Sequence[RunSummary]) -> str | None:
         for found, n in sorted(counts.items())
     )
     return (
-        f"note: these runs trained on {len(counts)} different data sets (the same settings may "
+        f"note: {what} trained on {len(counts)} different data sets (the same settings may "
         f"name files whose content differed), tabled apart: {each}"
     )
 
