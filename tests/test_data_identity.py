@@ -161,6 +161,26 @@ def test_resume_on_other_data_is_refused_and_on_a_copy_of_the_same_it_continues(
     assert read_record(run_dir(runs, 2)) == identity_of(runs).data_identity()
 
 
+@pytest.mark.parametrize("subcommand", ["validate", "test"])
+def test_an_evaluation_records_the_identity_of_the_data_it_evaluated(
+    runs: Path, monkeypatch: pytest.MonkeyPatch, subcommand: str
+):
+    """``evaluations.jsonl`` tells evaluations on the run's own data from those on other
+    data under the same settings: each record names the identity of what it evaluated."""
+    monkeypatch.chdir(runs)
+    evaluate = [subcommand, "--config", str(CONFIGS / "rope.yaml"), *TINY, *RUN_ARGS]
+    last = run_dir(runs, 0) / "checkpoints" / "last.ckpt"
+    evaluated = []
+    for text in (corpus_text(0), corpus_text(1), corpus_text(0)):
+        replace_file(runs / "c.txt", text)
+        evaluated.append(identity_of(runs).data_identity())
+        assert main([*evaluate, "--ckpt_path", str(last)]) == 0
+    lines = (run_dir(runs, 0) / "evaluations.jsonl").read_text(encoding="utf-8").splitlines()
+    recorded = [json.loads(line)["data_identity"] for line in lines[-3:]]
+    assert recorded == evaluated and recorded[0] == read_record(run_dir(runs, 0))
+    assert recorded[1] != recorded[0]
+
+
 def compare_rows(capsys: pytest.CaptureFixture[str], *logdirs: Path) -> tuple[list[str], str]:
     """``compare``'s variant labels (first column of its rows) and its stderr."""
     capsys.readouterr()

@@ -141,7 +141,7 @@ def test_a_resume_onto_edited_files_is_refused_and_onto_a_copy_of_them_continues
     assert read_record(work / RUN) == module_of(work).data_identity()
 
 
-def test_validate_on_edited_validation_files_notes_it(
+def test_validate_on_edited_validation_files_notes_it_and_records_what_it_evaluated(
     work: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
     """``finetune validate`` reads no training file: it compares the validation examples."""
@@ -158,6 +158,8 @@ def test_validate_on_edited_validation_files_notes_it(
     assert len(notes) == 1 and notes[0].startswith("note:"), notes
     assert short_identity(own) in notes[0] and short_identity(other) in notes[0], notes
     replace_csv(work / "val.csv", rows)
+    lines = (work / RUN / "evaluations.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["data_identity"] for line in lines[-2:]] == [own, other]
 
 
 # --- compare: fine-tunes as finetune leaves them, with and without a record -------------------

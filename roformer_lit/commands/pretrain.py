@@ -28,7 +28,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveCon
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from roformer_lit.commands.argument_words import plain_argument_error
-from roformer_lit.commands.checkpoint_data import check_checkpoint_data
+from roformer_lit.commands.checkpoint_data import check_checkpoint_data, current_data_identity
 from roformer_lit.commands.checkpoint_settings import (
     check_steps_left,
     checkpoint_settings,
@@ -306,13 +306,20 @@ class RoformerCLI(CompatCLI):
 
     def after_validate(self) -> None:
         """LightningCLI's hook after ``validate``: the result goes to the run's record."""
-        _record_evaluation(
-            "validate", self.config["validate"], self.trainer, self.subclass_mode_data
-        )
+        self.record_evaluation("validate")
 
     def after_test(self) -> None:
         """LightningCLI's hook after ``test``: the result goes to the run's record."""
-        _record_evaluation("test", self.config["test"], self.trainer, self.subclass_mode_data)
+        self.record_evaluation("test")
+
+    def record_evaluation(self, subcommand: str) -> None:
+        """Append the result of ``subcommand`` (``validate``/``test``) to the evaluated run's
+        ``evaluations.jsonl``, with the identity of the data it evaluated (what an evaluation
+        reads: :func:`~roformer_lit.commands.checkpoint_data.current_data_identity`);
+        pretraining and fine-tuning alike."""
+        identity = current_data_identity(self.datamodule, evaluated=True)
+        config = self.config[subcommand]
+        _record_evaluation(subcommand, config, self.trainer, self.subclass_mode_data, identity)
 
     def instantiate_classes(self) -> None:
         try:
@@ -429,12 +436,18 @@ EVALUATIONS_FILE = "evaluations.jsonl"
 
 
 def _record_evaluation(
-    subcommand: str, config: Any, trainer: Trainer, pretraining_data: bool = True
+    subcommand: str,
+    config: Any,
+    trainer: Trainer,
+    pretraining_data: bool = True,
+    data_identity: str | None = None,
 ) -> Path | None:
     """Append a ``validate``/``test`` result to the evaluated run's ``evaluations.jsonl``:
     one JSON line with the time, command, checkpoint (and its step), the data and model
-    settings it was evaluated with, and the metrics. A checkpoint outside a run directory
-    gets no record (Lightning's printed table is the result)."""
+    settings it was evaluated with, the content identity of the data it evaluated
+    (``data_identity``: :mod:`roformer_lit.training.data_identity`, null for data without
+    one; records from before it have no such key), and the metrics. A checkpoint outside a
+    run directory gets no record (Lightning's printed table is the result)."""
 
     ckpt = config.get("ckpt_path")
     if not trainer.is_global_zero or ckpt is None or str(ckpt) in SPECIAL_CKPT_PATHS:
@@ -455,6 +468,7 @@ def _record_evaluation(
         # a pretraining section as one flat dict of its class's settings; fine-tuning's as it is
         "data": settings_of(config.get("data")) if pretraining_data else _plain(config.get("data")),
         "model": _plain(config.get("model")),
+        "data_identity": data_identity,
         "metrics": metrics,
     }
     path = run / EVALUATIONS_FILE
