@@ -167,28 +167,36 @@ def test_the_recorded_trainer_settings_are_the_trainers(options):
     assert all(type(v) in (int, float, str, type(None)) for v in recorded.values())
 
 
-#: case -> (what the trainer holds besides a step limit, the settings left out of its record).
-NOT_HELD = {
-    # Lightning replaces both limits by the overfit count
-    "overfit": ({"overfit_batches": 2, "limit_train_batches": 2, "limit_val_batches": 2}, 2),
-    # an interval on the clock: the trainer holds its seconds, not the setting
-    "by time": ({"_val_check_time_interval": 60.0}, 1),
-}
-
-
-@pytest.mark.parametrize("case", sorted(NOT_HELD))
-def test_a_setting_the_trainer_does_not_hold_as_the_runs_is_not_recorded(case):
+def test_the_limits_the_trainer_replaces_by_the_overfit_count_are_not_recorded():
     """What a record leaves out is not compared on resume (as in an older checkpoint)."""
     from types import SimpleNamespace
 
-    held_values, left_out = NOT_HELD[case]
+    held_values = {"overfit_batches": 2, "limit_train_batches": 2, "limit_val_batches": 2}
     trainer = SimpleNamespace(max_steps=8, **held_values)
     recorded = run_length_records(trainer, 8)["trainer_settings"]
-    assert len(RECORDED_TRAINER) - len(recorded) == left_out, recorded
-    if case == "overfit":
-        assert recorded["overfit_batches"] == 2 and "limit_train_batches" not in recorded
-    else:
-        assert "val_check_interval" not in recorded
+    assert len(RECORDED_TRAINER) - len(recorded) == 2, recorded
+    assert recorded["overfit_batches"] == 2 and "limit_train_batches" not in recorded
+
+
+#: seconds a trainer validating on a clock holds -> its record (timedelta arguments).
+CLOCKS = {
+    60.0: {"seconds": 60},
+    90061.0: {"seconds": 90061},  # a day, an hour, a minute and a second
+    1.5: {"seconds": 1, "microseconds": 500000},
+}
+
+
+@pytest.mark.parametrize("seconds", sorted(CLOCKS))
+def test_an_interval_on_the_clock_is_recorded_as_its_duration(seconds):
+    """The trainer holds a duration's seconds, not the setting: the record is a duration
+    Lightning takes back, of those seconds."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    trainer = SimpleNamespace(max_steps=8, _val_check_time_interval=seconds)
+    recorded = run_length_records(trainer, 8)["trainer_settings"]["val_check_interval"]
+    assert recorded == CLOCKS[seconds]
+    assert timedelta(**recorded).total_seconds() == seconds
 
 
 @pytest.mark.parametrize("name", ARGUMENTS)
@@ -624,6 +632,15 @@ HELD_THE_SAME = {
         {"gradient_clip_algorithm": None},
         {"gradient_clip_algorithm": "norm"},
     ),
+    # a duration is its seconds however spelled (the record: trainer_settings_record's form)
+    "a duration as timedelta arguments": (
+        {"val_check_interval": {"minutes": 5}},
+        {"val_check_interval": {"seconds": 300}},
+    ),
+    "a duration as DD:HH:MM:SS": (
+        {"val_check_interval": "00:00:05:00"},
+        {"val_check_interval": {"seconds": 300}},
+    ),
 }
 
 
@@ -639,6 +656,26 @@ def test_trainer_settings_compare_as_the_trainer_holds_them(case):
 #: A batch count equal as a number to the run's fraction: one batch is not the whole set
 #: (or epoch), so it is another value, typed (refused) or from a file (replaced).
 ONE_BATCH = ("limit_train_batches", "limit_val_batches", "val_check_interval")
+
+
+#: case -> (the command's val_check_interval, the run's recorded one): never the same.
+OTHER_INTERVALS = {
+    "another duration": ({"minutes": 10}, {"seconds": 300}),
+    "a count of batches, not seconds": (300, {"seconds": 300}),
+    "seconds, not a count of batches": ({"seconds": 300}, 300),
+    "seconds, not a fraction of an epoch": ({"seconds": 1}, 1.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OTHER_INTERVALS))
+def test_a_resume_with_another_validation_clock_is_refused(case):
+    ours, theirs = OTHER_INTERVALS[case]
+    checkpoint = {"trainer_settings": {"max_steps": 8, "val_check_interval": theirs}}
+    config = {"model": {}, "data": {}, "trainer": {"max_steps": 8, "val_check_interval": ours}}
+    with pytest.raises(ConfigError, match="trainer.val_check_interval="):
+        checkpoint_settings(checkpoint, config, {"trainer.val_check_interval"}, True, "run.ckpt")
+    fill, _ = checkpoint_settings(checkpoint, config, set(), True, "run.ckpt")
+    assert fill == {"trainer": {"val_check_interval": theirs}}
 
 
 @pytest.mark.parametrize("key", ONE_BATCH)

@@ -321,3 +321,22 @@ def test_a_resumed_run_validates_as_it_did_whatever_a_config_file_says(
     # every 4 steps, as the run validated (logged at the 0-based steps 3 and 7)
     assert [s.step for s in read_run(run).scalars["val/loss"]] == [3, 7]
     assert summarize_run(run).hparams["trainer.val_check_interval"] == "4 batches"
+
+
+def test_a_run_validating_on_a_clock_resumes_on_its_clock_and_refuses_another(
+    tmp_path, monkeypatch, capsys
+):
+    """A ``val_check_interval`` given as a duration is held by the trainer as seconds; the
+    checkpoint records it as a duration, so a resume with another duration is refused like
+    any other validation schedule, and the same duration spelled otherwise resumes."""
+    monkeypatch.chdir(tmp_path)
+    clock = ["--trainer.val_check_interval", '{"minutes": 5}']
+    argv = fit_args("rope.yaml", 8, *version("clock"), *clock)
+    assert fit_preempted(argv, 4) == EXIT_PREEMPTED
+    assert load(last("clock"))["trainer_settings"]["val_check_interval"] == {"seconds": 300}
+    resume = ["--ckpt_path", str(last("clock"))]
+    other = fit_args("rope.yaml", 8, "--trainer.val_check_interval", '{"minutes": 10}')
+    line = refused_unchanged(tmp_path, capsys, [*other, *resume])
+    assert "trainer.val_check_interval=" in line, line
+    same = fit_args("rope.yaml", 8, "--trainer.val_check_interval", '{"seconds": 300}')
+    assert main([*same, *resume]) == 0

@@ -33,6 +33,8 @@ reach                                     what for
                                           (a finished ``max_epochs`` run, on resume)
 :func:`validates_by_time`                 whether validation runs on a clock
                                           (``final_validation.schedule_gap``)
+:func:`validation_seconds`                and every how many seconds
+                                          (``trainer_record``)
 :func:`hyperparameters_as_dict`           the TensorBoard logger's conversion, flattening
 :func:`flat_hyperparameters`              and sanitising of hyper-parameters, and its event
 :func:`event_file_writer`                 file writer (``run_logger.RunLogger``)
@@ -140,9 +142,17 @@ def epochs_trained(checkpoint: Mapping[str, Any]) -> int | None:
     return epoch + 1 if in_progress and last_batch_done else epoch
 
 
+def validation_seconds(trainer: Trainer) -> float | None:
+    """The seconds between validations of a trainer whose ``val_check_interval`` is a
+    duration (validation on a clock: Lightning holds its seconds, not the setting), or
+    None where validation is counted in batches."""
+    seconds = getattr(trainer, "_val_check_time_interval", None)
+    return None if seconds is None else float(seconds)
+
+
 def validates_by_time(trainer: Trainer) -> bool:
     """Whether ``val_check_interval`` is a duration (validation on a clock, not by batch)."""
-    return getattr(trainer, "_val_check_time_interval", None) is not None
+    return validation_seconds(trainer) is not None
 
 
 def hyperparameters_as_dict(params: Any) -> dict[str, Any]:

@@ -16,12 +16,18 @@ a finished one and ``compare`` that tables runs all read them from here.
 * :func:`held`: a setting as the trainer holds it, so spellings of one value compare equal
   (``precision: 32`` is ``32-true``, ``limit_val_batches: null`` is ``1.0``,
   ``val_check_interval: null`` is ``1.0``, once an epoch), and a count of batches is never
-  a fraction (``val_check_interval: 1``, every batch, is not ``1.0``).
+  a fraction (``val_check_interval: 1``, every batch, is not ``1.0``). A
+  ``val_check_interval`` given as a duration (validation on a clock: ``"DD:HH:MM:SS"``, a
+  mapping of ``datetime.timedelta``'s arguments such as ``{minutes: 5}``, or a
+  ``timedelta``, as Lightning takes it) is held as its seconds, ``"300.0 seconds"``
+  (:func:`duration_seconds`): every spelling of one duration is one value, never a count of
+  batches.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import Any
 
 #: Every trainer setting that changes what a run trains on or measures: its length and
@@ -78,6 +84,34 @@ def _limit(default: float) -> Callable[[Any, Mapping[str, Any]], Any]:
     return hold
 
 
+def duration_seconds(value: Any) -> float | None:
+    """The seconds of a ``val_check_interval`` given as a duration, read as Lightning reads
+    one (``"DD:HH:MM:SS"`` of integers, a mapping of ``timedelta``'s arguments, a
+    ``timedelta``); None for anything else (a count or fraction of batches, or a duration
+    Lightning refuses, which the trainer's construction reports)."""
+    try:
+        if isinstance(value, timedelta):
+            return value.total_seconds()
+        if isinstance(value, Mapping):
+            return timedelta(**value).total_seconds()
+        if isinstance(value, str):
+            days, hours, minutes, seconds = (int(part) for part in value.split(":"))
+            return timedelta(days, seconds, 0, 0, minutes, hours).total_seconds()
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return None
+
+
+def _interval_held(value: Any, trainer: Mapping[str, Any]) -> Any:
+    """``val_check_interval`` as the trainer holds it: a duration as its seconds
+    (``"300.0 seconds"``), else a fraction of an epoch or a count of batches as the batch
+    limits are held."""
+    seconds = duration_seconds(value)
+    if seconds is not None:
+        return f"{seconds!r} seconds"
+    return _limit(1.0)(value, trainer)
+
+
 def _every_n_epochs_held(value: Any, trainer: Mapping[str, Any]) -> Any:
     """``check_val_every_n_epoch`` as Lightning holds it: a section that does not name it has
     the trainer's default, every epoch (1); a written None (validation counted in batches
@@ -98,8 +132,9 @@ TRAINER_HOLDS: dict[str, Callable[[Any, Mapping[str, Any]], Any]] = {
     "limit_train_batches": _limit(1.0),
     "limit_val_batches": _limit(1.0),
     "overfit_batches": _limit(0.0),
-    # a fraction of an epoch, or a count of batches like the limits (None: once an epoch)
-    "val_check_interval": _limit(1.0),
+    # a fraction of an epoch, or a count of batches like the limits (None: once an epoch),
+    # or a duration as its seconds
+    "val_check_interval": _interval_held,
     "check_val_every_n_epoch": _every_n_epochs_held,
 }
 
@@ -123,6 +158,7 @@ __all__ = [
     "MEASURED_TRAINER_SETTINGS",
     "RECORDED_TRAINER_SETTINGS",
     "TRAINER_HOLDS",
+    "duration_seconds",
     "held",
     "measured_settings",
 ]
