@@ -156,7 +156,8 @@ class TaskDataModule(ResumableDataModule):
         self.pretrained = pretrained
         self._tokenizer: Tokenizer | None = None
         self._raw: dict[str, list[Example]] = {}
-        self._digests: dict[str, str] = {}
+        self._digests: dict[str, str] = {}  # split -> split_digest of its examples
+        self._vocabulary: str | None = None  # vocabulary_digest of the tokenizer
         self.train_dataset: EncodedTask | None = None
         self.val_datasets: list[EncodedTask] | None = None
 
@@ -279,11 +280,12 @@ class TaskDataModule(ResumableDataModule):
 
     def _identity(self, splits: Sequence[str]) -> str:
         """:func:`~roformer_lit.finetune.task_identity.task_identity` of ``splits``."""
-        for split in splits:
+        for split in splits:  # each read once, as the examples are
             if split not in self._digests:
                 self._digests[split] = split_digest(self._examples(split))
-        vocabulary = vocabulary_digest(self.tokenizer.get_vocab(with_added_tokens=True))
-        return task_identity(vocabulary, {split: self._digests[split] for split in splits})
+        if self._vocabulary is None:
+            self._vocabulary = vocabulary_digest(self.tokenizer.get_vocab(with_added_tokens=True))
+        return task_identity(self._vocabulary, {split: self._digests[split] for split in splits})
 
     def data_identity(self) -> str | None:
         """The content identity of the training and validation examples and the vocabulary
