@@ -340,6 +340,8 @@ MODERNBERT_CONFIGS = [
     ({"local_attention": None}, ["local_attention None"]),
     ({"layer_types": ["full_attention"]}, ["not a valid ModernBertConfig", "layer_types"]),
     ({"hidden_activation": "relu"}, ["hidden_activation 'relu'"]),
+    # heads narrower than hidden / heads: ours would build 8-wide heads from 4-wide weights
+    ({"head_dim": 4}, ["head_dim 4", "only hidden_size / num_attention_heads = 8"]),
 ]
 
 
