@@ -38,6 +38,7 @@ FAST_MODULES = frozenset(
         "test_flex_attention",
         "test_random_positions",
         "test_state_dict",
+        "test_earlier_checkpoints",
         "test_import_graph",
         "test_statistics",
         # data, masking and position tasks
