@@ -359,6 +359,26 @@ def construct(cls: Callable[..., T], what: str, name: str, *args: Any, **options
         ) from None
 
 
+def call_plugin(function: Callable[..., T], label: str, *args: Any) -> T:
+    """``function(*args)``: a plugin's callable that is not a class (a position task's
+    ``build``) called by the harness. Outside ``roformer_lit``, anything it raises but a
+    :class:`~roformer_lit.errors.ConfigError` (a ``RuntimeError``, a ``TypeError`` from a
+    signature the harness cannot call, ``sys.exit``) is the plugin's bug: one
+    :class:`~roformer_lit.errors.PluginBuildFailed` line beginning with ``label`` and
+    naming where it raised. A built-in's own exception stays a traceback."""
+    try:
+        return function(*args)
+    except ConfigError:
+        raise
+    except PLUGIN_FAILURES as exc:
+        module = getattr(function, "__module__", "") or ""
+        if module == "roformer_lit" or module.startswith("roformer_lit."):
+            raise
+        raise PluginBuildFailed(
+            f"{label}: {type(exc).__name__}: {one_line(exc)}{_raised_at(exc)}"
+        ) from None
+
+
 #: A message's lead that is a path: dotted (``model.position_kwargs.x``), or any name
 #: followed by a colon (``x: ...``); then what follows it.
 _PATH_LEAD = re.compile(r"(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?P<end>:\s*|\s+|$)")

@@ -26,6 +26,7 @@ from roformer_lit.data.probes import (
     probe_task,
     probe_tokenizer,
 )
+from roformer_lit.data.probes.built import check_deterministic
 from roformer_lit.data.probes.tasks import FIRST_SYMBOL
 from roformer_lit.errors import ConfigError
 from roformer_lit.validation import Rule, non_empty_text, size, unit_interval_open_right
@@ -86,8 +87,12 @@ class ProbeDataModule(PretrainDataModule):
 
     @classmethod
     def check_combinations(cls, settings: Mapping[str, Any]) -> None:
-        """The base's, then the task's: its name, its lengths and symbols, a hint only
-        for a task that takes one, and a ``max_length`` that holds its longest sequence."""
+        """The base's, then the task's: its name, its lengths and symbols, what its
+        ``build`` returns at the shortest and longest input length (four sequences, twice
+        from one seed: a user's task that returns something else, or draws from anything
+        but its generator, is refused before any run; :mod:`roformer_lit.data.probes.built`),
+        a hint only for a task that takes one, and a ``max_length`` that holds its
+        longest sequence."""
         super().check_combinations(settings)
         task = probe_task(settings["probe"])
         symbols, low, high = (
@@ -98,6 +103,8 @@ class ProbeDataModule(PretrainDataModule):
                 f"data.probe_min_length must be <= data.probe_max_length={high}, got {low}"
             )
         task.check(high, symbols)
+        for n in sorted({low, high}):  # a user's task is refused here, before any run
+            check_deterministic(task, symbols, n, settings["probe_hint"], settings["seed"])
         if settings["probe_hint"] and task.hint is None:
             loaded = PROBE_TASKS.loadable().components
             takers = ", ".join(name for name, t in loaded.items() if t.hint is not None)

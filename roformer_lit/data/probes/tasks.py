@@ -24,6 +24,7 @@ import numpy as np
 
 from roformer_lit.batch import IGNORE_INDEX
 from roformer_lit.data.probes.baselines import RULES
+from roformer_lit.data.probes.built import built_batch
 from roformer_lit.data.probes.ids import FIRST_SYMBOL, MASK_ID, SEP_ID
 from roformer_lit.data.probes.ids import PAD_ID as PAD_ID  # re-exported: the ids of a probe
 from roformer_lit.errors import ConfigError
@@ -231,9 +232,11 @@ def generate(
     symbols, ``[SEP]``, the suffix with answer slots ``[MASK]``; labels are the answer ids
     at the answer slots and ``-100`` everywhere else. A ConfigError if the task cannot
     build input length ``n`` with ``symbols`` symbols. ``hint``: the task's training hint
-    (:attr:`ProbeTask.hint`; 0 for validation)."""
+    (:attr:`ProbeTask.hint`; 0 for validation). What ``build`` returns is checked first
+    (:func:`~roformer_lit.data.probes.built.built_batch`): a user's task that returns
+    anything else is one line naming it."""
     task.check(n, symbols, name="input length n")
-    prefix, suffix, answer = task.build(rng, batch, n, symbols, hint)
+    prefix, suffix, answer = built_batch(task, rng, batch, n, symbols, hint)
     prefix, suffix = prefix + FIRST_SYMBOL, suffix + FIRST_SYMBOL
     sep = np.full((batch, 1), SEP_ID, dtype=np.int64)
     ignored = np.full((batch, prefix.shape[1] + 1), IGNORE_INDEX, dtype=np.int64)
