@@ -109,6 +109,24 @@ class ComputesInBfloat16(SoftmaxAttention):
         return out.to(q.dtype)
 
 
+class IgnoresTheScale(SoftmaxAttention):
+    """Scores with its own ``1 / sqrt(d)``, whatever scale the scheme gave (xl's, deberta's)."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        return super().forward(q, k, v, **{**kwargs, "scale": q.shape[-1] ** -0.5})
+
+
+class ScalesTheBiasToo(SoftmaxAttention):
+    """Multiplies the bias by the scale as well: ``(q k^T + bias) * scale``."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        bias = kwargs.get("bias")
+        if bias is not None and bias.bias is not None:
+            scaled = bias.bias * kwargs["scale"] / q.shape[-1] ** -0.5
+            kwargs["bias"] = ScoreBias(scaled, scale=bias.scale)
+        return super().forward(q, k, v, **kwargs)
+
+
 class ReferenceWithoutTheScale(SoftmaxAttention):
     """Softmax whose reference forgets the score scale."""
 
@@ -128,6 +146,8 @@ class ReferenceWithoutTheScale(SoftmaxAttention):
         (HeadsAndTokensSwapped, "shapes", "wrong output shape: (2, 7, 3, 8) for q, k, v of"),
         (DropsTheBias, "bias", "claims supports_score_bias, but a score bias changes nothing"),
         (MisreadsTheLookup, "bias", "the bias given as lookup differs from the same bias dense"),
+        (IgnoresTheScale, "bias", "but the score scale changes nothing (padded)"),
+        (ScalesTheBiasToo, "bias", "scale 2s on q differs from scale s on 2q (padded)"),
         (SharesAcrossTheBatch, "batch", "batch row 0 differs from that row alone (plain)"),
         (RotatesQueriesOnly, "rotation", "a rotation the same at every position changes"),
         (ComputesInBfloat16, "float64", "float32 disagrees with float64 (plain)"),
@@ -155,6 +175,8 @@ def test_the_kit_fails_a_broken_kernel_naming_check_kernel_and_mistake(kernel, c
         (HeadsAndTokensSwapped, "deterministic"),
         (DropsTheBias, "window"),
         (MisreadsTheLookup, "padding"),
+        (IgnoresTheScale, "padding"),
+        (ScalesTheBiasToo, "padding"),
         (SharesAcrossTheBatch, "deterministic"),
         (RotatesQueriesOnly, "padding"),
         (ReferenceWithoutTheScale, "float64"),

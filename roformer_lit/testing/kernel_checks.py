@@ -27,7 +27,9 @@ check proves:
 - ``bias`` (claimed ``score_bias``): a bias given dense equals the same bias in its other
   forms (``build``, ``lookup``, ``rows``, ``squares``, an ``offset_lookup`` table, a batch
   of one and a query axis of one broadcast), padded and, where claimed, with segments and a
-  window; a zero bias equals no bias and a bias that is not zero changes the output;
+  window; a zero bias equals no bias and a bias that is not zero changes the output; the
+  score scale is applied as ``q k^T * scale + bias`` (doubling it changes the output and
+  equals doubling ``q``): a scheme's own scale (``ScoreBias.scale``) is not dropped;
 - ``rotation``: an identity ``rotate`` equals none, a rotation the same at every position
   (an orthogonal map of the features) changes nothing, a rotation by position does; where
   the kernel ``rotates_inputs`` (the base's contract), ``rotate`` given equals rotating
@@ -487,7 +489,7 @@ def offset_table(n_heads: int = HEADS, length: int = LENGTH, seed: int = 4) -> T
 
 def check_bias(kernel: type[AttentionKernel], options: Options) -> None:
     """A dense bias equals its other forms (and broadcast shapes); a zero bias is no bias;
-    a bias that is not zero changes the output."""
+    a bias that is not zero changes the output; the scale multiplies ``q k^T``."""
     claims = capabilities(kernel, options)
     module = built(kernel, options)
     q, k, v = heads()
@@ -552,6 +554,18 @@ def check_bias(kernel: type[AttentionKernel], options: Options) -> None:
                 call(case, ScoreBias(scale=scale)),
                 call(case, None),
                 f"a ScoreBias adding no bias (scale only) differs from none ({where})",
+            )
+            scaled = ScoreBias(dense, scale=2 * scale)
+            doubled = attend(module, q, k, v, case, scale=2 * scale, bias=scaled)
+            assert differs(doubled, wanted, at_least=CHANGE), (
+                f"claims supports_score_bias, but the score scale changes nothing ({where}): "
+                f"a scheme's scale (ScoreBias.scale, given as scale) is dropped"
+            )
+            assert_same(
+                doubled,
+                attend(module, 2 * q, k, v, case, scale=scale, bias=scaled),
+                f"scale 2s on q differs from scale s on 2q ({where}): the scores are not "
+                f"q k^T * scale + bias",
             )
 
 
