@@ -14,9 +14,11 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+import torch
 from torch import Tensor, nn
 
 from roformer_lit.attention.base import AttentionKernel
+from roformer_lit.errors import ConfigError
 from roformer_lit.positions.base import LayerPosition, QKVWeights, default_scale
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ class SelfAttention(nn.Module):
         has_dropout = layer.kernel_capabilities.dropout
         self.attention_dropout = config.attention_dropout_value if has_dropout else 0.0
         self.window = layer.spec.window
+        self.kernel_name = layer.spec.attention
 
     def forward(
         self,
@@ -68,7 +71,29 @@ class SelfAttention(nn.Module):
             segment_ids=segment_ids,
             window=self.window,
         )
+        self.check_output(out, q)
         out = out.transpose(1, 2)  # [B, L, h, d]
         if rows is not None:
             return self.out(out[rows].flatten(1))
         return self.out(out.reshape(batch, length, self.hidden_size))
+
+    def check_output(self, out: Any, q: Tensor) -> None:
+        """A one-line ConfigError naming the kernel (a user's, by its setting) if ``out``
+        is not ``[B, h, L, d]`` in ``q``'s dtype (any floating dtype under autocast): a
+        ``[B, L, h, d]`` output would otherwise be reshaped into the next layer's input
+        without a word. ``roformer_lit.testing.check_kernel`` finds this and more."""
+        if not isinstance(out, Tensor):
+            got = type(out).__name__
+        elif tuple(out.shape) != tuple(q.shape):
+            got = f"shape {tuple(out.shape)}"
+        elif out.dtype != q.dtype and not (
+            torch.is_autocast_enabled(q.device.type) and out.dtype.is_floating_point
+        ):
+            got = f"dtype {out.dtype}"
+        else:
+            return
+        raise ConfigError(
+            f"attention {self.kernel_name!r} returned {got} for q, k, v of shape "
+            f"{tuple(q.shape)} and dtype {q.dtype}; a kernel returns [B, h, L, d] in q's "
+            "dtype (roformer_lit.testing.check_kernel checks a kernel)"
+        )
