@@ -224,8 +224,7 @@ class ModernBertArchitecture(HFArchitecture):
         head_size = config.hidden_size // config.num_attention_heads
         if getattr(config, "head_dim", None) not in (None, head_size):
             self.refuse(  # our heads are hidden_size / num_attention_heads wide
-                f"head_dim {config.head_dim}; only hidden_size / num_attention_heads = "
-                f"{head_size}"
+                f"head_dim {config.head_dim}; only hidden_size / num_attention_heads = {head_size}"
             )
         for kind in dict.fromkeys(config.layer_types):
             rope = config.rope_parameters[kind]
