@@ -45,6 +45,8 @@ FAST_MODULES = frozenset(
         "test_data",
         "test_probe_tasks",
         "test_probe_baselines",
+        "test_task_kit",
+        "test_task_kit_fails",
         "test_readers_guarded",
         "test_finetune_inputs",
         # argument rules

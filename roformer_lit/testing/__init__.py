@@ -1,9 +1,9 @@
-"""The author's test kits: check a position scheme, or an attention kernel, the way the
-suite checks the built-ins.
+"""The author's test kits: check a position scheme, an attention kernel, or a position task
+the way the suite checks the built-ins.
 
 One call in the author's test::
 
-    from roformer_lit.testing import check_kernel, check_scheme
+    from roformer_lit.testing import check_kernel, check_scheme, check_task
 
     def test_my_scheme():
         check_scheme(MyScheme)                    # its default options
@@ -13,20 +13,30 @@ One call in the author's test::
         check_kernel(MyKernel)                    # its default options
         check_kernel(MyKernel, block=4)           # keyword arguments are its options
 
+    def test_my_task():
+        check_task(MY_TASK)                       # a ProbeTask, or "my_pkg.tasks:MY_TASK"
+        check_task(MY_TASK, symbols=8, max_length=16)  # the data.probe_* settings it builds with
+
 ``check_scheme`` runs every check of :data:`CHECKS` (:mod:`roformer_lit.testing.checks`
 states each one) on every registered attention kernel that can run the class;
 ``check_kernel`` runs every check of :data:`KERNEL_CHECKS`
 (:mod:`roformer_lit.testing.kernel_checks`) that the kernel's capabilities call for. Both
 check the options first as a run would (one ``ConfigError`` line for a wrong type or
 range) and raise ``AssertionError`` naming the check, the class (and the kernel) at the
-first failure. The class need not be registered: it is built under a temporary name. The
+first failure. ``check_task`` runs every check of :data:`TASK_CHECKS`
+(:mod:`roformer_lit.testing.task_checks`: its fields, alphabet, every length from
+``min_length`` to ``max_length`` and past it to ``extrapolate_to``, determinism, that two
+seeds differ, its baselines), each batch through the harness's own checks
+(:mod:`roformer_lit.data.probes.built`), so passing it is passing what ``fit`` checks; its
+options are checked first too, and a failure is ``<check> check failed for task <name>``.
+The class need not be registered: it is built under a temporary name. The
 suite's own tests of the built-in schemes and kernels call the same check functions,
-parametrised over ``POSITION_SCHEMES`` and ``ATTENTION_KERNELS``, so the kits are what the
+parametrised over ``POSITION_SCHEMES``, ``ATTENTION_KERNELS`` and ``PROBE_TASKS``, so the kits are what the
 suite checks.
 
 Over every registered scheme or kernel at once, without a test file: enable the pytest
 plugin, ``python -m pytest -p roformer_lit.testing.pytest_plugin --scheme-kit`` (or
-``--kernel-kit``; one test per class, kernel and check; see
+``--kernel-kit``, or ``--task-kit``; one test per class, kernel and check; see
 :mod:`roformer_lit.testing.pytest_plugin`).
 """
 
@@ -36,22 +46,29 @@ from collections.abc import Iterable
 from typing import Any
 
 from roformer_lit.attention.base import AttentionKernel
+from roformer_lit.data.probes.tasks import ProbeTask
 from roformer_lit.positions.base import PositionScheme
 from roformer_lit.testing.checks import CHECKS
 from roformer_lit.testing.kernel_checks import KERNEL_CHECKS
 from roformer_lit.testing.kit import Check, check_named, kernel_named, reported, wanted_checks
 from roformer_lit.testing.models import checked_options, compatible_kernels, component_label
+from roformer_lit.testing.task_checks import TASK_CHECKS
+from roformer_lit.testing.task_options import task_of, task_options
 
 __all__ = [
     "CHECKS",
     "KERNEL_CHECKS",
+    "TASK_CHECKS",
     "Check",
     "check_kernel",
     "check_scheme",
+    "check_task",
     "kernel_checks",
     "run_check",
     "run_kernel_check",
+    "run_task_check",
     "scheme_checks",
+    "task_checks",
 ]
 
 
@@ -137,3 +154,36 @@ def check_kernel(
     for name in kernel_checks(kernel, **options):
         if name in wanted:
             run_kernel_check(name, kernel, **options)
+
+
+def run_task_check(name: str, task: ProbeTask | str, **options: Any) -> None:
+    """Run task check ``name`` on ``task`` (a ProbeTask, a name or an import path) with
+    ``options``; any failure, an exception included, is an ``AssertionError`` naming both.
+    A check name that does not exist is a ``ValueError`` listing the valid ones."""
+    check = check_named(TASK_CHECKS, name)
+    probe = task_of(task)
+    resolved = task_options(options)
+    reported(
+        name, "task", repr(probe.name), f"options {options}", lambda: check.run(probe, resolved)
+    )
+
+
+def task_checks(task: ProbeTask | str, **options: Any) -> list[str]:
+    """The checks that apply to ``task`` with ``options``."""
+    probe, resolved = task_of(task), task_options(options)
+    return [name for name, check in TASK_CHECKS.items() if check.applies(probe, resolved)]
+
+
+def check_task(
+    task: ProbeTask | str, *, checks: Iterable[str] | None = None, **options: Any
+) -> None:
+    """Run every applicable check (or those named in ``checks``) on ``task``, a ProbeTask,
+    a registered name or an import path, built with ``options`` (``symbols``,
+    ``min_length``, ``max_length``, ``extrapolate_to``, ``hint``, ``seed``). Options the
+    kit does not take, or out of range, are refused first, in one ConfigError line."""
+    probe = task_of(task)
+    wanted = wanted_checks(TASK_CHECKS, checks)
+    task_options(options)
+    for name in task_checks(probe, **options):
+        if name in wanted:
+            run_task_check(name, probe, **options)
