@@ -1,5 +1,6 @@
-"""A pytest plugin: the scheme kit over every registered position scheme, and the kernel
-kit over every registered attention kernel, no test file needed.
+"""A pytest plugin: the scheme kit over every registered position scheme, the kernel kit
+over every registered attention kernel, and the task kit over every registered position
+task, no test file needed.
 
 Enable it and ask for the tests::
 
@@ -7,6 +8,8 @@ Enable it and ask for the tests::
     python -m pytest -p roformer_lit.testing.pytest_plugin --scheme-kit=cope,rope
     python -m pytest -p roformer_lit.testing.pytest_plugin --kernel-kit
     python -m pytest -p roformer_lit.testing.pytest_plugin --kernel-kit=softmax,my_pkg:Mine
+    python -m pytest -p roformer_lit.testing.pytest_plugin --task-kit
+    python -m pytest -p roformer_lit.testing.pytest_plugin --task-kit=copy,my_pkg.tasks:SHIFT
 
 (or ``pytest_plugins = ["roformer_lit.testing.pytest_plugin"]`` in a ``conftest.py`` and
 ``--scheme-kit`` on the command line). It adds one test per registered scheme, attention
@@ -23,8 +26,12 @@ the listing, which only run over what is there, skip it with a note. ``--kernel-
 the same for the attention registry (group ``roformer_lit.kernels``): one test per kernel
 and applicable check (with its default options), named ``kernel-kit[<kernel>-<check>]``,
 the functions of ``check_kernel`` and the suite's tests/test_kernel_kit.py; a kernel entry
-point that fails to load is ``kernel-kit[<name>-load]``, failing. Without either option the
-plugin adds nothing.
+point that fails to load is ``kernel-kit[<name>-load]``, failing. ``--task-kit`` does the
+same for the position tasks (group ``roformer_lit.tasks``): one test per task and
+applicable check (the kit's default options), named ``task-kit[<task>-<check>]``, the
+functions of ``check_task`` and the suite's tests/test_task_kit.py; a task entry point
+that fails to load is ``task-kit[<name>-load]``, failing. Without any of the three options
+the plugin adds nothing.
 """
 
 from __future__ import annotations
@@ -33,11 +40,19 @@ import pytest
 
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.attention.base import AttentionKernel
+from roformer_lit.data.probes.tasks import PROBE_TASKS, ProbeTask
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.base import PositionScheme
 from roformer_lit.registry import Registry
-from roformer_lit.testing import kernel_checks, run_check, run_kernel_check, scheme_checks
+from roformer_lit.testing import (
+    kernel_checks,
+    run_check,
+    run_kernel_check,
+    run_task_check,
+    scheme_checks,
+    task_checks,
+)
 
 ALL = "all"
 
@@ -69,6 +84,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="NAMES",
         help="run the kernel kit's checks on every registered attention kernel "
+        "(or on the comma-separated NAMES)",
+    )
+    parser.addoption(
+        "--task-kit",
+        nargs="?",
+        const=ALL,
+        default=None,
+        metavar="NAMES",
+        help="run the task kit's checks on every registered position task "
         "(or on the comma-separated NAMES)",
     )
 
@@ -122,9 +146,28 @@ class KernelCheckItem(pytest.Item):
         return self.path, None, f"kernel-kit[{self.kernel}-{self.check}]"
 
 
+class TaskCheckItem(pytest.Item):
+    """One check of one position task (the kit's default options)."""
+
+    def __init__(self, *, task: str, task_object: ProbeTask, check: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.task, self.task_object, self.check = task, task_object, check
+
+    def runtest(self) -> None:
+        run_task_check(self.check, self.task_object)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, AssertionError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, f"task-kit[{self.task}-{self.check}]"
+
+
 class LoadItem(pytest.Item):
-    """A registered scheme or kernel that fails to load (a broken entry point), under
-    ``--scheme-kit`` or ``--kernel-kit`` over all of them: one failing test with the
+    """A registered scheme, kernel or task that fails to load (a broken entry point), under
+    ``--scheme-kit``, ``--kernel-kit`` or ``--task-kit`` over all of them: one failing test with the
     registry's line (``<kit>[<name>-load]``), the others still run."""
 
     def __init__(self, *, kit: str, name_: str, error: ConfigError, **kwargs) -> None:
@@ -177,6 +220,8 @@ def pytest_collection_modifyitems(
         items.extend(_scheme_items(session, config))
     if config.getoption("--kernel-kit") is not None:
         items.extend(_kernel_items(session, config))
+    if config.getoption("--task-kit") is not None:
+        items.extend(_task_items(session, config))
 
 
 def _load_item(session: pytest.Session, kit: str, name: str, error: ConfigError) -> pytest.Item:
@@ -218,6 +263,25 @@ def _kernel_items(session: pytest.Session, config: pytest.Config) -> list[pytest
                     name=f"kernel-kit[{kernel}-{check}]",
                     kernel=kernel,
                     kernel_class=cls,
+                    check=check,
+                )
+            )
+    return items
+
+
+def _task_items(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]:
+    items: list[pytest.Item] = []
+    for task, probe in _selected(config, "--task-kit", PROBE_TASKS, "task").items():
+        if isinstance(probe, ConfigError):  # the error of a name that does not load
+            items.append(_load_item(session, "task-kit", task, probe))
+            continue
+        for check in task_checks(probe):
+            items.append(
+                TaskCheckItem.from_parent(
+                    session,
+                    name=f"task-kit[{task}-{check}]",
+                    task=task,
+                    task_object=probe,
                     check=check,
                 )
             )
