@@ -436,7 +436,7 @@ def _built(
         chosen = spec.written_path(key) or f"model.{key}"
         if exc.option is not None:  # chosen by an option of the scheme or kernel built
             chosen = option_at(exc.option)
-        raise PluginBuildFailed(f"{chosen}: {exc}") from None
+        raise PluginBuildFailed(f"{chosen}: {exc}", raised=exc.raised) from None
     except ConfigError as exc:
         if exc.option is None and path is not None and getattr(spec, key) == getattr(model, key):
             with written_at(_model_path(model, key)):

@@ -25,7 +25,15 @@ class PluginBuildFailed(ConfigError):
     position``), not by where an option was written (no option is known to be at fault).
     ``option``: where a scheme or kernel builds another one it was given by name (ssmax's
     ``inner``) and re-raises that one's failure, its own option that chose it; the line is
-    then led by where the user wrote that option (``model.position_kwargs.inner``)."""
+    then led by where the user wrote that option (``model.position_kwargs.inner``).
+    ``raised``: the plugin's own exception, whose traceback the CLI shows on request
+    (``ROFORMER_LIT_TRACEBACK=1``); None for a refusal of what the plugin returned."""
+
+    def __init__(
+        self, message: str, *, option: str | None = None, raised: BaseException | None = None
+    ) -> None:
+        super().__init__(message, option=option)
+        self.raised = raised
 
 
 class AbbreviatedOption(ConfigError):

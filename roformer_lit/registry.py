@@ -69,6 +69,18 @@ IMPORT_PATH = re.compile(
 #: said). ``KeyboardInterrupt`` stays the user's.
 PLUGIN_FAILURES: tuple[type[BaseException], ...] = (Exception, SystemExit)
 
+#: Every plugin this process loaded (from an import path or an entry point): the module
+#: that defines it -> the labels it was chosen by (``position 'my_pkg.mod:Class'``), with
+#: the component itself, so an exception raised later inside it can be told to be the
+#: plugin's (:mod:`roformer_lit.plugin_faults`).
+_LOADED: dict[str, list[tuple[str, Any]]] = {}
+
+
+def loaded_plugins() -> dict[str, list[tuple[str, Any]]]:
+    """The modules of the plugins this process loaded -> ``(label, component)`` pairs: what
+    the registry loaded from an import path or an entry point, never a built-in."""
+    return {module: list(found) for module, found in _LOADED.items()}
+
 
 def is_import_path(name: object) -> bool:
     """True if ``name`` is spelled as an import path (it contains a colon)."""
@@ -299,6 +311,11 @@ class Registry(Mapping[str, T], Generic[T]):
             raise ConfigError(f"{self.what} {name!r} is {_described(component)}, not a {self.kind}")
         if self.check is not None:  # the kind is right; what its fields hold (one line)
             self.check(component, f"{self.what} {name!r}")
+        module = getattr(component, "__module__", "") or ""
+        if module != "roformer_lit" and not module.startswith("roformer_lit."):
+            found = _LOADED.setdefault(module, [])
+            if all(known is not component for _, known in found):
+                found.append((f"{self.what} {name!r}", component))
         return component
 
     def unknown(self, name: object) -> ConfigError:
@@ -355,7 +372,8 @@ def construct(cls: Callable[..., T], what: str, name: str, *args: Any, **options
             raise
         raise PluginBuildFailed(
             f"{what} {name!r} failed to build with options {options}: "
-            f"{type(exc).__name__}: {one_line(exc)}{_raised_at(exc)}"
+            f"{type(exc).__name__}: {one_line(exc)}{_raised_at(exc)}",
+            raised=exc,
         ) from None
 
 
@@ -375,7 +393,8 @@ def call_plugin(function: Callable[..., T], label: str, *args: Any) -> T:
         if module == "roformer_lit" or module.startswith("roformer_lit."):
             raise
         raise PluginBuildFailed(
-            f"{label}: {type(exc).__name__}: {one_line(exc)}{_raised_at(exc)}"
+            f"{label}: {type(exc).__name__}: {one_line(exc)}{_raised_at(exc)}",
+            raised=exc,
         ) from None
 
 

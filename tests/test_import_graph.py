@@ -117,6 +117,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     # 1 -- the architecture: rules, registries, schemes, kernels, the network
     "validation": (1, "architecture"),
     "registry": (1, "architecture"),
+    "plugin_faults": (1, "architecture"),
     "capabilities": (1, "architecture"),
     "architecture_rules": (1, "architecture"),
     "score_bias": (1, "architecture"),

@@ -7,7 +7,9 @@ comes with one line on stderr, never a traceback):
 
 * 0 -- done;
 * 2 (``EXIT_USER_ERROR``) -- a user mistake: bad config or flag, unreadable corpus, a
-  checkpoint that is missing, truncated, not a checkpoint, or from another model;
+  checkpoint that is missing, truncated, not a checkpoint, or from another model; a
+  plugin scheme or kernel that raised, when built or while the model ran (its bug, named
+  with where it raised: :mod:`roformer_lit.plugin_faults`);
 * 3 (``EXIT_DIVERGED``) -- the training loss or a gradient became NaN/inf; the line names
   the step and the last good checkpoint (nothing newer was written);
 * 75 (``EXIT_PREEMPTED``, ``EX_TEMPFAIL``) -- stopped by SIGTERM or SIGUSR1 (after saving
@@ -26,6 +28,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,6 +38,7 @@ from roformer_lit.commands.argument_words import plain_argument_error
 from roformer_lit.commands.pretrain import is_argument_error, lightning_main
 from roformer_lit.commands.repeated_options import CONFIG_OPTIONS
 from roformer_lit.errors import ConfigError, TrainingDiverged, one_line
+from roformer_lit.plugin_faults import built_failure, plugin_fault, show_traceback
 from roformer_lit.safe_input import (
     DuplicateKeyError,
     YAMLBombError,
@@ -128,12 +132,18 @@ def main(args: Sequence[str] | None = None) -> int:
         ):
             run_dir.discard_if_unused()
             line = plain_argument_error(exc) if is_argument_error(exc) else one_line(exc)
+            raised = built_failure(exc) if show_traceback() else None
+            if raised is not None:  # a plugin's constructor raised: its author asked
+                traceback.print_exception(raised, file=sys.stderr)
             print(f"error: {line}", file=sys.stderr)
             return EXIT_USER_ERROR
         stop = startup_signals.stopping_signal()
         if stop is not None:  # a signal surfaced as another error (an interrupted import)
             return _stopped_outside_training(stop)
-        raise
+        fault = plugin_fault(exc)
+        if fault is None:  # raised by the package's own code: its bug, a traceback
+            raise
+        return _plugin_failed(exc, fault)
     finally:
         run_dir.release_all()
     failures = quiet.background_failures()
@@ -143,6 +153,18 @@ def main(args: Sequence[str] | None = None) -> int:
         print(f"error: a background writer failed: {what}", file=sys.stderr)
         return EXIT_USER_ERROR
     return 0
+
+
+def _plugin_failed(exc: BaseException, line: str) -> int:
+    """A plugin that raised while the model ran (:func:`~roformer_lit.plugin_faults.
+    plugin_fault`): its bug, one line, exit 2, as when its constructor raises. A run
+    directory that holds a checkpoint keeps it; one that holds none is removed. With
+    ``ROFORMER_LIT_TRACEBACK=1`` the full traceback comes first, for the plugin's author."""
+    run_dir.discard_if_unused()
+    if show_traceback():
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"error: {line}", file=sys.stderr)
+    return EXIT_USER_ERROR
 
 
 def _run_report(line: str) -> None:
