@@ -2,8 +2,8 @@
 
 A scheme's ``prepare`` or a kernel's ``forward`` that raises (an option range its
 ``__init__`` did not check) is the plugin's bug, as a constructor that raises is: one line
-naming the plugin, the exception and the plugin's own line, exit 2, in ``fit`` and
-``validate`` alike (:mod:`roformer_lit.plugin_faults`); a checkpoint already written is
+naming the plugin, the exception and the plugin's own line, exit 2, in ``fit``,
+``validate`` and ``extrapolate`` alike (:mod:`roformer_lit.plugin_faults`); a checkpoint already written is
 kept. An exception of the package's own code stays a traceback."""
 
 from __future__ import annotations
@@ -133,9 +133,11 @@ def test_the_constructors_traceback_is_shown_on_request_too(plugin, capsys, monk
 
 
 @pytest.mark.parametrize("which", ["scheme", "kernel"])
-def test_validate_with_a_plugin_that_raises_is_one_line_and_keeps_the_checkpoint(
+def test_commands_on_a_checkpoint_with_a_plugin_that_raises_are_one_line_and_keep_it(
     plugin, tmp_path, capsys, monkeypatch, which
 ):
+    """``validate`` and ``extrapolate`` alike (``export`` refuses a plugin before it runs
+    the model): one line, and the run's checkpoints as they were."""
     chosen = SCHEME if which == "scheme" else KERNEL
     assert main(probe_fit_args("copy", 2, 1, 4, *chosen)) == 0
     (ckpt, *_) = checkpoints(tmp_path)
@@ -146,10 +148,15 @@ def test_validate_with_a_plugin_that_raises_is_one_line_and_keeps_the_checkpoint
     else:
         lead, where = "attention 'runtime_plugin:Flaky'", "RuntimeError: kernel gave up"
     config = str(Path(__file__).resolve().parents[1] / "configs" / "probes" / "copy.yaml")
-    line = one_line(["validate", "--config", config, "--ckpt_path", str(ckpt)], capsys)
-    assert line.startswith(f"error: {lead} raised while the model ran: "), line
-    assert where in line and f"(at {plugin}, line " in line, line
-    assert checkpoints(tmp_path) == before
+    commands = [
+        ["validate", "--config", config, "--ckpt_path", str(ckpt)],
+        ["extrapolate", str(ckpt), "--lengths", "16"],
+    ]
+    for argv in commands:
+        line = one_line(argv, capsys)
+        assert line.startswith(f"error: {lead} raised while the model ran: "), (argv[0], line)
+        assert where in line and f"(at {plugin}, line " in line, (argv[0], line)
+        assert checkpoints(tmp_path) == before
 
 
 def test_a_bug_of_our_own_code_stays_a_traceback(plugin, tmp_path, monkeypatch):
