@@ -97,7 +97,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-class SchemeCheckItem(pytest.Item):
+class KitItem(pytest.Item):
+    """One check of a kit: a failed check reads as the kit's own line (check, component,
+    what failed), not a traceback into the kit; any other exception as pytest shows it."""
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, AssertionError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+
+class SchemeCheckItem(KitItem):
     """One check of one scheme over one kernel."""
 
     def __init__(
@@ -116,16 +126,11 @@ class SchemeCheckItem(pytest.Item):
     def runtest(self) -> None:
         run_check(self.check, self.scheme_class, self.attention)
 
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, AssertionError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
-
     def reportinfo(self):
         return self.path, None, f"scheme-kit[{self.scheme}-{self.attention}-{self.check}]"
 
 
-class KernelCheckItem(pytest.Item):
+class KernelCheckItem(KitItem):
     """One check of one kernel (its default options)."""
 
     def __init__(
@@ -137,16 +142,11 @@ class KernelCheckItem(pytest.Item):
     def runtest(self) -> None:
         run_kernel_check(self.check, self.kernel_class)
 
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, AssertionError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
-
     def reportinfo(self):
         return self.path, None, f"kernel-kit[{self.kernel}-{self.check}]"
 
 
-class TaskCheckItem(pytest.Item):
+class TaskCheckItem(KitItem):
     """One check of one position task (the kit's default options)."""
 
     def __init__(self, *, task: str, task_object: ProbeTask, check: str, **kwargs) -> None:
@@ -155,11 +155,6 @@ class TaskCheckItem(pytest.Item):
 
     def runtest(self) -> None:
         run_task_check(self.check, self.task_object)
-
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, AssertionError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
         return self.path, None, f"task-kit[{self.task}-{self.check}]"
