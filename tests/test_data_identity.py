@@ -251,3 +251,25 @@ def test_a_damaged_record_is_a_problem_of_its_run_not_a_failure(tmp_path, capsys
     labels, err = compare_rows(capsys, tmp_path)
     assert labels == ["rope-softmax"]
     assert DATA_IDENTITY_FILE in err and "Traceback" not in err
+
+
+#: A refused selection -> a word its one error line names.
+REFUSED_SELECTIONS = {
+    "a metric that is not one": (["--select", "learning_rate", "--by", "test_acc"], "test_acc"),
+    "--select without --by": (["--select", "learning_rate"], "--by"),
+    "--by without --select": (["--by", "val_loss"], "--select"),
+    "a key no run has": (["--select", "no_such_key", "--by", "val_loss"], "no_such_key"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_SELECTIONS))
+def test_a_refused_selection_is_one_error_line_and_no_note_on_the_data(case, tmp_path, capsys):
+    # runs on other data, so a note would be printed were the command to go on
+    for seed, identity in enumerate((A, B)):
+        write_run(tmp_path / f"rope-softmax-seed{seed}", seed, identity)
+    options, named = REFUSED_SELECTIONS[case]
+    capsys.readouterr()
+    code = main(["compare", str(tmp_path), *options])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0
+    assert len(err) == 1 and err[0].startswith("error:") and named in err[0], err

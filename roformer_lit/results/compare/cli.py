@@ -21,7 +21,7 @@ from roformer_lit.results.compare.downstream_table import runs_csv as downstream
 from roformer_lit.results.compare.downstream_table import to_csv as downstream_csv
 from roformer_lit.results.compare.downstream_table import to_markdown as downstream_markdown
 from roformer_lit.results.compare.plots import save_plots
-from roformer_lit.results.compare.select import read_report, reported, select
+from roformer_lit.results.compare.select import read_report, reported, select, selection_metric
 from roformer_lit.results.compare.select import to_csv as selected_csv
 from roformer_lit.results.compare.select import to_markdown as selected_markdown
 from roformer_lit.results.compare.table import (
@@ -132,6 +132,10 @@ def _check_out(out: Path, reads: Sequence[str]) -> None:
 
 def main(args: Sequence[str]) -> int:
     ns = build_parser().parse_args(list(args))
+    if (ns.select is None) != (ns.by is None) or (ns.report is not None and ns.select is None):
+        raise ConfigError("compare: --select KEY and --by METRIC go together (--report needs them)")
+    if ns.by is not None:  # a wrong metric is refused before any run is read
+        ns.by = selection_metric(ns.by)
     out = Path(ns.out) if ns.out is not None else None
     if out is not None:
         _check_out(out, [ns.report] if ns.report is not None else [])
@@ -148,20 +152,18 @@ def main(args: Sequence[str]) -> int:
     if finetune:  # MLM runs are labelled among themselves, without the fine-tunes
         mlm = [r for r in training if not is_finetune(r)]
         training = assign_variants(mlm) if mlm else []
-    if (ns.select is None) != (ns.by is None) or (ns.report is not None and ns.select is None):
-        raise ConfigError("compare: --select KEY and --by METRIC go together (--report needs them)")
-    for note in [data_note(training), *downstream_data_notes(finetune)]:
-        if note is not None:
-            print(note, file=sys.stderr)
+    if ns.select is not None and finetune:  # a fine-tune is no candidate of a selection
+        raise ConfigError(
+            f"compare: --select chooses among pretraining runs, and {where} holds "
+            f"{len(finetune)} fine-tune run(s) ({finetune[0].path}) that it would leave "
+            "out; give the pretraining runs' directory alone, or compare the fine-tunes "
+            "without --select"
+        )
+    notes = [n for n in [data_note(training), *downstream_data_notes(finetune)] if n]
     if ns.select is not None:
-        if finetune:  # a selection among pretraining runs: a fine-tune is no candidate
-            raise ConfigError(
-                f"compare: --select chooses among pretraining runs, and {where} holds "
-                f"{len(finetune)} fine-tune run(s) ({finetune[0].path}) that it would leave "
-                "out; give the pretraining runs' directory alone, or compare the fine-tunes "
-                "without --select"
-            )
-        return _main_selected(ns, training, out)
+        return _main_selected(ns, training, out, notes)
+    for note in notes:
+        print(note, file=sys.stderr)
     rows = aggregate(training)
     table = to_markdown(rows) if training else ""
     if training:
@@ -200,9 +202,13 @@ def main(args: Sequence[str]) -> int:
     return 0
 
 
-def _main_selected(ns: argparse.Namespace, training: list, out: Path | None) -> int:
+def _main_selected(
+    ns: argparse.Namespace, training: list, out: Path | None, notes: Sequence[str]
+) -> int:
     """``--select KEY --by METRIC``: each group at its chosen value (see
-    :mod:`roformer_lit.results.compare.select`)."""
+    :mod:`roformer_lit.results.compare.select`). The ``notes`` on the runs' data are
+    printed once the selection and its report are known to stand, so a refusal is the
+    command's one line."""
     groups = select(training, ns.select, ns.by)
     if not groups:
         raise ConfigError(
@@ -211,6 +217,8 @@ def _main_selected(ns: argparse.Namespace, training: list, out: Path | None) -> 
         )
     if ns.report is not None:
         reported(groups, read_report(Path(ns.report)))
+    for note in notes:
+        print(note, file=sys.stderr)
     table = selected_markdown(groups, ns.by)
     print(table)
     if out is not None:
