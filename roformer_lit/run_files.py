@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.safe_input import YAMLBombError, check_yaml_size
+from roformer_lit.safe_input import PlainNumbersLoader, YAMLBombError, check_yaml_size
 from roformer_lit.tool_arguments import output_path_problem
 
 #: A run's YAML files are a few KB; anything larger is not one.
@@ -64,8 +64,8 @@ def expand_arguments(arguments: Sequence[str | Path]) -> tuple[list[Path], list[
     return paths, unmatched
 
 
-class _TolerantLoader(yaml.SafeLoader):
-    """SafeLoader that reads unknown tags (``!!python/tuple`` ...) as plain values."""
+class _TolerantLoader(PlainNumbersLoader):
+    """A SafeLoader reading numbers as the CLI does that reads unknown tags (``!!python/tuple`` ...) as plain values."""
 
 
 def _plain(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:

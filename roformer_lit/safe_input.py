@@ -14,11 +14,19 @@
   keep the last value without a word, as argparse did with an option given twice. Part of
   :func:`safe_yaml_load` and of the installed loader, so config files, sweep files and
   inline values are all checked.
+* :class:`PlainNumbersLoader` and :func:`read_numbers_plainly`: numbers as YAML 1.2 reads
+  them. YAML 1.1, which PyYAML follows, reads ``1:00:00:00`` as the base-60 integer 216000
+  and ``010`` as the octal 8, so a duration ``--trainer.val_check_interval 1:00:00:00``
+  became a count of 216,000 batches and ``--seed_everything 010`` the seed 8, each without
+  a word. Every YAML this package reads (config files, command-line values, sweep files,
+  run records) reads them as the text they are; the option's type then reads the text
+  (Lightning parses the duration, ``int`` reads ``010`` as 10).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -174,21 +182,59 @@ def check_unique_keys(text: str) -> None:
                 stack.extend(node.value)
 
 
-def safe_yaml_load(text: str) -> Any:
-    """``yaml.safe_load`` after :func:`check_yaml_size` and :func:`check_unique_keys`."""
-    import yaml
+#: What an integer or a float may not look like under :func:`read_numbers_plainly`: base 60
+#: (a colon anywhere) for both, an octal's leading zero (``010``, not ``0``, ``0x1f``) for
+#: integers.
+_NOT_PLAIN = {
+    "tag:yaml.org,2002:int": r"(?!.*:)(?![-+]?0[0-9_]+$)",
+    "tag:yaml.org,2002:float": r"(?!.*:)",
+}
 
+
+def read_numbers_plainly(loader: type[yaml.SafeLoader]) -> None:
+    """Make ``loader`` (a SafeLoader class, changed in place) resolve no base-60 number and
+    no leading-zero octal: such a scalar is read as a string (module docstring). Every other
+    implicit type, and every other number, resolves as before."""
+    resolvers = {}
+    for first, mappings in loader.yaml_implicit_resolvers.items():
+        resolvers[first] = [
+            (tag, re.compile(_NOT_PLAIN[tag] + rx.pattern, rx.flags) if tag in _NOT_PLAIN else rx)
+            for tag, rx in mappings
+        ]
+    loader.yaml_implicit_resolvers = resolvers
+
+
+class PlainNumbersLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` reading numbers as YAML 1.2 does (:func:`read_numbers_plainly`)."""
+
+
+read_numbers_plainly(PlainNumbersLoader)
+
+
+def safe_yaml_load(text: str) -> Any:
+    """YAML through :class:`PlainNumbersLoader` after :func:`check_yaml_size` and
+    :func:`check_unique_keys`."""
     check_yaml_size(text)
     check_unique_keys(text)
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=PlainNumbersLoader)
+
+
+def yaml_value(text: str) -> Any:
+    """A command-line value as the CLI reads it (:func:`safe_yaml_load`), or ``text``
+    itself where it is no YAML the loader accepts."""
+    try:
+        return safe_yaml_load(text)
+    except (yaml.YAMLError, YAMLBombError):
+        return text
 
 
 def install_yaml_guard() -> None:
     """Make jsonargparse's ``yaml`` mode check alias expansion and repeated keys before
-    loading."""
-    import yaml
+    loading, and read numbers as :func:`read_numbers_plainly` does."""
     from jsonargparse import set_loader
-    from jsonargparse._loaders_dumpers import yaml_load
+    from jsonargparse._loaders_dumpers import get_yaml_default_loader, yaml_load
+
+    read_numbers_plainly(get_yaml_default_loader())
 
     def guarded(stream: str) -> Any:
         try:

@@ -61,6 +61,7 @@ FAST_MODULES = frozenset(
         "test_checkpoint_settings",
         "test_checkpoint_records",
         "test_yaml_keys",
+        "test_yaml_numbers",
         "test_encoder_config",
         "test_module_arguments",
         "test_corpus_baselines",

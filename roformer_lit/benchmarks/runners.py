@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from roformer_lit.attention.softmax import SoftmaxAttention
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
+from roformer_lit.safe_input import safe_yaml_load
 
 
 @dataclass
@@ -202,7 +202,7 @@ def recipe_settings(name: str, num_layers: int) -> dict[str, Any]:
     path = RECIPE_DIR / f"{name}.yaml"
     if not path.is_file():
         raise ConfigError(f"bench: recipe {name!r} needs {path}, which does not exist")
-    settings = yaml.safe_load(path.read_text(encoding="utf-8"))["model"]
+    settings = safe_yaml_load(path.read_text(encoding="utf-8"))["model"]
     settings = {key: value for key, value in settings.items() if key not in SHAPE_FIELDS}
     plan = settings.get("layer_plan")
     if plan and "pattern" in plan:

@@ -58,7 +58,7 @@ from roformer_lit.data.modules import (
 from roformer_lit.data.stored_tokenizer import stored_tokenizer_json
 from roformer_lit.errors import ConfigError, refused_settings
 from roformer_lit.module import MaskedLM, recorded_origins
-from roformer_lit.safe_input import check_readable_file
+from roformer_lit.safe_input import check_readable_file, yaml_value
 from roformer_lit.training import run_dir
 from roformer_lit.training.callbacks import (
     LastCheckpointAtEnd,
@@ -698,10 +698,7 @@ def _flags(argv: Sequence[str]) -> Iterator[tuple[list[str], str, Any]]:
         words = [argv[i]] if equals else list(argv[i : i + 2])
         if not equals:
             value = argv[i + 1]
-        try:
-            parsed = yaml.safe_load(value)
-        except yaml.YAMLError:
-            parsed = value
+        parsed = yaml_value(value)
         yield words, name, parsed
         i += len(words)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from roformer_lit.errors import AbbreviatedOption, ConfigError
 from roformer_lit.plan_labels import plan_label
+from roformer_lit.safe_input import yaml_value
 from roformer_lit.sweep.finetune import (
     PRETRAINED_KEY,
     check_pretrained,
@@ -200,8 +201,6 @@ def load_sweep(
 
 def _only(sweep: Sweep, only: Sequence[str], where: str) -> list[Run]:
     """The runs matching every ``KEY=VALUE`` of ``only`` (see :func:`load_sweep`)."""
-    import yaml
-
     wanted: dict[str, Any] = {}
     for item in only:
         key, sep, text = str(item).partition("=")
@@ -210,10 +209,7 @@ def _only(sweep: Sweep, only: Sequence[str], where: str) -> list[Run]:
                 f"sweep: --only {item!r} must be KEY=VALUE with KEY a grid key of {where}; "
                 f"grid keys: {', '.join(sweep.grid)}"
             )
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError:
-            value = text
+        value = yaml_value(text)
         if not any(same_value(value, v) for v in sweep.grid[key]):
             raise ConfigError(
                 f"sweep: --only {key}={text!r} is not one of its grid values {sweep.grid[key]!r} "

@@ -57,7 +57,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
 from lightning.fabric.loggers.tensorboard import _convert_params, _flatten_dict
 from lightning.fabric.utilities.rank_zero import _get_rank
 from lightning.pytorch import Trainer
@@ -65,6 +64,8 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.loggers import TensorBoardLogger
 from torch.utils.data import DataLoader
+
+from roformer_lit.safe_input import yaml_value
 
 #: LightningCLI methods (private in Lightning) that :class:`CompatCLI` replaces with public
 #: ones; the test checks Lightning still calls each one.
@@ -258,10 +259,7 @@ def refused_data_key(exc: BaseException) -> tuple[str, Any, str | None] | None:
     key = found.group(1) if found else None
     value: Any = inspect.Parameter.empty
     if found:
-        try:
-            value = yaml.safe_load(found.group(2))
-        except yaml.YAMLError:
-            value = found.group(2)
+        value = yaml_value(found.group(2))
     if key is None:
         found = re.search(r"Option '([^']+)' is not accepted", text)
         key = found.group(1) if found else None

@@ -13,11 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from roformer_lit.results.study.places import REPOSITORY
 from roformer_lit.results.study.reading import read_text
 from roformer_lit.results.study.words import names
+from roformer_lit.safe_input import safe_yaml_load
 
 #: The sweeps behind the study pages' seed tables.
 SWEEPS = [
@@ -46,7 +45,7 @@ DEFAULT_DATA_SEED = 0
 
 
 def _load(path: Path) -> dict[str, Any]:
-    return yaml.safe_load(read_text(path)) or {}
+    return safe_yaml_load(read_text(path)) or {}
 
 
 def _base_data_seed(sweep: dict[str, Any]) -> int:
