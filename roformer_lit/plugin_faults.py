@@ -6,8 +6,14 @@ kernel's ``forward`` (an option range it did not check), is the same plugin's bu
 asks :func:`plugin_fault` about any exception it would otherwise show as a traceback: where
 the traceback passes through a module the registry loaded a plugin from (an import path or
 an entry point: :func:`roformer_lit.registry.loaded_plugins`), the answer is one line naming
-the plugin, the exception and the plugin's own line where it raised. An exception whose
-traceback never enters a plugin's module is the package's own bug and stays a traceback.
+the plugin, the exception and the plugin's own line where it raised. A plugin class that
+raised inside a method it inherits from a built-in base (its own state or overrides broke
+what the base computes) is the plugin's too: the frame is the base's, its ``self`` the
+plugin's instance, and the line names the method and the class it inherits it from. An
+exception whose traceback never enters a plugin's module nor a method called on a
+plugin's instance is the package's own bug and stays a traceback. So is ``sys.exit``: a
+plugin that calls it while the model runs is one line and exit 2, not a run that ends with
+its code (0 would read as a finished run).
 """
 
 from __future__ import annotations
@@ -57,14 +63,19 @@ def plugin_fault(exc: BaseException) -> str | None:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         found = _innermost_plugin_frame(current.__traceback__, plugins)
+        if found is None:
+            found = _innermost_inherited_frame(current.__traceback__, plugins)
         if found is not None:
-            frame, lineno = found
-            label = _label(frame, plugins[frame.f_globals["__name__"]])
+            frame, lineno, label = found
             code = frame.f_code
+            where = f"in {code.co_name}"
+            if frame.f_globals.get("__name__") not in plugins:  # a method it inherits
+                owner = type(frame.f_locals["self"]).__name__
+                where += f", which {owner} inherits from {frame.f_globals.get('__name__')}"
             return (
                 f"{label} raised while the model ran: {type(current).__name__}: "
-                f"{one_line(current)} (at {code.co_filename}, line {lineno}, in "
-                f"{code.co_name}); {SHOW_TRACEBACK}=1 shows its traceback"
+                f"{one_line(current)} (at {code.co_filename}, line {lineno}, {where}); "
+                f"{SHOW_TRACEBACK}=1 shows its traceback"
             )
         current = current.__cause__
     return None
@@ -72,12 +83,38 @@ def plugin_fault(exc: BaseException) -> str | None:
 
 def _innermost_plugin_frame(
     tb: TracebackType | None, plugins: dict[str, list[tuple[str, Any]]]
-) -> tuple[FrameType, int] | None:
-    """The innermost frame of ``tb`` whose module is a plugin's, with its line."""
+) -> tuple[FrameType, int, str] | None:
+    """The innermost frame of ``tb`` whose module is a plugin's, with its line and the
+    plugin's label."""
     found = None
     for frame, lineno in traceback.walk_tb(tb):
-        if frame.f_globals.get("__name__") in plugins:
-            found = (frame, lineno)
+        module = frame.f_globals.get("__name__")
+        if module in plugins:
+            found = (frame, lineno, _label(frame, plugins[module]))
+    return found
+
+
+def _innermost_inherited_frame(
+    tb: TracebackType | None, plugins: dict[str, list[tuple[str, Any]]]
+) -> tuple[FrameType, int, str] | None:
+    """The innermost frame of ``tb`` that runs a method on an instance of a plugin class
+    (``self`` in its locals) outside the plugin's module: a method the class inherits.
+    Frames of torch's own modules (``Module.__call__``) are passed over."""
+    classes = [
+        (label, component)
+        for candidates in plugins.values()
+        for label, component in candidates
+        if isinstance(component, type)
+    ]
+    found = None
+    for frame, lineno in traceback.walk_tb(tb):
+        if str(frame.f_globals.get("__name__", "")).startswith("torch."):
+            continue
+        owner = type(frame.f_locals.get("self"))
+        for label, component in classes:
+            if issubclass(owner, component):
+                found = (frame, lineno, label)
+                break
     return found
 
 

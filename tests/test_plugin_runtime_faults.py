@@ -23,7 +23,9 @@ pytestmark = pytest.mark.trainer
 
 MODULE = """
 import os
+import sys
 from roformer_lit.attention.softmax import SoftmaxAttention
+from roformer_lit.positions.alibi import AlibiPosition
 from roformer_lit.positions.base import PositionScheme
 
 
@@ -43,6 +45,19 @@ class Broken(PositionScheme):
     def __init__(self, shape):
         super().__init__(shape)
         raise RuntimeError("boom in init")
+
+
+class Claims(AlibiPosition):
+    def __init__(self, shape):
+        super().__init__(shape)
+        self.learnable_slopes = True  # but no learned slopes were made
+
+
+class Quits(PositionScheme):
+    def prepare(self, length, device, dtype, positions=None, **kwargs):
+        if os.environ.get("PLUGIN_FAILS"):
+            sys.exit(0)
+        return None
 
 
 class Flaky(SoftmaxAttention):
@@ -107,6 +122,32 @@ def test_fit_with_a_kernel_that_raises_in_forward_is_one_line(
         f"RuntimeError: kernel gave up (at {plugin}, line "
     ), line
     assert ", in forward)" in line, line
+
+
+def test_a_plugin_that_breaks_a_method_it_inherits_is_one_line_naming_both(plugin, capsys):
+    """The frame that raised is the built-in base's; its ``self`` is the plugin's."""
+    line = one_line(
+        probe_fit_args("copy", 2, 1, 4, "--model.position", "runtime_plugin:Claims"), capsys
+    )
+    assert line.startswith(
+        "error: position 'runtime_plugin:Claims' raised while the model ran: AttributeError: "
+    ), line
+    assert "log_slopes" in line and "positions/alibi.py, line " in line, line
+    assert ", in slopes, which Claims inherits from roformer_lit.positions.alibi)" in line, line
+
+
+def test_a_plugin_that_calls_sys_exit_while_the_model_runs_is_one_line_not_exit_0(
+    plugin, capsys, monkeypatch
+):
+    """``sys.exit(0)`` in a scheme's ``prepare`` ended ``fit`` with exit 0 and no run."""
+    monkeypatch.setenv("PLUGIN_FAILS", "1")
+    line = one_line(
+        probe_fit_args("copy", 2, 1, 4, "--model.position", "runtime_plugin:Quits"), capsys
+    )
+    assert line.startswith(
+        "error: position 'runtime_plugin:Quits' raised while the model ran: SystemExit: 0 "
+        f"(at {plugin}, line "
+    ), line
 
 
 def test_the_traceback_is_shown_on_request(plugin, tmp_path, capsys, monkeypatch):

@@ -117,6 +117,9 @@ def main(args: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # Lightning answers a KeyboardInterrupt with sys.exit(1)
         if isinstance(exc.__context__, KeyboardInterrupt):
             return _stopped_outside_training(exc.__context__)
+        fault = plugin_fault(exc)  # a plugin that called sys.exit while the model ran
+        if fault is not None:
+            return _plugin_failed(exc, fault)
         raise
     except OSError as exc:  # unreadable input, read-only or full disk, a file in the way
         run_dir.discard_if_unused()
