@@ -465,3 +465,26 @@ def test_what_transformers_never_reads_is_not_unexpected(tmp_path):
         transformers.utils.logging.set_verbosity(verbosity)
     ours, theirs, real = _logits(import_hf(tmp_path / "pretraining"), hf)
     torch.testing.assert_close(ours[real], theirs[real], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_a_parameter_no_link_reads_is_refused_not_dropped(model_type, tmp_path, monkeypatch, capfd):
+    """What a newer transformers adds to a model (a parameter our mapping has no link for)
+    is in its files and in the model it builds, so no name check sees it, and import
+    dropped its value: a model that computes something else, without a word. Here the
+    class transformers builds gains such a parameter; import names it."""
+    model_class = getattr(transformers, ARCHITECTURES[model_type].model_class)
+    original = model_class.__init__
+
+    def with_a_new_parameter(self, config, *args, **kwargs):
+        original(self, config, *args, **kwargs)
+        self.register_parameter("new_scale", torch.nn.Parameter(torch.full((3,), 2.0)))
+
+    monkeypatch.setattr(model_class, "__init__", with_a_new_parameter)
+    directory = saved(model_type, tmp_path)
+    capfd.readouterr()
+    with pytest.raises(ConfigError) as refused:
+        import_hf(directory)
+    line = str(refused.value)
+    assert "\n" not in line and "does not read: new_scale" in line, line
+    assert capfd.readouterr() == ("", "")

@@ -7,14 +7,17 @@ describes (built on the meta device, so nothing is allocated). Every missing, un
 or wrong-shaped tensor is refused in one line naming it; a tied tensor a file omits (the
 MLM decoder, where the config ties it: ``tie_word_embeddings``) is not missing, and what transformers itself never reads is not unexpected
 (non-persistent buffers such as BERT's ``position_ids``, the class's ignore patterns, the
-heads an MLM has not: BERT's pooler and next-sentence head). Every failure to read is one line too.
+heads an MLM has not: BERT's pooler and next-sentence head). Every parameter of that model
+must be read by import, through a link of the architecture or as a tied copy or a checked
+tensor: one it would not read (a parameter a newer transformers added) is refused too.
+Every failure to read is one line too.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +116,8 @@ def check_state(
     state: Mapping[str, torch.Tensor], arch: HFArchitecture, config: Any, transformers: Any
 ) -> None:
     """Refuse (one ConfigError line) tensors of ``state`` that the HF model of ``config``
-    lacks or holds in another shape, and tensors it needs that ``state`` lacks."""
+    lacks or holds in another shape, tensors it needs that ``state`` lacks, and parameters
+    of that model that import would not read (:func:`check_every_parameter_read`)."""
     model_class = getattr(transformers, arch.model_class)
     try:
         with torch.device("meta"):
@@ -164,10 +168,27 @@ def check_state(
             f"cannot import this {arch.model_class}: its weights do not match its config: "
             + "; ".join(problems)
         )
+    check_every_parameter_read(parameters, arch, config, transformers)
     for name, twin in tied.items():
         if name in state and not torch.equal(state[name], state[twin]):
             arch.refuse(f"{name} is not tied to {twin}")
     _refuse_unusable_values({name: state[name] for name in parameters if name in state}, arch)
+
+
+def check_every_parameter_read(
+    parameters: Iterable[str], arch: HFArchitecture, config: Any, transformers: Any
+) -> None:
+    """Refuse (one line) a parameter of the HF model of ``config`` that no link of ``arch``
+    reads and that it does not read otherwise (:meth:`HFArchitecture.read_without_link`):
+    its value would be dropped, and the imported model would compute something else."""
+    read = {link.theirs for link in arch.links(config)} | arch.read_without_link(config)
+    unread = [name for name in parameters if name not in read]
+    if unread:
+        arch.refuse(
+            f"transformers' model has weights this import does not read: {_listed(unread)} "
+            f"(a parameter of transformers {transformers.__version__} that roformer-lit "
+            "does not map)"
+        )
 
 
 def _refuse_unusable_values(weights: Mapping[str, torch.Tensor], arch: HFArchitecture) -> None:

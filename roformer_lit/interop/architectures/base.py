@@ -76,6 +76,14 @@ class HFArchitecture:
         them, and import refuses one that is present and differs."""
         return {}
 
+    def read_without_link(self, config: Any) -> set[str]:
+        """HF parameters that import reads through no :class:`Link` of its own: tied
+        copies (:meth:`tied`, compared with their twin) and tensors it checks or folds
+        (:meth:`check_import_weights`, :meth:`fold_import_weights`). Every other parameter of
+        the HF model must be some link's ``theirs``, or import is refused (a parameter a newer
+        transformers added would otherwise be dropped without a word)."""
+        return set(self.tied(config))
+
     def unused(self) -> tuple[str, ...]:
         """Name prefixes of tensors a file of this ``model_type`` may hold for heads the
         MLM model does not have (BERT's pooler and next-sentence head): not ours, not

@@ -111,6 +111,10 @@ class BertLayout(HFArchitecture):
     def unused(self) -> tuple[str, ...]:
         return (f"{self.prefix}.pooler.", "cls.seq_relationship.")
 
+    def read_without_link(self, config: Any) -> set[str]:
+        derived = {f"{self.prefix}.{name}" for name in self.derived}
+        return super().read_without_link(config) | derived
+
     # -- export -------------------------------------------------------------------------
     def check_export(self, model: MaskedLM) -> None:
         config = model.config
