@@ -8,10 +8,13 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from roformer_lit.results.statistics import mean_interval
 from roformer_lit.results.study import plans
 from roformer_lit.results.study.pages import main as study_main
 from roformer_lit.results.study.places import PLACES, read_from
+from roformer_lit.results.study.stamp import stamp, unstamped
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,3 +84,47 @@ def test_the_readme_findings_region_is_checked(tmp_path) -> None:
     assert study_main([*argv, "--check"]) == 0
     readme.write_text(text.replace("| copy |", "| copy (edited) |", 1), encoding="utf-8")
     assert study_main([*argv, "--check"]) == 1
+
+
+def _append_a_byte(png: bytes, sidecar: str) -> bytes:
+    return png + b"x"
+
+
+def _change_a_pixel_byte(png: bytes, sidecar: str) -> bytes:
+    at = png.index(b"IDAT") + 40
+    return png[:at] + bytes([png[at] ^ 0xFF]) + png[at + 1 :]
+
+
+def _unstamped(png: bytes, sidecar: str) -> bytes:
+    return unstamped(png)
+
+
+def _drawn_from_other_values(png: bytes, sidecar: str) -> bytes:
+    return stamp(unstamped(png), sidecar.replace("1.0", "0.9", 1))
+
+
+@pytest.mark.parametrize(
+    ("tamper", "says"),
+    [
+        (_append_a_byte, "not a whole PNG (1 bytes after IEND)"),
+        (_change_a_pixel_byte, "changed since it was drawn"),
+        (_unstamped, "no stamp of the values it was drawn from"),
+        (_drawn_from_other_values, "drawn from other values than its sidecar's"),
+    ],
+)
+def test_check_fails_on_a_stale_png_in_one_line_naming_it(tmp_path, capsys, tamper, says) -> None:
+    """A PNG that is not the drawing of its sidecar fails ``--check`` though the sidecar is
+    current (it passed before the PNG was stamped: only its presence was checked)."""
+    page = "<!-- generated: figure-plans -->\n<!-- end generated -->\n"
+    bench, pages = _dirs(tmp_path, page)
+    argv = ["--bench", str(bench), "--pages", str(pages)]
+    assert study_main(argv) == 0
+    png, sidecar = pages / "figures" / "plans.png", pages / "figures" / "plans.json"
+    assert study_main([*argv, "--check"]) == 0
+    capsys.readouterr()
+    png.write_bytes(tamper(png.read_bytes(), sidecar.read_text(encoding="utf-8")))
+    assert study_main([*argv, "--check"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("stale: "), err
+    assert f"figures/plans.png: {says}" in err, err
+    assert study_main(argv) == 0 and study_main([*argv, "--check"]) == 0

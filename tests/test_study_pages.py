@@ -464,3 +464,43 @@ def test_a_rerun_plan_sweep_is_read_in_todays_run_name_spelling():
     )
     assert plan_called(MLM_PLANS, "global.base160000-local32x2-global.base160000") is not None
     assert plan_called(PLANS, "global.base1600-local8x2") is None
+
+
+SEEDS_CSV = "cpu-study-schemes-reverse-seeds.csv"
+
+
+@pytest.mark.parametrize(
+    ("region", "says"),
+    [
+        (
+            "schemes-seeds-table",
+            "line 3 region 'schemes-seeds-table' (row 'reverse | `alibi`', column 'n=16 (1×)': "
+            "page '0.932 [0.920, 0.943] ▲ · 0/10 solved', "
+            "data '0.922 [0.897, 0.947] ▲ · 0/10 solved')",
+        ),
+        (
+            "schemes-seeds-pairs",
+            "line 3 region 'schemes-seeds-pairs' (row 'reverse | `alibi`', column 'n=16 (1×)': "
+            "page '**-0.068 [-0.080, -0.049] 0↑10↓ p=0.023**', "
+            "data '**-0.078 [-0.102, -0.049] 0↑10↓ p=0.023**')",
+        ),
+    ],
+)
+def test_check_names_the_stale_region_row_and_cell_in_one_line(
+    tmp_path, capsys, region, says
+) -> None:
+    """One number changed in a raw output: ``--check`` fails in one line naming the page,
+    the region's line, the row and column of the first stale cell and both texts (it named
+    the page alone)."""
+    bench, pages = _study_dirs(tmp_path, REGION_PAGE.format(region=region))
+    argv = ["--bench", str(bench), "--pages", str(pages)]
+    assert study_main(argv) == 0 and study_main([*argv, "--check"]) == 0
+    capsys.readouterr()
+    rows = (bench / SEEDS_CSV).read_text(encoding="utf-8").splitlines(keepends=True)
+    assert rows[1].endswith(",16,acc,0.935302734375\n") and "alibi" in rows[1]
+    rows[1] = rows[1].replace("0.935302734375", "0.835302734375")
+    (bench / SEEDS_CSV).write_text("".join(rows), encoding="utf-8")
+    assert study_main([*argv, "--check"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"stale: {pages / 'page.md'} "), err
+    assert says in err, err

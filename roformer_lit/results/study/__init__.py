@@ -25,7 +25,9 @@ that the pages equal what the data give. One module a job:
 - :mod:`.budget`: the training-budget study (regions ``budget*``);
 - :mod:`.locality`: the bias-only attention shares and the position learning rate's table;
 - :mod:`.figures`: the figures and their JSON sidecars (checked on ``--check``);
+- :mod:`.stamp`: a figure's PNG stamped with the digests of its values and its bytes;
 - :mod:`.readme`: the README's findings table (region ``readme-findings``);
 - :mod:`.regions`: the table of regions and the rewriting of a page;
+- :mod:`.drift`: where a stale page differs from its data (region, line, row, column);
 - :mod:`.pages`: the command.
 """

@@ -6,7 +6,10 @@ lines). :func:`sidecars` gives, per figure, the JSON of those values; the comman
 beside the PNG (``docs/studies/figures/NAME.json``) and ``--check`` compares it with the
 file, so a figure whose data changed is stale even where PNG bytes differ between
 matplotlib versions. :func:`draw` makes the PNG from the JSON's values alone (Agg backend,
-no date or software in its metadata, so one matplotlib version gives the same bytes).
+no date or software in its metadata, so one matplotlib version gives the same bytes), and
+:func:`write` stamps it with the digests of that JSON and of its own bytes
+(:mod:`.stamp`): ``--check`` also fails on a PNG drawn from other values, edited since,
+or missing.
 
 * ``schemes``: test accuracy against length per scheme at its selected rate, one panel per
   task (:mod:`.selected`);
@@ -27,6 +30,7 @@ from roformer_lit.results.statistics import mean_interval
 from roformer_lit.results.study import budget, plans, selected
 from roformer_lit.results.study.places import PLACES
 from roformer_lit.results.study.seed_study import SeedStudy
+from roformer_lit.results.study.stamp import problem, stamp
 
 #: A figure's plotted values: ``{"title", "xlabel", "ylabel", "panels": [{"title", "x",
 #: "series": [{"label", "mean", "low", "high"}], "baselines": [{"label", "y"}]}]}``.
@@ -200,21 +204,29 @@ def draw(figure: Figure, path: Path) -> None:
 
 def stale(wanted: list[str]) -> dict[str, str]:
     """Figure name -> its new JSON, for each of ``wanted`` whose sidecar differs or whose
-    PNG is missing."""
-    found = {}
-    for name, text in sidecars(wanted).items():
-        json_path, png = figure_dir() / f"{name}.json", figure_dir() / f"{name}.png"
-        current = json_path.read_text(encoding="utf-8") if json_path.is_file() else None
-        if current != text or not png.is_file():
-            found[name] = text
-    return found
+    PNG is missing or not the drawing of that JSON (:func:`why_stale`)."""
+    return {name: text for name, text in sidecars(wanted).items() if why_stale(name, text)}
+
+
+def why_stale(name: str, text: str) -> str | None:
+    """Why figure ``name`` on disk is not the drawing of sidecar ``text``; None if it is."""
+    json_path, png = figure_dir() / f"{name}.json", figure_dir() / f"{name}.png"
+    current = json_path.read_text(encoding="utf-8") if json_path.is_file() else None
+    if current != text:
+        return f"{json_path.name}: its plotted values differ from the data's"
+    if not png.is_file():
+        return f"{png.name}: missing"
+    reason = problem(png.read_bytes(), text)
+    return None if reason is None else f"{png.name}: {reason}"
 
 
 def write(name: str, text: str) -> None:
-    """Write a figure's sidecar and its PNG."""
+    """Write a figure's PNG, stamped with ``text`` (:mod:`.stamp`), and its sidecar."""
     figure_dir().mkdir(parents=True, exist_ok=True)
-    draw(json.loads(text), figure_dir() / f"{name}.png")  # the PNG first: a failed drawing
-    (figure_dir() / f"{name}.json").write_text(text, encoding="utf-8")  # leaves it stale
+    png = figure_dir() / f"{name}.png"
+    draw(json.loads(text), png)  # the PNG first: a failed drawing leaves it stale
+    png.write_bytes(stamp(png.read_bytes(), text))
+    (figure_dir() / f"{name}.json").write_text(text, encoding="utf-8")
 
 
 def embed(name: str, alt: str, prefix: str = "figures/") -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.results.study import figures
+from roformer_lit.results.study.drift import where
 from roformer_lit.results.study.places import PLACES, REPOSITORY, read_from
 from roformer_lit.results.study.reading import read_text
 from roformer_lit.results.study.regions import MISSING_DATA, render
@@ -65,6 +66,22 @@ def render_pages(
         read_from(*before)
 
 
+def stale_line(rewritten: dict[Path, str], drawn: dict[str, str], bench: Path, pages: Path) -> str:
+    """What ``--check`` prints after ``stale:``: each stale region with its page, line and
+    first differing cell (:func:`~.drift.where`), and each stale figure with why."""
+    parts = [where(read_text(page), new, shown(page)) for page, new in rewritten.items()]
+    before = (PLACES.bench, PLACES.pages)
+    read_from(bench, pages)
+    try:
+        parts += [
+            f"{shown(figures.figure_dir())}/{figures.why_stale(name, text)}"
+            for name, text in drawn.items()
+        ]
+    finally:
+        read_from(*before)
+    return "; ".join(parts) + " (run python scripts/study_pages.py)"
+
+
 def main(argv: list[str]) -> int:
     """The command; 0 when the pages are (now) current, 1 on ``--check`` with stale pages,
     2 with one ``error:`` line for a damaged raw output or page."""
@@ -95,12 +112,7 @@ def main(argv: list[str]) -> int:
         return 2
     stale = [*rewritten, *(Path(ns.pages) / "figures" / f"{name}.json" for name in drawn)]
     if ns.check and stale:
-        print(
-            "stale generated regions: "
-            + ", ".join(shown(p) for p in stale)
-            + " (run python scripts/study_pages.py)",
-            file=sys.stderr,
-        )
+        print(f"stale: {stale_line(rewritten, drawn, ns.bench, ns.pages)}", file=sys.stderr)
         return 1
     if not ns.check:
         for page, new in rewritten.items():
