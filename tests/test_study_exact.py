@@ -79,3 +79,29 @@ def test_effect_counts_and_mean() -> None:
 def test_detectable_is_the_t_power_formula(n, spread) -> None:
     oracle = (stats.t.ppf(0.975, n - 1) + stats.t.ppf(0.8, n - 1)) * spread / math.sqrt(n)
     assert detectable(spread, n) == pytest.approx(oracle, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("n", "m", "separable", "words"),
+    [
+        (5, 1, False, "the exact test's floor p = 0.0625 > 0.05"),
+        (6, 1, True, "the exact test's floor p = 0.03125"),
+        (6, 5, False, "the exact test's floor p = 0.03125; Holm over 5 cells: at best p = 0.156"),
+        (10, 12, True, "the exact test's floor p = 0.001953"),
+        (10, 26, False, "the exact test's floor p = 0.001953; Holm over 26 cells: at best"),
+    ],
+)
+def test_a_family_that_holm_keeps_from_alpha_says_so(n, m, separable, words) -> None:
+    """Whether a cell can be separated depends on the family: at n = 6 each test alone can
+    reach 0.03125 < 0.05, but Holm over 5 cells lifts the best to 0.156, and the pages
+    said "which a cell reaches only if every seed agrees in sign"."""
+    from roformer_lit.results.study.exact import can_separate, floor_words
+    from roformer_lit.results.study.paired import holm_family, power
+
+    assert can_separate(n, m) is separable
+    assert floor_words(n, m).startswith(words)
+    family = holm_family({k: ([0.0] * n, [1.0 + 0.01 * i for i in range(n)]) for k in range(m)})
+    assert any(p < 0.05 for _, _, p in family.values()) is separable
+    text = power(family)
+    assert ("no cell can be separated" in text) is not separable, text
+    assert ("which a cell reaches only if every seed agrees" in text) is separable, text

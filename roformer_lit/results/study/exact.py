@@ -6,7 +6,9 @@ For paired differences ``d_i = b_i - a_i`` over ``n`` seeds:
   hypothesis each ``d_i`` is as likely to be ``-d_i``; the p-value is the share of the
   ``2**n`` sign patterns whose ``|mean|`` is at least the observed one. It is exact, so it
   is never 0: its smallest value is :func:`smallest_p` ``= 2 / 2**n`` (0.0625 at n = 5,
-  0.25 at n = 3).
+  0.25 at n = 3). Under Holm over ``m`` cells the smallest adjusted p-value any cell can
+  get is :func:`holm_floor` ``= m · smallest_p(n)``: at n = 6 (floor 0.03125) a family of
+  five cells cannot separate any cell at α = 0.05, though each test alone could.
 * :func:`median_interval`: the distribution-free interval ``[d_(k), d_(n+1-k)]`` of the
   sorted differences for the median difference, with coverage
   ``1 - 2 P(Binomial(n, 1/2) < k)``; the largest ``k`` whose coverage is at least 95 %, or
@@ -58,6 +60,30 @@ def sign_flip_p(a: Sequence[float], b: Sequence[float]) -> float:
 def smallest_p(n: int) -> float:
     """The smallest two-sided p-value the exact sign-flip test can give with ``n`` pairs."""
     return 2.0 / 2.0**n
+
+
+def holm_floor(n: int, m: int) -> float:
+    """The smallest Holm-adjusted p-value a cell of ``m`` cells with ``n`` pairs can get
+    (every cell at :func:`smallest_p`: Holm multiplies the smallest by ``m``)."""
+    return min(1.0, max(1, m) * smallest_p(n))
+
+
+def can_separate(n: int, m: int, alpha: float = ALPHA) -> bool:
+    """Whether any cell of a Holm family of ``m`` cells with ``n`` pairs can reach ``alpha``."""
+    return holm_floor(n, m) < alpha
+
+
+def floor_words(n: int, m: int, alpha: float = ALPHA) -> str:
+    """The floor in words: ``the exact test's floor p = 0.0625 > 0.05``, or with a floor
+    below ``alpha`` that Holm over ``m`` cells lifts above it, ``...; Holm over 5 cells: at
+    best p = 0.156 ≥ 0.05``."""
+    floor = smallest_p(n)
+    text = f"the exact test's floor p = {floor:.4g}"
+    if floor >= alpha:
+        return f"{text} > {alpha}" if floor > alpha else f"{text} = {alpha}"
+    if not can_separate(n, m, alpha):
+        return f"{text}; Holm over {m} cells: at best p = {holm_floor(n, m):.3g} ≥ {alpha}"
+    return text
 
 
 @dataclass(frozen=True)

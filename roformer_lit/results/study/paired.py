@@ -16,9 +16,11 @@ from roformer_lit.results.statistics import holm, verdict
 from roformer_lit.results.study.exact import (
     ALPHA,
     POWER,
+    can_separate,
     detectable,
     differences,
     effect,
+    holm_floor,
     p_text,
     sign_flip_p,
     smallest_p,
@@ -83,12 +85,20 @@ def power(family: Mapping[K, Pair], unit: str = "accuracy") -> str:
     )
     floor = smallest_p(n)
     agree = sum((e := effect(a, b)).up == e.n or e.down == e.n for a, b, _ in family.values())
-    reach = (
-        f"so no cell can be separated at α = {ALPHA} whatever the size of its difference, and "
-        '"not separated" here is no evidence either way'
-        if floor > ALPHA
-        else "which a cell reaches only if every seed agrees in sign"
-    )
+    if floor >= ALPHA:
+        reach = (
+            f"so no cell can be separated at α = {ALPHA} whatever the size of its difference, "
+            'and "not separated" here is no evidence either way'
+        )
+    elif not can_separate(n, len(family)):
+        reach = (
+            f"and Holm over {len(family)} cells lifts that to p = "
+            f"{holm_floor(n, len(family)):.3g} at best, so no cell can be separated at "
+            f'α = {ALPHA} whatever the size of its difference, and "not separated" here is no '
+            "evidence either way"
+        )
+    else:
+        reach = "which a cell reaches only if every seed agrees in sign"
     return (
         f"*What this family could detect*: {names([str(s) for s in sizes])} seeds per cell, "
         f"{len(family)} cells under Holm; the exact sign-flip test cannot go below "

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 
 from roformer_lit.results.statistics import verdict
-from roformer_lit.results.study.exact import ALPHA, smallest_p
+from roformer_lit.results.study.exact import floor_words
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.present import add_present
 from roformer_lit.results.study.seed_study import (
@@ -298,15 +298,13 @@ def recall_order() -> str:
         rows.append(f"`{name}`: {longest}{below}")
     separated = [key for key, (_, _, p) in study.pairs.items() if verdict(p) != "n.s."]
     seeds = min(len(a) for a, _, _ in study.pairs.values())
-    floor = smallest_p(seeds)
     tested = (
         f"{len(separated)} of {len(study.pairs)} paired cells against `{study.reference}` are "
         "separated after Holm"
         if separated
-        else f"No paired cell against `{study.reference}` is separated (with {seeds} seeds the "
-        f"exact test's floor is p = {floor:.4g}"
-        + (f" > α = {ALPHA}" if floor > ALPHA else "")
-        + "), so this ordering rests on solved counts over seeds, not on a test"
+        else f"No paired cell against `{study.reference}` is separated (with {seeds} seeds "
+        f"{floor_words(seeds, len(study.pairs))}), so this ordering rests on solved counts "
+        "over seeds, not on a test"
     )
     return (
         f"Longest length solved on every seed (exact match ≥ {SOLVED}), of "

@@ -11,7 +11,13 @@ import statistics
 
 from roformer_lit.results.statistics import verdict
 from roformer_lit.results.study import budget, figures, hybrid, plans, scheme_seeds, selected
-from roformer_lit.results.study.exact import ALPHA, detectable, differences, effect, smallest_p
+from roformer_lit.results.study.exact import (
+    detectable,
+    differences,
+    effect,
+    floor_words,
+    smallest_p,
+)
 from roformer_lit.results.study.paired import cell
 from roformer_lit.results.study.seed_study import SeedStudy
 from roformer_lit.results.study.streams import data_seeds
@@ -34,9 +40,8 @@ def _reach(family: dict) -> str:
     head = (
         f"{separated} of {len(family)} paired cells separated after Holm"
         if separated
-        else f"no paired cell separated ({n} seeds: the exact test's floor p = {floor:.4g}"
-        + (f" > {ALPHA}" if floor > ALPHA else "")
-        + "): no test-backed evidence either way"
+        else f"no paired cell separated ({n} seeds: {floor_words(n, len(family))}): "
+        "no test-backed evidence either way"
     )
     return (
         f"{head}; {agree} of {len(family)} cells have every seed on one side (unadjusted "
