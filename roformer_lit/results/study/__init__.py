@@ -22,6 +22,7 @@ that the pages equal what the data give. One module a job:
 - :mod:`.plans`: the layer-plan study (regions ``plans-*``);
 - :mod:`.mlm`: the MLM positions sweep and the position learning rate;
 - :mod:`.bridge`: probe accuracy against MLM loss;
+- :mod:`.finetune`: the sweep's checkpoints fine-tuned (``docs/guide/finetuning.md``);
 - :mod:`.budget`: the training-budget study (regions ``budget*``);
 - :mod:`.locality`: the bias-only attention shares and the position learning rate's table;
 - :mod:`.figures`: the figures and their JSON sidecars (checked on ``--check``);

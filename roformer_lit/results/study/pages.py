@@ -4,7 +4,8 @@
     python scripts/study_pages.py --check   # exit 0 only if the pages equal what the data give
 
 A region is the text between ``<!-- generated: NAME -->`` and ``<!-- end generated -->`` on
-a page of ``docs/studies/``, the README or ``docs/performance.md`` (its CPU speed tables);
+a page of ``docs/studies/``, the README, ``docs/performance.md`` (its CPU speed tables) or
+a page of ``docs/guide/`` (the fine-tuning result);
 :data:`~.regions.REGIONS` maps each name to the function that
 writes it. Every table, and every sentence that states a count, an ordering or "on every
 seed", lives in such a region, so a page cannot drift from its data: the default test suite
@@ -38,7 +39,11 @@ def shown(path: Path) -> str:
 
 
 def render_pages(
-    bench: Path, pages: Path, readme: Path | None = None, performance: Path | None = None
+    bench: Path,
+    pages: Path,
+    readme: Path | None = None,
+    performance: Path | None = None,
+    guides: Path | None = None,
 ) -> tuple[dict[Path, str], dict[str, str]]:
     """Each page of ``pages`` (and ``readme`` and ``performance``, when given) whose regions differ from what
     ``bench``'s raw outputs give, with its new text, and each figure of ``pages/figures``
@@ -49,6 +54,7 @@ def render_pages(
     try:
         rewritten, embedded = {}, set()
         extra = [Path(p) for p in (readme, performance) if p is not None and Path(p).is_file()]
+        extra += sorted(Path(guides).glob("*.md")) if guides is not None else []
         for page in [*sorted(Path(pages).glob("*.md")), *extra]:
             text = read_text(page)
             new = render(text, str(page))
@@ -101,12 +107,13 @@ def main(argv: list[str]) -> int:
         "--pages only)",
     )
     ns = parser.parse_args(argv)
-    performance = None
+    performance = guides = None
     if ns.readme is None and Path(ns.pages).resolve() == PLACES.pages.resolve():
         ns.readme = REPOSITORY / "README.md"
         performance = REPOSITORY / "docs" / "performance.md"
+        guides = REPOSITORY / "docs" / "guide"
     try:
-        rewritten, drawn = render_pages(ns.bench, ns.pages, ns.readme, performance)
+        rewritten, drawn = render_pages(ns.bench, ns.pages, ns.readme, performance, guides)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
