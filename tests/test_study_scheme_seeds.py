@@ -9,6 +9,7 @@ sequences.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,41 @@ def test_a_data_seed_read_twice_is_refused(bench: Path):
     )
     with pytest.raises(ValueError, match="data seed 5 is already read"):
         scheme_seeds.data_seeds_study()
+
+
+def _fire_below_past_one(data: str) -> str:
+    """fire's seed-0 run at its selected rate scored 0 past 1× (below every baseline)."""
+    run = "fire-default-reverse-learning_rate0.01-seed0/"
+    lines = data.splitlines(keepends=True)
+    out = []
+    for line in lines:
+        fields = line.rstrip("\n").split(",")
+        if run in line and fields[1] in ("32", "64") and fields[2] == "acc":
+            line = ",".join([*fields[:3], "0.0"]) + "\n"
+        out.append(line)
+    return "".join(out)
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (None, "(the variants above the best baseline on every seed past 1× in the five-seed"),
+        (_fire_below_past_one, "the five-seed table now names `alibi` and `kerple`, which is not"),
+    ],
+)
+def test_the_rerun_variants_are_checked_against_the_five_seed_table(tmp_path, damage, says) -> None:
+    """The page named the rerun's variants by hand ("the variants the README's finding
+    names"); the region now says so only while the five-seed table agrees."""
+    bench = tmp_path / "bench"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "docs" / "bench", bench)
+    raw = bench / "cpu-2026-11-25-study-schemes-reverse.csv"
+    if damage is not None:
+        raw.write_text(damage(raw.read_text(encoding="utf-8")), encoding="utf-8")
+    before = (places.PLACES.bench, places.PLACES.pages)
+    places.read_from(bench, tmp_path)
+    try:
+        text = scheme_seeds.rerun_variants()
+    finally:
+        places.read_from(*before)
+    assert text.startswith("The cell rerun: `reverse` with `alibi`, `kerple` and `fire` (")
+    assert says in text, text

@@ -48,6 +48,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "schemes-pairs": selected.pairs_table,
     "schemes-findings": selected.findings,
     "schemes-prope": selected.prope,
+    "schemes-seeds-why": scheme_seeds.rerun_variants,
     "schemes-seeds-table": lambda: scheme_seeds.seeds_study().table(),
     "schemes-seeds-pairs": lambda: scheme_seeds.seeds_study().pairs_table(),
     "schemes-seeds-findings": lambda: scheme_seeds.seeds_study().findings(),

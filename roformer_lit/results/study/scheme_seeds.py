@@ -28,6 +28,7 @@ import re
 from roformer_lit.results.study import selected
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.seed_study import Parse, SeedStudy, by_data_seed, merge_file
+from roformer_lit.results.study.words import names
 
 TASK = "reverse"
 #: the variants of the cell, as the scheme study's page names them
@@ -86,3 +87,32 @@ def data_seeds_study() -> SeedStudy:
     data seed."""
     files = [bench_file(DATA_SEEDS_FILE), bench_file(MORE_DATA_SEEDS_FILE)]
     return by_data_seed(_study_cell(), files, _parser(DATA_SEEDS_RUN))
+
+
+def rerun_variants() -> str:
+    """Region ``schemes-seeds-why``: which variants the cell reruns, checked against the
+    five-seed table's variants above the best baseline on every seed past 1× (the page
+    named them by hand, beside "the variants the README's finding names")."""
+    study = selected.study()
+    past = selected.LENGTHS[1:]
+    above = [
+        v for v in study.order.get(TASK, []) if any(study.above_baseline(TASK, v, n) for n in past)
+    ]
+    rerun = [v for v in VARIANTS if v != selected.REFERENCE and not v.startswith("t5 (")]
+    listed = names([f"`{v}`" for v in rerun])
+    if sorted(above) == sorted(rerun):
+        why = (
+            "the variants above the best baseline on every seed past 1× in the five-seed "
+            "table, as the README's finding for `reverse` names them"
+        )
+    else:
+        why = (
+            "chosen as the variants above the best baseline on every seed past 1× at five "
+            "seeds; the five-seed table now names "
+            + (names([f"`{v}`" for v in above]) if above else "none")
+            + ", which is not the set rerun"
+        )
+    return (
+        f"The cell rerun: `{TASK}` with {listed} ({why}), sized `t5` and the "
+        f"`{selected.REFERENCE}` reference."
+    )
