@@ -105,3 +105,22 @@ def test_a_family_that_holm_keeps_from_alpha_says_so(n, m, separable, words) -> 
     text = power(family)
     assert ("no cell can be separated" in text) is not separable, text
     assert ("which a cell reaches only if every seed agrees" in text) is separable, text
+
+
+@pytest.mark.parametrize(
+    ("seeds", "pairs", "chance", "words"),
+    [
+        (3, 45, 0.1, "is not below α = 0.05 even before correcting for the 45 comparisons"),
+        (4, 45, 2 / 70, "is below α = 0.05 even before correcting for the 45 comparisons"),
+        (5, 1, 2 / 252, "is below α = 0.05"),
+    ],
+)
+def test_ordered_on_every_seed_says_what_chance_gives(seeds, pairs, chance, words) -> None:
+    """ "40 of 45 pairs are ordered on every seed" at three seeds was stated with no word that
+    equal schemes are so ordered with probability 0.1, about 4.5 of 45 pairs by chance."""
+    from roformer_lit.results.study.mlm import mlm_sweep, separation_caveat
+
+    text = separation_caveat(seeds, pairs)
+    assert f"probability {chance:.3g}" in text and words in text, text
+    assert f"about {chance * pairs:.1f} of {pairs} pairs" in text, text
+    assert "is not a test" in mlm_sweep()

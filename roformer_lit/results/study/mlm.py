@@ -126,14 +126,31 @@ def mlm_sweep() -> str:
         for a, b in zip(order, order[1:], strict=False)
         if not _every_below(losses[a], losses[b])
     ]
+    pairs = len(order) * (len(order) - 1) // 2
     lines += [
         "",
         f"Neighbours in this order whose seeds overlap (no ordering holds on every seed): "
         f"{names(overlapping)}. Every other neighbouring pair is ordered on every seed "
         f"(every seed of one below every seed of the other); in all, {len(settled)} of "
-        f"{len(order) * (len(order) - 1) // 2} pairs of schemes are.",
+        f"{pairs} pairs of schemes are. {separation_caveat(len(SEEDS), pairs)}",
     ]
     return "\n".join(lines)
+
+
+def separation_caveat(seeds: int, pairs: int) -> str:
+    """What "ordered on every seed" is worth with ``seeds`` seeds a side over ``pairs``
+    comparisons: two equal schemes are so ordered, one way or the other, with probability
+    ``2 / C(2n, n)`` (the exact rank test's smallest two-sided p), and that many of the pairs
+    would be by chance alone, before any correction."""
+    chance = 2 / math.comb(2 * seeds, seeds)
+    reach = "is not below" if chance >= 0.05 else "is below"
+    return (
+        f"With {seeds} seeds a side this describes the runs and is not a test: two schemes "
+        f"with equal losses are ordered on every seed with probability {chance:.3g} (the "
+        f"exact rank test's smallest p, which {reach} α = 0.05 even before correcting for "
+        f"the {pairs} comparisons), so about {chance * pairs:.1f} of {pairs} pairs would be "
+        "ordered by chance alone."
+    )
 
 
 def _against_base(gains: list[float]) -> str:
