@@ -108,6 +108,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "figure-plans": lambda: figures.embed("plans", "accuracy against length per layer plan"),
     "readme-findings": readme.findings,
     "finetune-movie-polarity": finetune.table,
+    "finetune-spreads": finetune.spreads,
     "cpu-bias-table": cpu_speed.table,
     "cpu-bias-findings": cpu_speed.findings,
     "readme-cpu-bias": cpu_speed.readme,
