@@ -22,6 +22,8 @@ that the pages equal what the data give. One module a job:
 - :mod:`.plans`: the layer-plan study (regions ``plans-*``);
 - :mod:`.mlm`: the MLM positions sweep and the position learning rate;
 - :mod:`.bridge`: probe accuracy against MLM loss;
+- :mod:`.vs_nope`: each scheme's change with length against ``nope``'s
+  (``docs/guide/extrapolation.md``);
 - :mod:`.finetune`: the sweep's checkpoints fine-tuned (``docs/guide/finetuning.md``);
 - :mod:`.budget`: the training-budget study (regions ``budget*``);
 - :mod:`.locality`: the bias-only attention shares and the position learning rate's table;

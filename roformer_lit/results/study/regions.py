@@ -32,6 +32,7 @@ from roformer_lit.results.study import (
     recipe_speed,
     scheme_seeds,
     selected,
+    vs_nope,
 )
 from roformer_lit.results.study.bridge import bridge
 from roformer_lit.results.study.streams import data_seed
@@ -109,6 +110,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "readme-findings": readme.findings,
     "finetune-movie-polarity": finetune.table,
     "finetune-spreads": finetune.spreads,
+    "extrapolation-vs-nope": vs_nope.table,
     "cpu-bias-table": cpu_speed.table,
     "cpu-bias-findings": cpu_speed.findings,
     "readme-cpu-bias": cpu_speed.readme,
