@@ -67,34 +67,24 @@ def registered_kernels() -> dict[str, type[AttentionKernel]]:
     return ATTENTION_KERNELS.loadable().components
 
 
+#: Each kit's option and what it checks, in words.
+KIT_OPTIONS = {
+    "--scheme-kit": "scheme kit's checks on every registered position scheme",
+    "--kernel-kit": "kernel kit's checks on every registered attention kernel",
+    "--task-kit": "task kit's checks on every registered position task",
+}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--scheme-kit",
-        nargs="?",
-        const=ALL,
-        default=None,
-        metavar="NAMES",
-        help="run the scheme kit's checks on every registered position scheme "
-        "(or on the comma-separated NAMES)",
-    )
-    parser.addoption(
-        "--kernel-kit",
-        nargs="?",
-        const=ALL,
-        default=None,
-        metavar="NAMES",
-        help="run the kernel kit's checks on every registered attention kernel "
-        "(or on the comma-separated NAMES)",
-    )
-    parser.addoption(
-        "--task-kit",
-        nargs="?",
-        const=ALL,
-        default=None,
-        metavar="NAMES",
-        help="run the task kit's checks on every registered position task "
-        "(or on the comma-separated NAMES)",
-    )
+    for option, checks in KIT_OPTIONS.items():
+        parser.addoption(
+            option,
+            nargs="?",
+            const=ALL,
+            default=None,
+            metavar="NAMES",
+            help=f"run the {checks} (or on the comma-separated NAMES)",
+        )
 
 
 class KitItem(pytest.Item):
