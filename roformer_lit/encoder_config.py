@@ -28,6 +28,7 @@ here, so a large checkpoint's config is read on a laptop.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -110,6 +111,30 @@ class EncoderConfig:
         for field_name, value in canonical_names(self.as_dict()).items():
             object.__setattr__(self, field_name, value)  # a built-in by its short name
         self.__dict__["layers"] = check_architecture(self)  # checked now, once
+        # what was checked: a mapping field edited in place later (config.block["mlp"] =
+        # ...) is refused where it would matter (as_dict, the network), never half-used
+        self.__dict__["_checked"] = copy.deepcopy(self.as_dict())
+
+    def __hash__(self) -> int:
+        # the mapping fields are dicts: hash what was checked, as equality compares it
+        return hash(_hashable(self.__dict__["_checked"]))
+
+    def check_unchanged(self) -> None:
+        """Refuse a config whose mapping field (``block``, ``layer_plan``, an options dict)
+        was edited in place after the rules accepted it: the network is built from what
+        was checked, so a checkpoint storing the edit would load as another model. One
+        ConfigError line naming the field, what was checked and what it now holds."""
+        checked = self.__dict__.get("_checked")
+        if checked is None:  # still being checked (__post_init__)
+            return
+        for name, was in checked.items():
+            now = getattr(self, name)
+            if now != was:
+                raise ConfigError(
+                    f"model.{name} was changed in place after the EncoderConfig was checked "
+                    f"({was!r} -> {now!r}); an EncoderConfig is frozen: make a new one with "
+                    f"config.replace({name}=...)"
+                )
 
     @cached_property
     def block_options(self) -> BlockOptions:
@@ -168,7 +193,9 @@ class EncoderConfig:
         return found
 
     def as_dict(self) -> dict[str, Any]:
-        """``{field: value}`` in field order (the values themselves, not copies)."""
+        """``{field: value}`` in field order (the values themselves, not copies); a mapping
+        edited in place since the check is refused (:meth:`check_unchanged`)."""
+        self.check_unchanged()
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @classmethod
@@ -229,6 +256,15 @@ def _canonical_type(spec: Any) -> Any:
 
 #: The fields of :class:`EncoderConfig`, in order: the ``model.*`` keys of the architecture.
 ENCODER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(EncoderConfig))
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` (plain data) as nested tuples, mappings order-free: equal data, equal hash."""
+    if isinstance(value, Mapping):
+        return frozenset((key, _hashable(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return tuple(_hashable(item) for item in value)
+    return value
 
 
 def encoder_defaults(config_class: type[EncoderConfig] = EncoderConfig) -> dict[str, Any]:

@@ -94,6 +94,7 @@ class Encoder(nn.Module):
 
     def __init__(self, config: EncoderConfig) -> None:
         super().__init__()
+        config.check_unchanged()  # built from what was checked, never from an edit since
         self.config = config
         layers = config.layers
         groups = scheme_groups(config, layers)

@@ -30,6 +30,7 @@ from roformer_lit.commands.pretrain import validate_config
 from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig, encoder_defaults
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.pretrained import encoder_config, load_encoder
+from roformer_lit.model import Encoder
 from roformer_lit.module import MODEL_RULES, MaskedLM
 
 REPO = Path(__file__).resolve().parents[1]
@@ -341,3 +342,50 @@ def test_a_callers_mapping_changed_after_the_check_changes_nothing(name):
     model = MaskedLM(model=config)
     assert model.hparams[name] == CHANGED[name]
     assert EncoderConfig.from_settings(dict(model.hparams)) == config
+
+
+#: An in-place edit of each mapping field that the rules would accept, of the same shapes
+#: (so a checkpoint storing it would load, as another model, without a word).
+EDITS = {
+    "position_kwargs": lambda value: value.update(learnable_slopes=False),
+    "attention_kwargs": lambda value: value.update(backend="auto"),
+    "block": lambda value: value.update(mlp="swiglu"),
+    "layer_plan": lambda value: value["types"]["local"].update(window=4),
+}
+
+
+@pytest.mark.parametrize("edit", ["valid", "spoiled"])
+@pytest.mark.parametrize("name", [n for n, v in CHANGED.items() if isinstance(v, dict)])
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda config: MaskedLM(model=config),
+        lambda config: config.as_dict(),
+        lambda config: Encoder(config),
+    ],
+    ids=["MaskedLM", "as_dict", "Encoder"],
+)
+def test_a_configs_own_mapping_edited_in_place_is_refused_where_it_is_used(use, name, edit):
+    """``config.block["mlp"] = "swiglu"`` after the check: the network would be the checked
+    block (geglu) and the checkpoint the edit (swiglu), which loads silently as another
+    model. Every user of the config refuses it in one line naming the field."""
+    import copy
+
+    config = EncoderConfig(**copy.deepcopy(CHANGED))
+    (EDITS[name] if edit == "valid" else _spoil)(getattr(config, name))
+    with pytest.raises(ConfigError) as error:
+        use(config)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"model.{name} was changed"), message
+
+
+@pytest.mark.parametrize("name", list(CHANGED))
+def test_a_config_is_hashable_and_equal_configs_hash_alike(name):
+    """A frozen config is a dict key, whatever its mappings; equal configs hash alike
+    (a mapping's key order and ``1`` for ``1.0`` do not change it)."""
+    value = CHANGED[name]
+    config = EncoderConfig(**CHANGED)
+    reordered = dict(reversed(list(value.items()))) if isinstance(value, dict) else value
+    again = EncoderConfig(**{**CHANGED, name: reordered})
+    assert config == again and hash(config) == hash(again)
+    assert {config: 1}[again] == 1
