@@ -72,6 +72,16 @@ DAMAGED = {
     "num_heads missing": (_drop_setting("num_heads"), "lack num_heads"),
     "position missing": (_drop_setting("position"), "lack position"),
     "no hyper_parameters": (lambda c: c.pop("hyper_parameters"), "no hyper_parameters record"),
+    # a setting this version does not know (a newer version's, or edited in): loading
+    # without it would build another model than the one the weights trained, in silence
+    "an unknown setting": (
+        lambda c: c["hyper_parameters"].update(rotary_dim=4),
+        "records model setting(s) 'rotary_dim', which this version",
+    ),
+    "an unknown block-like setting": (
+        lambda c: c["hyper_parameters"].update(model={"hidden_size": 8}),
+        "records model setting(s) 'model'",
+    ),
 }
 
 
@@ -99,6 +109,12 @@ def test_an_edited_record_is_refused_in_one_line(tmp_path, case):
     assert "\n" not in message and str(path) in message and named in message, message
 
 
+def test_lightnings_own_records_in_hyper_parameters_are_not_settings(tmp_path):
+    """Earlier checkpoints hold LightningCLI's ``_instantiator`` beside the settings."""
+    edit = lambda c: c["hyper_parameters"].update(_instantiator="lightning.pytorch.cli.x")  # noqa: E731
+    assert read_checkpoint(_write(tmp_path, edit), kind=PRETRAINING)["global_step"] == 2
+
+
 def test_a_fine_tuning_checkpoint_needs_no_architecture_record(tmp_path):
     """Fine-tuning's hyper_parameters are its own (the pretrained checkpoint names the
     encoder): only the types of the records are checked."""
@@ -119,7 +135,8 @@ def test_a_fine_tuning_checkpoint_needs_no_architecture_record(tmp_path):
     ids=["extrapolate", "export", "validate"],
 )
 @pytest.mark.parametrize(
-    "case", ["global_step a string", "hyper_parameters a list", "num_heads missing"]
+    "case",
+    ["global_step a string", "hyper_parameters a list", "num_heads missing", "an unknown setting"],
 )
 def test_every_command_refuses_an_edited_record_in_one_line(tmp_path, capsys, command, case):
     path = _write(tmp_path, DAMAGED[case][0])

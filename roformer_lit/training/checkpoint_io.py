@@ -309,6 +309,26 @@ def _check_architecture_record(checkpoint: Mapping[str, Any], path: Any) -> None
             f"checkpoint {path} is damaged: its hyper_parameters lack {', '.join(missing)}, "
             "so it does not say which model its weights are; use a checkpoint as fit wrote it"
         )
+    unknown = unknown_settings(saved)
+    if unknown:
+        from roformer_lit.module_arguments import FLAT_KEYS
+
+        raise ConfigError(
+            f"checkpoint {path} records model setting(s) {', '.join(map(repr, unknown))}, which "
+            f"this version of roformer_lit does not know (a newer version's checkpoint, or an "
+            f"edited one): loading it without them may build another model than it trained; "
+            f"known settings: {', '.join(FLAT_KEYS)}"
+        )
+
+
+def unknown_settings(saved: Mapping[str, Any]) -> list[str]:
+    """The keys of a pretraining checkpoint's ``hyper_parameters`` that are no setting of
+    :class:`~roformer_lit.module.MaskedLM` (its flat keys,
+    :data:`~roformer_lit.module_arguments.FLAT_KEYS`). Lightning's own records (a leading
+    underscore: ``_instantiator``, ``_class_path``) are not settings."""
+    from roformer_lit.module_arguments import FLAT_KEYS
+
+    return [key for key in saved if not str(key).startswith("_") and key not in FLAT_KEYS]
 
 
 def read_checkpoint(
