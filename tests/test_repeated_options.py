@@ -55,7 +55,70 @@ REPEATS = {
         "--seed_everything",
         ("--seed_everything 1", "--seed_everything 2"),
     ),
+    # one setting in two spellings: jsonargparse kept the last without a word
+    "a field, then the section typed inline": (
+        ["--model.hidden_size", "128", "--model", "{hidden_size: 64}"],
+        "--model.hidden_size",
+        ("--model.hidden_size 128", "--model {hidden_size: 64}"),
+    ),
+    "the section typed inline, then a field": (
+        ["--model={hidden_size: 64}", "--model.hidden_size", "128"],
+        "--model.hidden_size",
+        ("--model={hidden_size: 64}", "--model.hidden_size 128"),
+    ),
+    "a mapping given whole, then its key": (
+        ["--model.position_kwargs", "{base: 10.0}", "--model.position_kwargs.base", "100.0"],
+        "--model.position_kwargs.base",
+        ("--model.position_kwargs {base: 10.0}", "--model.position_kwargs.base 100.0"),
+    ),
 }
+
+#: (typed after ``fit --config rope.yaml``, the key typed first, the mapping typed whole
+#: after it, which dropped the key without a word)
+DROPPED = {
+    "a block key, then the block whole": (
+        ["--model.block.mlp", "geglu", "--model.block", "{norm: rmsnorm}"],
+        "--model.block.mlp geglu",
+        "--model.block {norm: rmsnorm}",
+    ),
+    "a scheme option, then the options whole": (
+        ["--model.position_kwargs.base", "100.0", "--model.position_kwargs", "{base: 10.0}"],
+        "--model.position_kwargs.base 100.0",
+        "--model.position_kwargs {base: 10.0}",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DROPPED))
+def test_a_key_dropped_by_its_mapping_typed_whole_later_is_one_line(
+    case, tmp_path, monkeypatch, capsys
+):
+    """``--model.block.mlp geglu --model.block '{norm: rmsnorm}'`` trained the GELU block
+    without a word: the mapping typed whole after the key replaced it."""
+    monkeypatch.chdir(tmp_path)
+    typed, key, whole = DROPPED[case]
+    line = one_error_line(["fit", "--config", ROPE, *SMALL, *typed], capsys)
+    assert line.startswith(f"error: fit: {key} is dropped by the later {whole}"), line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        ["--model.block", "{norm: rmsnorm}", "--model.block.mlp", "geglu"],
+        [
+            "--model.position_kwargs",
+            "{rotary_fraction: 0.5}",
+            "--model.position_kwargs.base",
+            "9.0",
+        ],
+        ["--data", "{max_length: 64}", "--data", "{batch_size: 4}"],
+    ],
+    ids=["a block key after the block", "another scheme option", "two data keys"],
+)
+def test_a_key_after_its_mapping_typed_whole_refines_it(typed):
+    """The documented way to change one key of a mapping typed whole: no repeat."""
+    validate_config(["--config", ROPE, *typed], prelaunch=False)
 
 
 @pytest.mark.parametrize("case", list(REPEATS))
