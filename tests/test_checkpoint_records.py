@@ -78,6 +78,24 @@ DAMAGED = {
         lambda c: c["hyper_parameters"].update(rotary_dim=4),
         "records model setting(s) 'rotary_dim', which this version",
     ),
+    # values of another type: validate and resume read them through the command line's
+    # parser, which turned '8' and 2.0 into 8 and 2 (exit 0) where extrapolate refused
+    "hidden_size a string": (
+        lambda c: c["hyper_parameters"].update(hidden_size="8"),
+        "model.hidden_size must be an integer in 1..2147483647, got '8'",
+    ),
+    "num_heads a float": (
+        lambda c: c["hyper_parameters"].update(num_heads=2.0),
+        "model.num_heads must be an integer in 1..2147483647, got 2.0",
+    ),
+    "pre_norm an int": (
+        lambda c: c["hyper_parameters"].update(pre_norm=1),
+        "model.pre_norm must be true or false, got 1",
+    ),
+    "learning_rate a string": (
+        lambda c: c["hyper_parameters"].update(learning_rate="1e-3"),
+        "model.learning_rate must be > 0 and finite, got '1e-3'",
+    ),
     "an unknown block-like setting": (
         lambda c: c["hyper_parameters"].update(model={"hidden_size": 8}),
         "records model setting(s) 'model'",
@@ -136,7 +154,13 @@ def test_a_fine_tuning_checkpoint_needs_no_architecture_record(tmp_path):
 )
 @pytest.mark.parametrize(
     "case",
-    ["global_step a string", "hyper_parameters a list", "num_heads missing", "an unknown setting"],
+    [
+        "global_step a string",
+        "hyper_parameters a list",
+        "num_heads missing",
+        "an unknown setting",
+        "num_heads a float",
+    ],
 )
 def test_every_command_refuses_an_edited_record_in_one_line(tmp_path, capsys, command, case):
     path = _write(tmp_path, DAMAGED[case][0])

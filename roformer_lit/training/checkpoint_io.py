@@ -309,6 +309,7 @@ def _check_architecture_record(checkpoint: Mapping[str, Any], path: Any) -> None
             f"checkpoint {path} is damaged: its hyper_parameters lack {', '.join(missing)}, "
             "so it does not say which model its weights are; use a checkpoint as fit wrote it"
         )
+    _check_recorded_values(saved, path)
     unknown = unknown_settings(saved)
     if unknown:
         from roformer_lit.module_arguments import FLAT_KEYS
@@ -319,6 +320,24 @@ def _check_architecture_record(checkpoint: Mapping[str, Any], path: Any) -> None
             f"edited one): loading it without them may build another model than it trained; "
             f"known settings: {', '.join(FLAT_KEYS)}"
         )
+
+
+def _check_recorded_values(saved: Mapping[str, Any], path: Any) -> None:
+    """Each recorded setting of the types and ranges the model's rules accept, as stored
+    (:func:`~roformer_lit.architecture_rules.check_fields`, the training settings' rules):
+    ``validate`` and resume read the record through the command line's parser, which
+    turns ``'64'`` and ``4.0`` into ``64`` and ``4``, while ``extrapolate`` and ``export``
+    refused them; every reader now refuses them here, in one line."""
+    from roformer_lit.architecture_rules import check_fields
+    from roformer_lit.validation import check_training_arguments
+
+    try:
+        check_fields(saved)
+        check_training_arguments({key: saved[key] for key in saved if not str(key).startswith("_")})
+    except ConfigError as exc:
+        raise ConfigError(
+            f"checkpoint {path} is damaged: {exc}; use a checkpoint as fit wrote it"
+        ) from None
 
 
 def unknown_settings(saved: Mapping[str, Any]) -> list[str]:
