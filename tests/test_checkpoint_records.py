@@ -178,3 +178,21 @@ def test_every_command_refuses_an_edited_record_in_one_line(tmp_path, capsys, co
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and str(path) in errors[0] and DAMAGED[case][1] in errors[0], err
     assert not (tmp_path / "hf").exists()
+
+
+@pytest.mark.parametrize(
+    "case", ["an unknown setting", "num_heads a float", "hidden_size a string", "num_heads missing"]
+)
+def test_finetuning_refuses_a_pretrained_checkpoint_with_an_edited_architecture(tmp_path, case):
+    """``finetune --model.pretrained`` reads a pretraining checkpoint too: its recorded
+    architecture is checked as every other reader checks it (an unknown setting was
+    dropped without a word), the line led by ``model.pretrained``."""
+    from roformer_lit.finetune.pretrained import read_pretrained
+
+    edit, named = DAMAGED[case]
+    path = _write(tmp_path, edit)
+    with pytest.raises(ConfigError) as refused:
+        read_pretrained(path)
+    message = str(refused.value)
+    assert message.startswith("model.pretrained: ") and "\n" not in message, message
+    assert str(path) in message and named in message, message

@@ -29,7 +29,12 @@ from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder
 from roformer_lit.safe_input import check_readable_file
-from roformer_lit.training.checkpoint_io import PRETRAINING, checkpoint_kind, read_checkpoint
+from roformer_lit.training.checkpoint_io import (
+    PRETRAINING,
+    check_architecture_record,
+    checkpoint_kind,
+    read_checkpoint,
+)
 
 
 def read_pretrained(path: str | Path) -> dict[str, Any]:
@@ -50,6 +55,10 @@ def read_pretrained(path: str | Path) -> dict[str, Any]:
             f"model.pretrained: {path} is not a pretraining checkpoint (one written by "
             "python -m roformer_lit fit)"
         )
+    try:  # the architecture it records, checked as every reader of a pretraining one does
+        check_architecture_record(checkpoint, path)
+    except ConfigError as exc:
+        raise ConfigError(f"model.pretrained: {exc}") from None
     probe = (checkpoint.get("datamodule_hyper_parameters") or {}).get("probe")
     if probe is not None:
         raise ConfigError(

@@ -288,7 +288,7 @@ def check_records(checkpoint: Mapping[str, Any], path: Any) -> None:
             )
 
 
-def _check_architecture_record(checkpoint: Mapping[str, Any], path: Any) -> None:
+def check_architecture_record(checkpoint: Mapping[str, Any], path: Any) -> None:
     """A pretraining checkpoint's ``hyper_parameters`` name its model: every setting of
     :data:`ARCHITECTURE_RECORD` is there."""
     saved = checkpoint.get("hyper_parameters")
@@ -396,7 +396,7 @@ def read_checkpoint(
     if kind is not None:
         _refuse_other_kind(checkpoint, path, kind)
     if kind == PRETRAINING:
-        _check_architecture_record(checkpoint, path)
+        check_architecture_record(checkpoint, path)
     drop_duplicate_weights(checkpoint)
     return checkpoint
 
