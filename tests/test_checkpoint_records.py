@@ -196,3 +196,11 @@ def test_finetuning_refuses_a_pretrained_checkpoint_with_an_edited_architecture(
     message = str(refused.value)
     assert message.startswith("model.pretrained: ") and "\n" not in message, message
     assert str(path) in message and named in message, message
+
+
+def test_the_settings_a_checkpoint_may_record_are_the_flat_keys():
+    """The reader's list of known settings (the two rule tables) is the alias table."""
+    from roformer_lit.module_arguments import FLAT_KEYS
+    from roformer_lit.training.checkpoint_io import model_settings
+
+    assert model_settings() == list(FLAT_KEYS)

@@ -312,13 +312,11 @@ def check_architecture_record(checkpoint: Mapping[str, Any], path: Any) -> None:
     _check_recorded_values(saved, path)
     unknown = unknown_settings(saved)
     if unknown:
-        from roformer_lit.module_arguments import FLAT_KEYS
-
         raise ConfigError(
             f"checkpoint {path} records model setting(s) {', '.join(map(repr, unknown))}, which "
             f"this version of roformer_lit does not know (a newer version's checkpoint, or an "
             f"edited one): loading it without them may build another model than it trained; "
-            f"known settings: {', '.join(FLAT_KEYS)}"
+            f"known settings: {', '.join(model_settings())}"
         )
 
 
@@ -343,11 +341,21 @@ def _check_recorded_values(saved: Mapping[str, Any], path: Any) -> None:
 def unknown_settings(saved: Mapping[str, Any]) -> list[str]:
     """The keys of a pretraining checkpoint's ``hyper_parameters`` that are no setting of
     :class:`~roformer_lit.module.MaskedLM` (its flat keys,
-    :data:`~roformer_lit.module_arguments.FLAT_KEYS`). Lightning's own records (a leading
+    :func:`model_settings`). Lightning's own records (a leading
     underscore: ``_instantiator``, ``_class_path``) are not settings."""
-    from roformer_lit.module_arguments import FLAT_KEYS
+    known = model_settings()
+    return [key for key in saved if not str(key).startswith("_") and key not in known]
 
-    return [key for key in saved if not str(key).startswith("_") and key not in FLAT_KEYS]
+
+def model_settings() -> list[str]:
+    """Every setting of :class:`~roformer_lit.module.MaskedLM`, in its flat spelling: the
+    architecture's fields, then the training settings (each has its rule: the keys of the
+    two rule tables are the flat keys, :data:`~roformer_lit.module_arguments.FLAT_KEYS`,
+    which this module cannot import without a cycle)."""
+    from roformer_lit.architecture_rules import FIELD_RULES
+    from roformer_lit.validation import TRAINING_RULES
+
+    return [*FIELD_RULES, *TRAINING_RULES]
 
 
 def read_checkpoint(
