@@ -321,3 +321,32 @@ def test_check_fit_config_passes_the_shipped_configs():
 
     for config in ["rope.yaml", "alibi.yaml", "probes/copy.yaml"]:
         check_fit_config(validate_config(["--config", str(CONFIGS / config)]))
+
+
+#: Lengths inside their ranges whose sample build alone would not fit: (overrides, what
+#: the one line names). ``max_length`` is sized to hold the sequences where it must.
+HUGE_LENGTHS = [
+    ({"probe_max_length": 10**9}, "data.max_length=40 is too short"),
+    ({"probe_min_length": 10**9, "probe_max_length": 10**9}, "data.max_length=40 is too short"),
+    ({"probe_max_length": 10**8, "max_length": 2 * 10**9 + 1}, "this machine has 1 GiB"),
+]
+
+
+@pytest.mark.parametrize("task", ["copy", "reverse", "sort", "odds_first"])
+@pytest.mark.parametrize(("overrides", "named"), HUGE_LENGTHS)
+def test_a_task_is_built_only_after_its_sizes_are_known_to_fit(
+    task, overrides, named, machine_of, monkeypatch
+):
+    """The pre-launch check builds a few sequences of the task (its determinism); before
+    the lengths were checked against ``max_length`` and the memory, a
+    ``probe_max_length`` of 10**9 allocated 30 GiB there: a traceback (MemoryError)
+    instead of one line."""
+    from roformer_lit.data import probe_module
+
+    def no_huge_build(task: Any, symbols: int, n: int, *rest: Any) -> None:
+        assert n <= 10**4, f"built {n}-long sequences before the sizes were checked"
+
+    monkeypatch.setattr(probe_module, "check_deterministic", no_huge_build)
+    machine_of(GIB)
+    with pytest.raises(ConfigError, match=named):
+        check_data_section(probe_settings(probe=task, **overrides))

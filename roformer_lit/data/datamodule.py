@@ -183,14 +183,22 @@ class PretrainDataModule(ResumableDataModule):
         (``settings``: every argument by name, defaults included): the rule table
         (:attr:`RULES`), the settings that must agree (:meth:`check_combinations`), and
         the bytes the sizes would allocate against this machine's memory
-        (:meth:`data_bytes`). The first failure is one ConfigError line. The pre-launch
-        check (:mod:`roformer_lit.commands.prelaunch`) calls it before anything is
-        created, the data module again when it is built."""
+        (:meth:`data_bytes`), and last what building a sample says (:meth:`check_builds`),
+        which allocates, so only after the sizes are known to fit. The first failure is one
+        ConfigError line. The pre-launch check (:mod:`roformer_lit.commands.prelaunch`)
+        calls it before anything is created, the data module again when it is built."""
         check_arguments(settings, cls.RULES, "data.")
         cls.check_combinations(settings)
         need, names = cls.data_bytes(settings)
         values = ", ".join(f"data.{name}={settings[name]}" for name in names)
         check_fits_in_memory(need, f"the data settings ({values})")
+        cls.check_builds(settings)
+
+    @classmethod
+    def check_builds(cls, settings: Mapping[str, Any]) -> None:
+        """Checks that build a few samples (none here): called after :meth:`data_bytes`
+        has been checked against the machine, so that a size too large for it is refused
+        by its bytes rather than by the allocation it would make."""
 
     @classmethod
     def check_combinations(cls, settings: Mapping[str, Any]) -> None:

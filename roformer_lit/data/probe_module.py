@@ -87,12 +87,9 @@ class ProbeDataModule(PretrainDataModule):
 
     @classmethod
     def check_combinations(cls, settings: Mapping[str, Any]) -> None:
-        """The base's, then the task's: its name, its lengths and symbols, what its
-        ``build`` returns at the shortest and longest input length (four sequences, twice
-        from one seed: a user's task that returns something else, or draws from anything
-        but its generator, is refused before any run; :mod:`roformer_lit.data.probes.built`),
-        a hint only for a task that takes one, and a ``max_length`` that holds its
-        longest sequence."""
+        """The base's, then the task's: its name, its lengths and symbols, a hint only for
+        a task that takes one, and a ``max_length`` that holds its longest sequence (what
+        its ``build`` returns: :meth:`check_builds`, once the sizes fit)."""
         super().check_combinations(settings)
         task = probe_task(settings["probe"])
         symbols, low, high = (
@@ -103,8 +100,6 @@ class ProbeDataModule(PretrainDataModule):
                 f"data.probe_min_length must be <= data.probe_max_length={high}, got {low}"
             )
         task.check(high, symbols)
-        for n in sorted({low, high}):  # a user's task is refused here, before any run
-            check_deterministic(task, symbols, n, settings["probe_hint"], settings["seed"])
         if settings["probe_hint"] and task.hint is None:
             loaded = PROBE_TASKS.loadable().components
             takers = ", ".join(name for name, t in loaded.items() if t.hint is not None)
@@ -118,6 +113,18 @@ class ProbeDataModule(PretrainDataModule):
                 f"data.max_length={settings['max_length']} is too short for probe "
                 f"{task.name!r} at data.probe_max_length={high}: its sequences have {needed} "
                 f"tokens; set data.max_length >= {needed}"
+            )
+
+    @classmethod
+    def check_builds(cls, settings: Mapping[str, Any]) -> None:
+        """What the task's ``build`` returns at the shortest and longest input length (four
+        sequences, twice from one seed): a user's task that returns something else, or
+        draws from anything but its generator, is refused here, before any run, and only
+        once the sizes are known to fit the machine."""
+        task = probe_task(settings["probe"])
+        for n in sorted({settings["probe_min_length"], settings["probe_max_length"]}):
+            check_deterministic(
+                task, settings["probe_symbols"], n, settings["probe_hint"], settings["seed"]
             )
 
     @classmethod
