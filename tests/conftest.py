@@ -55,6 +55,7 @@ FAST_MODULES = frozenset(
         "test_tool_arguments",
         "test_config_composition",
         "test_run_name",
+        "test_resume_hint",
         "test_plan_identity",
         "test_extrapolate_overrides",
         "test_replaced_mappings",

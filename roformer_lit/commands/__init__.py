@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -100,7 +101,7 @@ def main(args: Sequence[str] | None = None) -> int:
         _run_report(
             f"{'interrupted by Ctrl-C' if interrupted else 'preempted by ' + info['signal']} at "
             f"step {info['step']}: saved {info['checkpoint']}; continue with --ckpt_path "
-            f"{info['checkpoint']}"
+            f"{shlex.quote(str(info['checkpoint']))}"  # pasted into a shell as it stands
         )
         return EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED
     except TrainingDiverged as exc:
