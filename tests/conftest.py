@@ -56,6 +56,7 @@ FAST_MODULES = frozenset(
         "test_config_composition",
         "test_run_name",
         "test_resume_hint",
+        "test_compare_resolved_settings",
         "test_plan_identity",
         "test_extrapolate_overrides",
         "test_replaced_mappings",

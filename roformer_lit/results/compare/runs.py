@@ -66,6 +66,11 @@ DATA_SAVED_AS = {"vocab_size": "requested_vocab_size"}
 #: built-in scheme or kernel named by its import path is saved by its short name, and a
 #: layer plan's types likewise): never read as an edit.
 RESPELLED = frozenset({"position", "attention", "layer_plan"})
+#: Data settings that ``config.yaml`` leaves null by design and the run resolves as it
+#: starts (a fine-tuning task's ``num_labels``: its own, or inferred from the labels, and
+#: linked to the model's, which ``hparams.yaml`` saves under the same name): null there is
+#: the request, the resolved value in ``hparams.yaml`` its answer, never an edit.
+RESOLVED_WHEN_NULL = frozenset({"num_labels"})
 #: How a run's note (and ``runs.csv``'s ``note`` column) starts when the run has not
 #: validated at its last step: ``unfinished: last validated at step N of M``.
 UNFINISHED = "unfinished"
@@ -280,7 +285,9 @@ def _disagreements(config: dict[str, Any], hparams: dict[str, Any]) -> list[str]
         if not isinstance(settings, dict):
             continue
         for key, value in settings.items():
-            if key in skipped:
+            if key in skipped or (
+                section == "data" and value is None and key in RESOLVED_WHEN_NULL
+            ):
                 continue
             saved = saved_as.get(key, key)
             if saved in hparams and _written(hparams[saved]) != _written(value):
