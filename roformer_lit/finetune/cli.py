@@ -56,7 +56,11 @@ from roformer_lit.errors import ConfigError, refused_settings
 from roformer_lit.finetune.datamodule import TaskDataModule
 from roformer_lit.finetune.module import SequenceClassifier
 from roformer_lit.finetune.prelaunch import check_classifier_settings, check_finetune_config
-from roformer_lit.finetune.pretrained import check_resumed_pretrained, read_pretrained
+from roformer_lit.finetune.pretrained import (
+    check_resumed_pretrained,
+    pretrained_refusal,
+    read_pretrained,
+)
 from roformer_lit.finetune.tasks import TASKS, get_task
 from roformer_lit.safe_input import check_readable_file
 from roformer_lit.training import run_dir
@@ -122,10 +126,13 @@ class FinetuneCLI(RoformerCLI):
         checkpoint = read_checkpoint(ckpt)
         hparams = checkpoint.get("hyper_parameters") or {}
         if checkpoint_kind(checkpoint) != FINE_TUNING:
-            raise ConfigError(
-                f"--ckpt_path {ckpt} is not a fine-tuning checkpoint; to fine-tune a "
-                "pretrained model give it as --model.pretrained"
+            refusal = pretrained_refusal(checkpoint, ckpt)
+            hint = (
+                "to fine-tune a pretrained model give it as --model.pretrained"
+                if refusal is None
+                else f"nor one to fine-tune from: {refusal}"
             )
+            raise ConfigError(f"--ckpt_path {ckpt} is not a fine-tuning checkpoint; {hint}")
         if subcommand == "validate":  # the encoder it was fine-tuned from, unless typed
             self._take_pretrained_from(hparams.get("pretrained"))
         else:  # the run's own pretrained checkpoint, then the table and the finished-run check

@@ -37,6 +37,33 @@ from roformer_lit.training.checkpoint_io import (
 )
 
 
+def pretrained_refusal(checkpoint: dict[str, Any], path: str | Path) -> str | None:
+    """Why a read checkpoint cannot be fine-tuned from (None: it can): not a ``fit``
+    checkpoint with an encoder (e.g. a fine-tuned one), or one of a position task, whose
+    tokenizer cannot encode text. The one rule for ``model.pretrained`` and for the hint a
+    misplaced ``--ckpt_path`` gets."""
+    hparams = checkpoint.get("hyper_parameters")
+    state = checkpoint.get("state_dict") or {}
+    if (
+        not isinstance(hparams, dict)
+        or checkpoint_kind(checkpoint) != PRETRAINING
+        or not any(k.startswith("encoder.") for k in state)
+    ):
+        return f"{path} is not a pretraining checkpoint (one written by python -m roformer_lit fit)"
+    try:  # the architecture it records, checked as every reader of a pretraining one does
+        check_architecture_record(checkpoint, path)
+    except ConfigError as exc:
+        return str(exc)
+    probe = (checkpoint.get("datamodule_hyper_parameters") or {}).get("probe")
+    if probe is not None:
+        return (
+            f"{path} was trained on the position task {probe!r} (data.probe): its tokenizer "
+            "knows only the task's symbols and cannot encode text; fine-tune a checkpoint "
+            "pretrained on a corpus"
+        )
+    return None
+
+
 def read_pretrained(path: str | Path) -> dict[str, Any]:
     """The pretrained checkpoint at ``path``; one line if it is missing, unreadable, or not
     a ``fit`` checkpoint with an encoder (e.g. a fine-tuned one)."""
@@ -44,28 +71,9 @@ def read_pretrained(path: str | Path) -> dict[str, Any]:
         raise ConfigError("model.pretrained is required: a checkpoint written by fit")
     check_readable_file(path, "model.pretrained: checkpoint")
     checkpoint = read_checkpoint(path)
-    hparams = checkpoint.get("hyper_parameters")
-    state = checkpoint["state_dict"]
-    if (
-        not isinstance(hparams, dict)
-        or checkpoint_kind(checkpoint) != PRETRAINING
-        or not any(k.startswith("encoder.") for k in state)
-    ):
-        raise ConfigError(
-            f"model.pretrained: {path} is not a pretraining checkpoint (one written by "
-            "python -m roformer_lit fit)"
-        )
-    try:  # the architecture it records, checked as every reader of a pretraining one does
-        check_architecture_record(checkpoint, path)
-    except ConfigError as exc:
-        raise ConfigError(f"model.pretrained: {exc}") from None
-    probe = (checkpoint.get("datamodule_hyper_parameters") or {}).get("probe")
-    if probe is not None:
-        raise ConfigError(
-            f"model.pretrained: {path} was trained on the position task {probe!r} "
-            "(data.probe): its tokenizer knows only the task's symbols and cannot encode "
-            "text; fine-tune a checkpoint pretrained on a corpus"
-        )
+    refusal = pretrained_refusal(checkpoint, path)
+    if refusal is not None:
+        raise ConfigError(f"model.pretrained: {refusal}")
     return checkpoint
 
 
