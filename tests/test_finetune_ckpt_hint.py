@@ -12,24 +12,39 @@ import pytest
 import torch
 from cli_helpers import CONFIGS, one_error_line
 
+from roformer_lit.encoder_config import EncoderConfig
+from roformer_lit.module_arguments import flat_hyperparameters
+from roformer_lit.training_config import TrainingConfig
+
+#: What fit records of a RoPE encoder: every setting, so only the case's point differs.
+RECORDED = flat_hyperparameters(EncoderConfig(position="rope"), TrainingConfig())
+
 #: name -> (the checkpoint, words the one line must hold, words it must not)
 CASES: dict[str, tuple[dict[str, Any], str, str | None]] = {
     "corpus pretraining": (
-        {"hyper_parameters": {"position": "rope"}, "state_dict": {"encoder.w": torch.zeros(1)}},
+        {"hyper_parameters": RECORDED, "state_dict": {"encoder.w": torch.zeros(1)}},
         "give it as --model.pretrained",
         None,
     ),
     "position task": (
         {
-            "hyper_parameters": {"position": "rope"},
+            "hyper_parameters": RECORDED,
             "state_dict": {"encoder.w": torch.zeros(1)},
             "datamodule_hyper_parameters": {"probe": "copy"},
         },
         "trained on the position task 'copy'",
         "give it as --model.pretrained",
     ),
+    "damaged architecture record": (
+        {
+            "hyper_parameters": {k: v for k, v in RECORDED.items() if k != "hidden_size"},
+            "state_dict": {"encoder.w": torch.zeros(1)},
+        },
+        "lack hidden_size",
+        "give it as --model.pretrained",
+    ),
     "no encoder": (
-        {"hyper_parameters": {"position": "rope"}, "state_dict": {"head.w": torch.zeros(1)}},
+        {"hyper_parameters": RECORDED, "state_dict": {"head.w": torch.zeros(1)}},
         "is not a pretraining checkpoint",
         "give it as --model.pretrained",
     ),
