@@ -69,3 +69,13 @@ def test_an_override_acts_where_it_reaches_or_is_refused(case, capsys):
         assert not torch.allclose(original(ids), rebuilt(ids))  # the override did something
     notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
     assert len(notes) == (1 if None in bases else 0), notes
+
+
+@pytest.mark.parametrize("plan", [OWN_BASES, MIXED], ids=["own bases", "mixed"])
+@pytest.mark.parametrize("override", [{"nosuch": {"base": 5}}, {"nosuch": 5}])
+def test_a_key_neither_an_option_nor_a_type_names_both_kinds_of_key(plan, override):
+    with pytest.raises(ConfigError) as info:
+        with_position_kwargs(model(plan), override, "run.ckpt")
+    line = str(info.value)
+    assert "\n" not in line and "'nosuch'" in line, line
+    assert "rotary_fraction" in line and "global, local" in line, line  # an option, the types

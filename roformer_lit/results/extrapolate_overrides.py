@@ -11,6 +11,8 @@ recipe, whose every type sets its own ``base``, reaches no layer.
   be a wrong answer.
 * An option that reaches some layers acts on those; one ``note:`` line names the types it
   reaches and those it does not.
+* A key that is neither an option of the model's scheme nor a type of the plan is refused
+  in one line naming both kinds of valid keys.
 * A key naming a type of the plan, with a mapping (``{global: {base: 500}}``), overrides
   that type's own options: laid over them, whatever its scheme (the rebuilt model checks
   them against it).
@@ -26,6 +28,8 @@ from typing import Any
 from roformer_lit.errors import ConfigError
 from roformer_lit.layer_plan import layer_types
 from roformer_lit.plan_identity import plain
+from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.registry import option_names
 
 
 def _types(hparams: Mapping[str, Any]) -> tuple[list[str], dict[str, dict[str, Any]]]:
@@ -56,6 +60,15 @@ def apply_overrides(
         k: v for k, v in overrides.items() if k not in types or not isinstance(v, Mapping)
     }
     per_type = {k: dict(v) for k, v in overrides.items() if k not in model_level}
+    if names and position in POSITION_SCHEMES:  # a key neither an option nor a type
+        valid = option_names(POSITION_SCHEMES[position])
+        unknown = [key for key in model_level if key not in valid]
+        if unknown:
+            raise ConfigError(
+                f"{label}: --position_kwargs key {unknown[0]!r} is neither an option of "
+                f"position {position!r} ({', '.join(valid) or 'none'}) nor a layer type of "
+                f"its plan ({', '.join(names)}, each taking a mapping of its own options)"
+            )
     notes: list[str] = []
     for key, value in model_level.items():
         if not names:
