@@ -756,3 +756,14 @@ def test_an_epoch_limited_run_with_nothing_left_is_refused_in_one_line(case):
         check_steps_left(checkpoint, config, "run.ckpt")
     line = str(info.value)
     assert "\n" not in line and "run.ckpt" in line and all(w in line for w in words), line
+
+
+def test_a_note_shows_an_empty_mapping_the_run_stored_as_it_stored_it():
+    """The run stored ``position_kwargs: {}``; an evaluation at ``{base: 100.0}`` noted
+    'the run trained at None' (the empty mapping compares as None)."""
+    checkpoint = {"datamodule_hyper_parameters": {}, "hyper_parameters": {"position_kwargs": {}}}
+    config = {"model": {"position_kwargs": {"base": 100.0}}, "data": {}}
+    _, notes = checkpoint_settings(checkpoint, config, {"model.position_kwargs"}, False, "run.ckpt")
+    assert notes == [
+        "note: evaluating at model.position_kwargs={'base': 100.0}, the run trained at {}"
+    ], notes

@@ -353,6 +353,14 @@ def config_file_keys(args: Sequence[str], options: Mapping[str, Any]) -> set[str
     return found
 
 
+def _shown(value: Any) -> Any:
+    """``value`` as a message shows it: :func:`_plain`, but an empty mapping as ``{}``
+    (what the run stored), not the None it compares as."""
+    plain = _plain(value)
+    empty_mapping = isinstance(value, Mapping) or callable(getattr(value, "as_dict", None))
+    return {} if plain is None and empty_mapping else plain
+
+
 def _plain(value: Any) -> Any:
     """``value`` as plain data for comparison: mappings as dicts (an empty one as None,
     as jsonargparse reads ``{}``), tuples as lists."""
@@ -643,8 +651,8 @@ def _typed_value(
                 "train a new run" if why == FINISHED else "leave the flag out, or train a new run"
             )
             raise ConfigError(
-                f"checkpoint {path} was trained with {key}={_plain(saved)!r}, this run has "
-                f"{name}={_plain(ours)!r}; {why}: {advice}"
+                f"checkpoint {path} was trained with {key}={_shown(saved)!r}, this run has "
+                f"{name}={_shown(ours)!r}; {why}: {advice}"
             )
         action = NOTICE
     if action == REFUSE:
@@ -655,12 +663,12 @@ def _typed_value(
             else "its weights were trained for that: leave the flag out"
         )
         raise ConfigError(
-            f"checkpoint {path} was trained with {key}={_plain(saved)!r}, this run has "
-            f"{name}={_plain(ours)!r}; {advice}"
+            f"checkpoint {path} was trained with {key}={_shown(saved)!r}, this run has "
+            f"{name}={_shown(ours)!r}; {advice}"
         )
     if action == NOTICE:
         doing = "resuming with" if resume else "evaluating at"
-        return f"note: {doing} {name}={_plain(ours)!r}, the run trained at {_plain(saved)!r}"
+        return f"note: {doing} {name}={_shown(ours)!r}, the run trained at {_shown(saved)!r}"
     return None
 
 
@@ -707,7 +715,7 @@ def checkpoint_settings(
             target = fill.setdefault(section, {})
             (target["init_args"] if "init_args" in target else target)[key] = saved
             if name in from_files:
-                replaced.append(f"{name}={_plain(ours)!r} -> {_plain(saved)!r}")
+                replaced.append(f"{name}={_shown(ours)!r} -> {_shown(saved)!r}")
             continue
         note = _typed_value(checkpoint, name, (ours, saved), current, resume, path)
         if note is not None:
