@@ -42,7 +42,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.layer_plan import LayerSpec, resolve_plan
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.registry import Registry
-from roformer_lit.validation import as_data
+from roformer_lit.validation import TRAINING_RULES, as_data
 
 
 @dataclass(frozen=True)
@@ -202,8 +202,23 @@ class EncoderConfig:
     def from_settings(cls, settings: Mapping[str, Any], **overrides: Any) -> EncoderConfig:
         """The config of the fields among ``settings`` (a checkpoint's flat
         ``hyper_parameters``, a parsed ``model`` section, ``MaskedLM``'s arguments), then
-        ``overrides``; other keys (training settings) are ignored, and a field missing
-        from both (a checkpoint older than the field) takes its default."""
+        ``overrides``; the training settings (:data:`~roformer_lit.validation.
+        TRAINING_RULES`) and Lightning's own records (``_instantiator``) are left out, a key
+        that is neither is refused in one line (a typo such as ``hiden_size`` would
+        otherwise build the default), and a field missing from both (a checkpoint older
+        than the field) takes its default."""
+        unknown = [
+            str(key)
+            for key in settings
+            if key not in ENCODER_FIELDS
+            and key not in TRAINING_RULES
+            and not str(key).startswith("_")
+        ]
+        if unknown:
+            raise ConfigError(
+                f"unknown model setting(s) {', '.join(map(repr, unknown))}; valid: "
+                f"{', '.join([*ENCODER_FIELDS, *TRAINING_RULES])}"
+            )
         values = {name: settings[name] for name in ENCODER_FIELDS if name in settings}
         return cls(**{**values, **overrides})
 

@@ -389,3 +389,19 @@ def test_a_config_is_hashable_and_equal_configs_hash_alike(name):
     again = EncoderConfig(**{**CHANGED, name: reordered})
     assert config == again and hash(config) == hash(again)
     assert {config: 1}[again] == 1
+
+
+@pytest.mark.parametrize("typo", ["hiden_size", "num_layer", "positon"])
+def test_from_settings_refuses_a_key_that_is_no_setting(typo):
+    """A typo was left out like a training setting, so the config took the default."""
+    with pytest.raises(ConfigError) as info:
+        EncoderConfig.from_settings({typo: 3, "learning_rate": 1e-3})
+    line = str(info.value)
+    assert "\n" not in line and repr(typo) in line and "hidden_size" in line, line
+
+
+def test_from_settings_leaves_out_training_settings_and_lightnings_records():
+    config = EncoderConfig.from_settings(
+        {"hidden_size": 64, "num_heads": 4, "learning_rate": 1e-3, "_instantiator": "x"}
+    )
+    assert (config.hidden_size, config.num_heads) == (64, 4)
