@@ -1,0 +1,144 @@
+"""The extrapolation guide's summary table, ``nope``'s movement with length and the
+findings' ranges are generated from the raw outputs (regions ``extrapolation-table``,
+``extrapolation-nope``, ``extrapolation-findings``): the guide typed them by hand (YaRN
+0.71–1.14, factor 16 0.14–0.20, xl 4.26–4.36, the ×10 ranges, the locality shares), which
+no check read. A number changed in a copy of a raw output or of the guide makes the check
+name the region and the cell."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.results.study import extrapolation
+from roformer_lit.results.study.mlm import MLM_RAW, POSITION_LR_RAW
+from roformer_lit.results.study.pages import render_pages, stale_line
+from roformer_lit.results.study.places import PLACES, read_from
+from roformer_lit.results.study.regions import render
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE = ROOT / "docs" / "guide" / "extrapolation.md"
+
+
+def _check(tmp_path: Path, raw: str | None = None, old: str = "", new: str = "", page=None):
+    """``stale_line`` of the guide against a copy of the raw outputs with ``old`` replaced by
+    ``new`` in ``raw`` (or the guide edited by ``page``); '' when nothing is stale."""
+    bench, pages, guides = tmp_path / "bench", tmp_path / "pages", tmp_path / "guide"
+    shutil.copytree(ROOT / "docs" / "bench", bench)
+    pages.mkdir()
+    guides.mkdir()
+    text = GUIDE.read_text(encoding="utf-8")
+    (guides / "extrapolation.md").write_text(page(text) if page else text, encoding="utf-8")
+    if raw is not None:
+        data = (bench / raw).read_text(encoding="utf-8")
+        assert data.count(old) == 1, old
+        (bench / raw).write_text(data.replace(old, new), encoding="utf-8")
+    rewritten, drawn = render_pages(bench, pages, None, None, guides)
+    return stale_line(rewritten, drawn, bench, pages) if rewritten else ""
+
+
+def test_the_checkouts_guide_equals_what_the_raw_outputs_give(tmp_path) -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    for name in ("extrapolation-table", "extrapolation-nope", "extrapolation-findings"):
+        assert f"<!-- generated: {name} -->" in text, name
+    assert render(text, str(GUIDE)) == text
+    assert _check(tmp_path) == ""
+
+
+@pytest.mark.parametrize(
+    ("raw", "old", "new", "region", "cell"),
+    [
+        (
+            MLM_RAW,
+            "| 3 | 4.434 ± 0.043 | 4.383",
+            "| 3 | 4.534 ± 0.043 | 4.383",
+            "extrapolation-table",
+            "4.534 ± 0.043",
+        ),
+        (
+            MLM_RAW,
+            "| xl | softmax | 4.384 | 4.314 | 4.384 | 4.259 |",
+            "| xl | softmax | 4.384 | 4.314 | 4.384 | 4.159 |",
+            "extrapolation-findings",
+            "4.16",
+        ),
+        (
+            MLM_RAW,
+            "| nope | softmax | 6.060 | 6.010 |",
+            "| nope | softmax | 6.060 | 6.050 |",
+            "extrapolation-nope",
+            "0.01",
+        ),
+        (
+            POSITION_LR_RAW,
+            "| t5 | 2048 | 0.045 |",
+            "| t5 | 2048 | 0.055 |",
+            "extrapolation-findings",
+            "0.055",
+        ),
+    ],
+)
+def test_a_number_changed_in_a_raw_output_names_the_region_and_cell(
+    tmp_path, raw, old, new, region, cell
+) -> None:
+    stale = _check(tmp_path, raw, old, new)
+    assert f"region {region!r}" in stale and cell in stale, stale
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "region", "cell"),
+    [
+        (
+            "| rope | 4.641 ± 0.063 |",
+            "| rope | 4.641 ± 0.053 |",
+            "extrapolation-table",
+            "page '4.641 ± 0.053'",
+        ),
+        (
+            "factor 8 is 0.71 to 1.14 nats",
+            "factor 8 is 0.61 to 1.14 nats",
+            "extrapolation-findings",
+            "page '0.61', data '0.71'",
+        ),
+        ("4× is 0.03 to 0.06 nats", "4× is 0.03 to 0.07 nats", "extrapolation-nope", "page '0.07'"),
+    ],
+)
+def test_a_number_changed_on_the_guide_names_the_region(tmp_path, old, new, region, cell) -> None:
+    stale = _check(tmp_path, page=lambda text: text.replace(old, new, 1))
+    assert f"region {region!r}" in stale and cell in stale, stale
+
+
+def test_a_block_missing_a_seed_is_one_error_naming_it(tmp_path) -> None:
+    bench = tmp_path / "bench"
+    shutil.copytree(ROOT / "docs" / "bench", bench)
+    raw = bench / MLM_RAW
+    lines = raw.read_text(encoding="utf-8").splitlines(keepends=True)
+    raw.write_text(
+        "".join(x for x in lines if not x.startswith("| runs/positions/kerple-softmax-seed2/")),
+        encoding="utf-8",
+    )
+    before = (PLACES.bench, PLACES.pages)
+    read_from(bench, tmp_path)
+    try:
+        with pytest.raises(ConfigError, match=r"kerple has seeds \[0, 1\]"):
+            extrapolation.table()
+    finally:
+        read_from(*before)
+
+
+def test_the_guide_types_none_of_the_old_numbers() -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    for typed in (
+        "0.71–1.14",
+        "0.14–0.20",
+        "(4.26–4.36)",
+        "+0.41 to +0.50",
+        "0.37–0.38",
+        "0.86–0.94",
+        "0.69–0.81",
+        "0.03–0.06",
+    ):
+        assert typed not in text, typed
