@@ -1,0 +1,95 @@
+"""The README quick start's result is generated (region ``readme-quickstart``) from the
+committed raw outputs of its three runs: the README typed "6.80 at step 50", "4.70",
+"4.64 ± 0.06" and "32.8 ± 0.7 %" with no raw output named. A number changed in a copy of a
+raw output or of the README makes the check name the region and the cell."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.results.study import quickstart
+from roformer_lit.results.study.mlm import MLM_RAW, POSITION_LR_RAW
+from roformer_lit.results.study.pages import render_pages, stale_line
+from roformer_lit.results.study.places import PLACES, read_from
+from roformer_lit.results.study.regions import render
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+REGION = "<!-- generated: readme-quickstart -->"
+
+
+def _check(tmp_path: Path, raw: str | None = None, old: str = "", new: str = "", page=None):
+    """``stale_line`` of the quick-start region against a copy of the raw outputs with
+    ``old`` replaced by ``new`` in ``raw`` (or the region edited by ``page``)."""
+    bench, pages = tmp_path / "bench", tmp_path / "pages"
+    shutil.copytree(ROOT / "docs" / "bench", bench)
+    pages.mkdir()
+    text = README.read_text(encoding="utf-8")
+    start = text.index(REGION)
+    region = text[start : text.index("<!-- end generated -->", start) + 23] + "\n"
+    readme = tmp_path / "README.md"
+    readme.write_text(page(region) if page else region, encoding="utf-8")
+    if raw is not None:
+        data = (bench / raw).read_text(encoding="utf-8")
+        assert data.count(old) == 1, old
+        (bench / raw).write_text(data.replace(old, new), encoding="utf-8")
+    rewritten, drawn = render_pages(bench, pages, readme)
+    return stale_line(rewritten, drawn, bench, pages) if rewritten else ""
+
+
+def test_the_readme_states_what_the_raw_outputs_give(tmp_path) -> None:
+    text = README.read_text(encoding="utf-8")
+    assert REGION in text and render(text, str(README)) == text
+    assert _check(tmp_path) == ""
+    for typed in ("6.80 at step 50", "3 % → 32 %"):
+        assert typed not in text, typed
+    # the two-command quick start stays intact
+    assert "python -m roformer_lit fit --config configs/rope.yaml\n```" in text
+    assert "```bash\npython -m pytest\n```" in text
+
+
+@pytest.mark.parametrize(
+    ("raw", "old", "new", "cell"),
+    [
+        (
+            MLM_RAW,
+            "| rope | softmax | 4.702 |",
+            "| rope | softmax | 4.802 |",
+            "data '4.802 / 4.576 / 4.643: **4.67 ± 0.12**'",
+        ),
+        (POSITION_LR_RAW, "| 0.3282 ± 0.0066 |", "| 0.3382 ± 0.0066 |", "data '33.8"),
+    ],
+)
+def test_a_number_changed_in_a_raw_output_names_the_region_and_cell(
+    tmp_path, raw, old, new, cell
+) -> None:
+    stale = _check(tmp_path, raw, old, new)
+    assert "region 'readme-quickstart'" in stale and cell in stale, stale
+
+
+def test_a_number_changed_in_the_readme_names_the_region_and_cell(tmp_path) -> None:
+    stale = _check(tmp_path, page=lambda text: text.replace("**4.64 ± 0.06**", "**4.64 ± 0.05**"))
+    assert "region 'readme-quickstart'" in stale and "0.05" in stale, stale
+
+
+def test_a_compare_row_over_other_seeds_is_one_error(tmp_path) -> None:
+    bench = tmp_path / "bench"
+    shutil.copytree(ROOT / "docs" / "bench", bench)
+    raw = bench / POSITION_LR_RAW
+    raw.write_text(
+        raw.read_text(encoding="utf-8").replace(
+            "| rope-softmax | 3 (0, 1, 2) |", "| rope-softmax | 3 (0, 1, 3) |"
+        ),
+        encoding="utf-8",
+    )
+    before = (PLACES.bench, PLACES.pages)
+    read_from(bench, tmp_path)
+    try:
+        with pytest.raises(ConfigError, match=r"rope-softmax over seeds \(0, 1, 3\)"):
+            quickstart.sentence()
+    finally:
+        read_from(*before)
