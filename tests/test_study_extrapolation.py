@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from study_helpers import guide_stale_line
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.study import extrapolation
 from roformer_lit.results.study.mlm import MLM_RAW, POSITION_LR_RAW
-from roformer_lit.results.study.pages import render_pages, stale_line
 from roformer_lit.results.study.places import PLACES, read_from
 from roformer_lit.results.study.regions import render
 
@@ -24,20 +24,7 @@ GUIDE = ROOT / "docs" / "guide" / "extrapolation.md"
 
 
 def _check(tmp_path: Path, raw: str | None = None, old: str = "", new: str = "", page=None):
-    """``stale_line`` of the guide against a copy of the raw outputs with ``old`` replaced by
-    ``new`` in ``raw`` (or the guide edited by ``page``); '' when nothing is stale."""
-    bench, pages, guides = tmp_path / "bench", tmp_path / "pages", tmp_path / "guide"
-    shutil.copytree(ROOT / "docs" / "bench", bench)
-    pages.mkdir()
-    guides.mkdir()
-    text = GUIDE.read_text(encoding="utf-8")
-    (guides / "extrapolation.md").write_text(page(text) if page else text, encoding="utf-8")
-    if raw is not None:
-        data = (bench / raw).read_text(encoding="utf-8")
-        assert data.count(old) == 1, old
-        (bench / raw).write_text(data.replace(old, new), encoding="utf-8")
-    rewritten, drawn = render_pages(bench, pages, None, None, guides)
-    return stale_line(rewritten, drawn, bench, pages) if rewritten else ""
+    return guide_stale_line(tmp_path, "extrapolation.md", raw, old, new, page)
 
 
 def test_the_checkouts_guide_equals_what_the_raw_outputs_give(tmp_path) -> None:

@@ -5,14 +5,13 @@ the check name the region and the cell."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from study_helpers import guide_stale_line
 
 from roformer_lit.results.study import finetune
 from roformer_lit.results.study.finetune_claims import TENFOLD_RAW, mann_whitney
-from roformer_lit.results.study.pages import render_pages, stale_line
 from roformer_lit.results.study.regions import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,20 +19,7 @@ GUIDE = ROOT / "docs" / "guide" / "finetuning.md"
 
 
 def _check(tmp_path: Path, raw: str | None = None, old: str = "", new: str = "", page=None):
-    """``stale_line`` of the guide against a copy of the raw outputs with ``old`` replaced by
-    ``new`` in ``raw`` (or the guide edited by ``page``); '' when nothing is stale."""
-    bench, pages, guides = tmp_path / "bench", tmp_path / "pages", tmp_path / "guide"
-    shutil.copytree(ROOT / "docs" / "bench", bench)
-    pages.mkdir()
-    guides.mkdir()
-    text = GUIDE.read_text(encoding="utf-8")
-    (guides / "finetuning.md").write_text(page(text) if page else text, encoding="utf-8")
-    if raw is not None:
-        data = (bench / raw).read_text(encoding="utf-8")
-        assert data.count(old) == 1, old
-        (bench / raw).write_text(data.replace(old, new), encoding="utf-8")
-    rewritten, drawn = render_pages(bench, pages, None, None, guides)
-    return stale_line(rewritten, drawn, bench, pages) if rewritten else ""
+    return guide_stale_line(tmp_path, "finetuning.md", raw, old, new, page)
 
 
 def test_the_checkouts_guide_equals_what_the_raw_outputs_give(tmp_path) -> None:

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from study_helpers import tampered_bench
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.study import quickstart
@@ -25,18 +26,13 @@ REGION = "<!-- generated: readme-quickstart -->"
 def _check(tmp_path: Path, raw: str | None = None, old: str = "", new: str = "", page=None):
     """``stale_line`` of the quick-start region against a copy of the raw outputs with
     ``old`` replaced by ``new`` in ``raw`` (or the region edited by ``page``)."""
-    bench, pages = tmp_path / "bench", tmp_path / "pages"
-    shutil.copytree(ROOT / "docs" / "bench", bench)
+    bench, pages = tampered_bench(tmp_path, raw, old, new), tmp_path / "pages"
     pages.mkdir()
     text = README.read_text(encoding="utf-8")
     start = text.index(REGION)
     region = text[start : text.index("<!-- end generated -->", start) + 23] + "\n"
     readme = tmp_path / "README.md"
     readme.write_text(page(region) if page else region, encoding="utf-8")
-    if raw is not None:
-        data = (bench / raw).read_text(encoding="utf-8")
-        assert data.count(old) == 1, old
-        (bench / raw).write_text(data.replace(old, new), encoding="utf-8")
     rewritten, drawn = render_pages(bench, pages, readme)
     return stale_line(rewritten, drawn, bench, pages) if rewritten else ""
 
