@@ -264,7 +264,21 @@ def test_findings_list_every_earlier_code_and_fire_before_and_after(study_bench:
         )
     }
     write(cpu_speed.OTHER_MACHINE, other, "## roformer-lit bench on CPU: Other (2 cores)")
+    third = {
+        (s, 2048): r
+        for s, r in zip(
+            schemes, ("1.020", "1.210", "1.340", "1.370", "1.760", "2.180"), strict=True
+        )
+    }
+    write(cpu_speed.THIRD_MACHINE, third, "## roformer-lit bench on CPU: Third (2 cores)")
     text = cpu_speed.findings()
+    assert (
+        "(CPU: Third (2 cores); raw output "
+        f"[`docs/bench/{cpu_speed.THIRD_MACHINE}`](bench/{cpu_speed.THIRD_MACHINE})): 4 of 6 "
+        "bias schemes within 1.5×: `alibi` 1.020×, `t5` 1.210×, `kerple` 1.340×, `fire` 1.370× "
+        "(in every round for `alibi`, `t5`, `kerple`, `fire`); not within it: `xl` 1.760×, "
+        "`deberta` 2.180×.\n"
+    ) in text
     assert (
         "- The same command on another machine (CPU: Other (2 cores); raw output "
         f"[`docs/bench/{cpu_speed.OTHER_MACHINE}`](bench/{cpu_speed.OTHER_MACHINE})): 5 of 6 "

@@ -26,6 +26,9 @@ LONG = "cpu-2026-11-28-bias-8192.txt"
 #: ``SECOND``'s command on another machine, on a later code whose steps without documents
 #: take the same paths (0a036ea).
 OTHER_MACHINE = "cpu-2026-11-28-bias-2048-other-machine.txt"
+#: ``SECOND``'s command on a third machine, a 2-core Intel Xeon with AVX-512 and AMX, on the
+#: code of 2026-11-30 (4111585), whose T5 path has the tied tails (85e364d) the others lack.
+THIRD_MACHINE = "cpu-2026-11-30-bias-2048-intel-avx512.txt"
 
 
 class Earlier(NamedTuple):
@@ -271,6 +274,10 @@ def findings() -> str:
         f"- The same command on another machine ({machine(OTHER_MACHINE)}; raw output "
         f"[`docs/bench/{OTHER_MACHINE}`](bench/{OTHER_MACHINE})): "
         f"{_run(OTHER_MACHINE, 2048)}.\n"
+        f"- The same command on a third machine, with AVX-512 and AMX, on the code of 30 "
+        f"November, whose `t5` has the tied tails below ({machine(THIRD_MACHINE)}; raw output "
+        f"[`docs/bench/{THIRD_MACHINE}`](bench/{THIRD_MACHINE})): "
+        f"{_run(THIRD_MACHINE, 2048)}.\n"
         f"- At 8,192 tokens (batch 1): {_run(LONG, 8192)}.\n"
         f"- The same at 8,192 tokens before ALiBi, T5 and KERPLE read their per-offset table "
         f"through a view (all six in blocks of queries; raw output "
