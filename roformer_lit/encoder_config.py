@@ -207,17 +207,11 @@ class EncoderConfig:
         that is neither is refused in one line (a typo such as ``hiden_size`` would
         otherwise build the default), and a field missing from both (a checkpoint older
         than the field) takes its default."""
-        unknown = [
-            str(key)
-            for key in settings
-            if key not in ENCODER_FIELDS
-            and key not in TRAINING_RULES
-            and not str(key).startswith("_")
-        ]
+        unknown = unknown_settings(settings)
         if unknown:
             raise ConfigError(
                 f"unknown model setting(s) {', '.join(map(repr, unknown))}; valid: "
-                f"{', '.join([*ENCODER_FIELDS, *TRAINING_RULES])}"
+                f"{', '.join(model_settings())}"
             )
         values = {name: settings[name] for name in ENCODER_FIELDS if name in settings}
         return cls(**{**values, **overrides})
@@ -271,6 +265,21 @@ def _canonical_type(spec: Any) -> Any:
 
 #: The fields of :class:`EncoderConfig`, in order: the ``model.*`` keys of the architecture.
 ENCODER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(EncoderConfig))
+
+
+def model_settings() -> list[str]:
+    """Every setting of :class:`~roformer_lit.module.MaskedLM`, in its flat spelling: the
+    architecture's fields, then the training settings (the keys of their rule table,
+    :data:`~roformer_lit.validation.TRAINING_RULES`)."""
+    return [*ENCODER_FIELDS, *TRAINING_RULES]
+
+
+def unknown_settings(settings: Mapping[str, Any]) -> list[str]:
+    """The keys of ``settings`` (a flat model section, a checkpoint's ``hyper_parameters``)
+    that are no setting (:func:`model_settings`); Lightning's own records (a leading
+    underscore: ``_instantiator``, ``_class_path``) are not settings."""
+    known = set(model_settings())
+    return [str(key) for key in settings if key not in known and not str(key).startswith("_")]
 
 
 def _hashable(value: Any) -> Any:

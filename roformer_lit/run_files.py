@@ -65,7 +65,8 @@ def expand_arguments(arguments: Sequence[str | Path]) -> tuple[list[Path], list[
 
 
 class _TolerantLoader(PlainNumbersLoader):
-    """A SafeLoader reading numbers as the CLI does that reads unknown tags (``!!python/tuple`` ...) as plain values."""
+    """A SafeLoader that reads numbers as the CLI does and unknown tags (``!!python/tuple``
+    ...) as plain values."""
 
 
 def _plain(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:

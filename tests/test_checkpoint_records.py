@@ -200,7 +200,7 @@ def test_finetuning_refuses_a_pretrained_checkpoint_with_an_edited_architecture(
 
 def test_the_settings_a_checkpoint_may_record_are_the_flat_keys():
     """The reader's list of known settings (the two rule tables) is the alias table."""
+    from roformer_lit.encoder_config import model_settings
     from roformer_lit.module_arguments import FLAT_KEYS
-    from roformer_lit.training.checkpoint_io import model_settings
 
     assert model_settings() == list(FLAT_KEYS)

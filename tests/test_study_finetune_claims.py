@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from study_helpers import guide_stale_line
 
+from roformer_lit.results.statistics import mann_whitney
 from roformer_lit.results.study import finetune
-from roformer_lit.results.study.finetune_claims import TENFOLD_RAW, mann_whitney
+from roformer_lit.results.study.finetune_claims import TENFOLD_RAW
 from roformer_lit.results.study.regions import render
 
 ROOT = Path(__file__).resolve().parent.parent

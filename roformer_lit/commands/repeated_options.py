@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.safe_input import yaml_value
 
 #: Options whose value may be a YAML file the parser reads (``--config``, and LightningCLI's
 #: sections: ``--data my_data.yaml`` reads a file as that section's config), each read in
@@ -116,12 +117,7 @@ def _mapping(text: str | None) -> Mapping[str, Any] | None:
     """``text`` as a YAML mapping, or None (a file path, a scalar, not YAML: the parser's)."""
     if text is None or not text.lstrip().startswith("{"):
         return None
-    from roformer_lit.safe_input import safe_yaml_load
-
-    try:
-        parsed = safe_yaml_load(text)
-    except Exception:  # the parser reports it
-        return None
+    parsed = yaml_value(text)
     return parsed if isinstance(parsed, Mapping) else None
 
 
@@ -159,14 +155,10 @@ def _holds(value: Any, keys: Sequence[str]) -> bool:
 
 def _refuse_if_both(command: str, old: _Given, new: _Given) -> None:
     """One ConfigError line where ``old`` and ``new`` (typed later) give one setting."""
-    if old.path == new.path:
-        raise ConfigError(
-            f"{command}: {new.path} given twice ({old.typed}, then {new.typed}): jsonargparse "
-            "would keep the last value without a word; give it once"
-        )
-    if new.path.startswith(f"{old.path}.") and _holds(
+    inside_old = new.path.startswith(f"{old.path}.") and _holds(
         old.value, new.path[len(old.path) + 1 :].split(".")
-    ):
+    )
+    if old.path == new.path or inside_old:
         raise ConfigError(
             f"{command}: {new.path} given twice ({old.typed}, then {new.typed}): jsonargparse "
             "would keep the last value without a word; give it once"

@@ -25,6 +25,10 @@
 * :func:`holm`: Holm's step-down correction of ``m`` p-values (family-wise error ≤ α):
   with ``p_(1) <= ... <= p_(m)``, the adjusted ``p̃_(i) = max_{j<=i} min(1, (m-j+1) p_(j))``.
 * :func:`verdict`: a compared cell's text, ``"n.s."`` when its adjusted p-value is ≥ α.
+* :func:`mann_whitney`: two independent samples: ``U`` counts the pairs with the first
+  above the second (ties a half); the two-sided p-value by the normal approximation with
+  continuity and tie correction, ``z = (|U - mn/2| - 1/2) / sqrt(mn/12 · ((N + 1) -
+  Σ(t³ - t) / (N (N - 1))))`` (scipy's ``mannwhitneyu(method="asymptotic")``).
 * :func:`spearman`: the rank correlation ``ρ`` of two paired samples (Pearson's ``r`` of their
   ranks, ties given their average rank), with the two-sided p-value of
   ``t = ρ · sqrt((n - 2) / (1 - ρ²))`` against ``t_{n-2}`` (scipy's ``spearmanr``), and a 95 %
@@ -273,3 +277,18 @@ def spearman(
         half = z * math.sqrt((1.0 + rho * rho / 2.0) / (n - 3))
         low, high = math.tanh(math.atanh(rho) - half), math.tanh(math.atanh(rho) + half)
     return RankCorrelation(rho, p, low, high, n)
+
+
+def mann_whitney(high: Sequence[float], low: Sequence[float]) -> tuple[float, float]:
+    """``(U, two-sided p)``: U counts the pairs with ``high`` above ``low`` (ties a half);
+    p by the normal approximation with continuity and tie correction (module docstring)."""
+    u = sum((a > b) + 0.5 * (a == b) for a in high for b in low)
+    m, n = len(high), len(low)
+    pooled = [*high, *low]
+    ties = sum(c**3 - c for c in (pooled.count(v) for v in set(pooled)))
+    total = m + n
+    variance = m * n / 12 * ((total + 1) - ties / (total * (total - 1)))
+    if variance <= 0:
+        return u, 1.0
+    z = (abs(u - m * n / 2) - 0.5) / math.sqrt(variance)
+    return u, min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))

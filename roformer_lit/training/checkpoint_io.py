@@ -35,9 +35,12 @@ from lightning.fabric.utilities.cloud_io import get_filesystem
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from typing_extensions import override
 
+from roformer_lit.architecture_rules import check_fields
+from roformer_lit.encoder_config import model_settings, unknown_settings
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.safe_input import check_readable_file
 from roformer_lit.training.lightning_compat import epochs_trained
+from roformer_lit.validation import check_training_arguments
 
 TMP_MARK = ".tmp-"
 
@@ -326,9 +329,6 @@ def _check_recorded_values(saved: Mapping[str, Any], path: Any) -> None:
     ``validate`` and resume read the record through the command line's parser, which
     turns ``'64'`` and ``4.0`` into ``64`` and ``4``, while ``extrapolate`` and ``export``
     refused them; every reader now refuses them here, in one line."""
-    from roformer_lit.architecture_rules import check_fields
-    from roformer_lit.validation import check_training_arguments
-
     try:
         check_fields(saved)
         check_training_arguments({key: saved[key] for key in saved if not str(key).startswith("_")})
@@ -336,26 +336,6 @@ def _check_recorded_values(saved: Mapping[str, Any], path: Any) -> None:
         raise ConfigError(
             f"checkpoint {path} is damaged: {exc}; use a checkpoint as fit wrote it"
         ) from None
-
-
-def unknown_settings(saved: Mapping[str, Any]) -> list[str]:
-    """The keys of a pretraining checkpoint's ``hyper_parameters`` that are no setting of
-    :class:`~roformer_lit.module.MaskedLM` (its flat keys,
-    :func:`model_settings`). Lightning's own records (a leading
-    underscore: ``_instantiator``, ``_class_path``) are not settings."""
-    known = model_settings()
-    return [key for key in saved if not str(key).startswith("_") and key not in known]
-
-
-def model_settings() -> list[str]:
-    """Every setting of :class:`~roformer_lit.module.MaskedLM`, in its flat spelling: the
-    architecture's fields, then the training settings (each has its rule: the keys of the
-    two rule tables are the flat keys, :data:`~roformer_lit.module_arguments.FLAT_KEYS`,
-    which this module cannot import without a cycle)."""
-    from roformer_lit.architecture_rules import FIELD_RULES
-    from roformer_lit.validation import TRAINING_RULES
-
-    return [*FIELD_RULES, *TRAINING_RULES]
 
 
 def read_checkpoint(

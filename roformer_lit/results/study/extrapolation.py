@@ -22,6 +22,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.results.study.mlm import MLM_RAW, POSITION_LR_RAW
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import read_text
+from roformer_lit.results.study.words import span
 
 LENGTHS = (128, 512, 1024, 2048)
 TIMES = {128: "1×", 512: "4×", 1024: "8×", 2048: "16×"}
@@ -266,17 +267,11 @@ def _masses() -> dict[tuple[str, int], list[float]]:
     return {key: [v for _, v in sorted(by_seed.items())] for key, by_seed in found.items()}
 
 
-def _shares(values: list[float]) -> str:
-    low, high = f"{min(values):.3f}", f"{max(values):.3f}"
-    return low if low == high else f"{low}–{high}"
-
-
 def _locality() -> dict[str, str]:
     masses = _masses()
     return {
-        "t5 ×10": f"{_shares(masses[('t5', 128)])} at 128, {_shares(masses[('t5', 2048)])} at 2048",
-        "fire ×10": f"{_shares(masses[('fire', 128)])} at 128, "
-        f"{_shares(masses[('fire', 2048)])} at 2048",
-        "alibi": f"{_shares(masses[('alibi', 2048)])} at 2048",
-        "kerple": f"{_shares(masses[('kerple', 2048)])} at 2048",
+        "t5 ×10": f"{span(masses[('t5', 128)])} at 128, {span(masses[('t5', 2048)])} at 2048",
+        "fire ×10": f"{span(masses[('fire', 128)])} at 128, {span(masses[('fire', 2048)])} at 2048",
+        "alibi": f"{span(masses[('alibi', 2048)])} at 2048",
+        "kerple": f"{span(masses[('kerple', 2048)])} at 2048",
     }

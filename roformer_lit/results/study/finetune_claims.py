@@ -10,15 +10,15 @@ Raw outputs: :data:`~.finetune.RAW` (every fine-tune of the positions sweep) and
 
 from __future__ import annotations
 
-import math
 import statistics
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.results.statistics import mann_whitney
 from roformer_lit.results.study.finetune import COLUMNS, accuracies
 from roformer_lit.results.study.mlm import SEEDS
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import csv_rows
-from roformer_lit.results.study.words import names
+from roformer_lit.results.study.words import names, span
 
 TENFOLD_RAW = "cpu-2026-11-23-finetune-position-lr.csv"
 #: How many schemes form the top group and the next (drawn from the table's order).
@@ -31,26 +31,6 @@ def _runs(scheme: str) -> list[float]:
 
 def _means(scheme: str) -> list[float]:
     return [statistics.fmean(runs) for runs in accuracies()[scheme].values()]
-
-
-def _span(values: list[float]) -> str:
-    low, high = f"{min(values):.3f}", f"{max(values):.3f}"
-    return low if low == high else f"{low}–{high}"
-
-
-def mann_whitney(high: list[float], low: list[float]) -> tuple[float, float]:
-    """``(U, two-sided p)``: U counts the pairs with ``high`` above ``low`` (ties a half);
-    p by the normal approximation with continuity and tie correction."""
-    u = sum((a > b) + 0.5 * (a == b) for a in high for b in low)
-    m, n = len(high), len(low)
-    pooled = high + low
-    ties = sum(c**3 - c for c in (pooled.count(v) for v in set(pooled)))
-    total = m + n
-    variance = m * n / 12 * ((total + 1) - ties / (total * (total - 1)))
-    if variance <= 0:
-        return u, 1.0
-    z = (abs(u - m * n / 2) - 0.5) / math.sqrt(variance)
-    return u, min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
 
 
 @cached
@@ -103,14 +83,14 @@ def findings() -> str:
             "(above `nope`'s MLM loss), are the two lowest ("
             + ", ".join(f"{statistics.fmean(_means(s)):.3f}" for s in bottom)
             + f"), and {len(below)} of their {len(theirs)} runs "
-            + (f"({_span(below)}) " if below else "")
-            + f"are below every run of every other scheme ({_span(others)})"
-            + (f"; the other {len(above)} ({_span(above)}) are not" if above else "")
+            + (f"({span(below)}) " if below else "")
+            + f"are below every run of every other scheme ({span(others)})"
+            + (f"; the other {len(above)} ({span(above)}) are not" if above else "")
             + f". Pairs of the other {len(rest)} schemes ordered on every run: "
             f"{names(ordered)}.",
             f"- **A hypothesis, not a finding:** the {GROUP} schemes at the top "
-            f"({', '.join(top)}; per checkpoint {_span(high)}) are above the next {GROUP} "
-            f"({', '.join(nxt)}; {_span(low)}) in {u:g} of {len(high) * len(low)} pairs of "
+            f"({', '.join(top)}; per checkpoint {span(high)}) are above the next {GROUP} "
+            f"({', '.join(nxt)}; {span(low)}) in {u:g} of {len(high) * len(low)} pairs of "
             f"checkpoints (two-sided Mann–Whitney U, normal approximation, p = {p:.2g}), but "
             "the groups were drawn after looking at the table, so the p-value is not a test.",
             "- **At 10× the position learning rate** (fine-tuning seed 0 only, "
