@@ -447,7 +447,8 @@ def _record_evaluation(
     settings it was evaluated with, the content identity of the data it evaluated
     (``data_identity``: :mod:`roformer_lit.training.data_identity`, null for data without
     one; records from before it have no such key), and the metrics. A checkpoint outside a
-    run directory gets no record (Lightning's printed table is the result)."""
+    run directory, or in one this process cannot write, gets no record (Lightning's printed
+    table is the result; a ``note:`` line says so for the second)."""
 
     ckpt = config.get("ckpt_path")
     if not trainer.is_global_zero or ckpt is None or str(ckpt) in SPECIAL_CKPT_PATHS:
@@ -472,8 +473,17 @@ def _record_evaluation(
         "metrics": metrics,
     }
     path = run / EVALUATIONS_FILE
-    with open(path, "a", encoding="utf-8") as f:  # one write per record: appends never interleave
-        f.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+    line = json.dumps(record, sort_keys=True, default=str) + "\n"
+    try:
+        with open(path, "a", encoding="utf-8") as f:  # one write per record: never interleaved
+            f.write(line)
+    except OSError as exc:  # a read-only (archived, shared) run: the printed table stands
+        print(
+            f"note: {subcommand} results not appended to {path}: {exc.strerror}; the table "
+            "above is the result",
+            file=sys.stderr,
+        )
+        return None
     print(f"{subcommand} results appended to {path}")
     return path
 

@@ -1,8 +1,9 @@
 """The one place that silences what libraries print without a user asking for it.
 
-* Lightning's advertisement for its cloud logger (printed on every run) and its
-  "Detected KeyboardInterrupt, attempting graceful shutdown" line (the CLI prints its own
-  one line, :func:`roformer_lit.commands.pretrain.main`);
+* Lightning's advertisement for its cloud logger (printed on every run), its
+  "Detected KeyboardInterrupt, attempting graceful shutdown" line and its "[rank: 0]
+  Received SIGTERM: 15" (the CLI prints its own one line for each,
+  :func:`roformer_lit.commands.pretrain.main` and the preemption callback);
 * PyTorch's ``isinstance(treespec, LeafSpec)`` deprecation warning, raised from inside
   Lightning, which a user cannot act on;
 * on ``validate``/``test``, Lightning's "The dirpath has changed from ..." about the
@@ -33,6 +34,8 @@ from lightning.pytorch.utilities.model_summary.model_summary import (
 DROPPED_LOG_LINES = (
     "try installing [litlogger]",
     "Detected KeyboardInterrupt",
+    "Received SIGTERM",
+    "Bypassing SIGTERM",
     "Trainer already configured with model summary callbacks",
 )
 

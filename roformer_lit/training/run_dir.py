@@ -10,6 +10,10 @@
   its lifetime (released by the kernel when it exits, even on SIGKILL),
   so a second ``fit`` on the same run (a resumed run started twice, a sweep run twice) is
   refused with one line instead of interleaving two writers.
+* **Writable before anything is written**: the lock is taken only on a directory this
+  process can write (and, for a run, its ``checkpoints/``), so a resumed run whose
+  directory is read-only is refused in one line before it trains, instead of training,
+  logging steps past its checkpoint, and failing at its first save.
 * **One sweep per directory**: a ``sweep`` process holds the same lock on its
   ``<root>/<name>`` (:func:`claim_sweep`) from before it reads its runs' state until it
   exits, so a second sweep on that directory -- started at the same instant or later -- is
@@ -169,6 +173,7 @@ def lock(run: str | Path, what: str = "run") -> None:
     run = Path(run).resolve()
     if run in _held_locks:
         return
+    check_writable(run, what)
     try:
         fd = os.open(lock_path(run), os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
@@ -185,6 +190,30 @@ def lock(run: str | Path, what: str = "run") -> None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _held_locks[run] = fd
+
+
+def writable(directory: Path) -> bool:
+    """Whether this process may create and replace files in ``directory`` (``access(2)``:
+    a read-only mount counts as not writable)."""
+    return os.access(directory, os.W_OK | os.X_OK)
+
+
+def check_writable(run: Path, what: str = "run") -> None:
+    """A ConfigError naming the first directory of ``run`` (itself, then a run's
+    ``checkpoints/``) that exists and cannot be written."""
+    directories = (run, run / "checkpoints") if what == "run" else (run,)
+    for directory in directories:
+        if directory.is_dir() and not writable(directory):
+            hint = (
+                "; make it writable, or continue the checkpoint in a new run with "
+                "--trainer.logger.init_args.version <new name>"
+                if what == "run"
+                else "; make it writable"
+            )
+            raise ConfigError(
+                f"cannot write {what} directory {directory}: it is not writable (permissions "
+                f"or a read-only disk), and nothing was written{hint}"
+            )
 
 
 def holder(run: str | Path) -> int | None:
