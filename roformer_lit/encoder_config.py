@@ -41,7 +41,7 @@ from roformer_lit.blocks import BlockOptions
 from roformer_lit.errors import ConfigError
 from roformer_lit.layer_plan import LayerSpec, resolve_plan
 from roformer_lit.positions import POSITION_SCHEMES
-from roformer_lit.registry import Registry
+from roformer_lit.registry import Registry, check_options, lookup
 from roformer_lit.validation import TRAINING_RULES, as_data
 
 
@@ -67,8 +67,10 @@ class EncoderConfig:
         layer_norm_eps: the norms' epsilon everywhere.
         pre_norm: pre-LN blocks instead of BERT's post-LN.
         position_kwargs: the position scheme's options (``python -m roformer_lit schemes``
-            lists each scheme's).
-        attention_kwargs: the attention kernel's options.
+            lists each scheme's); one written in another type than the option's
+            (``base: "100"``) is held as the value the scheme is built with
+            (:func:`typed_options`), as the command line reads it.
+        attention_kwargs: the attention kernel's options (held the same way).
         block: the block's options (:mod:`roformer_lit.blocks`); None: BERT's block.
         layer_plan: each layer's scheme, kernel, their options and window
             (:mod:`roformer_lit.layer_plan`); None: every layer global with ``position``.
@@ -110,6 +112,8 @@ class EncoderConfig:
             object.__setattr__(self, field.name, as_data(getattr(self, field.name)))
         for field_name, value in canonical_names(self.as_dict()).items():
             object.__setattr__(self, field_name, value)  # a built-in by its short name
+        for field_name, value in typed_options(self.as_dict()).items():
+            object.__setattr__(self, field_name, value)  # base: "100" is rope's 100.0
         self.__dict__["layers"] = check_architecture(self)  # checked now, once
         # what was checked: a mapping field edited in place later (config.block["mlp"] =
         # ...) is refused where it would matter (as_dict, the network), never half-used
@@ -254,6 +258,77 @@ def canonical_names(settings: Mapping[str, Any]) -> dict[str, Any]:
         if renamed != dict(types):
             changed["layer_plan"] = {**plan, "types": renamed}
     return changed
+
+
+#: The option fields of a model section or a layer plan type: each with the setting that
+#: names their scheme or kernel and the registry it resolves in.
+OPTION_FIELDS: dict[str, tuple[str, Registry[Any]]] = {
+    "position_kwargs": ("position", POSITION_SCHEMES),
+    "attention_kwargs": ("attention", ATTENTION_KERNELS),
+}
+
+
+def typed_options(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a model section (``settings``: flat, names canonical) holding a scheme
+    or kernel option written in another type than the option's (``base: "100"`` for
+    rope's float base), each with every such option as the scheme or kernel is built with
+    it: the value :func:`~roformer_lit.registry.check_options` converts it to, as the
+    command line's parser reads ``{base: "100"}`` as ``100``. So two configs that build
+    the same model are equal, and a checkpoint, ``compare`` and run names record the
+    number. ``position_kwargs``, ``attention_kwargs`` and a layer plan type's own are
+    read; an option of another spelling that is the same value (``100`` for ``100.0``)
+    stays as written. Options the check refuses, and fields not well formed, are left out
+    (the architecture's checks report them)."""
+    changed = {
+        field: typed
+        for field, (key, registry) in OPTION_FIELDS.items()
+        if field in settings
+        and (typed := _typed(settings[field], registry, key, settings.get(key))) is not None
+    }
+    plan = settings.get("layer_plan")
+    types = plan.get("types") if isinstance(plan, Mapping) else None
+    if isinstance(types, Mapping):
+        retyped = {name: _typed_type(spec, settings) for name, spec in types.items()}
+        if any(retyped[name] is not spec for name, spec in types.items()):
+            changed["layer_plan"] = {**plan, "types": retyped}
+    return changed
+
+
+def _typed_type(spec: Any, settings: Mapping[str, Any]) -> Any:
+    """A layer plan type's settings with its own options typed (:func:`typed_options`);
+    ``spec`` itself where none changes."""
+    if not isinstance(spec, Mapping):
+        return spec
+    typed = {
+        field: _typed(spec[field], registry, key, spec.get(key, settings.get(key)))
+        for field, (key, registry) in OPTION_FIELDS.items()
+        if field in spec
+    }
+    changed = {field: options for field, options in typed.items() if options is not None}
+    return {**spec, **changed} if changed else spec
+
+
+def _typed(options: Any, registry: Registry[Any], key: str, name: Any) -> dict[str, Any] | None:
+    """``options`` of ``key`` ``name`` with each option whose checked value differs from
+    the one written replaced by it; None where none differs, or where ``name`` or the
+    options are refused (reported by the checks)."""
+    if not isinstance(options, Mapping) or not options or not isinstance(name, str):
+        return None
+    try:
+        checked = check_options(lookup(registry, name, key), options, key, name)
+    except ConfigError:
+        return None
+    typed = {
+        option: value if _same(value, checked[option]) else as_data(checked[option])
+        for option, value in options.items()
+    }
+    return typed if typed != dict(options) else None
+
+
+def _same(written: Any, checked: Any) -> bool:
+    """Whether an option written as ``written`` is the value ``checked``, in its type's
+    kind: ``100`` is ``100.0``, ``"100"`` is not."""
+    return isinstance(written, str) == isinstance(checked, str) and written == checked
 
 
 def _canonical_type(spec: Any) -> Any:

@@ -65,6 +65,7 @@ FAST_MODULES = frozenset(
         "test_yaml_keys",
         "test_yaml_numbers",
         "test_encoder_config",
+        "test_encoder_config_inputs",
         "test_module_arguments",
         "test_corpus_baselines",
         "test_total_steps",

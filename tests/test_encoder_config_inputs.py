@@ -1,0 +1,91 @@
+"""What the Python API accepts for ``EncoderConfig``'s option fields.
+
+- A scheme's or kernel's option written in another type than the option's (``base: "100"``
+  for rope's float) is held as the value the scheme is built with, as the command line's
+  parser reads ``--model.position_kwargs '{base: "100"}'``: two configs that build the same
+  model are equal, hash alike and record the same settings. Every registered scheme's and
+  kernel's numeric options are covered, read from the registries.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+import pytest
+
+from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.encoder_config import EncoderConfig
+from roformer_lit.errors import ConfigError
+from roformer_lit.module_arguments import flat_hyperparameters
+from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.registry import option_hints, with_defaults
+from roformer_lit.training_config import TrainingConfig
+
+#: A scheme's model for its options: a kernel and scheme that take every other's.
+HOSTS = {"position": ("attention", "softmax"), "attention": ("position", "nope")}
+REGISTRIES = {"position": POSITION_SCHEMES, "attention": ATTENTION_KERNELS}
+
+
+def _numeric(hint: Any) -> type | None:
+    """``int`` or ``float`` where ``hint`` is one of them, alone or or null; else None."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+    kinds = [a for a in args if a in (int, float)]
+    return kinds[0] if len(kinds) == 1 and len(args) == 1 else None
+
+
+def numeric_options() -> list[tuple[str, str, str, int | float]]:
+    """(``position``/``attention``, name, option, a valid value) for every numeric option
+    of every registered scheme and kernel: its default, or 512 where that is null."""
+    found = []
+    for what, registry in REGISTRIES.items():
+        for name, cls in sorted(registry.loadable().components.items()):
+            defaults = with_defaults(cls, {})
+            for option, hint in option_hints(cls).items():
+                kind = _numeric(hint)
+                if kind is not None:
+                    value = defaults.get(option)
+                    found.append((what, name, option, kind(512 if value is None else value)))
+    return found
+
+
+NUMERIC = numeric_options()
+
+
+def _config(what: str, name: str, options: dict[str, Any]) -> EncoderConfig:
+    other, host = HOSTS[what]
+    return EncoderConfig(**{what: name, other: host, f"{what}_kwargs": options})
+
+
+@pytest.mark.parametrize(("what", "name", "option", "value"), NUMERIC)
+def test_an_option_written_as_a_string_is_held_as_its_number(what, name, option, value):
+    written = _config(what, name, {option: str(value)})
+    number = _config(what, name, {option: value})
+    assert written == number
+    assert hash(written) == hash(number)
+    held = written.as_dict()[f"{what}_kwargs"][option]
+    assert not isinstance(held, str) and held == value
+    training = TrainingConfig()
+    assert flat_hyperparameters(written, training) == flat_hyperparameters(number, training)
+    with pytest.raises(ConfigError, match=rf"model\.{what}_kwargs\.{option}='x' for {what}"):
+        _config(what, name, {option: "x"})  # no number: still the one line naming it
+
+
+@pytest.mark.parametrize(("what", "name", "option", "value"), NUMERIC)
+def test_a_layer_types_option_written_as_a_string_is_held_as_its_number(what, name, option, value):
+    other, host = HOSTS[what]
+
+    def plan(option_value: Any) -> EncoderConfig:
+        types = {"a": {what: name, f"{what}_kwargs": {option: option_value}}}
+        return EncoderConfig(
+            **{
+                what: name,
+                other: host,
+                "num_layers": 2,
+                "layer_plan": {"pattern": ["a", "b"], "types": types},
+            }
+        )
+
+    assert plan(str(value)) == plan(value)
+    held = plan(str(value)).layer_plan["types"]["a"][f"{what}_kwargs"][option]
+    assert not isinstance(held, str) and held == value
