@@ -83,6 +83,12 @@ class BlockOptions:
     def is_default(self) -> bool:
         return self == BlockOptions()
 
+    def as_setting(self) -> dict[str, Any] | None:
+        """The ``model.block`` mapping of these options: those that differ from BERT's
+        block (:meth:`changed`), None for BERT's own (what a config without
+        ``model.block`` holds). ``EncoderConfig(block=options)`` reads it so."""
+        return self.changed() or None
+
     def changed(self) -> dict[str, Any]:
         """The options that differ from BERT's block, in declaration order."""
         default = BlockOptions()

@@ -71,7 +71,9 @@ class EncoderConfig:
             (``base: "100"``) is held as the value the scheme is built with
             (:func:`typed_options`), as the command line reads it.
         attention_kwargs: the attention kernel's options (held the same way).
-        block: the block's options (:mod:`roformer_lit.blocks`); None: BERT's block.
+        block: the block's options (:mod:`roformer_lit.blocks`); None: BERT's block. A
+            :class:`~roformer_lit.blocks.BlockOptions` (:attr:`block_options` given back)
+            is held as the mapping of its options that differ from BERT's block.
         layer_plan: each layer's scheme, kernel, their options and window
             (:mod:`roformer_lit.layer_plan`); None: every layer global with ``position``.
     """
@@ -108,6 +110,8 @@ class EncoderConfig:
     def __post_init__(self) -> None:
         # the config holds its own plain copy (as_data): a caller's dict changed after the
         # check, or a NumPy number, never reaches the network or a checkpoint unchecked
+        for field_name, value in from_typed_views(self.block, self.layer_plan).items():
+            object.__setattr__(self, field_name, value)  # block=config.block_options
         for field in dataclasses.fields(self):
             object.__setattr__(self, field.name, as_data(getattr(self, field.name)))
         for field_name, value in canonical_names(self.as_dict()).items():
@@ -257,6 +261,29 @@ def canonical_names(settings: Mapping[str, Any]) -> dict[str, Any]:
         renamed = {name: _canonical_type(spec) for name, spec in types.items()}
         if renamed != dict(types):
             changed["layer_plan"] = {**plan, "types": renamed}
+    return changed
+
+
+def from_typed_views(block: Any, layer_plan: Any) -> dict[str, Any]:
+    """The fields given as one of the config's typed views, each as its mapping:
+    ``block`` a :class:`~roformer_lit.blocks.BlockOptions` (:attr:`EncoderConfig.
+    block_options`) is the mapping of its options that differ from BERT's block, None for
+    BERT's own (:meth:`~roformer_lit.blocks.BlockOptions.as_setting`), so the config equals
+    the one given that mapping. ``layer_plan`` given as resolved layers
+    (:attr:`EncoderConfig.layer_specs`: one spec per layer, each with the model's options
+    merged in) has no one plan it came from: one ConfigError line naming the mapping to
+    give instead."""
+    changed: dict[str, Any] = {}
+    if isinstance(block, BlockOptions):
+        changed["block"] = block.as_setting()
+    specs = [layer_plan] if isinstance(layer_plan, LayerSpec) else layer_plan
+    if isinstance(specs, (list, tuple)) and specs and isinstance(specs[0], LayerSpec):
+        raise ConfigError(
+            "model.layer_plan takes the plan's mapping ({pattern: [...]} or {layers: [...]}, "
+            "with types: {<type>: {window, position, position_kwargs, attention, "
+            "attention_kwargs}}), not the resolved layers of config.layer_specs; pass "
+            "config.layer_plan (None: every layer the model's)"
+        )
     return changed
 
 

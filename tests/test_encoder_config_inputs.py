@@ -1,10 +1,13 @@
-"""What the Python API accepts for ``EncoderConfig``'s option fields.
+"""What the Python API accepts for ``EncoderConfig``'s option and mapping fields.
 
 - A scheme's or kernel's option written in another type than the option's (``base: "100"``
   for rope's float) is held as the value the scheme is built with, as the command line's
   parser reads ``--model.position_kwargs '{base: "100"}'``: two configs that build the same
   model are equal, hash alike and record the same settings. Every registered scheme's and
   kernel's numeric options are covered, read from the registries.
+- The config's typed views given back (``block=config.block_options``) are read as the
+  mapping they stand for; resolved layers given as ``layer_plan`` are one line naming the
+  mapping to give.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 import pytest
 
 from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.blocks import BlockOptions
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.module_arguments import flat_hyperparameters
@@ -89,3 +93,49 @@ def test_a_layer_types_option_written_as_a_string_is_held_as_its_number(what, na
     assert plan(str(value)) == plan(value)
     held = plan(str(value)).layer_plan["types"]["a"][f"{what}_kwargs"][option]
     assert not isinstance(held, str) and held == value
+
+
+#: (the typed view given back, the mapping it stands for), with the fields it needs.
+BLOCKS = [
+    (BlockOptions(), None, {}),
+    (BlockOptions(mlp="swiglu"), {"mlp": "swiglu"}, {}),
+    (
+        BlockOptions(norm="rmsnorm", linear_bias=False),
+        {"norm": "rmsnorm", "linear_bias": False},
+        {},
+    ),
+    (BlockOptions(norm_bias=False), {"norm_bias": False}, {}),
+    (
+        BlockOptions(first_norm=False, mlp="geglu"),
+        {"mlp": "geglu", "first_norm": False},
+        {"pre_norm": True},
+    ),
+]
+
+
+@pytest.mark.parametrize(("options", "mapping", "fields"), BLOCKS)
+def test_block_options_are_read_as_their_mapping(options, mapping, fields):
+    given = EncoderConfig(block=options, **fields)
+    assert given == EncoderConfig(block=mapping, **fields)
+    assert given.block == mapping
+    assert given.block_options == options
+    assert given.replace(block=given.block_options) == given  # read, given back
+    assert EncoderConfig(**{**given.as_dict(), "block": options}) == given
+
+
+def test_block_options_that_break_a_rule_are_one_line():
+    with pytest.raises(ConfigError, match="first_norm false needs model.pre_norm true"):
+        EncoderConfig(block=BlockOptions(first_norm=False))
+
+
+@pytest.mark.parametrize("view", ["layer_specs", "model_layer"])
+def test_resolved_layers_as_a_plan_name_the_mapping_to_give(view):
+    config = EncoderConfig(
+        num_layers=2, layer_plan={"pattern": ["local", "global"], "types": {"local": {"window": 8}}}
+    )
+    with pytest.raises(ConfigError) as refused:
+        config.replace(layer_plan=getattr(config, view))
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "model.layer_plan takes the plan's mapping" in message
+    assert "config.layer_plan" in message
