@@ -43,6 +43,11 @@ from roformer_lit.module_arguments import (
     flat_hyperparameters,
     flat_signature,
 )
+from roformer_lit.training.architecture_digest import (
+    DIGEST_KEY,
+    architecture_digest,
+    check_digest,
+)
 from roformer_lit.training.checkpoint_io import (
     PRETRAINING,
     drop_duplicate_weights,
@@ -302,10 +307,15 @@ class MaskedLM(RunModule):
 
     def save_run_state(self, checkpoint: dict[str, Any]) -> None:
         checkpoint[COMPONENTS_KEY] = self.config.origins()
+        # the architecture record sealed: an edit of it is refused by every reader
+        checkpoint[DIGEST_KEY] = architecture_digest(self.config.as_dict())
         checkpoint["best_val_loss"] = self.best_val_loss
         checkpoint["skipped_batches"] = self.skipped_batches
 
     def load_run_state(self, checkpoint: Mapping[str, Any]) -> None:
+        # MaskedLM.load_from_checkpoint(path) called directly reads no file through
+        # read_checkpoint: its architecture record is checked here, before the weights load
+        check_digest(checkpoint, "(the one being loaded)")
         drop_duplicate_weights(checkpoint)  # before Lightning loads the state_dict
         self.best_val_loss = checkpoint.get("best_val_loss", math.inf)
         self.skipped_batches = int(checkpoint.get("skipped_batches", 0))

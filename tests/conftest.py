@@ -62,6 +62,7 @@ FAST_MODULES = frozenset(
         "test_replaced_mappings",
         "test_checkpoint_settings",
         "test_checkpoint_records",
+        "test_checkpoint_digest",
         "test_yaml_keys",
         "test_yaml_numbers",
         "test_encoder_config",

@@ -69,6 +69,10 @@ DAMAGED = {
     ),
     "trainer settings a list": (_set("trainer_settings", [2]), "trainer_settings record is [2]"),
     "schedule_steps zero": (_set("schedule_steps", 0), "schedule_steps record is 0"),
+    "architecture digest a number": (
+        _set("architecture_digest", 12),
+        "architecture_digest record is 12, not 'sha256:' and 64 hexadecimal digits",
+    ),
     "num_heads missing": (_drop_setting("num_heads"), "lack num_heads"),
     "position missing": (_drop_setting("position"), "lack position"),
     "no hyper_parameters": (lambda c: c.pop("hyper_parameters"), "no hyper_parameters record"),

@@ -10,6 +10,7 @@ from cli_helpers import overridden, tokenizer_section
 from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
 
 from roformer_lit.commands import EXIT_USER_ERROR, main
+from roformer_lit.training.architecture_digest import DIGEST_KEY, architecture_digest
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "finetune"
 
@@ -139,6 +140,8 @@ def test_a_checkpoint_of_another_vocabulary(pretrained, files, tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     checkpoint = torch.load(pretrained, weights_only=True)
     checkpoint["hyper_parameters"]["vocab_size"] = 100
+    # another run's record: sealed as that run's save would have (not an edit)
+    checkpoint[DIGEST_KEY] = architecture_digest(checkpoint["hyper_parameters"])
     other = tmp_path / "other.ckpt"
     torch.save(checkpoint, other)
     refused(local(other, *files), capsys, "vocab_size=100")

@@ -15,6 +15,7 @@ from model_factory import small_model
 from roformer_lit import POSITION_SCHEMES
 from roformer_lit.commands import main
 from roformer_lit.results.locality import bias_prior, local_mass
+from roformer_lit.training.architecture_digest import DIGEST_KEY, architecture_digest
 
 LENGTH = 24
 
@@ -133,6 +134,8 @@ def _unbuildable(checkpoint, path):
     """``checkpoint`` with its scheme replaced by an import path nothing provides."""
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)
     state["hyper_parameters"]["position"] = "gone_pkg.schemes:Gone"
+    # a run of a plugin since uninstalled: its record sealed as its save sealed it
+    state[DIGEST_KEY] = architecture_digest(state["hyper_parameters"])
     torch.save(state, path)
     return path
 

@@ -39,6 +39,7 @@ from roformer_lit.architecture_rules import check_fields
 from roformer_lit.encoder_config import model_settings, unknown_settings
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.safe_input import check_readable_file
+from roformer_lit.training.architecture_digest import DIGEST_KEY, check_digest, is_digest
 from roformer_lit.training.lightning_compat import epochs_trained
 from roformer_lit.validation import check_training_arguments
 
@@ -259,6 +260,7 @@ RECORDS: tuple[tuple[str, Any, str], ...] = (
     ("datamodule_hyper_parameters", lambda v: isinstance(v, Mapping), "a mapping of settings"),
     (TRAINER_SETTINGS_KEY, _max_steps_record, "a mapping of an integer max_steps >= -1"),
     (SCHEDULE_STEPS_KEY, lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+    (DIGEST_KEY, is_digest, "'sha256:' and 64 hexadecimal digits"),
 )
 
 #: The architecture settings every version of ``fit`` saved in ``hyper_parameters``: a
@@ -346,7 +348,9 @@ def read_checkpoint(
     The one place that opens a checkpoint given by a user: a regular readable file
     (a FIFO never hangs), a PyTorch zip archive, unpickled with ``weights_only=True``
     (tensors memory-mapped) -- so a crafted checkpoint is refused, never run -- and, unless
-    ``require_state_dict`` is False, one holding a ``state_dict``. Given ``kind``
+    ``require_state_dict`` is False, one holding a ``state_dict``; its records of the
+    types they are written in (:func:`check_records`), and its architecture record the one
+    it was saved with (:func:`~roformer_lit.training.architecture_digest.check_digest`). Given ``kind``
     (``"pretraining"`` or ``"fine-tuning"``, :func:`checkpoint_kind`), a checkpoint of the
     other kind is refused with one line saying which command reads it.
     """
@@ -381,6 +385,7 @@ def read_checkpoint(
     if require_state_dict and not isinstance(checkpoint.get("state_dict"), dict):
         raise ConfigError(f"{path} is not a roformer_lit checkpoint (it has no state_dict)")
     check_records(checkpoint, path)
+    check_digest(checkpoint, path)  # its architecture record as it was saved
     if kind is not None:
         _refuse_other_kind(checkpoint, path, kind)
     if kind == PRETRAINING:

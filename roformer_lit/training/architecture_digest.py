@@ -1,0 +1,78 @@
+"""A checkpoint's architecture record, sealed by a digest written with it.
+
+A pretraining checkpoint says which model its weights are by its flat ``hyper_parameters``.
+An edit of that record that keeps every tensor's shape (``position_kwargs.base`` changed,
+``layer_plan`` deleted, ``block.mlp`` from ``geglu`` to ``swiglu``, a kernel option
+changed) loaded without a word as another model than the one the weights trained. So
+``MaskedLM`` writes, with every checkpoint, :data:`DIGEST_KEY`: the SHA-256 of the
+canonical architecture record (:func:`architecture_record`: every field of
+:class:`~roformer_lit.encoder_config.EncoderConfig` as saved, a field left out at its
+default, serialised with sorted keys). The one reader of checkpoints
+(:func:`~roformer_lit.training.checkpoint_io.read_checkpoint`) computes it again from the
+``hyper_parameters`` it read and refuses a mismatch in one line (:func:`check_digest`),
+before anything is built. A checkpoint written before the digest (none recorded) is read
+as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from roformer_lit.encoder_config import ENCODER_FIELDS, encoder_defaults
+from roformer_lit.errors import ConfigError
+from roformer_lit.validation import as_data
+
+#: The checkpoint key of the architecture record's digest.
+DIGEST_KEY = "architecture_digest"
+_ALGORITHM = "sha256"
+#: What a recorded digest is: ``sha256:`` and 64 hexadecimal digits.
+DIGEST_FORM = re.compile(rf"{_ALGORITHM}:[0-9a-f]{{64}}")
+
+
+def architecture_record(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Every architecture field of ``settings`` (a checkpoint's flat ``hyper_parameters``,
+    or a config's ``as_dict()``) as plain data, a field left out at its default: the
+    training settings and Lightning's own records are not part of it."""
+    defaults = encoder_defaults()
+    return {name: as_data(settings.get(name, defaults[name])) for name in ENCODER_FIELDS}
+
+
+def architecture_digest(settings: Mapping[str, Any]) -> str:
+    """``sha256:<hex>`` of :func:`architecture_record` of ``settings``, serialised as JSON
+    with sorted keys (a number keeps its type: ``100`` is not ``100.0``, ``1`` not
+    ``true``). A record that JSON cannot sort (a mapping with keys of mixed types: an
+    edit) has a digest no checkpoint records."""
+    try:
+        text = json.dumps(
+            architecture_record(settings), sort_keys=True, separators=(",", ":"), default=repr
+        )
+    except (TypeError, ValueError):
+        return f"{_ALGORITHM}:unreadable"
+    return f"{_ALGORITHM}:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+
+
+def is_digest(value: Any) -> bool:
+    """Whether ``value`` is a recorded digest (:data:`DIGEST_FORM`)."""
+    return isinstance(value, str) and DIGEST_FORM.fullmatch(value) is not None
+
+
+def check_digest(checkpoint: Mapping[str, Any], path: Any) -> None:
+    """Refuse, in one ConfigError line naming the checkpoint, one whose recorded
+    architecture (its ``hyper_parameters``) is not the one its :data:`DIGEST_KEY` was
+    written for; nothing where it records no digest (written before it)."""
+    recorded = checkpoint.get(DIGEST_KEY)
+    if recorded is None:
+        return
+    settings = checkpoint.get("hyper_parameters")
+    if isinstance(settings, Mapping) and architecture_digest(settings) == recorded:
+        return
+    raise ConfigError(
+        f"checkpoint {path} is damaged: its recorded architecture (hyper_parameters) does "
+        f"not match what was saved with it ({DIGEST_KEY}): it was edited after it was "
+        "written, and would load as another model than its weights trained; use a "
+        "checkpoint as fit wrote it"
+    )
