@@ -16,9 +16,11 @@ import typing
 from typing import Any
 
 import pytest
+import yaml
 
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.blocks import BlockOptions
+from roformer_lit.commands import main
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.module_arguments import flat_hyperparameters
@@ -139,3 +141,22 @@ def test_resolved_layers_as_a_plan_name_the_mapping_to_give(view):
     assert "\n" not in message
     assert "model.layer_plan takes the plan's mapping" in message
     assert "config.layer_plan" in message
+
+
+@pytest.mark.trainer  # parses the command line
+def test_the_python_api_reads_options_as_the_command_line_does(tmp_path, monkeypatch, capsys):
+    """``--model.position_kwargs '{base: "100"}'``: the command line's parser reads the
+    number; ``EncoderConfig(position_kwargs={"base": "100"})`` is now the same config."""
+    monkeypatch.chdir(tmp_path)
+    written = {"position_kwargs": {"base": "100"}, "attention_kwargs": {"window_block": "64"}}
+    args = ["fit", "--print_config"]
+    for key, options in written.items():
+        args += [f"--model.{key}", "{" + ", ".join(f'{k}: "{v}"' for k, v in options.items()) + "}"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code in (0, None)
+    printed = yaml.safe_load(capsys.readouterr().out)["model"]
+    assert EncoderConfig.from_settings(printed) == EncoderConfig.from_settings(
+        {**printed, **written}
+    )
