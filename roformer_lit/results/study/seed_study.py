@@ -20,6 +20,7 @@ from pathlib import Path
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.statistics import mean_interval, verdict
+from roformer_lit.results.study.chance import by_chance, caveat
 from roformer_lit.results.study.paired import Pair, by_common_seed, cell, holm_family, power
 from roformer_lit.results.study.reading import csv_rows
 from roformer_lit.results.study.words import NOT_RUN, SOLVED, names
@@ -357,6 +358,28 @@ class SeedStudy:
             "separated."
         )
 
+    def every_seed_counts(self, task: str) -> tuple[int, int, list[int]]:
+        """Over every (variant, length) cell of ``task`` with seeds: how many are better than
+        the best baseline on every seed, how many worse on every seed, and each cell's seed
+        count (what :mod:`.chance` needs)."""
+        cells = [(v, n) for v in self.order[task] for n in self.lengths if self.values(task, v, n)]
+        better = sum(self.above_baseline(task, v, n) for v, n in cells)
+        worse = sum(self.below_baseline(task, v, n) for v, n in cells)
+        return better, worse, [len(self.values(task, v, n)) for v, n in cells]
+
+    def multiplicity(self, task: str) -> str:
+        """The "on every seed" counts of the sentences before it read together: how many
+        cells were tested and how many a variant at its baseline's level would pass on every
+        seed by chance alone, above (:func:`~.chance.caveat`) and below."""
+        above, below, seeds = self.every_seed_counts(task)
+        if not seeds:
+            return ""
+        return (
+            f"Read together, above on every seed: {caveat(above, seeds, 'cells')}. Below on "
+            f"every seed: {below} of {len(seeds)} cells, about {by_chance(seeds):.1f} by chance "
+            "alone. "
+        )
+
     def loss_findings(self) -> str:
         """Per task, for a loss study: who is below the best baseline's loss on every seed
         at each length, and what the paired tests separate (lower is better)."""
@@ -371,6 +394,11 @@ class SeedStudy:
                     f"Below the `{rule}` loss ({value:.3f}) on every seed at "
                     f"{self.times(n)}: {names(below)}. "
                 )
+            better, _, seeds = self.every_seed_counts(task)
+            text += (
+                "Read together, below the best baseline's loss on every seed: "
+                f"{caveat(better, seeds, 'cells')}. "
+            )
             text += self.against_reference(task)
             parts.append(text)
         return "\n\n".join([*parts, power(self.pairs, "nats")])
@@ -417,6 +445,7 @@ class SeedStudy:
                     f"At {self.times(n)} against the best baseline (`{rule}`, {value:.3f}), "
                     f"above on every seed: {names(above)}; below on every seed: {names(below)}. "
                 )
+            text += self.multiplicity(task)
             text += self.against_reference(task)
             parts.append(text)
         return "\n\n".join([*parts, power(self.pairs)])
