@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from roformer_lit.results.study.drift import regions
 from roformer_lit.results.study.pages import render_pages, stale_line
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,4 +43,28 @@ def guide_stale_line(
     text = (ROOT / "docs" / "guide" / guide).read_text(encoding="utf-8")
     (guides / guide).write_text(page(text) if page else text, encoding="utf-8")
     rewritten, drawn = render_pages(bench, pages, None, None, guides)
+    return stale_line(rewritten, drawn, bench, pages) if rewritten else ""
+
+
+def region_body(page: str, name: str) -> str:
+    """The body of region ``name`` on ``docs/studies/<page>``, as the page has it."""
+    text = (ROOT / "docs" / "studies" / page).read_text(encoding="utf-8")
+    return next(body for region, _, body in regions(text) if region == name)
+
+
+def region_stale_line(
+    tmp_path: Path,
+    page: str,
+    name: str,
+    bench: Path,
+    edit: Callable[[str], str] | None = None,
+) -> str:
+    """``stale_line`` of a page holding region ``name`` of ``docs/studies/<page>`` alone (its
+    body edited by ``edit``) against the raw outputs ``bench``; '' when nothing is stale."""
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    body = region_body(page, name)
+    text = f"# {page}\n\n<!-- generated: {name} -->\n{edit(body) if edit else body}"
+    (pages / page).write_text(text + "<!-- end generated -->\n", encoding="utf-8")
+    rewritten, drawn = render_pages(bench, pages)
     return stale_line(rewritten, drawn, bench, pages) if rewritten else ""

@@ -10,10 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
-from study_helpers import tampered_bench
+from study_helpers import region_body, region_stale_line, tampered_bench
 
-from roformer_lit.results.study.drift import regions
-from roformer_lit.results.study.pages import render_pages, stale_line
+from roformer_lit.results.study.pages import render_pages
 from roformer_lit.results.study.seed_study import SeedStudy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,55 +81,41 @@ def test_a_loss_study_counts_its_cells_below_the_baseline_loss() -> None:
     assert "about 0.1 of 2 would pass by chance alone" in text
 
 
-def _region(page: str, name: str) -> str:
-    text = (ROOT / "docs" / "studies" / page).read_text(encoding="utf-8")
-    return next(body for region, _, body in regions(text) if region == name)
-
-
 @pytest.mark.parametrize(("page", "name"), FINDINGS_REGIONS, ids=[r for _, r in FINDINGS_REGIONS])
 def test_every_task_paragraph_of_a_findings_region_carries_the_caveat(page, name) -> None:
-    paragraphs = [p for p in _region(page, name).split("\n\n") if p.startswith("**`")]
+    paragraphs = [p for p in region_body(page, name).split("\n\n") if p.startswith("**`")]
     assert paragraphs, name
     for paragraph in paragraphs:
         assert "on every seed" in paragraph.lower()
         assert CHANCE.search(paragraph), paragraph[:200]
 
 
-def _stale(tmp_path: Path, page: str, name: str, bench: Path, edit=None) -> str:
-    """``--check``'s stale line for a page holding region ``name`` of ``page`` alone (its
-    body edited by ``edit``) against the raw outputs ``bench``."""
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    body = _region(page, name)
-    text = f"# {page}\n\n<!-- generated: {name} -->\n{edit(body) if edit else body}"
-    (pages / page).write_text(text + "<!-- end generated -->\n", encoding="utf-8")
-    rewritten, drawn = render_pages(bench, pages)
-    return stale_line(rewritten, drawn, bench, pages) if rewritten else ""
-
-
 @pytest.mark.parametrize(("page", "name"), FINDINGS_REGIONS, ids=[r for _, r in FINDINGS_REGIONS])
 def test_a_chance_count_edited_by_hand_names_its_region(tmp_path, page, name) -> None:
-    body = _region(page, name)
+    body = region_body(page, name)
     found = CHANCE.search(body)
     assert found, name
-    assert _stale(tmp_path / "intact", page, name, tampered_bench(tmp_path / "intact")) == ""
+    assert (
+        region_stale_line(tmp_path / "intact", page, name, tampered_bench(tmp_path / "intact"))
+        == ""
+    )
 
     def edit(text: str) -> str:
         return text.replace(found[0], f"about 9.9 of {found[2]} would pass by chance alone", 1)
 
-    stale = _stale(tmp_path, page, name, tampered_bench(tmp_path), edit)
+    stale = region_stale_line(tmp_path, page, name, tampered_bench(tmp_path), edit)
     assert f"region {name!r}" in stale and "9.9" in stale, stale
 
 
 def test_a_cell_flipped_in_a_raw_output_changes_the_count(tmp_path) -> None:
     """``fire`` on ``copy`` at n=32 is above the baseline on every seed; one seed set to
     0.10 in a copy of the raw output takes it off the count: the check names the region."""
-    assert "above on every seed: 12 of 42 cells pass" in _region(TASKS_PAGE, "schemes-findings")
+    assert "above on every seed: 12 of 42 cells pass" in region_body(TASKS_PAGE, "schemes-findings")
     row = "fire-default-copy-learning_rate0.01-seed0/checkpoints/last.ckpt,32,acc,"
     raw = "cpu-2026-11-25-study-schemes-copy.csv"
     line = next(x for x in (ROOT / "docs" / "bench" / raw).read_text().splitlines() if row in x)
     bench = tampered_bench(tmp_path, raw, line + "\n", line.rsplit(",", 1)[0] + ",0.10\n")
-    stale = _stale(tmp_path, TASKS_PAGE, "schemes-findings", bench)
+    stale = region_stale_line(tmp_path, TASKS_PAGE, "schemes-findings", bench)
     assert "region 'schemes-findings'" in stale, stale
     rewritten, _ = render_pages(bench, tmp_path / "pages")
     (fresh,) = rewritten.values()

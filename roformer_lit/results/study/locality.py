@@ -14,9 +14,15 @@ from __future__ import annotations
 import re
 
 from roformer_lit.results.statistics import mean_interval
-from roformer_lit.results.study.mlm import POSITION_LR_RAW, mlm_losses, position_lr_losses
+from roformer_lit.results.study.mlm import (
+    POSITION_LR_RAW,
+    SEEDS,
+    mlm_losses,
+    position_lr_losses,
+)
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import read_text
+from roformer_lit.results.study.t_basis import head
 
 LOCALITY_RAW = "cpu-2026-11-23-locality.txt"
 LENGTH = 128
@@ -67,8 +73,8 @@ def position_lr_table() -> str:
     tenfold, base = position_lr_losses(), mlm_losses()
     found = masses()
     lines = [
-        "| variant | final val/loss (seeds 0 / 1 / 2) | mean [95 % t-interval] | most local head, "
-        "mass within ±2 |",
+        f"| variant | final val/loss (seeds {' / '.join(map(str, SEEDS))}) | {head(len(SEEDS))} | "
+        "most local head, mass within ±2 |",
         "| --- | --- | ---: | --- |",
     ]
     for scheme in ("fire", "t5"):

@@ -15,10 +15,13 @@ import re
 import statistics
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.results.statistics import mean_interval
+from roformer_lit.results.statistics import mean_interval, verdict
+from roformer_lit.results.study.exact import floor_words
+from roformer_lit.results.study.paired import holm_family
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.probes import RUN
 from roformer_lit.results.study.reading import read_text
+from roformer_lit.results.study.t_basis import basis, head
 from roformer_lit.results.study.words import names
 
 MLM_RAW = "cpu-2026-11-23-extrapolation-every-scheme.txt"
@@ -107,7 +110,7 @@ def mlm_sweep() -> str:
     losses = mlm_losses()
     order = sorted(losses, key=lambda k: statistics.fmean(losses[k]))
     lines = [
-        f"| variant | val/loss, seeds {' / '.join(map(str, SEEDS))} | mean [95 % t-interval] |",
+        f"| variant | val/loss, seeds {' / '.join(map(str, SEEDS))} | {head(len(SEEDS))} |",
         "| --- | --- | ---: |",
     ]
     for scheme in order:
@@ -127,14 +130,38 @@ def mlm_sweep() -> str:
         if not _every_below(losses[a], losses[b])
     ]
     pairs = len(order) * (len(order) - 1) // 2
+    tested = {
+        f"`{a}` / `{b}`": (losses[a], losses[b])
+        for i, a in enumerate(order)
+        for b in order[i + 1 :]
+    }
     lines += [
         "",
-        f"Neighbours in this order whose seeds overlap (no ordering holds on every seed): "
-        f"{names(overlapping)}. Every other neighbouring pair is ordered on every seed "
-        f"(every seed of one below every seed of the other); in all, {len(settled)} of "
-        f"{pairs} pairs of schemes are. {separation_caveat(len(SEEDS), pairs)}",
+        f"In the table, {basis(len(SEEDS))}. Neighbours in this order whose seeds overlap (no "
+        f"ordering holds on every seed): {names(overlapping)}. Every other neighbouring pair is "
+        f"ordered on every seed (every seed of one below every seed of the other); in all, "
+        f"{len(settled)} of {pairs} pairs of schemes are. {separation_caveat(len(SEEDS), pairs)} "
+        f"{paired_result(tested, 'pairs of schemes')}",
     ]
     return "\n".join(lines)
+
+
+def paired_result(cells: dict[str, tuple[list[float], list[float]]], what: str) -> str:
+    """The project's test over ``cells`` (label -> two sides, in one seed order): the
+    exact sign-flip test paired by seed, Holm over all of them
+    (:func:`~.paired.holm_family`); the separated ones named, or "not separated" with the
+    floor that decides it (:func:`~.exact.floor_words`)."""
+    family = holm_family(cells)
+    seeds = min(len(a) for a, _ in cells.values())
+    separated = [label for label, (_, _, p) in family.items() if verdict(p) != "n.s."]
+    test = f"By the exact sign-flip test paired by seed, with Holm over the {len(family)} {what}, "
+    if not separated:
+        return (
+            f"{test}none is separated ({seeds} seeds: "
+            f'{floor_words(seeds, len(family))}): "not separated" is the result for '
+            "every one of them, the orderings above included."
+        )
+    return f"{test}separated: {names(separated)}; every other one is not separated."
 
 
 def separation_caveat(seeds: int, pairs: int) -> str:
@@ -169,7 +196,9 @@ def _against_base(gains: list[float]) -> str:
 
 def position_lr() -> str:
     tenfold, base = position_lr_losses(), mlm_losses()
-    parts = []
+    parts: list[str] = []
+    tested: dict[str, tuple[list[float], list[float]]] = {}
+    orderings = 0
     for scheme in ("fire", "t5"):
         gains = [b - a for a, b in zip(tenfold[scheme], base[scheme], strict=True)]
         below = [o for o in base if o != scheme and _every_below(tenfold[scheme], base[o])]
@@ -179,6 +208,14 @@ def position_lr() -> str:
             f"{names([f'`{o}`' for o in below])} and above every seed of "
             f"{names([f'`{o}`' for o in above])}"
         )
+        tested[f"`{scheme}` ×10 / ×1"] = (tenfold[scheme], base[scheme])
+        orderings += len(base) - 1
+        tested |= {
+            f"`{scheme}` ×10 / `{o}`": (tenfold[scheme], base[o]) for o in base if o != scheme
+        }
     return (
-        "Per seed (final val/loss, `docs/bench/" + POSITION_LR_RAW + "`): " + "; ".join(parts) + "."
+        f"In the table above, {basis(len(SEEDS))}. Per seed (final val/loss, "
+        f"`docs/bench/{POSITION_LR_RAW}`): {'; '.join(parts)}. "
+        f"{separation_caveat(len(SEEDS), orderings)} "
+        f"{paired_result(tested, 'comparisons (×10 against ×1 and against each other scheme)')}"
     )
