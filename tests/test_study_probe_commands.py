@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from study_helpers import tampered_bench
+from study_helpers import guide_stale_line, tampered_bench
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.study import probe_commands
@@ -134,3 +134,54 @@ def test_a_damaged_table_is_one_error_line(tmp_path, capsys, case, damage, says)
     assert out == "" and len(lines) == 1 and lines[0].startswith("error: "), err
     assert says in lines[0] and str(raw) in lines[0], lines[0]
     assert readme.read_text(encoding="utf-8") == before
+
+
+# -- the guide's paragraph of the study's sweep files (region guide-probe-sweeps) ---------
+
+GUIDE = ROOT / "docs" / "guide" / "position-tasks.md"
+OTHERS = probe_commands.PARTS["probes_others.yaml"]
+
+
+def test_the_guide_states_what_the_sweeps_and_tables_give(tmp_path) -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    assert "<!-- generated: guide-probe-sweeps -->" in text and render(text, str(GUIDE)) == text
+    assert guide_stale_line(tmp_path, "position-tasks.md") == ""
+    for typed in ("about 100 min", "38, 125 and 36 run-minutes", "63 runs, 20\nmin"):
+        assert typed not in text, typed
+    assert "= 240 combinations, less 12 its `exclude` removes: 228 runs" in text
+    assert "`probes_quick.yaml` (63 runs), `probes_others.yaml` (108 runs)" in text
+    assert "30.2, 139.4 and 29.1 run-minutes" in text
+
+
+@pytest.mark.parametrize(
+    ("raw", "old", "new", "cell"),
+    [
+        (OTHERS, "| 583 ± 3 | 148.3 ± 40.0 |", "| 583 ± 3 | 248.3 ± 40.0 |", "data '144.4"),
+        (RAW, "| 490 ± 2 | 17.0 ± 0.1 |", "| 490 ± 2 | 27.0 ± 0.1 |", "data '30.7"),
+    ],
+)
+def test_a_time_changed_in_a_table_names_the_guide_region(tmp_path, raw, old, new, cell) -> None:
+    stale = guide_stale_line(tmp_path, "position-tasks.md", raw, old, new)
+    assert "region 'guide-probe-sweeps'" in stale and cell in stale, stale
+
+
+def test_a_count_edited_in_the_guide_names_its_region(tmp_path) -> None:
+    stale = guide_stale_line(
+        tmp_path, "position-tasks.md", page=lambda t: t.replace("(108 runs)", "(100 runs)", 1)
+    )
+    assert "region 'guide-probe-sweeps'" in stale and "108" in stale, stale
+
+
+def test_parts_that_no_longer_split_the_whole_are_refused(tmp_path, monkeypatch) -> None:
+    sweeps = tmp_path / "sweeps"
+    sweeps.mkdir()
+    for name in [probe_commands.WHOLE, *probe_commands.PARTS]:
+        text = (probe_commands.SWEEPS / name).read_text(encoding="utf-8")
+        if name == probe_commands.WHOLE:  # a fifth task in the whole grid only
+            text = text.replace("odds_first]", "odds_first, recall]")
+        (sweeps / name).write_text(
+            text.replace("base: configs/", f"base: {ROOT}/configs/"), encoding="utf-8"
+        )
+    monkeypatch.setattr(probe_commands, "SWEEPS", sweeps)
+    with pytest.raises(ConfigError, match="expand to 228 runs, probes.yaml to 285: the parts"):
+        probe_commands.guide_sweeps()

@@ -114,6 +114,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "readme-findings": readme.findings,
     "readme-quickstart": quickstart.sentence,
     "readme-probe-commands": probe_commands.sentence,
+    "guide-probe-sweeps": probe_commands.guide_sweeps,
     "finetune-movie-polarity": finetune.table,
     "finetune-spreads": finetune.spreads,
     "finetune-findings": finetune_claims.findings,
