@@ -111,3 +111,18 @@ def test_a_number_changed_in_a_raw_output_names_the_region(
 ) -> None:
     stale = region_stale_line(tmp_path, PAGE, name, tampered_bench(tmp_path, raw, old, new))
     assert f"region {name!r}" in stale and cell in stale, stale
+
+
+def test_the_bridge_table_states_the_same_basis(tmp_path) -> None:
+    """The position-tasks page tables the same three-seed MLM intervals (region
+    ``bridge``): its heading names n and t too, and an edit of them is caught."""
+    body = region_body("position-tasks.md", "bridge")
+    assert "MLM val/loss at L=128 (1×), mean [95 % t-interval, n = 3, t = 4.30] over seeds" in body
+    stale = region_stale_line(
+        tmp_path,
+        "position-tasks.md",
+        "bridge",
+        tampered_bench(tmp_path),
+        lambda text: text.replace("n = 3, t = 4.30]", "n = 3, t = 1.96]", 1),
+    )
+    assert "region 'bridge'" in stale, stale

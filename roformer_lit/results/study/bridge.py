@@ -7,7 +7,8 @@ import statistics
 
 from roformer_lit.results.statistics import mean_interval, spearman
 from roformer_lit.results.study import selected
-from roformer_lit.results.study.mlm import mlm_losses
+from roformer_lit.results.study.mlm import SEEDS, mlm_losses
+from roformer_lit.results.study.t_basis import head
 from roformer_lit.results.study.words import names
 
 
@@ -80,7 +81,7 @@ def bridge() -> str:
             *rows,
             "",
             f"| scheme | probe accuracy at 1×, mean of {task_list} | at 4× | MLM val/loss at "
-            "L=128 (1×), mean [95 % interval] over seeds 0–2 | at L=512 (4×) |",
+            f"L=128 (1×), {head(len(SEEDS))} over seeds {SEEDS[0]}–{SEEDS[-1]} | at L=512 (4×) |",
             "|---|---|---|---|---|",
             *beside,
         ]
