@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from study_helpers import tampered_bench
+from study_helpers import guide_stale_line, tampered_bench
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.study import quickstart
@@ -89,3 +89,26 @@ def test_a_compare_row_over_other_seeds_is_one_error(tmp_path) -> None:
             quickstart.sentence()
     finally:
         read_from(*before)
+
+
+GUIDE = ROOT / "docs" / "guide" / "quickstart.md"
+
+
+def test_the_quickstart_guide_carries_the_generated_result(tmp_path) -> None:
+    """The guide typed the same result again ("6.80 at step 50 to **4.70**", "3 % → 32 %",
+    "perplexity 898 → 110", "**4.64 ± 0.06**"), the step-50 values from no raw output; it now
+    holds the README's region, checked with the guides."""
+    text = GUIDE.read_text(encoding="utf-8")
+    assert REGION in text and render(text, str(GUIDE)) == text
+    for typed in ("6.80 at step 50", "3 % → 32 %", "898 → 110", "a few\nhundredths"):
+        assert typed not in text, typed
+    assert guide_stale_line(tmp_path / "intact", "quickstart.md") == ""
+    stale = guide_stale_line(
+        tmp_path,
+        "quickstart.md",
+        MLM_RAW,
+        "| rope | softmax | 4.702 |",
+        "| rope | softmax | 4.802 |",
+    )
+    assert "quickstart.md" in stale and "region 'readme-quickstart'" in stale, stale
+    assert "4.802 / 4.576 / 4.643" in stale, stale
