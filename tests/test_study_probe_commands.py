@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from study_helpers import guide_stale_line, tampered_bench
+from study_helpers import guide_stale_line, region_body, region_stale_line, tampered_bench
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.study import probe_commands
@@ -185,3 +185,18 @@ def test_parts_that_no_longer_split_the_whole_are_refused(tmp_path, monkeypatch)
     monkeypatch.setattr(probe_commands, "SWEEPS", sweeps)
     with pytest.raises(ConfigError, match="expand to 228 runs, probes.yaml to 285: the parts"):
         probe_commands.guide_sweeps()
+
+
+def test_the_study_page_counts_its_sweeps_from_the_files(tmp_path) -> None:
+    """The study page typed "228 runs", "63 runs, 20 min", "108 runs" and "57 runs" in its
+    commands' comments; it holds the same region as the guide now."""
+    body = region_body("position-tasks.md", "guide-probe-sweeps")
+    assert "228 runs, as `sweep` expands it" in body and "(57 runs)" in body
+    stale = region_stale_line(
+        tmp_path,
+        "position-tasks.md",
+        "guide-probe-sweeps",
+        tampered_bench(tmp_path),
+        lambda text: text.replace("(57 runs)", "(58 runs)", 1),
+    )
+    assert "region 'guide-probe-sweeps'" in stale, stale

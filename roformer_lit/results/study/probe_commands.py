@@ -140,7 +140,7 @@ def sentence() -> str:
 
 
 def guide_sweeps() -> str:
-    """The study's sweep files for ``docs/guide/position-tasks.md`` (region
+    """The study's sweep files for ``docs/guide/position-tasks.md`` and the study page (region
     ``guide-probe-sweeps``): the whole grid's count, each part's count and the logged wall
     time its committed compare table adds up to; refused when the parts do not add up to the
     whole."""
@@ -158,7 +158,7 @@ def guide_sweeps() -> str:
     return (
         f"The study's sweep files: `configs/sweeps/{WHOLE}` is the whole grid ({grid}: "
         f"{whole} runs, as `sweep` expands it); {', '.join(each[:-1])} and {each[-1]} split "
-        "it into the parts [the study page](../studies/position-tasks.md) ran. Their "
+        "it into the parts the [position-task study](../studies/position-tasks.md) ran. Their "
         f"committed `compare` tables ({tables}) give each run's wall time from its first to "
         f"its last logged metric, start-up left out: added up, {', '.join(times[:-1])} and "
         f"{times[-1]} run-minutes, on a machine the tables do not name; how long a sweep "
