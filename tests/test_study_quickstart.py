@@ -5,6 +5,7 @@ raw output or of the README makes the check name the region and the cell."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -112,3 +113,68 @@ def test_the_quickstart_guide_carries_the_generated_result(tmp_path) -> None:
     )
     assert "quickstart.md" in stale and "region 'readme-quickstart'" in stale, stale
     assert "4.802 / 4.576 / 4.643" in stale, stale
+
+
+# --- the rerun's per-step curve (quickstart.CURVES_RAW) -------------------------------------
+
+
+def _curves_bench(tmp_path: Path, text: str) -> Path:
+    """A copy of the raw outputs whose curve file is ``text``."""
+    bench = tmp_path / "bench"
+    shutil.copytree(ROOT / "docs" / "bench", bench)
+    (bench / quickstart.CURVES_RAW).write_text(text, encoding="utf-8")
+    return bench
+
+
+def _synthetic(seeds=(0, 1, 2), steps=(50, 300, 600), header=True) -> tuple[str, dict]:
+    values = {
+        (seed, step): (
+            7.0 - step / 200 + 0.01 * seed * (step % 7),
+            0.03 + step / 2000 + 0.001 * seed,
+        )
+        for seed in seeds
+        for step in steps
+    }
+    lines = ["# Some CPU (2 cores, 2 torch threads); torch 9.9; the command"] if header else []
+    lines.append("seed,step,val_loss,val_acc")
+    lines += [f"{seed},{step},{v[0]!r},{v[1]!r}" for (seed, step), v in values.items()]
+    return "\n".join(lines) + "\n", values
+
+
+def _with_bench(bench: Path, tmp_path: Path, read):
+    before = (PLACES.bench, PLACES.pages)
+    read_from(bench, tmp_path)
+    try:
+        return read()
+    finally:
+        read_from(*before)
+
+
+def test_the_curve_words_are_the_files_means_and_spreads(tmp_path) -> None:
+    import numpy as np
+
+    text, values = _synthetic()
+    words = _with_bench(_curves_bench(tmp_path, text), tmp_path, quickstart.curve_words)
+    for step in quickstart.CURVE_STEPS:
+        losses = np.array([values[(seed, step)][0] for seed in (0, 1, 2)])
+        expected = f"{losses.mean():.2f} ± {losses.std(ddof=1):.2f} at step {step}"
+        assert expected in words, (expected, words)
+    acc = [100 * np.mean([values[(s, step)][1] for s in (0, 1, 2)]) for step in (50, 600)]
+    assert f"{acc[0]:.1f} % → {acc[1]:.1f} %" in words, words
+    assert "Some CPU (2 cores, 2 torch threads)" in words
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (_synthetic(header=False)[0], "line 1 names no CPU"),
+        (_synthetic(seeds=(0, 1))[0], "step 50 has seeds [0, 1]"),
+        (_synthetic(steps=(50, 600))[0], "step 300 has seeds []"),
+        (_synthetic()[0].replace(",600,", ",six hundred,", 1), "not seed,step,val_loss,val_acc"),
+    ],
+    ids=["no header", "a seed missing", "a step missing", "not a number"],
+)
+def test_a_damaged_curve_file_is_one_error(tmp_path, text, message) -> None:
+    bench = _curves_bench(tmp_path, text)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        _with_bench(bench, tmp_path, quickstart.curve_words)

@@ -7,11 +7,16 @@ N = 0, 1, 2) are the positions sweep's ``rope`` runs, so their committed raw out
 seed's final val/loss) and :data:`~.mlm.POSITION_LR_RAW` (``compare``'s row
 ``rope-softmax``: val/acc over the seeds). The README typed these, and a loss curve (6.80 at
 step 50) of which no raw output is committed; the region states only what the files hold,
-with the machine they name.
+with the machine they name. The per-step curve comes from a rerun of the same three commands
+on another machine, :data:`CURVES_RAW` (``scripts/quickstart_seeds.py`` read it off the
+runs' event files: :mod:`~roformer_lit.results.study.seed_curves`): its mean and sample std
+over the seeds at :data:`CURVE_STEPS`, and its final mean beside the first machine's.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import statistics
 
@@ -21,6 +26,13 @@ from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import read_text
 
 SCHEME = "rope"
+#: The rerun's per-step curves: ``seed,step,val_loss,val_acc`` after a comment line naming
+#: the CPU, the torch version and the command.
+CURVES_RAW = "cpu-2026-11-30-quickstart-seeds.csv"
+#: The validation steps whose mean the sentence gives.
+CURVE_STEPS = (50, 300, 600)
+_CURVES_HEADER = re.compile(r"^# (?P<cpu>[^;]+); torch (?P<torch>[^;]+); (?P<command>.+)$")
+_FILE_DATE = re.compile(r"cpu-(?P<date>\d{4}-\d\d-\d\d)-")
 _MACHINE = re.compile(r"on the (?P<machine>[^,]+CPU), (?P<date>\d{4}-\d\d-\d\d)")
 _COMPARE = re.compile(
     r"^\| rope-softmax \| (?P<n>\d+) \((?P<seeds>[0-9, ]+)\) \| [^|]+ \| [^|]+ \| "
@@ -54,6 +66,53 @@ def accuracy() -> tuple[float, float]:
     raise ConfigError(f"{path}: no compare row for rope-softmax")
 
 
+@cached
+def curves() -> tuple[str, str, dict[int, dict[int, tuple[float, float]]]]:
+    """The rerun's CPU, its date and ``{step: {seed: (val/loss, val/acc)}}``; ConfigError
+    if the file has no header, a row is not numbers, or a step lacks one of :data:`SEEDS`."""
+    path = bench_file(CURVES_RAW)
+    first, _, body = read_text(path).partition("\n")
+    header = _CURVES_HEADER.match(first)
+    date = _FILE_DATE.match(CURVES_RAW)
+    if header is None or date is None:
+        raise ConfigError(f"{path}: line 1 names no CPU ('# <cpu>; torch <version>; <command>')")
+    found: dict[int, dict[int, tuple[float, float]]] = {}
+    for number, row in enumerate(csv.DictReader(io.StringIO(body)), start=2):
+        try:
+            seed, step = int(row["seed"]), int(row["step"])
+            found.setdefault(step, {})[seed] = (float(row["val_loss"]), float(row["val_acc"]))
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(f"{path}: line {number}: not seed,step,val_loss,val_acc") from None
+    for step in CURVE_STEPS:
+        if tuple(sorted(found.get(step, {}))) != SEEDS:
+            raise ConfigError(f"{path}: step {step} has seeds {sorted(found.get(step, {}))}")
+    return header["cpu"].strip(), date["date"], found
+
+
+def _mean_std(values: list[float]) -> str:
+    return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+def curve_words() -> str:
+    """The rerun's curve: val/loss and accuracy at :data:`CURVE_STEPS`, mean ± sample std
+    over the seeds, and its final mean beside the first machine's."""
+    cpu, date, found = curves()
+    losses = [
+        f"{_mean_std([found[step][s][0] for s in SEEDS])} at step {step}" for step in CURVE_STEPS
+    ]
+    first, last = CURVE_STEPS[0], CURVE_STEPS[-1]
+    acc = [100 * statistics.fmean(found[step][s][1] for s in SEEDS) for step in (first, last)]
+    final = statistics.fmean(found[last][s][0] for s in SEEDS)
+    return (
+        f"The per-step curve of the same three commands, rerun on the {cpu} ({date}; raw "
+        f"output `docs/bench/{CURVES_RAW}`, written by `scripts/quickstart_seeds.py` from the "
+        f"runs' event files): val/loss {', '.join(losses[:-1])} and {losses[-1]}, "
+        f"masked-token accuracy {acc[0]:.1f} % → {acc[1]:.1f} % (means over the seeds); its "
+        f"final mean is {final:.2f} where the first machine's is "
+        f"{statistics.fmean(mlm_losses()[SCHEME]):.2f}."
+    )
+
+
 def sentence() -> str:
     """The README's sentence: each seed's final val/loss, their mean ± std, the accuracy."""
     losses = mlm_losses()[SCHEME]
@@ -68,6 +127,5 @@ def sentence() -> str:
         f"({date}; raw outputs `docs/bench/{MLM_RAW}`, the `rope` block at L = 128, where "
         f"`extrapolate` equals `validate`, and `docs/bench/{POSITION_LR_RAW}`, `compare`'s "
         "`rope-softmax` row). Compare with the spread, not one number: CPU kernels differ "
-        "between machines in the last bits. No per-step curve of these runs is committed, so "
-        "none is stated here."
+        f"between machines in the last bits. {curve_words()}"
     )

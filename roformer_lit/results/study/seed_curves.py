@@ -6,16 +6,18 @@
 Each run directory is read through :func:`~roformer_lit.results.events.read_run` (the
 package's own reader, which reports a damaged event file instead of tabling what came
 before it); the CSV has one row per run and validation step, ``seed,step,val_loss,val_acc``,
-after one comment line naming the CPU (``lscpu``'s model name), the torch version and the
-command. A run whose event files are damaged, that logged no ``val/loss``, or whose seed is
-not in its name, and an ``--out`` that exists already, are refused in one line: a raw output
-is never overwritten.
+after one comment line naming the CPU (``lscpu``'s model name, its cores and torch's
+threads: those the runs had, run with the defaults), the torch version and the command. A
+run whose event files are damaged, that logged no ``val/loss``, or whose seed is not in its
+name, and an ``--out`` that exists already, are refused in one line: a raw output is never
+overwritten.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
 import platform
 import re
 import subprocess
@@ -65,7 +67,8 @@ def write(run_dirs: Sequence[Path], out: Path, command: str) -> None:
     if out.exists():
         raise ConfigError(f"{out}: exists already; a raw output is never overwritten")
     buffer = io.StringIO()
-    buffer.write(f"# {cpu_name()}; torch {torch.__version__}; {command}\n")
+    machine = f"{cpu_name()} ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
+    buffer.write(f"# {machine}; torch {torch.__version__}; {command}\n")
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["seed", "step", "val_loss", "val_acc"])
     writer.writerows(rows(run_dirs))
