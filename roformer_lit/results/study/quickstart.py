@@ -127,5 +127,6 @@ def sentence() -> str:
         f"({date}; raw outputs `docs/bench/{MLM_RAW}`, the `rope` block at L = 128, where "
         f"`extrapolate` equals `validate`, and `docs/bench/{POSITION_LR_RAW}`, `compare`'s "
         "`rope-softmax` row). Compare with the spread, not one number: CPU kernels differ "
-        f"between machines in the last bits. {curve_words()}"
+        "between machines in the last bits. No per-step curve of these runs is committed, so "
+        "none is stated here."
     )
