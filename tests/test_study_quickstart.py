@@ -56,7 +56,7 @@ def test_the_readme_states_what_the_raw_outputs_give(tmp_path) -> None:
             MLM_RAW,
             "| rope | softmax | 4.702 |",
             "| rope | softmax | 4.802 |",
-            "data '4.802 / 4.576 / 4.643: **4.67 ± 0.12**'",
+            "data '4.802 / 4.576 / 4.643: **4.67 ± 0.12**",
         ),
         (POSITION_LR_RAW, "| 0.3282 ± 0.0066 |", "| 0.3382 ± 0.0066 |", "data '33.8"),
     ],
@@ -127,17 +127,16 @@ def _curves_bench(tmp_path: Path, text: str) -> Path:
 
 
 def _synthetic(seeds=(0, 1, 2), steps=(50, 300, 600), header=True) -> tuple[str, dict]:
+    """A curve file of ``seeds`` validated after ``steps`` optimiser steps (logged, as
+    TensorBoard logs them, at the 0-based step: ``steps - 1``), and its values."""
     values = {
-        (seed, step): (
-            7.0 - step / 200 + 0.01 * seed * (step % 7),
-            0.03 + step / 2000 + 0.001 * seed,
-        )
+        (seed, step): (7.0 - step / 200 + 0.01 * seed * (step % 7), 0.03 + step / 2000 + seed / 1e3)
         for seed in seeds
         for step in steps
     }
     lines = ["# Some CPU (2 cores, 2 torch threads); torch 9.9; the command"] if header else []
     lines.append("seed,step,val_loss,val_acc")
-    lines += [f"{seed},{step},{v[0]!r},{v[1]!r}" for (seed, step), v in values.items()]
+    lines += [f"{seed},{step - 1},{v[0]!r},{v[1]!r}" for (seed, step), v in values.items()]
     return "\n".join(lines) + "\n", values
 
 
@@ -157,24 +156,45 @@ def test_the_curve_words_are_the_files_means_and_spreads(tmp_path) -> None:
     words = _with_bench(_curves_bench(tmp_path, text), tmp_path, quickstart.curve_words)
     for step in quickstart.CURVE_STEPS:
         losses = np.array([values[(seed, step)][0] for seed in (0, 1, 2)])
-        expected = f"{losses.mean():.2f} ± {losses.std(ddof=1):.2f} at step {step}"
+        expected = f"{losses.mean():.2f} ± {losses.std(ddof=1):.2f} after {step}"
         assert expected in words, (expected, words)
-    acc = [100 * np.mean([values[(s, step)][1] for s in (0, 1, 2)]) for step in (50, 600)]
-    assert f"{acc[0]:.1f} % → {acc[1]:.1f} %" in words, words
-    assert "Some CPU (2 cores, 2 torch threads)" in words
+    acc = [100 * np.array([values[(s, step)][1] for s in (0, 1, 2)]) for step in (50, 600)]
+    shown = [f"{a.mean():.1f} ± {a.std(ddof=1):.1f}" for a in acc]
+    assert f"accuracy {shown[0]} % → {shown[1]} %" in words, words
+    assert "Some CPU (2 cores, 2 torch threads)" in words and "seeds 0, 1, 2" in words
+
+
+def test_one_seeds_curve_is_its_values(tmp_path) -> None:
+    text, values = _synthetic(seeds=(0,))
+    words = _with_bench(_curves_bench(tmp_path, text), tmp_path, quickstart.curve_words)
+    assert "±" not in words and "seed 0 (the command as written)" in words, words
+    for step in quickstart.CURVE_STEPS:
+        assert f"{values[(0, step)][0]:.2f} after {step}" in words, words
+
+
+def _drop_row(text: str, row_start: str) -> str:
+    lines = text.splitlines(keepends=True)
+    (dropped,) = [line for line in lines if line.startswith(row_start)]
+    return "".join(line for line in lines if line is not dropped)
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         (_synthetic(header=False)[0], "line 1 names no CPU"),
-        (_synthetic(seeds=(0, 1))[0], "step 50 has seeds [0, 1]"),
-        (_synthetic(steps=(50, 600))[0], "step 300 has seeds []"),
-        (_synthetic()[0].replace(",600,", ",six hundred,", 1), "not seed,step,val_loss,val_acc"),
+        (_drop_row(_synthetic()[0], "2,299,"), "after 300 steps, seeds [0, 1], not [0, 1, 2]"),
+        (_synthetic(steps=(50, 600))[0], "after 300 steps, seeds [], not [0, 1, 2]"),
+        (_synthetic(seeds=(0, 7))[0], "seeds [0, 7], not some of [0, 1, 2]"),
+        (_synthetic()[0].replace(",599,", ",six hundred,", 1), "not seed,step,val_loss,val_acc"),
     ],
-    ids=["no header", "a seed missing", "a step missing", "not a number"],
+    ids=["no header", "a seed missing at a step", "a step missing", "a foreign seed", "a word"],
 )
 def test_a_damaged_curve_file_is_one_error(tmp_path, text, message) -> None:
     bench = _curves_bench(tmp_path, text)
     with pytest.raises(ConfigError, match=re.escape(message)):
         _with_bench(bench, tmp_path, quickstart.curve_words)
+
+
+def test_a_value_changed_in_the_curve_file_names_the_region_and_cell(tmp_path) -> None:
+    stale = _check(tmp_path, quickstart.CURVES_RAW, "0,49,6.800121784210205,", "0,49,6.9001,")
+    assert "region 'readme-quickstart'" in stale and "page '6.80', data '6.90'" in stale, stale

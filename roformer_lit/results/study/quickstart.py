@@ -26,10 +26,11 @@ from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import read_text
 
 SCHEME = "rope"
-#: The rerun's per-step curves: ``seed,step,val_loss,val_acc`` after a comment line naming
-#: the CPU, the torch version and the command.
-CURVES_RAW = "cpu-2026-11-30-quickstart-seeds.csv"
-#: The validation steps whose mean the sentence gives.
+#: The rerun's per-step curve: ``seed,step,val_loss,val_acc`` after a comment line naming
+#: the CPU, the torch version and the command; ``step`` as TensorBoard logs it, the 0-based
+#: index of the last optimiser step (the console's "step 50" is logged at 49).
+CURVES_RAW = "cpu-2026-11-30-quickstart-seed0.csv"
+#: The optimiser steps done at the validations the sentence gives.
 CURVE_STEPS = (50, 300, 600)
 _CURVES_HEADER = re.compile(r"^# (?P<cpu>[^;]+); torch (?P<torch>[^;]+); (?P<command>.+)$")
 _FILE_DATE = re.compile(r"cpu-(?P<date>\d{4}-\d\d-\d\d)-")
@@ -68,8 +69,9 @@ def accuracy() -> tuple[float, float]:
 
 @cached
 def curves() -> tuple[str, str, dict[int, dict[int, tuple[float, float]]]]:
-    """The rerun's CPU, its date and ``{step: {seed: (val/loss, val/acc)}}``; ConfigError
-    if the file has no header, a row is not numbers, or a step lacks one of :data:`SEEDS`."""
+    """The rerun's CPU, its date and ``{steps done: {seed: (val/loss, val/acc)}}``;
+    ConfigError if the file has no header, a row is not numbers, no seed is in it, a seed is
+    not one of :data:`SEEDS`, or a step of :data:`CURVE_STEPS` lacks one of its seeds."""
     path = bench_file(CURVES_RAW)
     first, _, body = read_text(path).partition("\n")
     header = _CURVES_HEADER.match(first)
@@ -79,37 +81,57 @@ def curves() -> tuple[str, str, dict[int, dict[int, tuple[float, float]]]]:
     found: dict[int, dict[int, tuple[float, float]]] = {}
     for number, row in enumerate(csv.DictReader(io.StringIO(body)), start=2):
         try:
-            seed, step = int(row["seed"]), int(row["step"])
-            found.setdefault(step, {})[seed] = (float(row["val_loss"]), float(row["val_acc"]))
+            seed, done = int(row["seed"]), int(row["step"]) + 1
+            found.setdefault(done, {})[seed] = (float(row["val_loss"]), float(row["val_acc"]))
         except (KeyError, TypeError, ValueError):
             raise ConfigError(f"{path}: line {number}: not seed,step,val_loss,val_acc") from None
+    seeds = sorted({seed for by_seed in found.values() for seed in by_seed})
+    if not seeds or not set(seeds) <= set(SEEDS):
+        raise ConfigError(f"{path}: seeds {seeds}, not some of {list(SEEDS)}")
     for step in CURVE_STEPS:
-        if tuple(sorted(found.get(step, {}))) != SEEDS:
-            raise ConfigError(f"{path}: step {step} has seeds {sorted(found.get(step, {}))}")
+        if sorted(found.get(step, {})) != seeds:
+            raise ConfigError(
+                f"{path}: after {step} steps, seeds {sorted(found.get(step, {}))}, not {seeds}"
+            )
     return header["cpu"].strip(), date["date"], found
 
 
-def _mean_std(values: list[float]) -> str:
-    return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f}"
+def _over_seeds(values: list[float], digits: int = 2) -> str:
+    """One seed's value, or the seeds' mean ± sample std."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.fmean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def curve_words() -> str:
-    """The rerun's curve: val/loss and accuracy at :data:`CURVE_STEPS`, mean ± sample std
-    over the seeds, and its final mean beside the first machine's."""
+    """The rerun's curve: val/loss at :data:`CURVE_STEPS` and accuracy at the first and
+    last (one seed's values, or mean ± sample std over the seeds), and its final val/loss
+    beside the first machine's of the same seeds."""
     cpu, date, found = curves()
+    seeds = sorted(found[CURVE_STEPS[0]])
     losses = [
-        f"{_mean_std([found[step][s][0] for s in SEEDS])} at step {step}" for step in CURVE_STEPS
+        f"{_over_seeds([found[step][s][0] for s in seeds])} after {step}" for step in CURVE_STEPS
     ]
     first, last = CURVE_STEPS[0], CURVE_STEPS[-1]
-    acc = [100 * statistics.fmean(found[step][s][1] for s in SEEDS) for step in (first, last)]
-    final = statistics.fmean(found[last][s][0] for s in SEEDS)
+    acc = [_over_seeds([100 * found[step][s][1] for s in seeds], 1) for step in (first, last)]
+    whose = (
+        f"seed {seeds[0]} (the command as written)"
+        if len(seeds) == 1
+        else f"seeds {', '.join(map(str, seeds))} (mean ± sample std)"
+    )
+    before = mlm_losses()[SCHEME]
+    again = _over_seeds([found[last][s][0] for s in seeds], 3)
+    then = _over_seeds([before[SEEDS.index(s)] for s in seeds], 3)
+    final = (
+        f"its final val/loss, {again}, is the first machine's {then} to the digits shown"
+        if again == then
+        else f"its final val/loss is {again} where the first machine's is {then}"
+    )
     return (
-        f"The per-step curve of the same three commands, rerun on the {cpu} ({date}; raw "
-        f"output `docs/bench/{CURVES_RAW}`, written by `scripts/quickstart_seeds.py` from the "
-        f"runs' event files): val/loss {', '.join(losses[:-1])} and {losses[-1]}, "
-        f"masked-token accuracy {acc[0]:.1f} % → {acc[1]:.1f} % (means over the seeds); its "
-        f"final mean is {final:.2f} where the first machine's is "
-        f"{statistics.fmean(mlm_losses()[SCHEME]):.2f}."
+        f"The per-step curve, of {whose} rerun on the {cpu} ({date}; raw output "
+        f"`docs/bench/{CURVES_RAW}`, written by `scripts/quickstart_seeds.py` from the run's "
+        f"event files): val/loss {', '.join(losses[:-1])} and {losses[-1]} steps, masked-token "
+        f"accuracy {acc[0]} % → {acc[1]} %; {final}."
     )
 
 
@@ -127,6 +149,5 @@ def sentence() -> str:
         f"({date}; raw outputs `docs/bench/{MLM_RAW}`, the `rope` block at L = 128, where "
         f"`extrapolate` equals `validate`, and `docs/bench/{POSITION_LR_RAW}`, `compare`'s "
         "`rope-softmax` row). Compare with the spread, not one number: CPU kernels differ "
-        "between machines in the last bits. No per-step curve of these runs is committed, so "
-        "none is stated here."
+        f"between machines in the last bits. {curve_words()}"
     )
