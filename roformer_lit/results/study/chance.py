@@ -18,18 +18,25 @@ def by_chance(seeds: Sequence[int]) -> float:
     return sum(0.5**s for s in seeds if s > 0)
 
 
-def caveat(passed: int, seeds: Sequence[int], what: str = "cells") -> str:
-    """``passed`` of ``len(seeds)`` cells, with how many would pass by chance alone."""
+def caveat(
+    passed: int,
+    seeds: Sequence[int],
+    what: str = "cells",
+    null: str = "a variant at its baseline's level",
+) -> str:
+    """``passed`` of ``len(seeds)`` cells, with how many would pass by chance alone;
+    ``null`` names what passes a cell with probability ``1 / 2**s`` (a variant at its
+    baseline's level; for a comparison of one setting against another, that setting
+    changing nothing)."""
     tested = [s for s in seeds if s > 0]
     if not tested:
         return f"no {what} tested"
     counts = sorted(set(tested))
     each = (
-        f"{counts[0]} seeds each: a variant at its baseline's level passes a cell with "
-        f"probability 1/{2 ** counts[0]}"
+        f"{counts[0]} seeds each: {null} passes a cell with probability 1/{2 ** counts[0]}"
         if len(counts) == 1
-        else f"{counts[0]}–{counts[-1]} seeds each: a variant at its baseline's level passes "
-        f"a cell of s seeds with probability 1/2^s"
+        else f"{counts[0]}–{counts[-1]} seeds each: {null} passes a cell of s seeds with "
+        "probability 1/2^s"
     )
     return (
         f"{passed} of {len(tested)} {what} pass, {each}, so about "

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass, field
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.results.study.chance import caveat
+from roformer_lit.results.study.exact import floor_words
 from roformer_lit.results.study.mlm import MLM_RAW, POSITION_LR_RAW
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.reading import read_text
@@ -164,16 +166,43 @@ def _every(values: list[float], above: bool = True) -> str:
     return "on every seed" if count == len(values) else f"on {count} of {len(values)} seeds"
 
 
+#: What passes a seed-for-seed comparison of these pages by chance: two settings whose
+#: losses differ only by noise are on one side of each other on a seed with probability 1/2.
+NULL = "a setting at the level of what it is compared with"
+
+
+def _confidence(compared: list[list[float]], above: list[bool], what: str, null: str = NULL) -> str:
+    """How far "on every seed" goes here: three seeds cannot reach α under the exact paired
+    test, and how many of the comparisons stated would hold on every seed by chance alone."""
+    passed = sum(
+        all((v > 0) if up else (v < 0) for v in values)
+        for values, up in zip(compared, above, strict=True)
+    )
+    return (
+        f"{len(SEEDS)} seeds, compared seed for seed, with no test able to separate a "
+        f'comparison ({floor_words(len(SEEDS), len(compared))}): "on every seed" is the '
+        f"strongest evidence they give, not a test-backed difference. "
+        f"On every seed, {caveat(passed, [len(v) for v in compared], what, null)}."
+    )
+
+
 def nope() -> str:
-    """How ``nope``'s own loss moves with length, seed for seed."""
-    parts = []
+    """How ``nope``'s own loss moves with length, seed for seed, and what three seeds say."""
+    parts, compared = [], []
     for n in (512, 2048):
         below = [a - b for a, b in zip(_at("nope", 128), _at("nope", n), strict=True)]
+        compared.append(below)
         parts.append(f"{TIMES[n]} is {_span(below)} nats below 1× ({_every(below)})")
     return (
         "`nope` has no position information at all, yet its loss moves between lengths: "
         + " and ".join(parts)
-        + "."
+        + ". "
+        + _confidence(
+            compared,
+            [True] * len(compared),
+            "lengths below 1×",
+            "a length that leaves `nope`'s loss at its 1× level",
+        )
     )
 
 
@@ -181,22 +210,27 @@ def _yarn(factor: int) -> str:
     return f"rope + YaRN, factor {factor}"
 
 
+def _diff(a: list[float], b: list[float]) -> list[float]:
+    """``a_i - b_i``, seed for seed."""
+    return [x - y for x, y in zip(a, b, strict=True)]
+
+
 def findings() -> str:
-    """The bullets: every range and every "on every seed" computed from the per-seed rows."""
+    """The bullets: every range and every "on every seed" computed from the per-seed rows,
+    each bold lead saying what it is compared against, and one line on what three seeds
+    can say and how many of the comparisons would hold on every seed by chance alone."""
     at16 = {label: _at(label, 2048) for label in blocks()}
-    gain = [a - b for a, b in zip(at16["rope"], at16[_yarn(8)], strict=True)]
+    rope_vs_nope = {n: _change("rope", n) for n in LENGTHS[1:]}
+    gain = _diff(at16["rope"], at16[_yarn(8)])
     lowest = sum(
         at16[_yarn(8)][k] == min(at16[_yarn(f)][k] for f in (4, 8, 16)) for k in range(len(SEEDS))
     )
-    worse16 = [a - b for a, b in zip(at16[_yarn(16)], at16[_yarn(8)], strict=True)]
-    cost = [b - a for a, b in zip(_at("rope", 128), _at(_yarn(8), 128), strict=True)]
+    worse16 = _diff(at16[_yarn(16)], at16[_yarn(8)])
+    cost = _diff(_at(_yarn(8), 128), _at("rope", 128))
     others = [v for label, vs in at16.items() if label != "xl" for v in vs if not math.isnan(v)]
     xl_below = max(at16["xl"]) < min(others)
-    below_rope = {
-        s: sum(r > v for r, v in zip(at16["rope"], at16[s], strict=True))
-        for s in ("alibi", "kerple")
-    }
-    every_alibi_kerple = all(c == len(SEEDS) for c in below_rope.values())
+    start = {s: _diff(_at(s, 128), _at("rope", 128)) for s in ("alibi", "kerple")}
+    end = {s: _diff(at16["rope"], at16[s]) for s in ("alibi", "kerple")}
     tenfold = []
     for scheme in ("t5", "fire"):
         label = f"{scheme}, position lr ×10"
@@ -204,46 +238,49 @@ def findings() -> str:
             f"{scheme} "
             + ", ".join(f"{_span(_change(label, n), True)} at {TIMES[n]}" for n in LENGTHS[1:])
         )
-    fire_vs_deberta = [
-        sum(
-            a > b
-            for a, b in zip(_change("fire, position lr ×10", n), _change("deberta", n), strict=True)
-        )
-        for n in (1024, 2048)
+    fire_vs_deberta = {
+        n: _diff(_change("fire, position lr ×10", n), _change("deberta", n)) for n in (1024, 2048)
+    }
+    compared = [
+        *rope_vs_nope.values(),
+        gain,
+        worse16,
+        cost,
+        *start.values(),
+        *end.values(),
+        *fire_vs_deberta.values(),
     ]
     shares = _locality()
     return "\n".join(
         [
-            "- **RoPE without scaling degrades past its training length**: its change from 1× "
-            "is above `nope`'s "
-            + "; ".join(f"{_every(_change('rope', n))} at {TIMES[n]}" for n in LENGTHS[1:])
+            _confidence(compared, [True] * len(compared), "seed-for-seed comparisons below"),
+            "",
+            "- **Unscaled RoPE past its training length, against `nope`'s change from 1× "
+            "(the baseline; not test-backed)**: its change from 1× is above `nope`'s "
+            + "; ".join(f"{_every(v)} at {TIMES[n]}" for n, v in rope_vs_nope.items())
             + " (the `rope` row of the table of changes).",
-            f"- **YaRN, applied at evaluation time, recovers most of it.** At 16×, factor 8 is "
-            f"{_span(gain)} nats below unscaled RoPE ({_every(gain)}), and the lowest of the "
-            f"factors 4, 8 and 16 on {lowest} of {len(SEEDS)} seeds. Factor 16, the ratio "
-            f"2048/128, is {_span(worse16)} nats worse than factor 8 ({_every(worse16)}). "
-            f"Scaling costs at the training length: {_span(cost, True)} nats at L=128 with "
-            f"factor 8 ({_every(cost)}).",
-            "- **xl is the best at 16×**: every xl seed there "
+            "- **YaRN applied at evaluation time, against unscaled RoPE (not test-backed).** "
+            f"At 16×, factor 8 is {_span(gain)} nats below unscaled RoPE ({_every(gain)}), and "
+            f"the lowest of the factors 4, 8 and 16 on {lowest} of {len(SEEDS)} seeds. Factor "
+            f"16, the ratio 2048/128, is {_span(worse16)} nats worse than factor 8 "
+            f"({_every(worse16)}). Scaling costs at the training length: {_span(cost, True)} "
+            f"nats at L=128 with factor 8 ({_every(cost)}).",
+            "- **xl at 16×, against every other run (a ranking of "
+            f"{len(SEEDS)} runs per scheme, not a test)**: every xl seed there "
             f"({_span(at16['xl'])}) is "
             + ("below" if xl_below else "not below")
             + " every run of every other scheme and factor; its change stays close to `nope`'s "
             "(the `xl` row).",
-            "- **ALiBi and KERPLE** (their rows) start worse than RoPE at 1×; at 16× unscaled "
-            "RoPE is worse than "
-            + (
-                "both on every seed"
-                if every_alibi_kerple
-                else "alibi on "
-                f"{below_rope['alibi']} and kerple on {below_rope['kerple']} of {len(SEEDS)} seeds"
-            )
-            + ".",
+            "- **ALiBi and KERPLE against unscaled RoPE (not test-backed)**: at 1× their loss "
+            "is above RoPE's (alibi "
+            f"{_every(start['alibi'])}, kerple {_every(start['kerple'])}); at 16× unscaled RoPE's "
+            f"is above theirs (alibi {_every(end['alibi'])}, kerple {_every(end['kerple'])}).",
             "- **Trained at 10× the position learning rate**, against `nope`'s change, seed for "
             "seed (range over the seeds, nats): "
             + "; ".join(tenfold)
-            + ". At 8× and 16×, fire ×10's change is above deberta's on "
-            + " and ".join(f"{c} of {len(SEEDS)}" for c in fire_vs_deberta)
-            + " seeds. The most local head's attention mass within ±2 tokens of a middle query "
+            + ". At 8× and 16×, fire ×10's change is above deberta's "
+            + " and ".join(_every(v) for v in fire_vs_deberta.values())
+            + ". The most local head's attention mass within ±2 tokens of a middle query "
             f"(`locality`, `docs/bench/{POSITION_LR_RAW}`): "
             + "; ".join(f"{name} {text}" for name, text in shares.items())
             + ".",

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import statistics
 
+from roformer_lit.results.study.chance import caveat as chance_caveat
 from roformer_lit.results.study.exact import smallest_p
 from roformer_lit.results.study.places import bench_file, cached
 from roformer_lit.results.study.plans import (
@@ -259,11 +260,13 @@ def long_findings() -> str:
         return NOT_RUN
     first = LONG_LENGTHS[0]
     rule, best = study.best_baseline("recall", first)
+    names = list(long_reach())
+    tested = [len(study.values("recall", name, first)) for name in names]
     parts = [
         f"`{name}`: {reach}; at 1× its accuracy is "
         f"{'above' if study.above_baseline('recall', name, first) else 'not above'} the best "
-        f"baseline (`{rule}`, {best:.3f}) on every seed"
-        for name, reach in long_reach().items()
+        f"baseline (`{rule}`, {best:.3f}) " + ("on its one seed" if count == 1 else "on every seed")
+        for (name, reach), count in zip(long_reach().items(), tested, strict=True)
     ]
     seeds = long_seeds()
     if seeds == 1:
@@ -284,4 +287,8 @@ def long_findings() -> str:
         if LONG_BUDGET in study.order["recall"]
         else " Whether all-global RoPE learns the setting with a longer budget is not tested."
     )
-    return caveat + ". " + " · ".join(parts) + "." + budget
+    above = sum(study.above_baseline("recall", name, first) for name in names)
+    chance = (
+        f" Above the best baseline at 1× on every seed: {chance_caveat(above, tested, 'plans')}."
+    )
+    return caveat + ". " + " · ".join(parts) + "." + chance + budget
