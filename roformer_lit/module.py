@@ -34,6 +34,7 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from roformer_lit.architecture_rules import FIELD_RULES
 from roformer_lit.batch import IGNORE_INDEX, Batch, placement
+from roformer_lit.component_origins import COMPONENTS_KEY
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
@@ -319,11 +320,6 @@ class MaskedLM(RunModule):
         drop_duplicate_weights(checkpoint)  # before Lightning loads the state_dict
         self.best_val_loss = checkpoint.get("best_val_loss", math.inf)
         self.skipped_batches = int(checkpoint.get("skipped_batches", 0))
-
-
-#: The checkpoint key of where the run's schemes and kernels came from
-#: (:meth:`EncoderConfig.origins`).
-COMPONENTS_KEY = "components"
 
 
 def recorded_origins(checkpoint: str | os.PathLike[str] | Mapping[str, Any]) -> str:

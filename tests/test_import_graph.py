@@ -128,6 +128,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     "plan_identity": (1, "architecture"),
     "plan_labels": (1, "architecture"),
     "encoder_config": (1, "architecture"),
+    "component_origins": (1, "architecture"),
     "model": (1, "architecture"),
     # 2 -- the training core: the Lightning module, data modules, the training machinery
     "module": (2, "training core"),

@@ -36,6 +36,7 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 from typing_extensions import override
 
 from roformer_lit.architecture_rules import check_fields
+from roformer_lit.component_origins import check_recorded_components
 from roformer_lit.encoder_config import model_settings, unknown_settings
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.safe_input import check_readable_file
@@ -386,6 +387,7 @@ def read_checkpoint(
         raise ConfigError(f"{path} is not a roformer_lit checkpoint (it has no state_dict)")
     check_records(checkpoint, path)
     check_digest(checkpoint, path)  # its architecture record as it was saved
+    check_recorded_components(checkpoint, path)  # its schemes are, here, the ones it trained
     if kind is not None:
         _refuse_other_kind(checkpoint, path, kind)
     if kind == PRETRAINING:

@@ -1,0 +1,167 @@
+"""A checkpoint is read only where each scheme and kernel it records is, here, the object it
+trained with (:mod:`roformer_lit.component_origins`).
+
+Each case writes a checkpoint whose ``components`` record says where a name came from, and
+installs (a ``.dist-info`` on ``sys.path``) what that name is now; the one reader of
+checkpoints (``read_checkpoint``, behind ``validate``, resume, ``extrapolate``, ``export``
+and ``finetune``) refuses, in one line naming both, a name that now means another object,
+and reads one whose only change is the distribution's version."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+from fake_distribution import write_distribution
+
+from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.component_origins import COMPONENTS_KEY
+from roformer_lit.errors import ConfigError
+from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.positions.nope import NoPosition
+from roformer_lit.registry import _entry_points_of
+from roformer_lit.training.checkpoint_io import read_checkpoint
+
+PLUGIN = """
+from roformer_lit.positions.nope import NoPosition
+from roformer_lit.attention.softmax import SoftmaxAttention
+
+class Trained(NoPosition):
+    pass
+
+class Other(NoPosition):
+    pass
+
+class TrainedKernel(SoftmaxAttention):
+    pass
+
+class OtherKernel(SoftmaxAttention):
+    pass
+"""
+
+
+def entry_point(value: str, version: str = "1.0.0") -> dict[str, str]:
+    """An entry point's origin as ``fit`` records it."""
+    return {
+        "source": "entry_point",
+        "group": "roformer_lit.positions",
+        "value": value,
+        "distribution": "my-plugins",
+        "version": version,
+    }
+
+
+class Registered(NoPosition):
+    """A scheme registered in this process (a notebook's ``register``)."""
+
+
+#: (case, the checkpoint's record, what is installed now, the refusal's words or None).
+CASES = [
+    (
+        "an entry point that now names another class",
+        {"position:mine": entry_point("my_plugin:Trained")},
+        "[roformer_lit.positions]\nmine = my_plugin:Other\n",
+        ["'mine'", "'my_plugin:Trained'", "'my_plugin:Other'", "install the plugin"],
+    ),
+    (
+        "a kernel's entry point that now names another class",
+        {"attention:mine": entry_point("my_plugin:TrainedKernel")},
+        "[roformer_lit.kernels]\nmine = my_plugin:OtherKernel\n",
+        ["attention 'mine'", "'my_plugin:TrainedKernel'", "'my_plugin:OtherKernel'"],
+    ),
+    (
+        "an entry point whose name is now a built-in's",
+        {"position:rope": entry_point("my_plugin:Trained")},
+        "",
+        ["position 'rope'", "'my_plugin:Trained'", "the built-in"],
+    ),
+    (
+        "a built-in whose name is now an entry point's",
+        {"position:mine": {"source": "builtin"}},
+        "[roformer_lit.positions]\nmine = my_plugin:Trained\n",
+        ["position 'mine'", "from the built-in", "'my_plugin:Trained'"],
+    ),
+    (
+        "a registered class of another module",
+        {"position:registered": {"source": "registered", "module": "my_notebook"}},
+        "",
+        ["position 'registered'", "'my_notebook'", f"{Registered.__module__!r}"],
+    ),
+    (
+        "one layer type's scheme of several",
+        {
+            "position:rope": {"source": "builtin"},
+            "position:mine": entry_point("my_plugin:Trained"),
+            "attention:softmax": {"source": "builtin"},
+        },
+        "[roformer_lit.positions]\nmine = my_plugin:Other\n",
+        ["'mine'", "'my_plugin:Other'"],
+    ),
+    (
+        "the same entry point of another version",
+        {"position:mine": entry_point("my_plugin:Trained", version="0.9")},
+        "[roformer_lit.positions]\nmine = my_plugin:Trained\n",
+        None,
+    ),
+    (
+        "built-ins only",
+        {"position:rope": {"source": "builtin"}, "attention:softmax": {"source": "builtin"}},
+        "",
+        None,
+    ),
+    (
+        "an import path",
+        {"position:my_plugin:Trained": {"source": "import_path", "module": "my_plugin"}},
+        "",
+        None,
+    ),
+    (
+        "a name that no longer resolves (the lookup refuses it)",
+        {"position:gone": entry_point("gone_plugin:Trained")},
+        "",
+        None,
+    ),
+]
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """``install(entry_points)``: ``my_plugin`` on ``sys.path`` with those entry points in
+    a distribution ``my-plugins 1.0.0``; ``registered`` is registered for the test."""
+    (tmp_path / "my_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def install(entry_points: str) -> None:
+        write_distribution(tmp_path, "my-plugins", "1.0.0", entry_points, top_level="my_plugin")
+        _entry_points_of.cache_clear()
+
+    POSITION_SCHEMES.register("registered", Registered)
+    yield install
+    POSITION_SCHEMES.unregister("registered")
+    for registry in (POSITION_SCHEMES, ATTENTION_KERNELS):
+        registry._resolved.clear()
+    _entry_points_of.cache_clear()
+    sys.modules.pop("my_plugin", None)
+
+
+@pytest.mark.parametrize(
+    ("record", "entry_points", "expected"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_a_checkpoint_is_read_only_with_the_components_it_trained_with(
+    installed, tmp_path, record, entry_points, expected
+):
+    installed(entry_points)
+    path = tmp_path / "last.ckpt"
+    torch.save({"state_dict": {}, COMPONENTS_KEY: record}, path)
+    if expected is None:
+        assert read_checkpoint(path)[COMPONENTS_KEY] == record
+        return
+    with pytest.raises(ConfigError) as refused:
+        read_checkpoint(path)
+    message = str(refused.value)
+    assert "\n" not in message and str(path) in message, message
+    for words in expected:
+        assert words in message, (words, message)
