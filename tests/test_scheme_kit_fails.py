@@ -196,6 +196,18 @@ class DrawsEveryCall(AlibiPosition):
         return ScoreBias(ctx.bias + noise, scale=ctx.scale)
 
 
+class WritesIntoItsPositions(AlibiPosition):
+    """ALiBi that shifts the positions it is given in place (``positions.add_``, where
+    ``positions += 1`` was meant as a local copy): translation-invariant, so its own logits
+    do not change, but every later reader of the tensor (another layer type's scheme, the
+    next call) gets shifted positions."""
+
+    def prepare(self, length, device, dtype, positions=None):
+        if positions is not None and 0 not in positions.stride():  # not an expanded arange
+            positions.add_(1)
+        return super().prepare(length, device, dtype, positions)
+
+
 class BiasOneKeyShort(AlibiPosition):
     """ALiBi whose bias drops the last key (an off-by-one in the author's indexing)."""
 
@@ -249,6 +261,7 @@ class _Truncated(LayerPosition):
         (SquaresFromTheRowStart, "squares", "is not that slice of its dense bias"),
         (KeepsTheFirstPositionsOfALength, "positions", "after a call at 0 .. L-1"),
         (DrawsEveryCall, "deterministic", "not deterministic: one model in eval mode"),
+        (WritesIntoItsPositions, "deterministic", "changes its input in place: the model's po"),
         (BiasOneKeyShort, "shapes", "score bias has shape (1, 3, 7, 6), which does not"),
         (ScoreReturnsATensor, "shapes", "layer 0's score hook returned Tensor, not a ScoreB"),
         (RotationDropsAFeature, "shapes", "rotate turns queries of shape (3, 3, 7, 16) into"),
@@ -276,6 +289,7 @@ def test_the_kit_fails_a_broken_scheme_naming_check_and_scheme(scheme, check, wo
         (KeepsTheFirstPositionsOfALength, "padding"),
         (KeepsTheFirstPositionsOfALength, "deterministic"),
         (DrawsEveryCall, "shapes"),
+        (WritesIntoItsPositions, "positions"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else value,
 )

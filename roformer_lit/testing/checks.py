@@ -9,7 +9,9 @@ code path for the property at stake:
   model runs, each layer's ``score`` returns a ``ScoreBias`` (or None) whose dense bias
   broadcasts to ``[B, h, L, L]``, and its ``rotate`` keeps the shape of queries and keys;
 - ``deterministic``: one model in eval mode gives the same logits when called twice on the
-  same input (plain, with a key-padding mask, at drawn positions);
+  same input (plain, with a key-padding mask, at drawn positions), and leaves that input
+  as it was (a hook that writes into the positions it is given shifts them for every
+  later reader: another layer type's scheme, the next call);
 - ``padding``: the real tokens' logits ignore what sits in padded slots, and equal those
   of the unpadded row;
 - ``translation``: prepending padding shifts every real token's position; the logits stay
@@ -155,9 +157,11 @@ def check_hook_outputs(model: MaskedLM, shape: tuple[int, int]) -> None:
 
 def check_deterministic(scheme: type[PositionScheme], attention: str, options: Options) -> None:
     """One model in eval mode, called twice on the same input (plain, with a key-padding
-    mask, at drawn positions), gives the same logits: every other check compares calls of a
-    model, so a scheme that draws at random (or keeps state between calls) fails here,
-    named as such, rather than as padding that leaks."""
+    mask, at drawn positions), gives the same logits and leaves the input as it was: every
+    other check compares calls of a model, so a scheme that draws at random (or keeps state
+    between calls) fails here, named as such, rather than as padding that leaks; and a
+    hook that writes into its inputs (``positions.add_(1)``: invisible in the logits of a
+    translation-invariant scheme) would change them for every later reader."""
     model = visible_model(scheme, attention, options=options)
     ids = random_ids(2, 13)
     mask = torch.ones_like(ids, dtype=torch.bool)
@@ -167,7 +171,15 @@ def check_deterministic(scheme: type[PositionScheme], attention: str, options: O
         calls["at drawn positions"] = {"position_ids": random_positions(2, 13, SPAN)}
     with torch.no_grad():
         for where, inputs in calls.items():
+            given = {"input_ids": ids, **inputs}
+            before = {name: tensor.clone() for name, tensor in given.items()}
             first, second = model(ids, **inputs), model(ids, **inputs)
+            for name, tensor in given.items():
+                assert torch.equal(tensor, before[name]), (
+                    f"changes its input in place: the model's {name} differ after a call "
+                    f"({where}); a hook must not write into the tensors it is given (clone "
+                    "them first)"
+                )
             torch.testing.assert_close(
                 second,
                 first,
