@@ -13,15 +13,24 @@ checkpoints (:func:`~roformer_lit.training.checkpoint_io.read_checkpoint`), refu
 a checkpoint in one line naming both. What may differ is the version of one distribution
 (a plugin's bug fix); a name that no longer resolves is left to the lookup, which
 refuses it naming the valid ones.
+
+The record also holds each plugin's options as its layers built it, every option over
+its class's defaults (:func:`record`): a checkpoint records only the options written, so a
+plugin whose default changed since (``power: float = 1.0`` become ``2.0``, in place or in
+a later version) would build, from the same record, another model than the one the
+weights trained in. Such a checkpoint is refused too, naming the options that differ.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from roformer_lit.encoder_config import NAMED_COMPONENTS
+from roformer_lit.encoder_config import NAMED_COMPONENTS, EncoderConfig
 from roformer_lit.errors import ConfigError
+from roformer_lit.plan_identity import number, plain
+from roformer_lit.registry import with_defaults
 
 #: The checkpoint key of where the run's schemes and kernels came from.
 COMPONENTS_KEY = "components"
@@ -29,6 +38,30 @@ COMPONENTS_KEY = "components"
 #: The fields of an origin that say which object a name is; the others (``version``,
 #: ``distribution``, ``group``) may change without the object changing.
 IDENTITY = ("source", "value", "module")
+
+
+def record(config: EncoderConfig) -> dict[str, dict[str, Any]]:
+    """What a checkpoint records of ``config``'s schemes and kernels: each one's origin
+    (:meth:`~roformer_lit.encoder_config.EncoderConfig.origins`) and, for a plugin's,
+    ``options``: the distinct option sets its layers built it with, in layer order, every
+    option over its class's defaults, as plain data (a default that is not, an enum say,
+    by its ``repr``: a checkpoint is read with ``weights_only``)."""
+    found = {key: dict(origin) for key, origin in config.origins().items()}
+    for layer in config.layers:
+        built = (
+            ("position", layer.spec.position, layer.scheme, layer.scheme_options),
+            ("attention", layer.spec.attention, layer.kernel, layer.kernel_options),
+        )
+        for what, name, cls, options in built:
+            if found[f"{what}:{name}"].get("source") == "builtin":
+                continue  # the package's own defaults: its earlier checkpoints' tests hold them
+            listed = found[f"{what}:{name}"].setdefault("options", [])
+            resolved = json.loads(
+                json.dumps(number(plain(with_defaults(cls, options))), default=repr)
+            )
+            if resolved not in listed:
+                listed.append(resolved)
+    return found
 
 
 def identity(origin: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,10 +90,10 @@ def check_recorded_components(checkpoint: Mapping[str, Any], path: Any) -> None:
     with (:data:`IDENTITY` differs). A checkpoint without the record (older ones), a
     record not of this form (its own check reports a damaged record), and a name that
     does not resolve here (the lookup reports it) pass."""
-    record = checkpoint.get(COMPONENTS_KEY)
-    if not isinstance(record, Mapping):
+    recorded_all = checkpoint.get(COMPONENTS_KEY)
+    if not isinstance(recorded_all, Mapping):
         return
-    for key, recorded in record.items():
+    for key, recorded in recorded_all.items():
         what, _, name = str(key).partition(":")
         registry = NAMED_COMPONENTS.get(what)
         if registry is None or not isinstance(recorded, Mapping) or not name:
@@ -77,3 +110,48 @@ def check_recorded_components(checkpoint: Mapping[str, Any], path: Any) -> None:
                 "would be loaded into another class than the one they trained in; install the "
                 "plugin it was trained with (or uninstall the one that took its name)"
             )
+    _check_recorded_options(checkpoint, recorded_all, path)
+
+
+def _check_recorded_options(
+    checkpoint: Mapping[str, Any], recorded: Mapping[str, Any], path: Any
+) -> None:
+    """Refuse a checkpoint whose components' options (:func:`record`), read here from its
+    settings over the classes' defaults, differ from those it recorded (a default changed
+    since). A record without options (older checkpoints), or settings that do not build
+    a config here (the command refuses them in its own line), pass."""
+    try:
+        here = record(EncoderConfig.from_settings(checkpoint.get("hyper_parameters") or {}))
+    except Exception:  # not a config here: the command that builds it says why, in one line
+        return
+    for key, origin in recorded.items():
+        then = origin.get("options") if isinstance(origin, Mapping) else None
+        now = here.get(str(key), {}).get("options")
+        if then is None or now is None or then == now:
+            continue
+        what, _, name = str(key).partition(":")
+        changed = sorted(
+            {
+                option
+                for old, new in zip(then, now, strict=False)
+                for option in set(old) & set(new)  # one added since: its default is its old way
+                if old[option] != new[option]
+            }
+        )
+        if not changed and len(then) == len(now):
+            continue
+        detail = "; ".join(
+            f"{option}: {_values(then, option)} then, {_values(now, option)} here"
+            for option in changed
+        )
+        raise ConfigError(
+            f"checkpoint {path} was trained with {what} {name!r} whose options have changed "
+            f"since ({detail or f'{then} then, {now} here'}): the same settings now build "
+            f"another model than its weights trained in (a default of "
+            f"{described(here[str(key)])} changed?); install the version it was trained with"
+        )
+
+
+def _values(options: list[dict[str, Any]], option: str) -> str:
+    """Option ``option``'s value in each option set, ``(none)`` where it has none."""
+    return ", ".join(repr(one[option]) if option in one else "(none)" for one in options)

@@ -34,7 +34,7 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from roformer_lit.architecture_rules import FIELD_RULES
 from roformer_lit.batch import IGNORE_INDEX, Batch, placement
-from roformer_lit.component_origins import COMPONENTS_KEY
+from roformer_lit.component_origins import COMPONENTS_KEY, record
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
@@ -307,7 +307,7 @@ class MaskedLM(RunModule):
         return self.encoder.position_parameters()
 
     def save_run_state(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint[COMPONENTS_KEY] = self.config.origins()
+        checkpoint[COMPONENTS_KEY] = record(self.config)
         # the architecture record sealed: an edit of it is refused by every reader
         checkpoint[DIGEST_KEY] = architecture_digest(self.config.as_dict())
         checkpoint["best_val_loss"] = self.best_val_loss

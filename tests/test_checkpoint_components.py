@@ -16,7 +16,8 @@ import torch
 from fake_distribution import write_distribution
 
 from roformer_lit.attention import ATTENTION_KERNELS
-from roformer_lit.component_origins import COMPONENTS_KEY
+from roformer_lit.component_origins import COMPONENTS_KEY, record
+from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.nope import NoPosition
@@ -165,3 +166,104 @@ def test_a_checkpoint_is_read_only_with_the_components_it_trained_with(
     assert "\n" not in message and str(path) in message, message
     for words in expected:
         assert words in message, (words, message)
+
+
+#: The plugin ``my_options`` at fit (``power`` defaults to 1.0), for the options cases.
+OPTIONS_PLUGIN = """
+from roformer_lit.positions.nope import NoPosition
+
+class Powered(NoPosition):
+    def __init__(self, shape, *, power: float = {power}{extra}):
+        super().__init__(shape)
+        self.power = power
+"""
+
+SMALL = {"vocab_size": 40, "hidden_size": 16, "num_heads": 2, "num_layers": 2}
+PLAN = {"pattern": ["a", "b"], "types": {"a": {"position": "pw"}, "b": {"position": "rope"}}}
+
+#: (case, the model's settings, the plugin's source here, the refusal's words or None).
+OPTION_CASES = [
+    (
+        "a default changed since",
+        {"position": "pw"},
+        {"power": "2.0"},
+        ["position 'pw'", "power: 1 then, 2 here", "'my_options:Powered'"],
+    ),
+    (
+        "a default changed, in one layer type of a plan",
+        {"position": "rope", "layer_plan": PLAN},
+        {"power": "2.0"},
+        ["position 'pw'", "power: 1 then, 2 here"],
+    ),
+    (
+        "a default changed, the option written at fit",
+        {"position": "pw", "position_kwargs": {"power": 1.0}},
+        {"power": "2.0"},
+        None,
+    ),
+    (
+        "an option added since (its default its old way)",
+        {"position": "pw"},
+        {"extra": ", gain: float = 1.0"},
+        None,
+    ),
+    ("nothing changed", {"position": "pw"}, {}, None),
+]
+
+
+@pytest.fixture
+def powered(tmp_path, monkeypatch):
+    """``write(power, extra)``: the module ``my_options`` (entry point ``pw``) as given,
+    loaded afresh."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    write_distribution(
+        tmp_path,
+        "my-options",
+        "1.0.0",
+        "[roformer_lit.positions]\npw = my_options:Powered\n",
+        top_level="my_options",
+    )
+
+    def write(power: str = "1.0", extra: str = "") -> None:
+        (tmp_path / "my_options.py").write_text(OPTIONS_PLUGIN.format(power=power, extra=extra))
+        sys.modules.pop("my_options", None)
+        POSITION_SCHEMES._resolved.clear()
+        _entry_points_of.cache_clear()
+
+    yield write
+    POSITION_SCHEMES._resolved.clear()
+    _entry_points_of.cache_clear()
+    sys.modules.pop("my_options", None)
+
+
+@pytest.mark.parametrize(
+    ("settings", "here", "expected"),
+    [case[1:] for case in OPTION_CASES],
+    ids=[case[0] for case in OPTION_CASES],
+)
+def test_a_checkpoint_is_read_only_where_its_plugins_options_are_the_ones_it_trained_with(
+    powered, tmp_path, settings, here, expected
+):
+    powered()
+    config = EncoderConfig.from_settings({**SMALL, **settings})
+    path = tmp_path / "last.ckpt"
+    saved = {"state_dict": {}, "hyper_parameters": {**SMALL, **settings}}
+    torch.save({**saved, COMPONENTS_KEY: record(config)}, path)
+    powered(**here)
+    if expected is None:
+        read_checkpoint(path)
+        return
+    with pytest.raises(ConfigError) as refused:
+        read_checkpoint(path)
+    message = str(refused.value)
+    assert "\n" not in message and str(path) in message, message
+    for words in expected:
+        assert words in message, (words, message)
+
+
+def test_only_a_plugins_options_are_recorded(powered):
+    """A built-in's defaults are the package's own (its earlier checkpoints' tests)."""
+    powered()
+    found = record(EncoderConfig.from_settings({**SMALL, "position": "rope", "layer_plan": PLAN}))
+    assert found["position:pw"]["options"] == [{"power": 1}]
+    assert "options" not in found["position:rope"] and "options" not in found["attention:softmax"]
