@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.results.compare.components import plugin_identity
 from roformer_lit.results.events import RunEvents, Scalar, read_run
 from roformer_lit.run_files import (
     TOTAL_STEPS_TAG,
@@ -117,6 +118,9 @@ class RunSummary:
     has_config: bool = True
     #: The content identity of the data it trained and validated on (None: not recorded).
     data_identity: str | None = None
+    #: The identity of the plugins its checkpoint records (None: built-ins only, or none
+    #: recorded; :func:`~roformer_lit.results.compare.components.plugin_identity`).
+    plugin_identity: str | None = None
 
     def __post_init__(self) -> None:
         if not self.variant:
@@ -258,6 +262,7 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         total_steps=_count(events.last(TOTAL_STEPS_TAG)),
         has_config=os.path.lexists(run_dir / "config.yaml"),
         data_identity=_data_identity(run_dir, problems),
+        plugin_identity=plugin_identity(run_dir),
     )
 
 

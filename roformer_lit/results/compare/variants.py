@@ -20,7 +20,10 @@ Runs that agree on every setting but trained on other data -- the same ``data.*`
 naming files whose content differed (:mod:`roformer_lit.training.data_identity`) -- are
 never seeds of one variant: their recorded data identities differ in :data:`DATA_KEY`,
 labelled with its first hex digits (``data=1a2b3c4d``). A run without a record (from
-before it, a position task) has an unknown identity, which splits it from no run.
+before it, a position task) has an unknown identity, which splits it from no run. So are
+runs of one plugin name whose checkpoints record other code under it (another class, other
+options over its defaults: :mod:`~roformer_lit.results.compare.components`), labelled
+``plugins=<hex digits>``; a run recording none splits from no run.
 
     rope-softmax
     deberta-softmax c2p=false
@@ -50,6 +53,12 @@ IGNORED_KEYS = frozenset(
 #: The key of a run's data identity among what tells runs apart (:func:`identity`); a run
 #: without one does not split from the runs that have one (unknown, not unset).
 DATA_KEY = "data"
+#: The key of the identity of a run's plugins (which class each name was, and its
+#: options): runs of one plugin name whose code differed are never seeds of one variant;
+#: like :data:`DATA_KEY`, a run without one splits from no run.
+PLUGINS_KEY = "plugins"
+#: Keys a run without them has unknown, not unset.
+RECORDED_KEYS = frozenset({DATA_KEY, PLUGINS_KEY})
 #: The prefix of a layer type's settings among the flattened keys.
 PLAN_TYPES = "layer_plan.types."
 _MISSING = object()
@@ -175,7 +184,7 @@ def differing_keys(
         values = {
             format_value(f.get(key, defaults.get(key, _MISSING)))
             for f, unknown in zip(flats, partial, strict=True)
-            if key in f or not (unknown or key == DATA_KEY)
+            if key in f or not (unknown or key in RECORDED_KEYS)
         }
         if len(values) > 1:
             out.append(key)
@@ -200,7 +209,7 @@ def variant_labels(
 
 def _label_value(key: str, value: Any) -> str:
     """A value as a label writes it: a data identity by its first hex digits."""
-    return short_identity(str(value)) if key == DATA_KEY else format_value(value)
+    return short_identity(str(value)) if key in RECORDED_KEYS else format_value(value)
 
 
 def assign_variants(runs: Sequence[RunSummary]) -> list[RunSummary]:
@@ -248,11 +257,14 @@ def _own_options(what: str, name: Any, options: Mapping[str, Any]) -> dict[str, 
 
 
 def identity(run: RunSummary) -> dict[str, Any]:
-    """What tells ``run`` apart: its hyperparameters, scheme and kernel, and its data
-    identity where it recorded one (:data:`DATA_KEY`)."""
+    """What tells ``run`` apart: its hyperparameters, scheme and kernel, its data identity
+    where it recorded one (:data:`DATA_KEY`), and its plugins' where its checkpoint
+    records any (:data:`PLUGINS_KEY`)."""
     found = {**run.hparams, "position": run.position, "attention": run.attention}
     if run.data_identity is not None:
         found[DATA_KEY] = run.data_identity
+    if run.plugin_identity is not None:
+        found[PLUGINS_KEY] = run.plugin_identity
     return found
 
 
