@@ -12,19 +12,19 @@ from test_compare_identity import table, write_run
 from roformer_lit.component_origins import COMPONENTS_KEY
 
 
-def plugin(value: str = "my_pkg:Log", version: str = "1.0", power: int = 1) -> dict:
-    """A components record: the entry point ``logdist`` as ``value`` with ``power``."""
-    return {
-        "position:logdist": {
-            "source": "entry_point",
-            "group": "roformer_lit.positions",
-            "value": value,
-            "distribution": "my-schemes",
-            "version": version,
-            "options": [{"power": power}],
-        },
-        "attention:softmax": {"source": "builtin"},
+def plugin(value: str = "my_pkg:Log", version: str = "1.0", power: int | None = 1) -> dict:
+    """A components record: the entry point ``logdist`` as ``value`` with ``power`` (None:
+    no options recorded, a checkpoint from before their record)."""
+    origin = {
+        "source": "entry_point",
+        "group": "roformer_lit.positions",
+        "value": value,
+        "distribution": "my-schemes",
+        "version": version,
     }
+    if power is not None:
+        origin["options"] = [{"power": power}]
+    return {"position:logdist": origin, "attention:softmax": {"source": "builtin"}}
 
 
 #: case -> (seed 0's record, seed 1's record, whether they are one variant); None: no
@@ -35,6 +35,7 @@ CASES = {
     "another default of an option": (plugin(), plugin(power=2), False),
     "another version of the same plugin": (plugin(), plugin(version="1.1"), True),
     "a run without a checkpoint": (plugin(), None, True),
+    "a run from before the options' record": (plugin(), plugin(power=None), True),
     "built-ins recorded alike": (
         {"position:logdist": {"source": "builtin"}},
         {"position:logdist": {"source": "builtin"}},
@@ -58,4 +59,4 @@ def test_runs_of_one_plugin_name_that_trained_other_code_are_not_seeds(case, tmp
         return
     assert len(rows) == 2, rows
     for variant, cells in rows.items():
-        assert "plugins=" in variant and cells[1] in ("1 (0)", "1 (1)"), rows
+        assert "plugin" in variant and cells[1] in ("1 (0)", "1 (1)"), rows

@@ -27,27 +27,38 @@ from roformer_lit.component_origins import COMPONENTS_KEY, identity
 LAST = Path("checkpoints") / "last.ckpt"
 
 
-def plugin_identity(run_dir: Path) -> str | None:
-    """64 hex digits identifying the plugins ``run_dir``'s last checkpoint records (each
-    name's origin, :func:`~roformer_lit.component_origins.identity`, and its options),
-    or None: no readable checkpoint, no record, or built-ins only."""
+def plugin_identity(run_dir: Path) -> tuple[str | None, str | None]:
+    """Two sets of 64 hex digits identifying the plugins ``run_dir``'s last checkpoint
+    records: which object each name was (:func:`~roformer_lit.component_origins.identity`),
+    and their options over their defaults; each None where not recorded (no readable
+    checkpoint, built-ins only, options in a checkpoint from before their record), so a
+    run from before the options' record splits only by its classes."""
     path = run_dir / LAST
     if not path.is_file():
-        return None
+        return None, None
     try:
         record = torch.load(path, map_location="cpu", weights_only=True, mmap=True).get(
             COMPONENTS_KEY
         )
     except Exception:  # unreadable: the commands that load it say why; compare tables it
-        return None
+        return None, None
     if not isinstance(record, Mapping):
-        return None
+        return None, None
     plugins = {
-        str(key): {**identity(origin), "options": origin.get("options")}
+        str(key): origin
         for key, origin in record.items()
         if isinstance(origin, Mapping) and origin.get("source") != "builtin"
     }
     if not plugins:
-        return None
-    text = json.dumps(plugins, sort_keys=True, default=repr)
+        return None, None
+    options = {key: origin.get("options") for key, origin in plugins.items()}
+    recorded = all(value is not None for value in options.values())
+    return _digest({key: identity(o) for key, o in plugins.items()}), (
+        _digest(options) if recorded else None
+    )
+
+
+def _digest(value: object) -> str:
+    """64 hex digits of ``value`` as sorted JSON."""
+    text = json.dumps(value, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -118,9 +118,11 @@ class RunSummary:
     has_config: bool = True
     #: The content identity of the data it trained and validated on (None: not recorded).
     data_identity: str | None = None
-    #: The identity of the plugins its checkpoint records (None: built-ins only, or none
-    #: recorded; :func:`~roformer_lit.results.compare.components.plugin_identity`).
+    #: The identities of the plugins its checkpoint records, their classes and their
+    #: options (None: built-ins only, or not recorded;
+    #: :func:`~roformer_lit.results.compare.components.plugin_identity`).
     plugin_identity: str | None = None
+    plugin_options: str | None = None
 
     def __post_init__(self) -> None:
         if not self.variant:
@@ -238,6 +240,7 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
     tokens = [s.value for s in series.get("perf/tokens_per_s", []) if math.isfinite(s.value)]
     memory = [s.value for s in series.get("perf/peak_mem_mb", []) if math.isfinite(s.value)]
     has_checkpoints = os.path.isdir(run_dir / "checkpoints")
+    plugins = plugin_identity(run_dir)
     trained = any(_TRAINING_TAG.match(tag) for tag in series) or has_checkpoints
     return RunSummary(
         path=run_dir,
@@ -262,7 +265,8 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         total_steps=_count(events.last(TOTAL_STEPS_TAG)),
         has_config=os.path.lexists(run_dir / "config.yaml"),
         data_identity=_data_identity(run_dir, problems),
-        plugin_identity=plugin_identity(run_dir),
+        plugin_identity=plugins[0],
+        plugin_options=plugins[1],
     )
 
 

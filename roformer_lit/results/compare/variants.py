@@ -23,7 +23,8 @@ labelled with its first hex digits (``data=1a2b3c4d``). A run without a record (
 before it, a position task) has an unknown identity, which splits it from no run. So are
 runs of one plugin name whose checkpoints record other code under it (another class, other
 options over its defaults: :mod:`~roformer_lit.results.compare.components`), labelled
-``plugins=<hex digits>``; a run recording none splits from no run.
+``plugins=<hex digits>`` (other classes) or ``plugin_options=<hex digits>``; a run
+recording none splits from no run.
 
     rope-softmax
     deberta-softmax c2p=false
@@ -57,8 +58,11 @@ DATA_KEY = "data"
 #: options): runs of one plugin name whose code differed are never seeds of one variant;
 #: like :data:`DATA_KEY`, a run without one splits from no run.
 PLUGINS_KEY = "plugins"
+#: The key of the identity of its plugins' options over their defaults (like
+#: :data:`PLUGINS_KEY`; a run from before their record splits from no run).
+PLUGIN_OPTIONS_KEY = "plugin_options"
 #: Keys a run without them has unknown, not unset.
-RECORDED_KEYS = frozenset({DATA_KEY, PLUGINS_KEY})
+RECORDED_KEYS = frozenset({DATA_KEY, PLUGINS_KEY, PLUGIN_OPTIONS_KEY})
 #: The prefix of a layer type's settings among the flattened keys.
 PLAN_TYPES = "layer_plan.types."
 _MISSING = object()
@@ -265,6 +269,8 @@ def identity(run: RunSummary) -> dict[str, Any]:
         found[DATA_KEY] = run.data_identity
     if run.plugin_identity is not None:
         found[PLUGINS_KEY] = run.plugin_identity
+    if run.plugin_options is not None:
+        found[PLUGIN_OPTIONS_KEY] = run.plugin_options
     return found
 
 
