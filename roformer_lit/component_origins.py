@@ -24,8 +24,11 @@ weights trained in. Such a checkpoint is refused too, naming the options that di
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from typing import Any
+
+import torch
 
 from roformer_lit.encoder_config import NAMED_COMPONENTS, EncoderConfig
 from roformer_lit.errors import ConfigError
@@ -155,3 +158,26 @@ def _check_recorded_options(
 def _values(options: list[dict[str, Any]], option: str) -> str:
     """Option ``option``'s value in each option set, ``(none)`` where it has none."""
     return ", ".join(repr(one[option]) if option in one else "(none)" for one in options)
+
+
+def recorded_origins(checkpoint: str | os.PathLike[str] | Mapping[str, Any]) -> str:
+    """``"; the checkpoint records position 'x' from <distribution> <version>, ..."`` for
+    the plugins a checkpoint records (``""`` for built-ins only, or an older checkpoint);
+    ``checkpoint`` is one already loaded, or the path of one to read."""
+    if not isinstance(checkpoint, Mapping):
+        try:
+            checkpoint = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        except Exception:
+            return ""
+    found = checkpoint.get(COMPONENTS_KEY)
+    if not isinstance(found, Mapping):
+        return ""
+    parts = []
+    for key, origin in found.items():
+        if not isinstance(origin, Mapping) or origin.get("source") == "builtin":
+            continue
+        what, _, name = str(key).partition(":")
+        where = origin.get("distribution") or origin.get("module") or origin.get("source")
+        version = f" {origin['version']}" if origin.get("version") else ""
+        parts.append(f"{what} {name!r} from {where}{version}")
+    return f"; the checkpoint records {', '.join(parts)}" if parts else ""

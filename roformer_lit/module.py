@@ -34,7 +34,7 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from roformer_lit.architecture_rules import FIELD_RULES
 from roformer_lit.batch import IGNORE_INDEX, Batch, placement
-from roformer_lit.component_origins import COMPONENTS_KEY, record
+from roformer_lit.component_origins import COMPONENTS_KEY, record, recorded_origins
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, init_bert_weights
@@ -320,29 +320,6 @@ class MaskedLM(RunModule):
         drop_duplicate_weights(checkpoint)  # before Lightning loads the state_dict
         self.best_val_loss = checkpoint.get("best_val_loss", math.inf)
         self.skipped_batches = int(checkpoint.get("skipped_batches", 0))
-
-
-def recorded_origins(checkpoint: str | os.PathLike[str] | Mapping[str, Any]) -> str:
-    """``"; the checkpoint records position 'x' from <distribution> <version>, ..."`` for
-    the plugins a checkpoint records (``""`` for built-ins only, or an older checkpoint);
-    ``checkpoint`` is one already loaded, or the path of one to read."""
-    if not isinstance(checkpoint, Mapping):
-        try:
-            checkpoint = torch.load(checkpoint, map_location="cpu", weights_only=True)
-        except Exception:
-            return ""
-    record = checkpoint.get(COMPONENTS_KEY)
-    if not isinstance(record, Mapping):
-        return ""
-    parts = []
-    for key, origin in record.items():
-        if not isinstance(origin, Mapping) or origin.get("source") == "builtin":
-            continue
-        what, _, name = str(key).partition(":")
-        where = origin.get("distribution") or origin.get("module") or origin.get("source")
-        version = f" {origin['version']}" if origin.get("version") else ""
-        parts.append(f"{what} {name!r} from {where}{version}")
-    return f"; the checkpoint records {', '.join(parts)}" if parts else ""
 
 
 def _cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:

@@ -19,6 +19,7 @@ from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.component_origins import COMPONENTS_KEY, record
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
+from roformer_lit.finetune.pretrained import encoder_config as pretrained_encoder_config
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.positions.nope import NoPosition
 from roformer_lit.registry import _entry_points_of
@@ -267,3 +268,40 @@ def test_only_a_plugins_options_are_recorded(powered):
     found = record(EncoderConfig.from_settings({**SMALL, "position": "rope", "layer_plan": PLAN}))
     assert found["position:pw"]["options"] == [{"power": 1}]
     assert "options" not in found["position:rope"] and "options" not in found["attention:softmax"]
+
+
+#: (case, the pretrained checkpoint's scheme, its record, the words of the one line).
+GONE_CASES = [
+    (
+        "an entry point no longer installed",
+        "gone",
+        {"position:gone": entry_point("gone_plugin:Trained")},
+        ["unknown position 'gone'", "records position 'gone' from my-plugins 1.0.0"],
+    ),
+    (
+        "an import path no longer importable",
+        "gone_plugin:Trained",
+        {"position:gone_plugin:Trained": {"source": "import_path", "module": "gone_plugin"}},
+        ["cannot import 'gone_plugin'", "records position 'gone_plugin:Trained' from gone_pl"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("position", "components", "expected"),
+    [case[1:] for case in GONE_CASES],
+    ids=[case[0] for case in GONE_CASES],
+)
+def test_finetune_names_the_pretrained_checkpoints_plugin_that_is_gone(
+    position, components, expected
+):
+    """``finetune --model.pretrained`` of a run whose plugin is gone said ``unknown
+    position 'gone'``, a name the user never typed, without saying it was the pretrained
+    checkpoint's nor where it came from (as ``validate`` and ``extrapolate`` say)."""
+    checkpoint = {"hyper_parameters": {**SMALL, "position": position}, COMPONENTS_KEY: components}
+    with pytest.raises(ConfigError) as refused:
+        pretrained_encoder_config(checkpoint)
+    message = str(refused.value)
+    assert message.startswith("model.pretrained: ") and "\n" not in message, message
+    for words in expected:
+        assert words in message, (words, message)

@@ -44,6 +44,7 @@ from roformer_lit.commands.printed_config import CheckedPrintParser
 from roformer_lit.commands.repeated_options import refuse_repeated_options
 from roformer_lit.commands.replaced_mappings import replaced_notes
 from roformer_lit.commands.seed_line import say_seed, seed_line_held
+from roformer_lit.component_origins import recorded_origins
 from roformer_lit.data.datamodule import PretrainDataModule
 from roformer_lit.data.modules import (
     DATA_MODULES,
@@ -57,7 +58,7 @@ from roformer_lit.data.modules import (
 )
 from roformer_lit.data.stored_tokenizer import stored_tokenizer_json
 from roformer_lit.errors import ConfigError, refused_settings
-from roformer_lit.module import MaskedLM, recorded_origins
+from roformer_lit.module import MaskedLM
 from roformer_lit.safe_input import check_readable_file, yaml_value
 from roformer_lit.training import run_dir
 from roformer_lit.training.callbacks import (

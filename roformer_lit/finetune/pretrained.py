@@ -24,6 +24,7 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
+from roformer_lit.component_origins import recorded_origins
 from roformer_lit.data.stored_tokenizer import checkpoint_tokenizer
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
@@ -83,7 +84,13 @@ def encoder_config(checkpoint: dict[str, Any], dropout: float | None = None) -> 
     (a field the checkpoint predates takes its default). ``dropout``, if given, replaces
     the hidden dropout; the attention dropout stays the run's (its ``dropout`` when it had
     none of its own)."""
-    config = EncoderConfig.from_settings(checkpoint.get("hyper_parameters") or {})
+    try:
+        config = EncoderConfig.from_settings(checkpoint.get("hyper_parameters") or {})
+    except ConfigError as exc:  # its scheme's plugin gone, say: the line names where it was
+        raise ConfigError(
+            f"model.pretrained: the pretrained checkpoint's model cannot be built here: "
+            f"{exc}{recorded_origins(checkpoint)}"
+        ) from None
     if dropout is None:
         return config
     return config.replace(attention_dropout=config.attention_dropout_value, dropout=dropout)
