@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from roformer_lit.attention.base import AttentionKernel
 from roformer_lit.errors import ConfigError
-from roformer_lit.positions.base import LayerPosition, QKVWeights, default_scale
+from roformer_lit.positions.base import LayerPosition, QKVWeights, ScoreBias, default_scale
 
 if TYPE_CHECKING:
     from roformer_lit.architecture_rules import ResolvedLayer
@@ -44,6 +44,8 @@ class SelfAttention(nn.Module):
         self.attention_dropout = config.attention_dropout_value if has_dropout else 0.0
         self.window = layer.spec.window
         self.kernel_name = layer.spec.attention
+        self.position_name = layer.spec.position
+        self.takes_bias = layer.kernel_capabilities.score_bias
 
     def forward(
         self,
@@ -59,6 +61,7 @@ class SelfAttention(nn.Module):
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each [B, h, L, d]
         weights = QKVWeights(self.qkv.weight, self.qkv.bias, self.num_heads)
         score = position.score(q, k, ctx, weights)
+        self.check_score(score)
         out = self.kernel(
             q,
             k,
@@ -76,6 +79,30 @@ class SelfAttention(nn.Module):
         if rows is not None:
             return self.out(out[rows].flatten(1))
         return self.out(out.reshape(batch, length, self.hidden_size))
+
+    def check_score(self, score: Any) -> None:
+        """A one-line ConfigError naming the scheme (a user's, by its setting) if its
+        layer's ``score`` returned what the kernel cannot take: not a ``ScoreBias`` (or
+        None), or a bias for a kernel without score-bias support, which the pre-launch
+        check allowed because the class claims ``needs_score_bias = False``; the kernel
+        would otherwise fail inside, a traceback that names neither.
+        ``roformer_lit.testing.check_scheme`` finds this and more."""
+        if score is None:
+            return
+        if not isinstance(score, ScoreBias):
+            got = f"{type(score).__name__}, not a ScoreBias or None"
+        elif score.adds_bias and not self.takes_bias:
+            got = (
+                f"a score bias, which attention {self.kernel_name!r} cannot take; the pair "
+                "was allowed because the scheme's class claims needs_score_bias = False: "
+                "set needs_score_bias = True on it"
+            )
+        else:
+            return
+        raise ConfigError(
+            f"position {self.position_name!r}: the layer's score hook returned {got} "
+            "(roformer_lit.testing.check_scheme checks a scheme)"
+        )
 
     def check_output(self, out: Any, q: Tensor) -> None:
         """A one-line ConfigError naming the kernel (a user's, by its setting) if ``out``

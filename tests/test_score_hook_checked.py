@@ -1,0 +1,63 @@
+"""A scheme's ``score`` hook whose return the layer's kernel cannot take is one line naming
+the scheme when the model runs it (``SelfAttention.check_score``), not a traceback from
+inside the kernel or the block that names neither: a bias from a class that claims
+``needs_score_bias = False`` (so the pre-launch check paired it with a kernel without
+score-bias support), or something that is not a ``ScoreBias``."""
+
+from __future__ import annotations
+
+import pytest
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.positions.alibi import AlibiPosition
+from roformer_lit.positions.base import LayerPosition
+from roformer_lit.testing.models import random_ids, small_model
+
+
+class ClaimsNoBias(AlibiPosition):
+    """ALiBi that claims it adds no score bias."""
+
+    needs_score_bias = False
+
+
+class _BareTensor(LayerPosition):
+    def score(self, q, k, ctx, qkv):
+        return ctx.bias
+
+
+class ReturnsATensor(AlibiPosition):
+    """ALiBi whose layers return the bias tensor itself, not a ScoreBias."""
+
+    def layer(self, index: int) -> LayerPosition:
+        return _BareTensor()
+
+
+class ReturnsAFloat(AlibiPosition):
+    """ALiBi whose layers return the score scale alone."""
+
+    def layer(self, index: int) -> LayerPosition:
+        hooks = super().layer(index)
+        hooks.score = lambda q, k, ctx, qkv: 0.25
+        return hooks
+
+
+#: (scheme, kernel, the words of the one line).
+CASES = [
+    (ClaimsNoBias, "linear", "returned a score bias, which attention 'linear' cannot take"),
+    (ReturnsATensor, "softmax", "returned Tensor, not a ScoreBias or None"),
+    (ReturnsAFloat, "softmax", "returned float, not a ScoreBias or None"),
+]
+
+
+@pytest.mark.parametrize(("scheme", "kernel", "words"), CASES)
+def test_a_score_the_kernel_cannot_take_is_one_line_naming_the_scheme(scheme, kernel, words):
+    model = small_model(scheme, kernel, num_layers=2)
+    with pytest.raises(ConfigError) as info:
+        model(random_ids(2, 7))
+    message = str(info.value)
+    assert "\n" not in message and words in message, message
+    assert message.startswith(f"position 'kit-check-{scheme.__qualname__}': "), message
+
+
+def test_a_scheme_that_claims_its_bias_runs_with_a_kernel_that_takes_it():
+    small_model(ClaimsNoBias, "softmax", num_layers=2)(random_ids(2, 7))
