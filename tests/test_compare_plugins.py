@@ -44,6 +44,12 @@ CASES = {
 }
 
 
+def other(value: str) -> dict:
+    """A components record of the import path ``value``."""
+    module = value.partition(":")[0]
+    return {f"position:{value}": {"source": "import_path", "module": module, "options": [{}]}}
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_runs_of_one_plugin_name_that_trained_other_code_are_not_seeds(case, tmp_path, capsys):
     """Runs of ``logdist`` trained when the name meant two classes were averaged as
@@ -59,4 +65,17 @@ def test_runs_of_one_plugin_name_that_trained_other_code_are_not_seeds(case, tmp
         return
     assert len(rows) == 2, rows
     for variant, cells in rows.items():
-        assert "plugin" in variant and cells[1] in ("1 (0)", "1 (1)"), rows
+        assert "position:logdist=" in variant and cells[1] in ("1 (0)", "1 (1)"), rows
+
+
+def test_runs_of_two_plugins_are_labelled_by_their_names_alone(tmp_path, capsys):
+    """Two plugins' runs differ by name: their records' identities add nothing to the
+    labels (the study's cope and ssmax beside rope read as before)."""
+    names = {"a-seed0": ("my_pkg:A", 0), "b-seed0": ("my_pkg:B", 0), "rope-seed0": (None, 0)}
+    for run_name, (value, seed) in names.items():
+        position = value or "rope"
+        run = write_run(tmp_path / "runs" / run_name, seed, 2.0, hparams={"position": position})
+        if value is not None:
+            torch.save({COMPONENTS_KEY: other(value)}, run / "checkpoints" / "last.ckpt")
+    rows, _ = table(capsys, str(tmp_path / "runs"))
+    assert sorted(rows) == ["my_pkg:A-softmax", "my_pkg:B-softmax", "rope-softmax"], rows

@@ -6,10 +6,11 @@ defaults changed, by the next run. Its checkpoint records which object each name
 a plugin's options over its defaults
 (:func:`~roformer_lit.component_origins.record`); :func:`plugin_identity` reads that
 record from the run's ``last.ckpt`` (``weights_only``, memory-mapped, a regular file only:
-a FIFO never hangs) and gives the plugins' part of it as one identity. Runs whose
-identities differ are never seeds of one variant, like runs on different data
-(:mod:`~roformer_lit.results.compare.variants`); a run with none (built-ins only, no
-checkpoint, one from before the record) splits from no run.
+a FIFO never hangs) and gives, for each plugin name, the identity of its class and of its options. Runs whose
+identities for one name differ are never seeds of one variant, like runs on different
+data (:mod:`~roformer_lit.results.compare.variants`); a run without one (built-ins only,
+no checkpoint, one from before the record) splits from no run, and runs of two plugins
+are told apart by their names, not by these.
 """
 
 from __future__ import annotations
@@ -27,35 +28,36 @@ from roformer_lit.component_origins import COMPONENTS_KEY, identity
 LAST = Path("checkpoints") / "last.ckpt"
 
 
-def plugin_identity(run_dir: Path) -> tuple[str | None, str | None]:
-    """Two sets of 64 hex digits identifying the plugins ``run_dir``'s last checkpoint
-    records: which object each name was (:func:`~roformer_lit.component_origins.identity`),
-    and their options over their defaults; each None where not recorded (no readable
-    checkpoint, built-ins only, options in a checkpoint from before their record), so a
-    run from before the options' record splits only by its classes."""
+def plugin_identity(run_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """For each plugin ``run_dir``'s last checkpoint records (``position:logdist``), 64 hex
+    digits identifying which object the name was
+    (:func:`~roformer_lit.component_origins.identity`), and 64 identifying its options over
+    its defaults; a name is left out where not recorded (no readable checkpoint, a
+    built-in, options in a checkpoint from before their record), so it splits from no run
+    and runs of other plugins never differ by it."""
     path = run_dir / LAST
     if not path.is_file():
-        return None, None
+        return {}, {}
     try:
         record = torch.load(path, map_location="cpu", weights_only=True, mmap=True).get(
             COMPONENTS_KEY
         )
     except Exception:  # unreadable: the commands that load it say why; compare tables it
-        return None, None
+        return {}, {}
     if not isinstance(record, Mapping):
-        return None, None
+        return {}, {}
     plugins = {
         str(key): origin
         for key, origin in record.items()
         if isinstance(origin, Mapping) and origin.get("source") != "builtin"
     }
-    if not plugins:
-        return None, None
-    options = {key: origin.get("options") for key, origin in plugins.items()}
-    recorded = all(value is not None for value in options.values())
-    return _digest({key: identity(o) for key, o in plugins.items()}), (
-        _digest(options) if recorded else None
-    )
+    classes = {key: _digest(identity(origin)) for key, origin in plugins.items()}
+    options = {
+        key: _digest(origin["options"])
+        for key, origin in plugins.items()
+        if origin.get("options") is not None
+    }
+    return classes, options
 
 
 def _digest(value: object) -> str:

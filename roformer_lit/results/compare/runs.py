@@ -118,11 +118,11 @@ class RunSummary:
     has_config: bool = True
     #: The content identity of the data it trained and validated on (None: not recorded).
     data_identity: str | None = None
-    #: The identities of the plugins its checkpoint records, their classes and their
-    #: options (None: built-ins only, or not recorded;
-    #: :func:`~roformer_lit.results.compare.components.plugin_identity`).
-    plugin_identity: str | None = None
-    plugin_options: str | None = None
+    #: Each plugin its checkpoint records (``position:logdist``) -> the identity of its
+    #: class, and of its options (:func:`~roformer_lit.results.compare.components.
+    #: plugin_identity`; empty: built-ins only, or not recorded).
+    plugin_identity: dict[str, str] = field(default_factory=dict)
+    plugin_options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.variant:

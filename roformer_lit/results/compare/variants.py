@@ -23,8 +23,8 @@ labelled with its first hex digits (``data=1a2b3c4d``). A run without a record (
 before it, a position task) has an unknown identity, which splits it from no run. So are
 runs of one plugin name whose checkpoints record other code under it (another class, other
 options over its defaults: :mod:`~roformer_lit.results.compare.components`), labelled
-``plugins=<hex digits>`` (other classes) or ``plugin_options=<hex digits>``; a run
-recording none splits from no run.
+``plugins.<what>:<name>=<hex digits>`` (other classes) or ``plugin_options...`` (other
+options); a run recording none splits from no run.
 
     rope-softmax
     deberta-softmax c2p=false
@@ -54,15 +54,22 @@ IGNORED_KEYS = frozenset(
 #: The key of a run's data identity among what tells runs apart (:func:`identity`); a run
 #: without one does not split from the runs that have one (unknown, not unset).
 DATA_KEY = "data"
-#: The key of the identity of a run's plugins (which class each name was, and its
-#: options): runs of one plugin name whose code differed are never seeds of one variant;
-#: like :data:`DATA_KEY`, a run without one splits from no run.
+#: The key, per plugin name (``plugins.position:logdist``), of the identity of the class
+#: that name was: runs of one plugin name whose code differed are never seeds of one
+#: variant; like :data:`DATA_KEY`, a run without one splits from no run.
 PLUGINS_KEY = "plugins"
-#: The key of the identity of its plugins' options over their defaults (like
+#: The key, per plugin name, of the identity of its options over their defaults (like
 #: :data:`PLUGINS_KEY`; a run from before their record splits from no run).
 PLUGIN_OPTIONS_KEY = "plugin_options"
-#: Keys a run without them has unknown, not unset.
+#: Keys (and key prefixes, for a mapping) a run without them has unknown, not unset.
 RECORDED_KEYS = frozenset({DATA_KEY, PLUGINS_KEY, PLUGIN_OPTIONS_KEY})
+
+
+def _recorded(key: str) -> bool:
+    """Whether flattened ``key`` is a recorded identity (:data:`RECORDED_KEYS`)."""
+    return key.split(".", 1)[0] in RECORDED_KEYS
+
+
 #: The prefix of a layer type's settings among the flattened keys.
 PLAN_TYPES = "layer_plan.types."
 _MISSING = object()
@@ -188,7 +195,7 @@ def differing_keys(
         values = {
             format_value(f.get(key, defaults.get(key, _MISSING)))
             for f, unknown in zip(flats, partial, strict=True)
-            if key in f or not (unknown or key in RECORDED_KEYS)
+            if key in f or not (unknown or _recorded(key))
         }
         if len(values) > 1:
             out.append(key)
@@ -213,7 +220,7 @@ def variant_labels(
 
 def _label_value(key: str, value: Any) -> str:
     """A value as a label writes it: a data identity by its first hex digits."""
-    return short_identity(str(value)) if key in RECORDED_KEYS else format_value(value)
+    return short_identity(str(value)) if _recorded(key) else format_value(value)
 
 
 def assign_variants(runs: Sequence[RunSummary]) -> list[RunSummary]:
@@ -267,10 +274,10 @@ def identity(run: RunSummary) -> dict[str, Any]:
     found = {**run.hparams, "position": run.position, "attention": run.attention}
     if run.data_identity is not None:
         found[DATA_KEY] = run.data_identity
-    if run.plugin_identity is not None:
-        found[PLUGINS_KEY] = run.plugin_identity
-    if run.plugin_options is not None:
-        found[PLUGIN_OPTIONS_KEY] = run.plugin_options
+    if run.plugin_identity:
+        found[PLUGINS_KEY] = dict(run.plugin_identity)
+    if run.plugin_options:
+        found[PLUGIN_OPTIONS_KEY] = dict(run.plugin_options)
     return found
 
 
@@ -298,6 +305,8 @@ def short_name(key: str) -> str:
     """A flattened key as a label names it: a layer type's setting as ``<type>.<setting>``
     (``layer_plan.types.global.position_kwargs.base`` -> ``global.base``), any other key
     by its last dotted component."""
+    if _recorded(key):  # plugins.position:logdist: the whole name says which plugin
+        return key
     if key.startswith(PLAN_TYPES):
         parts = key[len(PLAN_TYPES) :].split(".")
         return f"{parts[0]}.{parts[-1]}"
