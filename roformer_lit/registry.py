@@ -285,6 +285,13 @@ class Registry(Mapping[str, T], Generic[T]):
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
+            missing = exc.name or ""
+            if missing and module_name != missing and not module_name.startswith(f"{missing}."):
+                raise ConfigError(  # the plugin is there; a module it imports is not
+                    f"{self.what} {name!r}: importing {module_name!r} failed: it imports "
+                    f"{missing!r}, which is not installed; install it (a dependency of the "
+                    "plugin)"
+                ) from None
             raise ConfigError(
                 f"{self.what} {name!r}: cannot import {module_name!r} ({one_line(exc)}); "
                 "install the package that provides it or put it on PYTHONPATH"

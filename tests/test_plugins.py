@@ -102,6 +102,7 @@ def plugin_dir(tmp_path, monkeypatch):
     (tmp_path / "my_plugin.py").write_text(PLUGIN)
     (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('boom at import')\n")
     (tmp_path / "exiting_plugin.py").write_text("import sys\nsys.exit(0)\n")
+    (tmp_path / "needs_dependency.py").write_text("import not_installed_dependency\n")
     entry_points = """\
         [roformer_lit.positions]
         mine = my_plugin:MyScheme
@@ -124,7 +125,7 @@ def plugin_dir(tmp_path, monkeypatch):
     for registry in registries:
         registry._resolved.clear()
     _entry_points_of.cache_clear()
-    for name in ("my_plugin", "broken_plugin", "exiting_plugin"):
+    for name in ("my_plugin", "broken_plugin", "exiting_plugin", "needs_dependency"):
         sys.modules.pop(name, None)
 
 
@@ -227,6 +228,11 @@ def test_plugin_capabilities_apply_the_same_rules(plugin_dir):
     ("name", "expected"),
     [
         ("no_such_module:X", "cannot import 'no_such_module'"),
+        ("no_such_package.module:X", "cannot import 'no_such_package.module'"),
+        (
+            "needs_dependency:X",
+            "importing 'needs_dependency' failed: it imports 'not_installed_dependency', which",
+        ),
         ("my_plugin:Missing", "has no attribute 'Missing'; candidates there: MyScheme"),
         ("my_plugin:NotAScheme", "is the class my_plugin.NotAScheme, not a subclass of"),
         ("my_plugin:not_a_class", "is a function, not a subclass of"),
@@ -490,3 +496,19 @@ def test_a_scheme_that_reads_key_padding_gets_the_mask_and_others_do_not():
         POSITION_SCHEMES.unregister("counts_keys")
     assert torch.equal(seen[0], mask.bool()) and seen[1] is None
     MaskedLM(**small(position="rope"))(ids, mask)  # a scheme without it: called as before
+
+
+def test_a_run_of_a_builtin_name_an_entry_point_declares_says_so(plugin_dir, capsys, monkeypatch):
+    """``rope = my_plugin:MyScheme`` installed: ``fit --model.position rope`` trains the
+    built-in; the pre-launch check says so in one note, once per process (a sweep checks
+    every run), and says nothing for a name no entry point shadows."""
+    from roformer_lit.commands import prelaunch
+
+    monkeypatch.setattr(prelaunch, "_noted", set())
+    prelaunch.check_fit_config({"model": small(position="alibi")})
+    assert "note:" not in capsys.readouterr().err
+    for _ in range(2):
+        prelaunch.check_fit_config({"model": small(position="rope")})
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1, notes
+    assert "'my_plugin:MyScheme'" in notes[0] and "this run uses the built-in" in notes[0]

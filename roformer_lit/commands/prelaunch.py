@@ -31,6 +31,7 @@ of a rule.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -38,7 +39,8 @@ import torch
 
 from roformer_lit.architecture_rules import kernels_that, kernels_train_on, schemes_that
 from roformer_lit.data.modules import complete_settings
-from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
+from roformer_lit.data.probes.tasks import PROBE_TASKS
+from roformer_lit.encoder_config import ENCODER_FIELDS, NAMED_COMPONENTS, EncoderConfig
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.model import Encoder
 from roformer_lit.validation import (
@@ -77,11 +79,33 @@ def check_fit_config(config: Any, training: bool = True) -> None:
         if section:  # linked from the data module: its tokenizer's (planned) size
             vocab = data_class.planned_vocab_size(data)
         architecture = check_model(model, vocab, data.get("max_length"))
+        note_shadowed_names(architecture, data)
         if data:
             for rule in CROSS_SECTION_RULES:
                 rule(architecture, data)
         if training and trainer is not None:
             kernels_train_on_the_device(architecture, plain(trainer))
+
+
+#: The notes :func:`note_shadowed_names` printed in this process (a sweep checks every run).
+_noted: set[str] = set()
+
+
+def note_shadowed_names(config: EncoderConfig, data: Mapping[str, Any]) -> None:
+    """A ``note:`` line, once per process, for each built-in name the run uses (its layers'
+    schemes and kernels, ``data.probe``) that an installed entry point also declares: the
+    name means the built-in (:meth:`~roformer_lit.registry.Registry.shadowing`), so a user
+    who installed a plugin to replace ``rope`` would otherwise train the built-in without
+    a word."""
+    used = [tuple(key.split(":", 1)) for key in config.origins()]
+    if isinstance(data.get("probe"), str):
+        used.append(("probe", data["probe"]))
+    registries = {**NAMED_COMPONENTS, "probe": PROBE_TASKS}
+    for what, name in used:
+        shadowed = registries[what].shadowing().get(name)
+        if shadowed is not None and str(shadowed) not in _noted:
+            _noted.add(str(shadowed))
+            print(f"note: {shadowed}; this run uses the built-in", file=sys.stderr)
 
 
 def document_mask_needs_segments(config: EncoderConfig, data: Mapping[str, Any]) -> None:
