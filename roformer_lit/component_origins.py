@@ -33,23 +33,46 @@ import torch
 from roformer_lit.encoder_config import NAMED_COMPONENTS, EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import number, plain
-from roformer_lit.registry import with_defaults
+from roformer_lit.registry import loaded_registry, with_defaults
 
 #: The checkpoint key of where the run's schemes and kernels came from.
 COMPONENTS_KEY = "components"
+
+
+#: The entry-point group of the position tasks, recorded as ``probe:<name>``.
+TASKS_GROUP = "roformer_lit.tasks"
+
+
+def recorded_registries() -> dict[str, Any]:
+    """Every registry a record names, by the word before its key's ``:``: the layers'
+    schemes and kernels, and the position tasks (``data.probe``) where their registry is
+    loaded in this process (a command that builds data has it; a model loaded through the
+    Python API uses no task)."""
+    tasks = loaded_registry(TASKS_GROUP)
+    return {**NAMED_COMPONENTS, **({"probe": tasks} if tasks is not None else {})}
+
 
 #: The fields of an origin that say which object a name is; the others (``version``,
 #: ``distribution``, ``group``) may change without the object changing.
 IDENTITY = ("source", "value", "module")
 
 
-def record(config: EncoderConfig) -> dict[str, dict[str, Any]]:
+def record(
+    config: EncoderConfig, data: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
     """What a checkpoint records of ``config``'s schemes and kernels: each one's origin
     (:meth:`~roformer_lit.encoder_config.EncoderConfig.origins`) and, for a plugin's,
     ``options``: the distinct option sets its layers built it with, in layer order, every
     option over its class's defaults, as plain data (a default that is not, an enum say,
-    by its ``repr``: a checkpoint is read with ``weights_only``)."""
+    by its ``repr``: a checkpoint is read with ``weights_only``). With ``data`` (the data
+    module's settings) naming a position task, ``probe:<name>`` and the task's origin too:
+    a task is generated from its settings and seed, which identify its data only while
+    its name means the same code."""
     found = {key: dict(origin) for key, origin in config.origins().items()}
+    task = (data or {}).get("probe")
+    tasks = recorded_registries().get("probe")
+    if isinstance(task, str) and tasks is not None and task in tasks:
+        found[f"probe:{task}"] = dict(tasks.origin(task))
     for layer in config.layers:
         built = (
             ("position", layer.spec.position, layer.scheme, layer.scheme_options),
@@ -88,17 +111,18 @@ def described(origin: Mapping[str, Any]) -> str:
 
 
 def check_recorded_components(checkpoint: Mapping[str, Any], path: Any) -> None:
-    """Refuse, in one ConfigError line, a checkpoint one of whose recorded schemes or
-    kernels (:data:`COMPONENTS_KEY`) is, here, another object than the one it trained
-    with (:data:`IDENTITY` differs). A checkpoint without the record (older ones), a
-    record not of this form (its own check reports a damaged record), and a name that
-    does not resolve here (the lookup reports it) pass."""
+    """Refuse, in one ConfigError line, a checkpoint one of whose recorded schemes,
+    kernels or position task (:data:`COMPONENTS_KEY`, :func:`recorded_registries`) is, here, another
+    object than the one it trained with (:data:`IDENTITY` differs). A checkpoint without
+    the record (older ones), a record not of this form (its own check reports a damaged
+    record), and a name that does not resolve here (the lookup reports it) pass."""
     recorded_all = checkpoint.get(COMPONENTS_KEY)
     if not isinstance(recorded_all, Mapping):
         return
+    registries = recorded_registries()
     for key, recorded in recorded_all.items():
         what, _, name = str(key).partition(":")
-        registry = NAMED_COMPONENTS.get(what)
+        registry = registries.get(what)
         if registry is None or not isinstance(recorded, Mapping) or not name:
             continue
         try:

@@ -307,7 +307,10 @@ class MaskedLM(RunModule):
         return self.encoder.position_parameters()
 
     def save_run_state(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint[COMPONENTS_KEY] = record(self.config)
+        checkpoint[COMPONENTS_KEY] = record(
+            self.config,
+            checkpoint.get("datamodule_hyper_parameters"),  # a task's origin
+        )
         # the architecture record sealed: an edit of it is refused by every reader
         checkpoint[DIGEST_KEY] = architecture_digest(self.config.as_dict())
         checkpoint["best_val_loss"] = self.best_val_loss

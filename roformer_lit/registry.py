@@ -87,6 +87,17 @@ def is_import_path(name: object) -> bool:
     return isinstance(name, str) and ":" in name
 
 
+#: Every registry made in this process, by its entry-point group (:func:`loaded_registry`).
+_BY_GROUP: dict[str, Registry[Any]] = {}
+
+
+def loaded_registry(group: str) -> Registry[Any] | None:
+    """The registry of entry-point group ``group`` if its module has been imported in this
+    process (a registry of a lower layer can then be read from one below it without an
+    import: the checkpoint reader reads a run's position task, ``roformer_lit.tasks``)."""
+    return _BY_GROUP.get(group)
+
+
 class Registry(Mapping[str, T], Generic[T]):
     """Built-in components by name, then the entry points of ``group``, then import paths
     (see the module). A read-only mapping: ``registry[name]``, ``name in registry`` (an
@@ -111,6 +122,7 @@ class Registry(Mapping[str, T], Generic[T]):
         self.check = check
         self._builtins: dict[str, T] = dict(builtins)
         self._resolved: dict[str, T] = {}
+        _BY_GROUP.setdefault(group, self)  # the first: the package's own
 
     # -- the mapping ---------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ and reads one whose only change is the distribution's version."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 
 import pytest
@@ -17,6 +18,7 @@ from fake_distribution import write_distribution
 
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.component_origins import COMPONENTS_KEY, record
+from roformer_lit.data.probes.tasks import PROBE_TASKS
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.pretrained import encoder_config as pretrained_encoder_config
@@ -40,6 +42,10 @@ class TrainedKernel(SoftmaxAttention):
 
 class OtherKernel(SoftmaxAttention):
     pass
+
+from roformer_lit.data.probes.tasks import PROBE_TASKS
+TRAINED_TASK = PROBE_TASKS["copy"]
+OTHER_TASK = PROBE_TASKS["reverse"]
 """
 
 
@@ -101,6 +107,18 @@ CASES = [
         ["'mine'", "'my_plugin:Other'"],
     ),
     (
+        "a task's entry point that now names another task",
+        {"probe:mytask": {**entry_point("my_plugin:TRAINED_TASK"), "group": "roformer_lit.tasks"}},
+        "[roformer_lit.tasks]\nmytask = my_plugin:OTHER_TASK\n",
+        ["probe 'mytask'", "'my_plugin:TRAINED_TASK'", "'my_plugin:OTHER_TASK'"],
+    ),
+    (
+        "a task's entry point unchanged",
+        {"probe:mytask": {**entry_point("my_plugin:TRAINED_TASK"), "group": "roformer_lit.tasks"}},
+        "[roformer_lit.tasks]\nmytask = my_plugin:TRAINED_TASK\n",
+        None,
+    ),
+    (
         "the same entry point of another version",
         {"position:mine": entry_point("my_plugin:Trained", version="0.9")},
         "[roformer_lit.positions]\nmine = my_plugin:Trained\n",
@@ -141,10 +159,22 @@ def installed(tmp_path, monkeypatch):
     POSITION_SCHEMES.register("registered", Registered)
     yield install
     POSITION_SCHEMES.unregister("registered")
-    for registry in (POSITION_SCHEMES, ATTENTION_KERNELS):
+    for registry in (POSITION_SCHEMES, ATTENTION_KERNELS, PROBE_TASKS):
         registry._resolved.clear()
     _entry_points_of.cache_clear()
     sys.modules.pop("my_plugin", None)
+
+
+def test_a_run_records_the_position_task_it_trained_on(installed) -> None:
+    """``fit`` writes the record from the model and the data module's settings: a task
+    plugin's origin is recorded beside the schemes', a built-in task as the built-in, and
+    a corpus run (no ``probe``) records none."""
+    installed("[roformer_lit.tasks]\nmytask = my_plugin:TRAINED_TASK\n")
+    config = EncoderConfig(**SMALL)
+    found = record(config, {"probe": "mytask"})
+    assert found["probe:mytask"]["value"] == "my_plugin:TRAINED_TASK", found
+    assert record(config, {"probe": "copy"})["probe:copy"] == {"source": "builtin"}
+    assert not any(key.startswith("probe:") for key in record(config, {"train_files": None}))
 
 
 @pytest.mark.parametrize(
@@ -305,3 +335,31 @@ def test_finetune_names_the_pretrained_checkpoints_plugin_that_is_gone(
     assert message.startswith("model.pretrained: ") and "\n" not in message, message
     for words in expected:
         assert words in message, (words, message)
+
+
+@pytest.mark.trainer
+def test_validate_refuses_a_run_whose_task_name_now_means_another_task(
+    installed, tmp_path, monkeypatch, capsys
+):
+    """A probe run trained on the entry point ``mytask`` (copy); the entry point re-pointed
+    to another task since: ``validate`` would evaluate the copy-trained model on reverse,
+    exit 0. It is one line naming both, and the run's files are unchanged."""
+    from cli_helpers import probe_fit_args
+
+    from roformer_lit.commands import EXIT_USER_ERROR, main
+
+    installed("[roformer_lit.tasks]\nmytask = my_plugin:TRAINED_TASK\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(probe_fit_args("copy", 2, 2, 4, "--data.probe", "mytask")) == 0
+    (last,) = tmp_path.glob("runs/*/*/checkpoints/last.ckpt")
+    before = last.read_bytes()
+    shutil.rmtree(tmp_path / "my_plugins-1.0.0.dist-info")  # the plugin reinstalled:
+    installed("[roformer_lit.tasks]\nmytask = my_plugin:OTHER_TASK\n")
+    PROBE_TASKS._resolved.clear()
+    capsys.readouterr()
+    argv = probe_fit_args("copy", 2, 2, 4, "--data.probe", "mytask")
+    assert main(["validate", *argv[1:], "--ckpt_path", str(last)]) == EXIT_USER_ERROR
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "probe 'mytask'" in errors[0], errors
+    assert "'my_plugin:OTHER_TASK'" in errors[0] and "'my_plugin:TRAINED_TASK'" in errors[0]
+    assert last.read_bytes() == before
