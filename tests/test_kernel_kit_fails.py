@@ -52,6 +52,15 @@ class DrawsEveryCall(SoftmaxAttention):
         return out + 1e-2 * torch.rand_like(out)
 
 
+class ScalesItsValuesInPlace(SoftmaxAttention):
+    """Writes into ``v`` (``v.mul_(2)``): the next reader of the layer's values gets them
+    changed; each call's output differs from the last only because of that."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        v.mul_(2.0)
+        return super().forward(q, k, v, **kwargs)
+
+
 class HeadsAndTokensSwapped(SoftmaxAttention):
     """Returns ``[B, L, h, d]`` (the layout before the block's transpose)."""
 
@@ -143,6 +152,7 @@ class ReferenceWithoutTheScale(SoftmaxAttention):
         (IgnoresTheWindow, "window", "keys beyond w // 2 = 0 change the output (window 1)"),
         (WindowOneKeyShort, "window", "the key at distance w // 2 = 1 changes nothing"),
         (DrawsEveryCall, "deterministic", "not deterministic: one kernel in eval mode"),
+        (ScalesItsValuesInPlace, "deterministic", "changes its input in place: v differs"),
         (HeadsAndTokensSwapped, "shapes", "wrong output shape: (2, 7, 3, 8) for q, k, v of"),
         (DropsTheBias, "bias", "claims supports_score_bias, but a score bias changes nothing"),
         (MisreadsTheLookup, "bias", "the bias given as lookup differs from the same bias dense"),

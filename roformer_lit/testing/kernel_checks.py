@@ -271,12 +271,20 @@ def check_shapes(kernel: type[AttentionKernel], options: Options) -> None:
 
 def check_deterministic(kernel: type[AttentionKernel], options: Options) -> None:
     """Two eval-mode calls on one input agree (every case), also with a call at another
-    shape between them."""
+    shape between them, and a call leaves ``q``, ``k`` and ``v`` as they were (a kernel
+    that writes into them changes them for the layer's other readers; named as such, not
+    as a kernel that is not deterministic)."""
     module = built(kernel, options)
     q, k, v = heads()
     with torch.no_grad():
         for where, case in cases(kernel, options).items():
+            before = {"q": q.clone(), "k": k.clone(), "v": v.clone()}
             first = attend(module, q, k, v, case)
+            for name, tensor in (("q", q), ("k", k), ("v", v)):
+                assert torch.equal(tensor, before[name]), (
+                    f"changes its input in place: {name} differs after a call ({where}); a "
+                    "kernel must not write into the tensors it is given (clone them first)"
+                )
             second = attend(module, q, k, v, case)
             attend(module, *heads(1, HEADS, 5, SIZE, seed=9))  # another shape in between
             third = attend(module, q, k, v, case)
