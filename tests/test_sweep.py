@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -1358,6 +1359,35 @@ def test_a_finished_run_on_other_data_is_refused_not_skipped(tmp_path, monkeypat
     assert run.version in error and "data 00000000" in error, error
     assert f"data 00000000 -> {short_identity(now)}" in error, error
     assert {p.name: p.read_bytes() for p in finished.rglob("*") if p.is_file()} == before
+
+
+#: How a run's ``config.yaml`` can fail to say what it ran with -> how to damage it.
+DAMAGED_CONFIGS: dict[str, Callable[[Path], object]] = {
+    "deleted": lambda path: path.unlink(),
+    "not YAML": lambda path: path.write_text("model: [\n", encoding="utf-8"),
+    "not a mapping": lambda path: path.write_text("- 1\n", encoding="utf-8"),
+    "no model section": lambda path: path.write_text("seed_everything: 0\n", encoding="utf-8"),
+    "not UTF-8": lambda path: path.write_bytes(b"model: \xff\n"),
+    "a directory": lambda path: (path.unlink(), path.mkdir()),
+}
+
+
+@pytest.mark.parametrize("finished", [True, False], ids=["finished", "interrupted"])
+@pytest.mark.parametrize("case", sorted(DAMAGED_CONFIGS))
+def test_a_run_whose_config_cannot_be_read_is_refused_not_skipped(
+    case, finished, tmp_path, monkeypatch, capsys
+):
+    """A finished run whose ``config.yaml`` was deleted or damaged was skipped as finished
+    without any comparison, so a sweep edited since (another dropout) reported the old run
+    as the new setting, exit 0: now one line naming the run and its file, nothing changed."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    run, run_dir = finished_run(tmp_path, finished=finished)
+    DAMAGED_CONFIGS[case](run_dir / "config.yaml")
+    before = sorted(str(p) for p in run_dir.rglob("*"))
+    error = sweep_edited_to(tmp_path, capsys, False)
+    assert run.version in error and "config.yaml" in error, error
+    assert sorted(str(p) for p in run_dir.rglob("*")) == before
 
 
 #: (setting, the value an interrupted run ran with, the value the edited sweep asks for)

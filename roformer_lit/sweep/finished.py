@@ -29,7 +29,6 @@ examples, :mod:`roformer_lit.finetune.task_identity`). A run without a record, a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -91,21 +90,28 @@ CONTINUED = {
 def check_continued(version: str, run_dir: str | Path, asked: Any, action: str) -> None:
     """Refuse (one ConfigError line) to ``action`` (``skip`` or ``resume``,
     :data:`CONTINUED`) the run ``version`` at ``run_dir`` when it ran with other settings
-    than ``asked`` (the parsed config the sweep gives it now). Any other action (a fresh
-    run, a partial one moved aside) and a run without a readable ``config.yaml`` are not
-    compared."""
+    than ``asked`` (the parsed config the sweep gives it now), or when its ``config.yaml``
+    cannot say which settings it ran with (missing, unreadable, or without a ``model``
+    section: a damaged run would otherwise be skipped as the run asked for, whatever it
+    ran with). Any other action (a fresh run, a partial one moved aside) is not compared."""
     from roformer_lit.errors import ConfigError
 
-    path = Path(run_dir) / "config.yaml"
-    if action not in CONTINUED or not os.path.isfile(path):
+    if action not in CONTINUED:
         return
+    path = Path(run_dir) / "config.yaml"
+    state, what = CONTINUED[action]
     try:
         ran = read_yaml_mapping(path)
-    except RunFileError:
-        return
+        if not isinstance(ran.get("model"), Mapping):
+            raise RunFileError("it has no model section")
+    except RunFileError as exc:
+        raise ConfigError(
+            f"sweep: run {version} {state} but its settings cannot be read ({path}: {exc}), "
+            f"so the sweep cannot tell whether it is the run it asks for: {what}; move "
+            f"{run_dir} aside or give the sweep another name"
+        ) from exc
     difference = first_difference(ran, asked)
     if difference is not None:
-        state, what = CONTINUED[action]
         raise ConfigError(
             f"sweep: run {version} {state} with other settings than the sweep now gives it "
             f"({difference}; {path}): {what}; move {run_dir} aside or give the sweep another "
