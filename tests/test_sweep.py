@@ -1361,6 +1361,36 @@ def test_a_finished_run_on_other_data_is_refused_not_skipped(tmp_path, monkeypat
     assert {p.name: p.read_bytes() for p in finished.rglob("*") if p.is_file()} == before
 
 
+#: Grid values written two ways that ``fit`` reads as one -> the grid.
+SAME_RUN_GRIDS: dict[str, dict[str, list[Any]]] = {
+    "a learning rate as 0.001 and as 1e-3 (a string in YAML 1.1)": {
+        "model.learning_rate": [0.001, "1e-3"]
+    },
+    "a seed and its text": {"seed_everything": [1, "1"]},
+    "a dropout and its text": {"model.dropout": [0.1, "0.1"]},
+    "null and its text": {"data.random_positions": [None, "null"]},
+    "options and their JSON text": {"model.position_kwargs": [{}, "{}"]},
+}
+
+
+@pytest.mark.parametrize("case", sorted(SAME_RUN_GRIDS))
+def test_two_runs_with_the_same_settings_are_refused(case, tmp_path, monkeypatch, capsys):
+    """Grid values written two ways (``[0.001, 1e-3]``) passed the duplicate check, which
+    compares them as YAML wrote them, and ran one experiment twice under two names (exit 0),
+    which ``compare`` tabled as two learning rates: now one line naming both runs, before
+    anything is created."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    write_sweep(tmp_path / "s.yaml", SAME_RUN_GRIDS[case])
+    for dry in ([], ["--dry-run"]):
+        code = main(["sweep", "--config", "s.yaml", *dry])
+        err = capsys.readouterr().err
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+        assert "the same run" in errors[0], errors[0]
+        assert not (tmp_path / "runs").exists()
+
+
 #: How a run's ``config.yaml`` can fail to say what it ran with -> how to damage it.
 DAMAGED_CONFIGS: dict[str, Callable[[Path], object]] = {
     "deleted": lambda path: path.unlink(),

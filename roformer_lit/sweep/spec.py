@@ -520,3 +520,33 @@ def validate_sweep(sweep: Sweep, root: str) -> None:
                 raise written_key_refusal(where, exc) from exc
             except ConfigError as exc:
                 raise ConfigError(f"{where}: run {run.version} ({run.describe()}): {exc}") from exc
+    _refuse_same_runs(sweep, where)
+
+
+def _settings_key(config: Any) -> str:
+    """A parsed run config as canonical text, less the run's own name: two runs with the
+    same key are the same experiment."""
+    settings = config.as_dict() if hasattr(config, "as_dict") else dict(config)
+    logger = (settings.get("trainer") or {}).get("logger")
+    if isinstance(logger, dict) and isinstance(logger.get("init_args"), dict):
+        logger["init_args"].pop("version", None)
+    return json.dumps(settings, sort_keys=True, default=str)
+
+
+def _refuse_same_runs(sweep: Sweep, where: str) -> None:
+    """Refuse (one line) two runs whose parsed configs are the same but for their names:
+    grid values written two ways that the command reads as one (``0.001`` and ``1e-3``,
+    which YAML 1.1 reads as a string; ``1`` and ``"1"``) would run one experiment twice
+    under two names, and ``compare`` would table it as two settings."""
+    seen: dict[str, Run] = {}
+    for run in sweep.runs:
+        if run.version not in sweep.resolved:
+            continue
+        key = _settings_key(sweep.resolved[run.version])
+        first = seen.setdefault(key, run)
+        if first is not run:
+            raise ConfigError(
+                f"{where}: runs {first.version} ({first.describe()}) and {run.version} "
+                f"({run.describe()}) are the same run: {sweep.command} reads their settings "
+                "as the same values; write each grid value once"
+            )
