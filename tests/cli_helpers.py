@@ -194,3 +194,26 @@ def one_error_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     assert code == EXIT_USER_ERROR, err[-2000:]
     assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
     return errors[0]
+
+
+def write_fake_run_config(run_dir: Path, argv: Sequence[str]) -> None:
+    """Write ``run_dir/config.yaml`` as a real ``fit`` or ``finetune`` launched with ``argv``
+    (``python -m roformer_lit <command> ...``) writes it before its first step, for tests
+    whose launch is faked: a sweep reads it to tell whether a run it would skip or resume is
+    the run it asks for."""
+    import json
+
+    import yaml
+
+    words = list(argv)
+    if "--ckpt_path" in words:  # a resumed attempt: the config is the run's own
+        at = words.index("--ckpt_path")
+        del words[at : at + 2]
+    command = words.index("finetune") if "finetune" in words else words.index("fit")
+    if words[command] == "finetune":
+        from roformer_lit.finetune.parse import validate_finetune_config as validate
+    else:
+        validate = pretrain.validate_config
+    config = json.loads(json.dumps(validate(words[command + 1 :]).as_dict(), default=str))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")

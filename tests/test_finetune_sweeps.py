@@ -14,6 +14,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 import yaml
+from cli_helpers import write_fake_run_config
 from torch.utils.tensorboard import SummaryWriter
 
 from roformer_lit.commands import main
@@ -257,6 +258,7 @@ def test_a_finetune_sweep_prepares_no_data_and_resumes_like_fit(tmp_path, monkey
         run = Path(cwd) / "runs" / "ft" / arg(argv, VERSION)
         (run / "checkpoints").mkdir(parents=True, exist_ok=True)
         (run / "checkpoints" / "last.ckpt").write_bytes(b"fake")
+        write_fake_run_config(run, argv)
         resumed = "--ckpt_path" in argv
         return 0 if resumed or arg(argv, "--seed_everything") == "0" else 75  # preempted
 

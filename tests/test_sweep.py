@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import torch
 import yaml
-from cli_helpers import CONFIGS, fit_preempted
+from cli_helpers import CONFIGS, fit_preempted, write_fake_run_config
 
 from roformer_lit import POSITION_SCHEMES
 from roformer_lit.commands import EXIT_PREEMPTED, main
@@ -85,6 +85,7 @@ class Launches:
         run = run / arg(argv, "--trainer.logger.init_args.name") / arg(argv, VERSION)
         (run / "checkpoints").mkdir(parents=True, exist_ok=True)
         (run / "checkpoints" / "last.ckpt").write_bytes(b"fake")
+        write_fake_run_config(run, argv)
         return self.code
 
     def versions(self) -> list[str]:
