@@ -68,3 +68,25 @@ def region_stale_line(
     (pages / page).write_text(text + "<!-- end generated -->\n", encoding="utf-8")
     rewritten, drawn = render_pages(bench, pages)
     return stale_line(rewritten, drawn, bench, pages) if rewritten else ""
+
+
+def readme_region_stale_line(
+    tmp_path: Path,
+    region: str,
+    raw: str | None = None,
+    old: str = "",
+    new: str = "",
+    page: Callable[[str], str] | None = None,
+) -> str:
+    """``stale_line`` of the README's region ``region`` (its ``<!-- generated: ... -->``
+    marker) against a copy of the raw outputs tampered as :func:`tampered_bench` says (or
+    the region edited by ``page``); '' when nothing is stale."""
+    bench, pages = tampered_bench(tmp_path, raw, old, new), tmp_path / "pages"
+    pages.mkdir()
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(region)
+    body = text[start : text.index("<!-- end generated -->", start) + 23] + "\n"
+    readme = tmp_path / "README.md"
+    readme.write_text(page(body) if page else body, encoding="utf-8")
+    rewritten, drawn = render_pages(bench, pages, readme)
+    return stale_line(rewritten, drawn, bench, pages) if rewritten else ""

@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from study_helpers import guide_stale_line, tampered_bench
+from study_helpers import guide_stale_line, readme_region_stale_line, tampered_bench
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.study import plan_speed
-from roformer_lit.results.study.pages import render_pages, stale_line
 from roformer_lit.results.study.places import PLACES, read_from
 from roformer_lit.results.study.regions import render
 
@@ -27,17 +26,8 @@ H100_ROW = "| rope | softmax | 8192 | 89.3 | 61.1 | 70.2 | 0.68x | 0.78x |"
 
 
 def _readme(tmp_path: Path, raw: str | None = None, old: str = "", new: str = "", page=None):
-    """``stale_line`` of the README's region against a copy of the raw outputs with ``old``
-    replaced by ``new`` in ``raw`` (or the region edited by ``page``)."""
-    bench, pages = tampered_bench(tmp_path, raw, old, new), tmp_path / "pages"
-    pages.mkdir()
-    text = README.read_text(encoding="utf-8")
-    start = text.index(REGION)
-    region = text[start : text.index("<!-- end generated -->", start) + 23] + "\n"
-    readme = tmp_path / "README.md"
-    readme.write_text(page(region) if page else region, encoding="utf-8")
-    rewritten, drawn = render_pages(bench, pages, readme)
-    return stale_line(rewritten, drawn, bench, pages) if rewritten else ""
+    """``stale_line`` of the README's region (:func:`study_helpers.readme_region_stale_line`)."""
+    return readme_region_stale_line(tmp_path, REGION, raw, old, new, page)
 
 
 def _guide(tmp_path: Path, raw: str | None = None, old: str = "", new: str = "", page=None):
