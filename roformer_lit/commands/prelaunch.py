@@ -38,9 +38,9 @@ from typing import Any
 import torch
 
 from roformer_lit.architecture_rules import kernels_that, kernels_train_on, schemes_that
+from roformer_lit.component_origins import recorded_registries
 from roformer_lit.data.modules import complete_settings
-from roformer_lit.data.probes.tasks import PROBE_TASKS
-from roformer_lit.encoder_config import ENCODER_FIELDS, NAMED_COMPONENTS, EncoderConfig
+from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.model import Encoder
 from roformer_lit.validation import (
@@ -100,9 +100,10 @@ def note_shadowed_names(config: EncoderConfig, data: Mapping[str, Any]) -> None:
     used = [tuple(key.split(":", 1)) for key in config.origins()]
     if isinstance(data.get("probe"), str):
         used.append(("probe", data["probe"]))
-    registries = {**NAMED_COMPONENTS, "probe": PROBE_TASKS}
+    registries = recorded_registries()  # what a checkpoint records, by the same words
     for what, name in used:
-        shadowed = registries[what].shadowing().get(name)
+        registry = registries.get(what)
+        shadowed = registry.shadowing().get(name) if registry is not None else None
         if shadowed is not None and str(shadowed) not in _noted:
             _noted.add(str(shadowed))
             print(f"note: {shadowed}; this run uses the built-in", file=sys.stderr)
