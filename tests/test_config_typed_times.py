@@ -3,7 +3,15 @@ typed run times no committed raw output states (``19.5 min with --jobs 2``, ``Ab
 min``, ``38, 125 and 36 run-minutes`` where the compare tables log 30.2, 139.4 and 29.1,
 ``~2.5 h``, ``about 35 minutes of one core``, an estimate ``80 x 8 x 0.44 min``). A time a
 raw output does state is written into a generated region of the docs
-(``scripts/study_pages.py``), which a comment can point to."""
+(``scripts/study_pages.py``), which a comment can point to.
+
+Nor does one state a result: the probe configs typed scores no raw output holds or that
+only the study page states from one (``rope val/acc 1.00 by step 1500 (0.91 at 1000)``,
+``rope stayed at 0.21-0.33 ... in sixteen configurations``, ``t5 reaches val/acc 1.000``,
+``from 0.995 to 0.825``); each now points to the page. A score is a number in [0, 1] with two
+or more decimals; a setting written in a comment (``--only model.learning_rate=0.01``,
+``data.probe_hint 0.25``, ``min_lr_ratio: 0.06``: a dotted or underscored key and its
+value), a p-value (``p = 0.002``) or an angle (``<= 0.032 rad``) is not one."""
 
 from __future__ import annotations
 
@@ -19,6 +27,23 @@ DURATION = re.compile(
     r"\d+(?:[.,]\d+)*(?:\s?-\s?\d+(?:[.,]\d+)*)?\s?"
     r"(?:ms|s|sec|seconds?|min|minutes?|h|hours?|run-minutes)\b|under a minute"
 )
+
+
+#: A score: ``0.19``, ``1.000``, ``0.21-0.33``; not after ``=`` or ``p =``, not before a unit.
+SCORE = re.compile(
+    r"(?<![=\w.])(?<!p = )(?<!p < )"
+    r"(?>(?:0\.\d{2,}|1\.0{2,})(?:\s?[-–]\s?\d+\.\d+)?)(?!\d|\.\d|\s?(?:rad|°|x\b|×))"
+)
+
+#: A setting named in a comment, ``model.learning_rate=0.01``, ``data.probe_hint 0.25``,
+#: ``min_lr_ratio: 0.06``: a key with a dot or an underscore, then its value.
+SETTING = re.compile(r"(?:--)?[a-z]\w*(?:[._]\w+)+\s?[:=]?\s?-?\d[\d.e+-]*")
+
+
+def typed_score(text: str) -> str | None:
+    """The first score stated in ``text`` outside a named setting, or None."""
+    found = SCORE.search(SETTING.sub("", text))
+    return None if found is None else found[0]
 
 
 def comments(text: str) -> str:
@@ -46,3 +71,32 @@ def test_the_pattern_finds_a_duration_and_only_one(text, found) -> None:
 def test_no_config_comment_states_a_duration(path) -> None:
     found = DURATION.search(comments(path.read_text(encoding="utf-8")))
     assert found is None, f"{path.relative_to(ROOT)}: {found[0]!r}"
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("# rope val/acc 1.00 by step 1500 (0.91 at 1000); nope 0.19 at\n", True),
+        ("# rope stayed at 0.21-0.33, guessing among the values present\n", True),
+        ("# t5 reaches val/acc 1.000 (exact match 1.000) on seeds 0, 1 and 2\n", True),
+        ("# moves learned seed 0 at step 1,500 from 0.995 to 0.825 on copy\n", True),
+        ("# rope val/acc 0.997, exact 0.96 at step 1500.\n", True),
+        ("# at step 1500: learned val/acc 1.00 (from step 1000), rope 0.74.\n", True),
+        ("# five stop at 0.0625. data.seed stays 0\n", True),
+        ("# data.probe_hint 0.5: half of the training pairs\n", False),
+        ("  intermediate_size: 384  # 1.5 x hidden, as 1152 / 768\n", False),
+        ("#   sweep --only model.learning_rate=0.01 --only data.probe=TASK\n", False),
+        ("# the sign-flip test reaches p = 0.002, where five stop at p = 0.0625\n", False),
+        ("# the lowest quarter turns <= 0.032 rad over 0.57-1.01 rad\n", False),
+        ("# data.probe_hint 0.25 and model.min_lr_ratio: 0.06 (of the peak)\n", False),
+        ("learning_rate: 1.0e-3\nmin_lr_ratio: 0.1  # of the peak\n", False),
+    ],
+)
+def test_the_pattern_finds_a_score_and_only_one(text, found) -> None:
+    assert (typed_score(comments(text)) is not None) is found
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[str(p.relative_to(ROOT)) for p in CONFIGS])
+def test_no_config_comment_states_a_score(path) -> None:
+    found = typed_score(comments(path.read_text(encoding="utf-8")))
+    assert found is None, f"{path.relative_to(ROOT)}: {found!r}"
