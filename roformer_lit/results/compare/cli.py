@@ -59,7 +59,7 @@ value whose mean METRIC over seeds (logged at validation, at the training length
 other evaluation; the choice never reads it, and a file of another split (extrapolate
 --split val) is refused. compare.csv then has one row per group, the
 chosen value in the column named after KEY, every mean with <metric>_ci_low and
-<metric>_ci_high (95 % t-interval over seeds). A run that has not validated at its
+<metric>_ci_high (95 % t-interval over seeds, cut to the metric's range). A run that has not validated at its
 last step (its max_steps, or where its epochs end) is marked unfinished in the note column."""
 
 

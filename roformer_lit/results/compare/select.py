@@ -41,7 +41,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import plain
 from roformer_lit.results.compare.aggregate import METRICS, once_per_seed
 from roformer_lit.results.compare.runs import Report, RunSummary
-from roformer_lit.results.compare.table import _md_line
+from roformer_lit.results.compare.table import RANGES, _md_line
 from roformer_lit.results.compare.variants import (
     IGNORED_KEYS,
     comparable,
@@ -230,7 +230,7 @@ def select(
         for metric in METRICS:
             values = [getattr(r, metric) for r in members]
             finite = [float(v) for v in values if v is not None and math.isfinite(v)]
-            stats[metric] = mean_interval(finite) if finite else None
+            stats[metric] = bounded(finite, *RANGES.get(metric, BOUNDLESS)) if finite else None
         notes += [f"seed {r.seed}: {n}" for r in members for n in r.notes]
         selected.append(SelectedGroup(label, key, chosen, members, candidates, stats, {}, notes))
     return selected
@@ -305,6 +305,22 @@ def read_report(path: Path, report: Report = warn) -> list[dict[str, str]]:
     return rows
 
 
+#: The range of each metric an ``extrapolate --csv`` file reports (accuracy and exact match
+#: are shares); none for the others.
+REPORT_RANGES: dict[str, tuple[float, float]] = {
+    "acc": (0.0, 1.0),
+    "exact": (0.0, 1.0),
+    "loss": (0.0, math.inf),
+}
+BOUNDLESS = (-math.inf, math.inf)
+
+
+def bounded(values: Sequence[float], low: float, high: float) -> Interval:
+    """The mean of ``values`` and its 95 % t-interval cut to the metric's range ``[low,
+    high]`` (a bound outside it says nothing more)."""
+    return mean_interval(values).clipped(low, high)
+
+
 def _run_of(checkpoint: str) -> Path:
     path = Path(checkpoint)
     return path.parent.parent if path.parent.name == "checkpoints" else path.parent
@@ -330,7 +346,7 @@ def reported(groups: Sequence[SelectedGroup], rows: Sequence[Mapping[str, str]])
             for cell, value in got.items():
                 cells.setdefault(cell, []).append(value)
         group.report = {
-            cell: mean_interval(values)
+            cell: bounded(values, *REPORT_RANGES.get(cell[0], BOUNDLESS))
             for cell, values in sorted(cells.items())
             if len(values) == len(group.runs)
         }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,17 +36,30 @@ NOTE = "note"
 
 #: Metrics whose markdown cells add the 95 % t-interval of the mean (the measured ones).
 WITH_INTERVAL = ("final_val_loss", "best_val_loss", "val_acc", "val_ppl")
+#: The range of each bounded metric: the t-interval of a bounded quantity can leave it (two
+#: seeds' accuracies 0.000 and 0.028 give [-0.163, 0.190]), and a bound outside the range
+#: says nothing more, so its interval is cut to the range, as the study's tables cut theirs
+#: (:meth:`roformer_lit.results.statistics.Interval.clipped`).
+RANGES: dict[str, tuple[float, float]] = {
+    "final_val_loss": (0.0, math.inf),
+    "best_val_loss": (0.0, math.inf),
+    "val_acc": (0.0, 1.0),
+    "val_ppl": (1.0, math.inf),
+}
 
 
-def format_stat(stat: Stat, decimals: int, with_interval: bool = False) -> str:
+def format_stat(
+    stat: Stat, decimals: int, with_interval: bool = False, metric: str | None = None
+) -> str:
     """``mean ± std`` (with ``with_interval``: ``mean ± std [low, high]``, the 95 %
-    t-interval); the mean alone with one run; ``–`` if no run logged it."""
+    t-interval, cut to ``metric``'s range); the mean alone with one run; ``–`` if no run
+    logged it."""
     if stat.mean is None:
         return "–"
     if stat.std is None:
         return f"{stat.mean:.{decimals}f}"
     text = f"{stat.mean:.{decimals}f} ± {stat.std:.{decimals}f}"
-    low, high = interval(stat)
+    low, high = interval(stat, metric)
     if with_interval and low is not None and high is not None:
         text += f" [{low:.{decimals}f}, {high:.{decimals}f}]"
     return text
@@ -68,7 +82,7 @@ def to_markdown(rows: Sequence[VariantRow]) -> str:
     lines = [_md_line(columns), _md_line(align)]
     for row in rows:
         cells = [row.variant, format_seeds(row)]
-        cells += [format_stat(row.stats[m], DECIMALS[m], m in WITH_INTERVAL) for m in METRICS]
+        cells += [format_stat(row.stats[m], DECIMALS[m], m in WITH_INTERVAL, m) for m in METRICS]
         if with_notes:
             cells.append("; ".join(row.notes))
         lines.append(_md_line(cells))
@@ -126,7 +140,7 @@ def to_csv(rows: Sequence[VariantRow]) -> str:
             stat = row.stats[metric]
             record[f"{metric}_mean"] = "" if stat.mean is None else repr(stat.mean)
             record[f"{metric}_std"] = "" if stat.std is None else repr(stat.std)
-            low, high = interval(stat)
+            low, high = interval(stat, metric)
             record[f"{metric}_ci_low"] = "" if low is None else repr(low)
             record[f"{metric}_ci_high"] = "" if high is None else repr(high)
         record[NOTE] = "; ".join(row.notes)
@@ -134,13 +148,15 @@ def to_csv(rows: Sequence[VariantRow]) -> str:
     return buffer.getvalue()
 
 
-def interval(stat: Stat) -> tuple[float | None, float | None]:
-    """The 95 % Student-t interval of ``stat``'s mean: ``mean ∓ t_{0.975, n-1} std / sqrt(n)``
-    (None, None with fewer than two runs)."""
+def interval(stat: Stat, metric: str | None = None) -> tuple[float | None, float | None]:
+    """The 95 % Student-t interval of ``stat``'s mean: ``mean ∓ t_{0.975, n-1} std / sqrt(n)``,
+    cut to ``metric``'s range (:data:`RANGES`; none for other metrics) (None, None with
+    fewer than two runs)."""
     if stat.mean is None or stat.std is None or stat.n < 2:
         return None, None
     half = t_quantile(0.5 + CONFIDENCE / 2, stat.n - 1) * stat.std / stat.n**0.5
-    return stat.mean - half, stat.mean + half
+    floor, ceiling = RANGES.get(metric or "", (-math.inf, math.inf))
+    return max(stat.mean - half, floor), min(stat.mean + half, ceiling)
 
 
 def runs_csv(runs: Sequence[RunSummary]) -> str:
