@@ -94,6 +94,14 @@ RECORDS: dict[str, tuple[str, str, str | None, str]] = {
     ),
     "label_huge_float": ("a.jsonl", '{"text": "a", "label": 1e39}', None, "out of range"),
     "label_huge_string": ("a.csv", "text,label\na,1e300", None, "out of range"),
+    "label_with_underscore": ("a.csv", "text,label\na,1_0", None, "'1_0' is not a number"),
+    "label_in_other_digits": ("a.csv", "text,label\na,\u0661", None, "is not a number"),
+    "json_key_twice": (
+        "a.jsonl",
+        '{"text": "a", "label": 0, "label": 1}',
+        None,
+        "key 'label' twice",
+    ),
     "csv_row_without_label": ("a.csv", "text,label\nhello", None, "label=None is not a number"),
     "csv_row_without_text": ("a.csv", "label,text\n1", None, "text is null or missing"),
     "csv_row_with_extra_values": (
@@ -122,6 +130,43 @@ def test_a_bad_record_is_refused_in_one_line_naming_file_and_row(case, tmp_path)
     assert "\n" not in message
     assert f"{path}:2" in message, message
     assert expected in message, message
+
+
+#: file damage -> (file name, content, text_pair_field, text the error must hold)
+FILES: dict[str, tuple[str, str, str | None, str]] = {
+    "csv_label_column_twice": ("a.csv", "text,label,label\nx,0,1\ny,1,0\n", None, ":1: "),
+    "csv_text_column_twice": ("a.csv", "text,text,label\nx,y,0\ny,x,1\n", None, ":1: "),
+    "tsv_pair_column_twice": ("a.tsv", "text\tb\tb\tlabel\nx\ty\tz\t0\n", "b", ":1: "),
+    "every_text_empty": ("a.csv", "text,label\n,0\n,1\n", None, "every text is empty"),
+    "every_text_blank": ("a.jsonl", '{"text": " ", "label": 0}\n', None, "every text is empty"),
+    "every_pair_blank": (
+        "a.csv",
+        "text,b,label\nx,,0\ny,\t,1\n",
+        "b",
+        "every b is empty",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(FILES))
+def test_a_file_read_wrongly_without_a_word_is_refused(case, tmp_path):
+    """A column named twice read the last one, and a file of blank texts trained on
+    ``[CLS] [SEP]`` alone, both exit 0; now each is one line naming the file."""
+    name, content, pair_field, expected = FILES[case]
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        read_local([path], "text", pair_field, "label")
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message and expected in message, message
+
+
+def test_unread_repeated_columns_and_a_few_blank_texts_are_kept(tmp_path):
+    """What the checks above leave alone: repeated columns nothing reads (a spreadsheet's
+    empty trailing ones) and a blank text among real ones."""
+    path = tmp_path / "a.csv"
+    path.write_text("text,label,,\nx,0,,\n ,1,,\n", encoding="utf-8")
+    assert [e.label for e in read_local([path], "text", None, "label")] == [0, 1]
 
 
 def test_the_text_checks_hold_for_the_shipped_rows_too():

@@ -13,16 +13,19 @@ read to its end.
 Every record, whatever its source, goes through :func:`example_from_record`: the text (and
 the pair) must be strings (a JSON ``null``, number, object or list is refused, as
 pretraining refuses it), the label a finite number (``3``, ``"3"``, ``3.0``, ``"0.25"``; not
-a boolean) of magnitude below :data:`LABEL_LIMIT`. Every problem names the file and the row.
+a boolean; a string of ASCII digits without ``_``) of magnitude below :data:`LABEL_LIMIT`.
+A column or JSON key that is read but named twice (a reader would keep the last) and a file
+whose every text is blank are refused too. Every problem names the file and the row.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,8 +76,10 @@ def _text_lines(lines: Iterable[str], path: Path) -> Iterator[str]:
         yield line
 
 
-def _rows(path: Path) -> Iterator[tuple[int, Mapping[Any, Any]]]:
-    """(line number, row) of a CSV / TSV / JSONL file (possibly compressed)."""
+def _rows(path: Path, fields: Collection[str]) -> Iterator[tuple[int, Mapping[Any, Any]]]:
+    """(line number, row) of a CSV / TSV / JSONL file (possibly compressed); a column or
+    key of ``fields`` given twice in the header or an object is refused."""
+    unique_object = functools.partial(_unique_object, fields=fields)
     compression = compression_of(path)
     name = path.name.lower().removesuffix(compression)
     with open_input(path, compression, "task") as raw:
@@ -84,7 +89,9 @@ def _rows(path: Path) -> Iterator[tuple[int, Mapping[Any, Any]]]:
                 if not line.strip():
                     continue
                 try:
-                    row = json.loads(line)
+                    row = json.loads(line, object_pairs_hook=unique_object)
+                except ConfigError as exc:  # a key given twice
+                    raise ConfigError(f"{path}:{number}{exc}") from None
                 except (ValueError, RecursionError) as exc:  # also an over-long integer
                     detail = (
                         exc.msg
@@ -99,8 +106,29 @@ def _rows(path: Path) -> Iterator[tuple[int, Mapping[Any, Any]]]:
                 yield number, row
             return
         reader = csv.DictReader(text, delimiter="\t" if name.endswith(".tsv") else ",")
+        _check_unique(reader.fieldnames or [], fields, f"{path}:1", "the header names column")
         for row in reader:
             yield reader.line_num, row
+
+
+def _check_unique(names: Iterable[Any], fields: Collection[str], where: str, what: str) -> None:
+    """Refuse a name of ``fields`` given twice (a CSV header's column, a JSON object's key):
+    a reader keeps the last value without a word, so the example would read the wrong
+    column. Other names (unread columns, a spreadsheet's empty trailing ones) may repeat."""
+    seen: set[Any] = set()
+    for name in names:
+        if name in seen and name in fields:
+            raise ConfigError(
+                f"{where}: {what} {name!r} twice; each name must be given once (rename or drop one)"
+            )
+        seen.add(name)
+
+
+def _unique_object(pairs: list[tuple[str, Any]], fields: Collection[str]) -> dict[str, Any]:
+    """``json.loads``'s object hook: a JSON object, refusing a key of ``fields`` given
+    twice."""
+    _check_unique((key for key, _ in pairs), fields, "", "the object has key")
+    return dict(pairs)
 
 
 def _show(value: Any) -> str:
@@ -128,6 +156,11 @@ def _label(value: Any, where: str, field: str) -> int | float:
     magnitude at most :data:`LABEL_LIMIT`."""
     if isinstance(value, bool) or value is None or value == "":
         raise ConfigError(f"{where}: {field}={_show(value)} is not a number")
+    if isinstance(value, str) and ("_" in value or not value.isascii()):
+        # float() reads "1_0" as 10 and other scripts' digits ("\u0661") as theirs
+        raise ConfigError(
+            f"{where}: {field}={_show(value)} is not a number (write digits 0-9, no '_')"
+        )
     if isinstance(value, int):
         number: float = value
     else:
@@ -181,15 +214,34 @@ def read_local(
     """Every example of ``paths``; refuses a file without examples, a missing column, a bad
     record (:func:`example_from_record`) or a file that cannot be read to its end."""
     examples: list[Example] = []
+    fields = (text_field, text_pair_field, label_field)
     for path in paths:
         count = 0
-        for number, row in guarded(f"task file {path}", _rows(path)):
-            fields = (text_field, text_pair_field, label_field)
+        named = {f for f in fields if f is not None}
+        for number, row in guarded(f"task file {path}", _rows(path, named)):
             examples.append(example_from_record(row, *fields, f"{path}:{number}"))
             count += 1
         if count == 0:
             raise ConfigError(f"{path} holds no examples (an empty file, or a header only)")
+        _check_some_text(examples[-count:], path, text_field, text_pair_field)
     return examples
+
+
+def _check_some_text(
+    examples: Sequence[Example], path: Path, text_field: str, text_pair_field: str | None
+) -> None:
+    """Refuse a file whose every text (or every second text) is empty or whitespace: the
+    encoder would see ``[CLS] [SEP]`` alone and a fine-tune would measure nothing (a column
+    exported empty, or the wrong one named). A blank text here and there is kept."""
+    for field, texts in (
+        (text_field, (e.text for e in examples)),
+        (text_pair_field, (e.text_pair or "" for e in examples)),
+    ):
+        if field is not None and not any(t.strip() for t in texts):
+            raise ConfigError(
+                f"{path}: every {field} is empty or whitespace ({len(examples)} examples); "
+                "check the file, and data.text_field / data.text_pair_field"
+            )
 
 
 def read_shipped(task: str, split: str) -> list[Example]:
