@@ -21,6 +21,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.examples import examples_from_rows, read_local
 from roformer_lit.finetune.module import SequenceClassifier
 from roformer_lit.finetune.pretrained import check_resumed_pretrained
+from roformer_lit.training.checkpoint_io import read_checkpoint
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "finetune"
 
@@ -299,6 +300,33 @@ def test_finetune_validate_needs_no_training_files(finetuned, monkeypatch, capsy
     record = json.loads(records[-1])
     assert record["data"]["train_files"] is None
     assert "val/accuracy" in record["metrics"]
+
+
+@pytest.mark.trainer
+def test_finetune_validate_refuses_a_pretrained_of_another_tokenizer(
+    pretrained, finetuned, monkeypatch, capsys
+):
+    """``finetune validate --model.pretrained`` with a copy of the run's pretrained
+    checkpoint whose tokenizer swaps two ids evaluated the task through other token ids,
+    exit 0 with a note blaming the files; now one line, and no evaluation is appended
+    (the other cases: tests/test_finetune_validate_pretrained.py)."""
+    work, ckpt = finetuned
+    monkeypatch.chdir(work)
+    checkpoint = read_checkpoint(pretrained)
+    holder = next(k for k, v in checkpoint.items() if isinstance(v, dict) and "tokenizer_json" in v)
+    tokenizer = json.loads(checkpoint[holder]["tokenizer_json"])
+    vocab = tokenizer["model"]["vocab"]
+    a, b = list(vocab)[10:12]
+    vocab[a], vocab[b] = vocab[b], vocab[a]
+    checkpoint[holder] = dict(checkpoint[holder], tokenizer_json=json.dumps(tokenizer))
+    torch.save(checkpoint, work / "other_tokenizer.ckpt")
+    evaluations = ckpt.parent.parent / "evaluations.jsonl"
+    before = evaluations.read_text() if evaluations.exists() else None
+    args = ["finetune", "validate", "--config", str(CONFIGS / "local.yaml"), *QUIET]
+    args += ["--data.val_files", str(work / "val.csv"), "--ckpt_path", str(ckpt)]
+    args += ["--model.pretrained", str(work / "other_tokenizer.ckpt")]
+    assert "tokenizer is not the one" in error_line(args, capsys)
+    assert (evaluations.read_text() if evaluations.exists() else None) == before
 
 
 @pytest.mark.trainer

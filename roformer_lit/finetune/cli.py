@@ -30,7 +30,8 @@ errors). What differs:
   result to its run's ``evaluations.jsonl`` (a ``note:`` line where its validation files'
   content differs from the run's); the checkpoint's pretrained run must still be
   readable (its tokenizer and encoder settings: ``model.pretrained`` is the recorded one
-  unless typed).
+  unless typed, and a typed one must be the run's: its tokenizer, encoder settings and
+  weight shapes, :func:`~roformer_lit.finetune.pretrained.check_validated_pretrained`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from roformer_lit.finetune.module import SequenceClassifier
 from roformer_lit.finetune.prelaunch import check_classifier_settings, check_finetune_config
 from roformer_lit.finetune.pretrained import (
     check_resumed_pretrained,
+    check_validated_pretrained,
     pretrained_refusal,
     read_pretrained,
 )
@@ -135,6 +137,8 @@ class FinetuneCLI(RoformerCLI):
             raise ConfigError(f"--ckpt_path {ckpt} is not a fine-tuning checkpoint; {hint}")
         if subcommand == "validate":  # the encoder it was fine-tuned from, unless typed
             self._take_pretrained_from(hparams.get("pretrained"))
+            named = self.config[subcommand].model.pretrained
+            check_validated_pretrained(ckpt, checkpoint, named)  # a typed one: the run's
         else:  # the run's own pretrained checkpoint, then the table and the finished-run check
             check_resumed_pretrained(ckpt, hparams.get("pretrained"), config.model.pretrained)
         self.take_checkpoint_settings(subcommand, str(ckpt), checkpoint)

@@ -25,7 +25,7 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from roformer_lit.component_origins import recorded_origins
-from roformer_lit.data.stored_tokenizer import checkpoint_tokenizer
+from roformer_lit.data.stored_tokenizer import checkpoint_tokenizer, stored_tokenizer_json
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder
@@ -195,3 +195,53 @@ def check_resumed_pretrained(ckpt: Any, recorded: Any, named: Any) -> None:
         f"{named}; resume with --model.pretrained {recorded}, or start a new fine-tune "
         "without --ckpt_path"
     )
+
+
+def _encoder_shapes(checkpoint: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """``{name: shape}`` of a checkpoint's ``encoder.*`` weights."""
+    state = checkpoint.get("state_dict") or {}
+    return {k: tuple(v.shape) for k, v in state.items() if k.startswith("encoder.")}
+
+
+def _architecture(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """The encoder settings of a pretrained checkpoint that change what a trained model
+    computes (every field but the dropouts, which evaluation does not apply)."""
+    fields = encoder_config(checkpoint).as_dict()
+    return {k: v for k, v in fields.items() if "dropout" not in k}
+
+
+def check_validated_pretrained(ckpt: Any, checkpoint: dict[str, Any], named: Any) -> None:
+    """``finetune validate``: a ``model.pretrained`` other than the one the fine-tuning
+    checkpoint ``ckpt`` records (the run's pretrained checkpoint found elsewhere) builds the
+    classifier and tokenizes the task, so it must be the run's: the tokenizer the fine-tune
+    stored (another reads every text as other token ids), the recorded checkpoint's
+    encoder settings where that one is still readable (another scheme or kernel computes
+    something else with the same weights), and the fine-tuned encoder's weight names and
+    shapes. One line naming both otherwise; nothing to check for the recorded one."""
+    recorded = (checkpoint.get("hyper_parameters") or {}).get("pretrained")
+    if named is None or (recorded is not None and _same_file(recorded, named)):
+        return
+    given = read_pretrained(named)
+    problem = None
+    stored = stored_tokenizer_json(checkpoint)
+    if stored is not None and stored_tokenizer_json(given) != stored:
+        problem = "its tokenizer is not the one the fine-tune used (other token ids)"
+    elif recorded is not None and Path(str(recorded)).expanduser().is_file():
+        ran, now = _architecture(read_pretrained(recorded)), _architecture(given)
+        changed = [k for k in ran if ran[k] != now.get(k)]
+        if changed:
+            key = changed[0]
+            problem = f"its model.{key}={now.get(key)!r}, the run's {ran[key]!r}"
+    if problem is None:
+        ran_shapes, now_shapes = _encoder_shapes(checkpoint), _encoder_shapes(given)
+        if ran_shapes != now_shapes:
+            key = sorted(ran_shapes.keys() ^ now_shapes.keys()) or [
+                k for k in ran_shapes if ran_shapes[k] != now_shapes[k]
+            ]
+            problem = f"its encoder weights differ from the fine-tuned ones (first: {key[0]})"
+    if problem is not None:
+        raise ConfigError(
+            f"--model.pretrained {named} is not the encoder --ckpt_path {ckpt} was fine-tuned "
+            f"from ({recorded}): {problem}; leave --model.pretrained out, or give a copy of "
+            f"{recorded}"
+        )
