@@ -164,3 +164,36 @@ def test_fifo_tokenizer_file_is_refused_without_hanging(tmp_path: Path, corpus_d
     )
     with pytest.raises(ConfigError, match="tokenizer file is not a regular file"):
         dm.tokenizer  # noqa: B018
+
+
+#: case -> (what names the files, relative to a folder holding a.txt and b.txt)
+NAMED_TWICE: dict[str, list[str]] = {
+    "a_list_naming_it_twice": ["a.txt", "b.txt", "a.txt"],
+    "two_spellings": ["a.txt", "./a.txt"],
+    "overlapping_globs": ["*.txt", "a*.txt"],
+    "a_glob_and_the_file": ["*.txt", "b.txt"],
+    "the_folder_and_a_file_in_it": [".", "a.txt"],
+    "a_link_beside_its_target": ["a.txt", "link.txt"],
+    "a_hard_link_beside_its_target": ["b.txt", "hard.txt"],
+}
+
+
+@pytest.mark.parametrize("case", list(NAMED_TWICE))
+@pytest.mark.parametrize("kind", ["corpus", "task"])
+def test_a_file_named_twice_is_refused(case, kind, tmp_path, monkeypatch):
+    """One file reached twice (a list, overlapping globs, a link) was read twice, its
+    documents or examples counted twice, exit 0; now one line naming it. The same path
+    check serves pretraining corpora and fine-tuning task files."""
+    monkeypatch.chdir(tmp_path)
+    ending = ".txt" if kind == "corpus" else ".csv"
+    spec = [s.replace(".txt", ending) for s in NAMED_TWICE[case]]
+    for name in ("a", "b"):
+        (tmp_path / f"{name}{ending}").write_text("text,label\nsome words,1\n")
+    (tmp_path / f"link{ending}").symlink_to(tmp_path / f"a{ending}")
+    os.link(tmp_path / f"b{ending}", tmp_path / f"hard{ending}")
+    extensions = (".txt",) if kind == "corpus" else (".csv",)
+    with pytest.raises(ConfigError) as info:
+        expand_paths(spec, "data.train_files", extensions, kind)
+    message = str(info.value)
+    assert "\n" not in message and "named twice" in message and f"{kind} file" in message
+    assert expand_paths([f"a{ending}", f"b{ending}"], "x", extensions, kind)  # once each: fine

@@ -123,7 +123,8 @@ def expand_paths(
 
     Raises:
         ConfigError: an empty list, a missing path, a glob or directory without such
-            files, an unsupported extension, or a path that is not a regular file.
+            files, an unsupported extension, a path that is not a regular file, or one file
+            named twice (overlapping globs, a link beside its target).
     """
     entries = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
     if not entries:
@@ -163,8 +164,17 @@ def expand_paths(
             )
         else:
             files.append(path)
+    seen: dict[tuple[int, int], Path] = {}
     for path in files:
         check_regular_file(path, kind)
+        st = path.stat()
+        first = seen.setdefault((st.st_dev, st.st_ino), path)
+        if first is not path:  # overlapping globs, a list naming it twice, a link to it
+            raise ConfigError(
+                f"{option}: the {kind} file {first} is named twice"
+                + ("" if str(first) == str(path) else f" (also as {path})")
+                + ": its contents would be read twice, and count twice; name each file once"
+            )
     return files
 
 
