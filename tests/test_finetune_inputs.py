@@ -138,6 +138,18 @@ FILES: dict[str, tuple[str, str, str | None, str]] = {
     "csv_label_column_twice": ("a.csv", "text,label,label\nx,0,1\ny,1,0\n", None, ":1: "),
     "csv_text_column_twice": ("a.csv", "text,text,label\nx,y,0\ny,x,1\n", None, ":1: "),
     "tsv_pair_column_twice": ("a.tsv", "text\tb\tb\tlabel\nx\ty\tz\t0\n", "b", ":1: "),
+    "tsv_unbalanced_quote_swallows_rows": (
+        "a.tsv",
+        'text\tlabel\nok\t0\n"Hello he said\t1\nworld\t0\nthe end "\t1\nlast\t0\n',
+        None,
+        ":3: the value of 'text' spans lines and holds tabs",
+    ),
+    "tsv_unclosed_quote_to_the_end": (
+        "a.tsv",
+        'text\tlabel\nok\t0\n"Hello he said\t1\nworld\t0\n',
+        None,
+        ":3: the value of 'text' spans lines",
+    ),
     "every_text_empty": ("a.csv", "text,label\n,0\n,1\n", None, "every text is empty"),
     "every_text_blank": ("a.jsonl", '{"text": " ", "label": 0}\n', None, "every text is empty"),
     "every_pair_blank": (
@@ -151,8 +163,9 @@ FILES: dict[str, tuple[str, str, str | None, str]] = {
 
 @pytest.mark.parametrize("case", list(FILES))
 def test_a_file_read_wrongly_without_a_word_is_refused(case, tmp_path):
-    """A column named twice read the last one, and a file of blank texts trained on
-    ``[CLS] [SEP]`` alone, both exit 0; now each is one line naming the file."""
+    """A column named twice read the last one, a file of blank texts trained on
+    ``[CLS] [SEP]`` alone, and an unbalanced quote in a TSV merged the rows after it into
+    one text, all exit 0; now each is one line naming the file."""
     name, content, pair_field, expected = FILES[case]
     path = tmp_path / name
     path.write_text(content, encoding="utf-8")
@@ -164,10 +177,14 @@ def test_a_file_read_wrongly_without_a_word_is_refused(case, tmp_path):
 
 def test_unread_repeated_columns_and_a_few_blank_texts_are_kept(tmp_path):
     """What the checks above leave alone: repeated columns nothing reads (a spreadsheet's
-    empty trailing ones) and a blank text among real ones."""
+    empty trailing ones), a blank text among real ones, a quoted TSV's line breaks."""
     path = tmp_path / "a.csv"
     path.write_text("text,label,,\nx,0,,\n ,1,,\n", encoding="utf-8")
     assert [e.label for e in read_local([path], "text", None, "label")] == [0, 1]
+    quoted = tmp_path / "q.tsv"  # a TSV written quoted: a line break inside quotes is text
+    quoted.write_text('text\tlabel\n"two\nlines"\t0\n"a ""quote"""\t1\n', encoding="utf-8")
+    texts = [e.text for e in read_local([quoted], "text", None, "label")]
+    assert texts == ["two\nlines", 'a "quote"']
 
 
 def test_the_text_checks_hold_for_the_shipped_rows_too():

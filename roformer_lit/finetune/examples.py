@@ -14,7 +14,8 @@ Every record, whatever its source, goes through :func:`example_from_record`: the
 the pair) must be strings (a JSON ``null``, number, object or list is refused, as
 pretraining refuses it), the label a finite number (``3``, ``"3"``, ``3.0``, ``"0.25"``; not
 a boolean; a string of ASCII digits without ``_``) of magnitude below :data:`LABEL_LIMIT`.
-A column or JSON key that is read but named twice (a reader would keep the last) and a file
+A column or JSON key that is read but named twice (a reader would keep the last), a TSV
+value that spans lines and holds tabs (rows swallowed by an unbalanced quote) and a file
 whose every text is blank are refused too. Every problem names the file and the row.
 """
 
@@ -107,8 +108,29 @@ def _rows(path: Path, fields: Collection[str]) -> Iterator[tuple[int, Mapping[An
             return
         reader = csv.DictReader(text, delimiter="\t" if name.endswith(".tsv") else ",")
         _check_unique(reader.fieldnames or [], fields, f"{path}:1", "the header names column")
+        start = reader.line_num + 1  # where the next record begins
         for row in reader:
+            if name.endswith(".tsv"):
+                _check_not_swallowed(row, f"{path}:{start}")
             yield reader.line_num, row
+            start = reader.line_num + 1
+
+
+def _check_not_swallowed(row: Mapping[Any, Any], where: str) -> None:
+    """Refuse a TSV value holding both a tab and a line break: a field that starts with a
+    quote (``"Hello," he said``, common in unquoted TSVs such as GLUE's) is read as quoted,
+    so an unbalanced one swallows the following rows, their tabs and labels included, into
+    one text up to the next quote. A tab inside a line-spanning text is all but unknown in
+    a TSV written quoted (a CSV has no such tell: commas and line breaks in quoted text are
+    common)."""
+    for key, value in row.items():
+        if isinstance(value, str) and "\t" in value and "\n" in value:
+            raise ConfigError(
+                f"{where}: the value of {key!r} spans lines and holds tabs "
+                f'({_show(value)}): a quote (") at the start of a field opened a quoted value '
+                "that swallowed the rows after it; write the file with every field quoted, "
+                "or without a field that starts with an unbalanced quote"
+            )
 
 
 def _check_unique(names: Iterable[Any], fields: Collection[str], where: str, what: str) -> None:
