@@ -187,6 +187,47 @@ def test_unread_repeated_columns_and_a_few_blank_texts_are_kept(tmp_path):
     assert texts == ["two\nlines", 'a "quote"']
 
 
+#: case -> (training rows' texts, validation rows' texts, validation file is the training
+#: file, the note's words or None)
+OVERLAPS: dict[str, tuple[list[str], list[str], bool, str | None]] = {
+    "the_same_file": (["a b", "c d", "e f"], [], True, "note: 3 of the 3 validation"),
+    "a_copy": (["a b", "c d"], ["a b", "c d"], False, "note: 2 of the 2 validation"),
+    "one_shared": (
+        ["a b", "c d"],
+        ["x y", "c d", "z w"],
+        False,
+        "note: 1 of the 3 validation examples (33%)",
+    ),
+    "disjoint": (["a b", "c d"], ["x y", "z w"], False, None),
+}
+
+
+@pytest.mark.parametrize("case", list(OVERLAPS))
+def test_validation_texts_seen_in_training_get_a_note(case, tmp_path):
+    """A validation file that is (or overlaps) the training file scored examples the model
+    trained on without a word; now a ``note:`` line counts them (the fine-tune still runs:
+    validating on training data can be meant)."""
+    from roformer_lit.finetune import TaskDataModule
+
+    train_texts, val_texts, same, expected = OVERLAPS[case]
+    train = write_csv(
+        tmp_path / "t.csv", [{"text": t, "label": i % 2} for i, t in enumerate(train_texts)]
+    )
+    val = (
+        train
+        if same
+        else write_csv(
+            tmp_path / "v.csv", [{"text": t, "label": i % 2} for i, t in enumerate(val_texts)]
+        )
+    )
+    note = TaskDataModule(train_files=str(train), val_files=str(val)).overlap_note()
+    if expected is None:
+        assert note is None
+    else:
+        assert note is not None and expected in note and "\n" not in note, note
+    assert TaskDataModule(val_files=str(val)).overlap_note() is None  # validate: no train
+
+
 def test_the_text_checks_hold_for_the_shipped_rows_too():
     """GLUE rows and the shipped task go through the same record check."""
     rows = {"sentence": ["fine", None], "label": [0, 1]}

@@ -36,6 +36,7 @@ errors). What differs:
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -208,6 +209,9 @@ class FinetuneCLI(RoformerCLI):
         checkpoint, self._checkpoint = getattr(self, "_checkpoint", None), None
         if checkpoint is not None:
             self.check_checkpoint_data(*checkpoint)
+        note = self.datamodule.overlap_note() if self.subcommand == "fit" else None
+        if note is not None and launch_rank() in (None, 0):
+            print(note, file=sys.stderr, flush=True)
         say_seed(self.setting(self.config, "seed_everything"))
 
 

@@ -270,6 +270,25 @@ class TaskDataModule(ResumableDataModule):
             return ", ".join(str(p) for p in paths or [])
         return f"task {self.task} {split}"
 
+    def overlap_note(self) -> str | None:
+        """A ``note:`` line when texts of a local task's validation split also occur among
+        its training examples (the val file a copy of the training file, or a glob catching
+        both): the score then counts examples the model trained on. None when they are
+        disjoint, for a task that brings its own splits, or without training files."""
+        if self.spec.source != "local" or not self._has_train:
+            return None
+        trained = {(e.text, e.text_pair) for e in self._examples("train")}
+        val = self._examples(self.spec.val_splits[0])
+        shared = sum((e.text, e.text_pair) in trained for e in val)
+        if shared == 0:
+            return None
+        return (
+            f"note: {shared} of the {len(val)} validation examples ({shared / len(val):.0%}) "
+            f"have the text of a training example ({self._where(self.spec.val_splits[0])} "
+            f"against {self._where('train')}): the validation score counts examples the "
+            "model trained on"
+        )
+
     # -------------------------------------------------------------- identity
     def describe(self) -> str:
         """The data in a few words (``data_identity.json``)."""
