@@ -77,7 +77,9 @@ def test_every_token_id_has_a_finite_log_probability(data: CorpusDataModule):
 
 
 def test_the_csv_holds_both_references_by_their_names(tmp_path: Path):
-    cell = CellScores(128, loss=5.0, unigram_loss=6.1, train_unigram_loss=6.7, sequences=("x",))
+    cell = CellScores(
+        128, loss=5.0, unigram_loss=6.1, train_unigram_loss=6.7, sequences={"seed": 0}
+    )
     rows = baseline_rows([CheckpointRows(name="run", step=None, cells=[cell])])
     assert ("baseline:unigram", 128, "loss", 6.1) in rows
     assert ("baseline:train_unigram", 128, "loss", 6.7) in rows

@@ -87,6 +87,7 @@ from roformer_lit.data.probe_module import PROBE_VAL_SEQUENCES
 from roformer_lit.data.probes import ProbeTask, ProbeValidation, baseline_scores, probe_task
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
+from roformer_lit.results.compare.variants import DATA_KEY
 from roformer_lit.results.extrapolate_overrides import apply_overrides
 from roformer_lit.results.extrapolate_rows import (
     SOLVED_AT,
@@ -115,6 +116,7 @@ from roformer_lit.tool_arguments import (
     real,
 )
 from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
+from roformer_lit.training.data_identity import checkpoint_data_identity
 
 #: Data-module arguments extrapolate sets itself (per length; the positions per ``--positions``),
 #: or that change no result.
@@ -153,6 +155,9 @@ class RunSettings:
     #: its run's ``seed_everything`` and data ``seed``, else the file itself (a hard link
     #: is one file); None if unknown.
     replicate: tuple[Any, ...] | None = None
+    #: The content identity of the data the run trained on, as its checkpoint records it
+    #: (:mod:`roformer_lit.training.data_identity`; None: a position task, or not recorded).
+    data_identity: str | None = None
 
     @property
     def random_range(self) -> int | None:
@@ -195,8 +200,9 @@ class Evaluation:
     #: (in-sample), and estimated on the training split.
     unigram_loss: float | None = None
     train_unigram_loss: float | None = None
-    #: What identifies the evaluated sequences (the same for every seed of a sweep).
-    sequences: tuple[Any, ...] | None = None
+    #: The data settings that fix the evaluated sequences, seed included
+    #: (:attr:`roformer_lit.results.extrapolate_rows.CellScores.sequences`).
+    sequences: dict[str, Any] | None = None
 
     def scores(self, task: str | None) -> CellScores:
         """This cell as :mod:`roformer_lit.results.extrapolate_rows` takes it."""
@@ -249,6 +255,7 @@ def run_settings(ckpt: Path, checkpoint: dict[str, Any]) -> RunSettings:
     if isinstance(trainer, dict) and trainer.get("precision") is not None:
         settings.precision = str(trainer["precision"])
     settings.replicate = _replicate(config, data, ckpt)
+    settings.data_identity = checkpoint_data_identity(checkpoint)
     return settings
 
 
@@ -615,13 +622,21 @@ def evaluate_checkpoint(
                 task, sequences.input_ids.numpy(), sequences.labels.numpy(), symbols
             )
             cell.baselines = {b.rule: (b.acc, b.exact) for b in scores}
-            cell.sequences = (task.name, symbols, data.seed, len(sequences), settings.split)
+            cell.sequences = {
+                "probe": task.name,
+                "probe_symbols": symbols,
+                "seed": data.seed,
+                "sequences": len(sequences),
+                "split": settings.split,
+            }
         else:
             cell.unigram_loss = unigram_loss(data)
             if train_log_probs is None:  # the split is the same at every length: read once
                 train_log_probs = train_unigram_log_probs(data)
             cell.train_unigram_loss = train_unigram_loss(data, train_log_probs)
-            cell.sequences = (settings.source, str(settings.data), data.seed, cell.blocks)
+            cell.sequences = {**settings.data, "blocks": cell.blocks}
+            if settings.data_identity is not None:
+                cell.sequences[DATA_KEY] = settings.data_identity
         if math.isnan(loss):
             cell.why_not = "n/a (no masked tokens)"
         else:

@@ -13,7 +13,12 @@
   add-one-smoothed unigram distribution, a baseline a model could reach); with several
   position tasks in one call, ``baseline:<rule>:<task>``.
 * A baseline row's value at a length is the mean of the rule's score over the distinct sets
-  of evaluation sequences at that length (one set per data seed; a sweep's seeds share one).
+  of evaluation sequences at that length that differ in their data seed alone (a sweep's
+  seeds share one). Sets of other data -- another tokenizer, corpus (its recorded data
+  identity), masking rate, symbol count, number of sequences -- are never averaged: each
+  is its own row, named with the settings that tell it apart as ``compare`` labels
+  variants (:func:`~roformer_lit.results.compare.variants.setting_labels`), e.g.
+  ``baseline:unigram (requested_vocab_size=1000)``.
 * :func:`verdict`: a position-task cell reads ``solved`` when its exact match is at least
   the threshold (``--solved``, default 0.9), ``> baseline`` when its accuracy is above the
   best baseline's accuracy on its own sequences, nothing otherwise; over seeds
@@ -25,15 +30,15 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from roformer_lit.results.compare.variants import format_value, setting_labels
+from roformer_lit.results.extrapolate_columns import BUDGET_COLUMNS, COLUMNS
 
 #: Default exact-match threshold of a "solved" cell.
 SOLVED_AT = 0.9
-#: The column naming the split (``--split``: ``val`` or ``test``) a row was evaluated on.
-SPLIT_COLUMN = "split"
-COLUMNS = ("name", "length", "metric", "value", SPLIT_COLUMN)
-BUDGET_COLUMNS = ("name", "step", "length", "metric", "value", SPLIT_COLUMN)
 
 
 @dataclass
@@ -49,8 +54,10 @@ class CellScores:
     baselines: dict[str, tuple[float, float]] = field(default_factory=dict)
     unigram_loss: float | None = None
     train_unigram_loss: float | None = None
-    #: Which evaluation sequences the baselines were scored on (task, symbols, seed, count).
-    sequences: tuple | None = None
+    #: Which evaluation sequences the baselines were scored on: the data settings that fix
+    #: them, seed included (a corpus run's also its data identity and number of blocks, a
+    #: position task's its symbols, number of sequences and split).
+    sequences: Mapping[str, Any] | None = None
     task: str | None = None
 
 
@@ -91,19 +98,27 @@ def baseline_rows(checkpoints: Sequence[CheckpointRows]) -> list[tuple[str, int,
     for checkpoint in checkpoints:
         for cell in checkpoint.cells:
             if cell.sequences is not None and (cell.baselines or cell.unigram_loss is not None):
-                seen.setdefault((cell.task, cell.length, cell.sequences), cell)
-    grouped: dict[tuple[str, int, str], list[float]] = {}
+                key = (cell.task, cell.length, format_value(dict(cell.sequences)))
+                seen.setdefault(key, cell)
+    places: dict[tuple[str | None, int], list[CellScores]] = {}
     for (task, length, _), cell in seen.items():
+        places.setdefault((task, length), []).append(cell)
+    grouped: dict[tuple[str, int, str], list[float]] = {}
+    for (task, length), cells in places.items():
         suffix = f":{task}" if task is not None and len(tasks) > 1 else ""
-        for rule, (acc, exact) in cell.baselines.items():
-            grouped.setdefault((f"baseline:{rule}{suffix}", length, "acc"), []).append(acc)
-            grouped.setdefault((f"baseline:{rule}{suffix}", length, "exact"), []).append(exact)
-        if cell.unigram_loss is not None:
-            grouped.setdefault(("baseline:unigram", length, "loss"), []).append(cell.unigram_loss)
-        if cell.train_unigram_loss is not None:
-            grouped.setdefault(("baseline:train_unigram", length, "loss"), []).append(
-                cell.train_unigram_loss
-            )
+        labels = setting_labels([dict(c.sequences or {}) for c in cells])
+        for cell, label in zip(cells, labels, strict=True):
+            data = f" ({label})" if label else ""
+            for rule, (acc, exact) in cell.baselines.items():
+                name = f"baseline:{rule}{suffix}{data}"
+                grouped.setdefault((name, length, "acc"), []).append(acc)
+                grouped.setdefault((name, length, "exact"), []).append(exact)
+            for rule, loss in (
+                ("unigram", cell.unigram_loss),
+                ("train_unigram", cell.train_unigram_loss),
+            ):
+                if loss is not None:
+                    grouped.setdefault((f"baseline:{rule}{data}", length, "loss"), []).append(loss)
     return [(n, length, m, sum(v) / len(v)) for (n, length, m), v in grouped.items()]
 
 

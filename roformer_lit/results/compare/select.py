@@ -51,7 +51,7 @@ from roformer_lit.results.compare.variants import (
     identity,
     variant_labels,
 )
-from roformer_lit.results.extrapolate_rows import SPLIT_COLUMN
+from roformer_lit.results.extrapolate_columns import SPLIT_COLUMN
 from roformer_lit.results.statistics import Interval, mean_interval
 from roformer_lit.run_files import warn
 

@@ -207,14 +207,29 @@ def variant_labels(
 ) -> list[str]:
     """One label per hyperparameter set; equal labels mean the same variant (``partial``:
     see :func:`differing_keys`)."""
+    settings = setting_labels(hparams_list, partial)
+    return [
+        " ".join(
+            part for part in (f"{h.get('position', '?')}-{h.get('attention', '?')}", words) if part
+        )
+        for h, words in zip(hparams_list, settings, strict=True)
+    ]
+
+
+def setting_labels(
+    hparams_list: Sequence[Mapping[str, Any]], partial: Sequence[bool] | None = None
+) -> list[str]:
+    """Per hyperparameter set, the ``name=value`` words of the keys that differ among the
+    sets (:func:`differing_keys`: never a seed, a data identity by its first hex digits),
+    ``""`` where none differ: :func:`variant_labels` without the ``position-attention``
+    head, for sets that are not models (``extrapolate``'s baselines label the data they
+    were scored on by it)."""
     keys = differing_keys(hparams_list, partial)
     names = _short_names(keys)
     labels = []
     for hparams in hparams_list:
         flat = flatten(comparable(hparams))
-        parts = [f"{hparams.get('position', '?')}-{hparams.get('attention', '?')}"]
-        parts += [f"{names[k]}={_label_value(k, flat[k])}" for k in keys if k in flat]
-        labels.append(" ".join(parts))
+        labels.append(" ".join(f"{names[k]}={_label_value(k, flat[k])}" for k in keys if k in flat))
     return labels
 
 

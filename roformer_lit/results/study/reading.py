@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.results.extrapolate_rows import SPLIT_COLUMN
+from roformer_lit.results.extrapolate_columns import SPLIT_COLUMN
 
 #: A column's conversion: the text of a field -> its value (raises ValueError if it is not).
 Convert = Callable[[str], Any]

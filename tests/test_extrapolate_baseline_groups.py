@@ -1,0 +1,147 @@
+"""``extrapolate``'s baseline rows average over data seeds alone.
+
+Checkpoints whose runs evaluated other data -- another tokenizer, corpus content, masking
+rate, validation share, number of blocks or sequences, symbol count -- had their
+``baseline:*`` rows averaged into one row, the baseline of neither run (exit 0). Each
+case evaluates two checkpoints: one run's, and the same run's (or a second run's) with one
+data setting changed; the oracle is each checkpoint's baseline evaluated alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import fit_args, probe_fit_args
+
+from roformer_lit.commands import main
+from roformer_lit.module import MaskedLM
+from roformer_lit.results.extrapolate import (
+    RunSettings,
+    evaluate_checkpoint,
+    open_checkpoint,
+    run_settings,
+)
+from roformer_lit.results.extrapolate_rows import CheckpointRows, baseline_rows
+
+LENGTH = 32  # a corpus block of the tiny runs' training length
+PROBE_LENGTH = 8
+
+
+def _fit(workdir: Path, args: list[str]) -> Path:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(workdir)
+        assert main(args) == 0
+    (ckpt,) = workdir.glob("runs/*/*/checkpoints/last.ckpt")
+    return ckpt
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    """Tiny runs: a corpus run, one with another tokenizer, two position-task runs."""
+    made = tmp_path_factory.mktemp
+    return {
+        "corpus": _fit(made("corpus"), fit_args("rope.yaml", 2)),
+        "vocab": _fit(made("vocab"), fit_args("rope.yaml", 2, "--data.vocab_size", "1000")),
+        "probe": _fit(made("probe"), probe_fit_args("copy", 2, 2, 4)),
+        "symbols": _fit(
+            made("symbols"), probe_fit_args("copy", 2, 2, 4, "--data.probe_symbols", "24")
+        ),
+    }
+
+
+Change = Callable[[RunSettings], RunSettings]
+
+
+def _data(**changed: Any) -> Change:
+    return lambda s: dataclasses.replace(s, data={**s.data, **changed})
+
+
+def _same(s: RunSettings) -> RunSettings:
+    return s
+
+
+#: (base run, other run, change to the other's settings, whether the rows stay apart)
+CASES = {
+    "corpus: data seed only": ("corpus", "corpus", _data(seed=1), False),
+    "corpus: tokenizer": ("corpus", "vocab", _same, True),
+    "corpus: masking rate": ("corpus", "corpus", _data(mlm_probability=0.3), True),
+    "corpus: validation share": ("corpus", "corpus", _data(val_fraction=0.1), True),
+    "corpus: content (data identity)": (
+        "corpus",
+        "corpus",
+        lambda s: dataclasses.replace(s, data_identity="f" * 64),
+        True,
+    ),
+    "corpus: validation blocks": (
+        "corpus",
+        "corpus",
+        lambda s: dataclasses.replace(s, max_val_blocks=8),
+        True,
+    ),
+    "corpus: training length (tokens evaluated)": (
+        "corpus",
+        "corpus",
+        lambda s: dataclasses.replace(s, train_length=64),
+        True,
+    ),
+    "probe: data seed only": ("probe", "probe", _data(seed=3), False),
+    "probe: trained lengths only": ("probe", "probe", _data(probe_min_length=2), False),
+    "probe: symbols": ("probe", "symbols", _same, True),
+    "probe: validation sequences": (
+        "probe",
+        "probe",
+        lambda s: dataclasses.replace(s, max_val_blocks=8),
+        True,
+    ),
+}
+
+
+def _rows(ckpt: Path, settings: RunSettings, length: int) -> CheckpointRows:
+    model = MaskedLM.from_checkpoint(ckpt)
+    cells = evaluate_checkpoint(model, settings, [length])
+    task = settings.data.get("probe")
+    return CheckpointRows(str(ckpt), None, [c.scores(task) for c in cells])
+
+
+def _values(rows: list[tuple[str, int, str, float]]) -> dict[tuple[str, str], float]:
+    return {(name, metric): value for name, _, metric, value in rows}
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_baselines_of_other_data_are_never_averaged(case: str, runs: dict[str, Path]) -> None:
+    base, other, change, apart = CASES[case]
+    length = PROBE_LENGTH if base == "probe" else LENGTH
+    first = _rows(runs[base], run_settings(runs[base], open_checkpoint(runs[base])), length)
+    settings = change(run_settings(runs[other], open_checkpoint(runs[other])))
+    second = _rows(runs[other], settings, length)
+    alone = [_values(baseline_rows([rows])) for rows in (first, second)]
+    together = _values(baseline_rows([first, second]))
+    assert len(together) == len(alone[0]) * (2 if apart else 1), together
+    if apart:
+        # every row is one run's own baseline, and the two runs' rows have two names
+        assert sorted(together.values()) == sorted([*alone[0].values(), *alone[1].values()])
+        assert set(alone[0]) == set(alone[1])  # alone, a run's rows carry no label
+        assert not set(together) & set(alone[0]), together  # together, each is labelled
+    else:  # the seeds of one data set: one row, their mean
+        assert set(together) == set(alone[0])
+        for key, value in together.items():
+            assert value == pytest.approx((alone[0][key] + alone[1][key]) / 2, abs=1e-12)
+
+
+def test_the_command_names_each_data_s_baseline(runs: dict[str, Path], capsys) -> None:
+    """Through the command line: two runs of two tokenizers print two labelled
+    ``baseline:unigram`` rows, each the value its run prints alone."""
+    alone = {}
+    for key in ("corpus", "vocab"):
+        capsys.readouterr()
+        assert main(["extrapolate", str(runs[key]), "--lengths", str(LENGTH)]) == 0
+        (row,) = [r for r in capsys.readouterr().out.splitlines() if "baseline:unigram" in r]
+        alone[key] = row.split("|")[-2].strip()
+    assert main(["extrapolate", str(runs["corpus"]), str(runs["vocab"]), "--lengths", "32"]) == 0
+    rows = [r for r in capsys.readouterr().out.splitlines() if "| baseline:unigram" in r]
+    assert len(rows) == 2 and all("vocab_size=" in r for r in rows), rows
+    assert sorted(r.split("|")[-2].strip() for r in rows) == sorted(alone.values())
