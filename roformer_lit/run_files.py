@@ -6,7 +6,8 @@ sentence saying why (no traceback); the commands turn it into a ``warning:`` lin
 file, keep going) or an ``error:`` line (nothing usable left). Also: command-line paths
 that may be quoted globs (:func:`expand_arguments`), and the one check every command that
 writes a file the user names goes through (:func:`output_target`): no output ever
-overwrites a checkpoint, a file it reads, or anything inside a run directory.
+overwrites a checkpoint, a file it reads, or anything inside a run directory; and the one
+line that says which existing files an output replaces (:func:`note_replaced`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,22 @@ class RunFileError(Exception):
 def warn(message: str) -> None:
     """One ``warning: ...`` line on stderr."""
     print(f"warning: {' '.join(message.split())}", file=sys.stderr)
+
+
+def note_replaced(option: str, targets: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The files among ``targets`` (those an output option writes, each checked by
+    :func:`output_target`) that exist already, named in one ``note:`` line on stderr before
+    anything is computed: the command replaces them (a user's file is never lost without a
+    word; a run's is never reached, :func:`output_target`). Nothing is printed when none
+    exists."""
+    existing = [Path(t) for t in targets if os.path.lexists(t) and not os.path.isdir(t)]
+    if existing:
+        names = ", ".join(str(path) for path in existing)
+        print(
+            f"note: {option} {names} exist{'s' * (len(existing) == 1)} and will be replaced",
+            file=sys.stderr,
+        )
+    return existing
 
 
 def has_glob(text: str) -> bool:

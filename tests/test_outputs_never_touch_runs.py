@@ -155,3 +155,36 @@ def test_compare_refuses_out_whose_file_is_a_directory_before_reading(run, tmp_p
     assert code == EXIT_USER_ERROR and out == "", out
     assert len(lines) == 1 and "compare.csv is a directory, not a file" in lines[0], lines
     assert _snapshot(run.parent) == before and list((tmp_path / "compare.csv").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "existing"),
+    [
+        (("--csv",), ("--csv",)),
+        (("--budget",), ("--budget",)),
+        (("--csv", "--budget"), ("--budget",)),
+        (("--csv", "--budget"), ()),
+    ],
+)
+def test_extrapolate_says_which_existing_file_it_replaces(
+    run, tmp_path, monkeypatch, capsys, options, existing
+):
+    """``--csv``/``--budget`` naming a user's existing file replaced it without a word: now
+    one ``note:`` line per option names it before anything is evaluated (and none for a new
+    file)."""
+    paths = {option: tmp_path / f"{option.strip('-')}.csv" for option in options}
+    for option in existing:
+        paths[option].write_text("keep me?\n", encoding="utf-8")
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt  # the note came before this, or not at all
+
+    monkeypatch.setattr(extrapolate, "evaluate_checkpoint", stop)
+    capsys.readouterr()
+    argv = ["extrapolate", str(run / "checkpoints" / "last.ckpt"), "--lengths", "8"]
+    code = main([*argv, *(word for o in options for word in (o, str(paths[o])))])
+    assert code != 0  # stopped where evaluation would start
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
+    assert len(notes) == len(existing), notes
+    for option, line in zip(existing, notes, strict=True):
+        assert option in line and str(paths[option]) in line and "replaced" in line, line

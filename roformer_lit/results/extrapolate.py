@@ -51,9 +51,10 @@ same sequences; a probe cell says ``solved`` (exact match >= ``--solved``, defau
 ``> baseline``; the table over seeds gives ``mean [95 % t-interval]``. ``--csv FILE``
 writes every cell as long rows ``name,length,metric,value,split`` (``split``: the
 ``--split`` evaluated); ``--budget FILE`` the same with each checkpoint's ``step``
-(``name,step,length,metric,value,split``). ``--split test``
-evaluates a position task on held-out sequences of another generator stream (what one
-reports after choosing on validation). A problem that makes several lengths "n/a" is one
+(``name,step,length,metric,value,split``). An existing file either names is replaced,
+said in one ``note:`` line before anything is evaluated. ``--split test`` evaluates a
+position task on held-out sequences of another generator stream (what one reports after
+choosing on validation). A problem that makes several lengths "n/a" is one
 ``warning:`` line naming them.
 
 Checkpoints are loaded with ``weights_only=True``: a file holding pickled objects other
@@ -102,6 +103,7 @@ from roformer_lit.run_files import (
     RunFileError,
     expand_arguments,
     has_glob,
+    note_replaced,
     output_target,
     read_yaml_mapping,
     warn,
@@ -857,6 +859,7 @@ def main(args: Sequence[str]) -> int:
     for option, where in outputs.items():
         if where is not None:  # before any evaluation: refused outputs cost nothing
             output_target(where, option, reads)
+            note_replaced(option, [where])
     if ns.csv is not None and ns.budget is not None:
         if Path(ns.csv).resolve() == Path(ns.budget).resolve():
             raise ConfigError(f"--csv and --budget name the same file {ns.csv}; give two files")
