@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from cli_helpers import fit_args, probe_fit_args
 
 from roformer_lit.commands import main
@@ -145,3 +146,37 @@ def test_the_command_names_each_data_s_baseline(runs: dict[str, Path], capsys) -
     rows = [r for r in capsys.readouterr().out.splitlines() if "| baseline:unigram" in r]
     assert len(rows) == 2 and all("vocab_size=" in r for r in rows), rows
     assert sorted(r.split("|")[-2].strip() for r in rows) == sorted(alone.values())
+
+
+def _copy(ckpt: Path, where: Path, seed: int, identity: str | None) -> Path:
+    """``ckpt`` as another seed's checkpoint (data ``seed``), recording data ``identity``
+    (None: the same as ``ckpt``'s), outside any run."""
+    checkpoint = torch.load(ckpt, map_location="cpu", weights_only=True)
+    checkpoint["datamodule_hyper_parameters"]["seed"] = seed
+    if identity is not None:
+        checkpoint["CorpusDataModule"]["data_identity"] = identity
+    torch.save(checkpoint, where)
+    return where
+
+
+@pytest.mark.parametrize(
+    ("identity", "seeds_of_one_variant"), [(None, True), ("f" * 64, False)], ids=["same", "other"]
+)
+def test_checkpoints_of_other_data_are_never_seeds_of_one_variant(
+    runs: dict[str, Path], tmp_path: Path, capsys, identity: str | None, seeds_of_one_variant: bool
+) -> None:
+    """Two checkpoints of one setting but trained on other data (their recorded data
+    identities differ, as ``compare`` tells runs apart) were averaged in the table over
+    seeds; and one evaluated on other data than it trained on said nothing, where
+    ``validate`` says so in a ``note:`` line."""
+    copy = _copy(runs["corpus"], tmp_path / "copy.ckpt", 1, identity)
+    capsys.readouterr()
+    assert main(["extrapolate", str(runs["corpus"]), str(copy), "--lengths", str(LENGTH)]) == 0
+    out, err = capsys.readouterr()
+    assert ("Over seeds" in out) == seeds_of_one_variant, out
+    notes = [line for line in err.splitlines() if line.startswith("note:")]
+    if seeds_of_one_variant:
+        assert notes == [], notes
+    else:
+        (note,) = notes
+        assert str(copy) in note and "ffffffff" in note and "other data" in note, note

@@ -47,7 +47,16 @@ def check_checkpoint_data(
     if recorded is None:
         return None
     given = current_data_identity(datamodule, evaluated=not resume)
-    if given is None or given == recorded:
+    found = other_data(path, recorded, given, resume)
+    return None if found is None else f"note: {found}"
+
+
+def other_data(path: str, recorded: str | None, given: str | None, resume: bool) -> str | None:
+    """What :func:`check_checkpoint_data` says of a checkpoint that recorded ``recorded``
+    given data of identity ``given``: None where they agree or either is unknown, the
+    ``note:`` line's text (without ``note:``) for an evaluation, a ConfigError for a
+    resumed ``fit``. ``extrapolate`` names its checkpoint before the text."""
+    if recorded is None or given is None or given == recorded:
         return None
     ran, now = short_identity(recorded), short_identity(given)
     if resume:
@@ -58,9 +67,9 @@ def check_checkpoint_data(
             "data, or train a new run (the command without --ckpt_path)"
         )
     return (
-        f"note: evaluating on other data (data {now}) than the run trained on (data {ran}): "
+        f"evaluating on other data (data {now}) than the run trained on (data {ran}): "
         "the same settings name files whose content differs"
     )
 
 
-__all__ = ["check_checkpoint_data", "current_data_identity"]
+__all__ = ["check_checkpoint_data", "current_data_identity", "other_data"]

@@ -81,6 +81,7 @@ import numpy as np
 import torch
 from lightning.pytorch import Trainer
 
+from roformer_lit.commands.checkpoint_data import current_data_identity, other_data
 from roformer_lit.data.corpus_module import CorpusDataModule
 from roformer_lit.data.datamodule import VALIDATION_POSITIONS, PretrainDataModule
 from roformer_lit.data.modules import data_module, resolve
@@ -567,12 +568,19 @@ def evaluate_checkpoint(
             "--split test needs a position-task run: a corpus run has one held-out split, "
             "its validation (use --split val)"
         )
-    vocab = data_module(settings.data).tokenizer_vocab_size
+    module = data_module(settings.data)
+    vocab = module.tokenizer_vocab_size
     if vocab != model.hparams.vocab_size:
         raise ConfigError(
             f"its data's tokenizer has {vocab} tokens, the model {model.hparams.vocab_size}: "
             "the data settings do not match its run"
         )
+    # the data evaluated, by content: validate's note where they are not what the run
+    # trained on; the baselines are told apart by them (extrapolate_rows)
+    evaluated = current_data_identity(module)
+    other = other_data(label, settings.data_identity, evaluated, resume=False)
+    if other is not None:
+        print(f"note: {label}: {other}", file=sys.stderr)
     cells: list[Evaluation] = []
     shortest = shortest_split(settings)
     train_log_probs: np.ndarray | None = None
@@ -637,8 +645,8 @@ def evaluate_checkpoint(
                 train_log_probs = train_unigram_log_probs(data)
             cell.train_unigram_loss = train_unigram_loss(data, train_log_probs)
             cell.sequences = {**settings.data, "blocks": cell.blocks}
-            if settings.data_identity is not None:
-                cell.sequences[DATA_KEY] = settings.data_identity
+            if evaluated is not None:
+                cell.sequences[DATA_KEY] = evaluated
         if math.isnan(loss):
             cell.why_not = "n/a (no masked tokens)"
         else:
@@ -948,13 +956,17 @@ def print_tables(
             mark = verdict(cell.scores(None), threshold) if probe else ""
             texts.append(_format(cell) + (f" {mark}" if mark else ""))
         scheme = hp.position if overrides is None else f"{hp.position} {overrides}"
+        # the data it trained on, by content, as compare tells runs apart: checkpoints of
+        # one setting on other data are never seeds of one variant
+        identity = settings.data_identity
+        trained = {} if identity is None else {DATA_KEY: identity}
         step = "step ?" if settings.step is None else f"step {settings.step}"
         rows.append(f"| {path} ({step}) | {scheme} | {hp.attention} | {' | '.join(texts)} |")
         evaluated.append(
             CheckpointLosses(
                 # the step a checkpoint holds tells variants apart: a run's checkpoints at
                 # several steps are one run at several budgets, never seeds of one variant
-                hparams={**settings.saved, **dict(hp), "step": settings.step},
+                hparams={**settings.saved, **dict(hp), "step": settings.step, **trained},
                 path=str(path),
                 replicate=settings.replicate,
                 losses=[c.acc if probe else c.loss for c in cells],
