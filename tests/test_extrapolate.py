@@ -234,3 +234,16 @@ def test_lengths_past_the_corpus_are_one_warning_naming_lengths(trained, capsys)
     assert len(warnings) == 1, warnings
     assert "--lengths 65536 100000 131072" in warnings[0] and "use --lengths up to" in warnings[0]
     assert "data.max_length" not in warnings[0]
+
+
+@pytest.mark.parametrize(("tokens", "longer"), [("256", ["512"]), ("2048", [])])
+def test_a_block_longer_than_the_budget_is_said_to_be(trained, capsys, tokens, longer):
+    """``its first T tokens at each length`` was said of every length, also of one whose
+    single block holds more than T tokens (more text than the other lengths evaluate)."""
+    _, run = trained
+    ckpt = run / "checkpoints" / "last.ckpt"
+    capsys.readouterr()
+    assert main(["extrapolate", str(ckpt), "--lengths", "32", "512", "--tokens", tokens]) == 0
+    err = capsys.readouterr().err
+    said = re.findall(r"L=(\d+): [^;]*a block is longer than", err)
+    assert said == longer, err

@@ -690,6 +690,8 @@ def describe(
             validated = min(settings.max_val_blocks or cell.blocks_available, cell.blocks_available)
             same = validated == cell.blocks
             part += " (= validate's)" if same else f" (validate: blocks 0-{validated - 1})"
+        if budget is not None and cell.blocks * cell.length > budget:  # one block: > budget
+            part += f" ({cell.blocks * cell.length} tokens: a block is longer than {budget})"
         parts.append(part)
     amount = f"its first {budget} tokens" if budget is not None else "all of it"
     return (
