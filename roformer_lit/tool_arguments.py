@@ -53,6 +53,9 @@ class ToolParser(argparse.ArgumentParser):
         kwargs["allow_abbrev"] = False  # an abbreviation is refused (_parse_optional)
         super().__init__(**kwargs)
         self.tool = tool
+        #: dest -> the option as the last parse typed it, with its values (``--hidden 32``):
+        #: what a tool checks to refuse a typed option it would ignore (a default is not typed).
+        self.typed: dict[str, str] = {}
 
     def _parse_optional(self, arg_string: str) -> Any:
         """argparse's reading of one command-line word, which with ``allow_abbrev=False``
@@ -76,6 +79,7 @@ class ToolParser(argparse.ArgumentParser):
         if args is not None:
             args = [known_spelling(word, self._option_string_actions) for word in args]
             self._refuse_repeated_options(args)
+        self.typed = self._typed_options(sys.argv[1:] if args is None else list(args))
         ns, extra = super().parse_known_args(args, namespace)
         self._refuse_repeats(ns)
         return ns, extra
@@ -139,6 +143,18 @@ class ToolParser(argparse.ArgumentParser):
                     + (f", with every value after it: {together}" if several else "")
                 )
             seen[id(action)] = (given, values)
+
+    def _typed_options(self, args: list[str]) -> dict[str, str]:
+        """dest -> the option as typed with its values, for every option in ``args`` (words
+        after ``--`` are values)."""
+        typed: dict[str, str] = {}
+        for index, word in enumerate(args):
+            if word == "--":
+                break
+            action = self._action_of(known_spelling(word, self._option_string_actions))
+            if action is not None and action.option_strings:
+                typed[action.dest] = " ".join([word, *self._values_after(args, index, action)])
+        return typed
 
     def _values_after(self, args: list[str], index: int, action: argparse.Action) -> list[str]:
         """The words after ``args[index]`` that are its option's values (up to the next

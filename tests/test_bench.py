@@ -426,3 +426,60 @@ def test_bench_refuses_a_name_that_resolves_to_nothing_in_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: bench: argument "), err
     assert words in err[0], err[0]
+
+
+#: One case per row of IGNORED: (words beside ``bench --lengths 8``, what the line names).
+IGNORED_CASES = {
+    **{
+        f"--bert-base --{key}": (["--bert-base", f"--{key}", "64"], [f"--{key} 64", "--bert-base"])
+        for key in ("hidden", "layers", "heads", "intermediate", "vocab")
+    },
+    "--compile --compile-speedup": (
+        ["--compile", "--compile-speedup"],
+        ["--compile cannot", "--compile-speedup"],
+    ),
+    "--bf16 on cpu": (["--bf16", "--device", "cpu"], ["--bf16", "--device cpu"]),
+    "--bf16 on the default cpu": (["--bf16"], ["--bf16", "--device cpu (the default)"]),
+    "--bias-block-from without a bias": (
+        ["--bias-block-from", "8", "--schemes", "rope", "nope", "--kernels", "softmax"],
+        ["--bias-block-from 8", "--schemes rope nope", "--kernels softmax", "valid: --kernels"],
+    ),
+    "--bias-block-from on a kernel without it": (
+        ["--bias-block-from", "8", "--schemes", "nope", "--kernels", "linear"],
+        ["--bias-block-from 8", "--kernels linear", "valid: --kernels softmax"],
+    ),
+}
+
+
+@pytest.mark.parametrize(("flags", "words"), IGNORED_CASES.values(), ids=IGNORED_CASES)
+def test_a_typed_option_bench_would_ignore_is_refused_naming_both(
+    flags, words, capsys, monkeypatch
+):
+    """Each row of IGNORED (every shape flag each preset sets, and the options that only
+    apply with another): ``--bert-base --hidden 32`` timed BERT-base at hidden 768, exit 0."""
+    from roformer_lit.benchmarks.models import IGNORED, PRESETS
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # --device's default: cpu
+    preset_rows = sum(len(settings) for settings in PRESETS.values())
+    assert len(IGNORED) == preset_rows + 3  # a new row of IGNORED gets a case here
+    assert {f"--{key}" for s in PRESETS.values() for key in s} <= {
+        f for f, _ in IGNORED_CASES.values() for f in f
+    }
+    assert main(["bench", "--lengths", "8", "--rounds", "1", *flags]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: bench: "), err
+    assert all(word in err[0] for word in words), err[0]
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--bert-base", "--batch", "2"], ["--no-bf16"], ["--compile"], ["--compile-speedup"]],
+    ids=lambda flags: " ".join(flags),
+)
+def test_options_that_apply_together_are_taken(flags):
+    """The refusals above refuse only what would be ignored: --batch beside the preset, an
+    option alone."""
+    from roformer_lit.benchmarks.models import parse_args
+
+    ns = parse_args(["--lengths", "8", "--device", "cpu", *flags])
+    assert ns.hidden == (768 if "--bert-base" in flags else 256)

@@ -374,7 +374,7 @@ def build_parser() -> ToolParser:
         "--bert-base",
         action="store_true",
         help="BERT-base shape (hidden 768, 12 layers, 12 heads, FFN 3072, vocab 30522); "
-        "overrides the shape flags above, not --batch",
+        "refused together with a shape flag above it sets (--batch is not one)",
     )
     parser.add_argument(
         "--rounds", type=ROUNDS, default=5, help="timed steps per model (alternating)"
@@ -483,9 +483,99 @@ def refuse_empty_tables(parser: argparse.ArgumentParser, ns: argparse.Namespace)
         )
 
 
+#: Preset flags (their dests) -> the settings each sets; a shape flag typed beside its
+#: preset would be replaced without a word, so :data:`IGNORED` refuses the two together.
+PRESETS: dict[str, dict[str, int]] = {"bert_base": BERT_BASE}
+
+
+def _kernels_taking(option: str) -> list[str]:
+    """The loadable kernels whose constructor takes ``option``."""
+    loaded = ATTENTION_KERNELS.loadable().components
+    return [
+        name for name, kernel in loaded.items() if option in inspect.signature(kernel).parameters
+    ]
+
+
+def _bias_block_applies(ns: argparse.Namespace) -> bool:
+    """Whether a pair of ``ns`` reads ``--bias-block-from``: a scheme with a score bias on a
+    kernel that takes the option."""
+    return any(
+        POSITION_SCHEMES[p].needs_score_bias and kernel_options(ns, k) is not None
+        for p, k in valid_pairs(ns.schemes, ns.kernels)
+    )
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A typed option (``option``, a dest) bench would not use while ``holds`` of the parsed
+    arguments, because of ``others`` (dests), for the reason ``why``."""
+
+    option: str
+    others: tuple[str, ...]
+    holds: Callable[[argparse.Namespace], bool]
+    why: str | Callable[[], str]  # a callable: words that load the registries when refused
+
+
+#: Every typed option bench would silently ignore or contradict, and what it is ignored
+#: under: each is refused in one line naming it and the options that make it pointless
+#: (exit 0 with tables measured at another setting than the one typed was the bug).
+IGNORED: tuple[Ignored, ...] = (
+    *(
+        Ignored(key, (preset,), lambda ns, p=preset: getattr(ns, p), f"the preset sets it to {v}")
+        for preset, settings in PRESETS.items()
+        for key, v in settings.items()
+    ),
+    Ignored(
+        "compile",
+        ("compile_speedup",),
+        lambda ns: ns.compile_speedup,
+        "--compile-speedup times eager against compiled, and --compile would make its eager "
+        "side compiled too",
+    ),
+    Ignored(
+        "bf16",
+        ("device",),
+        lambda ns: ns.bf16 and torch.device(ns.device).type != "cuda",
+        "bf16 autocast is used on a CUDA device only",
+    ),
+    Ignored(
+        "bias_block_from",
+        ("schemes", "kernels"),
+        lambda ns: not _bias_block_applies(ns),
+        lambda: (
+            "it applies only to a scheme with a score bias on a kernel that takes the "
+            f"option; valid: --kernels {' '.join(_kernels_taking('bias_block_from'))}"
+        ),
+    ),
+)
+
+
+def _as_given(parser: ToolParser, ns: argparse.Namespace, dest: str) -> str:
+    """The option ``dest`` as typed, or its flag and value with ``(the default)``."""
+    if dest in parser.typed:
+        return parser.typed[dest]
+    action = next(a for a in parser._actions if a.dest == dest)
+    value = getattr(ns, dest)
+    words = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+    flag = action.option_strings[0]
+    return (flag if isinstance(value, bool) else f"{flag} {words}") + " (the default)"
+
+
+def refuse_ignored(parser: ToolParser, ns: argparse.Namespace) -> None:
+    """One line for the first typed option of :data:`IGNORED` that bench would not use."""
+    for row in IGNORED:
+        if row.option in parser.typed and row.holds(ns):
+            others = " and ".join(_as_given(parser, ns, dest) for dest in row.others)
+            why = row.why if isinstance(row.why, str) else row.why()
+            parser.error(
+                f"{parser.typed[row.option]} cannot be used with {others}: {why}; drop one of them"
+            )
+
+
 def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
     """The parsed arguments, or one ConfigError line naming the first wrong one (ranges,
-    then what needs several arguments: documents per block, heads per hidden, the device)."""
+    then what needs several arguments: documents per block, the device, a typed option bench
+    would ignore (:data:`IGNORED`), heads per hidden)."""
     parser = build_parser()
     ns = parser.parse_args(args)
     every_loadable(ns, "bench", schemes=POSITION_SCHEMES, kernels=ATTENTION_KERNELS)
@@ -500,20 +590,22 @@ def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
             f"{' '.join(ns.kernels)} (score-bias schemes need a kernel that supports them)"
         )
     refuse_empty_tables(parser, ns)
-    if ns.bert_base:
-        for key, value in BERT_BASE.items():
-            setattr(ns, key, value)
-    if ns.hidden % ns.heads:
-        parser.error(
-            f"--hidden {ns.hidden} is not divisible by --heads {ns.heads}; valid --heads: "
-            f"{', '.join(str(d) for d in divisors(ns.hidden))}"
-        )
     try:
         device = torch.device(ns.device)
     except RuntimeError:
         parser.error(f"--device {ns.device!r} is not a device; valid: cpu, cuda, cuda:<index>")
     if device.type == "cuda" and not torch.cuda.is_available():
         parser.error(f"--device {ns.device}: no CUDA device is available; use --device cpu")
+    refuse_ignored(parser, ns)
+    for preset, settings in PRESETS.items():
+        if getattr(ns, preset):
+            for key, value in settings.items():
+                setattr(ns, key, value)
+    if ns.hidden % ns.heads:
+        parser.error(
+            f"--hidden {ns.hidden} is not divisible by --heads {ns.heads}; valid --heads: "
+            f"{', '.join(str(d) for d in divisors(ns.hidden))}"
+        )
     return ns
 
 
