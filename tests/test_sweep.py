@@ -371,6 +371,46 @@ def test_devices_run_one_process_per_gpu_at_a_time(tmp_path, monkeypatch):
         assert argv[-4:] == ["--trainer.accelerator", "gpu", "--trainer.devices", "1"]
 
 
+#: A bad --devices list -> the words its one line names (every bad entry, in order).
+BAD_DEVICES = {
+    "a GPU twice": ("0,0", ["'0,0'", "'0' lists GPU 0 twice"]),
+    "a GPU twice, spelled two ways": ("0,1,00", ["'00' lists GPU 0 twice"]),
+    "an empty entry": ("0,,1", ["entry 2 is empty"]),
+    "nothing": ("", ["entry 1 is empty"]),
+    "a negative id": ("-1", ["'-1' is not a GPU id"]),
+    "not an integer": ("0,x,1.5", ["'x' is not a GPU id", "'1.5' is not a GPU id"]),
+    "a digit that is not ASCII": ("\u00b2", ["'\u00b2' is not a GPU id"]),
+    "every kind at once": ("1,,a,1", ["entry 2 is empty; 'a' is not a GPU id; '1' lists GPU 1"]),
+}
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "run"])
+@pytest.mark.parametrize("case", list(BAD_DEVICES))
+def test_a_bad_devices_list_is_one_line_and_runs_nothing(
+    case, dry_run, tmp_path, monkeypatch, capsys
+):
+    """``--devices 0,0`` ran two runs at once on GPU 0, exit 0; ``--devices 0,,1`` and a
+    non-ASCII digit were other words for malformed lists."""
+    devices, words = BAD_DEVICES[case]
+    write_sweep(tmp_path / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    argv = ["sweep", "--config", "sweep.yaml", f"--devices={devices}"]
+    assert main([*argv, *(["--dry-run"] if dry_run else [])]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: sweep: argument --devices: "), err
+    assert all(word in err[0] for word in [*words, "valid: distinct GPU ids"]), err[0]
+    assert captured.out == "" and sorted(p.name for p in tmp_path.iterdir()) == ["sweep.yaml"]
+
+
+def test_a_devices_list_is_read_as_cuda_takes_it():
+    """Spaces around an id and leading zeros are the id itself."""
+    from roformer_lit.sweep import gpu_ids
+
+    assert gpu_ids(" 0, 01,2 ") == ["0", "1", "2"]
+
+
 def test_partial_run_without_checkpoint_is_moved_aside_and_restarted(tmp_path, monkeypatch):
     write_sweep(tmp_path / "sweep.yaml", grid={"model.position": ["nope"]})
     partial = tmp_path / "runs" / "tiny" / "nope"

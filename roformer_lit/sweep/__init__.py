@@ -104,6 +104,30 @@ def _refuse_gpu_keys(path: Any, keys: Sequence[str], gpu_args: Sequence[str]) ->
         )
 
 
+def gpu_ids(word: str) -> list[str]:
+    """``--devices``: distinct GPU ids separated by commas (``0,1,2``), each as
+    ``CUDA_VISIBLE_DEVICES`` takes it (``01`` -> ``1``); an argparse ``type``. Every entry
+    that is empty, not a non-negative integer or listed before is named in one line: a
+    repeated id ran two runs at once on one GPU, exit 0."""
+    entries = [entry.strip() for entry in word.split(",")]
+    problems, ids = [], []
+    for index, entry in enumerate(entries, 1):
+        if not entry:
+            problems.append(f"entry {index} is empty")
+        elif not (entry.isascii() and entry.isdigit()):
+            problems.append(f"{entry!r} is not a GPU id")
+        elif str(int(entry)) in ids:
+            problems.append(f"{entry!r} lists GPU {int(entry)} twice")
+        else:
+            ids.append(str(int(entry)))
+    if problems:
+        raise argparse.ArgumentTypeError(
+            f"{word!r}: {'; '.join(problems)}; valid: distinct GPU ids (integers from 0) "
+            "separated by commas, e.g. 0,1,2"
+        )
+    return ids
+
+
 def _parser() -> argparse.ArgumentParser:
     from roformer_lit.sweep.slurm import OPTIONS
 
@@ -120,6 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     p.add_argument(
         "--devices",
+        type=gpu_ids,
         default=None,
         help="comma-separated GPU ids: one run per listed id at once, each with "
         "CUDA_VISIBLE_DEVICES=<id> and --trainer.accelerator gpu --trainer.devices 1",
@@ -173,9 +198,7 @@ def main(args: Sequence[str]) -> int:
         raise ConfigError("sweep: use --devices or --jobs, not both")
     devices: list[str | None] = [None] * (ns.jobs or 1)
     if ns.devices is not None:
-        devices = [d.strip() for d in ns.devices.split(",")]
-        if not all(d.isdigit() for d in devices):
-            raise ConfigError(f"sweep: --devices must be GPU ids like 0,1,2, got {ns.devices!r}")
+        devices = list(ns.devices)  # checked when parsed (gpu_ids)
     root = ns.root  # a path a directory can be made at (OUTPUT_DIRECTORY)
     sweep = load_sweep(ns.config, root, only=ns.only)
     if ns.devices is not None:
