@@ -123,3 +123,32 @@ def test_validate_takes_the_recorded_pretrained_checkpoint(work, monkeypatch, ca
     capsys.readouterr()
     assert main(command(work, "validate")) == 0, capsys.readouterr().err[-2000:]
     assert len(evaluations.read_text().splitlines()) == len(before) + 1
+
+
+def without(argv: list[str], *options: str) -> list[str]:
+    """``argv`` less each of ``options`` and its value."""
+    kept: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word in options:
+            next(words, None)
+            continue
+        kept.append(word)
+    return kept
+
+
+@pytest.mark.parametrize("subcommand", COMMANDS)
+def test_another_tasks_config_without_the_runs_files_names_both_tasks(
+    work, monkeypatch, capsys, subcommand
+):
+    """``--config movie_polarity.yaml`` on the local run with no files: the run's task
+    replaced the file's, and the line named only ``data.val_files``, which the user never
+    needed for the task they asked for."""
+    monkeypatch.chdir(work)
+    argv = without(
+        command(work, subcommand, "movie_polarity.yaml"), "--data.val_files", "--data.train_files"
+    )
+    line = refused_unchanged(work, capsys, argv)
+    assert f"checkpoint {CKPT} was fine-tuned on task 'local'" in line, line
+    assert "not on the --config file's task 'movie_polarity'" in line, line
+    assert "needs data.val_files" in line and "fine-tuned on 'movie_polarity'" in line, line

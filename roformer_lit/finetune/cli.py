@@ -43,7 +43,7 @@ from typing import Any
 
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
 
-from roformer_lit.commands.checkpoint_settings import typed_keys
+from roformer_lit.commands.checkpoint_settings import config_file_keys, typed_keys
 from roformer_lit.commands.pretrain import (
     LIGHTNING_SUBCOMMANDS,
     RUN_LOGGER,
@@ -55,7 +55,7 @@ from roformer_lit.commands.pretrain import (
 )
 from roformer_lit.commands.seed_line import say_seed
 from roformer_lit.errors import ConfigError, refused_settings
-from roformer_lit.finetune.datamodule import TaskDataModule
+from roformer_lit.finetune.datamodule import TaskDataModule, task_files_problem
 from roformer_lit.finetune.module import SequenceClassifier
 from roformer_lit.finetune.prelaunch import check_classifier_settings, check_finetune_config
 from roformer_lit.finetune.pretrained import (
@@ -142,8 +142,31 @@ class FinetuneCLI(RoformerCLI):
             check_validated_pretrained(ckpt, checkpoint, named)  # a typed one: the run's
         else:  # the run's own pretrained checkpoint, then the table and the finished-run check
             check_resumed_pretrained(ckpt, hparams.get("pretrained"), config.model.pretrained)
+        asked = self.config[subcommand].data.task
         self.take_checkpoint_settings(subcommand, str(ckpt), checkpoint)
+        self._check_task_files(subcommand, str(ckpt), asked)
         self._checkpoint = (str(ckpt), checkpoint)  # its data, once the data module is built
+
+    def _check_task_files(self, subcommand: str, ckpt: str, asked: str) -> None:
+        """A checkpoint fine-tuned on another task than the ``--config`` file's takes its own
+        (:meth:`take_checkpoint_settings`); where that task cannot take the command's files
+        (a local task without ``data.val_files``, a named one given files), one line names
+        the checkpoint's task and the file's, not only the files: the user asked for the
+        file's task and never typed the checkpoint's."""
+        data = self.config[subcommand].data
+        if data.task == asked:
+            return
+        problem = task_files_problem(data.task, data.get("train_files"), data.get("val_files"))
+        if problem is not None:
+            doing = "evaluates" if subcommand == "validate" else "resumes"
+            options = subcommand_options(self, subcommand)
+            from_file = "data.task" in config_file_keys(getattr(self, "_argv", []), options)
+            whose = "the --config file's task" if from_file else "the default task"
+            raise ConfigError(
+                f"checkpoint {ckpt} was fine-tuned on task {data.task!r}, not on {whose} "
+                f"{asked!r}, and {doing} on its own task: {problem}; "
+                f"give those, or a checkpoint fine-tuned on {asked!r}"
+            )
 
     def _take_pretrained_from(self, recorded: str | None) -> None:
         """``validate``: ``model.pretrained`` (the tokenizer and encoder settings the

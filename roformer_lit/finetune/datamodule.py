@@ -76,6 +76,25 @@ TASK_DATA_RULES: dict[str, Rule] = {
 }
 
 
+def task_files_problem(
+    task: str, train_files: str | list[str] | None, val_files: str | list[str] | None
+) -> str | None:
+    """Why ``task`` cannot take these files, in one line, or None: a local task needs its
+    validation files, a named task brings its own data and takes none."""
+    if get_task(task).source == "local":
+        if val_files is None:
+            return (
+                f"data.task={task!r} needs data.val_files (and data.train_files to "
+                "fine-tune): CSV, TSV or JSONL files with text and label columns"
+            )
+    elif train_files is not None or val_files is not None:
+        return (
+            f"data.train_files/data.val_files are for data.task='local'; task {task!r} "
+            "brings its own data"
+        )
+    return None
+
+
 class TaskDataModule(ResumableDataModule):
     """Batches of a fine-tuning task (the seeded, resumable loaders and the tokenizer in
     every checkpoint are the base's: :class:`~roformer_lit.data.resumable.ResumableDataModule`).
@@ -125,22 +144,15 @@ class TaskDataModule(ResumableDataModule):
         check_arguments(arguments, TASK_DATA_RULES, "data.")
         self.train_paths: list[Path] | None = None
         self.val_paths: list[Path] = []
+        problem = task_files_problem(task, train_files, val_files)
+        if problem is not None:
+            raise ConfigError(problem)
         if self.spec.source == "local":
-            if val_files is None:
-                raise ConfigError(
-                    "data.task='local' needs data.val_files (and data.train_files to "
-                    "fine-tune): CSV, TSV or JSONL files with text and label columns"
-                )
             if train_files is not None:
                 self.train_paths = expand_task_files(train_files, "data.train_files")
             self.val_paths = expand_task_files(val_files, "data.val_files")
             self.fields: tuple[str, str | None, str] = (text_field, text_pair_field, label_field)
         else:
-            if train_files is not None or val_files is not None:
-                raise ConfigError(
-                    f"data.train_files/data.val_files are for data.task='local'; task "
-                    f"{task!r} brings its own data"
-                )
             if num_labels is not None and num_labels != self.spec.num_labels:
                 raise ConfigError(
                     f"data.num_labels={num_labels} does not fit task {task!r}, which has "
