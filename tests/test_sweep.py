@@ -737,6 +737,67 @@ def test_every_combination_goes_through_fits_rules_before_anything_starts(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.yaml"]
 
 
+#: Registries' lines as the refusal quotes them (the valid names of each).
+UNKNOWN_POSITION = "unknown position 'foo'; valid choices: "
+UNKNOWN_ATTENTION = "unknown attention 'bar'; valid choices: linear, softmax"
+#: name -> (grid, the parts the one line names, in grid order)
+SEVERAL_BAD_VALUES = {
+    "two, each in a run with good values": (
+        {"model.position": ["nope", "foo"], "model.attention": ["softmax", "bar"]},
+        [
+            f"2 grid values are not valid: run foo-softmax (model.position=foo, "
+            f"model.attention=softmax): {UNKNOWN_POSITION}",
+            f"; run nope-bar (model.position=nope, model.attention=bar): {UNKNOWN_ATTENTION}",
+        ],
+    ),
+    "three, in every run": (
+        {
+            "model.position": ["nope", "foo"],
+            "model.attention": ["softmax", "bar"],
+            "model.max_positions": ["long"],
+        },
+        [
+            "3 grid values are not valid: model.position=foo (on the base config's settings "
+            f"for model.attention, model.max_positions): {UNKNOWN_POSITION}",
+            f"; model.attention=bar (on the base config's settings for model.position, "
+            f"model.max_positions): {UNKNOWN_ATTENTION}",
+            "; model.max_positions=long (on the base config's settings for model.position, "
+            "model.attention): model.max_positions: expected an integer, got 'long'",
+        ],
+    ),
+    "three, two of one key": (
+        {"model.position": ["foo", "rope", "fooo"], "model.max_positions": [512, "long"]},
+        [
+            "3 grid values are not valid: run foo-max_positions512 (",
+            "; run fooo-max_positions512 (",
+            "; run rope-long (model.position=rope, model.max_positions=long): "
+            "model.max_positions: expected an integer",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "run"])
+@pytest.mark.parametrize("case", list(SEVERAL_BAD_VALUES))
+def test_every_bad_grid_value_is_named_in_one_line(case, dry_run, tmp_path, monkeypatch, capsys):
+    """With several bad grid values the line named the first failed run's alone: the user
+    fixed it, ran again, and met the next."""
+    grid, parts = SEVERAL_BAD_VALUES[case]
+    write_sweep(tmp_path / "sweep.yaml", grid=grid, name="bad")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    code = main(["sweep", "--config", "sweep.yaml", *(["--dry-run"] if dry_run else [])])
+    captured = capsys.readouterr()
+    assert code == 2, captured.err[-2000:]
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in captured.err, captured.err[-2000:]
+    at = 0
+    for part in parts:  # each, in order
+        assert part in errors[0][at:], (part, errors[0])
+        at = errors[0].index(part, at) + len(part)
+    assert captured.out == "" and sorted(p.name for p in tmp_path.iterdir()) == ["sweep.yaml"]
+
+
 def test_fit_and_sweep_share_one_pre_launch_check(monkeypatch, tmp_path):
     """The sweep's check of a combination is the very function fit calls before it starts."""
     from roformer_lit.commands import prelaunch, pretrain

@@ -18,6 +18,7 @@ from typing import Any
 from roformer_lit.errors import AbbreviatedOption, ConfigError
 from roformer_lit.plan_labels import plan_label
 from roformer_lit.safe_input import yaml_value
+from roformer_lit.sweep.bad_values import grid_problems
 from roformer_lit.sweep.finetune import (
     PRETRAINED_KEY,
     check_pretrained,
@@ -494,7 +495,8 @@ def validate_sweep(sweep: Sweep, root: str) -> None:
     then put every combination through the pre-launch check the command runs before it
     starts (``fit``: :func:`roformer_lit.commands.prelaunch.check_fit_config`; ``finetune``:
     :func:`roformer_lit.finetune.prelaunch.check_finetune_config`), without building
-    anything; the first bad combination is one line naming its run and the rule."""
+    anything; bad combinations are one line naming every grid value no run could take, or
+    the first bad run and the rule (:func:`_refuse_failed_runs`)."""
     if sweep.command == "finetune":
         from roformer_lit.finetune.parse import validate_finetune_config as validate_config
     else:
@@ -513,14 +515,45 @@ def validate_sweep(sweep: Sweep, root: str) -> None:
             raise written_key_refusal(where, exc) from exc
         except ConfigError as exc:
             raise ConfigError(f"{where}: base {sweep.base} with the overrides: {exc}") from exc
+        failures: dict[str, ConfigError] = {}
         for run in sweep.runs:
             try:
                 sweep.resolved[run.version] = validate_config(sweep.fit_args(run, root)[1:])
             except AbbreviatedOption as exc:
                 raise written_key_refusal(where, exc) from exc
             except ConfigError as exc:
-                raise ConfigError(f"{where}: run {run.version} ({run.describe()}): {exc}") from exc
+                failures[run.version] = exc
+        if failures:
+            _refuse_failed_runs(sweep, root, failures, validate_config)
     _refuse_same_runs(sweep, where)
+
+
+def _refuse_failed_runs(
+    sweep: Sweep, root: str, failures: dict[str, ConfigError], validate_config: Any
+) -> None:
+    """One line naming every grid value no run could take
+    (:func:`~roformer_lit.sweep.bad_values.grid_problems`, joined with ``; ``), else the
+    first failed run and its rule (a combination no run may have, an override every run
+    breaks)."""
+    where = str(sweep.path)
+
+    def check(run: Run, values: tuple[tuple[str, Any], ...]) -> ConfigError | None:
+        try:
+            validate_config(sweep.fit_args(Run(run.version, values), root)[1:])
+        except ConfigError as exc:
+            return exc
+        return None
+
+    kept = [PRETRAINED_KEY] if sweep.command == "finetune" else []
+    problems = grid_problems(sweep.runs, failures, check, same_value, _render, kept)
+    if len(problems) > 1:
+        raise ConfigError(
+            f"{where}: {len(problems)} grid values are not valid: " + "; ".join(problems)
+        )
+    if problems:
+        raise ConfigError(f"{where}: {problems[0]}")
+    run = next(r for r in sweep.runs if r.version in failures)
+    raise ConfigError(f"{where}: run {run.version} ({run.describe()}): {failures[run.version]}")
 
 
 def _settings_key(config: Any) -> str:
