@@ -144,6 +144,17 @@ class ToolParser(argparse.ArgumentParser):
                 )
             seen[id(action)] = (given, values)
 
+    def as_given(self, ns: argparse.Namespace, dest: str) -> str:
+        """The option of ``dest`` as typed (:attr:`typed`), or its flag and parsed value
+        with ``(the default)``: ``--device cpu (the default)``."""
+        if dest in self.typed:
+            return self.typed[dest]
+        action = next(a for a in self._actions if a.dest == dest)
+        value = getattr(ns, dest)
+        words = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+        flag = action.option_strings[0]
+        return (flag if isinstance(value, bool) else f"{flag} {words}") + " (the default)"
+
     def _typed_options(self, args: list[str]) -> dict[str, str]:
         """dest -> the option as typed with its values, for every option in ``args`` (words
         after ``--`` are values)."""

@@ -550,22 +550,11 @@ IGNORED: tuple[Ignored, ...] = (
 )
 
 
-def _as_given(parser: ToolParser, ns: argparse.Namespace, dest: str) -> str:
-    """The option ``dest`` as typed, or its flag and value with ``(the default)``."""
-    if dest in parser.typed:
-        return parser.typed[dest]
-    action = next(a for a in parser._actions if a.dest == dest)
-    value = getattr(ns, dest)
-    words = " ".join(map(str, value)) if isinstance(value, list) else str(value)
-    flag = action.option_strings[0]
-    return (flag if isinstance(value, bool) else f"{flag} {words}") + " (the default)"
-
-
 def refuse_ignored(parser: ToolParser, ns: argparse.Namespace) -> None:
     """One line for the first typed option of :data:`IGNORED` that bench would not use."""
     for row in IGNORED:
         if row.option in parser.typed and row.holds(ns):
-            others = " and ".join(_as_given(parser, ns, dest) for dest in row.others)
+            others = " and ".join(parser.as_given(ns, dest) for dest in row.others)
             why = row.why if isinstance(row.why, str) else row.why()
             parser.error(
                 f"{parser.typed[row.option]} cannot be used with {others}: {why}; drop one of them"
