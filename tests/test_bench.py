@@ -483,3 +483,36 @@ def test_options_that_apply_together_are_taken(flags):
 
     ns = parse_args(["--lengths", "8", "--device", "cpu", *flags])
     assert ns.hidden == (768 if "--bert-base" in flags else 256)
+
+
+class _Built(Exception):
+    """Raised by the first timed step: every runner of the length is built by then."""
+
+
+def test_every_twin_of_a_pair_takes_its_kernel_options(monkeypatch):
+    """``--bias-block-from`` reached the plain runner alone: the compiled, document-masked
+    and layer-plan twins it is timed against ran the kernel's default, so each ratio
+    compared two settings, exit 0."""
+    from roformer_lit.benchmarks import models
+
+    built: list[dict] = []
+
+    class Stub:
+        def step(self, record: bool = True) -> None:
+            if record:  # the first timed step (compiling and warming up record nothing)
+                raise _Built
+
+    def fake_ours(*args, **kwargs):
+        built.append(kwargs)
+        return Stub()
+
+    monkeypatch.setattr(models, "ours", fake_ours)
+    argv = ["--lengths", "16", "--schemes", "alibi", "--kernels", "softmax", "--device", "cpu"]
+    ns = models.parse_args(
+        [*argv, "--bias-block-from", "8", "--compile-speedup", "--document-mask", "2"]
+        + ["--plans", "4", "--warmup", "1"]
+    )
+    with pytest.raises(_Built):
+        models.bench_length(ns, 16, torch.device("cpu"))
+    assert len(built) == 5  # plain, compiled, masked, two plans
+    assert all(kw.get("attention_kwargs") == {"bias_block_from": 8} for kw in built), built

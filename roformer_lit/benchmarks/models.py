@@ -164,7 +164,9 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
     compile_seconds = {}
     if ns.compile_speedup:
         for pair in pairs:  # same seed, so the same initial weights as the eager model
-            compiled[pair] = ours(*pair, shape, device, autocast, compile=True)
+            compiled[pair] = ours(
+                *pair, shape, device, autocast, compile=True, attention_kwargs=options[pair]
+            )
             start = time.perf_counter()
             compiled[pair].step(record=False)  # the first step compiles
             compile_seconds[pair] = time.perf_counter() - start
@@ -173,13 +175,27 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
         for pair in pairs:
             if ATTENTION_KERNELS[pair[1]].supports_segments:
                 document_masked[pair] = ours(
-                    *pair, shape, device, autocast, ns.compile, documents=ns.document_mask
+                    *pair,
+                    shape,
+                    device,
+                    autocast,
+                    ns.compile,
+                    documents=ns.document_mask,
+                    attention_kwargs=options[pair],
                 )
     planned: dict[str, dict[tuple[str, str], Runner]] = {}
     if ns.plans:
         for name, plan in window_plans(ns.plans, ns.layers).items():
             planned[name] = {
-                pair: ours(*pair, shape, device, autocast, ns.compile, layer_plan=plan)
+                pair: ours(
+                    *pair,
+                    shape,
+                    device,
+                    autocast,
+                    ns.compile,
+                    layer_plan=plan,
+                    attention_kwargs=options[pair],
+                )
                 for pair in pairs
                 if ATTENTION_KERNELS[pair[1]].supports_window
             }
