@@ -62,6 +62,21 @@ def test_validation_follows_batch_answers_what_the_loop_does() -> None:
     assert sorted(step for (_, _, step), follows in record.answers.items() if follows) == [2, 4, 6]
 
 
+def test_accumulating_is_true_on_the_batches_before_each_optimiser_step() -> None:
+    record = Record(compat.accumulating)
+    fit(record, accumulate_grad_batches=3, max_steps=-1, max_epochs=1, limit_train_batches=7)
+    # batches 0-2 make step 1, 3-5 step 2, and the epoch's last batch (6) steps alone
+    assert {batch: yes for (_, batch, _), yes in record.answers.items()} == {
+        0: True,
+        1: True,
+        2: False,
+        3: True,
+        4: True,
+        5: False,
+        6: False,
+    }
+
+
 def test_validates_after_batch_answers_what_the_loop_does() -> None:
     record = Record(compat.validates_after_batch)
     fit(record)

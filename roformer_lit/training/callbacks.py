@@ -19,6 +19,7 @@ from roformer_lit.errors import TrainingDiverged
 from roformer_lit.training import startup_signals
 from roformer_lit.training.checkpoint_io import share_checkpoint
 from roformer_lit.training.lightning_compat import (
+    accumulating,
     refresh_last_checkpoint,
     saves_on_train_epoch_end,
     stop_as_if_sigterm,
@@ -103,7 +104,10 @@ class Preemption(Callback):
 
     1. holds the signal until the current step ends -- after its validation when one is due
        (Lightning alone would abort that validation half-way) -- and then passes it on to
-       Lightning's handler;
+       Lightning's handler. A step is an optimiser step: under ``accumulate_grad_batches``
+       the signal waits for the last batch of the accumulation (a run stopped after a batch
+       that only accumulated would lose its gradients, and resume past a batch its weights
+       never trained on), a validation in between included;
     2. outside SLURM auto-requeue makes SIGUSR1 mean the same as SIGTERM (under SLURM,
        Lightning's SIGUSR1 handler keeps saving ``hpc_ckpt_<k>.ckpt`` and requeueing the job),
        and so does a first Ctrl-C (SIGINT; a second one stops at once, saving nothing);
@@ -182,13 +186,18 @@ class Preemption(Callback):
     def on_train_batch_end(
         self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
-        if self._pending and not validation_follows_batch(trainer) and not _run_ends(trainer):
+        if (
+            self._pending
+            and not accumulating(trainer)
+            and not validation_follows_batch(trainer)
+            and not _run_ends(trainer)
+        ):
             self._stop()  # saved in on_exception, after the step
 
     def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if self._pending and not trainer.sanity_checking and trainer.state.fn == TrainerFn.FITTING:
-            if _run_ends(trainer):
-                return  # the run ends now anyway: it finishes
+            if _run_ends(trainer) or accumulating(trainer):
+                return  # the run ends now anyway, or at the end of this optimiser step
             self._save(trainer)
             self._stop()
 

@@ -10,6 +10,8 @@ reach                                     what for
 ========================================  ==================================================
 :func:`validation_follows_batch`          stop on a signal after the validation that follows
                                           the current batch (``callbacks.Preemption``)
+:func:`accumulating`                      the same: never inside an accumulation, only at
+                                          the end of an optimiser step
 :func:`validates_after_batch`             validate after the last step when the schedule
                                           does not (``final_validation.ValidateAtEnd``)
 :func:`can_stop_early`                    the same: ``min_steps``/``min_epochs`` met
@@ -192,6 +194,17 @@ def validation_follows_batch(trainer: Trainer) -> bool:
     loop = trainer.fit_loop.epoch_loop
     try:
         return bool(loop._should_check_val_fx(trainer.fit_loop._data_fetcher))
+    except Exception:  # a Lightning without these internals
+        return False
+
+
+def accumulating(trainer: Trainer) -> bool:
+    """Whether the training batch now ending only accumulated gradients (no optimiser step
+    yet, ``accumulate_grad_batches`` > 1): a run stopped or saved here would lose them, and
+    its loader and generators would be past a step its weights never took."""
+    loop = trainer.fit_loop.epoch_loop
+    try:
+        return bool(loop._should_accumulate())
     except Exception:  # a Lightning without these internals
         return False
 

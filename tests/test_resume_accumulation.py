@@ -1,0 +1,113 @@
+"""Exact resume under ``accumulate_grad_batches`` > 1: a run preempted by a signal that
+arrives inside an accumulation (on a batch that only accumulated gradients, or in a
+validation that Lightning runs between two batches of one optimiser step) stops at the end
+of that optimiser step, and resumed from its ``last.ckpt`` gives the uninterrupted run's
+numbers bit for bit: every ``val/loss`` and ``train/loss`` and the final weights.
+
+Before, the run stopped after the accumulating batch: ``last.ckpt`` held the previous
+step's weights with the loader and the generators past that batch, the batch's gradients
+were lost, and the resumed run (exit 0) trained on other numbers than the uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+import torch
+from cli_helpers import fit_args
+from lightning.pytorch import Callback
+
+import roformer_lit.commands.pretrain as pretrain
+from roformer_lit.commands import EXIT_PREEMPTED, main
+from roformer_lit.results.events import read_run
+
+STEPS, ACCUMULATE = 8, 2
+#: Validation every 5 batches with 2 batches a step: the first falls inside step 3.
+ARGS = fit_args(
+    "rope.yaml",
+    STEPS,
+    "--trainer.accumulate_grad_batches",
+    str(ACCUMULATE),
+    "--trainer.val_check_interval",
+    "5",
+    "--trainer.log_every_n_steps",
+    "1",
+)
+RUN = Path("runs") / "mlm" / "rope-softmax-seed0"
+LAST = RUN / "checkpoints" / "last.ckpt"
+
+
+class SignalAtBatch(Callback):
+    """SIGTERM to this process once: at the start of training batch ``batch`` (a batch
+    index, micro-batches counted), or inside the first validation after it started."""
+
+    def __init__(self, batch: int, in_validation: bool) -> None:
+        self.batch, self.in_validation, self.sent = batch, in_validation, False
+        self.started = False
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if batch_idx == self.batch:
+            self.started = True
+            if not self.in_validation and not self.sent:
+                self.sent = True
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dl=0) -> None:
+        if self.in_validation and self.started and not self.sent and not trainer.sanity_checking:
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def series(run_dir: Path, tag: str) -> dict[int, float]:
+    """step -> value (a resumed run's later events win)."""
+    return {s.step: s.value for s in read_run(run_dir).scalars.get(tag, [])}
+
+
+def weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    return torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("uninterrupted")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        assert main(ARGS) == 0
+    return work / RUN
+
+
+#: (signal at the start of batch index, in the validation after it, the step stopped at).
+#: Batches 4 and 5 make step 3; the validation after batch 4 runs between them.
+CASES = {
+    "first batch of a step": (4, False, 3),
+    "last batch of a step": (5, False, 3),
+    "validation inside a step": (4, True, 3),
+}
+
+
+@pytest.mark.parametrize(("batch", "in_validation", "stopped_at"), CASES.values(), ids=CASES)
+def test_a_run_preempted_inside_an_accumulation_resumes_exactly(
+    batch, in_validation, stopped_at, uninterrupted, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    original = pretrain.RoformerCLI.instantiate_trainer
+
+    def with_signal(self, **kwargs):
+        trainer = original(self, **kwargs)
+        trainer.callbacks.append(SignalAtBatch(batch, in_validation))
+        return trainer
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pretrain.RoformerCLI, "instantiate_trainer", with_signal)
+        assert main(ARGS) == EXIT_PREEMPTED
+    saved = torch.load(tmp_path / LAST, weights_only=False)
+    assert saved["global_step"] == stopped_at  # the end of the optimiser step, not inside it
+    assert main([*ARGS, "--ckpt_path", str(LAST)]) == 0
+    resumed = tmp_path / RUN
+    for tag in ("val/loss", "train/loss"):
+        assert series(resumed, tag) == series(uninterrupted, tag), tag  # bit for bit
+    ours, theirs = weights(resumed), weights(uninterrupted)
+    assert all(torch.equal(ours[name], theirs[name]) for name in theirs)
