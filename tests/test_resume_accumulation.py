@@ -7,6 +7,11 @@ numbers bit for bit: every ``val/loss`` and ``train/loss`` and the final weights
 Before, the run stopped after the accumulating batch: ``last.ckpt`` held the previous
 step's weights with the loader and the generators past that batch, the batch's gradients
 were lost, and the resumed run (exit 0) trained on other numbers than the uninterrupted one.
+
+A checkpoint saved inside an accumulation by other means (``best.ckpt`` and ``last.ckpt``
+written at a validation that ``val_check_interval``, counted in batches, puts between two
+batches of one step; a run killed after it) is refused on resume in one line, the run
+unchanged: before, it resumed with exit 0 on other numbers.
 """
 
 from __future__ import annotations
@@ -17,12 +22,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import fit_args
+from cli_helpers import fit_args, overridden, refused_unchanged
 from lightning.pytorch import Callback
 
 import roformer_lit.commands.pretrain as pretrain
 from roformer_lit.commands import EXIT_PREEMPTED, main
+from roformer_lit.commands.checkpoint_settings import check_step_boundary
+from roformer_lit.errors import ConfigError
 from roformer_lit.results.events import read_run
+from roformer_lit.training.checkpoint_io import TRAINER_SETTINGS_KEY
 
 STEPS, ACCUMULATE = 8, 2
 #: Validation every 5 batches with 2 batches a step: the first falls inside step 3.
@@ -111,3 +119,70 @@ def test_a_run_preempted_inside_an_accumulation_resumes_exactly(
         assert series(resumed, tag) == series(uninterrupted, tag), tag  # bit for bit
     ours, theirs = weights(resumed), weights(uninterrupted)
     assert all(torch.equal(ours[name], theirs[name]) for name in theirs)
+
+
+class KeepCheckpointAt(Callback):
+    """Copies ``last.ckpt`` aside at the start of training batch ``batch``: the file a run
+    killed there would leave."""
+
+    def __init__(self, batch: int, to: Path) -> None:
+        self.batch, self.to = batch, to
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if batch_idx == self.batch:
+            self.to.write_bytes((Path(trainer.log_dir) / "checkpoints" / "last.ckpt").read_bytes())
+
+
+def test_a_checkpoint_saved_at_a_validation_inside_a_step_is_refused(tmp_path, monkeypatch, capsys):
+    """The validation after batch 4 (inside step 3) wrote ``last.ckpt``; killed before
+    batch 5, the run leaves that file."""
+    monkeypatch.chdir(tmp_path)
+    kept = tmp_path / "killed-at-batch-5.ckpt"
+    short = overridden(ARGS, ["--trainer.max_steps", "4"])
+    original = pretrain.RoformerCLI.instantiate_trainer
+
+    def keeping(self, **kwargs):
+        trainer = original(self, **kwargs)
+        trainer.callbacks.append(KeepCheckpointAt(5, kept))
+        return trainer
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pretrain.RoformerCLI, "instantiate_trainer", keeping)
+        assert main(short) == 0
+    assert torch.load(kept, weights_only=False)["global_step"] == 2
+    line = refused_unchanged(tmp_path, capsys, [*short, "--ckpt_path", str(kept)])
+    assert "inside an optimiser step: step 3 had taken 1 of its" in line
+    assert "trainer.accumulate_grad_batches=2" in line
+
+
+def loops(ready: int, last: bool) -> dict:
+    progress = {"ready": ready, "started": ready, "processed": ready, "completed": ready}
+    batches = {"total": progress, "current": progress, "is_last_batch": last}
+    return {"fit_loop": {"epoch_loop.batch_progress": batches}}
+
+
+#: (batches of the epoch taken, the epoch's last batch, accumulate_grad_batches) -> refused.
+BOUNDARIES = {
+    "inside a step": (5, False, 2, True),
+    "two of three": (8, False, 3, True),
+    "end of a step": (6, False, 2, False),
+    "epoch's last batch steps alone": (7, True, 2, False),
+    "no accumulation": (5, False, 1, False),
+    "epoch start": (0, False, 4, False),
+}
+
+
+@pytest.mark.parametrize(
+    ("ready", "last", "accumulate", "refused"), BOUNDARIES.values(), ids=BOUNDARIES
+)
+def test_the_step_boundary_check(ready, last, accumulate, refused) -> None:
+    checkpoint = {
+        "global_step": 2,
+        "loops": loops(ready, last),
+        TRAINER_SETTINGS_KEY: {"accumulate_grad_batches": accumulate},
+    }
+    if refused:
+        with pytest.raises(ConfigError, match="inside an optimiser step: step 3 had taken"):
+            check_step_boundary(checkpoint, "x.ckpt")
+    else:
+        check_step_boundary(checkpoint, "x.ckpt")

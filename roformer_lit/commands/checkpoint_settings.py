@@ -93,7 +93,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import plain, same_plan
 from roformer_lit.training.checkpoint_io import SCHEDULE_STEPS_KEY, TRAINER_SETTINGS_KEY
 from roformer_lit.training.lifecycle import same_rates_until
-from roformer_lit.training.lightning_compat import epochs_trained
+from roformer_lit.training.lightning_compat import batches_into_epoch, epochs_trained
 from roformer_lit.training.trainer_settings import TRAINER_HOLDS, held
 from roformer_lit.training_config import TrainingConfig
 
@@ -606,6 +606,34 @@ def check_steps_left(checkpoint: Mapping[str, Any], config: Any, path: str) -> N
     raise ConfigError(
         f"checkpoint {path} is at step {step} and trainer.max_steps is {max_steps}: nothing "
         f"is left to train; {how}"
+    )
+
+
+def check_step_boundary(checkpoint: Mapping[str, Any], path: str) -> None:
+    """Refuse, in one ConfigError line, to resume from a checkpoint saved inside an
+    optimiser step: under ``accumulate_grad_batches`` > 1, after a batch that only
+    accumulated gradients (a ``best.ckpt`` or ``last.ckpt`` written at a validation that
+    ``val_check_interval``, counted in batches, put between two batches of one step). Its
+    weights are the step before, its loader and generators are past that batch, and the
+    batch's gradients are not in it: the resumed run would train on other numbers than the
+    run did, with no sign of it. A checkpoint that records neither is not checked."""
+    recorded = checkpoint.get(TRAINER_SETTINGS_KEY)
+    accumulate = recorded.get("accumulate_grad_batches") if isinstance(recorded, Mapping) else None
+    where = batches_into_epoch(checkpoint)
+    if not _int(accumulate) or accumulate <= 1 or where is None:
+        return
+    batches, epoch_ended = where
+    taken = batches % accumulate
+    if taken == 0 or epoch_ended:
+        return
+    step = checkpoint.get("global_step")
+    raise ConfigError(
+        f"checkpoint {path} was saved inside an optimiser step: step "
+        f"{step + 1 if _int(step) else '?'} had taken {taken} of its "
+        f"trainer.accumulate_grad_batches={accumulate} batches, whose gradients it does not "
+        "hold, so a resume would not continue the run; resume from a checkpoint saved at the "
+        "end of a step (a run stopped by a signal saves one), or start a new run without "
+        "--ckpt_path"
     )
 
 

@@ -30,6 +30,7 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 from roformer_lit.commands.argument_words import plain_argument_error
 from roformer_lit.commands.checkpoint_data import check_checkpoint_data, current_data_identity
 from roformer_lit.commands.checkpoint_settings import (
+    check_step_boundary,
     check_steps_left,
     checkpoint_settings,
     config_file_keys,
@@ -233,6 +234,7 @@ class RoformerCLI(CompatCLI):
             self.config = self.parser.parse_object({subcommand: fill}, self.config)
         if subcommand == "fit":
             check_steps_left(checkpoint, self.config[subcommand], path)
+            check_step_boundary(checkpoint, path)
 
     def before_instantiate_classes(self) -> None:
         """Pick and claim the run directory (:mod:`roformer_lit.training.run_dir`): resume into a

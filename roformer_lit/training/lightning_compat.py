@@ -30,6 +30,8 @@ reach                                     what for
                                           environment, before the trainer exists
 :func:`refresh_last_checkpoint`           write ``last.ckpt`` now (``callbacks.RunCheckpoint``)
 :func:`saves_on_train_epoch_end`          whether a ModelCheckpoint saves at epoch ends
+:func:`batches_into_epoch`                the batches a checkpoint's epoch had trained when
+                                          it was saved (a save inside an accumulation)
 :func:`epochs_trained`                    the epochs whose batches a checkpoint's run has
                                           all trained, from the loops' state it records
                                           (a finished ``max_epochs`` run, on resume)
@@ -115,6 +117,22 @@ def saves_on_train_epoch_end(callback: ModelCheckpoint, trainer: Trainer) -> boo
     """Whether the callback saves at the end of a training epoch rather than after
     validation (its ``save_on_train_epoch_end``, else Lightning's rule)."""
     return bool(callback._should_save_on_train_epoch_end(trainer))
+
+
+def batches_into_epoch(checkpoint: Mapping[str, Any]) -> tuple[int, bool] | None:
+    """The training batches of the epoch in progress that the run of ``checkpoint`` (a
+    loaded Lightning checkpoint) had taken when it was saved, and whether the last of them
+    was the epoch's last batch: the fit loop's ``epoch_loop.batch_progress`` (``current``
+    ``ready``, ``is_last_batch``). None where the checkpoint does not record it."""
+    try:
+        batches = checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]
+        ready = batches["current"]["ready"]
+        last = batches.get("is_last_batch", False)
+    except (KeyError, TypeError, AttributeError):
+        return None
+    if not isinstance(ready, int) or isinstance(ready, bool) or ready < 0:
+        return None
+    return ready, bool(last)
 
 
 def epochs_trained(checkpoint: Mapping[str, Any]) -> int | None:
