@@ -42,6 +42,7 @@ from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.safe_input import check_readable_file
 from roformer_lit.training.architecture_digest import DIGEST_KEY, check_digest, is_digest
 from roformer_lit.training.lightning_compat import epochs_trained
+from roformer_lit.training.settings_digest import SETTINGS_DIGEST_KEY, check_settings_digest
 from roformer_lit.validation import check_training_arguments
 
 TMP_MARK = ".tmp-"
@@ -262,6 +263,7 @@ RECORDS: tuple[tuple[str, Any, str], ...] = (
     (TRAINER_SETTINGS_KEY, _max_steps_record, "a mapping of an integer max_steps >= -1"),
     (SCHEDULE_STEPS_KEY, lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
     (DIGEST_KEY, is_digest, "'sha256:' and 64 hexadecimal digits"),
+    (SETTINGS_DIGEST_KEY, is_digest, "'sha256:' and 64 hexadecimal digits"),
 )
 
 #: The architecture settings every version of ``fit`` saved in ``hyper_parameters``: a
@@ -350,8 +352,10 @@ def read_checkpoint(
     (a FIFO never hangs), a PyTorch zip archive, unpickled with ``weights_only=True``
     (tensors memory-mapped) -- so a crafted checkpoint is refused, never run -- and, unless
     ``require_state_dict`` is False, one holding a ``state_dict``; its records of the
-    types they are written in (:func:`check_records`), and its architecture record the one
-    it was saved with (:func:`~roformer_lit.training.architecture_digest.check_digest`). Given ``kind``
+    types they are written in (:func:`check_records`), and its architecture record and
+    training settings the ones it was saved with
+    (:func:`~roformer_lit.training.architecture_digest.check_digest`,
+    :func:`~roformer_lit.training.settings_digest.check_settings_digest`). Given ``kind``
     (``"pretraining"`` or ``"fine-tuning"``, :func:`checkpoint_kind`), a checkpoint of the
     other kind is refused with one line saying which command reads it.
     """
@@ -392,6 +396,7 @@ def read_checkpoint(
         _refuse_other_kind(checkpoint, path, kind)
     if kind == PRETRAINING:
         check_architecture_record(checkpoint, path)
+    check_settings_digest(checkpoint, path)  # its training settings as they were saved
     drop_duplicate_weights(checkpoint)
     return checkpoint
 

@@ -67,6 +67,7 @@ from roformer_lit.training.checkpoint_io import (
     refuse_nonfinite,
 )
 from roformer_lit.training.numerics_history import HISTORY_KEY, extended, read_history, read_record
+from roformer_lit.training.settings_digest import SETTINGS_DIGEST_KEY, settings_digest
 from roformer_lit.training.steps import total_steps
 from roformer_lit.training.trainer_record import trainer_settings_record
 
@@ -356,6 +357,8 @@ class RunModule(L.LightningModule):
             self._numerics_history, checkpoint[NUMERICS_KEY], self._resumed_at_step
         )
         checkpoint.update(run_length_records(self._trainer, self._schedule_steps))
+        # the training settings sealed (after their records): an edit is refused on reading
+        checkpoint[SETTINGS_DIGEST_KEY] = settings_digest(checkpoint)
         if self._world_size() > 1:  # every rank's generators, not only rank 0's
             # Lightning builds the checkpoint on every rank (and meets them all at a
             # barrier after writing it), so this collective cannot be left waiting.
