@@ -609,6 +609,37 @@ def check_steps_left(checkpoint: Mapping[str, Any], config: Any, path: str) -> N
     )
 
 
+def check_time_left(checkpoint: Mapping[str, Any], config: Any, path: str) -> None:
+    """Refuse, in one ConfigError line, to resume a run whose ``trainer.max_time`` (the
+    command's) is already spent: Lightning's ``Timer`` counts from the run's start (its
+    time so far is in the checkpoint), so a run stopped by ``max_time`` and resumed with it
+    trained nothing, and still wrote into the run (an events file, a
+    ``config-resumed-<k>.yaml``) with exit 0. A duration or a record that cannot be read is
+    left to Lightning."""
+    from lightning.pytorch.callbacks import Timer
+
+    trainer = config.get("trainer") if config.get("trainer") is not None else {}
+    duration = _plain(trainer.get("max_time"))
+    callbacks = checkpoint.get("callbacks")
+    state = callbacks.get(Timer.__qualname__) if isinstance(callbacks, Mapping) else None
+    if duration is None or not isinstance(state, Mapping):
+        return
+    try:
+        timer = Timer(duration=duration)
+        timer.load_state_dict(dict(state))
+        left, spent = timer.time_remaining("train"), timer.time_elapsed("train")
+    except Exception:  # noqa: BLE001 - Lightning refuses a bad duration itself
+        return
+    if left is None or left > 0:
+        return
+    raise ConfigError(
+        f"checkpoint {path} has trained for {spent:.1f} s and trainer.max_time is "
+        f"{duration} ({spent + left:.1f} s, counted from the run's start): nothing is left "
+        "to train; pass a larger --trainer.max_time, or leave it out to train to the run's "
+        "max_steps"
+    )
+
+
 def check_step_boundary(checkpoint: Mapping[str, Any], path: str) -> None:
     """Refuse, in one ConfigError line, to resume from a checkpoint saved inside an
     optimiser step: under ``accumulate_grad_batches`` > 1, after a batch that only

@@ -32,6 +32,7 @@ from roformer_lit.commands.checkpoint_data import check_checkpoint_data, current
 from roformer_lit.commands.checkpoint_settings import (
     check_step_boundary,
     check_steps_left,
+    check_time_left,
     checkpoint_settings,
     config_file_keys,
     typed_keys,
@@ -235,6 +236,7 @@ class RoformerCLI(CompatCLI):
         if subcommand == "fit":
             check_steps_left(checkpoint, self.config[subcommand], path)
             check_step_boundary(checkpoint, path)
+            check_time_left(checkpoint, self.config[subcommand], path)
 
     def before_instantiate_classes(self) -> None:
         """Pick and claim the run directory (:mod:`roformer_lit.training.run_dir`): resume into a
