@@ -648,8 +648,13 @@ def validate_config(
 
 
 def run_dir_of(ckpt_path: str | Path) -> Path | None:
-    """The run directory a checkpoint at ``<run>/checkpoints/x.ckpt`` belongs to, if any."""
-    ckpt = Path(ckpt_path)
+    """The run directory a checkpoint at ``<run>/checkpoints/x.ckpt`` belongs to, if any,
+    found where the file is: a symlink to it (or a path through a linked directory) names
+    the run the file is in, whose lock a resume then takes, not a new run beside it."""
+    try:
+        ckpt = Path(ckpt_path).resolve()
+    except (OSError, RuntimeError, ValueError):  # a symlink loop: the reader reports it
+        return None
     run = ckpt.parent.parent
     if ckpt.parent.name == "checkpoints" and (run / "config.yaml").is_file():
         return run
