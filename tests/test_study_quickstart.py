@@ -13,7 +13,7 @@ import pytest
 from study_helpers import guide_stale_line, readme_region_stale_line
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.results.study import quickstart
+from roformer_lit.results.study import mlm, quickstart
 from roformer_lit.results.study.mlm import MLM_RAW, POSITION_LR_RAW
 from roformer_lit.results.study.places import PLACES, read_from
 from roformer_lit.results.study.regions import render
@@ -186,5 +186,41 @@ def test_a_damaged_curve_file_is_one_error(tmp_path, text, message) -> None:
 
 
 def test_a_value_changed_in_the_curve_file_names_the_region_and_cell(tmp_path) -> None:
-    stale = _check(tmp_path, quickstart.CURVES_RAW, "0,49,6.800121784210205,", "0,49,6.9001,")
-    assert "region 'readme-quickstart'" in stale and "page '6.80', data '6.90'" in stale, stale
+    import numpy as np
+
+    rows = (ROOT / "docs" / "bench" / quickstart.CURVES_RAW).read_text().splitlines()[2:]
+    at_50 = {r.split(",")[0]: r.split(",")[2] for r in rows if r.split(",")[1] == "49"}
+    changed = {**{s: float(v) for s, v in at_50.items()}, "0": float(at_50["0"]) + 0.1}
+    losses = np.array(list(changed.values()))
+    expected = (
+        f"{losses[0]:.2f}"
+        if len(losses) == 1
+        else (f"{losses.mean():.2f} ± {losses.std(ddof=1):.2f}")
+    )
+    stale = _check(
+        tmp_path, quickstart.CURVES_RAW, f"0,49,{at_50['0']},", f"0,49,{changed['0']!r},"
+    )
+    assert "region 'readme-quickstart'" in stale and f"data '{expected}'" in stale, stale
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.001])
+def test_each_seeds_final_loss_is_set_beside_the_first_machines(tmp_path, shift) -> None:
+    """Each seed's final val/loss at the first machine's 3 printed decimals: equal words
+    only when every seed rounds to its printed value (a mean of rounded values may differ
+    from the mean of exact ones in its last digit when no seed does)."""
+    first = dict(zip((0, 1, 2), mlm.mlm_losses()["rope"], strict=True))
+    _, values = _synthetic()
+    values.update({(s, 600): (first[s] + 0.0004 - shift * (s == 1), 0.3) for s in (0, 1, 2)})
+    lines = ["# Some CPU (2 cores, 2 torch threads); torch 9.9; the command"]
+    lines.append("seed,step,val_loss,val_acc")
+    lines += [f"{s},{step - 1},{v[0]!r},{v[1]!r}" for (s, step), v in values.items()]
+    text = "\n".join(lines) + "\n"
+    words = _with_bench(_curves_bench(tmp_path, text), tmp_path, quickstart.curve_words)
+    again = " / ".join(f"{values[(s, 600)][0]:.3f}" for s in (0, 1, 2))
+    if shift == 0.0:
+        assert f"each seed's final val/loss, {again}, is the first machine's" in words, words
+    else:
+        then = " / ".join(f"{first[s]:.3f}" for s in (0, 1, 2))
+        assert f"each seed's final val/loss is {again} where the first machine's is {then}" in (
+            words
+        ), words

@@ -29,7 +29,7 @@ SCHEME = "rope"
 #: The rerun's per-step curve: ``seed,step,val_loss,val_acc`` after a comment line naming
 #: the CPU, the torch version and the command; ``step`` as TensorBoard logs it, the 0-based
 #: index of the last optimiser step (the console's "step 50" is logged at 49).
-CURVES_RAW = "cpu-2026-11-30-quickstart-seed0.csv"
+CURVES_RAW = "cpu-2026-11-30-quickstart-seeds.csv"
 #: The optimiser steps done at the validations the sentence gives.
 CURVE_STEPS = (50, 300, 600)
 _CURVES_HEADER = re.compile(r"^# (?P<cpu>[^;]+); torch (?P<torch>[^;]+); (?P<command>.+)$")
@@ -105,8 +105,10 @@ def _over_seeds(values: list[float], digits: int = 2) -> str:
 
 def curve_words() -> str:
     """The rerun's curve: val/loss at :data:`CURVE_STEPS` and accuracy at the first and
-    last (one seed's values, or mean ± sample std over the seeds), and its final val/loss
-    beside the first machine's of the same seeds."""
+    last (one seed's values, or mean ± sample std over the seeds), and each seed's final
+    val/loss beside the first machine's, at the 3 decimals that machine's table printed
+    (a mean of rounded values would differ from the mean of the exact ones in its last
+    digit without any seed differing)."""
     cpu, date, found = curves()
     seeds = sorted(found[CURVE_STEPS[0]])
     losses = [
@@ -120,12 +122,13 @@ def curve_words() -> str:
         else f"seeds {', '.join(map(str, seeds))} (mean ± sample std)"
     )
     before = mlm_losses()[SCHEME]
-    again = _over_seeds([found[last][s][0] for s in seeds], 3)
-    then = _over_seeds([before[SEEDS.index(s)] for s in seeds], 3)
+    again = [f"{found[last][s][0]:.3f}" for s in seeds]
+    then = [f"{before[SEEDS.index(s)]:.3f}" for s in seeds]
+    each = "its final val/loss" if len(seeds) == 1 else "each seed's final val/loss"
     final = (
-        f"its final val/loss, {again}, is the first machine's {then} to the digits shown"
+        f"{each}, {' / '.join(again)}, is the first machine's to the 3 decimals it printed"
         if again == then
-        else f"its final val/loss is {again} where the first machine's is {then}"
+        else f"{each} is {' / '.join(again)} where the first machine's is {' / '.join(then)}"
     )
     return (
         f"The per-step curve, of {whose} rerun on the {cpu} ({date}; raw output "
