@@ -217,3 +217,13 @@ def write_fake_run_config(run_dir: Path, argv: Sequence[str]) -> None:
     config = json.loads(json.dumps(validate(words[command + 1 :]).as_dict(), default=str))
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+
+
+def fit_in(factory: pytest.TempPathFactory, name: str, args: Sequence[str]) -> Path:
+    """A new directory ``name`` of ``factory`` in which ``fit args`` ran to exit 0 (for a
+    module fixture: a run several tests compare with or copy)."""
+    work = factory.mktemp(name)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        assert main(args) == 0
+    return work

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import CONFIGS, TINY, fit_args
+from cli_helpers import CONFIGS, TINY, fit_args, fit_in
 from lightning.pytorch import Callback
 
 from roformer_lit.commands import EXIT_DIVERGED, EXIT_PREEMPTED, main
@@ -53,11 +53,7 @@ def series(run_dir: Path, tag: str) -> dict[int, float]:
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("uninterrupted")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(work)
-        assert main(ARGS) == 0
-    return work / RUN
+    return fit_in(tmp_path_factory, "uninterrupted", ARGS) / RUN
 
 
 def assert_same_run(resumed: Path, reference: Path, after_step: int) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import fit_args, overridden, refused_unchanged
+from cli_helpers import fit_args, fit_in, overridden, refused_unchanged
 from lightning.pytorch import Callback
 
 import roformer_lit.commands.pretrain as pretrain
@@ -80,11 +80,7 @@ def weights(run_dir: Path) -> dict[str, torch.Tensor]:
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("uninterrupted")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(work)
-        assert main(ARGS) == 0
-    return work / RUN
+    return fit_in(tmp_path_factory, "uninterrupted", ARGS) / RUN
 
 
 #: (signal at the start of batch index, in the validation after it, the step stopped at).

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import fit_args, overridden, refused_unchanged
+from cli_helpers import fit_args, fit_in, overridden, refused_unchanged
 
-from roformer_lit.commands import main
 from roformer_lit.commands.checkpoint_settings import check_time_left
 from roformer_lit.errors import ConfigError
 
@@ -25,10 +24,7 @@ TIMED = overridden(fit_args("rope.yaml", 10_000), ["--trainer.max_time", "00:00:
 
 @pytest.fixture(scope="module")
 def timed_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("timed")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(work)
-        assert main(TIMED) == 0
+    work = fit_in(tmp_path_factory, "timed", TIMED)
     assert 0 < torch.load(work / LAST, weights_only=True)["global_step"] < 10_000
     return work
 

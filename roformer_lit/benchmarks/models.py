@@ -13,7 +13,6 @@ matrix shapes in the same run (the practical GEMM ceiling of the machine).
 from __future__ import annotations
 
 import argparse
-import inspect
 import math
 import statistics
 import time
@@ -38,6 +37,7 @@ from roformer_lit.benchmarks.sdpa_backends import backends_taken, describe
 from roformer_lit.machine import describe_machine
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.registry import option_names
 from roformer_lit.tool_arguments import (
     LENGTH,
     MAX_LENGTH,
@@ -92,8 +92,8 @@ def kernel_options(ns: argparse.Namespace, attention: str) -> dict | None:
     """The kernel's options from ``--bias-block-from`` (for kernels that take it)."""
     if ns.bias_block_from is None:
         return None
-    takes = inspect.signature(ATTENTION_KERNELS[attention]).parameters
-    return {"bias_block_from": ns.bias_block_from} if "bias_block_from" in takes else None
+    takes = "bias_block_from" in option_names(ATTENTION_KERNELS[attention])
+    return {"bias_block_from": ns.bias_block_from} if takes else None
 
 
 def valid_pairs(schemes: Sequence[str], kernels: Sequence[str]) -> list[tuple[str, str]]:
@@ -507,9 +507,7 @@ PRESETS: dict[str, dict[str, int]] = {"bert_base": BERT_BASE}
 def _kernels_taking(option: str) -> list[str]:
     """The loadable kernels whose constructor takes ``option``."""
     loaded = ATTENTION_KERNELS.loadable().components
-    return [
-        name for name, kernel in loaded.items() if option in inspect.signature(kernel).parameters
-    ]
+    return [name for name, kernel in loaded.items() if option in option_names(kernel)]
 
 
 def _bias_block_applies(ns: argparse.Namespace) -> bool:

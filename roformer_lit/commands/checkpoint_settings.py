@@ -87,6 +87,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from lightning.pytorch.callbacks import Timer
+
 from roformer_lit.data.modules import class_path, complete_settings, data_class_for, refusal
 from roformer_lit.encoder_config import ENCODER_FIELDS, canonical_name
 from roformer_lit.errors import ConfigError
@@ -616,8 +618,6 @@ def check_time_left(checkpoint: Mapping[str, Any], config: Any, path: str) -> No
     trained nothing, and still wrote into the run (an events file, a
     ``config-resumed-<k>.yaml``) with exit 0. A duration or a record that cannot be read is
     left to Lightning."""
-    from lightning.pytorch.callbacks import Timer
-
     trainer = config.get("trainer") if config.get("trainer") is not None else {}
     duration = _plain(trainer.get("max_time"))
     callbacks = checkpoint.get("callbacks")

@@ -237,9 +237,9 @@ def read_local(
     record (:func:`example_from_record`) or a file that cannot be read to its end."""
     examples: list[Example] = []
     fields = (text_field, text_pair_field, label_field)
+    named = {f for f in fields if f is not None}
     for path in paths:
         count = 0
-        named = {f for f in fields if f is not None}
         for number, row in guarded(f"task file {path}", _rows(path, named)):
             examples.append(example_from_record(row, *fields, f"{path}:{number}"))
             count += 1

@@ -34,7 +34,8 @@ e.g. ``xl-softmax-seed1``. If that is ambiguous, names become ``position=xl,seed
 Every combination goes through the check the command runs before it starts
 (:func:`roformer_lit.commands.prelaunch.check_fit_config`, or fine-tuning's) before anything
 runs or is created, ``--dry-run`` or not; bad ones are one line naming every grid value no
-run could take (:mod:`roformer_lit.sweep.bad_values`), else the first bad run and the rule. ``exclude:`` drops combinations (matched by type and value, see
+run could take (:mod:`roformer_lit.sweep.bad_values`), else the first bad run and the rule.
+``exclude:`` drops combinations (matched by type and value, see
 :mod:`roformer_lit.sweep.spec`); excluding all of them is an error.
 Finished runs (``<run>/sweep_done.json``, written only after ``fit`` exits 0, or a
 ``last.ckpt`` at the run's end: a fit killed after its last checkpoint) are skipped, and

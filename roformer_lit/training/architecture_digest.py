@@ -41,18 +41,22 @@ def architecture_record(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {name: as_data(settings.get(name, defaults[name])) for name in ENCODER_FIELDS}
 
 
-def architecture_digest(settings: Mapping[str, Any]) -> str:
-    """``sha256:<hex>`` of :func:`architecture_record` of ``settings``, serialised as JSON
-    with sorted keys (a number keeps its type: ``100`` is not ``100.0``, ``1`` not
-    ``true``). A record that JSON cannot sort (a mapping with keys of mixed types: an
-    edit) has a digest no checkpoint records."""
+def record_digest(record: Any) -> str:
+    """``sha256:<hex>`` of a checkpoint record (plain data), serialised as JSON with sorted
+    keys (a number keeps its type: ``100`` is not ``100.0``, ``1`` not ``true``). A record
+    that JSON cannot sort (a mapping with keys of mixed types: an edit) has a digest no
+    checkpoint records. The one digest of every sealed record (this module's, and the
+    training settings' of :mod:`~roformer_lit.training.settings_digest`)."""
     try:
-        text = json.dumps(
-            architecture_record(settings), sort_keys=True, separators=(",", ":"), default=repr
-        )
+        text = json.dumps(record, sort_keys=True, separators=(",", ":"), default=repr)
     except (TypeError, ValueError):
         return f"{_ALGORITHM}:unreadable"
     return f"{_ALGORITHM}:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+
+
+def architecture_digest(settings: Mapping[str, Any]) -> str:
+    """:func:`record_digest` of :func:`architecture_record` of ``settings``."""
+    return record_digest(architecture_record(settings))
 
 
 def is_digest(value: Any) -> bool:

@@ -17,13 +17,12 @@ before the digest (none recorded) is read as before.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from roformer_lit.encoder_config import ENCODER_FIELDS
 from roformer_lit.errors import ConfigError
+from roformer_lit.training.architecture_digest import record_digest
 from roformer_lit.validation import as_data
 
 #: The checkpoint key of the training settings' digest.
@@ -50,15 +49,9 @@ def settings_record(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def settings_digest(checkpoint: Mapping[str, Any]) -> str:
-    """``sha256:<hex>`` of :func:`settings_record`, serialised as JSON with sorted keys; a
-    record JSON cannot sort (an edit) has a digest no checkpoint records."""
-    try:
-        text = json.dumps(
-            settings_record(checkpoint), sort_keys=True, separators=(",", ":"), default=repr
-        )
-    except (TypeError, ValueError):
-        return "sha256:unreadable"
-    return f"sha256:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+    """:func:`~roformer_lit.training.architecture_digest.record_digest` of
+    :func:`settings_record`."""
+    return record_digest(settings_record(checkpoint))
 
 
 def check_settings_digest(checkpoint: Mapping[str, Any], path: Any) -> None:
