@@ -25,6 +25,8 @@ from roformer_lit.architecture_rules import (
 )
 from roformer_lit.attention.block import SelfAttention
 from roformer_lit.encoder_config import EncoderConfig
+from roformer_lit.errors import ConfigError
+from roformer_lit.hook_outputs import tensor_problem
 from roformer_lit.positions import LayerPosition, PositionScheme
 from roformer_lit.positions.base import segment_positions
 
@@ -138,6 +140,19 @@ class Encoder(nn.Module):
         kernels_train_on(self.config, device.type, here)
         self._trains_on.add(device.type)
 
+    def check_embedded(self, out: Any, tokens: Tensor) -> None:
+        """A one-line ConfigError naming the scheme (a user's, by its setting) if its
+        ``embed`` returned other than the token embeddings' shape and dtype: the layers
+        would otherwise fail inside, a traceback that names neither."""
+        got = tensor_problem(out, tokens)
+        if got is not None:
+            raise ConfigError(
+                f"position {self.config.position!r}: its embed hook returned {got} for "
+                f"token embeddings of shape {tuple(tokens.shape)} and dtype {tokens.dtype}; "
+                "embed returns its input's shape and dtype (roformer_lit.testing.check_scheme "
+                "checks a scheme)"
+            )
+
     def position_schemes(self) -> list[PositionScheme]:
         """Every scheme instance of the encoder: the model's first, then the plan's."""
         extra = getattr(self, "layer_positions", None)
@@ -192,7 +207,9 @@ class Encoder(nn.Module):
                 return in_segments
             return positions
 
-        x = self.position.embed(self.word_embeddings(input_ids), positions_for(self.position))
+        tokens = self.word_embeddings(input_ids)
+        x = self.position.embed(tokens, positions_for(self.position))
+        self.check_embedded(x, tokens)
         x = self.dropout(self.embedding_norm(x))
         key_padding_mask = None if attention_mask is None else attention_mask.bool()
         length = input_ids.shape[1]

@@ -109,6 +109,7 @@ def test_the_graph_is_read_from_real_imports():
 FLOORS: dict[str, tuple[int, str]] = {
     # 0 -- foundations: plain helpers with no architecture in them
     "errors": (0, "foundations"),
+    "hook_outputs": (0, "foundations"),
     "safe_input": (0, "foundations"),
     "run_files": (0, "foundations"),
     "tool_arguments": (0, "foundations"),

@@ -14,11 +14,11 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import torch
 from torch import Tensor, nn
 
 from roformer_lit.attention.base import AttentionKernel
 from roformer_lit.errors import ConfigError
+from roformer_lit.hook_outputs import tensor_problem
 from roformer_lit.positions.base import LayerPosition, QKVWeights, ScoreBias, default_scale
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class SelfAttention(nn.Module):
             scale=default_scale(self.head_size) if score is None else score.scale,
             bias=score,
             key_padding_mask=key_padding_mask,
-            rotate=partial(position.rotate, ctx=ctx) if position.rotates else None,
+            rotate=partial(self.rotated, position, ctx) if position.rotates else None,
             dropout_p=self.attention_dropout if self.training else 0.0,
             segment_ids=segment_ids,
             window=self.window,
@@ -79,6 +79,21 @@ class SelfAttention(nn.Module):
         if rows is not None:
             return self.out(out[rows].flatten(1))
         return self.out(out.reshape(batch, length, self.hidden_size))
+
+    def rotated(self, position: LayerPosition, ctx: Any, x: Tensor) -> Tensor:
+        """``position.rotate(x, ctx)``, refused in one ConfigError line naming the scheme
+        (a user's, by its setting) if it is not ``x``'s shape and dtype: the kernel would
+        otherwise fail inside, a traceback that names neither."""
+        out = position.rotate(x, ctx)
+        got = tensor_problem(out, x)
+        if got is not None:
+            raise ConfigError(
+                f"position {self.position_name!r}: the layer's rotate hook returned {got} "
+                f"for queries or keys of shape {tuple(x.shape)} and dtype {x.dtype}; rotate "
+                "returns its input's shape and dtype (roformer_lit.testing.check_scheme "
+                "checks a scheme)"
+            )
+        return out
 
     def check_score(self, score: Any) -> None:
         """A one-line ConfigError naming the scheme (a user's, by its setting) if its
@@ -109,15 +124,8 @@ class SelfAttention(nn.Module):
         is not ``[B, h, L, d]`` in ``q``'s dtype (any floating dtype under autocast): a
         ``[B, L, h, d]`` output would otherwise be reshaped into the next layer's input
         without a word. ``roformer_lit.testing.check_kernel`` finds this and more."""
-        if not isinstance(out, Tensor):
-            got = type(out).__name__
-        elif tuple(out.shape) != tuple(q.shape):
-            got = f"shape {tuple(out.shape)}"
-        elif out.dtype != q.dtype and not (
-            torch.is_autocast_enabled(q.device.type) and out.dtype.is_floating_point
-        ):
-            got = f"dtype {out.dtype}"
-        else:
+        got = tensor_problem(out, q)
+        if got is None:
             return
         raise ConfigError(
             f"attention {self.kernel_name!r} returned {got} for q, k, v of shape "
