@@ -16,11 +16,13 @@ from roformer_lit.results.compare.downstream import (
     downstream_data_notes,
     is_finetune,
 )
-from roformer_lit.results.compare.downstream_plot import save_downstream_plot
+from roformer_lit.results.compare.downstream_plot import PLOT_FILE as DOWNSTREAM_PLOT
+from roformer_lit.results.compare.downstream_plot import downstream_figure
 from roformer_lit.results.compare.downstream_table import runs_csv as downstream_runs_csv
 from roformer_lit.results.compare.downstream_table import to_csv as downstream_csv
 from roformer_lit.results.compare.downstream_table import to_markdown as downstream_markdown
-from roformer_lit.results.compare.plots import save_plots
+from roformer_lit.results.compare.out_files import Writer, text_file, write_out_files
+from roformer_lit.results.compare.plots import plot_files
 from roformer_lit.results.compare.select import read_report, reported, select, selection_metric
 from roformer_lit.results.compare.select import to_csv as selected_csv
 from roformer_lit.results.compare.select import to_markdown as selected_markdown
@@ -29,7 +31,6 @@ from roformer_lit.results.compare.table import (
     runs_csv,
     to_csv,
     to_markdown,
-    write_text,
 )
 from roformer_lit.results.compare.variants import assign_variants, data_note
 from roformer_lit.run_files import expand_arguments, output_target, warn
@@ -43,7 +44,8 @@ identity>) where the same settings named files whose content differed (one note 
 so). Damaged runs are tabled from what can be read (a note column says what is
 missing) or skipped, with one warning line each. With --out DIR, also write compare.csv
 (mean and std columns), compare.md, runs.csv (one row per run), val_loss_vs_step.png and
-val_loss_vs_time.png into DIR.
+val_loss_vs_time.png into DIR; one note line first names the files DIR held that are
+replaced.
 
 Fine-tune runs (python -m roformer_lit finetune) get their own table: one row per task and
 pretraining variant (the pretrained runs' position-attention and differing hyperparameters,
@@ -178,27 +180,22 @@ def main(args: Sequence[str]) -> int:
         print()
         print(evaluation_markdown(evaluation))
     if out is not None:
-        try:
-            written = []
-            if training:
-                written += [
-                    write_text(out / "compare.csv", to_csv(rows)),
-                    write_text(out / "compare.md", table),
-                    write_text(out / "runs.csv", runs_csv(training)),
-                    *save_plots(rows, out),
-                ]
-            if downstream:
-                written += [
-                    write_text(out / "downstream.csv", downstream_csv(downstream)),
-                    write_text(out / "downstream.md", downstream_table),
-                    write_text(out / "downstream_runs.csv", downstream_runs_csv(downstream)),
-                    save_downstream_plot(downstream, out),
-                ]
-        except OSError as exc:
-            target = exc.filename or out
-            raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from exc
-        for path in written:
-            print(f"wrote {path}", file=sys.stderr)
+        files: dict[str, Writer] = {}
+        if training:
+            files |= {
+                "compare.csv": text_file(to_csv(rows)),
+                "compare.md": text_file(table),
+                "runs.csv": text_file(runs_csv(training)),
+                **plot_files(rows),
+            }
+        if downstream:
+            files |= {
+                "downstream.csv": text_file(downstream_csv(downstream)),
+                "downstream.md": text_file(downstream_table),
+                "downstream_runs.csv": text_file(downstream_runs_csv(downstream)),
+                DOWNSTREAM_PLOT: lambda path: downstream_figure(downstream).savefig(path),
+            }
+        write_out_files(out, files)
     return 0
 
 
@@ -222,15 +219,12 @@ def _main_selected(
     table = selected_markdown(groups, ns.by)
     print(table)
     if out is not None:
-        try:
-            written = [
-                write_text(out / "compare.csv", selected_csv(groups, ns.by)),
-                write_text(out / "compare.md", table),
-                write_text(out / "runs.csv", runs_csv(training)),
-            ]
-        except OSError as exc:
-            target = exc.filename or out
-            raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from exc
-        for path in written:
-            print(f"wrote {path}", file=sys.stderr)
+        write_out_files(
+            out,
+            {
+                "compare.csv": text_file(selected_csv(groups, ns.by)),
+                "compare.md": text_file(table),
+                "runs.csv": text_file(runs_csv(training)),
+            },
+        )
     return 0

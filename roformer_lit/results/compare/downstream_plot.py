@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from pathlib import Path
 
 from matplotlib.figure import Figure
 
@@ -79,11 +78,3 @@ def _checkpoint_means(row: DownstreamRow, metric: str) -> list[float]:
         if value is not None:
             groups.setdefault(result.checkpoint_key, []).append(value)
     return [statistics.fmean(g) for g in groups.values()]
-
-
-def save_downstream_plot(rows: Sequence[DownstreamRow], out_dir: str | Path) -> Path:
-    """Write ``downstream.png`` into ``out_dir``; returns its path."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    downstream_figure(rows).savefig(out / PLOT_FILE)
-    return out / PLOT_FILE

@@ -10,7 +10,7 @@ elapsed wall time (since each run's first scalar) of those seeds.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -99,14 +99,21 @@ def val_loss_figure(rows: Sequence[VariantRow], x: Axis = "step") -> Figure:
     return fig
 
 
+def plot_files(rows: Sequence[VariantRow]) -> dict[str, Callable[[Path], None]]:
+    """Each PNG's file name -> the function that draws it at a given path."""
+    return {
+        name: lambda path, axis=axis: val_loss_figure(rows, axis).savefig(path)
+        for axis, name in PLOT_FILES.items()
+    }
+
+
 def save_plots(rows: Sequence[VariantRow], out_dir: str | Path) -> list[Path]:
     """Write both PNGs into ``out_dir``; returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for axis, name in PLOT_FILES.items():
-        fig = val_loss_figure(rows, axis)
-        fig.savefig(out / name)
+    for name, draw in plot_files(rows).items():
+        draw(out / name)
         paths.append(out / name)
     return paths
 
