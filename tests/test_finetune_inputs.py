@@ -148,7 +148,7 @@ FILES: dict[str, tuple[str, str, str | None, str]] = {
         "a.tsv",
         'text\tlabel\nok\t0\n"Hello he said\t1\nworld\t0\n',
         None,
-        ":3: the value of 'text' spans lines",
+        ':3: a quote (") at the start of a value is never closed',
     ),
     "every_text_empty": ("a.csv", "text,label\n,0\n,1\n", None, "every text is empty"),
     "every_text_blank": ("a.jsonl", '{"text": " ", "label": 0}\n', None, "every text is empty"),

@@ -111,6 +111,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     "errors": (0, "foundations"),
     "hook_outputs": (0, "foundations"),
     "safe_input": (0, "foundations"),
+    "csv_records": (0, "foundations"),
     "run_files": (0, "foundations"),
     "tool_arguments": (0, "foundations"),
     "batch": (0, "foundations"),

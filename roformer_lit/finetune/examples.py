@@ -15,22 +15,27 @@ the pair) must be strings (a JSON ``null``, number, object or list is refused, a
 pretraining refuses it), the label a finite number (``3``, ``"3"``, ``3.0``, ``"0.25"``; not
 a boolean; a string of ASCII digits without ``_``) of magnitude below :data:`LABEL_LIMIT`.
 A column or JSON key that is read but named twice (a reader would keep the last), a TSV
-value that spans lines and holds tabs (rows swallowed by an unbalanced quote) and a file
-whose every text is blank are refused too. Every problem names the file and the row.
+value that spans lines and holds tabs (rows swallowed by an unbalanced quote), a quote
+that nothing closes before the end of the file (:mod:`roformer_lit.csv_records`) and a
+file whose every text is blank are refused too. Every problem names the file and the row.
+A quoted text over several lines, one of which reads as an example of its own, is kept
+with a ``note:`` naming the line where its quote opened (a missing closing quote may have
+merged rows into it up to the next quote).
 """
 
 from __future__ import annotations
 
-import csv
 import functools
 import io
 import json
 import os
+import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from roformer_lit.csv_records import ClosedQuotesReader, inner_rows
 from roformer_lit.data.sources import (
     COMPRESSIONS,
     compression_of,
@@ -40,6 +45,7 @@ from roformer_lit.data.sources import (
     open_input,
 )
 from roformer_lit.errors import ConfigError
+from roformer_lit.training.lightning_compat import launch_rank
 
 #: Supported local file endings.
 LOCAL_EXTENSIONS: tuple[str, ...] = tuple(
@@ -77,9 +83,26 @@ def _text_lines(lines: Iterable[str], path: Path) -> Iterator[str]:
         yield line
 
 
-def _rows(path: Path, fields: Collection[str]) -> Iterator[tuple[int, Mapping[Any, Any]]]:
-    """(line number, row) of a CSV / TSV / JSONL file (possibly compressed); a column or
-    key of ``fields`` given twice in the header or an object is refused."""
+#: (line number, the values read from it alone) of a line inside a record's quoted text.
+InnerRow = tuple[int, Mapping[str, str]]
+
+
+class _Record(NamedTuple):
+    """A record of a task file: the lines it was read from (first, last), its row, and the
+    lines inside its text that read as rows of their own
+    (:func:`~roformer_lit.csv_records.inner_rows`; none in a JSONL file)."""
+
+    first: int
+    last: int
+    row: Mapping[Any, Any]
+    inner: list[InnerRow]
+
+
+def _rows(path: Path, fields: Collection[str]) -> Iterator[_Record]:
+    """The records of a CSV / TSV / JSONL file (possibly compressed); a column or key of
+    ``fields`` given twice in the header or an object, and a quote that nothing closes
+    before the end of the file (:func:`~roformer_lit.csv_records.check_closed`), are
+    refused."""
     unique_object = functools.partial(_unique_object, fields=fields)
     compression = compression_of(path)
     name = path.name.lower().removesuffix(compression)
@@ -104,16 +127,20 @@ def _rows(path: Path, fields: Collection[str]) -> Iterator[tuple[int, Mapping[An
                     raise ConfigError(
                         f"{path}:{number}: not a JSON object (got {type(row).__name__})"
                     )
-                yield number, row
+                yield _Record(number, number, row, [])
             return
-        reader = csv.DictReader(text, delimiter="\t" if name.endswith(".tsv") else ",")
-        _check_unique(reader.fieldnames or [], fields, f"{path}:1", "the header names column")
-        start = reader.line_num + 1  # where the next record begins
+        delimiter = "\t" if name.endswith(".tsv") else ","
+        reader = ClosedQuotesReader(text, str(path), delimiter=delimiter)
+        header = reader.fieldnames or []
+        _check_unique(header, fields, f"{path}:1", "the header names column")
+        reader.lines.take()
         for row in reader:
+            taken = reader.lines.take()
             if name.endswith(".tsv"):
-                _check_not_swallowed(row, f"{path}:{start}")
-            yield reader.line_num, row
-            start = reader.line_num + 1
+                _check_not_swallowed(row, f"{path}:{taken[0][0]}")
+            inner = inner_rows(taken, delimiter, len(header))
+            rows = [(n, dict(zip(header, v, strict=True))) for n, v in inner]
+            yield _Record(taken[0][0], reader.line_num, row, rows)
 
 
 def _check_not_swallowed(row: Mapping[Any, Any], where: str) -> None:
@@ -240,13 +267,43 @@ def read_local(
     named = {f for f in fields if f is not None}
     for path in paths:
         count = 0
-        for number, row in guarded(f"task file {path}", _rows(path, named)):
-            examples.append(example_from_record(row, *fields, f"{path}:{number}"))
+        swallowed: list[tuple[_Record, InnerRow]] = []
+        for record in guarded(f"task file {path}", _rows(path, named)):
+            examples.append(example_from_record(record.row, *fields, f"{path}:{record.last}"))
             count += 1
+            swallowed += [(record, i) for i in record.inner if _is_example(i[1], fields)]
         if count == 0:
             raise ConfigError(f"{path} holds no examples (an empty file, or a header only)")
         _check_some_text(examples[-count:], path, text_field, text_pair_field)
+        if swallowed and launch_rank() in (None, 0):
+            print(_swallowed_note(path, swallowed), file=sys.stderr, flush=True)
     return examples
+
+
+def _is_example(row: Mapping[str, str], fields: tuple[str, str | None, str]) -> bool:
+    """Whether ``row`` passes :func:`example_from_record`."""
+    try:
+        example_from_record(row, *fields, "")
+    except ConfigError:
+        return False
+    return True
+
+
+def _swallowed_note(path: Path, swallowed: Sequence[tuple[_Record, InnerRow]]) -> str:
+    """The ``note:`` for rows likely swallowed into a quoted text: (a record read over
+    several lines, a line inside its text that reads as an example of its own), the first
+    named. Not refused: a quoted text may hold such a line."""
+    record, (line, row) = swallowed[0]
+    key = next((k for k, v in record.row.items() if isinstance(v, str) and "\n" in v), None)
+    more = len({r.first for r, _ in swallowed}) - 1
+    others = f" ({more} more such row(s) in the file)" if more else ""
+    return (
+        f"note: {path}:{record.first}: the quoted value of {key!r} that opens here runs to "
+        f"line {record.last}, and line {line} inside it ({_show(','.join(row.values()))}) "
+        f'reads as an example of its own: if a closing quote (") is missing on line '
+        f"{record.first}, the rows up to line {record.last} were read as one text{others}; "
+        "check the file"
+    )
 
 
 def _check_some_text(

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roformer_lit.csv_records import ClosedQuotesReader
 from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import plain
 from roformer_lit.results.compare.aggregate import METRICS, once_per_seed
@@ -270,7 +271,7 @@ def read_report(path: Path, report: Report = warn) -> list[dict[str, str]]:
     rows of two evaluations: :func:`reported` would keep whichever came last)."""
     try:
         with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
+            reader = ClosedQuotesReader(handle, f"compare: --report {path}")
             columns = set(reader.fieldnames or ())
             rows = list(reader)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from roformer_lit.csv_records import ClosedQuotesReader
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.extrapolate_columns import SPLIT_COLUMN
 
@@ -56,7 +57,7 @@ def csv_rows(
     validation text), a row whose :data:`SPLIT_COLUMN` says another split is refused (the
     study would report numbers of sequences it does not say); a file without the column,
     written before ``extrapolate`` recorded it, is read as that split."""
-    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    reader = ClosedQuotesReader(io.StringIO(read_text(path), newline=""), str(path))
     try:
         header = reader.fieldnames or []
         missing = [name for name in columns if name not in header]
