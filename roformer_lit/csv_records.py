@@ -32,14 +32,14 @@ _EMPTY_LINES = ("", "\n", "\r", "\r\n")
 
 
 class RecordLines:
-    """The lines of a CSV/TSV text as a ``csv`` reader takes them, numbered from 1, with
-    those each record was read from (:meth:`take`) and whether the reader asked for a
-    line past the last (:attr:`ended`)."""
+    """The lines of a CSV/TSV text as a ``csv`` reader takes them, numbered from ``first``
+    (the text's line in its file), with those each record was read from (:meth:`take`)
+    and whether the reader asked for a line past the last (:attr:`ended`)."""
 
-    def __init__(self, lines: Iterable[str]) -> None:
+    def __init__(self, lines: Iterable[str], first: int = 1) -> None:
         self._lines = iter(lines)
         self._taken: list[tuple[int, str]] = []
-        self.number = 0
+        self.number = first - 1
         self.ended = False
 
     def __iter__(self) -> Iterator[str]:
@@ -108,11 +108,12 @@ def inner_rows(
 
 class ClosedQuotesReader(csv.DictReader):
     """A ``csv.DictReader`` over ``lines`` that refuses a quote nothing closes
-    (:func:`check_closed`, the header included); ``where`` names the file in the refusal.
-    Its :attr:`lines` give each record's lines (:meth:`RecordLines.take`)."""
+    (:func:`check_closed`, the header included); ``where`` names the file in the refusal,
+    ``first`` the file's line ``lines`` start on. Its :attr:`lines` give each record's
+    lines (:meth:`RecordLines.take`)."""
 
-    def __init__(self, lines: Iterable[str], where: str, **options: Any) -> None:
-        self.lines = RecordLines(lines)
+    def __init__(self, lines: Iterable[str], where: str, first: int = 1, **options: Any) -> None:
+        self.lines = RecordLines(lines, first)
         self.where = where
         self._header_checked = False
         super().__init__(self.lines, **options)

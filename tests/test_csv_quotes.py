@@ -17,6 +17,8 @@ import pytest
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.examples import read_local
 from roformer_lit.results.compare.select import read_report
+from roformer_lit.results.study import quickstart
+from roformer_lit.results.study.places import PLACES, read_from
 from roformer_lit.results.study.reading import csv_rows
 
 
@@ -30,6 +32,16 @@ def _report(path: Path) -> object:
 
 def _study(path: Path) -> object:
     return list(csv_rows(path, {"path": str, "val_acc": float}))
+
+
+def _quickstart(path: Path) -> object:
+    """The quick start's curve file (its CSV starts on line 2, after a comment line)."""
+    before = (PLACES.bench, PLACES.pages)
+    read_from(path.parent, path.parent)
+    try:
+        return quickstart.curves()
+    finally:
+        read_from(*before)
 
 
 #: case -> (reader, file name, content, line the quote opened on)
@@ -53,6 +65,12 @@ UNCLOSED: dict[str, tuple[Callable[[Path], object], str, str, int]] = {
         "s.csv",
         'val_acc,path\n0.5,runs/a\n0.6,"runs/b\n0.7,runs/c\n',
         3,
+    ),
+    "study_quickstart_curves": (
+        _quickstart,
+        quickstart.CURVES_RAW,
+        '# cpu; torch 9; cmd\nseed,step,val_loss,val_acc\n0,49,6.8,0.03\n0,299,5.1,"0.2\n',
+        4,
     ),
 }
 

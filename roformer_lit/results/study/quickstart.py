@@ -15,11 +15,11 @@ over the seeds at :data:`CURVE_STEPS`, and its final mean beside the first machi
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 import statistics
 
+from roformer_lit.csv_records import ClosedQuotesReader
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.study.mlm import MLM_RAW, POSITION_LR_RAW, SEEDS, mlm_losses
 from roformer_lit.results.study.places import bench_file, cached
@@ -79,7 +79,9 @@ def curves() -> tuple[str, str, dict[int, dict[int, tuple[float, float]]]]:
     if header is None or date is None:
         raise ConfigError(f"{path}: line 1 names no CPU ('# <cpu>; torch <version>; <command>')")
     found: dict[int, dict[int, tuple[float, float]]] = {}
-    for number, row in enumerate(csv.DictReader(io.StringIO(body)), start=2):
+    for number, row in enumerate(
+        ClosedQuotesReader(io.StringIO(body, newline=""), str(path), first=2), start=2
+    ):
         try:
             seed, done = int(row["seed"]), int(row["step"]) + 1
             found.setdefault(done, {})[seed] = (float(row["val_loss"]), float(row["val_acc"]))
