@@ -9,9 +9,13 @@ Nor does one state a result: the probe configs typed scores no raw output holds 
 only the study page states from one (``rope val/acc 1.00 by step 1500 (0.91 at 1000)``,
 ``rope stayed at 0.21-0.33 ... in sixteen configurations``, ``t5 reaches val/acc 1.000``,
 ``from 0.995 to 0.825``); each now points to the page. A score is a number in [0, 1] with two
-or more decimals; a setting written in a comment (``--only model.learning_rate=0.01``,
-``data.probe_hint 0.25``, ``min_lr_ratio: 0.06``: a dotted or underscored key and its
-value), a p-value (``p = 0.002``) or an angle (``<= 0.032 rad``) is not one."""
+or more decimals, or any other decimal or percentage within two words of a word that names
+a result (``reaches 0.9``, ``93 % accuracy``, ``val/loss 4.7``: :data:`RESULT_WORD`); a
+setting written in a comment (``--only model.learning_rate=0.01``, ``data.probe_hint
+0.25``, ``min_lr_ratio: 0.06``: a dotted or underscored key and its value), a proportion
+that sets up a run (``30 % masking``, ``10 % warmup``, ``42 % of one epoch``, ``0.15
+masking rate``, ``lr 1e-3``), a p-value (``p = 0.002``) or an angle (``<= 0.032 rad``) is
+not one."""
 
 from __future__ import annotations
 
@@ -29,10 +33,17 @@ DURATION = re.compile(
 )
 
 
+#: A number that sets up a run rather than reports one: after a setting's word (``lr
+#: 0.01``, ``dropout 0.10``, ``mask 0.15``) or before what it is a share of (``0.15 of the
+#: tokens``, ``0.15 masking rate``, ``30 % masking``, ``10 % warmup``).
+_SETUP_BEFORE = r"(?<!lr )(?<!rate )(?<!ratio )(?<!mask )(?<!masking )(?<!dropout )(?<!hint )"
+_SETUP_AFTER = r"(?!\s?%?\s?(?:of\b|mask|warm))"
+
 #: A score: ``0.19``, ``1.000``, ``0.21-0.33``; not after ``=`` or ``p =``, not before a unit.
 SCORE = re.compile(
-    r"(?<![=\w.])(?<!p = )(?<!p < )"
+    rf"(?<![=\w.])(?<!p = )(?<!p < ){_SETUP_BEFORE}"
     r"(?>(?:0\.\d{2,}|1\.0{2,})(?:\s?[-–]\s?\d+\.\d+)?)(?!\d|\.\d|\s?(?:rad|°|x\b|×))"
+    + _SETUP_AFTER
 )
 
 #: A setting named in a comment, ``model.learning_rate=0.01``, ``data.probe_hint 0.25``,
@@ -40,9 +51,32 @@ SCORE = re.compile(
 SETTING = re.compile(r"(?:--)?[a-z]\w*(?:[._]\w+)+\s?[:=]?\s?-?\d[\d.e+-]*")
 
 
+#: A word naming a result: a metric (``val/acc``, ``accuracy``, ``loss``, ``perplexity``,
+#: ``F1``, ``exact match`` ...) or what a run does to one (``reaches``, ``scores``).
+RESULT_WORD = (
+    r"(?:val/\w+|acc(?:uracy)?|loss(?:es)?|perplexit(?:y|ies)|ppl|scor(?:es?|ed|ing)|f1|mcc"
+    r"|exact(?:[\s-]match)?|reach(?:es|ed|ing)?|achiev(?:es|ed|ing))"
+)
+#: A decimal (``0.9``, ``4.7``; not ``1.0e-3``) or a percentage (``93%``, ``93 %``), not a
+#: p-value, nor a proportion that sets up a run (``30 % masking``, ``42 % of one epoch``).
+_RESULT_NUMBER = (
+    rf"(?<![\w.])(?<!p = )(?<!p < )(?<!p=)(?<!p<){_SETUP_BEFORE}"
+    rf"(?:\d+(?:\.\d+)?\s?%|\d*\.\d+(?![\d.]|e[-+]?\d)){_SETUP_AFTER}"
+)
+#: At most two words between, within one clause (no ``,;()`` and no sentence's end).
+_GAP = r"(?:\s+[^\s,;()]+){0,2}?\s+"
+#: A number beside a word naming a result: ``reaches 0.9``, ``93 % accuracy``.
+WORDED_SCORE = re.compile(
+    rf"\b{RESULT_WORD}\b:?{_GAP}{_RESULT_NUMBER}|{_RESULT_NUMBER}{_GAP}{RESULT_WORD}\b",
+    re.IGNORECASE,
+)
+
+
 def typed_score(text: str) -> str | None:
-    """The first score stated in ``text`` outside a named setting, or None."""
-    found = SCORE.search(SETTING.sub("", text))
+    """The first score stated in ``text`` outside a named setting (:data:`SCORE`, or a
+    number beside a word naming a result: :data:`WORDED_SCORE`), or None."""
+    plain = SETTING.sub("", text)
+    found = SCORE.search(plain) or WORDED_SCORE.search(plain)
     return None if found is None else found[0]
 
 
@@ -90,6 +124,32 @@ def test_no_config_comment_states_a_duration(path) -> None:
         ("# the lowest quarter turns <= 0.032 rad over 0.57-1.01 rad\n", False),
         ("# data.probe_hint 0.25 and model.min_lr_ratio: 0.06 (of the peak)\n", False),
         ("learning_rate: 1.0e-3\nmin_lr_ratio: 0.1  # of the peak\n", False),
+        # one decimal, or a percentage, beside a word naming a result
+        ("# rope reaches 0.9 by step 1500\n", True),
+        ("# 93% accuracy on copy\n", True),
+        ("# nope stays at 93 % accuracy\n", True),
+        ("# val/acc 0.9 at step 1000\n", True),
+        ("# an accuracy of 0.8 after\n# 600 steps\n", True),
+        ("# reaches val/loss 4.7\n", True),
+        ("# the loss falls to 4.7\n", True),
+        ("# exact-match 0.8 on copy\n", True),
+        ("# scores 85.2 % on the offline task\n", True),
+        ("# perplexity 110.5 at the end\n", True),
+        # settings and proportions beside no result word, or set apart from one
+        ("# GLUE-sane (lr 4e-5, batch 32, 5 epochs, length 128, 10 % warmup)\n", False),
+        ("# symmetric ALiBi in every layer, and 30 % masking, at a laptop's size\n", False),
+        ("# 150 steps (4,800 examples, 42 % of one epoch)\n", False),
+        ("# mask 0.15 of the tokens; the loss is on those\n", False),
+        ("# a 0.15 masking rate\n", False),
+        ("# lr 0.01 for the head, dropout 0.10, ratio 0.06\n", False),
+        ("# the loss is cross-entropy over 15 % of tokens\n", False),
+        ("# learning rate 1.0e-3 reaches the plateau sooner\n", False),
+        ("# training hint 0.5, 4,000 steps\n", False),
+        ("# turn 9.1-16.2 rad by n = 256\n", False),
+        ("# val/acc is logged. 0.5 of the pairs are hinted\n", False),
+        ("# the sign-flip test can reach p = 0.002 with five seeds\n", False),
+        ("# val/acc, 0.5 hint\n", False),
+        ("# reaches step 1500\n", False),
     ],
 )
 def test_the_pattern_finds_a_score_and_only_one(text, found) -> None:
