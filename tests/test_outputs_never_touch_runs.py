@@ -190,35 +190,49 @@ def test_extrapolate_says_which_existing_file_it_replaces(
         assert option in line and str(paths[option]) in line and "replaced" in line, line
 
 
-#: (extra compare options, the files already in ``--out`` before it runs); the ``note:``
-#: must name exactly those of them the comparison writes.
+#: (extra compare options, the files already in ``--out`` before it runs, those of them an
+#: earlier comparison wrote that this one does not); the first ``note:`` must name exactly
+#: those of them the comparison writes, the second those it leaves.
 COMPARE_OUT_CASES = [
-    ((), ()),
-    ((), ("compare.csv",)),
-    ((), ("compare.md", "val_loss_vs_time.png", "mine.txt")),
-    ((), ("downstream.csv", "mine.txt")),  # files this comparison does not write: no note
-    (("--select", "learning_rate", "--by", "val_acc"), ("runs.csv", "val_loss_vs_step.png")),
+    ((), (), ()),
+    ((), ("compare.csv",), ()),
+    ((), ("compare.md", "val_loss_vs_time.png", "mine.txt"), ()),
+    ((), ("downstream.csv", "mine.txt"), ("downstream.csv",)),
+    (
+        ("--select", "learning_rate", "--by", "val_acc"),
+        ("runs.csv", "val_loss_vs_step.png"),
+        ("val_loss_vs_step.png",),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("options", "existing"), COMPARE_OUT_CASES)
-def test_compare_says_which_existing_files_it_replaces(run, tmp_path, capsys, options, existing):
+@pytest.mark.parametrize(("options", "existing", "left"), COMPARE_OUT_CASES)
+def test_compare_says_which_existing_files_it_replaces(
+    run, tmp_path, capsys, options, existing, left
+):
     """``compare --out DIR`` replaced an earlier comparison's tables and plots without a
-    word: now one ``note:`` line, before the first file is written, names those it
-    replaces (and nothing is said where it replaces none)."""
+    word, and left those it does not write (a ``--select``'s plots, the fine-tunes' tables)
+    beside its own as if of the same runs: now, before the first file is written, one
+    ``note:`` line names those it replaces and one those it leaves (none where there are
+    none)."""
     for name in existing:
         (tmp_path / name).write_text("earlier\n", encoding="utf-8")
     capsys.readouterr()
     assert main(["compare", str(run.parent), "--out", str(tmp_path), *options]) == 0
     err = capsys.readouterr().err.splitlines()
     wrote = [line.removeprefix("wrote ") for line in err if line.startswith("wrote ")]
+    first_write = err.index(f"wrote {wrote[0]}")
     replaced = [str(tmp_path / name) for name in existing if str(tmp_path / name) in wrote]
     notes = [i for i, line in enumerate(err) if line.startswith("note: --out")]
-    if not replaced:
-        assert notes == [], err
-        return
-    assert len(notes) == 1, err
-    line = err[notes[0]]
-    assert "replaced" in line and notes[0] < err.index(f"wrote {wrote[0]}"), err
-    named = line.removeprefix("note: --out ").split(" exist")[0].split(", ")
-    assert named == replaced, line
+    replacing = [i for i in notes if err[i].endswith("will be replaced")]
+    leaving = [i for i in notes if err[i].endswith("left as they were")]
+    assert len(notes) == len(replacing) + len(leaving) == bool(replaced) + bool(left), err
+    assert all(i < first_write for i in notes), err
+    if replaced:
+        named = err[replacing[0]].removeprefix("note: --out ").split(" exist")[0].split(", ")
+        assert named == replaced, err
+    if left:
+        named = err[leaving[0]].split(" also holds ")[1].split(" from ")[0].split(", ")
+        assert named == list(left), err
+    for name in left:
+        assert (tmp_path / name).read_text(encoding="utf-8") == "earlier\n"

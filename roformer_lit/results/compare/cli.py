@@ -22,7 +22,7 @@ from roformer_lit.results.compare.downstream_table import runs_csv as downstream
 from roformer_lit.results.compare.downstream_table import to_csv as downstream_csv
 from roformer_lit.results.compare.downstream_table import to_markdown as downstream_markdown
 from roformer_lit.results.compare.out_files import Writer, text_file, write_out_files
-from roformer_lit.results.compare.plots import plot_files
+from roformer_lit.results.compare.plots import PLOT_FILES, plot_files
 from roformer_lit.results.compare.select import read_report, reported, select, selection_metric
 from roformer_lit.results.compare.select import to_csv as selected_csv
 from roformer_lit.results.compare.select import to_markdown as selected_markdown
@@ -44,8 +44,8 @@ identity>) where the same settings named files whose content differed (one note 
 so). Damaged runs are tabled from what can be read (a note column says what is
 missing) or skipped, with one warning line each. With --out DIR, also write compare.csv
 (mean and std columns), compare.md, runs.csv (one row per run), val_loss_vs_step.png and
-val_loss_vs_time.png into DIR; one note line first names the files DIR held that are
-replaced.
+val_loss_vs_time.png into DIR; note lines first name the files DIR held that are
+replaced, and those of an earlier comparison that this one leaves as they were.
 
 Fine-tune runs (python -m roformer_lit finetune) get their own table: one row per task and
 pretraining variant (the pretrained runs' position-attention and differing hyperparameters,
@@ -113,14 +113,16 @@ def log_directories(arguments: Sequence[str]) -> list[Path]:
     return directories
 
 
-#: The files ``--out`` may receive (plots aside, named after their metric).
+#: Every file ``--out`` may receive.
 OUT_FILES = (
     "compare.csv",
     "compare.md",
     "runs.csv",
+    *PLOT_FILES.values(),
     "downstream.csv",
     "downstream.md",
     "downstream_runs.csv",
+    DOWNSTREAM_PLOT,
 )
 
 
@@ -195,7 +197,7 @@ def main(args: Sequence[str]) -> int:
                 "downstream_runs.csv": text_file(downstream_runs_csv(downstream)),
                 DOWNSTREAM_PLOT: lambda path: downstream_figure(downstream).savefig(path),
             }
-        write_out_files(out, files)
+        write_out_files(out, files, OUT_FILES)
     return 0
 
 
@@ -226,5 +228,6 @@ def _main_selected(
                 "compare.md": text_file(table),
                 "runs.csv": text_file(runs_csv(training)),
             },
+            OUT_FILES,
         )
     return 0
