@@ -4,6 +4,7 @@
 * :mod:`.examples` -- reading a task's labelled examples;
 * :mod:`.encoding` -- token ids with ``[CLS]``/``[SEP]``, dynamic padding;
 * :mod:`.pretrained` -- the encoder and tokenizer of a ``fit`` checkpoint;
+* :mod:`.encoder_record` -- a fine-tuned checkpoint's record of that encoder, checked on load;
 * :mod:`.metrics` -- the tasks' metrics (torchmetrics);
 * :mod:`.datamodule` -- :class:`TaskDataModule`;
 * :mod:`.module` -- :class:`SequenceClassifier`;

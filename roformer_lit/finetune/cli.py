@@ -31,7 +31,13 @@ errors). What differs:
   content differs from the run's); the checkpoint's pretrained run must still be
   readable (its tokenizer and encoder settings: ``model.pretrained`` is the recorded one
   unless typed, and a typed one must be the run's: its tokenizer, encoder settings and
-  weight shapes, :func:`~roformer_lit.finetune.pretrained.check_validated_pretrained`).
+  weight shapes, :func:`~roformer_lit.finetune.pretrained.check_validated_pretrained`);
+* a fine-tuning checkpoint records the encoder it was fine-tuned from (its architecture
+  record and digest), and ``validate`` and a resume refuse, before anything is built or
+  written, a ``model.pretrained`` that builds another encoder (one line naming each
+  differing field: :func:`~roformer_lit.finetune.encoder_record.check_encoder_record`),
+  whether or not the recorded pretrained file is still there; a checkpoint written before
+  the record loads as before.
 """
 
 from __future__ import annotations
@@ -56,11 +62,13 @@ from roformer_lit.commands.pretrain import (
 from roformer_lit.commands.seed_line import say_seed
 from roformer_lit.errors import ConfigError, refused_settings
 from roformer_lit.finetune.datamodule import TaskDataModule, task_files_problem
+from roformer_lit.finetune.encoder_record import check_encoder_record
 from roformer_lit.finetune.module import SequenceClassifier
 from roformer_lit.finetune.prelaunch import check_classifier_settings, check_finetune_config
 from roformer_lit.finetune.pretrained import (
     check_resumed_pretrained,
     check_validated_pretrained,
+    encoder_config,
     pretrained_refusal,
     read_pretrained,
 )
@@ -142,6 +150,10 @@ class FinetuneCLI(RoformerCLI):
             check_validated_pretrained(ckpt, checkpoint, named)  # a typed one: the run's
         else:  # the run's own pretrained checkpoint, then the table and the finished-run check
             check_resumed_pretrained(ckpt, hparams.get("pretrained"), config.model.pretrained)
+        named = self.config[subcommand].model.pretrained
+        if named is not None:  # the encoder it builds is the one the checkpoint records
+            given = encoder_config(read_pretrained(named))
+            check_encoder_record(checkpoint, given, ckpt, named, training=subcommand == "fit")
         asked = self.config[subcommand].data.task
         self.take_checkpoint_settings(subcommand, str(ckpt), checkpoint)
         self._check_task_files(subcommand, str(ckpt), asked)

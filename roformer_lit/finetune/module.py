@@ -32,8 +32,9 @@ from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor, nn
 from torchmetrics import MeanMetric
 
+from roformer_lit.finetune.encoder_record import check_encoder_record, write_encoder_record
 from roformer_lit.finetune.metrics import make_metrics
-from roformer_lit.finetune.pretrained import check_resumed_pretrained, load_encoder
+from roformer_lit.finetune.pretrained import check_resumed_pretrained, load_pretrained_encoder
 from roformer_lit.finetune.tasks import get_task, metrics_for, val_suffixes
 from roformer_lit.training.lifecycle import OptimizerSettings, RunModule
 from roformer_lit.validation import (
@@ -111,7 +112,7 @@ class SequenceClassifier(RunModule):
         arguments = {k: v for k, v in locals().items() if k in CLASSIFIER_RULES}
         check_arguments(arguments, CLASSIFIER_RULES, "model.")
         self.save_hyperparameters()
-        self.encoder = load_encoder(pretrained, dropout)
+        self.encoder, self.pretrained_config = load_pretrained_encoder(pretrained, dropout)
         hidden = self.encoder.word_embeddings.embedding_dim
         self.dropout = nn.Dropout(classifier_dropout)
         self.classifier = nn.Linear(hidden, num_labels)
@@ -176,11 +177,24 @@ class SequenceClassifier(RunModule):
     def warmup_steps(self, total: int) -> int:
         return int(self.hparams.warmup_ratio * total)
 
+    def save_run_state(self, checkpoint: dict[str, Any]) -> None:
+        """Record the pretrained encoder's architecture and its digest
+        (:func:`write_encoder_record`): the checkpoint says what it was fine-tuned from."""
+        write_encoder_record(checkpoint, self.pretrained_config)
+
     def load_run_state(self, checkpoint: Mapping[str, Any]) -> None:
-        """Resuming (``fit``) refuses a checkpoint fine-tuned from another pretrained run
-        than ``pretrained`` (:func:`check_resumed_pretrained`; the CLI checks it before
-        anything is built, this covers ``Trainer.fit(ckpt_path=...)``)."""
+        """Every load of a fine-tuned checkpoint (resume, ``validate``,
+        ``load_from_checkpoint``) refuses one fine-tuned from another encoder than the one
+        built from ``pretrained`` (:func:`check_encoder_record`; the dropouts count only
+        when resuming); resuming (``fit``) also refuses another pretrained checkpoint than
+        the recorded one (:func:`check_resumed_pretrained`). The CLI checks both before
+        anything is built; this covers ``Trainer`` and the Python API."""
         trainer = self._trainer
-        if trainer is not None and trainer.state.fn == TrainerFn.FITTING:
+        fitting = trainer is not None and trainer.state.fn == TrainerFn.FITTING
+        ckpt = getattr(trainer, "ckpt_path", None) or "(the one being loaded)"
+        if fitting:
             recorded = (checkpoint.get("hyper_parameters") or {}).get("pretrained")
-            check_resumed_pretrained(trainer.ckpt_path, recorded, self.hparams.pretrained)
+            check_resumed_pretrained(ckpt, recorded, self.hparams.pretrained)
+        check_encoder_record(
+            checkpoint, self.pretrained_config, ckpt, self.hparams.pretrained, training=fitting
+        )

@@ -30,6 +30,7 @@ from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder
 from roformer_lit.safe_input import check_readable_file
+from roformer_lit.training.architecture_digest import ENCODER_RECORD_KEY
 from roformer_lit.training.checkpoint_io import (
     PRETRAINING,
     check_architecture_record,
@@ -98,7 +99,18 @@ def encoder_config(checkpoint: dict[str, Any], dropout: float | None = None) -> 
 
 def load_encoder(path: str | Path, dropout: float | None = None) -> Encoder:
     """The pretrained encoder of the checkpoint at ``path``, weights loaded."""
+    return load_pretrained_encoder(path, dropout)[0]
+
+
+def load_pretrained_encoder(
+    path: str | Path, dropout: float | None = None
+) -> tuple[Encoder, EncoderConfig]:
+    """The pretrained encoder of the checkpoint at ``path``, weights loaded, and the
+    checkpoint's own architecture (before ``dropout`` replaces its hidden dropout): what a
+    fine-tuned checkpoint records it was fine-tuned from
+    (:mod:`~roformer_lit.finetune.encoder_record`)."""
     checkpoint = read_pretrained(path)
+    config = encoder_config(checkpoint)
     encoder = Encoder(encoder_config(checkpoint, dropout))
     prefix = "encoder."
     weights = {
@@ -113,7 +125,7 @@ def load_encoder(path: str | Path, dropout: float | None = None) -> Encoder:
         raise ConfigError(
             f"model.pretrained: {path} does not fit its own encoder: {detail}"
         ) from None
-    return encoder
+    return encoder, config
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
@@ -215,9 +227,12 @@ def check_validated_pretrained(ckpt: Any, checkpoint: dict[str, Any], named: Any
     checkpoint ``ckpt`` records (the run's pretrained checkpoint found elsewhere) builds the
     classifier and tokenizes the task, so it must be the run's: the tokenizer the fine-tune
     stored (another reads every text as other token ids), the recorded checkpoint's
-    encoder settings where that one is still readable (another scheme or kernel computes
-    something else with the same weights), and the fine-tuned encoder's weight names and
-    shapes. One line naming both otherwise; nothing to check for the recorded one."""
+    encoder settings where that one is still readable and the fine-tuned checkpoint has no
+    record of them (another scheme or kernel computes something else with the same
+    weights; a record is compared by
+    :func:`~roformer_lit.finetune.encoder_record.check_encoder_record`, whatever the path),
+    and the fine-tuned encoder's weight names and shapes. One line naming both otherwise;
+    nothing to check for the recorded one."""
     recorded = (checkpoint.get("hyper_parameters") or {}).get("pretrained")
     if named is None or (recorded is not None and _same_file(recorded, named)):
         return
@@ -226,7 +241,11 @@ def check_validated_pretrained(ckpt: Any, checkpoint: dict[str, Any], named: Any
     stored = stored_tokenizer_json(checkpoint)
     if stored is not None and stored_tokenizer_json(given) != stored:
         problem = "its tokenizer is not the one the fine-tune used (other token ids)"
-    elif recorded is not None and Path(str(recorded)).expanduser().is_file():
+    elif (  # a checkpoint with its encoder's record is compared with that instead
+        ENCODER_RECORD_KEY not in checkpoint
+        and recorded is not None
+        and Path(str(recorded)).expanduser().is_file()
+    ):
         ran, now = _architecture(read_pretrained(recorded)), _architecture(given)
         changed = [k for k in ran if ran[k] != now.get(k)]
         if changed:

@@ -12,6 +12,11 @@ default, serialised with sorted keys). The one reader of checkpoints
 ``hyper_parameters`` it read and refuses a mismatch in one line (:func:`check_digest`),
 before anything is built. A checkpoint written before the digest (none recorded) is read
 as before.
+
+A fine-tuning checkpoint holds the same record of the encoder it was fine-tuned from
+(:data:`ENCODER_RECORD_KEY`, sealed by :data:`ENCODER_DIGEST_KEY`, the pretrained
+checkpoint's own :data:`DIGEST_KEY`), so what it was fine-tuned from is known after that
+file is gone; :func:`check_encoder_digest` refuses an edit of it the same way.
 """
 
 from __future__ import annotations
@@ -31,6 +36,10 @@ DIGEST_KEY = "architecture_digest"
 _ALGORITHM = "sha256"
 #: What a recorded digest is: ``sha256:`` and 64 hexadecimal digits.
 DIGEST_FORM = re.compile(rf"{_ALGORITHM}:[0-9a-f]{{64}}")
+#: The checkpoint key of a fine-tune's pretrained encoder: its :func:`architecture_record`.
+ENCODER_RECORD_KEY = "encoder_architecture"
+#: The checkpoint key of that record's digest (the pretrained checkpoint's :data:`DIGEST_KEY`).
+ENCODER_DIGEST_KEY = "encoder_architecture_digest"
 
 
 def architecture_record(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -79,4 +88,23 @@ def check_digest(checkpoint: Mapping[str, Any], path: Any) -> None:
         f"not match what was saved with it ({DIGEST_KEY}): it was edited after it was "
         "written, and would load as another model than its weights trained; use a "
         "checkpoint as fit wrote it"
+    )
+
+
+def check_encoder_digest(checkpoint: Mapping[str, Any], path: Any) -> None:
+    """Refuse, in one ConfigError line naming the checkpoint, one whose recorded encoder
+    architecture (:data:`ENCODER_RECORD_KEY`, a fine-tune's) is not the one its
+    :data:`ENCODER_DIGEST_KEY` was written for, or holds one of the two without the other;
+    nothing where it records neither (a pretraining checkpoint, or a fine-tune written
+    before them)."""
+    record = checkpoint.get(ENCODER_RECORD_KEY)
+    recorded = checkpoint.get(ENCODER_DIGEST_KEY)
+    if record is None and recorded is None:
+        return
+    if isinstance(record, Mapping) and record_digest(record) == recorded:
+        return
+    raise ConfigError(
+        f"checkpoint {path} is damaged: its record of the encoder it was fine-tuned from "
+        f"({ENCODER_RECORD_KEY}) does not match what was saved with it ({ENCODER_DIGEST_KEY}): "
+        "it was edited after it was written; use a checkpoint as finetune wrote it"
     )

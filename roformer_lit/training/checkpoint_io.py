@@ -40,7 +40,14 @@ from roformer_lit.component_origins import check_recorded_components
 from roformer_lit.encoder_config import model_settings, unknown_settings
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.safe_input import check_readable_file
-from roformer_lit.training.architecture_digest import DIGEST_KEY, check_digest, is_digest
+from roformer_lit.training.architecture_digest import (
+    DIGEST_KEY,
+    ENCODER_DIGEST_KEY,
+    ENCODER_RECORD_KEY,
+    check_digest,
+    check_encoder_digest,
+    is_digest,
+)
 from roformer_lit.training.lightning_compat import epochs_trained
 from roformer_lit.training.settings_digest import SETTINGS_DIGEST_KEY, check_settings_digest
 from roformer_lit.validation import check_training_arguments
@@ -264,6 +271,8 @@ RECORDS: tuple[tuple[str, Any, str], ...] = (
     (SCHEDULE_STEPS_KEY, lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
     (DIGEST_KEY, is_digest, "'sha256:' and 64 hexadecimal digits"),
     (SETTINGS_DIGEST_KEY, is_digest, "'sha256:' and 64 hexadecimal digits"),
+    (ENCODER_RECORD_KEY, lambda v: isinstance(v, Mapping), "a mapping of settings"),
+    (ENCODER_DIGEST_KEY, is_digest, "'sha256:' and 64 hexadecimal digits"),
 )
 
 #: The architecture settings every version of ``fit`` saved in ``hyper_parameters``: a
@@ -355,6 +364,7 @@ def read_checkpoint(
     types they are written in (:func:`check_records`), and its architecture record and
     training settings the ones it was saved with
     (:func:`~roformer_lit.training.architecture_digest.check_digest`,
+    :func:`~roformer_lit.training.architecture_digest.check_encoder_digest`,
     :func:`~roformer_lit.training.settings_digest.check_settings_digest`). Given ``kind``
     (``"pretraining"`` or ``"fine-tuning"``, :func:`checkpoint_kind`), a checkpoint of the
     other kind is refused with one line saying which command reads it.
@@ -391,6 +401,7 @@ def read_checkpoint(
         raise ConfigError(f"{path} is not a roformer_lit checkpoint (it has no state_dict)")
     check_records(checkpoint, path)
     check_digest(checkpoint, path)  # its architecture record as it was saved
+    check_encoder_digest(checkpoint, path)  # a fine-tune's record of its encoder, the same
     check_recorded_components(checkpoint, path)  # its schemes are, here, the ones it trained
     if kind is not None:
         _refuse_other_kind(checkpoint, path, kind)
