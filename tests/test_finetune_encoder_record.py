@@ -11,6 +11,7 @@ A checkpoint written before the record (none in it) loads as before."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from cli_helpers import CONFIGS, fit_preempted, overridden, refused_unchanged
 from finetune_helpers import QUIET, keyword_rows, pretrained_checkpoint, write_csv
 
 from roformer_lit.commands import EXIT_PREEMPTED, main
+from roformer_lit.data.stored_tokenizer import TOKENIZER_KEY
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.encoder_record import (
@@ -121,6 +123,18 @@ def _edited(source: Path, target: Path, **changes: Any) -> None:
     torch.save(checkpoint, target)
 
 
+def _other_tokenizer(source: Path, target: Path) -> None:
+    """``target``: a copy of the pretrained ``source`` whose tokenizer has two tokens' ids
+    swapped (the same architecture and weights, other token ids)."""
+    checkpoint = dict(read_checkpoint(source))
+    holder = next(k for k, v in checkpoint.items() if isinstance(v, dict) and TOKENIZER_KEY in v)
+    tokenizer = json.loads(checkpoint[holder][TOKENIZER_KEY])
+    vocab = tokenizer["model"]["vocab"]
+    vocab["error"], vocab["the"] = vocab["the"], vocab["error"]
+    checkpoint[holder] = dict(checkpoint[holder], **{TOKENIZER_KEY: json.dumps(tokenizer)})
+    torch.save(checkpoint, target)
+
+
 def _command(subcommand: str, *extra: str, resume: bool = True) -> list[str]:
     """``finetune`` (a resume of the stopped run, unless not ``resume``) or ``finetune
     validate`` of its checkpoint, on the work directory's task files; ``extra`` replaces
@@ -154,6 +168,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
         RECORDED.parent.mkdir()
         shutil.copy(pretrained, RECORDED)
         _edited(RECORDED, Path("nope.ckpt"), position="nope")
+        _other_tokenizer(RECORDED, Path("other-tokenizer.ckpt"))
         write_csv(Path("train.csv"), keyword_rows(32, seed=1))
         write_csv(Path("val.csv"), keyword_rows(16, seed=2))
         fit = _command("fit", "--trainer.logger.init_args.version", "stopped", resume=False)
@@ -209,6 +224,11 @@ REFUSED: dict[str, tuple[Callable[[], None], list[str], str]] = {
         ROPE,
     ),
     "validate_record_edited": (_record_edited, _command("validate"), "is damaged: its record"),
+    "validate_recorded_path_now_another_tokenizer": (
+        lambda: shutil.copy("other-tokenizer.ckpt", RECORDED),
+        _command("validate"),
+        "has changed since the fine-tune: its tokenizer",
+    ),
 }
 
 

@@ -94,3 +94,37 @@ def test_a_typed_pretrained_must_be_the_runs(case, pretrained, tmp_path):
         check_validated_pretrained("ft.ckpt", finetuned, str(typed_path))
     message = str(info.value)
     assert "\n" not in message and expected in message and str(typed_path) in message, message
+
+
+#: case -> (edit of the file at the recorded path since the fine-tune, whether the
+#: fine-tuned weights are reshaped, the refusal's words)
+REPLACED: dict[str, tuple[Callable[[dict[str, Any]], None], bool, str]] = {
+    "another_tokenizer": (_other_tokenizer, False, "has changed since the fine-tune: its token"),
+    "other_weight_shapes": (_same, True, "has changed since the fine-tune: its encoder weights"),
+}
+
+
+@pytest.mark.parametrize("case", list(REPLACED))
+def test_the_recorded_pretrained_replaced_since_is_refused(case, pretrained, tmp_path):
+    """The file at the recorded path (not typed) replaced since the fine-tune by another
+    tokenizer's run was evaluated through other token ids, exit 0 (with a note blaming the
+    task files); it is held to the same rules as a typed one."""
+    edit, reshaped, expected = REPLACED[case]
+    source = _load(pretrained)
+    replaced = _load(pretrained)
+    edit(replaced)
+    path = tmp_path / "last.ckpt"
+    torch.save(replaced, path)
+    weights = {k: v for k, v in source["state_dict"].items() if k.startswith("encoder.")}
+    if reshaped:
+        key = next(iter(weights))
+        weights[key] = torch.zeros(*weights[key].shape, 2)
+    finetuned = {
+        "hyper_parameters": {"pretrained": str(path)},
+        "state_dict": weights,
+        "TaskDataModule": {TOKENIZER_KEY: source[_tokenizer_holder(source)][TOKENIZER_KEY]},
+    }
+    with pytest.raises(ConfigError) as info:
+        check_validated_pretrained("ft.ckpt", finetuned, str(path))
+    message = str(info.value)
+    assert "\n" not in message and expected in message and str(path) in message, message

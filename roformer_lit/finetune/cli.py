@@ -147,7 +147,7 @@ class FinetuneCLI(RoformerCLI):
         if subcommand == "validate":  # the encoder it was fine-tuned from, unless typed
             self._take_pretrained_from(hparams.get("pretrained"))
             named = self.config[subcommand].model.pretrained
-            check_validated_pretrained(ckpt, checkpoint, named)  # a typed one: the run's
+            check_validated_pretrained(ckpt, checkpoint, named)  # the run's, as it was
         else:  # the run's own pretrained checkpoint, then the table and the finished-run check
             check_resumed_pretrained(ckpt, hparams.get("pretrained"), config.model.pretrained)
         named = self.config[subcommand].model.pretrained

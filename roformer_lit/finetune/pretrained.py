@@ -223,26 +223,28 @@ def _architecture(checkpoint: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_validated_pretrained(ckpt: Any, checkpoint: dict[str, Any], named: Any) -> None:
-    """``finetune validate``: a ``model.pretrained`` other than the one the fine-tuning
-    checkpoint ``ckpt`` records (the run's pretrained checkpoint found elsewhere) builds the
-    classifier and tokenizes the task, so it must be the run's: the tokenizer the fine-tune
-    stored (another reads every text as other token ids), the recorded checkpoint's
-    encoder settings where that one is still readable and the fine-tuned checkpoint has no
-    record of them (another scheme or kernel computes something else with the same
-    weights; a record is compared by
+    """``finetune validate``: ``model.pretrained`` (the one the fine-tuning checkpoint
+    ``ckpt`` records, or a typed one: the run's pretrained checkpoint found elsewhere) builds
+    the classifier and tokenizes the task, so it must be the run's: the tokenizer the
+    fine-tune stored (another reads every text as other token ids; the file at the recorded
+    path too, which may have been replaced since), the recorded checkpoint's encoder
+    settings where a typed one is not that file, that one is still readable and the
+    fine-tuned checkpoint has no record of them (another scheme or kernel computes something
+    else with the same weights; a record is compared by
     :func:`~roformer_lit.finetune.encoder_record.check_encoder_record`, whatever the path),
-    and the fine-tuned encoder's weight names and shapes. One line naming both otherwise;
-    nothing to check for the recorded one."""
+    and the fine-tuned encoder's weight names and shapes. One line naming both otherwise."""
     recorded = (checkpoint.get("hyper_parameters") or {}).get("pretrained")
-    if named is None or (recorded is not None and _same_file(recorded, named)):
+    if named is None:
         return
+    same = recorded is not None and _same_file(recorded, named)
     given = read_pretrained(named)
     problem = None
     stored = stored_tokenizer_json(checkpoint)
     if stored is not None and stored_tokenizer_json(given) != stored:
         problem = "its tokenizer is not the one the fine-tune used (other token ids)"
     elif (  # a checkpoint with its encoder's record is compared with that instead
-        ENCODER_RECORD_KEY not in checkpoint
+        not same
+        and ENCODER_RECORD_KEY not in checkpoint
         and recorded is not None
         and Path(str(recorded)).expanduser().is_file()
     ):
@@ -258,9 +260,16 @@ def check_validated_pretrained(ckpt: Any, checkpoint: dict[str, Any], named: Any
                 k for k in ran_shapes if ran_shapes[k] != now_shapes[k]
             ]
             problem = f"its encoder weights differ from the fine-tuned ones (first: {key[0]})"
-    if problem is not None:
+    if problem is None:
+        return
+    if same:
         raise ConfigError(
-            f"--model.pretrained {named} is not the encoder --ckpt_path {ckpt} was fine-tuned "
-            f"from ({recorded}): {problem}; leave --model.pretrained out, or give a copy of "
-            f"{recorded}"
+            f"model.pretrained {named}, the checkpoint --ckpt_path {ckpt} was fine-tuned "
+            f"from, has changed since the fine-tune: {problem}; give a copy of it as fit "
+            "wrote it with --model.pretrained"
         )
+    raise ConfigError(
+        f"--model.pretrained {named} is not the encoder --ckpt_path {ckpt} was fine-tuned "
+        f"from ({recorded}): {problem}; leave --model.pretrained out, or give a copy of "
+        f"{recorded}"
+    )
