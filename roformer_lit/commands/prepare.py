@@ -4,6 +4,9 @@ Takes the same arguments as ``fit`` (only the ``data`` section matters), trains 
 the tokenizer and tokenizes the corpus into the cache that ``fit`` reads, then prints where
 it is. For a login node before a SLURM array, or to see a corpus's size in tokens; ``fit``
 prepares by itself when needed, and ``sweep`` calls :func:`prepare_runs` before it launches.
+
+Both then cut the blocks ``fit`` would cut (:func:`ready`), so a split too small for one block
+of ``data.max_length`` is the error ``fit`` would give, not a ``0 blocks`` line and exit 0.
 """
 
 from __future__ import annotations
@@ -36,6 +39,18 @@ def data_section(fit_args: Sequence[str]) -> tuple[PretrainDataModule, str]:
     return dm, json.dumps(dict(dm.hparams), sort_keys=True, default=str)
 
 
+def ready(dm: PretrainDataModule) -> Any:
+    """Prepare ``dm``'s corpus and cut its training and validation blocks as ``fit`` does
+    (nothing is read but the shards' sizes), returning what :meth:`prepare` returns.
+
+    Raises:
+        ConfigError: what ``fit`` would raise, e.g. a split too small for one block.
+    """
+    prepared = dm.prepare()
+    dm.setup("fit")
+    return prepared
+
+
 def prepare_runs(runs: Sequence[Sequence[str]], say: Any = print) -> int:
     """Prepare the corpora of several ``fit`` argument lists, each distinct data section once.
 
@@ -52,7 +67,7 @@ def prepare_runs(runs: Sequence[Sequence[str]], say: Any = print) -> int:
         if not dm.needs_preparation:  # built in memory by each run
             say(f"data ready: {dm.describe()} (built in memory, nothing to prepare)")
             continue
-        train, val = dm.prepare()
+        train, val = ready(dm)
         say(f"data ready: {train.directory}" + (f" (validation {val.directory})" if val else ""))
     return len(seen)
 
@@ -64,8 +79,9 @@ def main(args: Sequence[str]) -> int:
         print(__doc__)
         return 0
     dm = datamodule_of(args, command="prepare")
-    train, val = dm.prepare()  # a source built in memory says so in one line
+    train, val = ready(dm)  # a source built in memory says so in one line
     assert isinstance(dm, CorpusDataModule)
+    assert dm.train_dataset is not None and dm.val_dataset is not None
     (tr_stream, tr_start, tr_stop), (va_stream, va_start, va_stop) = dm.split_ranges()
     print(f"tokenizer: {dm.tokenizer_path} ({dm.tokenizer_vocab_size} tokens)")
     print(
@@ -76,7 +92,7 @@ def main(args: Sequence[str]) -> int:
         print(f"validation: {val.directory} ({val.meta['tokens']:,} tokens)")
     print(
         f"split: {tr_stop - tr_start:,} training tokens, {va_stop - va_start:,} validation "
-        f"tokens ({(tr_stop - tr_start) // dm.max_length:,} and "
-        f"{(va_stop - va_start) // dm.max_length:,} blocks of {dm.max_length})"
+        f"tokens ({len(dm.train_dataset):,} and {len(dm.val_dataset):,} blocks of "
+        f"{dm.max_length})"
     )
     return 0
