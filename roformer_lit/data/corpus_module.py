@@ -39,6 +39,7 @@ from roformer_lit.data.corpus import BundledSource, split_train_val, validation_
 from roformer_lit.data.datamodule import BASE_RULES, PretrainDataModule, info
 from roformer_lit.data.dataset import MLMBlockDataset
 from roformer_lit.data.hf_source import HFSource
+from roformer_lit.data.overlap import validation_overlap
 from roformer_lit.data.prepare import (
     PreparedCorpus,
     cache_key,
@@ -298,7 +299,9 @@ class CorpusDataModule(PretrainDataModule):
 
     # ----------------------------------------------------------------- preparation
     def prepare(self) -> tuple[PreparedCorpus, PreparedCorpus | None]:
-        """The prepared training (and validation) corpus, tokenizing what is not cached yet."""
+        """The prepared training (and validation) corpus, tokenizing what is not cached yet;
+        one ``note:`` line where the validation source is training data
+        (:func:`~roformer_lit.data.overlap.validation_overlap`)."""
         if self._prepared is None:
             tok = self.tokenizer
             kw: dict[str, Any] = dict(num_proc=self.num_proc, log=info)
@@ -309,6 +312,9 @@ class CorpusDataModule(PretrainDataModule):
                     {"source": self.val_source.fingerprint(), "tokenizer": tokenizer_sha256(tok)}
                 )
                 val = prepare_corpus(self.val_source, tok, self.prepared_root, key, **kw)
+                note = validation_overlap(self.train_source, self.val_source, train.meta, val.meta)
+                if note is not None:
+                    info(note)
             self._prepared = (train, val)
         return self._prepared
 
