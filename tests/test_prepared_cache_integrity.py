@@ -187,6 +187,8 @@ DAMAGE = [
     ("meta.json not JSON", _not_json, "meta.json is not valid JSON"),
     ("meta.json a symlink", _symlinked_meta, "meta.json is a symbolic link"),
     ("older format", _edit_meta(version=1), "format version 1"),
+    # ``mv prepared/other prepared/k``: another corpus's entry under this corpus's key
+    ("entry renamed", _edit_meta(key="other"), "prepared as entry 'other', not 'k'"),
     ("key missing", _edit_meta(doc_ends_sha256=_DROP), "lacks 'doc_ends_sha256'"),
     ("count is a string", _edit_meta(tokens="12"), "tokens is a str, expected int"),
     ("count is a bool", _edit_meta(documents=True), "documents is a bool"),
@@ -252,6 +254,17 @@ def test_a_damaged_entry_is_refused_in_one_line(
     with pytest.raises(ConfigError, match="is damaged"):
         prepare_corpus(FileSource((corpus,)), tokenizer, root, "k", num_proc=1, progress=False)
     assert sorted(p.name for p in prepared.directory.iterdir()) == before
+
+
+def test_an_entry_from_before_the_key_was_recorded_is_read(
+    corpus: Path, tokenizer, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "cache"
+    prepared = prepare_corpus(FileSource((corpus,)), tokenizer, root, "k", progress=False)
+    assert prepared.meta["key"] == "k"
+    _edit_meta(key=_DROP)(prepared.directory)
+    found = find_prepared(root, "k")
+    assert found is not None and "key" not in found.meta
 
 
 def test_a_damaged_entry_ends_prepare_with_one_error_line(

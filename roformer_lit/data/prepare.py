@@ -520,6 +520,7 @@ def _build(
             )
         seconds = time.monotonic() - start
         meta = {
+            "key": key,
             **counts,
             "vocab_size": vocab_size,
             "tokenizer_sha256": sha,

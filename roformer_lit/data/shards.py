@@ -2,8 +2,8 @@
 
 A prepared corpus is one directory::
 
-    meta.json           format, dtype, token and document counts, shard list, the SHA-256
-                        of every file, the vocabulary size and the largest token id
+    meta.json           format, the cache key, dtype, token and document counts, shard list,
+                        the SHA-256 of every file, the vocabulary size and the largest token id
     tokenizer.json      the tokenizer the tokens were made with
     tokens-00000.bin    raw tokens (little-endian uint16 when the vocabulary fits, else uint32)
     tokens-00001.bin    ... (a new shard starts past ``shard_tokens`` tokens)
@@ -437,6 +437,9 @@ def verify_entry(directory: Path) -> dict[str, Any]:
     (:func:`~roformer_lit.data.prepare.find_prepared`). An entry is used only if:
 
     * ``meta.json`` parses, is this format and version, and has every key with its type;
+    * the cache key it was prepared as (``key``; entries from before it was recorded have
+      none) is the directory's name: an entry renamed or copied to another key is refused,
+      since the key is what says which corpus and tokenizer the tokens are of;
     * every file it names is a plain name (no ``/``, no ``..``, not absolute) of a regular
       file inside the entry (``lstat``: a symbolic link to elsewhere is refused), named once;
     * each shard has ``tokens x itemsize`` bytes and ``doc_ends.bin`` ``documents x 8``;
@@ -476,6 +479,12 @@ def _verify(directory: Path) -> dict[str, Any]:
         meta = _check_meta(json.loads(b"".join(_blocks(directory / META_FILE))))
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
         raise _Damaged(f"meta.json is not valid JSON: {str(e)[:80]}") from None
+    key = meta.get("key", directory.name)  # entries written before the key was recorded
+    if key != directory.name:
+        raise _Damaged(
+            f"it was prepared as entry {key!r}, not {directory.name!r}: a renamed or copied "
+            "entry holds the tokens of another corpus or tokenizer"
+        )
     itemsize = np.dtype(meta["dtype"]).itemsize
     expected = [(s["file"], s["tokens"] * itemsize) for s in meta["shards"]]
     expected.append((DOC_ENDS_FILE, meta["documents"] * 8))
@@ -485,13 +494,13 @@ def _verify(directory: Path) -> dict[str, Any]:
         if file_stat.st_size != size:
             raise _Damaged(f"shard {name} has {file_stat.st_size} bytes, expected {size}")
         identity.append(_identity(file_stat))
-    key = str(directory.resolve())
-    cached = _VERIFIED.get(key)
+    where = str(directory.resolve())
+    cached = _VERIFIED.get(where)
     if cached is not None and cached[0] == tuple(identity) and cached[1] == meta:
         return meta
     _check_tokenizer(directory, meta)
     for shard in meta["shards"]:
         _check_hash(directory / shard["file"], shard["sha256"])
     _check_doc_ends(directory / DOC_ENDS_FILE, meta)
-    _VERIFIED[key] = (tuple(identity), meta)
+    _VERIFIED[where] = (tuple(identity), meta)
     return meta
