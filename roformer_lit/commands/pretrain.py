@@ -593,8 +593,18 @@ class RunConfigSaver(SaveConfigCallback):
         return None
 
 
+#: Keys of ``fit`` itself (not of a section) that every run's ``config.yaml`` holds, written
+#: ``null``: a parse without the ``fit`` subcommand (``prepare``, a sweep's) accepts them null.
+FIT_ONLY_KEYS = ("ckpt_path", "weights_only")
+
+
 class _ParseOnly(RoformerCLI):
     """Parses and validates a configuration without building anything."""
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        super().add_arguments_to_parser(parser)
+        parser.add_argument("--ckpt_path", type=str | None, default=None)
+        parser.add_argument("--weights_only", type=bool | None, default=None)
 
     def before_instantiate_classes(self) -> None:
         pass
@@ -642,6 +652,13 @@ def validate_config(
         if is_argument_error(exc):
             raise ConfigError(plain_argument_error(exc)) from exc
         raise
+    for key in FIT_ONLY_KEYS if parse_only is None else ():
+        value = cli.config.get(key)
+        if value is not None:
+            raise ConfigError(
+                f"{key}={value!r}: no checkpoint is read here (a run's config.yaml holds "
+                f"{key}: null); leave it out or set it to null"
+            )
     if prelaunch:
         cli.check_before_launch(cli.config)  # the very check fit runs before it starts
     return cli.config
