@@ -564,8 +564,31 @@ def _check_same_tokenizer(path: str, checkpoint: dict[str, Any], datamodule: Any
         raise ConfigError(
             f"checkpoint {path} was trained with another tokenizer than the one these data "
             "settings give; use the run's own data settings (leave the --data.* options out, "
-            "or pass the run's config.yaml)"
+            "or pass the run's config.yaml)" + _other_cache(checkpoint, datamodule)
         )
+
+
+def _other_cache(checkpoint: dict[str, Any], datamodule: Any) -> str:
+    """Where the run's data were prepared under another ``data.cache_dir`` than this
+    command's (a machine setting, not taken from the checkpoint): the tokenizer was trained
+    anew here, and WordPiece training differs between processes, so the words that say to
+    give the run's cache; else ``""``."""
+    saved = checkpoint.get("datamodule_hyper_parameters")
+    if not isinstance(saved, dict) or "cache_dir" not in saved:
+        return ""
+    ran, here = saved["cache_dir"], getattr(datamodule, "cache_dir", None)
+    if ran == here:
+        return ""
+    give = "leave --data.cache_dir out" if ran is None else f"pass --data.cache_dir {ran}"
+
+    def where(cache: Any) -> str:
+        return "the default cache" if cache is None else f"data.cache_dir={cache!r}"
+
+    return (
+        f"; the run prepared its data under {where(ran)} and this command under "
+        f"{where(here)} (not taken from the checkpoint: a machine setting), where the "
+        f"tokenizer is trained anew: {give}"
+    )
 
 
 class RunConfigSaver(SaveConfigCallback):
