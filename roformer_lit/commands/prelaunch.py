@@ -11,7 +11,8 @@ a tokenizer or allocating a weight:
   (:func:`~roformer_lit.data.modules.complete_settings`, then its
   :meth:`~roformer_lit.data.datamodule.PretrainDataModule.check_settings`: the rule table,
   the settings that must agree, a position task and its lengths, the bytes the sizes
-  allocate);
+  allocate; for a run that trains, its ``check_training_settings``: randomized positions
+  that randomize);
 * the model settings: the training settings
   (:data:`~roformer_lit.validation.TRAINING_RULES`), the
   :class:`~roformer_lit.encoder_config.EncoderConfig` of its architecture (the one table of
@@ -73,6 +74,8 @@ def check_fit_config(config: Any, training: bool = True) -> None:
     if section:
         data_class, data = complete_settings(section)
         data_class.check_settings(data)
+        if training:
+            data_class.check_training_settings(data)
     model = plain(config.get("model"))
     if model:
         vocab = model.get("vocab_size")

@@ -217,6 +217,31 @@ class PretrainDataModule(ResumableDataModule):
             )
 
     @classmethod
+    def shortest_training_sequence(cls, settings: Mapping[str, Any]) -> tuple[int, str]:
+        """The fewest tokens a training sequence has, and where that comes from in words:
+        every block of a corpus has ``max_length`` tokens (the remainder is dropped)."""
+        length = settings["max_length"]
+        return length, f"every training block has data.max_length={length} tokens"
+
+    @classmethod
+    def check_training_settings(cls, settings: Mapping[str, Any]) -> None:
+        """The rules of the settings a run *trains* with (the pre-launch check of ``fit``
+        and ``sweep``; an evaluation at another length may differ): randomized positions
+        ``R`` that every training sequence fills (``R`` = its length) are the ordinary
+        ``0 .. R-1`` in every draw, a run labelled randomized that trains on the ordinary
+        positions, so ``R`` must exceed the shortest training sequence. One ConfigError line."""
+        span = settings["random_positions"]
+        if span is None:
+            return
+        shortest, why = cls.shortest_training_sequence(settings)
+        if span <= shortest:
+            raise ConfigError(
+                f"data.random_positions={span} randomizes nothing: {why}, and {shortest} "
+                f"distinct positions drawn from [0, {span}) are always the ordinary 0 .. "
+                f"{span - 1}; valid: data.random_positions > {shortest}, or null"
+            )
+
+    @classmethod
     def data_bytes(cls, settings: Mapping[str, Any]) -> tuple[int, list[str]]:
         """A lower bound on the bytes the settings allocate at once, and the settings it
         reads: a batch's ``input_ids``, ``labels`` and ``position_ids`` (``3 * 8 * B *

@@ -116,6 +116,16 @@ class ProbeDataModule(PretrainDataModule):
             )
 
     @classmethod
+    def shortest_training_sequence(cls, settings: Mapping[str, Any]) -> tuple[int, str]:
+        """The task's sequences at ``probe_min_length``: the shortest it trains on."""
+        task, low = probe_task(settings["probe"]), settings["probe_min_length"]
+        tokens = task.sequence_length(low)
+        return tokens, (
+            f"every training sequence of probe {task.name!r} has at least {tokens} tokens "
+            f"(data.probe_min_length={low})"
+        )
+
+    @classmethod
     def check_builds(cls, settings: Mapping[str, Any]) -> None:
         """What the task's ``build`` returns at the shortest and longest input length (four
         sequences, twice from one seed): a user's task that returns something else, or
