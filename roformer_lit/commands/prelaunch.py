@@ -21,7 +21,9 @@ a tokenizer or allocating a weight:
   the weights it would hold against this machine's memory, ``data.max_length`` against
   the scheme's position table;
 * the rules that pair the sections (:data:`CROSS_SECTION_RULES`: ``data.document_mask``
-  and every layer's kernel, ``data.random_positions`` and every layer's scheme and table).
+  and every layer's kernel, ``data.random_positions`` and every layer's scheme and table);
+  for a run that trains, a ``note:`` for a window that reaches every token of
+  ``data.max_length`` (:func:`note_windows_past_the_sequences`).
 
 ``fit`` (``validate``, ``test``, ``predict``) runs it before it picks a run directory;
 ``sweep`` and ``sweep --dry-run`` run it on every combination before anything is
@@ -39,6 +41,7 @@ from typing import Any
 import torch
 
 from roformer_lit.architecture_rules import kernels_that, kernels_train_on, schemes_that
+from roformer_lit.attention.window import band_half_width
 from roformer_lit.component_origins import recorded_registries
 from roformer_lit.data.modules import complete_settings
 from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
@@ -83,6 +86,8 @@ def check_fit_config(config: Any, training: bool = True) -> None:
             vocab = data_class.planned_vocab_size(data)
         architecture = check_model(model, vocab, data.get("max_length"))
         note_shadowed_names(architecture, data)
+        if training and data:
+            note_windows_past_the_sequences(architecture, data)
         if data:
             for rule in CROSS_SECTION_RULES:
                 rule(architecture, data)
@@ -110,6 +115,28 @@ def note_shadowed_names(config: EncoderConfig, data: Mapping[str, Any]) -> None:
         if shadowed is not None and str(shadowed) not in _noted:
             _noted.add(str(shadowed))
             print(f"note: {shadowed}; this run uses the built-in", file=sys.stderr)
+
+
+def note_windows_past_the_sequences(config: EncoderConfig, data: Mapping[str, Any]) -> None:
+    """A ``note:`` line, once per process, for each windowed layer type whose window
+    reaches every token of the longest training sequence (``data.max_length``): its layers
+    train as global ones, bit for bit (:func:`~roformer_lit.attention.window.band_half_width`),
+    in a run whose name says ``local128``. Not refused: the window restricts the same
+    weights at a longer evaluation, which may be what was meant."""
+    length = data.get("max_length")
+    if not isinstance(length, int):
+        return
+    for spec in config.layer_specs:
+        if spec.window is None or band_half_width(spec.window, length) is not None:
+            continue
+        note = (
+            f"model.layer_plan type {spec.type!r} has window {spec.window} ({spec.window // 2} "
+            f"tokens each side), which reaches every token of data.max_length={length}: its "
+            f"layers train as global ones (a window below {2 * (length - 1)} restricts them)"
+        )
+        if note not in _noted:
+            _noted.add(note)
+            print(f"note: {note}", file=sys.stderr)
 
 
 def document_mask_needs_segments(config: EncoderConfig, data: Mapping[str, Any]) -> None:
