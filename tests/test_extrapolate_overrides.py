@@ -79,3 +79,28 @@ def test_a_key_neither_an_option_nor_a_type_names_both_kinds_of_key(plan, overri
     line = str(info.value)
     assert "\n" not in line and "'nosuch'" in line, line
     assert "rotary_fraction" in line and "global, local" in line, line  # an option, the types
+
+
+#: (plan, an override of nothing, words of its one refusal line).
+NOTHING = {
+    "no plan, {}": (None, {}, ["--position_kwargs {}", "overrides nothing"]),
+    "a plan, {}": (MIXED, {}, ["--position_kwargs {}", "overrides nothing"]),
+    "a type given {}": (OWN_BASES, {"global": {}}, ["global={}", "layer type 'global'"]),
+    "a type given {} beside a real override": (
+        MIXED,
+        {"base": 500, "local": {}},
+        ["local={}", "layer type 'local'"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOTHING))
+def test_an_override_of_nothing_is_refused(case):
+    """``{}`` or ``{global: {}}`` evaluated the run unchanged under a row labelled with the
+    override (``rope {'global': {}}``), exit 0."""
+    plan, override, words = NOTHING[case]
+    with pytest.raises(ConfigError) as info:
+        with_position_kwargs(model(plan), override, "run.ckpt")
+    line = str(info.value)
+    assert "\n" not in line and line.startswith("run.ckpt: "), line
+    assert all(word in line for word in words), line

@@ -16,6 +16,8 @@ recipe, whose every type sets its own ``base``, reaches no layer.
 * A key naming a type of the plan, with a mapping (``{global: {base: 500}}``), overrides
   that type's own options: laid over them, whatever its scheme (the rebuilt model checks
   them against it).
+* An override of nothing (``{}``, or a type given ``{}``) is refused in one line: the
+  row would be labelled with it and evaluate the run unchanged.
 
 Without a plan every layer is the model's: every option reaches every layer.
 """
@@ -56,10 +58,22 @@ def apply_overrides(
     out = dict(hparams)
     names, types = _types(hparams)
     position = hparams.get("position")
+    if not overrides:
+        raise ConfigError(
+            f"{label}: --position_kwargs {{}} overrides nothing (the row would be labelled "
+            "with it); give the options to change, or leave --position_kwargs out"
+        )
     model_level = {
         k: v for k, v in overrides.items() if k not in types or not isinstance(v, Mapping)
     }
     per_type = {k: dict(v) for k, v in overrides.items() if k not in model_level}
+    empty = [name for name, options in per_type.items() if not options]
+    if empty:
+        raise ConfigError(
+            f"{label}: --position_kwargs {empty[0]}={{}} overrides nothing of layer type "
+            f"{empty[0]!r} (the row would be labelled with it); give the options to change, "
+            "or leave the type out"
+        )
     if names and position in POSITION_SCHEMES:  # a key neither an option nor a type
         valid = option_names(POSITION_SCHEMES[position])
         unknown = [key for key in model_level if key not in valid]
