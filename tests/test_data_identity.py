@@ -161,7 +161,7 @@ def test_resume_on_other_data_is_refused_and_on_a_copy_of_the_same_it_continues(
     assert read_record(run_dir(runs, 2)) == identity_of(runs).data_identity()
 
 
-@pytest.mark.parametrize("subcommand", ["validate", "test"])
+@pytest.mark.parametrize("subcommand", ["validate"])
 def test_an_evaluation_records_the_identity_of_the_data_it_evaluated(
     runs: Path, monkeypatch: pytest.MonkeyPatch, subcommand: str
 ):

@@ -1,9 +1,9 @@
 """Evaluation never pairs a model with a tokenizer it was not trained with.
 
-``validate``/``test`` with ``--ckpt_path`` take the data settings the user did not type
+``validate`` with ``--ckpt_path`` takes the data settings the user did not type
 on the command line from the checkpoint's run (so the README's form ``validate --config
 configs/rope.yaml --ckpt_path <run>/checkpoints/last.ckpt`` evaluates on the run's own
-corpus), and refuse, in one line and without touching the run, any data settings that give
+corpus), and refuses, in one line and without touching the run, any data settings that give
 another tokenizer than the one stored in the checkpoint."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def records(work: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-@pytest.mark.parametrize("subcommand", ["validate", "test"])
+@pytest.mark.parametrize("subcommand", ["validate"])
 def test_the_readme_form_evaluates_on_the_runs_own_corpus(own_run, monkeypatch, subcommand):
     monkeypatch.chdir(own_run)
     assert evaluate(own_run, subcommand) == 0
@@ -74,7 +74,7 @@ def test_the_readme_form_evaluates_on_the_runs_own_corpus(own_run, monkeypatch, 
     ],
     ids=["same-size", "other-size"],
 )
-@pytest.mark.parametrize("subcommand", ["validate", "test"])
+@pytest.mark.parametrize("subcommand", ["validate"])
 def test_another_tokenizer_is_refused_and_the_run_is_untouched(
     own_run, monkeypatch, capsys, subcommand, data_flags
 ):

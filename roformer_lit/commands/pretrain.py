@@ -56,6 +56,7 @@ from roformer_lit.data.modules import (
     flat_sections,
     left_out,
     refusal,
+    resolve,
     settings_of,
 )
 from roformer_lit.data.stored_tokenizer import stored_tokenizer_json
@@ -296,7 +297,11 @@ class RoformerCLI(CompatCLI):
 
     def check_before_launch(self, config: Any) -> None:
         """The pre-launch check ``sweep`` runs on each combination too
-        (:func:`roformer_lit.commands.prelaunch.check_fit_config`)."""
+        (:func:`roformer_lit.commands.prelaunch.check_fit_config`); ``test`` is refused
+        first, as no pretraining data has a test split to report
+        (:meth:`~roformer_lit.data.datamodule.PretrainDataModule.check_test_split`)."""
+        if self.subcommand == "test":
+            resolve(config.get("data"))[0].check_test_split()
         check_fit_config(config, training=self.subcommand in (None, "fit"))
 
     def set_seed(self) -> None:

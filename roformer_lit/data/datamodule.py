@@ -119,6 +119,9 @@ class PretrainDataModule(ResumableDataModule):
     probe_task: ProbeTask | None = None
     #: Arguments saved in the hyperparameters under another name (argument -> saved as).
     SAVED_AS: ClassVar[dict[str, str]] = {}
+    #: Where the data's held-out sequences other than validation are evaluated, if anywhere
+    #: (the end of :meth:`check_test_split`'s line).
+    HELD_OUT_ELSEWHERE: ClassVar[str] = ""
 
     def __init__(
         self,
@@ -260,6 +263,20 @@ class PretrainDataModule(ResumableDataModule):
         the pre-launch check builds the model with."""
         raise NotImplementedError
 
+    @classmethod
+    def check_test_split(cls) -> None:
+        """``test`` evaluates a held-out test split, which no pretraining data has: a corpus
+        holds out its validation split only, and a position task's held-out sequences are
+        ``extrapolate --split test``'s (:attr:`HELD_OUT_ELSEWHERE`). Reporting the
+        validation split as ``test/*`` would label it wrongly, so ``test`` is one
+        ConfigError line naming ``validate``: the one rule, for every data module, which
+        the CLI applies before anything is built (and the loader, for the Python API)."""
+        raise ConfigError(
+            f"test needs a held-out test split, and {cls.__name__} gives none: test would "
+            "report its validation split as test/* metrics; evaluate that with validate "
+            "--ckpt_path CKPT" + cls.HELD_OUT_ELSEWHERE
+        )
+
     # ----------------------------------------------------------------- the source
     def describe(self) -> str:
         """The data in a few words (for messages)."""
@@ -344,8 +361,9 @@ class PretrainDataModule(ResumableDataModule):
         return self._loader(self.val_dataset, shuffle=False)
 
     def test_dataloader(self) -> DataLoader:
-        """Same as :meth:`val_dataloader`."""
-        return self.val_dataloader()
+        """Refused (:meth:`check_test_split`): no pretraining data has a test split."""
+        self.check_test_split()
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def predict_dataloader(self) -> DataLoader:
         """Same as :meth:`val_dataloader`."""

@@ -70,6 +70,9 @@ class ProbeDataModule(PretrainDataModule):
 
     RULES: ClassVar[dict[str, Rule]] = PROBE_RULES
     TRAIN_ITEMS_ARE_BATCHES: ClassVar[bool] = True  # ProbeTrainBatches yields whole batches
+    HELD_OUT_ELSEWHERE: ClassVar[str] = (
+        "; its held-out test sequences: extrapolate CKPT --split test"
+    )
 
     def __init__(
         self,
