@@ -12,6 +12,11 @@ A checkpoint saved inside an accumulation by other means (``best.ckpt`` and ``la
 written at a validation that ``val_check_interval``, counted in batches, puts between two
 batches of one step; a run killed after it) is refused on resume in one line, the run
 unchanged: before, it resumed with exit 0 on other numbers.
+
+A new run is no longer given such a schedule
+(:mod:`~roformer_lit.training.step_end_validation`, ``tests/test_step_end_validation.py``);
+the runs here are made as an earlier version made them, with that check off, as the runs
+a resume of such a version's run meets (a resume keeps its run's schedule).
 """
 
 from __future__ import annotations
@@ -26,10 +31,11 @@ from cli_helpers import fit_args, fit_in, overridden, refused_unchanged
 from lightning.pytorch import Callback
 
 import roformer_lit.commands.pretrain as pretrain
-from roformer_lit.commands import EXIT_PREEMPTED, main
+from roformer_lit.commands import EXIT_PREEMPTED, main, prelaunch
 from roformer_lit.commands.checkpoint_settings import check_step_boundary
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.events import read_run
+from roformer_lit.training import callbacks
 from roformer_lit.training.checkpoint_io import TRAINER_SETTINGS_KEY
 
 STEPS, ACCUMULATE = 8, 2
@@ -46,6 +52,15 @@ ARGS = fit_args(
 )
 RUN = Path("runs") / "mlm" / "rope-softmax-seed0"
 LAST = RUN / "checkpoints" / "last.ckpt"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def earlier_version():
+    """Runs made as before the step-end validation rule: validation inside a step allowed."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(prelaunch, "check_new_run", lambda config: None)
+        mp.setattr(callbacks, "check_validation_schedule", lambda *args: None)
+        yield
 
 
 class SignalAtBatch(Callback):

@@ -47,6 +47,7 @@ from roformer_lit.data.modules import complete_settings
 from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.model import Encoder
+from roformer_lit.training.step_end_validation import check_new_run
 from roformer_lit.validation import (
     check_fits_in_memory,
     check_run_arguments,
@@ -72,6 +73,8 @@ def check_fit_config(config: Any, training: bool = True) -> None:
     trainer = config.get("trainer")
     if trainer is not None:
         check_trainer_arguments(trainer)
+    if training:
+        check_new_run(config)  # validation only at the end of an optimiser step
     section = config.get("data")
     data: dict[str, Any] = {}
     if section:

@@ -82,6 +82,7 @@ from roformer_lit.training.lightning_compat import launch_rank, subcommand_optio
 from roformer_lit.training.resume_guard import file_identity
 from roformer_lit.training.run_logger import unique_version
 from roformer_lit.training.run_name import component_label
+from roformer_lit.training.step_end_validation import check_new_run
 
 #: ``checkpoint.monitor`` default: replaced by ``val/<the task's main metric>``.
 AUTO_MONITOR = "auto"
@@ -195,8 +196,11 @@ class FinetuneCLI(RoformerCLI):
         self.config = self.parser.parse_object(update, self.config)
 
     def check_before_launch(self, config: Any) -> None:
-        """The fine-tuning rules, shared with ``sweep`` (:func:`check_finetune_config`)."""
+        """The fine-tuning rules, shared with ``sweep`` (:func:`check_finetune_config`), and
+        a new run's validation schedule (:func:`check_new_run`)."""
         check_finetune_config(config)
+        if self.subcommand in (None, "fit"):
+            check_new_run(config)
 
     def check_printed(self, config: Any) -> None:
         """``--print_config``'s check: the classifier's settings

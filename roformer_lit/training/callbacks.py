@@ -25,6 +25,7 @@ from roformer_lit.training.lightning_compat import (
     stop_as_if_sigterm,
     validation_follows_batch,
 )
+from roformer_lit.training.step_end_validation import check_validation_schedule
 from roformer_lit.training.steps import total_steps
 
 
@@ -70,7 +71,21 @@ class RunCheckpoint(ModelCheckpoint):
     that step, i.e. when ``val/loss`` improved; a run killed after a stretch of
     non-improving validations then restarts from the best step and loses everything since.
     Here ``last.ckpt`` is written at every validation (and every epoch end that saves).
+    A new run whose validation would fall inside an optimiser step, where its checkpoints
+    could not be resumed, is refused at the start of training, once the epoch's batches
+    are known (:mod:`~roformer_lit.training.step_end_validation`).
     """
+
+    def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        super().on_train_start(trainer, pl_module)
+        if trainer.ckpt_path is None and trainer.enable_validation:  # a resume keeps its own
+            check_validation_schedule(
+                trainer.num_training_batches,
+                int(trainer.accumulate_grad_batches),
+                trainer.val_check_batch,
+                trainer.check_val_every_n_epoch is not None,
+                trainer.val_check_interval,
+            )
 
     def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         super().on_validation_end(trainer, pl_module)
