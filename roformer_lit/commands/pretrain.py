@@ -329,7 +329,10 @@ class RoformerCLI(CompatCLI):
         pretraining and fine-tuning alike."""
         identity = current_data_identity(self.datamodule, evaluated=True)
         config = self.config[subcommand]
-        _record_evaluation(subcommand, config, self.trainer, self.subclass_mode_data, identity)
+        step = getattr(self, "_evaluated_step", None)  # of the checkpoint evaluated (pinned)
+        _record_evaluation(
+            subcommand, config, self.trainer, self.subclass_mode_data, identity, step
+        )
 
     def instantiate_classes(self) -> None:
         try:
@@ -341,7 +344,20 @@ class RoformerCLI(CompatCLI):
             _check_checkpoint_fits(*checkpoint, self.model)
             _check_same_tokenizer(*checkpoint, self.datamodule)
             self.check_checkpoint_data(*checkpoint)
+            self.pin_evaluated(*checkpoint)
         say_seed(self.setting(self.config, "seed_everything"))
+
+    def pin_evaluated(self, path: str, checkpoint: dict[str, Any]) -> None:
+        """An evaluation (``validate``) evaluates the checkpoint it read and checked when it
+        parsed, and its record names that checkpoint's step: the trainer loads that reading
+        (:meth:`~roformer_lit.training.checkpoint_io.AtomicCheckpointIO.pin`), not the file
+        again, which a ``fit`` running on the same run may have replaced since with a later
+        step. A resumed ``fit`` holds its run's lock, so nothing replaces its checkpoint;
+        pretraining and fine-tuning alike."""
+        self._evaluated_step = checkpoint.get("global_step")
+        io = self.trainer.strategy.checkpoint_io
+        if self.subcommand != "fit" and isinstance(io, AtomicCheckpointIO):
+            io.pin(path, checkpoint)
 
     def check_checkpoint_data(self, path: str, checkpoint: dict[str, Any]) -> None:
         """The one place a command given ``--ckpt_path`` compares the data it built with the
@@ -451,12 +467,14 @@ def _record_evaluation(
     trainer: Trainer,
     pretraining_data: bool = True,
     data_identity: str | None = None,
+    step: int | None = None,
 ) -> Path | None:
     """Append a ``validate``/``test`` result to the evaluated run's ``evaluations.jsonl``:
     one JSON line with the time, command, checkpoint (and its step), the data and model
     settings it was evaluated with, the content identity of the data it evaluated
     (``data_identity``: :mod:`roformer_lit.training.data_identity`, null for data without
-    one; records from before it have no such key), and the metrics. A checkpoint outside a
+    one; records from before it have no such key), and the metrics; ``step``: the step of
+    the checkpoint evaluated (read from the file when not given). A checkpoint outside a
     run directory, or in one this process cannot write, gets no record (Lightning's printed
     table is the result; a ``note:`` line says so for the second)."""
 
@@ -475,7 +493,7 @@ def _record_evaluation(
         "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "command": subcommand,
         "checkpoint": str(ckpt),
-        "step": read_checkpoint(ckpt).get("global_step"),
+        "step": read_checkpoint(ckpt).get("global_step") if step is None else step,
         # a pretraining section as one flat dict of its class's settings; fine-tuning's as it is
         "data": settings_of(config.get("data")) if pretraining_data else _plain(config.get("data")),
         "model": _plain(config.get("model")),

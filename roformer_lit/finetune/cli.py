@@ -248,6 +248,7 @@ class FinetuneCLI(RoformerCLI):
         checkpoint, self._checkpoint = getattr(self, "_checkpoint", None), None
         if checkpoint is not None:
             self.check_checkpoint_data(*checkpoint)
+            self.pin_evaluated(*checkpoint)
         note = self.datamodule.overlap_note() if self.subcommand == "fit" else None
         if note is not None and launch_rank() in (None, 0):
             print(note, file=sys.stderr, flush=True)

@@ -438,7 +438,19 @@ def at_its_end(path: str | os.PathLike[str]) -> bool:
 class AtomicCheckpointIO(TorchCheckpointIO):
     """``TorchCheckpointIO`` whose local saves are atomic (see the module docstring). Non-finite
     weights are refused earlier, in ``MaskedLM.on_save_checkpoint`` (:func:`refuse_nonfinite`),
-    which runs on every rank of a multi-process run, where this runs on rank 0 only."""
+    which runs on every rank of a multi-process run, where this runs on rank 0 only.
+
+    A checkpoint :meth:`pin`-ned for its path is what every load of that path returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pinned: dict[str, dict[str, Any]] = {}
+
+    def pin(self, path: str | os.PathLike[str], checkpoint: dict[str, Any]) -> None:
+        """Serve ``checkpoint`` (read once by :func:`read_checkpoint`, memory-mapped: the file
+        as it was then, even once a running ``fit`` has replaced it) for every later load of
+        ``path``, so what is loaded is what was read and checked."""
+        self._pinned[os.path.realpath(path)] = checkpoint
 
     @override
     def save_checkpoint(
@@ -454,7 +466,11 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         self, path: Any, map_location: Any = None, weights_only: bool | None = None
     ) -> dict[str, Any]:
         """Always ``weights_only=True``: a checkpoint given to ``--ckpt_path`` is data, never
-        code (a crafted pickle is refused instead of run)."""
+        code (a crafted pickle is refused instead of run); a pinned one (:meth:`pin`) as
+        it was read."""
+        pinned = self._pinned.get(os.path.realpath(path)) if _is_local(path) else None
+        if pinned is not None:
+            return dict(pinned)
         if map_location is None:
             return super().load_checkpoint(path, weights_only=True)
         return super().load_checkpoint(path, map_location=map_location, weights_only=True)
