@@ -16,6 +16,7 @@ its checkpoint resumes the run exactly.
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -26,6 +27,7 @@ import roformer_lit.commands.pretrain as pretrain
 from roformer_lit.commands import main
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.events import read_run
+from roformer_lit.training.callbacks import RunCheckpoint
 from roformer_lit.training.step_end_validation import check_validation_schedule, inside_step
 
 #: (batches an epoch, accumulate_grad_batches, validation every, counted per epoch) -> the
@@ -153,3 +155,49 @@ def test_validation_at_an_epochs_end_after_a_partial_step_resumes_exactly(
         torch.load(r / "checkpoints" / "last.ckpt")["state_dict"] for r in (resumed, whole)
     )
     assert all(torch.equal(ours[name], theirs[name]) for name in theirs)
+
+
+def trainer_at_start(**settings):
+    """What ``RunCheckpoint.on_train_start`` reads of a Trainer once its epoch is known: a
+    new run of epochs of 5 batches, 2 a step, validating every 4 batches of the run."""
+    values = {
+        "ckpt_path": None,
+        "enable_validation": True,
+        "num_training_batches": 5,
+        "accumulate_grad_batches": 2,
+        "val_check_batch": 4,
+        "val_check_interval": 4,
+        "check_val_every_n_epoch": None,
+        "_val_check_time_interval": None,
+    }
+    return SimpleNamespace(**{**values, **settings})
+
+
+#: case -> (the trainer's settings, the line's start; None: kept).
+PYTHON_API = {
+    "over epochs of no whole steps": ({}, "trainer.val_check_interval=4 counts batches"),
+    "no multiple": (
+        {"val_check_batch": 3, "val_check_interval": 3},
+        "trainer.val_check_interval=3 is not",
+    ),
+    "a duration (Lightning keeps its seconds)": (
+        {"val_check_batch": None, "_val_check_time_interval": 5.0},
+        "trainer.val_check_interval='5 s' is a duration",
+    ),
+    "a resumed run keeps its schedule": ({"ckpt_path": "last.ckpt"}, None),
+    "no validation": ({"enable_validation": False}, None),
+    "epochs of whole steps": ({"num_training_batches": 6}, None),
+}
+
+
+@pytest.mark.parametrize(("settings", "line"), PYTHON_API.values(), ids=PYTHON_API)
+def test_the_python_api_meets_the_rule_at_the_start_of_training(settings, line):
+    """A Trainer built in Python (no pre-launch check) with the run's checkpoint callback."""
+    callback = RunCheckpoint(monitor="val/loss")
+    trainer = trainer_at_start(**settings)
+    if line is None:
+        callback.on_train_start(trainer, None)
+        return
+    with pytest.raises(ConfigError) as refused:
+        callback.on_train_start(trainer, None)
+    assert str(refused.value).startswith(line), refused.value

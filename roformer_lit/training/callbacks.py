@@ -24,6 +24,7 @@ from roformer_lit.training.lightning_compat import (
     saves_on_train_epoch_end,
     stop_as_if_sigterm,
     validation_follows_batch,
+    validation_seconds,
 )
 from roformer_lit.training.step_end_validation import check_validation_schedule
 from roformer_lit.training.steps import total_steps
@@ -78,14 +79,16 @@ class RunCheckpoint(ModelCheckpoint):
 
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         super().on_train_start(trainer, pl_module)
-        if trainer.ckpt_path is None and trainer.enable_validation:  # a resume keeps its own
-            check_validation_schedule(
-                trainer.num_training_batches,
-                int(trainer.accumulate_grad_batches),
-                trainer.val_check_batch,
-                trainer.check_val_every_n_epoch is not None,
-                trainer.val_check_interval,
-            )
+        if trainer.ckpt_path is not None or not trainer.enable_validation:
+            return  # a resume keeps its own schedule
+        seconds = validation_seconds(trainer)  # a duration: Lightning keeps only its seconds
+        check_validation_schedule(
+            trainer.num_training_batches,
+            int(trainer.accumulate_grad_batches),
+            None if seconds is not None else trainer.val_check_batch,
+            trainer.check_val_every_n_epoch is not None,
+            f"{seconds:g} s" if seconds is not None else trainer.val_check_interval,
+        )
 
     def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         super().on_validation_end(trainer, pl_module)
