@@ -118,39 +118,55 @@ def series(run: Path, tag: str) -> dict[int, float]:
     return {s.step: s.value for s in read_run(run).scalars.get(tag, [])}
 
 
+#: case -> (the schedule's flags, the epoch a killed run was in, the step its checkpoint holds).
+EPOCH_ENDS = {
+    "every 10 batches of the run: every other epoch's end": (
+        ["--trainer.val_check_interval", "10"],
+        2,
+        6,
+    ),
+    "once an epoch (1.0), counted within each epoch": (
+        ["--trainer.val_check_interval", "1.0", "--trainer.check_val_every_n_epoch", "1"],
+        1,
+        3,
+    ),
+}
+
+
 @pytest.mark.trainer
+@pytest.mark.parametrize(("flags", "epoch", "step"), EPOCH_ENDS.values(), ids=EPOCH_ENDS)
 def test_validation_at_an_epochs_end_after_a_partial_step_resumes_exactly(
-    tmp_path_factory, tmp_path, monkeypatch
+    flags, epoch, step, tmp_path_factory, tmp_path, monkeypatch
 ):
     """Epochs of 5 batches, 2 a step: an epoch's third step has 1 batch, which Lightning
-    steps on. Validation every 10 batches of the run falls at every other epoch's end, a
-    step's end: kept, and the checkpoint it saved (step 6) resumes the run to the
-    uninterrupted run's numbers."""
+    steps on. Validation at an epoch's end follows a step's end: kept, and the checkpoint
+    it saved resumes the run to the uninterrupted run's numbers, bit for bit. (Once an
+    epoch, Lightning saved it at the training epoch's end, where its restored loops count
+    the epoch's last step again: every step logged one late, other numbers, exit 0;
+    ``RunCheckpoint`` saves after the validation instead.)"""
     args = overridden(
-        FIVE,
-        ["--trainer.max_steps", "9", "--trainer.val_check_interval", "10"]
-        + ["--trainer.log_every_n_steps", "1"],
+        FIVE, ["--trainer.max_steps", "9", "--trainer.log_every_n_steps", "1", *flags]
     )
     whole = fit_in(tmp_path_factory, "whole", args) / "runs" / "mlm" / "rope-softmax-seed0"
     monkeypatch.chdir(tmp_path)
-    kept = tmp_path / "after-epoch-1.ckpt"
+    kept = tmp_path / "killed.ckpt"
     original = pretrain.RoformerCLI.instantiate_trainer
 
     def keeping(self, **kwargs):
         trainer = original(self, **kwargs)
-        trainer.callbacks.append(KeepCheckpointAtEpochStart(2, kept))
+        trainer.callbacks.append(KeepCheckpointAtEpochStart(epoch, kept))
         return trainer
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(pretrain.RoformerCLI, "instantiate_trainer", keeping)
         assert main(args) == 0
-    assert torch.load(kept, weights_only=False)["global_step"] == 6
+    assert torch.load(kept, weights_only=False)["global_step"] == step
     resumed_args = [*args, "--trainer.logger.init_args.version", "resumed"]
     assert main([*resumed_args, "--ckpt_path", str(kept)]) == 0
     resumed = tmp_path / "runs" / "mlm" / "resumed"
     for tag in ("val/loss", "train/loss"):
         ours, theirs = series(resumed, tag), series(whole, tag)
-        assert ours and ours == {step: theirs.get(step) for step in ours}, tag  # bit for bit
+        assert ours and ours == {s: theirs.get(s) for s in ours}, tag  # bit for bit
     ours, theirs = (
         torch.load(r / "checkpoints" / "last.ckpt")["state_dict"] for r in (resumed, whole)
     )

@@ -75,7 +75,17 @@ class RunCheckpoint(ModelCheckpoint):
     A new run whose validation would fall inside an optimiser step, where its checkpoints
     could not be resumed, is refused at the start of training, once the epoch's batches
     are known (:mod:`~roformer_lit.training.step_end_validation`).
+
+    It saves after validation, never at a training epoch's end (``save_on_train_epoch_end``
+    defaults to False, where Lightning would pick the epoch's end for a validation once an
+    epoch): Lightning's loops, restored from a checkpoint saved there, count the epoch's last
+    step again, so the resumed run logged every step one late and trained on other numbers
+    than the uninterrupted run, with exit 0; saved after the validation at the epoch's last
+    batch, it resumes exactly.
     """
+
+    def __init__(self, *args: Any, save_on_train_epoch_end: bool | None = False, **kwargs: Any):
+        super().__init__(*args, save_on_train_epoch_end=save_on_train_epoch_end, **kwargs)
 
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         super().on_train_start(trainer, pl_module)
