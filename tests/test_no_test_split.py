@@ -1,8 +1,9 @@
 """``test`` on a pretraining run: no pretraining data has a held-out test split, so the
 data module's test loader was its validation loader, and ``test`` reported the validation
 split as ``test/*`` metrics, appended to the run's ``evaluations.jsonl`` as a test result
-with exit 0. It is refused in one ``error:`` line naming ``validate``, for every data
-module (:meth:`~roformer_lit.data.datamodule.PretrainDataModule.check_test_split`), before
+with exit 0; ``predict`` computed the validation split's logits and wrote them nowhere,
+exit 0. Each is refused in one ``error:`` line naming ``validate``, for every data
+module (:meth:`~roformer_lit.data.datamodule.PretrainDataModule.check_subcommand`), before
 anything is built, and the run is left as it was."""
 
 from __future__ import annotations
@@ -28,26 +29,37 @@ def test_every_data_module_is_in_the_tables():
     assert sorted(cls.__name__ for cls in DATA_MODULES) == sorted(RUNS) == sorted(SETTINGS)
 
 
+#: subcommand -> (the loader the Python API calls, the start of its refusal)
+REFUSED = {
+    "test": ("test_dataloader", "error: test needs a held-out test split"),
+    "predict": ("predict_dataloader", "error: predict writes no output for"),
+}
+
+
+@pytest.mark.parametrize("subcommand", sorted(REFUSED))
 @pytest.mark.parametrize("name", sorted(SETTINGS))
-def test_no_data_module_gives_its_validation_split_as_a_test_split(name):
+def test_no_data_module_serves_test_or_predict_from_its_validation_split(name, subcommand):
     """The Python API (``trainer.test(model, datamodule=dm)``): the same rule."""
     module = data_module(SETTINGS[name])
-    with pytest.raises(ConfigError, match=f"{name} gives none.*validate") as refused:
-        module.test_dataloader()
+    loader, words = REFUSED[subcommand]
+    with pytest.raises(ConfigError, match=f"{name}.*validate") as refused:
+        getattr(module, loader)()
     assert "\n" not in str(refused.value)
+    assert f"error: {refused.value}".startswith(words), refused.value
 
 
 @pytest.mark.trainer
+@pytest.mark.parametrize("subcommand", sorted(REFUSED))
 @pytest.mark.parametrize("name", sorted(RUNS))
-def test_test_on_a_pretraining_run_is_refused_and_the_run_is_untouched(
-    name, tmp_path_factory, monkeypatch, capsys
+def test_test_or_predict_on_a_pretraining_run_is_refused_and_the_run_is_untouched(
+    name, subcommand, tmp_path_factory, monkeypatch, capsys
 ):
     argv, run = RUNS[name]
     work = fit_in(tmp_path_factory, name, argv)
     monkeypatch.chdir(work)
     line = refused_unchanged(
-        work, capsys, ["test", "--ckpt_path", str(run / "checkpoints/last.ckpt")]
+        work, capsys, [subcommand, "--ckpt_path", str(run / "checkpoints/last.ckpt")]
     )
-    assert line.startswith("error: test needs a held-out test split"), line
+    assert line.startswith(REFUSED[subcommand][1]), line
     assert name in line and "validate --ckpt_path" in line, line
     assert not (work / run / "evaluations.jsonl").exists()

@@ -297,11 +297,12 @@ class RoformerCLI(CompatCLI):
 
     def check_before_launch(self, config: Any) -> None:
         """The pre-launch check ``sweep`` runs on each combination too
-        (:func:`roformer_lit.commands.prelaunch.check_fit_config`); ``test`` is refused
-        first, as no pretraining data has a test split to report
-        (:meth:`~roformer_lit.data.datamodule.PretrainDataModule.check_test_split`)."""
-        if self.subcommand == "test":
-            resolve(config.get("data"))[0].check_test_split()
+        (:func:`roformer_lit.commands.prelaunch.check_fit_config`); ``test`` and
+        ``predict`` are refused first, as no pretraining data has a test split to report
+        or a place for predictions
+        (:meth:`~roformer_lit.data.datamodule.PretrainDataModule.check_subcommand`)."""
+        if self.subcommand in ("test", "predict"):
+            resolve(config.get("data"))[0].check_subcommand(self.subcommand)
         check_fit_config(config, training=self.subcommand in (None, "fit"))
 
     def set_seed(self) -> None:

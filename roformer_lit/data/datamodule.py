@@ -120,7 +120,7 @@ class PretrainDataModule(ResumableDataModule):
     #: Arguments saved in the hyperparameters under another name (argument -> saved as).
     SAVED_AS: ClassVar[dict[str, str]] = {}
     #: Where the data's held-out sequences other than validation are evaluated, if anywhere
-    #: (the end of :meth:`check_test_split`'s line).
+    #: (the end of :meth:`check_subcommand`'s lines).
     HELD_OUT_ELSEWHERE: ClassVar[str] = ""
 
     def __init__(
@@ -264,18 +264,31 @@ class PretrainDataModule(ResumableDataModule):
         raise NotImplementedError
 
     @classmethod
-    def check_test_split(cls) -> None:
-        """``test`` evaluates a held-out test split, which no pretraining data has: a corpus
-        holds out its validation split only, and a position task's held-out sequences are
-        ``extrapolate --split test``'s (:attr:`HELD_OUT_ELSEWHERE`). Reporting the
-        validation split as ``test/*`` would label it wrongly, so ``test`` is one
-        ConfigError line naming ``validate``: the one rule, for every data module, which
-        the CLI applies before anything is built (and the loader, for the Python API)."""
-        raise ConfigError(
-            f"test needs a held-out test split, and {cls.__name__} gives none: test would "
-            "report its validation split as test/* metrics; evaluate that with validate "
-            "--ckpt_path CKPT" + cls.HELD_OUT_ELSEWHERE
-        )
+    def check_subcommand(cls, subcommand: str) -> None:
+        """The Lightning subcommands no pretraining data can serve, each one ConfigError
+        line naming ``validate``: the one rule, for every data module, which the CLI applies
+        before anything is built (and the loaders, for the Python API).
+
+        * ``test`` evaluates a held-out test split, which no pretraining data has: a corpus
+          holds out its validation split only, and a position task's held-out sequences are
+          ``extrapolate --split test``'s (:attr:`HELD_OUT_ELSEWHERE`); reporting the
+          validation split as ``test/*`` would label it wrongly.
+        * ``predict`` would compute the MLM logits of the validation split and write them
+          nowhere, exit 0: a run that looks like a result and leaves none.
+        """
+        if subcommand == "test":
+            raise ConfigError(
+                f"test needs a held-out test split, and {cls.__name__} gives none: test would "
+                "report its validation split as test/* metrics; evaluate that with validate "
+                "--ckpt_path CKPT" + cls.HELD_OUT_ELSEWHERE
+            )
+        if subcommand == "predict":
+            raise ConfigError(
+                f"predict writes no output for {cls.__name__}: it would compute the MLM "
+                "logits of the validation split and drop them; evaluate a run with validate "
+                "--ckpt_path CKPT, or load its checkpoint in Python "
+                "(MaskedLM.load_from_checkpoint) to predict with it" + cls.HELD_OUT_ELSEWHERE
+            )
 
     # ----------------------------------------------------------------- the source
     def describe(self) -> str:
@@ -361,10 +374,11 @@ class PretrainDataModule(ResumableDataModule):
         return self._loader(self.val_dataset, shuffle=False)
 
     def test_dataloader(self) -> DataLoader:
-        """Refused (:meth:`check_test_split`): no pretraining data has a test split."""
-        self.check_test_split()
+        """Refused (:meth:`check_subcommand`): no pretraining data has a test split."""
+        self.check_subcommand("test")
         raise AssertionError("unreachable")  # pragma: no cover
 
     def predict_dataloader(self) -> DataLoader:
-        """Same as :meth:`val_dataloader`."""
-        return self.val_dataloader()
+        """Refused (:meth:`check_subcommand`): predictions would be written nowhere."""
+        self.check_subcommand("predict")
+        raise AssertionError("unreachable")  # pragma: no cover
