@@ -1472,6 +1472,21 @@ SAME_RUN_GRIDS: dict[str, dict[str, list[Any]]] = {
     "a dropout and its text": {"model.dropout": [0.1, "0.1"]},
     "null and its text": {"data.random_positions": [None, "null"]},
     "options and their JSON text": {"model.position_kwargs": [{}, "{}"]},
+    "a built-in scheme and its import path": {
+        "model.position": ["rope", "roformer_lit.positions.rope:RotaryPosition"]
+    },
+    "a built-in kernel and its import path": {
+        "model.attention": ["softmax", "roformer_lit.attention.softmax:SoftmaxAttention"]
+    },
+    "a plan type's scheme and its import path": {
+        "model.layer_plan": [
+            {"pattern": ["a"], "types": {"a": {"position": "rope"}}},
+            {
+                "pattern": ["a"],
+                "types": {"a": {"position": "roformer_lit.positions.rope:RotaryPosition"}},
+            },
+        ]
+    },
 }
 
 

@@ -558,8 +558,15 @@ def _refuse_failed_runs(
 
 def _settings_key(config: Any) -> str:
     """A parsed run config as canonical text, less the run's own name: two runs with the
-    same key are the same experiment."""
+    same key are the same experiment. Schemes and kernels are named as their registry
+    knows them (:func:`~roformer_lit.encoder_config.canonical_names`):
+    ``roformer_lit.positions.rope:RotaryPosition`` builds ``rope``, as ``fit`` records it."""
+    from roformer_lit.encoder_config import canonical_names
+
     settings = config.as_dict() if hasattr(config, "as_dict") else dict(config)
+    model = settings.get("model")
+    if isinstance(model, dict):  # a built-in by its import path is its short name
+        model.update(canonical_names(model))
     logger = (settings.get("trainer") or {}).get("logger")
     if isinstance(logger, dict) and isinstance(logger.get("init_args"), dict):
         logger["init_args"].pop("version", None)
