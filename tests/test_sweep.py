@@ -187,6 +187,18 @@ def test_a_run_killed_after_its_last_checkpoint_is_finished(grid4, tmp_path, mon
     assert status["runs"]["rope-linear"]["status"] == "finished"
 
 
+def test_a_run_at_its_end_is_finished_whatever_its_time_limit(grid4, tmp_path, monkeypatch):
+    """A run that reached its max_steps is skipped under another trainer.max_time: the limit
+    did not stop it (a run its time limit stopped short is refused: EDITED_TRAINER)."""
+    work, code, _ = grid4
+    assert code == 0
+    shutil.copytree(work, tmp_path, dirs_exist_ok=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    write_sweep(tmp_path / "sweep.yaml", **{"trainer.max_time": "00:01:00:00"})
+    assert main(["sweep", "--config", "sweep.yaml"]) == 0
+
+
 def test_resume_an_interrupted_run_from_its_last_checkpoint(tmp_path, monkeypatch, capsys):
     """A run preempted at step 2 of 4 (its own fit command, run here) is resumed by the
     sweep from its ``last.ckpt`` to its end."""
@@ -1420,6 +1432,11 @@ EDITED_TRAINER = {
     "another validation interval": ("trainer.val_check_interval", 2, 4, False),
     "every batch is not once an epoch": ("trainer.val_check_interval", 1.0, 1, False),
     "validation every other epoch": ("trainer.check_val_every_n_epoch", None, 2, False),
+    # the run's checkpoint is short of its end: its max_time stopped it (exit 0, marker)
+    "a time limit lifted": ("trainer.max_time", "00:00:00:08", None, False),
+    "a longer time limit": ("trainer.max_time", "00:00:00:08", "00:00:01:00", False),
+    "a time limit set": ("trainer.max_time", None, "00:00:01:00", False),
+    "one time limit written two ways": ("trainer.max_time", "00:00:01:00", {"minutes": 1}, True),
 }
 
 

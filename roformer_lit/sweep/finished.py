@@ -13,7 +13,9 @@ builds, :func:`~roformer_lit.plan_identity.same_plan`: ``layers:`` for ``pattern
 change), every data setting both name, machine settings aside, and the trainer's settings
 that change what a run trains or measures, as the trainer holds them
 (:func:`~roformer_lit.training.trainer_settings.measured_settings`: a sweep whose
-``trainer.max_steps`` grew would otherwise skip the shorter runs as finished). Otherwise the
+``trainer.max_steps`` grew would otherwise skip the shorter runs as finished); a finished
+run short of its end (its ``trainer.max_time`` stopped it, exit 0) is skipped only under
+the same time limit (:func:`stop_difference`). Otherwise the
 sweep is refused in one line naming the run and the setting, before anything runs
 (:func:`check_continued`, for every such run at once): the run is left as it is.
 
@@ -80,6 +82,37 @@ def first_difference(ran: Mapping[str, Any], asked: Any) -> str | None:
     return None
 
 
+def _time_limit(config: Mapping[str, Any]) -> float | None:
+    """``trainer.max_time`` of a config as its seconds (None: no limit; a duration that does
+    not read, as written)."""
+    from roformer_lit.training.trainer_settings import duration_seconds
+
+    trainer = plain(config.get("trainer"))
+    value = plain(trainer.get("max_time")) if isinstance(trainer, Mapping) else None
+    if value is None:
+        return None
+    seconds = duration_seconds(value)
+    return seconds if seconds is not None else value
+
+
+def stop_difference(ran: Mapping[str, Any], asked: Any, last_ckpt: Path) -> str | None:
+    """``trainer.max_time: <ran> -> <asked>`` when a finished run stopped before its end
+    (its ``last.ckpt`` short of its ``max_steps``/``max_epochs``: its ``max_time`` ended it,
+    exit 0) and the sweep now gives it another time limit: skipping it would table a run cut
+    short as the longer run asked for. None when the limits agree, or the run reached its
+    end (the limit did not stop it)."""
+    from roformer_lit.training.checkpoint_io import at_its_end
+
+    asked = plain(asked)
+    if _time_limit(ran) == _time_limit(asked) or at_its_end(last_ckpt):
+        return None
+    written = [(plain(c.get("trainer")) or {}).get("max_time") for c in (ran, asked)]
+    return (
+        f"trainer.max_time: {written[0]!r} -> {written[1]!r}; it stopped at its time limit, "
+        "short of its end"
+    )
+
+
 #: What the sweep would do with an existing run -> how the refusal says it.
 CONTINUED = {
     "skip": ("finished", "it would be skipped as finished"),
@@ -111,6 +144,8 @@ def check_continued(version: str, run_dir: str | Path, asked: Any, action: str) 
             f"{run_dir} aside or give the sweep another name"
         ) from exc
     difference = first_difference(ran, asked)
+    if difference is None and action == "skip":
+        difference = stop_difference(ran, asked, Path(run_dir) / "checkpoints" / "last.ckpt")
     if difference is not None:
         raise ConfigError(
             f"sweep: run {version} {state} with other settings than the sweep now gives it "
@@ -173,4 +208,5 @@ __all__ = [
     "check_continued",
     "check_continued_data",
     "first_difference",
+    "stop_difference",
 ]
