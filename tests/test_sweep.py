@@ -1421,6 +1421,11 @@ def test_a_finished_run_with_other_settings_is_refused_not_skipped(
     ]
 
 
+#: A callback that ends a run before its max_steps, exit 0.
+EARLY_STOP = {
+    "class_path": "lightning.pytorch.callbacks.EarlyStopping",
+    "init_args": {"monitor": "val/loss", "patience": 0},
+}
 #: (trainer setting, the value a finished run ran with, the value the edited sweep asks for,
 #: whether the run is still the one asked for).
 EDITED_TRAINER = {
@@ -1437,6 +1442,10 @@ EDITED_TRAINER = {
     "a longer time limit": ("trainer.max_time", "00:00:00:08", "00:00:01:00", False),
     "a time limit set": ("trainer.max_time", None, "00:00:01:00", False),
     "one time limit written two ways": ("trainer.max_time", "00:00:01:00", {"minutes": 1}, True),
+    "early stopping dropped": ("trainer.callbacks", [EARLY_STOP], None, False),
+    "early stopping added": ("trainer.callbacks", None, [EARLY_STOP], False),
+    "the same early stopping": ("trainer.callbacks", [EARLY_STOP], [EARLY_STOP], True),
+    "a later minimum": ("trainer.min_steps", None, 4, False),
 }
 
 

@@ -14,8 +14,8 @@ change), every data setting both name, machine settings aside, and the trainer's
 that change what a run trains or measures, as the trainer holds them
 (:func:`~roformer_lit.training.trainer_settings.measured_settings`: a sweep whose
 ``trainer.max_steps`` grew would otherwise skip the shorter runs as finished); a finished
-run short of its end (its ``trainer.max_time`` stopped it, exit 0) is skipped only under
-the same time limit (:func:`stop_difference`). Otherwise the
+run short of its end (its ``trainer.max_time`` or an early-stopping callback stopped it,
+exit 0) is skipped only under the same ones (:func:`stop_difference`). Otherwise the
 sweep is refused in one line naming the run and the setting, before anything runs
 (:func:`check_continued`, for every such run at once): the run is left as it is.
 
@@ -82,34 +82,44 @@ def first_difference(ran: Mapping[str, Any], asked: Any) -> str | None:
     return None
 
 
-def _time_limit(config: Mapping[str, Any]) -> float | None:
-    """``trainer.max_time`` of a config as its seconds (None: no limit; a duration that does
-    not read, as written)."""
+#: Trainer settings that can end a run before its ``max_steps``/``max_epochs`` with exit 0
+#: (a time limit, an early-stopping callback and the minimum it keeps): a finished run
+#: short of its end is skipped only under the same ones (:func:`stop_difference`).
+STOPPING_KEYS = ("max_time", "callbacks", "min_steps", "min_epochs")
+
+
+def _stopping(config: Any, key: str) -> Any:
+    """Trainer setting ``key`` of ``config`` as compared: ``max_time`` as its seconds where
+    it reads as a duration, no callbacks (None) as ``[]``, anything else as plain data."""
     from roformer_lit.training.trainer_settings import duration_seconds
 
     trainer = plain(config.get("trainer"))
-    value = plain(trainer.get("max_time")) if isinstance(trainer, Mapping) else None
-    if value is None:
-        return None
-    seconds = duration_seconds(value)
-    return seconds if seconds is not None else value
+    value = plain(trainer.get(key)) if isinstance(trainer, Mapping) else None
+    if key == "max_time" and value is not None:
+        seconds = duration_seconds(value)
+        return seconds if seconds is not None else value
+    if key == "callbacks" and value is None:
+        return []
+    return value
 
 
 def stop_difference(ran: Mapping[str, Any], asked: Any, last_ckpt: Path) -> str | None:
-    """``trainer.max_time: <ran> -> <asked>`` when a finished run stopped before its end
-    (its ``last.ckpt`` short of its ``max_steps``/``max_epochs``: its ``max_time`` ended it,
-    exit 0) and the sweep now gives it another time limit: skipping it would table a run cut
-    short as the longer run asked for. None when the limits agree, or the run reached its
-    end (the limit did not stop it)."""
+    """``trainer.<key>: <ran> -> <asked>`` for the first of :data:`STOPPING_KEYS` the sweep
+    now sets otherwise, when the finished run stopped before its end (its ``last.ckpt``
+    short of its ``max_steps``/``max_epochs``: its ``max_time`` or an early-stopping
+    callback ended it, exit 0): skipping it would table a run cut short as the longer run
+    asked for. None when they agree, or the run reached its end (they did not stop it)."""
     from roformer_lit.training.checkpoint_io import at_its_end
 
     asked = plain(asked)
-    if _time_limit(ran) == _time_limit(asked) or at_its_end(last_ckpt):
+    changed = [k for k in STOPPING_KEYS if _stopping(ran, k) != _stopping(asked, k)]
+    if not changed or at_its_end(last_ckpt):
         return None
-    written = [(plain(c.get("trainer")) or {}).get("max_time") for c in (ran, asked)]
+    key = changed[0]
+    written = [(plain(c.get("trainer")) or {}).get(key) for c in (ran, asked)]
     return (
-        f"trainer.max_time: {written[0]!r} -> {written[1]!r}; it stopped at its time limit, "
-        "short of its end"
+        f"trainer.{key}: {plain(written[0])!r} -> {plain(written[1])!r}; it stopped short of "
+        "its end"
     )
 
 
@@ -204,6 +214,7 @@ def check_continued_data(
 
 __all__ = [
     "CONTINUED",
+    "STOPPING_KEYS",
     "DataSection",
     "check_continued",
     "check_continued_data",
