@@ -1467,6 +1467,37 @@ def test_a_finished_run_with_other_trainer_settings_is_refused_not_skipped(
     assert {p.name: p.read_bytes() for p in finished.rglob("*") if p.is_file()} == before
 
 
+#: A setting a finished run's ``config.yaml`` does not name (the run predates it) -> (the
+#: value the sweep now asks for, whether that is the run it built: the setting's default).
+PREDATING = {
+    "a model setting now set": ("model.lr_schedule", "constant", False),
+    "a model setting at its default": ("model.lr_schedule", "linear", True),
+    "a data setting now set": ("data.random_positions", 64, False),
+    "a data setting at its default": ("data.random_positions", None, True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PREDATING))
+def test_a_finished_run_from_before_a_setting_is_compared_at_its_default(
+    case, tmp_path, monkeypatch, capsys
+):
+    """A run whose config.yaml predates a setting (lr_schedule, added since) built with its
+    default; a sweep now setting another value skipped it as finished (compared only the
+    settings both named), so compare tabled a linear-schedule run as the constant one."""
+    key, asked, same = PREDATING[case]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "launch", no_launch)
+    run, finished = finished_run(tmp_path)
+    config = yaml.safe_load((finished / "config.yaml").read_text(encoding="utf-8"))
+    section, name = key.split(".")
+    for holder in (config[section], config[section].get("init_args") or {}):
+        holder.pop(name, None)
+    (finished / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    error = sweep_edited_to(tmp_path, capsys, same, **{key: asked})
+    if not same:
+        assert run.version in error and key in error, error
+
+
 def test_a_finished_run_on_other_data_is_refused_not_skipped(tmp_path, monkeypatch, capsys):
     """The same settings name files whose content changed since the run (an edited corpus,
     a regenerated tokenizer): a finished run that recorded other data is not the run the

@@ -10,7 +10,9 @@ launch, after other runs of the sweep had already run. So a finished or interrup
 skipped or resumed only when the settings it ran with (its ``config.yaml``) are those the
 sweep gives it now: the seed, every model setting both name (a layer plan as what it
 builds, :func:`~roformer_lit.plan_identity.same_plan`: ``layers:`` for ``pattern:`` is no
-change), every data setting both name, machine settings aside, and the trainer's settings
+change), every data setting both name (one a run's ``config.yaml`` does not name, a run
+from before the setting existed, at its default: :func:`model_defaults`, the data
+class's), machine settings aside, and the trainer's settings
 that change what a run trains or measures, as the trainer holds them
 (:func:`~roformer_lit.training.trainer_settings.measured_settings`: a sweep whose
 ``trainer.max_steps`` grew would otherwise skip the shorter runs as finished); a finished
@@ -31,6 +33,8 @@ examples, :mod:`roformer_lit.finetune.task_identity`). A run without a record, a
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,17 +49,42 @@ MACHINE_KEYS = ("data.num_workers", "data.num_proc", "data.cache_dir", "model.vo
 
 
 def _data(section: Any) -> dict[str, Any]:
-    from roformer_lit.data.modules import settings_of
+    """A data section's settings, flat, over its class's defaults (a setting the section
+    does not name, a run from before it existed, has its default)."""
+    from roformer_lit.data.modules import resolve
 
     try:
-        return settings_of(plain(section) or {}, lenient=True)
+        cls, own = resolve(plain(section) or {}, True)
+        defaults = {
+            k: plain(v) for k, v in cls.arguments().items() if v is not inspect.Parameter.empty
+        }
+        return {**defaults, **own}
     except Exception:  # a section that no longer reads: compared as written
         return dict(plain(section) or {})
 
 
+@functools.cache
+def model_defaults() -> dict[str, Any]:
+    """Every model setting's default (:class:`~roformer_lit.module.MaskedLM`'s keyword
+    arguments): what a run whose ``config.yaml`` predates a setting built with."""
+    from roformer_lit.module import MaskedLM
+
+    return {
+        name: plain(p.default)
+        for name, p in inspect.signature(MaskedLM.__init__).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+
+
 def _sections(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``section.key`` -> value of every compared setting of ``config``; a model setting the
+    config does not name (a run from before the setting existed) has its default."""
     model = plain(config.get("model")) or {}
-    found = {f"model.{k}": v for k, v in model.items()} if isinstance(model, Mapping) else {}
+    found = (
+        {f"model.{k}": v for k, v in {**model_defaults(), **model}.items()}
+        if isinstance(model, Mapping)
+        else {}
+    )
     found.update({f"data.{k}": v for k, v in _data(config.get("data")).items()})
     found["seed_everything"] = config.get("seed_everything")
     trainer = plain(config.get("trainer"))
@@ -219,5 +248,6 @@ __all__ = [
     "check_continued",
     "check_continued_data",
     "first_difference",
+    "model_defaults",
     "stop_difference",
 ]
