@@ -248,7 +248,7 @@ def main(args: Sequence[str]) -> int:
     for task in tasks:  # skipped or resumed only as the run the sweep asks for: all, first
         if task.version in sweep.resolved:
             asked = sweep.resolved[task.version]
-            check_continued(task.version, task.run_dir, asked, actions[task.version])
+            check_continued(task.version, task.run_dir, asked, actions[task.version], sweep.command)
     if not ns.dry_run:  # and on the data they ran on
         data_section = None  # fit's
         if sweep.command == "finetune":

@@ -48,44 +48,56 @@ from roformer_lit.training.trainer_settings import measured_settings
 MACHINE_KEYS = ("data.num_workers", "data.num_proc", "data.cache_dir", "model.vocab_size")
 
 
-def _data(section: Any) -> dict[str, Any]:
-    """A data section's settings, flat, over its class's defaults (a setting the section
-    does not name, a run from before it existed, has its default)."""
+def _data(section: Any, defaults: bool = True) -> dict[str, Any]:
+    """A data section's settings, flat; with ``defaults``, over its class's defaults (a
+    setting the section does not name, a run from before it existed, has its default)."""
     from roformer_lit.data.modules import resolve
 
     try:
         cls, own = resolve(plain(section) or {}, True)
-        defaults = {
+        found = {
             k: plain(v) for k, v in cls.arguments().items() if v is not inspect.Parameter.empty
         }
-        return {**defaults, **own}
+        return {**(found if defaults else {}), **own}
     except Exception:  # a section that no longer reads: compared as written
         return dict(plain(section) or {})
 
 
-@functools.cache
-def model_defaults() -> dict[str, Any]:
-    """Every model setting's default (:class:`~roformer_lit.module.MaskedLM`'s keyword
-    arguments): what a run whose ``config.yaml`` predates a setting built with."""
+def _model_class(command: str) -> type:
+    """The class a ``command``'s ``model`` section builds (its settings' defaults)."""
+    if command == "finetune":
+        from roformer_lit.finetune.module import SequenceClassifier
+
+        return SequenceClassifier
     from roformer_lit.module import MaskedLM
 
+    return MaskedLM
+
+
+@functools.cache
+def model_defaults(command: str = "fit") -> dict[str, Any]:
+    """Every model setting's default, the keyword arguments of the class ``command``'s
+    ``model`` section builds (``fit``: :class:`~roformer_lit.module.MaskedLM`; ``finetune``:
+    :class:`~roformer_lit.finetune.module.SequenceClassifier`): what a run whose
+    ``config.yaml`` predates a setting built with."""
     return {
         name: plain(p.default)
-        for name, p in inspect.signature(MaskedLM.__init__).parameters.items()
+        for name, p in inspect.signature(_model_class(command).__init__).parameters.items()
         if p.default is not inspect.Parameter.empty
     }
 
 
-def _sections(config: Mapping[str, Any]) -> dict[str, Any]:
+def _sections(config: Mapping[str, Any], command: str = "fit") -> dict[str, Any]:
     """``section.key`` -> value of every compared setting of ``config``; a model setting the
-    config does not name (a run from before the setting existed) has its default."""
+    config does not name (a run from before the setting existed) has its default, and so
+    has a ``fit`` run's data setting."""
     model = plain(config.get("model")) or {}
     found = (
-        {f"model.{k}": v for k, v in {**model_defaults(), **model}.items()}
+        {f"model.{k}": v for k, v in {**model_defaults(command), **model}.items()}
         if isinstance(model, Mapping)
         else {}
     )
-    found.update({f"data.{k}": v for k, v in _data(config.get("data")).items()})
+    found.update({f"data.{k}": v for k, v in _data(config.get("data"), command == "fit").items()})
     found["seed_everything"] = config.get("seed_everything")
     trainer = plain(config.get("trainer"))
     if isinstance(trainer, Mapping):
@@ -93,12 +105,12 @@ def _sections(config: Mapping[str, Any]) -> dict[str, Any]:
     return found
 
 
-def first_difference(ran: Mapping[str, Any], asked: Any) -> str | None:
+def first_difference(ran: Mapping[str, Any], asked: Any, command: str = "fit") -> str | None:
     """``key: <value the run had> -> <value asked now>`` for the first setting of the run's
     config ``ran`` that the parsed config ``asked`` sets otherwise; None where none does."""
     from roformer_lit.commands.checkpoint_settings import same_setting
 
-    theirs, ours = _sections(ran), _sections(plain(asked))
+    theirs, ours = _sections(ran, command), _sections(plain(asked), command)
     for key in sorted(set(theirs) & set(ours)):
         if key in MACHINE_KEYS:
             continue
@@ -159,7 +171,9 @@ CONTINUED = {
 }
 
 
-def check_continued(version: str, run_dir: str | Path, asked: Any, action: str) -> None:
+def check_continued(
+    version: str, run_dir: str | Path, asked: Any, action: str, command: str = "fit"
+) -> None:
     """Refuse (one ConfigError line) to ``action`` (``skip`` or ``resume``,
     :data:`CONTINUED`) the run ``version`` at ``run_dir`` when it ran with other settings
     than ``asked`` (the parsed config the sweep gives it now), or when its ``config.yaml``
@@ -182,7 +196,7 @@ def check_continued(version: str, run_dir: str | Path, asked: Any, action: str) 
             f"so the sweep cannot tell whether it is the run it asks for: {what}; move "
             f"{run_dir} aside or give the sweep another name"
         ) from exc
-    difference = first_difference(ran, asked)
+    difference = first_difference(ran, asked, command)
     if difference is None and action == "skip":
         difference = stop_difference(ran, asked, Path(run_dir) / "checkpoints" / "last.ckpt")
     if difference is not None:
