@@ -77,9 +77,9 @@ def check_closed(lines: RecordLines, row: Mapping[Any, Any] | Sequence[Any], whe
     """Refuse the record just read (``row``) when the reader went past the last line for
     it: its last value opened a quote that nothing closed. ``where`` names the file; the
     line is that of the opening quote."""
-    if not lines.ended:
-        return
     values = row_values(row)
+    if not lines.ended or not values:  # an empty file ends before any record: none is open
+        return
     last = values[-1] if values and isinstance(values[-1], str) else ""
     opened = lines.number - max(len(last.splitlines()), 1) + 1
     swallowed = lines.number - opened

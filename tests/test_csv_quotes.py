@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from roformer_lit.csv_records import ClosedQuotesReader
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.examples import read_local
 from roformer_lit.results.compare.select import read_report
@@ -118,3 +119,11 @@ def test_rows_likely_swallowed_into_a_quoted_text_get_a_note(case, tmp_path, cap
         assert len(notes) == 1 and f"{path}{words}" in notes[0], notes
     if case == "rows_swallowed_in_two_places":
         assert "(1 more such row(s) in the file)" in notes[0], notes
+
+
+@pytest.mark.parametrize("content", ["", "\n", "\n\n", "text,label\n", "text,label"], ids=repr)
+def test_a_file_without_a_record_opens_no_quote(content):
+    """An empty file ends before its header: the reader went past the end for no record,
+    which is no quote left open (the readers then say the file holds no examples)."""
+    reader = ClosedQuotesReader(content.splitlines(keepends=True), "a.csv")
+    assert list(reader) == []
