@@ -145,16 +145,17 @@ class FinetuneCLI(RoformerCLI):
                 else f"nor one to fine-tune from: {refusal}"
             )
             raise ConfigError(f"--ckpt_path {ckpt} is not a fine-tuning checkpoint; {hint}")
+        given = None  # the pretrained checkpoint, read once
         if subcommand == "validate":  # the encoder it was fine-tuned from, unless typed
             self._take_pretrained_from(hparams.get("pretrained"))
             named = self.config[subcommand].model.pretrained
-            check_validated_pretrained(ckpt, checkpoint, named)  # the run's, as it was
+            given = check_validated_pretrained(ckpt, checkpoint, named)  # the run's, as it was
         else:  # the run's own pretrained checkpoint, then the table and the finished-run check
-            check_resumed_pretrained(ckpt, hparams.get("pretrained"), config.model.pretrained)
-        named = self.config[subcommand].model.pretrained
+            named = config.model.pretrained
+            check_resumed_pretrained(ckpt, hparams.get("pretrained"), named)
         if named is not None:  # the encoder it builds is the one the checkpoint records
-            given = encoder_config(read_pretrained(named))
-            check_encoder_record(checkpoint, given, ckpt, named, training=subcommand == "fit")
+            built = encoder_config(given if given is not None else read_pretrained(named))
+            check_encoder_record(checkpoint, built, ckpt, named, training=subcommand == "fit")
         asked = self.config[subcommand].data.task
         self.take_checkpoint_settings(subcommand, str(ckpt), checkpoint)
         self._check_task_files(subcommand, str(ckpt), asked)

@@ -222,7 +222,9 @@ def _architecture(checkpoint: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if "dropout" not in k}
 
 
-def check_validated_pretrained(ckpt: Any, checkpoint: dict[str, Any], named: Any) -> None:
+def check_validated_pretrained(
+    ckpt: Any, checkpoint: dict[str, Any], named: Any
+) -> dict[str, Any] | None:
     """``finetune validate``: ``model.pretrained`` (the one the fine-tuning checkpoint
     ``ckpt`` records, or a typed one: the run's pretrained checkpoint found elsewhere) builds
     the classifier and tokenizes the task, so it must be the run's: the tokenizer the
@@ -232,10 +234,12 @@ def check_validated_pretrained(ckpt: Any, checkpoint: dict[str, Any], named: Any
     fine-tuned checkpoint has no record of them (another scheme or kernel computes something
     else with the same weights; a record is compared by
     :func:`~roformer_lit.finetune.encoder_record.check_encoder_record`, whatever the path),
-    and the fine-tuned encoder's weight names and shapes. One line naming both otherwise."""
+    and the fine-tuned encoder's weight names and shapes. One line naming both otherwise.
+    Returns the pretrained checkpoint read from ``named`` (``None`` when none is named), so
+    the caller need not read it again."""
     recorded = (checkpoint.get("hyper_parameters") or {}).get("pretrained")
     if named is None:
-        return
+        return None
     same = recorded is not None and _same_file(recorded, named)
     given = read_pretrained(named)
     problem = None
@@ -261,7 +265,7 @@ def check_validated_pretrained(ckpt: Any, checkpoint: dict[str, Any], named: Any
             ]
             problem = f"its encoder weights differ from the fine-tuned ones (first: {key[0]})"
     if problem is None:
-        return
+        return given
     if same:
         raise ConfigError(
             f"model.pretrained {named}, the checkpoint --ckpt_path {ckpt} was fine-tuned "
