@@ -39,10 +39,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import plain, same_plan
 from roformer_lit.run_files import RunFileError, read_yaml_mapping
 from roformer_lit.training.data_identity import DATA_IDENTITY_FILE, read_record, short_identity
-from roformer_lit.training.trainer_settings import measured_settings
+from roformer_lit.training.trainer_settings import duration_seconds, measured_settings
+
+# The imports inside functions below are of modules that import Lightning (the data
+# modules, the LightningModules, checkpoint reading): deferred so that reading a sweep file
+# and planning its runs does not load it. None of them imports roformer_lit.sweep.
 
 #: Settings of the machine, not of the run (a finished run may have used other values).
 MACHINE_KEYS = ("data.num_workers", "data.num_proc", "data.cache_dir", "model.vocab_size")
@@ -132,8 +137,6 @@ STOPPING_KEYS = ("max_time", "callbacks", "min_steps", "min_epochs")
 def _stopping(config: Any, key: str) -> Any:
     """Trainer setting ``key`` of ``config`` as compared: ``max_time`` as its seconds where
     it reads as a duration, no callbacks (None) as ``[]``, anything else as plain data."""
-    from roformer_lit.training.trainer_settings import duration_seconds
-
     trainer = plain(config.get("trainer"))
     value = plain(trainer.get(key)) if isinstance(trainer, Mapping) else None
     if key == "max_time" and value is not None:
@@ -180,8 +183,6 @@ def check_continued(
     cannot say which settings it ran with (missing, unreadable, or without a ``model``
     section: a damaged run would otherwise be skipped as the run asked for, whatever it
     ran with). Any other action (a fresh run, a partial one moved aside) is not compared."""
-    from roformer_lit.errors import ConfigError
-
     if action not in CONTINUED:
         return
     path = Path(run_dir) / "config.yaml"
@@ -231,8 +232,6 @@ def check_continued_data(
     :func:`~roformer_lit.commands.prepare.data_section`; ``finetune``'s is
     :func:`~roformer_lit.finetune.parse.data_section`); the data of each distinct data
     section are prepared (where they are not) and identified once."""
-    from roformer_lit.errors import ConfigError
-
     if data_section is None:
         from roformer_lit.commands.prepare import data_section
     given: dict[str, str | None] = {}

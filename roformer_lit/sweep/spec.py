@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from roformer_lit.encoder_config import canonical_names
 from roformer_lit.errors import AbbreviatedOption, ConfigError
 from roformer_lit.plan_labels import plan_label
-from roformer_lit.safe_input import yaml_value
+from roformer_lit.safe_input import YAMLBombError, safe_yaml_load, yaml_value
 from roformer_lit.sweep.bad_values import grid_problems
 from roformer_lit.sweep.finetune import (
     PRETRAINED_KEY,
@@ -230,10 +233,6 @@ def _only(sweep: Sweep, only: Sequence[str], where: str) -> list[Run]:
 
 
 def _read_yaml(path: Path) -> Any:
-    import yaml
-
-    from roformer_lit.safe_input import YAMLBombError, safe_yaml_load
-
     try:
         return safe_yaml_load(path.read_text(encoding="utf-8"))
     except YAMLBombError as exc:
@@ -497,7 +496,7 @@ def validate_sweep(sweep: Sweep, root: str) -> None:
     :func:`roformer_lit.finetune.prelaunch.check_finetune_config`), without building
     anything; bad combinations are one line naming every grid value no run could take, or
     the first bad run and the rule (:func:`_refuse_failed_runs`)."""
-    if sweep.command == "finetune":
+    if sweep.command == "finetune":  # deferred: both import Lightning
         from roformer_lit.finetune.parse import validate_finetune_config as validate_config
     else:
         from roformer_lit.commands.pretrain import validate_config
@@ -561,8 +560,6 @@ def _settings_key(config: Any) -> str:
     same key are the same experiment. Schemes and kernels are named as their registry
     knows them (:func:`~roformer_lit.encoder_config.canonical_names`):
     ``roformer_lit.positions.rope:RotaryPosition`` builds ``rope``, as ``fit`` records it."""
-    from roformer_lit.encoder_config import canonical_names
-
     settings = config.as_dict() if hasattr(config, "as_dict") else dict(config)
     model = settings.get("model")
     if isinstance(model, dict):  # a built-in by its import path is its short name
