@@ -13,7 +13,10 @@ or as one entry per layer, plus each type's settings::
       layers: [global, local, local, global]   # or: one entry per layer
       types: {local: {window: 128}}
 
-A type's settings (all optional; a type without settings is a plain global layer):
+A type's settings (all optional; a type without settings is a plain global layer, and so
+is a name ``types`` does not define: :func:`undefined_types` lists those other than
+:data:`GLOBAL`, which ``fit`` names in a ``note:`` line, since ``locl`` for ``local`` is
+more likely a typo than a global layer):
 
 - ``window``: ``w >= 1`` or null (global). Query ``i`` attends to key ``j`` only where
   ``|i - j| <= w // 2`` (bidirectional; ModernBERT's ``local_attention`` convention, 128:
@@ -59,6 +62,8 @@ TYPE_RULES: dict[str, Rule] = {
     "attention_kwargs": mapping,
 }
 _LABEL = "model.layer_plan"
+#: The name a plan may use for a plain global layer without defining it under ``types``.
+GLOBAL = "global"
 _TYPE_NAME = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -220,3 +225,26 @@ def resolve_plan(
             frozenset(written),
         )
     return [specs[name] for name in names]
+
+
+def undefined_types(plan: Mapping[str, Any] | None, num_layers: int) -> str | None:
+    """The ``note:`` text (without ``note:``) for the layer types of a well-formed ``plan``
+    that ``types`` does not define, other than :data:`GLOBAL`: their layers are plain
+    global layers of the model's scheme, as documented, so ``layers: [local, locl]`` with
+    ``types: {local: {window: 8}}`` trains its second layer without a window, in a run
+    named ``local8-locl``; None where every such name is defined (or there is no plan)."""
+    if plan is None:
+        return None
+    names = list(dict.fromkeys(layer_types(plan, num_layers)))
+    types = _settings(plan.get("types"), f"{_LABEL}.types")
+    undefined = [name for name in names if name not in types and name != GLOBAL]
+    if not undefined:
+        return None
+    defined = ", ".join(map(repr, types)) or "none"
+    named = ", ".join(map(repr, undefined))
+    verb, them = ("is", "its") if len(undefined) == 1 else ("are", "their")
+    return (
+        f"{_LABEL} type {named} {verb} not defined under {_LABEL}.types (a typo?): {them} "
+        f"layers are plain global layers of model.position; defined types: {defined} (and "
+        f"{GLOBAL!r}, which needs no definition); define it as {{}} to keep it global"
+    )

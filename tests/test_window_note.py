@@ -48,7 +48,7 @@ CASES: dict[str, tuple[list[str], list[str] | None]] = {
     ),
     "recipe at 66 tokens": ([*MODERNBERT, "--data.max_length", "66"], None),
     "recipe as shipped (512 tokens)": (MODERNBERT, None),
-    "copy, window 63": ([*COPY, *plan(63)], None),
+    "copy, window 62 (31 each side)": ([*COPY, *plan(62)], None),
     "no plan": (COPY, None),
 }
 

@@ -23,7 +23,8 @@ a tokenizer or allocating a weight:
 * the rules that pair the sections (:data:`CROSS_SECTION_RULES`: ``data.document_mask``
   and every layer's kernel, ``data.random_positions`` and every layer's scheme and table);
   for a run that trains, a ``note:`` for a window that reaches every token of
-  ``data.max_length`` (:func:`note_windows_past_the_sequences`).
+  ``data.max_length`` or an odd one (:func:`note_windows_past_the_sequences`), and for a
+  layer type the plan does not define (:func:`~roformer_lit.layer_plan.undefined_types`).
 
 ``fit`` (``validate``, ``test``, ``predict``) runs it before it picks a run directory;
 ``sweep`` and ``sweep --dry-run`` run it on every combination before anything is
@@ -46,6 +47,7 @@ from roformer_lit.component_origins import recorded_registries
 from roformer_lit.data.modules import complete_settings
 from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
 from roformer_lit.errors import ConfigError, one_line
+from roformer_lit.layer_plan import undefined_types
 from roformer_lit.model import Encoder
 from roformer_lit.training.step_end_validation import check_new_run
 from roformer_lit.validation import (
@@ -89,6 +91,8 @@ def check_fit_config(config: Any, training: bool = True) -> None:
             vocab = data_class.planned_vocab_size(data)
         architecture = check_model(model, vocab, data.get("max_length"))
         note_shadowed_names(architecture, data)
+        if training:
+            note_once(undefined_types(architecture.layer_plan, architecture.num_layers))
         if training and data:
             note_windows_past_the_sequences(architecture, data)
         if data:
@@ -120,26 +124,49 @@ def note_shadowed_names(config: EncoderConfig, data: Mapping[str, Any]) -> None:
             print(f"note: {shadowed}; this run uses the built-in", file=sys.stderr)
 
 
+def note_once(note: str | None) -> None:
+    """``note`` as one ``note:`` line on stderr, unless None or printed already in this
+    process (a sweep checks every run)."""
+    if note is not None and note not in _noted:
+        _noted.add(note)
+        print(f"note: {note}", file=sys.stderr)
+
+
 def note_windows_past_the_sequences(config: EncoderConfig, data: Mapping[str, Any]) -> None:
     """A ``note:`` line, once per process, for each windowed layer type whose window
     reaches every token of the longest training sequence (``data.max_length``): its layers
     train as global ones, bit for bit (:func:`~roformer_lit.attention.window.band_half_width`),
     in a run whose name says ``local128``. Not refused: the window restricts the same
-    weights at a longer evaluation, which may be what was meant."""
+    weights at a longer evaluation, which may be what was meant. Else, for an odd window,
+    the note of :func:`odd_window`."""
     length = data.get("max_length")
-    if not isinstance(length, int):
-        return
-    for spec in config.layer_specs:
-        if spec.window is None or band_half_width(spec.window, length) is not None:
+    for spec in {spec.type: spec for spec in config.layer_specs}.values():
+        if spec.window is None:
             continue
-        note = (
-            f"model.layer_plan type {spec.type!r} has window {spec.window} ({spec.window // 2} "
-            f"tokens each side), which reaches every token of data.max_length={length}: its "
-            f"layers train as global ones (a window below {2 * (length - 1)} restricts them)"
-        )
-        if note not in _noted:
-            _noted.add(note)
-            print(f"note: {note}", file=sys.stderr)
+        if isinstance(length, int) and band_half_width(spec.window, length) is None:
+            note_once(
+                f"model.layer_plan type {spec.type!r} has window {spec.window} ({spec.window // 2} "
+                f"tokens each side), which reaches every token of data.max_length={length}: its "
+                f"layers train as global ones (a window below {2 * (length - 1)} restricts them)"
+            )
+        else:
+            note_once(odd_window(spec.type, spec.window))
+
+
+def odd_window(name: str, window: int) -> str | None:
+    """The note for layer type ``name``'s odd ``window`` (None for an even one): a query
+    reads the keys within ``window // 2`` each side (ModernBERT's ``local_attention``
+    convention, kept for parity), so ``2k + 1`` builds the layer ``2k`` builds, under
+    another name. Window 1 (a query reads itself) is the only way to write its layer."""
+    if window % 2 == 0 or window == 1:
+        return None
+    half = window // 2
+    return (
+        f"model.layer_plan type {name!r} has window {window}: a query reads the keys within "
+        f"{half} tokens each side (window // 2, ModernBERT's local_attention), {2 * half + 1} "
+        f"keys, the same layer as window {window - 1}; an odd window adds no key (use "
+        f"{window - 1}, or {window + 1} for {half + 1} each side)"
+    )
 
 
 def document_mask_needs_segments(config: EncoderConfig, data: Mapping[str, Any]) -> None:
