@@ -279,6 +279,43 @@ def window_needs_a_kernel_with_windows(config: EncoderConfig, layers: list[Resol
             )
 
 
+def window_options_reach_a_window(config: EncoderConfig) -> None:
+    """A kernel option that acts only in a windowed layer
+    (:attr:`~roformer_lit.capabilities.KernelCapabilities.window_options`: softmax's
+    ``window_block``) where it is written (``model.attention_kwargs`` or a layer type's)
+    but reaches no layer with a window: one line naming it and the layer types. It would
+    change nothing but the run's name (``rope-softmax-seed0-window_block64``, the same
+    experiment as ``rope-softmax-seed0``), as ``data.random_positions`` with no scheme
+    that reads positions would. A rule of a new run (:func:`~roformer_lit.commands.prelaunch.
+    check_fit_config`), not of the architecture: a checkpoint written with it still loads."""
+    reached: dict[tuple[str, Any], bool] = {}
+    for layer in config.layers:
+        for option in layer.kernel_capabilities.window_options:
+            if option in layer.spec.attention_kwargs:
+                key = (
+                    layer.spec.path("attention_kwargs", option),
+                    layer.spec.attention_kwargs[option],
+                )
+                reached[key] = reached.get(key, False) or layer.spec.window is not None
+    for (path, value), windowed in reached.items():
+        if windowed:
+            continue
+        windows = {spec.type: spec.window for spec in config.layer_specs}
+        layers = (
+            "the model has no model.layer_plan"
+            if config.layer_plan is None
+            else "the layers' types: "
+            + ", ".join(
+                f"{name} ({'global' if window is None else f'window {window}'})"
+                for name, window in windows.items()
+            )
+        )
+        raise ConfigError(
+            f"{path}={value!r} acts only in a windowed layer, and no layer it reaches has a window "
+            f"({layers}); drop it, or give a layer type a window in model.layer_plan"
+        )
+
+
 def embedding_schemes_do_not_vary(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:
     """A scheme that adds positions to the embeddings acts once, before every layer: it
     cannot be one layer's scheme while other layers differ from the model's."""

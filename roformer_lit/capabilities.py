@@ -31,6 +31,9 @@ class KernelCapabilities:
     dropout: bool
     #: Device types it can train on (``("cpu", "cuda")``); None: every device.
     training_devices: tuple[str, ...] | None = None
+    #: Options that act only in a windowed layer (softmax's ``window_block``): given to
+    #: layers none of which has a window, they change nothing but the run's name.
+    window_options: tuple[str, ...] = ()
 
     def described(self) -> str:
         """``score bias, segments, window, dropout`` (what it supports, in words)."""

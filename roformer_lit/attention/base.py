@@ -46,6 +46,8 @@ class AttentionKernel(nn.Module):
     supports_dropout: ClassVar[bool] = True
     #: The device types it can train on; None: every device.
     training_devices: ClassVar[tuple[str, ...] | None] = None
+    #: Its options that act only in a windowed layer (``window`` given).
+    window_options: ClassVar[tuple[str, ...]] = ()
     #: Whether ``rotate`` turns ``q`` and ``k`` as given, before anything else reads them:
     #: the output with ``rotate`` is the output on ``rotate(q), rotate(k)`` with none (the
     #: kernel kit checks this). False for a kernel that rotates elsewhere.
@@ -61,6 +63,7 @@ class AttentionKernel(nn.Module):
             window=cls.supports_window,
             dropout=cls.supports_dropout,
             training_devices=cls.training_devices,
+            window_options=cls.window_options,
         )
 
     def forward(

@@ -129,6 +129,7 @@ class SoftmaxAttention(AttentionKernel):
     supports_score_bias = True
     supports_segments = True
     supports_window = True
+    window_options = ("window_block",)
 
     def __init__(
         self,

@@ -1,0 +1,77 @@
+"""A kernel option that acts only in a windowed layer, given where no layer has a window,
+is refused in one line.
+
+``--model.attention_kwargs '{window_block: 64}'`` on a model without windows changed
+nothing the run computed but its name (``rope-softmax-seed0-copy-window_block64``, the
+same experiment as ``rope-softmax-seed0-copy``), exit 0. As ``data.random_positions``
+with no scheme that reads positions, it is now refused by ``fit``'s pre-launch check
+(and ``sweep``'s), naming the setting, its value and the layers' types; where some layer
+it reaches has a window, it is taken. A checkpoint written with it still loads (the rule
+is a new run's, not the architecture's).
+"""
+
+from __future__ import annotations
+
+import pytest
+from cli_helpers import CONFIGS
+
+from roformer_lit.commands import prelaunch
+from roformer_lit.commands.prelaunch import check_fit_config
+from roformer_lit.commands.pretrain import validate_config
+from roformer_lit.encoder_config import EncoderConfig
+from roformer_lit.errors import ConfigError
+
+COPY = ["--config", str(CONFIGS / "probes" / "copy.yaml"), "--model.num_layers", "2"]
+BLOCK = ["--model.attention_kwargs", "{window_block: 64}"]
+
+
+def plan(text: str) -> list[str]:
+    return ["--model.layer_plan", text]
+
+
+#: case -> (arguments, words of the one error line; None: accepted).
+CASES: dict[str, tuple[list[str], list[str] | None]] = {
+    "no plan": (BLOCK, ["model.attention_kwargs.window_block=64", "no model.layer_plan"]),
+    "a plan without windows": (
+        [*BLOCK, *plan("{pattern: [a, b], types: {a: {}, b: {position: nope}}}")],
+        ["model.attention_kwargs.window_block=64", "a (global), b (global)"],
+    ),
+    "a global type's own": (
+        plan(
+            "{pattern: [l, g], types: {l: {window: 8}, g: {attention_kwargs: {window_block: 16}}}}"
+        ),
+        ["model.layer_plan.types.g.attention_kwargs.window_block=16", "l (window 8)"],
+    ),
+    "the recipe's plan": (
+        ["--config", str(CONFIGS / "recipes" / "modernbert.yaml"), *BLOCK],
+        None,
+    ),
+    "a windowed layer it reaches": (
+        [*BLOCK, *plan("{pattern: [l, g], types: {l: {window: 8}, g: {}}}")],
+        None,
+    ),
+    "a windowed type's own": (
+        plan("{pattern: [l, g], types: {l: {window: 8, attention_kwargs: {window_block: 4}}}}"),
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_window_option_that_reaches_no_window_is_refused(case, monkeypatch):
+    monkeypatch.setattr(prelaunch, "_noted", set())
+    arguments, words = CASES[case]
+    config = validate_config([*COPY, *arguments], prelaunch=False)
+    if words is None:
+        check_fit_config(config)
+        return
+    with pytest.raises(ConfigError) as raised:
+        check_fit_config(config)
+    message = str(raised.value)
+    assert "\n" not in message and "acts only in a windowed layer" in message, message
+    assert all(word in message for word in words), message
+
+
+def test_a_model_written_with_it_still_builds():
+    """The architecture takes it (a checkpoint of such a run still loads)."""
+    assert EncoderConfig(position="rope", attention_kwargs={"window_block": 64}).layers
