@@ -1535,6 +1535,24 @@ SAME_RUN_GRIDS: dict[str, dict[str, list[Any]]] = {
     "a built-in kernel and its import path": {
         "model.attention": ["softmax", "roformer_lit.attention.softmax:SoftmaxAttention"]
     },
+    "a plan as pattern and as layers": {
+        "model.layer_plan": [
+            {"pattern": ["l"], "types": {"l": {"window": 8}}},
+            {"layers": ["l"], "types": {"l": {"window": 8}}},
+        ]
+    },
+    "a plan type naming the model's scheme": {
+        "model.layer_plan": [
+            {"pattern": ["l"], "types": {"l": {"window": 8}}},
+            {"pattern": ["l"], "types": {"l": {"window": 8, "position": "rope"}}},
+        ]
+    },
+    "a plan type with the model's options written": {
+        "model.layer_plan": [
+            {"pattern": ["l"], "types": {"l": {"window": 8}}},
+            {"pattern": ["l"], "types": {"l": {"window": 8, "position_kwargs": {"base": 10000}}}},
+        ]
+    },
     "a plan type's scheme and its import path": {
         "model.layer_plan": [
             {"pattern": ["a"], "types": {"a": {"position": "rope"}}},

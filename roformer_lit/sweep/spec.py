@@ -19,6 +19,7 @@ import yaml
 
 from roformer_lit.encoder_config import canonical_names
 from roformer_lit.errors import AbbreviatedOption, ConfigError
+from roformer_lit.plan_identity import model_plan
 from roformer_lit.plan_labels import plan_label
 from roformer_lit.safe_input import YAMLBombError, safe_yaml_load, yaml_value
 from roformer_lit.sweep.bad_values import grid_problems
@@ -559,11 +560,15 @@ def _settings_key(config: Any) -> str:
     """A parsed run config as canonical text, less the run's own name: two runs with the
     same key are the same experiment. Schemes and kernels are named as their registry
     knows them (:func:`~roformer_lit.encoder_config.canonical_names`):
-    ``roformer_lit.positions.rope:RotaryPosition`` builds ``rope``, as ``fit`` records it."""
+    ``roformer_lit.positions.rope:RotaryPosition`` builds ``rope``, as ``fit`` records it;
+    a layer plan is what it builds (:func:`~roformer_lit.plan_identity.model_plan`:
+    ``layers:`` for ``pattern:``, a pattern written twice over, a type naming the model's
+    own scheme are one plan)."""
     settings = config.as_dict() if hasattr(config, "as_dict") else dict(config)
     model = settings.get("model")
     if isinstance(model, dict):  # a built-in by its import path is its short name
         model.update(canonical_names(model))
+        model["layer_plan"] = model_plan(model)
     logger = (settings.get("trainer") or {}).get("logger")
     if isinstance(logger, dict) and isinstance(logger.get("init_args"), dict):
         logger["init_args"].pop("version", None)
