@@ -241,10 +241,12 @@ def undefined_types(plan: Mapping[str, Any] | None, num_layers: int) -> str | No
     if not undefined:
         return None
     defined = ", ".join(map(repr, types)) or "none"
+    if GLOBAL not in types:
+        defined += f" (and {GLOBAL!r}, which needs no definition)"
     named = ", ".join(map(repr, undefined))
     verb, them = ("is", "its") if len(undefined) == 1 else ("are", "their")
     return (
         f"{_LABEL} type {named} {verb} not defined under {_LABEL}.types (a typo?): {them} "
-        f"layers are plain global layers of model.position; defined types: {defined} (and "
-        f"{GLOBAL!r}, which needs no definition); define it as {{}} to keep it global"
+        f"layers are plain global layers of model.position; defined types: {defined}; "
+        "define it as {} to keep it global"
     )

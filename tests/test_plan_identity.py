@@ -315,6 +315,29 @@ def test_a_recipe_run_is_named_for_its_recipe_and_what_differs():
     assert run_stem(plain) == "rope-softmax-seed0-global.base160000-local128.base10000x2"
 
 
+#: A recipe's plan dropped -> how it was written. Each run was named ``modernbert-seed0``,
+#: the recipe's own name, though its every layer is global: another experiment, exit 0.
+DROPPED_PLANS: dict[str, Any] = {
+    "null": None,
+    "one plain type": {"pattern": ["all"]},
+    "types without settings": {"pattern": ["global", "local", "local"], "types": {"local": {}}},
+}
+
+
+@pytest.mark.parametrize("case", sorted(DROPPED_PLANS))
+def test_a_recipe_run_without_its_plan_says_so_in_its_name(case):
+    import yaml
+    from cli_helpers import CONFIGS
+
+    from roformer_lit.training.run_name import run_stem
+
+    recipe = CONFIGS / "recipes" / "modernbert.yaml"
+    own = yaml.safe_load(recipe.read_text(encoding="utf-8"))["model"]
+    section = {"attention": "softmax", **own, "layer_plan": DROPPED_PLANS[case]}
+    config = {"config": [recipe], "seed_everything": 0, "model": section, "data": {}}
+    assert run_stem(config) == "modernbert-seed0-layer_plandefault"
+
+
 # -- options at their defaults: the model they build is the plain one ------------------------
 
 

@@ -16,7 +16,7 @@ A run of a **recipe** (a ``--config`` file in a directory named ``recipes``, suc
 ``<recipe>-seed<N>[-<corpus>][-<variant>...]``, where the scheme and kernel show only
 where they are not the recipe's, and the variant parts only the options, plan and block
 settings whose values are not the recipe's (``modernbert-seed0``,
-``modernbert-seed0-mlpswiglu``); a later ``--config`` file's model settings count as
+``modernbert-seed0-mlpswiglu``; ``modernbert-seed0-layer_plandefault`` without its plan); a later ``--config`` file's model settings count as
 differences too.
 
 Values are spelled one way everywhere in a name (:func:`roformer_lit.plan_labels.spelled`:
@@ -129,7 +129,9 @@ def variant_parts(model: Any, data: Any, recipe: Mapping[str, Any] | None = None
     plan_keys = ("position", "position_kwargs", "attention", "attention_kwargs", "layer_plan")
     theirs = {key: reference.get(key, ENCODER_DEFAULTS[key]) for key in plan_keys}
     if recipe is None or not same_plan(plain(model) or {}, theirs):
-        parts.append(plan_label(plain(_get(model, "layer_plan"))))  # "" without a plan
+        label = plan_label(plain(_get(model, "layer_plan")))  # "" without a plan
+        # a recipe's plan dropped (null, or every layer plain) differs as block keys do
+        parts.append(label or ("" if recipe is None else "layer_plandefault"))
     parts += _differing(_get(model, "block"), reference.get("block"))
     return [p for p in (_clean(part) for part in parts) if p]
 
