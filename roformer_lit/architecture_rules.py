@@ -279,41 +279,59 @@ def window_needs_a_kernel_with_windows(config: EncoderConfig, layers: list[Resol
             )
 
 
-def window_options_reach_a_window(config: EncoderConfig) -> None:
-    """A kernel option that acts only in a windowed layer
-    (:attr:`~roformer_lit.capabilities.KernelCapabilities.window_options`: softmax's
-    ``window_block``) where it is written (``model.attention_kwargs`` or a layer type's)
-    but reaches no layer with a window: one line naming it and the layer types. It would
-    change nothing but the run's name (``rope-softmax-seed0-window_block64``, the same
-    experiment as ``rope-softmax-seed0``), as ``data.random_positions`` with no scheme
-    that reads positions would. A rule of a new run (:func:`~roformer_lit.commands.prelaunch.
-    check_fit_config`), not of the architecture: a checkpoint written with it still loads."""
-    reached: dict[tuple[str, Any], bool] = {}
-    for layer in config.layers:
-        for option in layer.kernel_capabilities.window_options:
-            if option in layer.spec.attention_kwargs:
-                key = (
-                    layer.spec.path("attention_kwargs", option),
-                    layer.spec.attention_kwargs[option],
+#: The kernel options that act only in some layers: (the options a kernel declares, whether
+#: a layer is one they act in, what such a layer is, in words).
+CONDITIONAL_OPTIONS: tuple[
+    tuple[Callable[[KernelCapabilities], tuple[str, ...]], Callable[[ResolvedLayer], bool], str],
+    ...,
+] = (
+    (lambda kernel: kernel.window_options, lambda layer: layer.spec.window is not None, "window"),
+    (
+        lambda kernel: kernel.bias_options,
+        lambda layer: layer.scheme_capabilities.needs_score_bias,
+        "scheme that adds a score bias",
+    ),
+)
+
+
+def kernel_options_take_effect(config: EncoderConfig) -> None:
+    """A kernel option that acts only in some layers (:data:`CONDITIONAL_OPTIONS`:
+    softmax's ``window_block`` in windowed ones, ``bias_block`` and ``bias_block_from``
+    where the scheme adds a score bias), written (in ``model.attention_kwargs`` or a layer
+    type's) where no layer it reaches is one: one line naming it, its value and the layers.
+    It would change nothing but the run's name (``rope-softmax-seed0-window_block64``, the
+    same experiment as ``rope-softmax-seed0``), as ``data.random_positions`` with no
+    scheme that reads positions would. A rule of a new run
+    (:func:`~roformer_lit.commands.prelaunch.check_fit_config`), not of the architecture:
+    a checkpoint written with it still loads."""
+    for declared, acts_in, kind in CONDITIONAL_OPTIONS:
+        reached: dict[tuple[str, Any], bool] = {}
+        for layer in config.layers:
+            for option in declared(layer.kernel_capabilities):
+                if option in layer.spec.attention_kwargs:
+                    value = layer.spec.attention_kwargs[option]
+                    key = (layer.spec.path("attention_kwargs", option), value)
+                    reached[key] = reached.get(key, False) or acts_in(layer)
+        for (path, value), acts in reached.items():
+            if acts:
+                continue
+            layers = {
+                layer.spec.type: (
+                    f"{layer.spec.position}, "
+                    + ("global" if layer.spec.window is None else f"window {layer.spec.window}")
                 )
-                reached[key] = reached.get(key, False) or layer.spec.window is not None
-    for (path, value), windowed in reached.items():
-        if windowed:
-            continue
-        windows = {spec.type: spec.window for spec in config.layer_specs}
-        layers = (
-            "the model has no model.layer_plan"
-            if config.layer_plan is None
-            else "the layers' types: "
-            + ", ".join(
-                f"{name} ({'global' if window is None else f'window {window}'})"
-                for name, window in windows.items()
+                for layer in config.layers
+            }
+            where = (
+                "the model has no model.layer_plan; every layer: " + next(iter(layers.values()))
+                if config.layer_plan is None
+                else "the layers' types: "
+                + ", ".join(f"{name} ({what})" for name, what in layers.items())
             )
-        )
-        raise ConfigError(
-            f"{path}={value!r} acts only in a windowed layer, and no layer it reaches has a window "
-            f"({layers}); drop it, or give a layer type a window in model.layer_plan"
-        )
+            raise ConfigError(
+                f"{path}={value!r} acts only in a layer with a {kind}, and no layer it reaches "
+                f"has one ({where}); drop it"
+            )
 
 
 def embedding_schemes_do_not_vary(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:

@@ -34,6 +34,9 @@ class KernelCapabilities:
     #: Options that act only in a windowed layer (softmax's ``window_block``): given to
     #: layers none of which has a window, they change nothing but the run's name.
     window_options: tuple[str, ...] = ()
+    #: Options that act only in a layer whose scheme adds a score bias (softmax's
+    #: ``bias_block``, ``bias_block_from``): with none, they change nothing but the name.
+    bias_options: tuple[str, ...] = ()
 
     def described(self) -> str:
         """``score bias, segments, window, dropout`` (what it supports, in words)."""

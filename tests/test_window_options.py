@@ -1,5 +1,6 @@
-"""A kernel option that acts only in a windowed layer, given where no layer has a window,
-is refused in one line.
+"""A kernel option that acts only in some layers, given where no layer it reaches is one, is
+refused in one line: softmax's ``window_block`` (windowed layers), ``bias_block`` and
+``bias_block_from`` (layers whose scheme adds a score bias).
 
 ``--model.attention_kwargs '{window_block: 64}'`` on a model without windows changed
 nothing the run computed but its name (``rope-softmax-seed0-copy-window_block64``, the
@@ -34,13 +35,13 @@ CASES: dict[str, tuple[list[str], list[str] | None]] = {
     "no plan": (BLOCK, ["model.attention_kwargs.window_block=64", "no model.layer_plan"]),
     "a plan without windows": (
         [*BLOCK, *plan("{pattern: [a, b], types: {a: {}, b: {position: nope}}}")],
-        ["model.attention_kwargs.window_block=64", "a (global), b (global)"],
+        ["model.attention_kwargs.window_block=64", "a (rope, global), b (nope, global)"],
     ),
     "a global type's own": (
         plan(
             "{pattern: [l, g], types: {l: {window: 8}, g: {attention_kwargs: {window_block: 16}}}}"
         ),
-        ["model.layer_plan.types.g.attention_kwargs.window_block=16", "l (window 8)"],
+        ["model.layer_plan.types.g.attention_kwargs.window_block=16", "l (rope, window 8)"],
     ),
     "the recipe's plan": (
         ["--config", str(CONFIGS / "recipes" / "modernbert.yaml"), *BLOCK],
@@ -48,6 +49,30 @@ CASES: dict[str, tuple[list[str], list[str] | None]] = {
     ),
     "a windowed layer it reaches": (
         [*BLOCK, *plan("{pattern: [l, g], types: {l: {window: 8}, g: {}}}")],
+        None,
+    ),
+    "bias_block with a scheme that adds no bias": (
+        ["--model.attention_kwargs", "{bias_block: 32}"],
+        ["model.attention_kwargs.bias_block=32", "score bias", "every layer: rope, global"],
+    ),
+    "bias_block_from in a plan of rope and nope": (
+        [
+            "--model.attention_kwargs",
+            "{bias_block_from: 256}",
+            *plan("{pattern: [l, g], types: {l: {window: 8}, g: {position: nope}}}"),
+        ],
+        ["model.attention_kwargs.bias_block_from=256", "g (nope, global)"],
+    ),
+    "bias_block with alibi": (
+        ["--model.position", "alibi", "--model.attention_kwargs", "{bias_block: 32}"],
+        None,
+    ),
+    "bias_block with one alibi layer": (
+        [
+            "--model.attention_kwargs",
+            "{bias_block: 32}",
+            *plan("{pattern: [l, g], types: {g: {position: alibi}}}"),
+        ],
         None,
     ),
     "a windowed type's own": (
@@ -68,7 +93,7 @@ def test_a_window_option_that_reaches_no_window_is_refused(case, monkeypatch):
     with pytest.raises(ConfigError) as raised:
         check_fit_config(config)
     message = str(raised.value)
-    assert "\n" not in message and "acts only in a windowed layer" in message, message
+    assert "\n" not in message and "acts only in a layer with a" in message, message
     assert all(word in message for word in words), message
 
 

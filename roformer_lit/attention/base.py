@@ -48,6 +48,8 @@ class AttentionKernel(nn.Module):
     training_devices: ClassVar[tuple[str, ...] | None] = None
     #: Its options that act only in a windowed layer (``window`` given).
     window_options: ClassVar[tuple[str, ...]] = ()
+    #: Its options that act only in a layer whose scheme adds a score bias.
+    bias_options: ClassVar[tuple[str, ...]] = ()
     #: Whether ``rotate`` turns ``q`` and ``k`` as given, before anything else reads them:
     #: the output with ``rotate`` is the output on ``rotate(q), rotate(k)`` with none (the
     #: kernel kit checks this). False for a kernel that rotates elsewhere.
@@ -64,6 +66,7 @@ class AttentionKernel(nn.Module):
             dropout=cls.supports_dropout,
             training_devices=cls.training_devices,
             window_options=cls.window_options,
+            bias_options=cls.bias_options,
         )
 
     def forward(

@@ -130,6 +130,7 @@ class SoftmaxAttention(AttentionKernel):
     supports_segments = True
     supports_window = True
     window_options = ("window_block",)
+    bias_options = ("bias_block", "bias_block_from")
 
     def __init__(
         self,

@@ -42,10 +42,10 @@ from typing import Any
 import torch
 
 from roformer_lit.architecture_rules import (
+    kernel_options_take_effect,
     kernels_that,
     kernels_train_on,
     schemes_that,
-    window_options_reach_a_window,
 )
 from roformer_lit.attention.window import band_half_width
 from roformer_lit.component_origins import recorded_registries
@@ -97,7 +97,7 @@ def check_fit_config(config: Any, training: bool = True) -> None:
         architecture = check_model(model, vocab, data.get("max_length"))
         note_shadowed_names(architecture, data)
         if training:
-            window_options_reach_a_window(architecture)
+            kernel_options_take_effect(architecture)
             note_once(undefined_types(architecture.layer_plan, architecture.num_layers))
         if training and data:
             note_windows_past_the_sequences(architecture, data)
