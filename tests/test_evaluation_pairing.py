@@ -3,12 +3,16 @@
 ``validate`` with ``--ckpt_path`` takes the data settings the user did not type
 on the command line from the checkpoint's run (so the README's form ``validate --config
 configs/rope.yaml --ckpt_path <run>/checkpoints/last.ckpt`` evaluates on the run's own
-corpus), and refuses, in one line and without touching the run, any data settings that give
-another tokenizer than the one stored in the checkpoint."""
+corpus). Whatever files it reads, it tokenizes them with the tokenizer stored in the
+checkpoint (``--data.val_files`` of a run that held out a share of its training files was
+refused: the settings trained another tokenizer on the new file set); a typed tokenizer
+setting that gives another tokenizer than the run's is refused, in one line and without
+touching the run."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -34,6 +38,8 @@ def own_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("pairing")
     write_corpus(work / "own.txt", 0, [f"word{i}" for i in range(300)])
     write_corpus(work / "other.txt", 1, [f"term{i}" for i in range(300)])
+    write_corpus(work / "val.txt", 2, [f"word{i}" for i in range(300)])
+    write_corpus(work / "near.txt", 3, [f"word{i}" for i in range(150, 450)])
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(work)
         argv = fit_args("rope.yaml", 6, "--data.train_files", "own.txt", "--data.vocab_size", "200")
@@ -69,10 +75,12 @@ def test_the_readme_form_evaluates_on_the_runs_own_corpus(own_run, monkeypatch, 
 @pytest.mark.parametrize(
     "data_flags",
     [
-        ["--data.train_files", "other.txt"],  # same vocabulary size, other tokens
+        # a tokenizer asked for: same vocabulary size, other tokens
+        ["--data.train_files", "other.txt", "--data.tokenizer_sample_mb", "1"],
         ["--data.train_files", "other.txt", "--data.vocab_size", "150"],  # another size too
+        ["--data.val_files", "val.txt", "--data.vocab_size", "150"],
     ],
-    ids=["same-size", "other-size"],
+    ids=["same-size", "other-size", "other-validation-files-other-size"],
 )
 @pytest.mark.parametrize("subcommand", ["validate"])
 def test_another_tokenizer_is_refused_and_the_run_is_untouched(
@@ -88,3 +96,33 @@ def test_another_tokenizer_is_refused_and_the_run_is_untouched(
     assert len(errors) == 1 and "tokenizer" in errors[0], err[-2000:]
     assert "Traceback" not in err
     assert (evaluations.read_bytes() if evaluations.exists() else None) == before
+
+
+def trained_tokenizers() -> list[Path]:
+    """The tokenizers the session's cache holds (each one a training of a tokenizer)."""
+    return sorted((Path(os.environ["ROFORMER_LIT_CACHE"]) / "tokenizers").glob("*.json"))
+
+
+@pytest.mark.parametrize(
+    "data_flags",
+    [
+        ["--data.val_files", "val.txt"],  # the run held out a share of its training files
+        ["--data.val_files", "val.txt", "--data.vocab_size", "200"],  # the run's own size
+        ["--data.train_files", "near.txt"],  # another corpus, its held-out share
+        ["--data.val_files", "near.txt", "--data.mlm_probability", "0.3"],
+    ],
+    ids=["val-files", "val-files-run-size", "other-corpus", "other-val-files-more-masked"],
+)
+def test_other_files_are_evaluated_with_the_runs_own_tokenizer(
+    own_run, monkeypatch, capsys, data_flags
+):
+    monkeypatch.chdir(own_run)
+    before, tokenizers = len(records(own_run)), trained_tokenizers()
+    capsys.readouterr()
+    assert evaluate(own_run, "validate", *data_flags) == 0, capsys.readouterr().err[-2000:]
+    err = capsys.readouterr().err
+    assert "error:" not in err and "Traceback" not in err, err[-2000:]
+    assert trained_tokenizers() == tokenizers  # no tokenizer made from the new file set
+    assert len(records(own_run)) == before + 1 and records(own_run)[-1]["metrics"]
+    notes = [line for line in err.splitlines() if "other data" in line]
+    assert len(notes) == 1 and notes[0].startswith("note:"), err[-2000:]

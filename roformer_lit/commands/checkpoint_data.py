@@ -68,7 +68,7 @@ def other_data(path: str, recorded: str | None, given: str | None, resume: bool)
         )
     return (
         f"evaluating on other data (data {now}) than the run trained on (data {ran}): "
-        "the same settings name files whose content differs"
+        "other files than the run's, or files whose content differs since"
     )
 
 

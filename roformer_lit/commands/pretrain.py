@@ -37,6 +37,7 @@ from roformer_lit.commands.checkpoint_settings import (
     config_file_keys,
     typed_keys,
 )
+from roformer_lit.commands.evaluation_tokenizer import evaluation_tokenizer
 from roformer_lit.commands.prelaunch import (
     accelerator_is_here,
     check_fit_config,
@@ -59,7 +60,7 @@ from roformer_lit.data.modules import (
     resolve,
     settings_of,
 )
-from roformer_lit.data.stored_tokenizer import stored_tokenizer_json
+from roformer_lit.data.stored_tokenizer import run_tokenizer_given, stored_tokenizer_json
 from roformer_lit.errors import ConfigError, refused_settings
 from roformer_lit.module import MaskedLM
 from roformer_lit.safe_input import check_readable_file, yaml_value
@@ -200,6 +201,7 @@ class RoformerCLI(CompatCLI):
         ``trainer.max_steps`` too, and a run with nothing left to train is refused here,
         before anything is written (:func:`check_steps_left`)."""
         self._checkpoint = None
+        self._run_tokenizer = None
         subcommand = self.config.get("subcommand")
         if not subcommand:
             return
@@ -220,10 +222,11 @@ class RoformerCLI(CompatCLI):
         left to train (:func:`check_steps_left`); pretraining and fine-tuning alike."""
         options = subcommand_options(self, subcommand)
         argv = getattr(self, "_argv", [])
+        typed = typed_keys(argv, options)
         fill, notes = checkpoint_settings(
             checkpoint,
             self.config[subcommand],
-            typed_keys(argv, options),
+            typed,
             resume=subcommand == "fit",
             path=path,
             from_files=config_file_keys(argv, options),
@@ -234,6 +237,8 @@ class RoformerCLI(CompatCLI):
                 print(note, file=sys.stderr, flush=True)
         if fill:
             self.config = self.parser.parse_object({subcommand: fill}, self.config)
+        if subcommand != "fit" and self.subclass_mode_data:  # the run's ids, on any files
+            self._run_tokenizer = evaluation_tokenizer(checkpoint, self.config[subcommand], typed)
         if subcommand == "fit":
             check_steps_left(checkpoint, self.config[subcommand], path)
             check_step_boundary(checkpoint, path)
@@ -336,8 +341,12 @@ class RoformerCLI(CompatCLI):
         )
 
     def instantiate_classes(self) -> None:
+        """The classes, the data module of an evaluation given the run's own tokenizer
+        (:mod:`~roformer_lit.commands.evaluation_tokenizer`), then the checks of a
+        checkpoint against what was built."""
         try:
-            super().instantiate_classes()
+            with run_tokenizer_given(getattr(self, "_run_tokenizer", None)):
+                super().instantiate_classes()
         except (ValueError, TypeError) as exc:  # a class refused its arguments
             raise refused_settings(exc) from None  # the class's own line, or a new one
         checkpoint, self._checkpoint = getattr(self, "_checkpoint", None), None

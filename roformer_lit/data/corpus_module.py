@@ -10,7 +10,10 @@ Life cycle:
 * ``__init__`` checks the arguments and expands the file sources (nothing is read);
 * :attr:`tokenizer` comes from the prepared corpus when there is one, else from
   ``tokenizer_file``, else it is trained on a bounded sample of the training documents
-  (cached, see :mod:`roformer_lit.data.tokenizer`);
+  (cached, see :mod:`roformer_lit.data.tokenizer`); built for the evaluation of a
+  checkpoint, it is the run's own, stored in the checkpoint
+  (:func:`~roformer_lit.data.stored_tokenizer.given_run_tokenizer`), whatever files are
+  read: another ``val_files`` changes what the settings would train, not the model's ids;
 * :meth:`prepare_data` (Lightning calls it once per node; ``python -m roformer_lit prepare``
   calls only it) tokenizes the corpus into cached, memory-mapped shards
   (:mod:`roformer_lit.data.prepare`) unless they exist;
@@ -50,6 +53,7 @@ from roformer_lit.data.prepare import (
 )
 from roformer_lit.data.shards import TokenBlocks, TokenStream
 from roformer_lit.data.sources import DocumentSource, FileSource, expand_paths
+from roformer_lit.data.stored_tokenizer import given_run_tokenizer
 from roformer_lit.data.tokenizer import (
     TOKENIZER_SETTINGS,
     default_cache_dir,
@@ -133,6 +137,11 @@ class CorpusDataModule(PretrainDataModule):
     # ``vocab_size`` is the tokenizer's real size (linked by the CLI), and Lightning
     # refuses a data-module hyperparameter that contradicts a model one.
     SAVED_AS: ClassVar[dict[str, str]] = {"vocab_size": "requested_vocab_size"}
+    DECIDES_TOKENIZER: ClassVar[tuple[str, ...]] = (
+        "tokenizer_file",
+        "vocab_size",
+        "tokenizer_sample_mb",
+    )
 
     def __init__(
         self,
@@ -174,6 +183,7 @@ class CorpusDataModule(PretrainDataModule):
             self.val_source = HFSource(dataset, split=dataset_val_split, **hf)  # type: ignore[arg-type]
 
         self._tokenizer: Tokenizer | None = None
+        self._run_tokenizer = given_run_tokenizer()
         self._train_key: str | None = None
         self._prepared: tuple[PreparedCorpus, PreparedCorpus | None] | None = None
         self.tokenizer_path: Path | None = None
@@ -248,17 +258,41 @@ class CorpusDataModule(PretrainDataModule):
 
     @property
     def train_key(self) -> str:
-        """Cache key of the prepared training corpus."""
+        """Cache key of the prepared training corpus: of the source and how the settings
+        make the tokenizer, or, given the evaluated run's tokenizer, :meth:`_run_key`."""
         if self._train_key is None:
-            self._train_key = cache_key(
-                {"source": self.train_source.fingerprint(), "tokenizer": self._tokenizer_spec()}
-            )
+            if self._run_tokenizer is not None:
+                self._train_key = self._run_key(self._run_tokenizer)
+            else:
+                self._train_key = cache_key(
+                    {"source": self.train_source.fingerprint(), "tokenizer": self._tokenizer_spec()}
+                )
         return self._train_key
+
+    def _run_key(self, tokenizer: Tokenizer) -> str:
+        """The cache key of the training corpus tokenized with the evaluated run's
+        ``tokenizer``: the settings' own entry where it holds that tokenizer's tokens (the
+        run's own corpus, prepared when it trained), else one keyed by the tokenizer itself
+        (as a validation corpus is), never the settings' key with other tokens in it."""
+        sha = tokenizer_sha256(tokenizer)
+        source = self.train_source.fingerprint()
+        try:
+            own = cache_key({"source": source, "tokenizer": self._tokenizer_spec()})
+        except ConfigError:  # the run's tokenizer file is gone: its tokenizer needs it not
+            own = None
+        if own is not None:
+            prepared = find_prepared(self.prepared_root, own)
+            if prepared is not None and prepared.meta.get("tokenizer_sha256") == sha:
+                return own
+        return cache_key({"source": source, "tokenizer": sha})
 
     # ----------------------------------------------------------------- tokenizer
     @property
     def tokenizer(self) -> Tokenizer:
-        """The tokenizer: the prepared corpus's, ``tokenizer_file``, or trained on a sample."""
+        """The tokenizer: the evaluated run's (see the module), else the prepared corpus's,
+        ``tokenizer_file``, or trained on a sample."""
+        if self._tokenizer is None and self._run_tokenizer is not None:
+            self._tokenizer = self._run_tokenizer
         if self._tokenizer is None:
             prepared = find_prepared(self.prepared_root, self.train_key)
             if prepared is not None:

@@ -119,6 +119,10 @@ class PretrainDataModule(ResumableDataModule):
     probe_task: ProbeTask | None = None
     #: Arguments saved in the hyperparameters under another name (argument -> saved as).
     SAVED_AS: ClassVar[dict[str, str]] = {}
+    #: The arguments that decide the tokenizer the data module makes (none: a fixed one). An
+    #: evaluation of a checkpoint tokenizes with the run's own unless one of them is typed
+    #: with another value than the run's (:mod:`roformer_lit.commands.evaluation_tokenizer`).
+    DECIDES_TOKENIZER: ClassVar[tuple[str, ...]] = ()
     #: Where the data's held-out sequences other than validation are evaluated, if anywhere
     #: (the end of :meth:`check_subcommand`'s lines).
     HELD_OUT_ELSEWHERE: ClassVar[str] = ""

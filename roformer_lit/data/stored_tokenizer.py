@@ -9,12 +9,19 @@ The data module owns it: its ``state_dict()`` (Lightning's public hook, saved un
 data module's class name) is :func:`tokenizer_state`. Checkpoints of earlier versions kept
 the string at the checkpoint's top level; :func:`stored_tokenizer_json` reads both places,
 and returns ``None`` for checkpoints written before tokenizers were stored.
+
+An evaluation of a checkpoint tokenizes with the run's own tokenizer, whatever files it
+reads: the command builds its data module inside :func:`run_tokenizer_given`, and a data
+module that makes its tokenizer from its settings (a corpus) takes that one instead
+(:func:`given_run_tokenizer`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from tokenizers import Tokenizer
@@ -24,6 +31,25 @@ from roformer_lit.training.checkpoint_io import read_checkpoint
 
 #: Top-level checkpoint key holding ``Tokenizer.to_str()`` of the run's tokenizer.
 TOKENIZER_KEY = "tokenizer_json"
+
+#: The evaluated run's tokenizer while the command builds its data module (None: none given).
+_RUN_TOKENIZER: ContextVar[Tokenizer | None] = ContextVar("run_tokenizer", default=None)
+
+
+@contextmanager
+def run_tokenizer_given(tokenizer: Tokenizer | None) -> Iterator[None]:
+    """Data modules built inside take ``tokenizer`` (an evaluated checkpoint's own) as
+    theirs instead of making one from their settings; None gives none."""
+    token = _RUN_TOKENIZER.set(tokenizer)
+    try:
+        yield
+    finally:
+        _RUN_TOKENIZER.reset(token)
+
+
+def given_run_tokenizer() -> Tokenizer | None:
+    """The tokenizer :func:`run_tokenizer_given` gives the data modules built now, or None."""
+    return _RUN_TOKENIZER.get()
 
 
 def tokenizer_state(tokenizer: Tokenizer) -> dict[str, str]:
