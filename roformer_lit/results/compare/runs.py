@@ -22,7 +22,8 @@ before ``max_steps`` is finished), else, for a run from before that record, its
 alone) is taken as finished, as nothing says otherwise.
 
 Evaluation-only runs (``validate``/``test``/``predict``, version ``...-validate[-k]``, or a
-directory with neither training scalars nor checkpoints) are summarised too but flagged
+directory where no ``fit`` started: no training scalars, no length record, no checkpoints;
+a fit that failed early is an unfinished training run) are summarised too but flagged
 ``evaluation_only``; the comparison table leaves them out and lists them separately.
 
 Damaged runs never stop a comparison: a run whose files are partly unreadable (a truncated
@@ -241,7 +242,7 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
     memory = [s.value for s in series.get("perf/peak_mem_mb", []) if math.isfinite(s.value)]
     has_checkpoints = os.path.isdir(run_dir / "checkpoints")
     plugins = plugin_identity(run_dir)
-    trained = any(_TRAINING_TAG.match(tag) for tag in series) or has_checkpoints
+    trained = _fit_started(events, has_checkpoints)
     return RunSummary(
         path=run_dir,
         position=str(hparams.get("position", "?")),
@@ -268,6 +269,15 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         plugin_identity=plugins[0],
         plugin_options=plugins[1],
     )
+
+
+def _fit_started(events: RunEvents, has_checkpoints: bool) -> bool:
+    """Whether a ``fit`` ran in the directory, however far it got: training scalars, the
+    length record a fit logs as training starts (:data:`TOTAL_STEPS_TAG`, which the metric
+    series leave out) or checkpoints. An evaluation writes none of them, so a fit that
+    failed or was killed before its first checkpoint is an unfinished training run, never
+    an evaluation run."""
+    return has_checkpoints or any(_TRAINING_TAG.match(tag) for tag in events.scalars)
 
 
 def _data_identity(run_dir: Path, problems: list[str]) -> str | None:
