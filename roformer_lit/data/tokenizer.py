@@ -198,12 +198,21 @@ def load_or_train_tokenizer(
 ) -> tuple[Tokenizer, Path]:
     """Return the cached tokenizer for (documents, vocab_size, settings), training it if needed.
 
+    A cached file that does not load is trained again and replaced; a cache entry that is
+    not a file (a directory, a dangling link) is one ConfigError line naming it, to delete,
+    before anything is trained.
+
     Returns:
         (tokenizer, path of its cached ``tokenizer.json``).
     """
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     name = cache_file_name(documents, vocab_size)
     path = root / name
+    if os.path.lexists(path) and not path.is_file():
+        what = "a dangling link" if path.is_symlink() and not path.exists() else "not a file"
+        raise ConfigError(
+            f"tokenizer cache entry {path} is damaged ({what}); delete it and run again"
+        )
     if path.is_file():
         try:
             return Tokenizer.from_file(str(path)), path
@@ -219,7 +228,7 @@ def load_or_train_tokenizer(
     try:
         _atomic_write_text(path, text)
     except OSError as e:
-        raise ConfigError(f"cannot write tokenizer cache {path}: {e}") from None
+        raise ConfigError(f"cannot write tokenizer cache {path}: {e.strerror or e}") from None
     return tok, path
 
 
