@@ -126,6 +126,12 @@ def _truncate_shard(entry: Path) -> None:
         f.truncate(first.stat().st_size - 2)
 
 
+def _truncate_doc_ends(entry: Path) -> None:
+    path = entry / DOC_ENDS_FILE
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size - 8)
+
+
 def _flip_shard_byte(entry: Path) -> None:
     first = entry / _meta(entry)["shards"][0]["file"]
     data = bytearray(first.read_bytes())
@@ -217,6 +223,8 @@ DAMAGE = [
     ("tokenizer replaced", _other_tokenizer(reseal=False), "not the tokenizer its tokens"),
     ("tokenizer resealed", _other_tokenizer(reseal=True), r"tokenizer\.json has \d+ tokens"),
     ("doc_ends missing", lambda e: (e / DOC_ENDS_FILE).unlink(), "doc_ends.bin: No such file"),
+    # the document ends are no shard of tokens: named for what they are
+    ("doc_ends truncated", _truncate_doc_ends, r"\(the document ends doc_ends\.bin has \d+ bytes"),
     ("meta.json missing", lambda e: (e / META_FILE).unlink(), "no meta.json"),
 ]
 

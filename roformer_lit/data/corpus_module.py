@@ -123,7 +123,7 @@ class CorpusDataModule(PretrainDataModule):
             ``~/.cache/roformer_lit``, with ``tokenizers/`` and ``prepared/``).
         max_train_blocks: keep only the first N training blocks.
         document_mask: batches carry ``segment_ids`` (``[B, L]``, which document of the
-            block each token belongs to, from the document ends the shards keep), so a token
+            block each token belongs to, from the document ends kept beside the shards), so a token
             attends only to its own document and positions restart at each (ModernBERT's
             choice); off (default), documents of a block see each other (BERT, cramming).
             Cannot go with ``random_positions`` (positions restart in every document).

@@ -486,13 +486,13 @@ def _verify(directory: Path) -> dict[str, Any]:
             "entry holds the tokens of another corpus or tokenizer"
         )
     itemsize = np.dtype(meta["dtype"]).itemsize
-    expected = [(s["file"], s["tokens"] * itemsize) for s in meta["shards"]]
-    expected.append((DOC_ENDS_FILE, meta["documents"] * 8))
+    expected = [(s["file"], f"shard {s['file']}", s["tokens"] * itemsize) for s in meta["shards"]]
+    expected.append((DOC_ENDS_FILE, f"the document ends {DOC_ENDS_FILE}", meta["documents"] * 8))
     identity: list[Any] = [_identity(meta_stat), _identity(_regular(directory, TOKENIZER_FILE))]
-    for name, size in expected:
+    for name, label, size in expected:
         file_stat = _regular(directory, name)
         if file_stat.st_size != size:
-            raise _Damaged(f"shard {name} has {file_stat.st_size} bytes, expected {size}")
+            raise _Damaged(f"{label} has {file_stat.st_size} bytes, expected {size}")
         identity.append(_identity(file_stat))
     where = str(directory.resolve())
     cached = _VERIFIED.get(where)
