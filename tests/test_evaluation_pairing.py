@@ -126,3 +126,18 @@ def test_other_files_are_evaluated_with_the_runs_own_tokenizer(
     assert len(records(own_run)) == before + 1 and records(own_run)[-1]["metrics"]
     notes = [line for line in err.splitlines() if "other data" in line]
     assert len(notes) == 1 and notes[0].startswith("note:"), err[-2000:]
+
+
+def test_extrapolate_without_the_runs_cache_uses_the_runs_tokenizer(
+    own_run, monkeypatch, capsys, tmp_path
+):
+    """The run's cache entry gone (another machine, a cleaned cache): the settings would
+    train a tokenizer anew, which WordPiece does differently, and the model was evaluated on
+    ids it never saw, exit 0 with an 'other data' note; it tokenizes with its own."""
+    monkeypatch.chdir(own_run)
+    monkeypatch.setenv("ROFORMER_LIT_CACHE", str(tmp_path / "empty-cache"))
+    capsys.readouterr()
+    assert main(["extrapolate", str(LAST), "--lengths", "32"]) == 0
+    err = capsys.readouterr().err
+    assert "other data" not in err, err[-2000:]
+    assert not list((tmp_path / "empty-cache").glob("tokenizers/*.json"))  # none trained

@@ -80,6 +80,7 @@ from typing import Any
 import numpy as np
 import torch
 from lightning.pytorch import Trainer
+from tokenizers import Tokenizer
 
 from roformer_lit.commands.checkpoint_data import current_data_identity, other_data
 from roformer_lit.data.corpus_module import CorpusDataModule
@@ -87,6 +88,7 @@ from roformer_lit.data.datamodule import VALIDATION_POSITIONS, PretrainDataModul
 from roformer_lit.data.modules import data_module, resolve
 from roformer_lit.data.probe_module import PROBE_VAL_SEQUENCES
 from roformer_lit.data.probes import ProbeTask, ProbeValidation, baseline_scores, probe_task
+from roformer_lit.data.stored_tokenizer import checkpoint_tokenizer, run_tokenizer_given
 from roformer_lit.errors import ConfigError
 from roformer_lit.module import MaskedLM
 from roformer_lit.results.compare.variants import DATA_KEY
@@ -161,6 +163,16 @@ class RunSettings:
     #: The content identity of the data the run trained on, as its checkpoint records it
     #: (:mod:`roformer_lit.training.data_identity`; None: a position task, or not recorded).
     data_identity: str | None = None
+    #: The run's own tokenizer, stored in its checkpoint (None: a checkpoint from before
+    #: tokenizers were stored): what its data module tokenizes with (:meth:`data_module`),
+    #: never one trained anew from the settings where the run's cache entry is gone.
+    tokenizer: Tokenizer | None = field(default=None, compare=False, repr=False)
+
+    def data_module(self, values: dict[str, Any]) -> PretrainDataModule:
+        """The data module of the run's data settings ``values``, tokenizing with the run's
+        own tokenizer where its checkpoint stores one."""
+        with run_tokenizer_given(self.tokenizer):
+            return data_module(values)
 
     @property
     def random_range(self) -> int | None:
@@ -259,6 +271,7 @@ def run_settings(ckpt: Path, checkpoint: dict[str, Any]) -> RunSettings:
         settings.precision = str(trainer["precision"])
     settings.replicate = _replicate(config, data, ckpt)
     settings.data_identity = checkpoint_data_identity(checkpoint)
+    settings.tokenizer = checkpoint_tokenizer(checkpoint)
     return settings
 
 
@@ -387,7 +400,7 @@ def validation_results(
 
 def corpus_module(settings: RunSettings) -> CorpusDataModule:
     """The data module of a corpus run (its caller has checked it is no position task)."""
-    data = data_module(settings.data)
+    data = settings.data_module(settings.data)
     assert isinstance(data, CorpusDataModule)
     return data
 
@@ -417,7 +430,7 @@ def _data(
         length = task.sequence_length(length)
     if settings.positions == "random":
         lengths.update(random_positions=settings.random_range, validation_positions="random")
-    data = data_module(
+    data = settings.data_module(
         {
             **settings.data,
             **lengths,
@@ -568,7 +581,7 @@ def evaluate_checkpoint(
             "--split test needs a position-task run: a corpus run has one held-out split, "
             "its validation (use --split val)"
         )
-    module = data_module(settings.data)
+    module = settings.data_module(settings.data)
     vocab = module.tokenizer_vocab_size
     if vocab != model.hparams.vocab_size:
         raise ConfigError(
