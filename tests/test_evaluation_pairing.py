@@ -141,3 +141,18 @@ def test_extrapolate_without_the_runs_cache_uses_the_runs_tokenizer(
     err = capsys.readouterr().err
     assert "other data" not in err, err[-2000:]
     assert not list((tmp_path / "empty-cache").glob("tokenizers/*.json"))  # none trained
+
+
+def test_an_evaluation_that_measured_nothing_is_refused(own_run, monkeypatch, capsys):
+    """other.txt's words are none the run's tokenizer knows: every token is [UNK], which
+    is never masked, so validation predicts nothing. It was an empty record, exit 0."""
+    monkeypatch.chdir(own_run)
+    evaluations = own_run / RUN / "evaluations.jsonl"
+    before = evaluations.read_bytes() if evaluations.exists() else None
+    capsys.readouterr()
+    assert evaluate(own_run, "validate", "--data.val_files", "other.txt") == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "measured nothing" in errors[0], err[-2000:]
+    assert "Traceback" not in err
+    assert (evaluations.read_bytes() if evaluations.exists() else None) == before

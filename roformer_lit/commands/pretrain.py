@@ -333,6 +333,7 @@ class RoformerCLI(CompatCLI):
         ``evaluations.jsonl``, with the identity of the data it evaluated (what an evaluation
         reads: :func:`~roformer_lit.commands.checkpoint_data.current_data_identity`);
         pretraining and fine-tuning alike."""
+        check_measured(subcommand, self.trainer, self.subclass_mode_data)
         identity = current_data_identity(self.datamodule, evaluated=True)
         config = self.config[subcommand]
         step = getattr(self, "_evaluated_step", None)  # of the checkpoint evaluated (pinned)
@@ -469,6 +470,25 @@ def check_resume_keeps_later_steps(ckpt: Any, run: Path) -> None:
 
 
 EVALUATIONS_FILE = "evaluations.jsonl"
+
+
+def check_measured(subcommand: str, trainer: Trainer, pretraining_data: bool) -> None:
+    """Refuse, in one line and before anything is recorded, an evaluation that measured
+    nothing: no metric logged, as where no token of the data was masked for prediction
+    (every token special: ``[UNK]`` for text the run's tokenizer does not know). It was
+    an empty record, exit 0, a result that is none."""
+    if any(getattr(v, "numel", lambda: 0)() == 1 for v in trainer.callback_metrics.values()):
+        return
+    why = (
+        "no token of the data was masked for prediction (every token is a special one, "
+        "as [UNK] for text the run's tokenizer does not know)"
+        if pretraining_data
+        else "no metric was logged"
+    )
+    raise ConfigError(
+        f"{subcommand} measured nothing: {why}; nothing was recorded: give data whose "
+        "text the run's tokenizer knows"
+    )
 
 
 def _record_evaluation(
