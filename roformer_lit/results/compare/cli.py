@@ -99,13 +99,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def not_a_log_directory(path: Path) -> str:
+    """What a LOGDIR that is a file is, and what compare reads instead: a run directory or
+    one holding runs; a checkpoint's run is the directory holding its ``checkpoints/``."""
+    path = Path(path)
+    if path.parent.name == "checkpoints":
+        return (
+            f"not a directory: {path} is a checkpoint file; compare reads run directories "
+            f"(give its run, {path.parent.parent}, or a directory holding runs)"
+        )
+    return f"not a directory: {path}; compare reads run directories or directories holding runs"
+
+
 def log_directories(arguments: Sequence[str]) -> list[Path]:
     """The LOGDIR arguments as existing directories (quoted globs expanded). One that names
     nothing or no directory is a warning while another is usable, else a ConfigError."""
     paths, unmatched = expand_arguments(arguments)
     directories = [p for p in paths if os.path.isdir(p)]
     problems = [f"log directory not found: {a}" for a in unmatched]
-    problems += [f"not a directory: {p}" for p in paths if not os.path.isdir(p)]
+    problems += [not_a_log_directory(p) for p in paths if not os.path.isdir(p)]
     if not directories:
         raise ConfigError("; ".join(problems))
     for problem in problems:
