@@ -268,3 +268,30 @@ def test_ddp_prints_each_line_once(tmp_path):
     vals = [line.split(" |")[0] for line in lines if "| val/loss " in line]
     assert vals == ["step 3/6", "step 6/6"]  # fit_args validates every steps // 2
     assert sum(line.startswith("done |") for line in lines) == 1
+
+
+class Scheduled(Tiny):
+    """Tiny under a per-step schedule: step ``s`` (0-based) trains at ``lr / (s + 1)``."""
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1 / (s + 1))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+
+@pytest.mark.parametrize("accumulate", [1, 2])
+def test_a_line_shows_the_rate_its_step_trained_at(tmp_path, capsys, accumulate):
+    """``step N | lr`` is the rate step N used (what ``train/lr`` logs at it), not the next
+    step's rate the scheduler has already moved to when the step ends."""
+    run(
+        tmp_path,
+        StepProgress(every_n_steps=2, every_n_seconds=0, mode="lines"),
+        Scheduled(Clock(), train_blocks=64),
+        max_steps=6,
+        val_check_interval=6 * accumulate,
+        accumulate_grad_batches=accumulate,
+    )
+    lines = train_lines(capsys.readouterr().out)
+    assert [(int(x["step"]), x["lr"]) for x in lines] == [
+        (step, f"{0.1 / step:.1e}") for step in (2, 4, 6)
+    ]

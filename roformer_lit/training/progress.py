@@ -142,6 +142,7 @@ class StepProgress(ProgressBar):
         self._step = 0
         self._total: int | None = None
         self._tokens = 0
+        self._step_lr: float | None = None  # the rate the step being trained uses
         self._val_seconds = 0.0  # validation time during training, this session
         self._line_mark = (0.0, 0, 0.0)  # (time, tokens, val seconds) at the last line
         self._line_time = 0.0
@@ -210,6 +211,14 @@ class StepProgress(ProgressBar):
                     "{desc} {percentage:3.0f}%|{bar}| {info}" if self._total else "{desc} | {info}"
                 ),
             )
+
+    def on_train_batch_start(
+        self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int
+    ) -> None:
+        """Keep the rate this step trains at: by ``on_train_batch_end`` the scheduler has
+        already stepped to the next step's rate, which ``train/lr`` does not log."""
+        if self._enabled:
+            self._step_lr = _learning_rate(trainer)
 
     def on_train_batch_end(
         self,
@@ -388,9 +397,8 @@ class StepProgress(ProgressBar):
         loss = _train_loss(trainer)
         if loss is not None:
             parts.append(f"loss {format_value(loss)}")
-        lr = _learning_rate(trainer)
-        if lr is not None:
-            parts.append(f"lr {lr:.1e}")
+        if self._step_lr is not None:  # the step's own rate, as ``train/lr`` logs it
+            parts.append(f"lr {self._step_lr:.1e}")
         parts.append(f"{format_rate(rate)} tok/s")
         parts.append(f"elapsed {format_duration(now - self._t0)}")
         if self._total is not None:
