@@ -411,6 +411,28 @@ def test_check_name_refuses_every_path_trick():
     assert run_dir.check_name("rope-softmax-seed0-2", "version") == "rope-softmax-seed0-2"
 
 
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        ("trainer.logger.init_args.name", "is not a valid run name: it must be one directory name"),
+        (
+            "trainer.logger.init_args.version",
+            "is not a valid run name: it must be one directory name",
+        ),
+        ("checkpoint.filename", "is not a valid file name: it must be one file name"),
+    ],
+)
+def test_a_bad_name_is_called_what_it_names(tmp_path, monkeypatch, capsys, option, says):
+    """``--checkpoint.filename a/b`` names a file, not a run: the one line says so."""
+    monkeypatch.chdir(tmp_path)
+    code = main(fit_args("rope.yaml", 2, f"--{option}", "a/b"))
+    assert code == EXIT_USER_ERROR
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: {option}='a/b' {says} (no '/', '..', leading or trailing spaces; at most "
+        "255 bytes)"
+    )
+
+
 @pytest.mark.parametrize("inside", [False, True])
 def test_a_default_root_dir_that_does_not_place_the_run_is_named(
     tmp_path, monkeypatch, capsys, inside

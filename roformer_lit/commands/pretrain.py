@@ -417,7 +417,7 @@ def check_checkpoint_placement(config: Any) -> None:
         )
     filename = section.get("filename")
     if filename is not None:
-        run_dir.check_name(filename, "checkpoint.filename")
+        run_dir.check_name(filename, "checkpoint.filename", kind="file")
     if config.trainer.get("logger") is False:
         shared = Path(config.trainer.get("default_root_dir") or ".") / "checkpoints"
         ckpt = config.get("ckpt_path")

@@ -73,8 +73,9 @@ _created: set[Path] = set()
 _created_parents: set[Path] = set()
 
 
-def check_name(value: object, what: str) -> str:
-    """``value`` as a directory name that stays inside its parent, or a ConfigError."""
+def check_name(value: object, what: str, kind: str = "run") -> str:
+    """``value`` as one name (a run's directory, ``kind="run"``, or a file's,
+    ``kind="file"``) that stays inside its parent, or a ConfigError saying which."""
     name = str(value)
     bad = (
         not name
@@ -87,7 +88,8 @@ def check_name(value: object, what: str) -> str:
     )
     if bad:
         raise ConfigError(
-            f"{what}={value!r} is not a valid run name: it must be one directory name (no '/', "
+            f"{what}={value!r} is not a valid {kind} name: it must be one "
+            f"{'directory' if kind == 'run' else kind} name (no '/', "
             f"'..', leading or trailing spaces; at most {_MAX_COMPONENT_BYTES} bytes)"
         )
     return name
