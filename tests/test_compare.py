@@ -126,7 +126,11 @@ def test_mean_and_std_match_the_raw_events(sweep):
     metrics = [{t: p for t, p in e.scalars.items() if t != TOTAL_STEPS_TAG} for e in events]
     every = [[s for series in m.values() for s in series] for m in metrics]
     steps = [max(s.step for s in points) + 1 for points in every]
-    wall = [max(s.wall_time for s in p) - min(s.wall_time for s in p) for p in every]
+    # wall time runs from the length record (logged as training starts), not from the
+    # first metric, which comes only after a step has trained
+    starts = [min(s.wall_time for s in e.scalars[TOTAL_STEPS_TAG]) for e in events]
+    wall = [max(s.wall_time for s in p) - t0 for p, t0 in zip(every, starts, strict=True)]
+    assert all(t0 < min(s.wall_time for s in p) for p, t0 in zip(every, starts, strict=True))
     expected = {
         "final_val_loss": final,
         "best_val_loss": best,
@@ -144,8 +148,8 @@ def test_mean_and_std_match_the_raw_events(sweep):
         assert stat.mean == pytest.approx(statistics.fmean(values), rel=1e-9), metric
         assert stat.std == pytest.approx(statistics.stdev(values), rel=1e-9, abs=1e-12), metric
     series = row.runs[0].val_loss_series
-    assert [(s, v) for s, _, v in series] == [
-        (p.step, p.value) for p in events[0].scalars["val/loss"]
+    assert [(s, t, v) for s, t, v in series] == [
+        (p.step, p.wall_time - starts[0], p.value) for p in events[0].scalars["val/loss"]
     ]
 
 

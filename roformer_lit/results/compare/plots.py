@@ -4,7 +4,7 @@
 state, Agg-safe); ``save_plots(rows, out_dir)`` writes ``val_loss_vs_step.png`` and
 ``val_loss_vs_time.png``. At each validation step the line is the mean over the seeds that
 logged it and the band spans their min and max; on the time axis a point sits at the mean
-elapsed wall time (since each run's first scalar) of those seeds.
+elapsed wall time (since each run's training started) of those seeds.
 """
 
 from __future__ import annotations

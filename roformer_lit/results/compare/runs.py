@@ -99,8 +99,10 @@ class RunSummary:
     steps: int | None = None  # optimizer steps done: last (0-based) step of a metric + 1
     tokens_per_s: float | None = None  # median over the run
     peak_mem_mb: float | None = None  # max over the run
-    wall_time_s: float | None = None  # last minus first wall time over all metrics' scalars
-    #: ``(step, seconds since the run's first scalar, val/loss)`` in logging order.
+    #: Seconds from the start of training (the run's length record, logged then; the first
+    #: scalar for a run from before it) to its last metric scalar.
+    wall_time_s: float | None = None
+    #: ``(step, seconds since training started (as wall_time_s), val/loss)`` in logging order.
     val_loss_series: list[tuple[int, float, float]] = field(default_factory=list)
     evaluation_only: bool = False
     #: Set by :func:`roformer_lit.results.compare.variants.assign_variants`; ``position-attention``
@@ -236,7 +238,12 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         hparams.update(measured_settings(trainer))
     series = {tag: points for tag, points in events.scalars.items() if tag != TOTAL_STEPS_TAG}
     all_points = [s for points in series.values() for s in points]
-    start = min((s.wall_time for s in all_points), default=0.0)
+    # the clock starts with training: the length record is logged then, the first
+    # metric only once log_every_n_steps steps have trained
+    start = min(
+        (s.wall_time for s in (*all_points, *events.scalars.get(TOTAL_STEPS_TAG, []))),
+        default=0.0,
+    )
     val_loss = series.get("val/loss", [])
     tokens = [s.value for s in series.get("perf/tokens_per_s", []) if math.isfinite(s.value)]
     memory = [s.value for s in series.get("perf/peak_mem_mb", []) if math.isfinite(s.value)]
