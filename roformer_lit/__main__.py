@@ -16,4 +16,6 @@ if __name__ == "__main__":
     startup_signals.imports_done()  # from here a signal raises, and the command cleans up
     keep_freed_memory()
     flush_denormals()  # before any tensor operation starts torch's threads
-    sys.exit(main())
+    code = main()
+    startup_signals.command_done(code)  # a signal during shutdown: that code, quietly
+    sys.exit(code)

@@ -100,3 +100,29 @@ def test_a_run_directory_deleted_under_a_run_gives_one_line_and_no_thread_traceb
     assert "Traceback" not in err and "Exception in thread" not in err, err[-3000:]
     lines = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "No such file or directory" in lines[0], err[-3000:]
+
+
+SIGNALLED_WHILE_EXITING = """
+import atexit, os, runpy, signal, sys, time
+signum = getattr(signal, sys.argv[1])
+atexit.register(lambda: (os.kill(os.getpid(), signum), time.sleep(1)))
+sys.argv = ["roformer_lit", "schemes"]
+runpy.run_module("roformer_lit", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_after_the_command_ended_keeps_its_code_without_a_traceback(signum):
+    """A signal while the interpreter shuts down (atexit hooks, finalizers: a SIGTERM just
+    after a run finished) printed 'Exception ignored in atexit callback' and a traceback;
+    the command has ended, so the process ends quietly with the command's own code."""
+    result = subprocess.run(
+        [sys.executable, "-c", SIGNALLED_WHILE_EXITING, signal.Signals(signum).name],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr == "", result.stderr[-3000:]
+    assert "rope" in result.stdout

@@ -122,6 +122,26 @@ def take_back() -> None:
     _handed_over = False
 
 
+def command_done(code: int) -> None:
+    """The command has returned ``code``; only the interpreter's shutdown is left (atexit
+    hooks, finalizers), where an exception raised by a signal is no one's to catch and
+    Python prints it as a traceback. A signal from here on ends the process at once with
+    the command's own code: its result is decided and written (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def _exit_with_code(signum: int, frame: FrameType | None) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed or broken pipe: nothing left to say
+                pass
+        os._exit(code)
+
+    signal.signal(signal.SIGTERM, _exit_with_code)
+    signal.signal(signal.SIGINT, _exit_with_code)
+
+
 #: Exit codes: Ctrl-C as the shell reports it; SIGTERM as EX_TEMPFAIL (run it again).
 EXIT_INTERRUPTED = 130
 EXIT_PREEMPTED = 75
