@@ -392,7 +392,8 @@ def check_fits_in_memory(need: int, what: str) -> None:
 
 
 #: The top-level settings of a run beside ``model.``, ``data.`` and ``trainer.``:
-#: ``seed_everything`` is ``true`` (a random seed), ``false`` (none) or a seed.
+#: ``seed_everything`` is ``true`` (Lightning's ``seed_everything()`` without a seed:
+#: ``PL_GLOBAL_SEED``, else 0; not a random seed), ``false`` (none) or a seed.
 RUN_RULES: dict[str, Rule] = {
     "seed_everything": Rule(
         f"true, false or {seed.expected}",

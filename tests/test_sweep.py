@@ -1583,6 +1583,63 @@ def test_two_runs_with_the_same_settings_are_refused(case, tmp_path, monkeypatch
         assert not (tmp_path / "runs").exists()
 
 
+#: ``seed_everything: true`` beside seeds -> (the user's PL_GLOBAL_SEED, the grid, the seed
+#: each run is parsed and launched with, or None: refused as one run twice). Lightning's
+#: ``true`` is PL_GLOBAL_SEED, else 0: never a random seed.
+SEED_TRUE_GRIDS: dict[str, tuple[str | None, list[Any], dict[str, int] | None]] = {
+    "true beside 0": (None, [True, 0], None),
+    "0 beside true": (None, [0, True], None),
+    "true before 5": (None, [True, 5], {"seed=true": 0, "seed5": 5}),
+    "true after 5": (None, [5, True], {"seed5": 5, "seed=true": 0}),
+    "true beside PL_GLOBAL_SEED's 7": ("7", [True, 7], None),
+    "true after 3 under PL_GLOBAL_SEED 7": ("7", [3, True], {"seed3": 3, "seed=true": 7}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SEED_TRUE_GRIDS))
+def test_seed_true_is_the_seed_lightning_takes_and_parsing_leaves_it(
+    case, tmp_path, monkeypatch, capsys
+):
+    """Parsing a run seeded the sweep's own process and wrote its seed to PL_GLOBAL_SEED,
+    which every later parse and every launched fit inherited: ``[true, 5]`` trained seed 5
+    twice (exit 0), ``[5, true]`` was refused as one run. Now each run is parsed and
+    launched with the seed Lightning gives ``true`` in the user's environment
+    (PL_GLOBAL_SEED, else 0), and a grid whose ``true`` is one of its seeds is one line."""
+    from roformer_lit.sweep.spec import load_sweep
+
+    env, values, seeds = SEED_TRUE_GRIDS[case]
+    if env is None:
+        monkeypatch.delenv("PL_GLOBAL_SEED", raising=False)
+    else:
+        monkeypatch.setenv("PL_GLOBAL_SEED", env)
+    monkeypatch.chdir(tmp_path)
+    launches = Launches()
+    monkeypatch.setattr(runner, "launch", launches if seeds else no_launch)
+    write_sweep(tmp_path / "s.yaml", {"seed_everything": values})
+    code = main(["sweep", "--config", "s.yaml"])
+    err = capsys.readouterr().err
+    assert os.environ.get("PL_GLOBAL_SEED") == env
+    if seeds is None:
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+        assert f"both as {int(env or 0)};" in errors[0] and "seed_everything=true" in errors[0]
+        assert not (tmp_path / "runs").exists()
+        return
+    assert code == 0, err
+    assert [e.get("PL_GLOBAL_SEED") for e in launches.env] == [env, env]
+    resolved = load_sweep(tmp_path / "s.yaml").resolved
+    assert {v: resolved[v]["seed_everything"] for v in resolved} == seeds
+    assert os.environ.get("PL_GLOBAL_SEED") == env
+
+
+def test_seed_everything_help_says_what_true_does(capsys):
+    """Lightning's help said ``true`` gives "a random seed"; it gives PL_GLOBAL_SEED, else 0."""
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "random seed. (" not in out and "true takes the seed in the environment" in out
+
+
 #: How a run's ``config.yaml`` can fail to say what it ran with -> how to damage it.
 DAMAGED_CONFIGS: dict[str, Callable[[Path], object]] = {
     "deleted": lambda path: path.unlink(),

@@ -46,6 +46,7 @@ from roformer_lit.commands.prelaunch import (
 from roformer_lit.commands.printed_config import CheckedPrintParser
 from roformer_lit.commands.repeated_options import refuse_repeated_options
 from roformer_lit.commands.replaced_mappings import replaced_notes
+from roformer_lit.commands.seed_environment import seed_environment_kept
 from roformer_lit.commands.seed_line import say_seed, seed_line_held
 from roformer_lit.component_origins import recorded_origins
 from roformer_lit.data.datamodule import PretrainDataModule
@@ -98,6 +99,14 @@ RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"
 SPECIAL_CKPT_PATHS = ("last", "best", "hpc")
 
 
+#: ``--seed_everything``'s help: what Lightning's ``seed_everything`` does with each value.
+SEED_TRUE_HELP = (
+    "an integer seeds the model's initialisation, dropout and masking draws with it; true "
+    "takes the seed in the environment variable PL_GLOBAL_SEED, else 0 (not a random seed: "
+    "a run's config.yaml records the number it took); false seeds nothing"
+)
+
+
 class RoformerCLI(CompatCLI):
     """LightningCLI with the data -> model links, a fixed checkpoint policy and run naming.
 
@@ -128,6 +137,17 @@ class RoformerCLI(CompatCLI):
         the typed architecture, no weight built), so a configuration ``fit`` would refuse
         is its one line, not printed."""
         check_printed_model(config)
+
+    def add_default_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        """``--seed_everything`` as Lightning adds it, with help that says what ``true``
+        does (Lightning's own says "a random seed"; its ``seed_everything`` takes
+        ``PL_GLOBAL_SEED``, else 0: :data:`SEED_TRUE_HELP`)."""
+        parser.add_argument(
+            "--seed_everything",
+            type=bool | int,
+            default=self.seed_everything_default,
+            help=SEED_TRUE_HELP,
+        )
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.link_arguments(
@@ -709,21 +729,24 @@ def validate_config(
             # LightningCLI warns whenever ``args`` is given while ``sys.argv`` holds a command
             # line (``prepare``, ``sweep``): here parsing a given list is the intent.
             warnings.filterwarnings("ignore", message=".*args parameter is intended.*")
-            cli = (parse_only or _ParseOnly)(
-                model_class,
-                data_class,
-                subclass_mode_data=data_class is PretrainDataModule,
-                args=list(args),
-                run=False,
-                seed_everything_default=0,
-                parser_kwargs=(
-                    mlm_parser_kwargs(subcommands=False)
-                    if model_class is MaskedLM
-                    else {"exit_on_error": False}
-                ),
-                auto_configure_optimizers=False,
-                command=command,
-            )
+            # ``true``: the seed fit would take, said by fit itself, not by a parse
+            warnings.filterwarnings("ignore", message="No seed found, seed set to")
+            with seed_environment_kept():  # the seed parsed is this run's, not the process's
+                cli = (parse_only or _ParseOnly)(
+                    model_class,
+                    data_class,
+                    subclass_mode_data=data_class is PretrainDataModule,
+                    args=list(args),
+                    run=False,
+                    seed_everything_default=0,
+                    parser_kwargs=(
+                        mlm_parser_kwargs(subcommands=False)
+                        if model_class is MaskedLM
+                        else {"exit_on_error": False}
+                    ),
+                    auto_configure_optimizers=False,
+                    command=command,
+                )
     except Exception as exc:
         if is_argument_error(exc):
             raise ConfigError(plain_argument_error(exc)) from exc

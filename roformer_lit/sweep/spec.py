@@ -589,6 +589,25 @@ def _refuse_same_runs(sweep: Sweep, where: str) -> None:
         if first is not run:
             raise ConfigError(
                 f"{where}: runs {first.version} ({first.describe()}) and {run.version} "
-                f"({run.describe()}) are the same run: {sweep.command} reads their settings "
-                "as the same values; write each grid value once"
+                f"({run.describe()}) are the same run: {sweep.command} reads "
+                f"{_read_as(first, run, sweep.resolved[run.version])}; write each grid "
+                "value once"
             )
+
+
+def _read_as(first: Run, second: Run, config: Any) -> str:
+    """How the command reads the grid values two same runs write differently: for one
+    grid key parsed as a number (or boolean), ``seed_everything=true and seed_everything=0
+    both as 0`` (``true`` takes ``PL_GLOBAL_SEED``, else 0), else ``their settings as the
+    same values`` (a scheme by its import path is the one its registry names)."""
+    differ = [
+        (key, a, b)
+        for (key, a), (_, b) in zip(first.values, second.values, strict=True)
+        if not same_value(a, b)
+    ]
+    if len(differ) == 1 and hasattr(config, "get"):
+        key, a, b = differ[0]
+        value = config.get(key)
+        if isinstance(value, (bool, int, float)):
+            return f"{key}={_render(a)} and {key}={_render(b)} both as {_render(value)}"
+    return "their settings as the same values"
