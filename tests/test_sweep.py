@@ -1640,6 +1640,65 @@ def test_seed_everything_help_says_what_true_does(capsys):
     assert "random seed. (" not in out and "true takes the seed in the environment" in out
 
 
+#: A sweep run once with GRID4, then edited -> (its grid, its overrides, the runs that
+#: train now; every other run is skipped as the finished run of its settings).
+REORDERED_SWEEPS: dict[str, tuple[dict[str, list[Any]], dict[str, Any], list[str]]] = {
+    "keys reordered": (
+        {"model.attention": ["softmax", "linear"], "model.position": ["nope", "rope"]},
+        {},
+        [],
+    ),
+    "keys reordered, a value added": (
+        {"model.attention": ["softmax", "linear"], "model.position": ["nope", "rope", "learned"]},
+        {},
+        ["softmax-learned", "linear-learned"],
+    ),
+    "keys reordered, an override changed": (
+        {"model.attention": ["softmax", "linear"], "model.position": ["nope", "rope"]},
+        {"trainer.max_steps": 3},
+        ["softmax-nope", "softmax-rope", "linear-nope", "linear-rope"],
+    ),
+    "the same order": (GRID4, {}, []),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REORDERED_SWEEPS))
+def test_a_reordered_grid_skips_the_runs_finished_under_their_old_names(
+    case, tmp_path, monkeypatch, capsys
+):
+    """Run names follow the grid's key order, so a sweep file whose keys were reordered
+    named every run anew and trained each again beside the finished one (two rows of one
+    run for ``compare``). Names do not change (that would retrain existing studies); a run
+    a finished run of the sweep's directory ran with the same settings under another name
+    is skipped as finished there, and said so, as a run finished under its own name is."""
+    monkeypatch.chdir(tmp_path)
+    launches = Launches()
+    monkeypatch.setattr(runner, "launch", launches)
+    write_sweep(tmp_path / "s.yaml")
+    assert main(["sweep", "--config", "s.yaml"]) == 0
+    capsys.readouterr()
+    grid, overrides, trained = REORDERED_SWEEPS[case]
+    write_sweep(tmp_path / "s.yaml", grid, **overrides)
+    assert main(["sweep", "--config", "s.yaml", "--dry-run"]) == 0
+    dry = capsys.readouterr()
+    assert sorted(arg(commanded(line), VERSION) for line in dry.out.splitlines()) == sorted(trained)
+    launches.argv.clear()
+    assert main(["sweep", "--config", "s.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert sorted(launches.versions()) == sorted(trained)
+    if case == "the same order":
+        return
+    for old in NAMES4 if not trained or "learned" in trained[0] else ():
+        new = "-".join(reversed(old.split("-")))
+        assert f"skipped {new} (finished as {old}:" in out, out
+        assert f"# skipped {new} (finished as {old}:" in dry.err, dry.err
+        assert not (tmp_path / "runs" / "tiny" / new).exists()
+    status = runner.read_json(tmp_path / "runs" / "tiny" / runner.STATUS_FILE)["runs"]
+    assert {v for v, r in status.items() if r["status"] == "finished"} == {
+        "-".join(reversed(n.split("-"))) for n in NAMES4
+    } | set(trained)
+
+
 #: How a run's ``config.yaml`` can fail to say what it ran with -> how to damage it.
 DAMAGED_CONFIGS: dict[str, Callable[[Path], object]] = {
     "deleted": lambda path: path.unlink(),

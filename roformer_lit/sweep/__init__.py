@@ -44,7 +44,10 @@ with the settings the sweep gives them now, and, where they recorded it, on data
 content the sweep gives them now: every such run is checked before anything is
 launched, else one line names the run and the setting (or the data), nothing run
 (:mod:`roformer_lit.sweep.finished`); a partial run without a checkpoint is moved aside to
-``<version>.failed-<k>``.
+``<version>.failed-<k>``. A run that would start fresh, whose settings a finished run of
+the directory under another name ran with (a sweep file whose grid keys were reordered
+names every run anew), is skipped as finished there, its line naming that run
+(:func:`~roformer_lit.sweep.finished.finished_as`); names themselves never change.
 
 One sweep writes a directory at a time: before it reads its runs' state, a sweep (not a
 ``--dry-run``) takes the lock of ``<root>/<name>``
@@ -243,20 +246,27 @@ def main(args: Sequence[str]) -> int:
         for run in sweep.runs
     ]
     actions = {t.version: t.action() for t in tasks}
-    todo = [t for t in tasks if actions[t.version] != "skip"]
-    skipped = [t for t in tasks if actions[t.version] == "skip"]
     for task in tasks:  # skipped or resumed only as the run the sweep asks for: all, first
         if task.version in sweep.resolved:
             asked = sweep.resolved[task.version]
             check_continued(task.version, task.run_dir, asked, actions[task.version], sweep.command)
+    _skip_finished_elsewhere(sweep, tasks, actions, sweep_dir)
+    todo = [t for t in tasks if actions[t.version] != "skip"]
+    skipped = [t for t in tasks if actions[t.version] == "skip"]
     if not ns.dry_run:  # and on the data they ran on
         data_section = None  # fit's
         if sweep.command == "finetune":
             from roformer_lit.finetune.parse import data_section
+        by_version = {t.version: t for t in tasks}
         continued = [r for r in sweep.runs if actions[r.version] in ("skip", "resume")]
         check_continued_data(
             [
-                (r.version, sweep_dir / r.version, actions[r.version], sweep.fit_args(r, root))
+                (
+                    _data_name(by_version[r.version]),
+                    by_version[r.version].same_as or sweep_dir / r.version,
+                    actions[r.version],
+                    sweep.fit_args(r, root),
+                )
                 for r in continued
             ],
             data_section,
@@ -274,6 +284,9 @@ def main(args: Sequence[str]) -> int:
         if ns.devices is not None:
             note += f"; each with CUDA_VISIBLE_DEVICES set to one of {','.join(devices)}"  # type: ignore[arg-type]
         print(f"# {sweep.name}: {note}", file=sys.stderr)
+        for task in skipped:
+            if task.same_as is not None:
+                print(f"# skipped {_finished_name(task)}", file=sys.stderr)
         return 0
 
     meta = {"name": sweep.name, "base": sweep.base, "sweep_file": str(sweep.path), "root": root}
@@ -283,7 +296,7 @@ def main(args: Sequence[str]) -> int:
         flush=True,
     )
     for task in skipped:
-        print(f"skipped {task.version} (finished)", flush=True)
+        print(f"skipped {_finished_name(task)}", flush=True)
     if todo and sweep.command == "fit":  # prepare the MLM data once, before any run starts
         from roformer_lit.commands.prepare import prepare_runs
 
@@ -294,13 +307,13 @@ def main(args: Sequence[str]) -> int:
 
     rows: dict[str, dict[str, Any]] = {}
     for task in skipped:
-        done = runner.read_json(task.marker) or {}
+        done = runner.read_json(task.done_marker) or {}
         rows[task.version] = {
             "version": task.version,
             "status": "skipped",
             "exit_code": done.get("exit_code", 0),
             "wall_time_s": done.get("wall_time_s"),
-            "note": "finished earlier",
+            "note": _skip_note(task),
         }
     runner.write_status(sweep_dir, meta, tasks)
     local = runner.LocalRunner(todo, devices)
@@ -314,6 +327,54 @@ def main(args: Sequence[str]) -> int:
         record = local.results.get(task.version, {"status": "not started"})
         rows[task.version] = {**record, "note": _note(record)}
     return _finish([rows[t.version] for t in tasks], sweep_dir, stopped_by=local.stopped_by)
+
+
+def _skip_finished_elsewhere(
+    sweep: Any, tasks: Sequence[Any], actions: dict[str, str], sweep_dir: Path
+) -> None:
+    """A run the sweep would train fresh that a finished run of its directory under
+    another name ran with the same settings
+    (:func:`~roformer_lit.sweep.finished.finished_as`: a sweep file whose grid keys were
+    reordered names every run anew) is skipped as finished there: its task's ``same_as``
+    names that run, its action becomes ``skip``. Run names themselves never change."""
+    from roformer_lit.sweep import runner
+    from roformer_lit.sweep.finished import finished_as
+
+    fresh = [t for t in tasks if actions[t.version] == "fresh" and t.version in sweep.resolved]
+    if not fresh:
+        return
+    others = runner.finished_elsewhere(sweep_dir, {t.version for t in tasks})
+    for task in fresh:
+        twin = finished_as(sweep.resolved[task.version], others, sweep.command)
+        if twin is not None:
+            task.same_as = str(twin)
+            actions[task.version] = "skip"
+            others.remove(twin)
+
+
+def _finished_name(task: Any) -> str:
+    """``VERSION (finished)``, or ``VERSION (finished as OTHER: ...)`` for a run finished
+    under another name (:func:`_skip_finished_elsewhere`)."""
+    if task.same_as is None:
+        return f"{task.version} (finished)"
+    return (
+        f"{task.version} (finished as {Path(task.same_as).name}: the run of the same "
+        "settings under the name an earlier sweep file gave it)"
+    )
+
+
+def _data_name(task: Any) -> str:
+    """How a data refusal names a run: ``VERSION``, or ``VERSION (finished as OTHER)``."""
+    if task.same_as is None:
+        return str(task.version)
+    return f"{task.version} (finished as {Path(task.same_as).name})"
+
+
+def _skip_note(task: Any) -> str:
+    """The summary table's note of a skipped run."""
+    if task.same_as is None:
+        return "finished earlier"
+    return f"finished earlier as {Path(task.same_as).name}"
 
 
 def _note(record: dict[str, Any]) -> str:
@@ -375,10 +436,7 @@ def _slurm(
     executor = slurm.make_executor(folder, options, sweep.name)
     if not todo:
         return _finish(
-            [
-                {"version": t.version, "status": "skipped", "note": "finished earlier"}
-                for t in tasks
-            ],
+            [{"version": t.version, "status": "skipped", "note": _skip_note(t)} for t in tasks],
             sweep_dir,
         )
     sweep_dir.mkdir(parents=True, exist_ok=True)

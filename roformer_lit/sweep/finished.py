@@ -208,6 +208,35 @@ def check_continued(
         )
 
 
+def ran_as_asked(run_dir: str | Path, asked: Any, command: str = "fit") -> bool:
+    """Whether the finished run at ``run_dir`` ran with the settings ``asked`` (the parsed
+    config the sweep gives a run now): the comparison :func:`check_continued` makes before
+    it skips a finished run (:func:`first_difference`, :func:`stop_difference`); False
+    where its ``config.yaml`` cannot say (missing, unreadable, no ``model`` section)."""
+    try:
+        ran = read_yaml_mapping(Path(run_dir) / "config.yaml")
+    except RunFileError:
+        return False
+    if not isinstance(ran.get("model"), Mapping):
+        return False
+    if first_difference(ran, asked, command) is not None:
+        return False
+    return stop_difference(ran, asked, Path(run_dir) / "checkpoints" / "last.ckpt") is None
+
+
+def finished_as(asked: Any, finished: Sequence[str | Path], command: str = "fit") -> Path | None:
+    """The first of the ``finished`` run directories (finished runs of the sweep's
+    directory under names the sweep does not give now) that ran with the settings
+    ``asked``: the run a sweep file whose grid keys were reordered (every run name
+    changes) asks for again under a new name. The sweep skips it as finished there, as it
+    skips a finished run under its own name, rather than training it twice; None where
+    none did."""
+    for run_dir in finished:
+        if ran_as_asked(run_dir, asked, command):
+            return Path(run_dir)
+    return None
+
+
 def _recorded(run_dir: str | Path) -> str | None:
     """The data identity a run recorded; None without a usable record (not compared)."""
     try:
@@ -260,7 +289,9 @@ __all__ = [
     "DataSection",
     "check_continued",
     "check_continued_data",
+    "finished_as",
     "first_difference",
     "model_defaults",
+    "ran_as_asked",
     "stop_difference",
 ]

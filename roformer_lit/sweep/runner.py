@@ -7,7 +7,9 @@ Files, all under ``<root>/<name>/``:
   process exited 0. A run is finished iff its marker exists, or its ``last.ckpt`` is at the
   run's end (:func:`~roformer_lit.training.checkpoint_io.at_its_end`: a ``fit`` killed after
   its last checkpoint, which a resume would refuse as having nothing left to train); a
-  ``last.ckpt`` before the end is an interrupted run.
+  ``last.ckpt`` before the end is an interrupted run. A run is finished too where a finished
+  run of the directory under another name ran with its settings (``RunTask.same_as``, a
+  grid whose keys were reordered: :func:`~roformer_lit.sweep.finished.finished_as`).
 * ``sweep_logs/<version>.out`` / ``.err``: the run's full stdout / stderr, every attempt
   appended after a ``=== attempt N ===`` line.
 * ``sweep_logs/<version>.json``: the run's record (status, exit code, attempts, wall time,
@@ -30,7 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -40,7 +42,7 @@ from typing import Any
 from roformer_lit.sweep.spec import LOGS_DIR, STATUS_FILE, shell_line
 from roformer_lit.training.checkpoint_io import at_its_end
 from roformer_lit.training.run_dir import holder as run_dir_lock_holder
-from roformer_lit.training.run_dir import move_aside
+from roformer_lit.training.run_dir import is_moved_aside, move_aside
 
 MARKER = "sweep_done.json"
 TAIL_LINES = 20
@@ -86,6 +88,10 @@ class RunTask:
     cwd: str  # absolute: where the command runs (relative paths in argv)
     env: dict[str, str] = field(default_factory=dict)  # added to the inherited environment
     raise_on_failure: bool = False  # SLURM: a failed run fails its array task
+    #: A finished run of the sweep's directory under another name that ran with this run's
+    #: settings (absolute; :func:`~roformer_lit.sweep.finished.finished_as`): the run is
+    #: finished there.
+    same_as: str | None = None
 
     @property
     def marker(self) -> Path:
@@ -102,9 +108,18 @@ class RunTask:
     def record_path(self) -> Path:
         return self.logs / f"{self.version}.json"
 
+    @property
+    def done_marker(self) -> Path:
+        """The marker of the run that finished it: its own, else :attr:`same_as`'s."""
+        if self.same_as is not None and not self.marker.is_file():
+            return Path(self.same_as) / MARKER
+        return self.marker
+
     def finished(self) -> bool:
-        """Its marker exists, or its ``last.ckpt`` is at the run's end (module docstring)."""
-        return self.marker.is_file() or at_its_end(self.last_ckpt)
+        """It finished (:func:`run_finished`), or the run it is the same as did."""
+        return run_finished(self.run_dir) or (
+            self.same_as is not None and run_finished(self.same_as)
+        )
 
     def action(self) -> str:
         """``skip`` (finished), ``resume`` (has last.ckpt), ``restart`` (partial directory
@@ -141,6 +156,30 @@ class RunTask:
         import submitit
 
         return submitit.helpers.DelayedSubmission(self, *args, **kwargs)
+
+
+def run_finished(run_dir: str | Path) -> bool:
+    """Its marker exists, or its ``last.ckpt`` is at the run's end (module docstring)."""
+    run_dir = Path(run_dir)
+    return (run_dir / MARKER).is_file() or at_its_end(run_dir / "checkpoints" / "last.ckpt")
+
+
+def finished_elsewhere(sweep_dir: str | Path, names: Collection[str]) -> list[Path]:
+    """The finished runs of ``sweep_dir`` under names not in ``names`` (the sweep's run
+    names now), sorted: runs an earlier version of the sweep file named otherwise (its
+    grid keys in another order). Not the sweep's logs, nor a partial run moved aside."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        return []
+    return [
+        child
+        for child in sorted(sweep_dir.iterdir())
+        if child.name not in names
+        and child.name not in (LOGS_DIR, STATUS_FILE)
+        and not is_moved_aside(child.name)
+        and child.is_dir()
+        and run_finished(child)
+    ]
 
 
 def _relative(path: Path, cwd: str) -> str:
@@ -239,7 +278,7 @@ def execute(
     previous = read_json(task.record_path()) or {}
     attempts = int(previous.get("attempts", 0))
     if action == "skip":
-        done = read_json(task.marker) or {}
+        done = read_json(task.done_marker) or {}
         return {**previous, **done, "version": task.version, "status": "finished", "skipped": True}
     writer = run_dir_lock_holder(task.run_dir)
     if writer is not None:  # another fit writes this run now: leave it alone
