@@ -493,3 +493,85 @@ def test_mlm_and_finetune_runs_together_get_both_tables(tree, monkeypatch, capsy
     mlm_variants = {line.split("|")[1].strip() for line in mlm_table.splitlines()[2:]}
     assert mlm_variants == {"rope-softmax", "nope-softmax"}  # fine-tunes split nothing
     assert downstream_table.startswith("| task | variant |")
+
+
+# --- a pretrained checkpoint retrained at its path -----------------------------------------
+
+#: How the pretrained run is made again at its path -> its ``fit`` options (None: left as
+#: it was, the control: the fine-tune is skipped as finished).
+RETRAINED: dict[str, list[str] | None] = {
+    "another seed": ["--seed_everything", "1"],
+    "another scheme": ["--model.position", "nope"],
+    "left as it was": None,
+}
+PRETRAINED_RUN = ["--trainer.logger.init_args.name", "mlm"]
+PRETRAINED_RUN += ["--trainer.logger.init_args.version", "P"]
+
+
+def _fit_pretrained(*extra: str) -> None:
+    from cli_helpers import fit_args
+
+    assert main(fit_args("rope.yaml", 2, *PRETRAINED_RUN, *extra)) == 0
+
+
+@pytest.fixture(scope="module")
+def fine_tuned(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with a tiny pretraining run ``runs/mlm/P`` and a ``command: finetune``
+    sweep ``ft.yaml`` over it, run once to its end (one real fine-tune)."""
+    from finetune_helpers import QUIET, keyword_rows, write_csv
+
+    work = tmp_path_factory.mktemp("retrained")
+    write_csv(work / "train.csv", keyword_rows(16, seed=1))
+    write_csv(work / "val.csv", keyword_rows(8, seed=2))
+    sweep = {
+        "name": "ft",
+        "command": "finetune",
+        "base": str(CONFIGS / "finetune" / "local.yaml"),
+        "grid": {"model.pretrained": ["runs/mlm/P/checkpoints/last.ckpt"]},
+        "overrides": {
+            "data.train_files": "train.csv",
+            "data.val_files": "val.csv",
+            "data.max_length": 32,
+            "data.batch_size": 8,
+            "trainer.max_steps": 2,
+            **{QUIET[i][2:]: False for i in range(0, len(QUIET), 2)},
+        },
+    }
+    (work / "ft.yaml").write_text(yaml.safe_dump(sweep), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        _fit_pretrained()
+        assert main(["sweep", "--config", "ft.yaml"]) == 0
+    return work
+
+
+@pytest.mark.trainer
+@pytest.mark.parametrize("case", sorted(RETRAINED))
+def test_a_fine_tune_of_a_pretrained_checkpoint_retrained_since_is_not_skipped(
+    case, fine_tuned, tmp_path, monkeypatch, capsys
+):
+    """The fine-tune's settings name its pretrained checkpoint by path, so a pretraining
+    run retrained at that path (another seed: the same architecture) left them as they
+    were, and the sweep skipped the fine-tune of the old checkpoint as the fine-tune of the
+    new one, exit 0. Now one line naming the run and the checkpoint, nothing launched."""
+    work = tmp_path / "work"
+    shutil.copytree(fine_tuned, work)
+    monkeypatch.chdir(work)
+    if RETRAINED[case] is not None:
+        shutil.move("runs/mlm/P", "P.old")
+        _fit_pretrained(*RETRAINED[case])
+    monkeypatch.setattr(runner, "launch", no_launch)
+    marker = work / "runs" / "ft" / "P" / runner.MARKER
+    before = marker.read_bytes()
+    capsys.readouterr()
+    for dry in (["--dry-run"], []):
+        code = main(["sweep", "--config", "ft.yaml", *dry])
+        captured = capsys.readouterr()
+        if RETRAINED[case] is None:
+            assert code == 0 and "Traceback" not in captured.err, captured.err
+            continue
+        errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+        assert code == 2 and len(errors) == 1 and "Traceback" not in captured.err, captured.err
+        assert "run P finished from another pretrained checkpoint" in errors[0], errors[0]
+        assert "runs/mlm/P/checkpoints/last.ckpt" in errors[0] and "move " in errors[0]
+    assert marker.read_bytes() == before

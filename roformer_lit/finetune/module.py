@@ -35,6 +35,7 @@ from torchmetrics import MeanMetric
 from roformer_lit.finetune.encoder_record import check_encoder_record, write_encoder_record
 from roformer_lit.finetune.metrics import make_metrics
 from roformer_lit.finetune.pretrained import check_resumed_pretrained, load_pretrained_encoder
+from roformer_lit.finetune.pretrained_weights import PRETRAINED_WEIGHTS_KEY, weights_digest
 from roformer_lit.finetune.tasks import get_task, metrics_for, val_suffixes
 from roformer_lit.training.lifecycle import OptimizerSettings, RunModule
 from roformer_lit.validation import (
@@ -113,6 +114,8 @@ class SequenceClassifier(RunModule):
         check_arguments(arguments, CLASSIFIER_RULES, "model.")
         self.save_hyperparameters()
         self.encoder, self.pretrained_config = load_pretrained_encoder(pretrained, dropout)
+        #: the weights it starts from (a resume keeps the record of the first start)
+        self.pretrained_weights = weights_digest(self.encoder.state_dict())
         hidden = self.encoder.word_embeddings.embedding_dim
         self.dropout = nn.Dropout(classifier_dropout)
         self.classifier = nn.Linear(hidden, num_labels)
@@ -181,6 +184,7 @@ class SequenceClassifier(RunModule):
         """Record the pretrained encoder's architecture and its digest
         (:func:`write_encoder_record`): the checkpoint says what it was fine-tuned from."""
         write_encoder_record(checkpoint, self.pretrained_config)
+        checkpoint[PRETRAINED_WEIGHTS_KEY] = self.pretrained_weights
 
     def load_run_state(self, checkpoint: Mapping[str, Any]) -> None:
         """Every load of a fine-tuned checkpoint (resume, ``validate``,
@@ -198,3 +202,6 @@ class SequenceClassifier(RunModule):
         check_encoder_record(
             checkpoint, self.pretrained_config, ckpt, self.hparams.pretrained, training=fitting
         )
+        recorded_weights = checkpoint.get(PRETRAINED_WEIGHTS_KEY)
+        if isinstance(recorded_weights, str):  # what the run started from, kept
+            self.pretrained_weights = recorded_weights

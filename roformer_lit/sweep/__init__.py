@@ -191,6 +191,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(args: Sequence[str]) -> int:
     from roformer_lit.sweep import runner, slurm
+    from roformer_lit.sweep.finetune import PRETRAINED_KEY
     from roformer_lit.sweep.finished import check_continued, check_continued_data
     from roformer_lit.sweep.spec import load_sweep, shell_line
     from roformer_lit.training import run_dir
@@ -251,6 +252,21 @@ def main(args: Sequence[str]) -> int:
             asked = sweep.resolved[task.version]
             check_continued(task.version, task.run_dir, asked, actions[task.version], sweep.command)
     _skip_finished_elsewhere(sweep, tasks, actions, sweep_dir)
+    if sweep.command == "finetune":  # and from the pretrained checkpoint there now
+        from roformer_lit.sweep.pretrained_changed import check_pretrained_unchanged
+
+        check_pretrained_unchanged(
+            [
+                (
+                    _data_name(t),
+                    t.same_as or t.run_dir,
+                    actions[t.version],
+                    sweep.resolved[t.version].get(PRETRAINED_KEY),
+                )
+                for t in tasks
+                if t.version in sweep.resolved
+            ]
+        )
     todo = [t for t in tasks if actions[t.version] != "skip"]
     skipped = [t for t in tasks if actions[t.version] == "skip"]
     if not ns.dry_run:  # and on the data they ran on
