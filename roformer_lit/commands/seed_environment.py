@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import os
 import random
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import torch
+from lightning.fabric.utilities.seed import seed_everything
 
 #: The environment variables Lightning's ``seed_everything`` sets.
 SEED_VARIABLES = ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")
@@ -41,3 +44,15 @@ def seed_environment_kept() -> Iterator[None]:
         random.setstate(states[0])
         np.random.set_state(states[1])
         torch.random.set_rng_state(states[2])
+
+
+def seed_taken(value: Any) -> Any:
+    """The seed ``seed_everything: value`` seeds with: ``true`` as Lightning's
+    ``seed_everything()`` without a seed takes it (``PL_GLOBAL_SEED``, else 0), found by
+    calling it inside :func:`seed_environment_kept`, so nothing is seeded; any other value
+    (a seed, ``false``: none) as it is."""
+    if value is not True:
+        return value
+    with seed_environment_kept(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "No seed found, seed set to 0": fit says its seed
+        return seed_everything(None, verbose=False)

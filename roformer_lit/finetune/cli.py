@@ -59,6 +59,7 @@ from roformer_lit.commands.pretrain import (
     is_run_logger,
     run_dir_of,
 )
+from roformer_lit.commands.seed_environment import seed_taken
 from roformer_lit.commands.seed_line import say_seed
 from roformer_lit.errors import ConfigError, refused_settings
 from roformer_lit.finetune.datamodule import TaskDataModule, task_files_problem
@@ -89,13 +90,24 @@ AUTO_MONITOR = "auto"
 EXPERIMENT = "finetune"
 
 
+def training_order_seed(seed_everything: Any) -> Any:
+    """``data.seed`` (the training order) from ``seed_everything``: the seed it takes
+    (:func:`~roformer_lit.commands.seed_environment.seed_taken`: ``true`` is Lightning's,
+    ``PL_GLOBAL_SEED`` else 0); ``false`` seeds nothing else, and the order keeps
+    ``data.seed``'s default, 0. A seed is passed as it is, checked by ``data.seed``'s rule."""
+    taken = seed_taken(seed_everything)
+    return 0 if taken is False else taken
+
+
 class FinetuneCLI(RoformerCLI):
     """RoformerCLI for fine-tuning: task links, run naming and the monitored metric."""
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.link_arguments("model.pretrained", "data.pretrained", apply_on="parse")
         parser.link_arguments("data.task", "model.task", apply_on="parse")
-        parser.link_arguments("seed_everything", "data.seed", apply_on="parse")
+        parser.link_arguments(
+            "seed_everything", "data.seed", compute_fn=training_order_seed, apply_on="parse"
+        )
         parser.link_arguments("data.label_count", "model.num_labels", apply_on="instantiate")
         parser.add_lightning_class_args(RunCheckpoint, "checkpoint")
         parser.set_defaults(
