@@ -73,6 +73,16 @@ DAMAGED = {
         _set("architecture_digest", 12),
         "architecture_digest record is 12, not 'sha256:' and 64 hexadecimal digits",
     ),
+    # a fine-tune's digest of the weights it started from, read by the sweep's check of a
+    # retrained pretrained checkpoint: a hand-edited non-text value read as no record
+    "pretrained weights digest a number": (
+        _set("pretrained_encoder_weights_digest", 12),
+        "pretrained_encoder_weights_digest record is 12, not 'sha256:'",
+    ),
+    "pretrained weights digest truncated": (
+        _set("pretrained_encoder_weights_digest", "sha256:abc"),
+        "pretrained_encoder_weights_digest record is 'sha256:abc'",
+    ),
     "num_heads missing": (_drop_setting("num_heads"), "lack num_heads"),
     "position missing": (_drop_setting("position"), "lack position"),
     "no hyper_parameters": (lambda c: c.pop("hyper_parameters"), "no hyper_parameters record"),

@@ -125,9 +125,8 @@ def note_shadowed_names(config: EncoderConfig, data: Mapping[str, Any]) -> None:
     for what, name in used:
         registry = registries.get(what)
         shadowed = registry.shadowing().get(name) if registry is not None else None
-        if shadowed is not None and str(shadowed) not in _noted:
-            _noted.add(str(shadowed))
-            print(f"note: {shadowed}; this run uses the built-in", file=sys.stderr)
+        if shadowed is not None:
+            note_once(f"{shadowed}; this run uses the built-in")
 
 
 def note_once(note: str | None) -> None:

@@ -18,8 +18,9 @@ from typing import Any
 
 import torch
 
-#: The checkpoint key of the digest of the pretrained encoder weights a fine-tune started from.
-PRETRAINED_WEIGHTS_KEY = "pretrained_encoder_weights_digest"
+from roformer_lit.training.architecture_digest import PRETRAINED_WEIGHTS_KEY
+
+__all__ = ["PRETRAINED_WEIGHTS_KEY", "checkpoint_weights_digest", "weights_digest"]
 #: The prefix of the encoder's weights in a pretraining checkpoint's ``state_dict``.
 ENCODER_PREFIX = "encoder."
 

@@ -40,6 +40,10 @@ DIGEST_FORM = re.compile(rf"{_ALGORITHM}:[0-9a-f]{{64}}")
 ENCODER_RECORD_KEY = "encoder_architecture"
 #: The checkpoint key of that record's digest (the pretrained checkpoint's :data:`DIGEST_KEY`).
 ENCODER_DIGEST_KEY = "encoder_architecture_digest"
+#: The checkpoint key of the digest of the pretrained encoder *weights* a fine-tune started
+#: from (:mod:`roformer_lit.finetune.pretrained_weights`); beside the records above so the
+#: one reader of checkpoints checks its form with theirs.
+PRETRAINED_WEIGHTS_KEY = "pretrained_encoder_weights_digest"
 
 
 def architecture_record(settings: Mapping[str, Any]) -> dict[str, Any]:

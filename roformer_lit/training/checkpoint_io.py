@@ -44,6 +44,7 @@ from roformer_lit.training.architecture_digest import (
     DIGEST_KEY,
     ENCODER_DIGEST_KEY,
     ENCODER_RECORD_KEY,
+    PRETRAINED_WEIGHTS_KEY,
     check_digest,
     check_encoder_digest,
     is_digest,
@@ -273,6 +274,7 @@ RECORDS: tuple[tuple[str, Any, str], ...] = (
     (SETTINGS_DIGEST_KEY, is_digest, "'sha256:' and 64 hexadecimal digits"),
     (ENCODER_RECORD_KEY, lambda v: isinstance(v, Mapping), "a mapping of settings"),
     (ENCODER_DIGEST_KEY, is_digest, "'sha256:' and 64 hexadecimal digits"),
+    (PRETRAINED_WEIGHTS_KEY, is_digest, "'sha256:' and 64 hexadecimal digits"),
 )
 
 #: The architecture settings every version of ``fit`` saved in ``hyper_parameters``: a
