@@ -330,3 +330,43 @@ def test_a_checkpoint_that_recorded_a_builtin_s_import_path_exports(runs, tmp_pa
     assert _export("--ckpt_path", old, "--out", tmp_path / "hf") == 0
     assert "error:" not in capsys.readouterr().err
     assert (tmp_path / "hf" / "config.json").is_file()
+
+
+#: command -> the arguments that read a checkpoint's stored tokenizer at ``{ckpt}``.
+READS_THE_STORED_TOKENIZER = {
+    "export": ["export", "--ckpt_path", "{ckpt}", "--out", "{out}"],
+    "validate": ["validate", "--ckpt_path", "{ckpt}"],
+    "extrapolate": ["extrapolate", "{ckpt}", "--lengths", "16"],
+    "finetune": [
+        "finetune",
+        "--config",
+        "configs/finetune/movie_polarity.yaml",
+        "--model.pretrained",
+        "{ckpt}",
+        "--trainer.max_steps",
+        "1",
+    ],
+}
+
+
+@pytest.mark.parametrize("command", list(READS_THE_STORED_TOKENIZER))
+def test_a_corrupt_stored_tokenizer_is_refused_naming_its_checkpoint(
+    command, runs, tmp_path, monkeypatch, capsys
+):
+    """A checkpoint whose stored tokenizer was damaged (hand-edited, cut short) is one
+    line that names the checkpoint file, whichever command read it: the line said only
+    'the tokenizer stored in the checkpoint is corrupt', which of several given was not
+    said."""
+    checkpoint = torch.load(runs["learned"] / "checkpoints" / "last.ckpt", weights_only=True)
+    tokenizer_section(checkpoint)[TOKENIZER_KEY] = '{"version": "1.0", "model": '
+    damaged = tmp_path / "damaged.ckpt"
+    torch.save(checkpoint, damaged)
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])  # the shipped configs
+    argv = [
+        a.format(ckpt=damaged, out=tmp_path / "out") for a in READS_THE_STORED_TOKENIZER[command]
+    ]
+    before = _snapshot(tmp_path)
+    capsys.readouterr()
+    assert main(argv) == 2
+    _one_error_line(capsys.readouterr().err, f"checkpoint {damaged}", "corrupt")
+    assert _snapshot(tmp_path) == before

@@ -28,13 +28,14 @@ from roformer_lit.data.stored_tokenizer import checkpoint_tokenizer
 
 
 def evaluation_tokenizer(
-    checkpoint: Mapping[str, Any], config: Any, typed: set[str]
+    checkpoint: Mapping[str, Any], config: Any, typed: set[str], path: Any = None
 ) -> Tokenizer | None:
     """The tokenizer the evaluation of ``checkpoint`` with the command's ``config`` (its
     subcommand's section, the run's settings filled in) gives its data module: the run's
     stored one, or None where the checkpoint stores none or a typed setting in ``typed``
     (:func:`~roformer_lit.commands.checkpoint_settings.typed_keys`) asks for another
-    tokenizer (see the module).
+    tokenizer (see the module). ``path``: the file ``checkpoint`` was read from, which a
+    refusal names.
 
     Raises:
         ConfigError: the tokenizer stored in the checkpoint is corrupt.
@@ -45,7 +46,7 @@ def evaluation_tokenizer(
         name = f"data.{key}"
         if name in typed and not same_setting(settings.get(key), saved.get(name)):
             return None
-    return checkpoint_tokenizer(checkpoint)
+    return checkpoint_tokenizer(checkpoint, path)
 
 
 __all__ = ["evaluation_tokenizer"]

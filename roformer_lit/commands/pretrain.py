@@ -258,7 +258,9 @@ class RoformerCLI(CompatCLI):
         if fill:
             self.config = self.parser.parse_object({subcommand: fill}, self.config)
         if subcommand != "fit" and self.subclass_mode_data:  # the run's ids, on any files
-            self._run_tokenizer = evaluation_tokenizer(checkpoint, self.config[subcommand], typed)
+            self._run_tokenizer = evaluation_tokenizer(
+                checkpoint, self.config[subcommand], typed, path
+            )
         if subcommand == "fit":
             check_steps_left(checkpoint, self.config[subcommand], path)
             check_step_boundary(checkpoint, path)

@@ -70,15 +70,17 @@ def stored_tokenizer_json(checkpoint: Mapping[str, Any]) -> Any:
 
 def checkpoint_tokenizer(
     checkpoint: str | os.PathLike[str] | Mapping[str, Any],
+    path: str | os.PathLike[str] | None = None,
 ) -> Tokenizer | None:
     """The tokenizer stored in a checkpoint (a path or an already loaded dict), or ``None``
     for a checkpoint written before tokenizers were stored (or by a run without a data
-    module). A path is read with ``torch.load(..., weights_only=True)``.
+    module). A path is read with ``torch.load(..., weights_only=True)``; ``path`` is the
+    file an already loaded dict was read from, which a refusal names.
 
     Raises:
         ConfigError: the file is not a readable checkpoint, or its stored tokenizer is corrupt.
     """
-    source = "the checkpoint"
+    source = "the checkpoint" if path is None else f"checkpoint {os.fspath(path)}"
     if not isinstance(checkpoint, Mapping):
         source = f"checkpoint {os.fspath(checkpoint)}"
         checkpoint = read_checkpoint(checkpoint, require_state_dict=False)

@@ -132,7 +132,7 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     """The tokenizer stored in the pretrained checkpoint; one line if it has none, or if its
     vocabulary is larger than the encoder's embedding table (another run's tokenizer)."""
     checkpoint = read_pretrained(path)
-    tokenizer = checkpoint_tokenizer(checkpoint)
+    tokenizer = checkpoint_tokenizer(checkpoint, path)
     if tokenizer is None:
         raise ConfigError(
             f"model.pretrained: {path} holds no tokenizer (written before checkpoints stored "

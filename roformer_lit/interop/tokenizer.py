@@ -118,7 +118,7 @@ def export_tokenizer(
     is not the tokenizer the checkpoint stores (:func:`tokenizer_difference`) is refused in
     one ConfigError line: the model would be written beside another text -> ids mapping.
     """
-    stored = checkpoint_tokenizer(checkpoint)
+    stored = checkpoint_tokenizer(checkpoint, ckpt_path)
     if tokenizer_file is not None:
         given = load_tokenizer_file(tokenizer_file)
         difference = None if stored is None else tokenizer_difference(given, stored)

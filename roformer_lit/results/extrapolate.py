@@ -271,7 +271,7 @@ def run_settings(ckpt: Path, checkpoint: dict[str, Any]) -> RunSettings:
         settings.precision = str(trainer["precision"])
     settings.replicate = _replicate(config, data, ckpt)
     settings.data_identity = checkpoint_data_identity(checkpoint)
-    settings.tokenizer = checkpoint_tokenizer(checkpoint)
+    settings.tokenizer = checkpoint_tokenizer(checkpoint, ckpt)
     return settings
 
 
