@@ -287,3 +287,30 @@ def test_a_selection_reads_an_option_unwritten_as_its_default(tmp_path, capsys):
     assert float(record["position_kwargs.base"]) == 10000, record
     assert float(record["final_val_loss_mean"]) == pytest.approx(2.1), record
     assert "None" not in record["candidates"], record
+
+
+# --- runs of other data -----------------------------------------------------------------
+
+
+def _with_data(run: Path, identity_digit: str) -> Path:
+    from roformer_lit.training.data_identity import write_record
+
+    write_record(run, identity_digit * 64, "test data")
+    return run
+
+
+@pytest.mark.parametrize("same_settings", [True, False])
+def test_the_data_note_says_content_differed_only_for_runs_of_the_same_settings(
+    same_settings, tmp_path, capsys
+):
+    """Runs of different data identities are tabled apart with one ``note:``. Its remark
+    that the same settings named files whose content differed was printed even where the
+    runs' data settings differed (another vocabulary), which explains their data."""
+    runs = tmp_path / "runs"
+    _with_data(write_run(runs / "a-seed0", 0, 3.0, hparams={"vocab_size": 100}), "a")
+    other = {"vocab_size": 100 if same_settings else 200}
+    _with_data(write_run(runs / "b-seed1", 1, 3.1, hparams=other), "b")
+    _, err = table(capsys, str(runs))
+    notes = [line for line in err.splitlines() if "different data sets" in line]
+    assert len(notes) == 1, err
+    assert ("content differed" in notes[0]) is same_settings, notes[0]

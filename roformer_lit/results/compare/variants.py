@@ -310,10 +310,25 @@ def data_note(runs: Sequence[RunSummary], what: str = "these runs") -> str | Non
         f"data={short_identity(found)} ({n} run{'s' * (n != 1)})"
         for found, n in sorted(counts.items())
     )
+    why = " (runs of the same settings among them: their files' content differed)"
     return (
-        f"note: {what} trained on {len(counts)} different data sets (the same settings may "
-        f"name files whose content differed), tabled apart: {each}"
+        f"note: {what} trained on {len(counts)} different data sets"
+        f"{why if _same_settings_other_data(runs) else ''}, tabled apart: {each}"
     )
+
+
+def _same_settings_other_data(runs: Sequence[RunSummary]) -> bool:
+    """Whether two of ``runs`` recorded different data identities with the same settings
+    (every hyperparameter but the seeds alike): the same paths named files whose content
+    differed, which their settings cannot show."""
+    seen: dict[str, set[str]] = {}
+    for run in runs:
+        if run.data_identity is None:
+            continue
+        settings = {k: v for k, v in run.hparams.items() if "seed" not in str(k)}
+        key = repr(sorted(settings.items(), key=lambda item: str(item[0])))
+        seen.setdefault(key, set()).add(run.data_identity)
+    return any(len(identities) > 1 for identities in seen.values())
 
 
 def short_name(key: str) -> str:
