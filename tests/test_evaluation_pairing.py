@@ -103,6 +103,17 @@ def trained_tokenizers() -> list[Path]:
     return sorted((Path(os.environ["ROFORMER_LIT_CACHE"]) / "tokenizers").glob("*.json"))
 
 
+def prepared_entries_of(name: str) -> list[Path]:
+    """The session cache's prepared corpora of the one file ``name``."""
+    prepared = Path(os.environ["ROFORMER_LIT_CACHE"]) / "prepared"
+    return [
+        meta.parent
+        for meta in prepared.glob("*/meta.json")
+        if json.loads(meta.read_text())["source"].endswith(f"/{name}")
+        or json.loads(meta.read_text())["source"] == name
+    ]
+
+
 @pytest.mark.parametrize(
     "data_flags",
     [
@@ -123,6 +134,9 @@ def test_other_files_are_evaluated_with_the_runs_own_tokenizer(
     err = capsys.readouterr().err
     assert "error:" not in err and "Traceback" not in err, err[-2000:]
     assert trained_tokenizers() == tokenizers  # no tokenizer made from the new file set
+    # the run's training files are read from the entry its fit prepared, not tokenized
+    # again under another key (the held-out share's key differs from a val_files run's)
+    assert len(prepared_entries_of("own.txt")) == 1
     assert len(records(own_run)) == before + 1 and records(own_run)[-1]["metrics"]
     notes = [line for line in err.splitlines() if "other data" in line]
     assert len(notes) == 1 and notes[0].startswith("note:"), err[-2000:]

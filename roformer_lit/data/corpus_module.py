@@ -239,8 +239,11 @@ class CorpusDataModule(PretrainDataModule):
             return Path(self.cache_dir).expanduser() / "prepared"
         return default_cache_dir().parent / "prepared"
 
-    def _tokenizer_spec(self) -> dict[str, Any]:
-        """Everything that decides the tokenizer (part of the prepared corpus's key)."""
+    def _tokenizer_spec(self, held_out: bool | None = None) -> dict[str, Any]:
+        """Everything that decides the tokenizer (part of the prepared corpus's key).
+        ``held_out``: whether validation is a held-out share of the training files (the
+        tokenizer trains on the rest), by default whether this module has no validation
+        files."""
         if self.tokenizer_file is not None:
             path = Path(self.tokenizer_file).expanduser()
             if not path.is_file():  # stat only: a FIFO is refused, not opened
@@ -249,11 +252,13 @@ class CorpusDataModule(PretrainDataModule):
                 return {"file_sha256": file_sha256(path)}
             except OSError as e:
                 raise ConfigError(f"cannot read tokenizer file {path}: {e.strerror}") from None
+        if held_out is None:
+            held_out = self.val_source is None
         return {
             "vocab_size": self.requested_vocab_size,
             "sample_mb": self.tokenizer_sample_mb,
             "settings": TOKENIZER_SETTINGS,
-            "val_fraction": self.val_fraction if self.val_source is None else None,
+            "val_fraction": self.val_fraction if held_out else None,
         }
 
     @property
@@ -273,14 +278,18 @@ class CorpusDataModule(PretrainDataModule):
         """The cache key of the training corpus tokenized with the evaluated run's
         ``tokenizer``: the settings' own entry where it holds that tokenizer's tokens (the
         run's own corpus, prepared when it trained), else one keyed by the tokenizer itself
-        (as a validation corpus is), never the settings' key with other tokens in it."""
+        (as a validation corpus is), never the settings' key with other tokens in it. The
+        run's entry is looked for as it trained with validation held out of its training
+        files and with validation files: an evaluation on ``--data.val_files`` of a run that
+        held out its validation share reads the run's own entry, not a second tokenization.
+        """
         sha = tokenizer_sha256(tokenizer)
         source = self.train_source.fingerprint()
-        try:
-            own = cache_key({"source": source, "tokenizer": self._tokenizer_spec()})
-        except ConfigError:  # the run's tokenizer file is gone: its tokenizer needs it not
-            own = None
-        if own is not None:
+        for held_out in (self.val_source is None, self.val_source is not None):
+            try:
+                own = cache_key({"source": source, "tokenizer": self._tokenizer_spec(held_out)})
+            except ConfigError:  # the run's tokenizer file is gone: its tokenizer needs it not
+                break
             prepared = find_prepared(self.prepared_root, own)
             if prepared is not None and prepared.meta.get("tokenizer_sha256") == sha:
                 return own
