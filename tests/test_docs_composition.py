@@ -4,6 +4,7 @@ that scheme with that kernel (the declarations of :mod:`roformer_lit.capabilitie
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
@@ -65,3 +66,34 @@ def test_each_cell_is_what_the_rules_decide(position):
     for kernel, answer in zip(kernels, answers, strict=True):
         assert answer in ("yes", "no"), answer
         assert (answer == "yes") == accepts(position, kernel), (position, kernel, answer)
+
+
+def _component_rows() -> dict[str, str]:
+    """The schemes and kernels tables' rows, by the name in their first cell."""
+    rows: dict[str, str] = {}
+    for line in PAGE.read_text(encoding="utf-8").splitlines():
+        found = re.match(r"\| `(\w+)` \|", line)
+        if found:
+            rows.setdefault(found.group(1), line)
+    return rows
+
+
+@pytest.mark.parametrize(
+    "registry, name",
+    [(POSITION_SCHEMES, n) for n in POSITION_SCHEMES.builtin_names()]
+    + [(ATTENTION_KERNELS, n) for n in ATTENTION_KERNELS.builtin_names()],
+    ids=lambda value: value if isinstance(value, str) else "",
+)
+def test_every_option_of_a_builtin_is_in_its_row(registry, name):
+    """Each keyword a built-in scheme or kernel takes (its ``position_kwargs`` or
+    ``attention_kwargs``) is named in its row of the page: softmax's ``bias_block`` and
+    ``bias_block_from`` were missing from it, so a reader met them only in an error line."""
+    row = _component_rows().get(name)
+    assert row is not None, f"no row for {name}"
+    taken = [
+        option
+        for option, parameter in inspect.signature(registry[name].__init__).parameters.items()
+        if parameter.kind is parameter.KEYWORD_ONLY
+    ]
+    missing = [option for option in taken if f"`{option}`" not in row and f"{option}:" not in row]
+    assert not missing, f"{name}'s row does not name {missing}"
