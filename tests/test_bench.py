@@ -314,6 +314,19 @@ def test_vs_hf_times_the_modernbert_recipe_against_its_hf_model_with_the_same_we
         re.M,
     )
     assert len(rows) == 1 and all(float(r) > 0 for r in rows[0][1:]), out
+    # nope has no HF reference model: a line says so, not a table of headers alone
+    assert "| scheme | HF reference |" not in out
+    assert "(no scheme of --schemes nope on softmax has an HF reference model: rope" in out
+
+
+def test_a_matmul_ceiling_without_nope_is_a_line_not_an_empty_table(capsys):
+    """The ceiling is measured on ``nope``/softmax's shapes; without that pair bench printed
+    the ceiling table's headers alone."""
+    argv = ["bench", "--lengths", "16", "--schemes", "alibi", "--no-backends", *TINY_BENCH]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| L | matmul GFLOP/s" not in out
+    assert "(no matmul ceiling: it is measured on the shapes of nope with softmax" in out
 
 
 def test_inference_flops_count_ours_at_each_window_and_hf_at_full_rows():

@@ -612,8 +612,13 @@ def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
     return ns
 
 
-def _print_table(columns: Sequence[str], rows: Iterable[str]) -> None:
-    """A markdown table after a blank line: header, separator, the given rows."""
+def _print_table(columns: Sequence[str], rows: Iterable[str], empty: str | None = None) -> None:
+    """A markdown table after a blank line: header, separator, the given rows; where there
+    are no rows and ``empty`` says why, that line instead of a table of headers alone."""
+    rows = list(rows)
+    if not rows and empty is not None:
+        print(f"\n{empty}")
+        return
     print("\n| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
     for row in rows:
@@ -646,6 +651,10 @@ def main(args: Sequence[str] | None = None) -> int:
             ["scheme", "HF reference", "L", "ours tokens/s", "HF tokens/s"]
             + ["speed-up (median paired)", "ours peak MB", "HF peak MB"],
             (row for r in results for row in r.hf_rows),
+            empty=(
+                f"(no scheme of --schemes {' '.join(ns.schemes)} on softmax has an HF "
+                f"reference model: {', '.join(f'{p} ({m})' for p, m in HF_REFERENCES.items())})"
+            ),
         )
         _print_table(
             ["recipe", "HF reference (attention)", "L", "ours tokens/s", "HF tokens/s"]
@@ -657,6 +666,10 @@ def main(args: Sequence[str] | None = None) -> int:
         _print_table(
             ["L", "matmul GFLOP/s (same shapes)", "model FLOP rate / matmul rate"],
             (r.ceiling for r in results if r.ceiling),
+            empty=(
+                "(no matmul ceiling: it is measured on the shapes of nope with softmax, which "
+                "--schemes and --kernels leave out; add them, or pass --no-mfu)"
+            ),
         )
     if ns.compile_speedup:
         _print_table(
