@@ -228,6 +228,59 @@ def test_validation_texts_seen_in_training_get_a_note(case, tmp_path):
     assert TaskDataModule(val_files=str(val)).overlap_note() is None  # validate: no train
 
 
+#: case -> (training labels, validation labels, the note's words or None)
+UNSEEN_LABELS: dict[str, tuple[list[object], list[object], str | None]] = {
+    "numbered_from_1_in_training": (
+        [1, 2, 1, 2],
+        [0, 1, 0, 1],
+        "note: 2 of the 4 validation examples (50%) have labels no training example has (0;",
+    ),
+    "a_class_only_in_validation": ([0, 1, 0, 1], [0, 1, 2, 2], "(2; trained: 0, 1)"),
+    "the_same_classes": ([0, 1, 2, 0], [2, 1, 0, 1], None),
+    "fewer_classes_in_validation": ([0, 1, 2, 0], [1, 1, 1, 1], None),
+    "a_regression": ([0.5, 1.5, 2.0, 0.0], [3.0, 7.25, 1.0, 0.0], None),
+}
+
+
+@pytest.mark.parametrize("case", list(UNSEEN_LABELS))
+def test_validation_labels_never_trained_get_a_note(case, tmp_path):
+    """A validation file whose classes are numbered otherwise than the training file's
+    (train 1..2, val 0..1) was scored against a class the head never learned without a
+    word; now a ``note:`` line counts those examples and names the labels."""
+    from roformer_lit.finetune import TaskDataModule
+
+    train_labels, val_labels, expected = UNSEEN_LABELS[case]
+    train = write_csv(
+        tmp_path / "t.csv",
+        [{"text": f"the value {i}", "label": y} for i, y in enumerate(train_labels)],
+    )
+    val = write_csv(
+        tmp_path / "v.csv", [{"text": f"a file {i}", "label": y} for i, y in enumerate(val_labels)]
+    )
+    notes = TaskDataModule(train_files=str(train), val_files=str(val)).notes()
+    if expected is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and expected in notes[0] and "\n" not in notes[0], notes
+    assert TaskDataModule(val_files=str(val)).notes() == []  # validate: no train
+
+
+def test_a_fractional_label_for_a_classifier_is_named_as_not_a_class(pretrained, tmp_path):
+    """A label 0.5 beside a two-class head was refused as 'outside the head's range 0..1',
+    which it is not; the line now says it is not one of the classes, the integers 0..1."""
+    from roformer_lit.finetune import TaskDataModule
+
+    train = write_csv(
+        tmp_path / "t.csv", [{"text": f"the value {i}", "label": i % 2} for i in range(4)]
+    )
+    val = write_csv(tmp_path / "v.csv", [{"text": "a file", "label": 0.5}])
+    data = TaskDataModule(train_files=str(train), val_files=str(val), pretrained=str(pretrained))
+    with pytest.raises(ConfigError) as caught:
+        data.setup()
+    line = str(caught.value)
+    assert "label 0.5" in line and "the integers 0..1" in line and "outside" not in line, line
+
+
 def test_the_text_checks_hold_for_the_shipped_rows_too():
     """GLUE rows and the shipped task go through the same record check."""
     rows = {"sentence": ["fine", None], "label": [0, 1]}

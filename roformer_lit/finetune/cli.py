@@ -262,9 +262,10 @@ class FinetuneCLI(RoformerCLI):
         if checkpoint is not None:
             self.check_checkpoint_data(*checkpoint)
             self.pin_evaluated(*checkpoint)
-        note = self.datamodule.overlap_note() if self.subcommand == "fit" else None
-        if note is not None and launch_rank() in (None, 0):
-            print(note, file=sys.stderr, flush=True)
+        notes = self.datamodule.notes() if self.subcommand == "fit" else []
+        if launch_rank() in (None, 0):
+            for note in notes:
+                print(note, file=sys.stderr, flush=True)
         say_seed(self.setting(self.config, "seed_everything"))
 
 

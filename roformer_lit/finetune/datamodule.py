@@ -23,7 +23,7 @@ evaluation reads :meth:`TaskDataModule.evaluated_identity` (the validation examp
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from tokenizers import Tokenizer
@@ -199,7 +199,7 @@ class TaskDataModule(ResumableDataModule):
             if not self._has_train:
                 raise ConfigError(self._no_train_files("infer data.num_labels"))
             labels = [e.label for e in self._examples("train")]
-            if any(isinstance(y, float) and not y.is_integer() for y in labels):
+            if _fractional(labels):
                 self.num_labels = 1
             else:
                 top = max(labels)
@@ -267,7 +267,13 @@ class TaskDataModule(ResumableDataModule):
         labels: list[int | float] = []
         for i, e in enumerate(examples):
             y = e.label
-            if (isinstance(y, float) and not y.is_integer()) or not 0 <= y < num_labels:
+            if _fractional([y]):
+                raise ConfigError(
+                    f"{self._where(split)}: label {y!r} (example {i + 1}) is not a class of "
+                    f"the head: its classes are the integers 0..{num_labels - 1} "
+                    f"(num_labels={num_labels}); set data.num_labels 1 for a regression"
+                )
+            if not 0 <= y < num_labels:
                 raise ConfigError(
                     f"{self._where(split)}: label {y!r} (example {i + 1}) is outside the "
                     f"head's range 0..{num_labels - 1} (num_labels={num_labels}); set "
@@ -300,6 +306,39 @@ class TaskDataModule(ResumableDataModule):
             f"against {self._where('train')}): the validation score counts examples the "
             "model trained on"
         )
+
+    def unseen_label_note(self) -> str | None:
+        """A ``note:`` line when a local classification task's validation split holds
+        labels no training example has (train labelled 1..2, val 0..1: the classes are
+        numbered otherwise in the two files): those examples are scored against classes
+        the head never learned. None for a regression, for a task that brings its own
+        splits, without training files, or when every validation label was trained."""
+        if self.spec.source != "local" or not self._has_train:
+            return None
+        trained = {e.label for e in self._examples("train")}
+        if self.num_labels == 1 or (self.num_labels is None and _fractional(trained)):
+            return None  # a regression: any target is a value, not a class
+        val = self._examples(self.spec.val_splits[0])
+        unseen = sorted({e.label for e in val} - trained)
+        if not unseen:
+            return None
+        count = sum(e.label not in trained for e in val)
+        shown = ", ".join(f"{label:g}" for label in unseen[:6])
+        more = f" and {len(unseen) - 6} more" if len(unseen) > 6 else ""
+        return (
+            f"note: {count} of the {len(val)} validation examples ({count / len(val):.0%}) "
+            f"have labels no training example has ({shown}{more}; trained: "
+            f"{', '.join(f'{label:g}' for label in sorted(trained)[:6])}"
+            f"{' ...' if len(trained) > 6 else ''}) in {self._where(self.spec.val_splits[0])}: "
+            "the head never learned those classes; check that both files number the classes "
+            "alike"
+        )
+
+    def notes(self) -> list[str]:
+        """The ``note:`` lines a fine-tune prints before training: the validation texts
+        seen in training (:meth:`overlap_note`), the validation labels never trained
+        (:meth:`unseen_label_note`)."""
+        return [note for note in (self.overlap_note(), self.unseen_label_note()) if note]
 
     # -------------------------------------------------------------- identity
     def describe(self) -> str:
@@ -386,3 +425,8 @@ class TaskDataModule(ResumableDataModule):
         assert self.val_datasets is not None
         loaders = [self._loader(d, shuffle=False) for d in self.val_datasets]
         return loaders[0] if len(loaders) == 1 else loaders
+
+
+def _fractional(labels: Iterable[int | float]) -> bool:
+    """Whether any of ``labels`` is not a whole number: the labels of a regression."""
+    return any(isinstance(y, float) and not y.is_integer() for y in labels)
