@@ -28,7 +28,7 @@ STUDY_REGIONS = [
     ("layer-plans.md", "hybrid-long-findings"),
 ]
 #: Regions of the extrapolation guide, each with an "on every seed" count.
-GUIDE_REGIONS = ["extrapolation-nope", "extrapolation-findings"]
+GUIDE_REGIONS = ["extrapolation-nope", "extrapolation-findings", "extrapolation-at-1x"]
 
 
 def _guide_body(name: str) -> str:

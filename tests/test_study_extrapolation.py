@@ -15,6 +15,7 @@ from study_helpers import guide_stale_line
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.study import extrapolation
+from roformer_lit.results.study.locality import LOCALITY_RAW
 from roformer_lit.results.study.mlm import MLM_RAW, POSITION_LR_RAW
 from roformer_lit.results.study.places import PLACES, read_from
 from roformer_lit.results.study.regions import render
@@ -29,7 +30,12 @@ def _check(tmp_path: Path, raw: str | None = None, old: str = "", new: str = "",
 
 def test_the_checkouts_guide_equals_what_the_raw_outputs_give(tmp_path) -> None:
     text = GUIDE.read_text(encoding="utf-8")
-    for name in ("extrapolation-table", "extrapolation-nope", "extrapolation-findings"):
+    for name in (
+        "extrapolation-table",
+        "extrapolation-nope",
+        "extrapolation-findings",
+        "extrapolation-at-1x",
+    ):
         assert f"<!-- generated: {name} -->" in text, name
     assert render(text, str(GUIDE)) == text
     assert _check(tmp_path) == ""
@@ -58,6 +64,20 @@ def test_the_checkouts_guide_equals_what_the_raw_outputs_give(tmp_path) -> None:
             "| nope | softmax | 6.060 | 6.050 |",
             "extrapolation-nope",
             "0.01",
+        ),
+        (
+            MLM_RAW,
+            "| fire | softmax | 6.031 | 6.000 |",
+            "| fire | softmax | 6.071 | 6.000 |",
+            "extrapolation-at-1x",
+            "+0.011",
+        ),
+        (
+            LOCALITY_RAW,
+            "| fire | 128 | 0.073 |",
+            "| fire | 128 | 0.083 |",
+            "extrapolation-at-1x",
+            "0.083",
         ),
         (
             POSITION_LR_RAW,
@@ -129,3 +149,21 @@ def test_the_guide_types_none_of_the_old_numbers() -> None:
         "0.03–0.06",
     ):
         assert typed not in text, typed
+
+
+def test_the_schemes_read_as_unlearnt_at_1x_are_each_compared_with_nope_seed_for_seed() -> None:
+    """The guide read `learned`, `sinusoidal`, `t5` and `fire` as "at or above `nope`'s
+    level at 1×", typed, while `fire` is below `nope`'s loss on every seed: the comparison
+    is generated, each scheme's side counted from its own seeds."""
+    text = extrapolation.at_training_length()
+    nope = extrapolation._at("nope", 128)
+    for scheme in extrapolation.UNLEARNT:
+        gap = [a - b for a, b in zip(extrapolation._at(scheme, 128), nope, strict=True)]
+        if all(g < 0 for g in gap):
+            side = "below on every seed"
+        elif all(g > 0 for g in gap):
+            side = "above on every seed"
+        else:
+            side = f"above on {sum(g > 0 for g in gap)} of {len(gap)} seeds"
+        assert f"`{scheme}` {min(gap):+.3f}" in text and f"{max(gap):+.3f} ({side})" in text
+    assert "at or above `nope`'s level" not in GUIDE.read_text(encoding="utf-8")

@@ -130,6 +130,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "extrapolation-table": extrapolation.table,
     "extrapolation-nope": extrapolation.nope,
     "extrapolation-findings": extrapolation.findings,
+    "extrapolation-at-1x": extrapolation.at_training_length,
     "cpu-bias-table": cpu_speed.table,
     "cpu-bias-findings": cpu_speed.findings,
     "readme-cpu-bias": cpu_speed.readme,
