@@ -94,7 +94,9 @@ def check_fit_config(config: Any, training: bool = True) -> None:
         vocab = model.get("vocab_size")
         if section:  # linked from the data module: its tokenizer's (planned) size
             vocab = data_class.planned_vocab_size(data)
-        architecture = check_model(model, vocab, data.get("max_length"))
+        architecture = check_model(
+            model, vocab, data.get("max_length"), from_checkpoint=bool(config.get("ckpt_path"))
+        )
         note_shadowed_names(architecture, data)
         if training:
             kernel_options_take_effect(architecture)
@@ -320,11 +322,15 @@ def check_printed_model(config: Any) -> None:
         check_model_settings(model, **({"vocab_size": vocab} if vocab is not None else {}))
 
 
-def check_model(model: Mapping[str, Any], vocab_size: Any, max_length: Any) -> EncoderConfig:
+def check_model(
+    model: Mapping[str, Any], vocab_size: Any, max_length: Any, from_checkpoint: bool = False
+) -> EncoderConfig:
     """:func:`check_model_settings` (the training settings' and the architecture's rules),
     then the host's: the encoder built on the ``meta`` device (nothing allocated), the
     bytes of its weights against this machine's memory, and ``max_length`` against the
-    scheme's position table. The checked config."""
+    scheme's position table, naming the lengths it takes; ``from_checkpoint`` when the
+    weights come from a checkpoint, whose trained table cannot grow (raising
+    ``model.max_positions`` would only fail to load it). The checked config."""
     config = check_model_settings(model, vocab_size=vocab_size)
     check_weights_fit_in_memory(config.as_dict())  # names the sizes; the exact bytes below
     try:
@@ -339,9 +345,13 @@ def check_model(model: Mapping[str, Any], vocab_size: Any, max_length: Any) -> E
     check_fits_in_memory(need, f"the model's weights ({sum(t.numel() for t in tensors):,} values)")
     limit = encoder.position.max_length
     if limit is not None and isinstance(max_length, int) and max_length > limit:
+        remedy = (
+            " (a checkpoint's trained table cannot grow)"
+            if from_checkpoint
+            else ", or a larger model.max_positions, or a scheme that extends"
+        )
         raise ConfigError(
             f"data.max_length={max_length} exceeds the {config.position!r} position "
-            f"table (model.max_positions={limit}); raise model.max_positions or use a "
-            "scheme that extends"
+            f"table (model.max_positions={limit}); valid: data.max_length up to {limit}{remedy}"
         )
     return config
