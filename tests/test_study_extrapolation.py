@@ -7,6 +7,7 @@ name the region and the cell."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -183,3 +184,19 @@ def test_the_position_task_guide_names_the_schemes_above_nope_as_the_data_give()
         gap = [a - b for a, b in zip(extrapolation._at(scheme, 128), nope, strict=True)]
         assert all(g > 0 for g in gap) is above, (scheme, gap)
         assert above or max(abs(g) for g in gap) < 0.05, (scheme, gap)
+
+
+def test_the_guide_describes_every_corpus_baseline_row_extrapolate_prints() -> None:
+    """`extrapolate` on an MLM checkpoint prints `baseline:unigram` and
+    `baseline:train_unigram`; the guide described the first only. The rules are read from
+    the code that names the rows."""
+    import inspect
+
+    from roformer_lit.results import extrapolate_rows
+
+    source = inspect.getsource(extrapolate_rows)
+    rules = re.findall(r'\("([a-z_]+)", cell\.[a-z_]+_loss\)', source)
+    assert "train_unigram" in rules, rules
+    text = GUIDE.read_text(encoding="utf-8")
+    for rule in rules:
+        assert f"`baseline:{rule}`" in text, rule
