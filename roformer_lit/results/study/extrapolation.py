@@ -327,8 +327,8 @@ def findings() -> str:
             "- **Trained at 10× the position learning rate**, against `nope`'s change, seed for "
             "seed (range over the seeds, nats): "
             + "; ".join(tenfold)
-            + ". At 8× and 16×, fire ×10's change is above deberta's "
-            + " and ".join(_every(v) for v in fire_vs_deberta.values())
+            + ". Fire ×10's change is above deberta's "
+            + " and ".join(f"{_every(v)} at {TIMES[n]}" for n, v in fire_vs_deberta.items())
             + ". The most local head's attention mass within ±2 tokens of a middle query "
             f"(`locality`, `docs/bench/{POSITION_LR_RAW}`): "
             + "; ".join(f"{name} {text}" for name, text in shares.items())
