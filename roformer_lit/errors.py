@@ -1,5 +1,7 @@
 """The project's exceptions: a user mistake (one line, exit 2) and a diverged run (exit 3)."""
 
+import os
+
 
 class ConfigError(ValueError):
     """A user mistake: reported as one line, no traceback.
@@ -61,6 +63,15 @@ class TrainingDiverged(RuntimeError):
 def one_line(exc: BaseException) -> str:
     """An exception's message on one line (whitespace runs folded to one space)."""
     return " ".join(str(exc).split())
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``<what went wrong>: <file>`` for an OSError, one line."""
+    what = exc.strerror or one_line(exc) or type(exc).__name__
+    where = os.fsdecode(exc.filename) if exc.filename is not None else ""
+    if exc.filename2 is not None:
+        where = f"{where} -> {os.fsdecode(exc.filename2)}"
+    return f"{what}: {where}" if where else what
 
 
 def refused_settings(exc: BaseException) -> ConfigError:

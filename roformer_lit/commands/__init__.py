@@ -38,7 +38,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from roformer_lit.commands.argument_words import plain_argument_error
 from roformer_lit.commands.pretrain import is_argument_error, lightning_main
 from roformer_lit.commands.repeated_options import CONFIG_OPTIONS
-from roformer_lit.errors import ConfigError, TrainingDiverged, one_line
+from roformer_lit.errors import ConfigError, TrainingDiverged, describe_os_error, one_line
 from roformer_lit.plugin_faults import built_failure, plugin_fault, show_traceback
 from roformer_lit.safe_input import (
     DuplicateKeyError,
@@ -124,7 +124,7 @@ def main(args: Sequence[str] | None = None) -> int:
         raise
     except OSError as exc:  # unreadable input, read-only or full disk, a file in the way
         run_dir.discard_if_unused()
-        print(f"error: {_describe_os_error(exc)}", file=sys.stderr)
+        print(f"error: {describe_os_error(exc)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except Exception as exc:
         from lightning.fabric.utilities.exceptions import MisconfigurationException
@@ -153,7 +153,7 @@ def main(args: Sequence[str] | None = None) -> int:
     failures = quiet.background_failures()
     if failures:  # a background thread died (TensorBoard's writer): the run did not finish well
         failure = failures[0]
-        what = _describe_os_error(failure) if isinstance(failure, OSError) else one_line(failure)
+        what = describe_os_error(failure) if isinstance(failure, OSError) else one_line(failure)
         print(f"error: a background writer failed: {what}", file=sys.stderr)
         return EXIT_USER_ERROR
     return 0
@@ -186,15 +186,6 @@ def _stopped_outside_training(exc: BaseException) -> int:
     holds no checkpoint, say so in one line, exit 130 (Ctrl-C) or 75 (SIGTERM)."""
     removed = run_dir.discard_if_unused()
     return startup_signals.report_stop(exc, str(removed[0]) if removed else None)
-
-
-def _describe_os_error(exc: OSError) -> str:
-    """``<what went wrong>: <file>`` for an OSError, one line."""
-    what = exc.strerror or one_line(exc) or type(exc).__name__
-    where = os.fsdecode(exc.filename) if exc.filename is not None else ""
-    if exc.filename2 is not None:
-        where = f"{where} -> {os.fsdecode(exc.filename2)}"
-    return f"{what}: {where}" if where else what
 
 
 def check_config_files(argv: Sequence[str]) -> None:
