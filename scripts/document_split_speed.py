@@ -10,7 +10,6 @@ at every mean document length, ``MIN_MEAN_DOCUMENT`` (the guard this measures) s
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -22,17 +21,22 @@ from roformer_lit.attention import documents, softmax
 from roformer_lit.benchmarks.runners import Shape, ours
 from roformer_lit.machine import describe_machine
 from roformer_lit.positions import POSITION_SCHEMES
-from roformer_lit.tool_arguments import integer
+from roformer_lit.tool_arguments import ToolParser, integer, run_script, script_parser
 from roformer_lit.training.denormals import flush_denormals
 from roformer_lit.training.host_memory import keep_freed_memory
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> ToolParser:
+    parser = script_parser(__file__, description=__doc__.splitlines()[0])
     parser.add_argument("scheme", choices=sorted(POSITION_SCHEMES))
     parser.add_argument("--length", type=integer(2, 1 << 20), default=1024)
     parser.add_argument("--batch", type=integer(1, 4096), default=4)
     parser.add_argument("--documents", type=integer(1, 1 << 20), nargs="+", default=[8, 32, 128])
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    parser = build_parser()
     ns = parser.parse_args(argv)
     if max(ns.documents) > ns.length:
         parser.error(f"--documents {max(ns.documents)}: must be in [1, {ns.length}] (--length)")
@@ -74,4 +78,4 @@ def _always_masked(segment_ids: torch.Tensor) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run_script(main, __file__))

@@ -14,7 +14,6 @@ and prints the process's peak resident memory (``VmHWM``), for one process per s
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -28,7 +27,7 @@ from roformer_lit.benchmarks.memory import status_mib
 from roformer_lit.benchmarks.runners import Runner, Shape, make_batch, ours
 from roformer_lit.machine import describe_machine
 from roformer_lit.positions import POSITION_SCHEMES
-from roformer_lit.tool_arguments import integer, real
+from roformer_lit.tool_arguments import ToolParser, integer, real, run_script, script_parser
 from roformer_lit.training.denormals import flush_denormals
 from roformer_lit.training.host_memory import keep_freed_memory
 
@@ -47,8 +46,8 @@ def padded_runner(scheme: str, shape: Shape, fraction: float) -> Runner:
     return Runner(model, lambda: model.mlm_loss(ids, labels, attention_mask=mask), cpu, False)
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> ToolParser:
+    parser = script_parser(__file__, description=__doc__.splitlines()[0])
     parser.add_argument("scheme", choices=sorted(POSITION_SCHEMES))
     parser.add_argument("--length", type=integer(2, 1 << 20), default=2048)
     parser.add_argument("--batch", type=integer(1, 4096), default=4)
@@ -57,7 +56,11 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--steps", type=integer(1, 1000), default=3, help="timed steps per side")
     parser.add_argument("--only", choices=SIDES, default=None)
-    ns = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    ns = build_parser().parse_args(argv)
     keep_freed_memory()
     flush_denormals()
     shape = Shape(ns.batch, ns.length, 256, 4, 4, 1024, 8192)
@@ -106,4 +109,4 @@ def _declined(key_padding_mask: torch.Tensor) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run_script(main, __file__))

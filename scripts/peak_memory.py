@@ -17,7 +17,6 @@ the blocked global path's start (default 8,192 tokens) to compare it across leng
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from datetime import datetime, timezone
@@ -29,7 +28,7 @@ from roformer_lit.benchmarks.memory import peak_step_memory_mb
 from roformer_lit.benchmarks.runners import Shape
 from roformer_lit.machine import describe_machine
 from roformer_lit.positions import POSITION_SCHEMES
-from roformer_lit.tool_arguments import integer
+from roformer_lit.tool_arguments import ToolParser, integer, run_script, script_parser
 
 #: glibc's environment variable, and the fixed threshold that returns freed blocks at once.
 MMAP_THRESHOLD = "MALLOC_MMAP_THRESHOLD_"
@@ -55,8 +54,8 @@ def measure(scheme: str, shape: Shape, returned: bool, block_from: int | None) -
             os.environ[MMAP_THRESHOLD] = saved
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> ToolParser:
+    parser = script_parser(__file__, description=__doc__.splitlines()[0])
     parser.add_argument("--schemes", nargs="+", choices=sorted(POSITION_SCHEMES), required=True)
     parser.add_argument("--length", type=integer(8, 1 << 17), default=8192)
     parser.add_argument("--batch", type=integer(1, 4096), default=1)
@@ -66,7 +65,11 @@ def main(argv: list[str]) -> int:
         default=None,
         help="the blocked path's start (SoftmaxAttention's bias_block_from; default 8192)",
     )
-    ns = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    ns = build_parser().parse_args(argv)
     shape = Shape(ns.batch, ns.length, 256, 4, 4, 1024, 8192)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     print(f"# {stamp} python scripts/peak_memory.py {' '.join(argv)}")
@@ -91,4 +94,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run_script(main, __file__))

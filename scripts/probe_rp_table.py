@@ -22,8 +22,11 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from roformer_lit.errors import ConfigError
 from roformer_lit.results.statistics import holm, verdict
 from roformer_lit.results.study.exact import sign_flip_p, smallest_p
+from roformer_lit.safe_input import read_text_file
+from roformer_lit.tool_arguments import INPUT_FILE, ToolParser, run_script, script_parser
 
 RUN = re.compile(
     r"/(?P<scheme>[a-z0-9_]+)-(?P<task>[a-z_]+)-random_positions(?P<range>=none|\d+)"
@@ -36,7 +39,7 @@ def read(path: Path, on: bool) -> tuple[list[str], dict[tuple[str, str], dict[in
     runs trained with randomized positions (``on``) or without."""
     lengths: list[str] = []
     runs: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(dict)
-    for line in path.read_text().splitlines():
+    for line in read_text_file(path, "extrapolate output").splitlines():
         if line.startswith("| checkpoint |"):
             lengths = [cell.strip() for cell in line.strip("|").split("|")[3:]]
         match = RUN.search(line)
@@ -46,10 +49,21 @@ def read(path: Path, on: bool) -> tuple[list[str], dict[tuple[str, str], dict[in
                 float(cell.split(" / ")[0]) if "/" in cell else float("nan") for cell in cells
             ]
             runs[(match["scheme"], match["task"])][int(match["seed"])] = accuracy
+    if not lengths:
+        raise ConfigError(f"{path} holds no extrapolate table (no '| checkpoint |' header)")
     return lengths, runs
 
 
-def main(off_path: str, on_path: str) -> None:
+def build_parser() -> ToolParser:
+    parser = script_parser(__file__, description=__doc__.splitlines()[0])
+    parser.add_argument("off_path", type=INPUT_FILE, metavar="OFF.txt")
+    parser.add_argument("on_path", type=INPUT_FILE, metavar="ON.txt")
+    return parser
+
+
+def main(argv: list[str]) -> None:
+    ns = build_parser().parse_args(argv)
+    off_path, on_path = ns.off_path, ns.on_path
     lengths, off = read(Path(off_path), on=False)
     _, on = read(Path(on_path), on=True)
     seeds_seen = sorted({s for runs in (off, on) for by_seed in runs.values() for s in by_seed})
@@ -88,4 +102,4 @@ def main(off_path: str, on_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    sys.exit(run_script(main, __file__))

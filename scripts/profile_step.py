@@ -8,7 +8,6 @@ process settings (freed memory kept, subnormal floats flushed).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import torch
@@ -17,18 +16,22 @@ import roformer_lit.commands  # noqa: F401 - what python -m roformer_lit has imp
 from roformer_lit.benchmarks.runners import Shape, ours
 from roformer_lit.machine import describe_machine
 from roformer_lit.positions import POSITION_SCHEMES
-from roformer_lit.tool_arguments import integer
+from roformer_lit.tool_arguments import ToolParser, integer, run_script, script_parser
 from roformer_lit.training.denormals import flush_denormals
 from roformer_lit.training.host_memory import keep_freed_memory
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> ToolParser:
+    parser = script_parser(__file__, description=__doc__.splitlines()[0])
     parser.add_argument("scheme", choices=sorted(POSITION_SCHEMES))
     parser.add_argument("--length", type=integer(8, 1 << 17), default=2048)
     parser.add_argument("--batch", type=integer(1, 4096), default=4)
     parser.add_argument("--rows", type=integer(1, 1000), default=20)
-    ns = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    ns = build_parser().parse_args(argv)
     keep_freed_memory()
     flush_denormals()
     shape = Shape(ns.batch, ns.length, 256, 4, 4, 1024, 8192)
@@ -46,4 +49,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run_script(main, __file__))

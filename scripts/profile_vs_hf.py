@@ -14,7 +14,6 @@ attention of ours can make cheaper.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import torch
@@ -22,7 +21,7 @@ import torch
 import roformer_lit.commands  # noqa: F401 - what python -m roformer_lit has imported
 from roformer_lit.benchmarks.runners import Runner, Shape, hf_reference, recipe
 from roformer_lit.machine import describe_machine
-from roformer_lit.tool_arguments import integer
+from roformer_lit.tool_arguments import ToolParser, integer, run_script, script_parser
 from roformer_lit.training.denormals import flush_denormals
 from roformer_lit.training.host_memory import keep_freed_memory
 
@@ -35,13 +34,17 @@ def profile_table(runner: Runner, passes: int, rows: int) -> str:
     return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows)
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> ToolParser:
+    parser = script_parser(__file__, description=__doc__.splitlines()[0])
     parser.add_argument("--length", type=integer(8, 1 << 17), default=512)
     parser.add_argument("--batch", type=integer(1, 4096), default=4)
     parser.add_argument("--passes", type=integer(1, 100), default=3)
     parser.add_argument("--rows", type=integer(1, 1000), default=12)
-    ns = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    ns = build_parser().parse_args(argv)
     keep_freed_memory()
     flush_denormals()
     device = torch.device("cpu")
@@ -65,4 +68,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run_script(main, __file__))

@@ -7,24 +7,34 @@
 See :mod:`roformer_lit.results.study.seed_curves`.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
-from roformer_lit.errors import ConfigError
 from roformer_lit.results.study.seed_curves import write
+from roformer_lit.tool_arguments import (
+    INPUT_DIRECTORY,
+    OUTPUT_FILE,
+    ToolParser,
+    run_script,
+    script_parser,
+)
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path)
-    parser.add_argument("--out", type=Path, required=True)
+
+def build_parser() -> ToolParser:
+    parser = script_parser(__file__, description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=INPUT_DIRECTORY)
+    parser.add_argument("--out", type=OUTPUT_FILE, required=True)
     parser.add_argument(
         "--command",
         default="python -m roformer_lit fit --config configs/rope.yaml --seed_everything N",
     )
-    ns = parser.parse_args()
-    try:
-        write(ns.runs, ns.out, ns.command)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    return parser
+
+
+def main(argv: list[str]) -> None:
+    ns = build_parser().parse_args(argv)
+    write([Path(run) for run in ns.runs], Path(ns.out), ns.command)
+
+
+if __name__ == "__main__":
+    sys.exit(run_script(main, __file__))

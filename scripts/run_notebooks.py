@@ -11,12 +11,14 @@ interactively instead: ``pip install jupyterlab && jupyter lab notebooks/``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import tempfile
 from pathlib import Path
+
+from roformer_lit.errors import ConfigError
+from roformer_lit.tool_arguments import OUTPUT_DIRECTORY, ToolParser, run_script, script_parser
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -62,17 +64,23 @@ def execute(name: str, workdir: Path, timeout: int = 240):
     return notebook
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> ToolParser:
+    parser = script_parser(__file__, description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help=f"notebooks to run (default: all of {names()})")
-    parser.add_argument("--out", default="runs/notebooks", help="where the executed notebooks go")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--out",
+        type=OUTPUT_DIRECTORY,
+        default="runs/notebooks",
+        help="where the executed notebooks go",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     unknown = [n for n in args.names if n not in names()]
     if unknown:
-        print(
-            f"error: no notebook {unknown[0]!r}; notebooks: {', '.join(names())}", file=sys.stderr
-        )
-        return 2
+        raise ConfigError(f"no notebook {unknown[0]!r}; notebooks: {', '.join(names())}")
     import nbformat
 
     out = Path(args.out)
@@ -86,4 +94,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main, __file__))

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from roformer_lit.results.events import read_run
+from roformer_lit.tool_arguments import ToolParser, run_script, script_parser
 
 TAGS = ("perf/tokens_per_s", "perf/model_tflops", "perf/mfu")
 
@@ -34,16 +35,20 @@ def row(run_dir: Path) -> str:
     return f"| {run_dir.name} | {points} | {' | '.join(cells)} | {peak} |"
 
 
+def build_parser() -> ToolParser:
+    parser = script_parser(__file__, description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="a run's directory")
+    return parser
+
+
 def main(argv: list[str]) -> int:
-    if not argv:
-        print("error: name one or more run directories", file=sys.stderr)
-        return 2
+    runs = build_parser().parse_args(argv).runs
     print("| run | points | tokens/s | model TFLOP/s | MFU | peak MB |")
     print("|---|---|---|---|---|---|")
-    for name in argv:
+    for name in runs:
         print(row(Path(name)))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run_script(main, __file__))

@@ -9,11 +9,24 @@ from __future__ import annotations
 
 import sys
 
-from roformer_lit.results.events import read_run
+from roformer_lit.errors import ConfigError
+from roformer_lit.results.events import event_files, read_run
+from roformer_lit.tool_arguments import INPUT_DIRECTORY, ToolParser, run_script, script_parser
+
+
+def build_parser() -> ToolParser:
+    parser = script_parser(__file__, description=__doc__.splitlines()[0])
+    parser.add_argument("run_a", type=INPUT_DIRECTORY, metavar="RUN_A")
+    parser.add_argument("run_b", type=INPUT_DIRECTORY, metavar="RUN_B")
+    return parser
 
 
 def main(argv: list[str]) -> int:
-    a, b = (read_run(path).scalars for path in argv[1:3])
+    ns = build_parser().parse_args(argv)
+    for path in (ns.run_a, ns.run_b):
+        if not event_files(path):
+            raise ConfigError(f"{path} holds no TensorBoard event file; give a run's directory")
+    a, b = (read_run(path).scalars for path in (ns.run_a, ns.run_b))
     logged = {t for t in set(a) | set(b) if t.startswith(("train/", "val/"))}
     only = sorted(logged - (set(a) & set(b)))
     for tag in only:  # a curve one run logs and the other does not is a difference too
@@ -30,4 +43,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run_script(main, __file__))

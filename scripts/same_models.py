@@ -16,6 +16,15 @@ from typing import Any
 
 import torch
 
+from roformer_lit.errors import ConfigError
+from roformer_lit.tool_arguments import (
+    INPUT_FILE,
+    OUTPUT_FILE,
+    ToolParser,
+    run_script,
+    script_parser,
+)
+
 CASES: dict[str, dict[str, Any]] = {
     **{
         s: {"position": s}
@@ -101,8 +110,26 @@ def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
     return list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a)
 
 
+def load(path: str) -> dict[str, Any]:
+    """What ``dump`` saved at ``path``; anything else is a ConfigError naming it."""
+    try:
+        saved = torch.load(path)
+    except OSError:
+        raise
+    except Exception as exc:  # torch.load of another file raises what its unpickler met
+        raise ConfigError(
+            f"{path} is not a file `same_models.py dump` wrote (torch.load: {type(exc).__name__})"
+        ) from None
+    parts = ("state", "loss", "grads")
+    if not isinstance(saved, dict) or not all(
+        isinstance(v, dict) and all(p in v for p in parts) for v in saved.values()
+    ):
+        raise ConfigError(f"{path} is not a file `same_models.py dump` wrote")
+    return saved
+
+
 def compare(before: str, after: str) -> int:
-    a, b = torch.load(before), torch.load(after)
+    a, b = load(before), load(after)
     different = 0
     for name in sorted(set(a) | set(b)):
         if name not in a or name not in b:
@@ -118,11 +145,25 @@ def compare(before: str, after: str) -> int:
     return 1 if different else 0
 
 
+def build_parser() -> ToolParser:
+    parser = script_parser(__file__, description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{dump,compare}")
+    dumping = commands.add_parser("dump", tool=f"{parser.tool} dump", help="save the numbers")
+    dumping.add_argument("out", type=OUTPUT_FILE, metavar="OUT.pt")
+    comparing = commands.add_parser(
+        "compare", tool=f"{parser.tool} compare", help="compare two dumps"
+    )
+    comparing.add_argument("before", type=INPUT_FILE, metavar="BEFORE.pt")
+    comparing.add_argument("after", type=INPUT_FILE, metavar="AFTER.pt")
+    return parser
+
+
+def main(argv: list[str]) -> int | None:
+    ns = build_parser().parse_args(argv)
+    if ns.command == "dump":
+        return dump(ns.out)
+    return compare(ns.before, ns.after)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "dump":
-        dump(sys.argv[2])
-    elif len(sys.argv) == 4 and sys.argv[1] == "compare":
-        sys.exit(compare(sys.argv[2], sys.argv[3]))
-    else:
-        print(__doc__.split("\n")[0], file=sys.stderr)
-        sys.exit(2)
+    sys.exit(run_script(main, __file__))

@@ -8,7 +8,9 @@ The studies are the package :mod:`roformer_lit.results.study`; this is its comma
 
 import sys
 
-from roformer_lit.results.study.pages import main
+from roformer_lit.results.study.pages import build_parser, main
+
+__all__ = ["build_parser", "main"]  # build_parser: the command's arguments, for the tests
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

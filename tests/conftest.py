@@ -53,6 +53,7 @@ FAST_MODULES = frozenset(
         "test_bad_arguments",
         "test_integer_ranges",
         "test_tool_arguments",
+        "test_script_arguments",
         "test_config_composition",
         "test_run_name",
         "test_resume_hint",

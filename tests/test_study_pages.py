@@ -429,7 +429,7 @@ def test_a_damaged_page_is_one_error_line_naming_it(tmp_path, capsys, page, says
     (pages / "page.md").write_bytes(data)
     argv = ["--pages", str(pages), *(["--check"] if check else [])]
     line = _error_line(capsys, argv)
-    assert f"error: {pages / 'page.md'}: {says}" in line
+    assert f"error: study_pages.py: {pages / 'page.md'}: {says}" in line
     assert (pages / "page.md").read_bytes() == data
 
 
@@ -439,7 +439,9 @@ def test_the_command_prints_no_traceback_on_a_damaged_file(tmp_path) -> None:
     (bench / PLANS_CSV).write_bytes(binary(b""))
     proc = _run("--check", "--bench", str(bench), "--pages", str(pages))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert proc.stderr.startswith(f"error: {bench / PLANS_CSV}: line 1: not UTF-8 text")
+    assert proc.stderr.startswith(
+        f"error: study_pages.py: {bench / PLANS_CSV}: line 1: not UTF-8 text"
+    )
 
 
 def test_a_rerun_plan_sweep_is_read_in_todays_run_name_spelling():

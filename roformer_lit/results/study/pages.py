@@ -17,7 +17,6 @@ study's corpus runs: ``val``); a file from before the column is read as that spl
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -28,6 +27,16 @@ from roformer_lit.results.study.drift import where
 from roformer_lit.results.study.places import PLACES, REPOSITORY, read_from
 from roformer_lit.results.study.reading import read_text
 from roformer_lit.results.study.regions import MISSING_DATA, render
+from roformer_lit.tool_arguments import (
+    INPUT_DIRECTORY,
+    INPUT_FILE,
+    ToolParser,
+    run_script,
+    script_parser,
+)
+
+#: The command (``scripts/study_pages.py``), as its errors name it.
+SCRIPT = "study_pages.py"
 
 #: A figure a page embeds: ``figures/NAME.png``.
 EMBEDDED = re.compile(r"figures/([a-z0-9_-]+)\.png")
@@ -90,33 +99,46 @@ def stale_line(rewritten: dict[Path, str], drawn: dict[str, str], bench: Path, p
 
 def main(argv: list[str]) -> int:
     """The command; 0 when the pages are (now) current, 1 on ``--check`` with stale pages,
-    2 with one ``error:`` line for a damaged raw output or page."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    2 with one ``error: study_pages.py: ...`` line for a wrong argument or a damaged raw
+    output or page (:func:`~roformer_lit.tool_arguments.run_script`)."""
+    return run_script(_main, SCRIPT, argv)
+
+
+def build_parser() -> ToolParser:
+    """The command's arguments."""
+    parser = script_parser(SCRIPT, description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check; exit 1 on a difference")
     parser.add_argument(
-        "--bench", type=Path, default=PLACES.bench, help="raw outputs (default: docs/bench)"
+        "--bench",
+        type=INPUT_DIRECTORY,
+        default=PLACES.bench,
+        help="raw outputs (default: docs/bench)",
     )
     parser.add_argument(
-        "--pages", type=Path, default=PLACES.pages, help="study pages (default: docs/studies)"
+        "--pages",
+        type=INPUT_DIRECTORY,
+        default=PLACES.pages,
+        help="study pages (default: docs/studies)",
     )
     parser.add_argument(
         "--readme",
-        type=Path,
+        type=INPUT_FILE,
         default=None,
         help="a README with generated regions (default: the checkout's, with the default "
         "--pages only)",
     )
-    ns = parser.parse_args(argv)
+    return parser
+
+
+def _main(argv: list[str]) -> int:
+    ns = build_parser().parse_args(argv)
     performance = guides = None
     if ns.readme is None and Path(ns.pages).resolve() == PLACES.pages.resolve():
         ns.readme = REPOSITORY / "README.md"
         performance = REPOSITORY / "docs" / "performance.md"
         guides = REPOSITORY / "docs" / "guide"
-    try:
-        rewritten, drawn = render_pages(ns.bench, ns.pages, ns.readme, performance, guides)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    ns.bench, ns.pages = Path(ns.bench), Path(ns.pages)
+    rewritten, drawn = render_pages(ns.bench, ns.pages, ns.readme, performance, guides)
     stale = [*rewritten, *(Path(ns.pages) / "figures" / f"{name}.json" for name in drawn)]
     if ns.check and stale:
         print(f"stale: {stale_line(rewritten, drawn, ns.bench, ns.pages)}", file=sys.stderr)
