@@ -2,6 +2,9 @@
 
 import os
 
+#: The exit code of a user's mistake (one ``error:`` line), for every command and script.
+EXIT_USER_ERROR = 2
+
 
 class ConfigError(ValueError):
     """A user mistake: reported as one line, no traceback.

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roformer_lit.errors import ConfigError, describe_os_error, one_line
+from roformer_lit.errors import EXIT_USER_ERROR, ConfigError, describe_os_error, one_line
 
 PROG = "python -m roformer_lit"
 
@@ -417,9 +417,6 @@ class InputPath:
 INPUT_FILE = InputPath(directory=False)
 #: ``type=`` of an argument naming a directory the tool reads (a run directory).
 INPUT_DIRECTORY = InputPath(directory=True)
-
-#: The exit code of a user's mistake (``roformer_lit.commands.EXIT_USER_ERROR``).
-EXIT_USER_ERROR = 2
 
 
 def script_parser(script: str, **kwargs: Any) -> ToolParser:

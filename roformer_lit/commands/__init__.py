@@ -38,7 +38,13 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from roformer_lit.commands.argument_words import plain_argument_error
 from roformer_lit.commands.pretrain import is_argument_error, lightning_main
 from roformer_lit.commands.repeated_options import CONFIG_OPTIONS
-from roformer_lit.errors import ConfigError, TrainingDiverged, describe_os_error, one_line
+from roformer_lit.errors import (
+    EXIT_USER_ERROR,
+    ConfigError,
+    TrainingDiverged,
+    describe_os_error,
+    one_line,
+)
 from roformer_lit.plugin_faults import built_failure, plugin_fault, show_traceback
 from roformer_lit.safe_input import (
     DuplicateKeyError,
@@ -50,7 +56,6 @@ from roformer_lit.safe_input import (
 from roformer_lit.training import quiet, run_dir, startup_signals
 from roformer_lit.training.lightning_compat import launch_rank
 
-EXIT_USER_ERROR = 2
 EXIT_DIVERGED = 3
 EXIT_PREEMPTED = startup_signals.EXIT_PREEMPTED  # EX_TEMPFAIL: try again (with --ckpt_path)
 EXIT_INTERRUPTED = startup_signals.EXIT_INTERRUPTED  # the shell's Ctrl-C; last.ckpt if trained
