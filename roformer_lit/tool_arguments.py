@@ -360,6 +360,10 @@ def output_path_problem(word: str, directory: bool) -> str | None:
     path at fault; None when nothing on disk is in the way. Nothing is created here."""
     if not word.strip():
         return f"{word!r} is an empty path"
+    if word == "-":  # the shell's word for standard output, which no tool writes its files to
+        return (
+            "'-' would be a file named '-', not standard output, which this tool does not write to"
+        )
     path = Path(word)
     if os.path.islink(path) and not os.path.exists(path):  # a write would land elsewhere
         return f"{word} is a link to {os.readlink(path)}, which does not exist"

@@ -248,12 +248,16 @@ UNREACHABLE: dict[str, list[tuple[str, str, str]]] = {
         ("a-directory", "a_dir", "a_dir is a directory, not a file"),
         ("empty", "", "is an empty path"),
         ("dangling-link", "a_link", "a_link is a link to missing_target, which does not exist"),
+        # the shell's word for standard output: a file named '-' was written, exit 0
+        ("dash", "-", "'-' would be a file named '-', not standard output"),
     ],
     "directory": [
         ("under-a-file", "a_file/new", "a_file is a file, not a directory"),
         ("a-file", "a_file", "a_file is an existing file, not a directory"),
         ("empty", "", "is an empty path"),
         ("dangling-link", "a_link", "a_link is a link to missing_target, which does not exist"),
+        # the shell's word for standard output: a file named '-' was written, exit 0
+        ("dash", "-", "'-' would be a file named '-', not standard output"),
     ],
 }
 OUTPUT_CASES = [
@@ -284,7 +288,7 @@ def test_an_output_no_write_could_reach_is_one_line_before_any_work(
     assert f"argument {flag}: " in line and words in line and "valid: " in line, line
     assert (in_the_way / "a_file").read_text(encoding="utf-8") == "keep me\n"
     assert list((in_the_way / "a_dir").iterdir()) == []
-    assert not (in_the_way / "missing_target").exists()
+    assert not (in_the_way / "missing_target").exists() and not (in_the_way / "-").exists()
 
 
 @pytest.mark.parametrize(("tool", "flag", "kind"), OUTPUTS, ids=lambda v: str(v))
