@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor
-from torchmetrics import MeanMetric, MetricCollection
+from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
 from roformer_lit.architecture_rules import FIELD_RULES
@@ -54,7 +54,7 @@ from roformer_lit.training.checkpoint_io import (
     drop_duplicate_weights,
     read_checkpoint,
 )
-from roformer_lit.training.lifecycle import RunModule
+from roformer_lit.training.lifecycle import RunModule, evaluation_mean
 from roformer_lit.training_config import TrainingConfig
 from roformer_lit.validation import TRAINING_RULES, Rule, check_weights_fit_in_memory
 
@@ -146,9 +146,9 @@ class MaskedLM(RunModule):
     def _stage_metrics(vocab_size: int) -> MetricCollection:
         return MetricCollection(
             {
-                "loss": MeanMetric(),
+                "loss": evaluation_mean(),
                 "acc": MulticlassAccuracy(vocab_size, average="micro", ignore_index=IGNORE_INDEX),
-                "exact": MeanMetric(),
+                "exact": evaluation_mean(),
             }
         )
 

@@ -30,14 +30,13 @@ from typing import Any, Literal
 import torch.nn.functional as F
 from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor, nn
-from torchmetrics import MeanMetric
 
 from roformer_lit.finetune.encoder_record import check_encoder_record, write_encoder_record
 from roformer_lit.finetune.metrics import make_metrics
 from roformer_lit.finetune.pretrained import check_resumed_pretrained, load_pretrained_encoder
 from roformer_lit.finetune.pretrained_weights import PRETRAINED_WEIGHTS_KEY, weights_digest
 from roformer_lit.finetune.tasks import get_task, metrics_for, val_suffixes
-from roformer_lit.training.lifecycle import OptimizerSettings, RunModule
+from roformer_lit.training.lifecycle import OptimizerSettings, RunModule, evaluation_mean
 from roformer_lit.validation import (
     Rule,
     check_arguments,
@@ -127,7 +126,7 @@ class SequenceClassifier(RunModule):
         self.metric_names: tuple[str, ...] = names  # the first is the monitored one
         self.val_suffixes = val_suffixes(spec)
         self.val_metrics = nn.ModuleList(make_metrics(names, num_labels) for _ in self.val_suffixes)
-        self.val_losses = nn.ModuleList(MeanMetric() for _ in self.val_suffixes)
+        self.val_losses = nn.ModuleList(evaluation_mean() for _ in self.val_suffixes)
 
     @property
     def max_length(self) -> int | None:

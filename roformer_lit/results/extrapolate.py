@@ -660,8 +660,10 @@ def evaluate_checkpoint(
             cell.sequences = {**settings.data, "blocks": cell.blocks}
             if evaluated is not None:
                 cell.sequences[DATA_KEY] = evaluated
-        if math.isnan(loss):
+        if "val/loss" not in results:  # no batch had a masked token
             cell.why_not = "n/a (no masked tokens)"
+        elif not math.isfinite(loss):  # a NaN batch makes the mean NaN (evaluation_mean)
+            cell.why_not = f"n/a (the model's loss is {loss}: its output is not finite)"
         else:
             cell.loss = loss
     return cells

@@ -57,6 +57,7 @@ import lightning as L
 import torch
 from lightning.pytorch.utilities import rank_zero_only
 from torch import nn
+from torchmetrics import MeanMetric
 
 from roformer_lit.errors import TrainingDiverged
 from roformer_lit.machine import cpu_model
@@ -70,6 +71,18 @@ from roformer_lit.training.numerics_history import HISTORY_KEY, extended, read_h
 from roformer_lit.training.settings_digest import SETTINGS_DIGEST_KEY, settings_digest
 from roformer_lit.training.steps import total_steps
 from roformer_lit.training.trainer_record import trainer_settings_record
+
+#: How an evaluation mean treats a NaN update: kept, so the mean is NaN. torchmetrics'
+#: default (``"warn"``) drops it, so a batch whose loss is NaN vanished from ``val/loss``
+#: (the mean of the others, the divergence check passed) and a length whose every batch was
+#: NaN read as having no masked tokens at all; ``"disable"`` keeps NaN but drops the weights.
+KEEP_NAN = math.nan
+
+
+def evaluation_mean() -> MeanMetric:
+    """A weighted ``MeanMetric`` in which one NaN update makes the mean NaN (:data:`KEEP_NAN`)."""
+    return MeanMetric(nan_strategy=KEEP_NAN)
+
 
 #: The schedule's length for a run without an end (no step limit, endless epochs).
 ENDLESS_STEPS = 100_000
