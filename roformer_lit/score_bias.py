@@ -106,6 +106,22 @@ class ScoreBias:
         """True if a block of rows comes without the dense bias (a lookup or ``rows``)."""
         return self.lookup is not None or self.rows is not None
 
+    def check_dense(self, check: Callable[[Tensor], None]) -> None:
+        """Have ``check`` read the dense bias before any kernel does: now if it was given as
+        a tensor, when it is built if given as ``build`` (a kernel that never reads it still
+        never builds it)."""
+        if self._bias is not None:
+            check(self._bias)
+        elif self._build is not None:
+            build = self._build
+
+            def checked() -> Tensor:
+                built = build()
+                check(built)
+                return built
+
+            self._build = checked
+
     @property
     def bias(self) -> Tensor | None:
         """The dense ``[B or 1, h, L or 1, L]`` bias, built on first access."""

@@ -216,6 +216,14 @@ class BiasOneKeyShort(AlibiPosition):
         return ScoreBias(ctx.bias[..., :-1], scale=ctx.scale)
 
 
+class IntegerBias(AlibiPosition):
+    """ALiBi whose bias is rounded to integers (an int64 tensor of the right shape)."""
+
+    def prepare(self, length, device, dtype, positions=None):
+        ctx = super().prepare(length, device, dtype, positions)
+        return ScoreBias(ctx.bias.round().long(), scale=ctx.scale)
+
+
 class ScoreReturnsATensor(AlibiPosition):
     """ALiBi whose layers return the bias tensor itself, not a ScoreBias."""
 
@@ -263,6 +271,7 @@ class _Truncated(LayerPosition):
         (DrawsEveryCall, "deterministic", "not deterministic: one model in eval mode"),
         (WritesIntoItsPositions, "deterministic", "changes its input in place: the model's po"),
         (BiasOneKeyShort, "shapes", "score bias has shape (1, 3, 7, 6), which does not"),
+        (IntegerBias, "shapes", "score bias has dtype torch.int64, which does not fit"),
         (ScoreReturnsATensor, "shapes", "layer 0's score hook returned Tensor, not a ScoreB"),
         (RotationDropsAFeature, "shapes", "rotate turns queries of shape (3, 3, 7, 16) into"),
     ],

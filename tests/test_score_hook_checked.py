@@ -2,15 +2,17 @@
 the scheme when the model runs it (``SelfAttention.check_score``), not a traceback from
 inside the kernel or the block that names neither: a bias from a class that claims
 ``needs_score_bias = False`` (so the pre-launch check paired it with a kernel without
-score-bias support), or something that is not a ``ScoreBias``."""
+score-bias support), something that is not a ``ScoreBias``, or a dense bias that is not a
+floating tensor broadcasting to ``[B, h, L, L]`` (given as a tensor or as ``build``)."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions.alibi import AlibiPosition
-from roformer_lit.positions.base import LayerPosition
+from roformer_lit.positions.base import LayerPosition, ScoreBias
 from roformer_lit.testing.models import random_ids, small_model
 
 
@@ -41,11 +43,47 @@ class ReturnsAFloat(AlibiPosition):
         return hooks
 
 
+class _Dense(LayerPosition):
+    """Returns the dense bias ``make(q)`` as a tensor or, ``lazily``, as ``build``."""
+
+    def __init__(self, make, lazily: bool) -> None:
+        super().__init__()
+        self.make, self.lazily = make, lazily
+
+    def score(self, q, k, ctx, qkv):
+        if self.lazily:
+            return ScoreBias(build=lambda: self.make(q), scale=ctx.scale)
+        return ScoreBias(self.make(q), scale=ctx.scale)
+
+
+def _one_query_too_many(q):
+    return q.new_zeros(1, q.shape[1], q.shape[2] + 1, q.shape[2])
+
+
+def _integers(q):
+    return q.new_zeros(1, q.shape[1], q.shape[2], q.shape[2], dtype=torch.long)
+
+
+def dense(make, lazily: bool) -> type[AlibiPosition]:
+    """ALiBi whose layers return ``make(q)`` as their dense bias."""
+
+    class Dense(AlibiPosition):
+        def layer(self, index: int) -> LayerPosition:
+            return _Dense(make, lazily)
+
+    Dense.__qualname__ = f"{make.__name__.strip('_')}_{'built' if lazily else 'given'}"
+    return Dense
+
+
 #: (scheme, kernel, the words of the one line).
 CASES = [
     (ClaimsNoBias, "linear", "returned a score bias, which attention 'linear' cannot take"),
     (ReturnsATensor, "softmax", "returned Tensor, not a ScoreBias or None"),
     (ReturnsAFloat, "softmax", "returned float, not a ScoreBias or None"),
+    (dense(_one_query_too_many, False), "softmax", "a dense bias of shape (1, 3, 8, 7)"),
+    (dense(_one_query_too_many, True), "softmax", "a dense bias of shape (1, 3, 8, 7)"),
+    (dense(_integers, False), "softmax", "a dense bias of dtype torch.int64"),
+    (dense(_integers, True), "softmax", "a dense bias of dtype torch.int64"),
 ]
 
 

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 
 from roformer_lit.attention.base import AttentionKernel
 from roformer_lit.errors import ConfigError
-from roformer_lit.hook_outputs import tensor_problem
+from roformer_lit.hook_outputs import bias_problem, tensor_problem
 from roformer_lit.positions.base import LayerPosition, QKVWeights, ScoreBias, default_scale
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class SelfAttention(nn.Module):
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each [B, h, L, d]
         weights = QKVWeights(self.qkv.weight, self.qkv.bias, self.num_heads)
         score = position.score(q, k, ctx, weights)
-        self.check_score(score)
+        self.check_score(score, (batch, self.num_heads, length, length))
         out = self.kernel(
             q,
             k,
@@ -95,15 +95,19 @@ class SelfAttention(nn.Module):
             )
         return out
 
-    def check_score(self, score: Any) -> None:
+    def check_score(self, score: Any, wanted: tuple[int, int, int, int]) -> None:
         """A one-line ConfigError naming the scheme (a user's, by its setting) if its
         layer's ``score`` returned what the kernel cannot take: not a ``ScoreBias`` (or
-        None), or a bias for a kernel without score-bias support, which the pre-launch
-        check allowed because the class claims ``needs_score_bias = False``; the kernel
-        would otherwise fail inside, a traceback that names neither.
+        None), a bias for a kernel without score-bias support, which the pre-launch
+        check allowed because the class claims ``needs_score_bias = False``, or a dense
+        bias that is not a floating tensor broadcasting to ``wanted`` (``[B, h, L, L]``;
+        checked when built, for one given as ``build``); the kernel would otherwise fail
+        inside, a traceback that names neither.
         ``roformer_lit.testing.check_scheme`` finds this and more."""
         if score is None:
             return
+        if isinstance(score, ScoreBias):
+            score.check_dense(partial(self.check_dense_bias, wanted))
         if not isinstance(score, ScoreBias):
             got = f"{type(score).__name__}, not a ScoreBias or None"
         elif score.adds_bias and not self.takes_bias:
@@ -116,6 +120,19 @@ class SelfAttention(nn.Module):
             return
         raise ConfigError(
             f"position {self.position_name!r}: the layer's score hook returned {got} "
+            "(roformer_lit.testing.check_scheme checks a scheme)"
+        )
+
+    def check_dense_bias(self, wanted: tuple[int, int, int, int], bias: Any) -> None:
+        """The one line of :meth:`check_score` for a dense bias that is not a floating
+        tensor broadcasting to ``wanted``."""
+        got = bias_problem(bias, wanted)
+        if got is None:
+            return
+        raise ConfigError(
+            f"position {self.position_name!r}: the layer's score hook returned a dense bias "
+            f"of {got}; a dense score bias is floating point and broadcasts to [B, h, L, L] "
+            f"= {wanted} "
             "(roformer_lit.testing.check_scheme checks a scheme)"
         )
 

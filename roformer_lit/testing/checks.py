@@ -65,6 +65,7 @@ import torch
 from torch import Tensor
 
 from roformer_lit.attention import ATTENTION_KERNELS
+from roformer_lit.hook_outputs import bias_problem
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions.base import (
     PositionScheme,
@@ -120,8 +121,8 @@ def check_shapes(scheme: type[PositionScheme], attention: str, options: Options)
 
 def check_hook_outputs(model: MaskedLM, shape: tuple[int, int]) -> None:
     """What each layer's hooks return, before a kernel reads it: ``score`` a ``ScoreBias``
-    (or None) whose dense bias broadcasts to ``[B, h, L, L]``, ``rotate`` queries and keys
-    of the shape it was given."""
+    (or None) whose dense bias is a floating tensor broadcasting to ``[B, h, L, L]``,
+    ``rotate`` queries and keys of the shape it was given."""
     built = model.encoder.position
     q, k, _ = layer_inputs(model, seed=3)
     batch, heads, length, _ = q.shape
@@ -137,15 +138,12 @@ def check_hook_outputs(model: MaskedLM, shape: tuple[int, int]) -> None:
                 f"ScoreBias or None, at (hidden, heads) {shape}"
             )
             bias = None if score is None else score.bias
-            if bias is not None:
-                try:
-                    fits = torch.broadcast_shapes(tuple(bias.shape), wanted) == wanted
-                except RuntimeError:
-                    fits = False
-                assert fits, (
-                    f"layer {index}'s score bias has shape {tuple(bias.shape)}, which does not "
-                    f"broadcast to [B, h, L, L] = {wanted} at (hidden, heads) {shape}"
-                )
+            got = None if bias is None else bias_problem(bias, wanted)
+            assert got is None, (
+                f"layer {index}'s score bias has {got}, which does not fit: a score bias is "
+                f"a floating tensor that broadcasts to [B, h, L, L] = {wanted}, at (hidden, "
+                f"heads) {shape}"
+            )
             if hooks.rotates:
                 for name, x in (("queries", q), ("keys", k)):
                     turned = hooks.rotate(x, ctx)
