@@ -349,6 +349,21 @@ def test_nonfinite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monke
     assert all(torch.isfinite(t).all() for t in ckpt["state_dict"].values())
 
 
+def test_a_nonfinite_loss_before_any_update_does_not_blame_the_learning_rate(
+    tmp_path, monkeypatch, capsys
+):
+    """At step 1 the weights are those the run started from: lowering the rate changes
+    nothing, so the line says that and names what does (the model's scheme or kernel and
+    the kit that checks them, or the data); a later step still points at the rate."""
+    monkeypatch.chdir(tmp_path)
+    poison_loss_at(monkeypatch, 1)
+    assert main(ARGS) == EXIT_DIVERGED
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("error: training diverged at step 1: train/loss is nan at the weig")
+    assert "the learning rate played no part" in line and "check_scheme" in line, line
+    assert "lower model.learning_rate" not in line, line
+
+
 def test_skip_nonfinite_skips_the_batch_and_counts_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     poison_loss_at(monkeypatch, 5)

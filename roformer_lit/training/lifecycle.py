@@ -456,14 +456,19 @@ class RunModule(L.LightningModule):
             if self._consecutive_skips <= MAX_CONSECUTIVE_SKIPS:
                 return
             what = f"{what} ({self._consecutive_skips} batches in a row were skipped)"
-        how = (
-            "lower model.learning_rate, or set model.skip_nonfinite true to skip such batches"
-            if can_skip
-            else "lower model.learning_rate"
-        )
+        skip = ", or set model.skip_nonfinite true to skip such batches" if can_skip else ""
+        if step == 1:  # no update yet: the weights the run started from, whatever the rate
+            raise TrainingDiverged(
+                f"training diverged at step 1: {what} at the weights the run started from, "
+                "before any update, so the learning rate played no part: the model gives "
+                "non-finite values there (its position scheme or attention kernel: "
+                "roformer_lit.testing.check_scheme and check_kernel check them) or the data "
+                f"does{skip}",
+                step=step,
+            )
         raise TrainingDiverged(
             f"training diverged at step {step}: {what}; the weights of step {step - 1} are "
-            f"kept (no update was made); {how}",
+            f"kept (no update was made); lower model.learning_rate{skip}",
             step=step,
         )
 
