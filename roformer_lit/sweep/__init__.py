@@ -252,6 +252,11 @@ def main(args: Sequence[str]) -> int:
             asked = sweep.resolved[task.version]
             check_continued(task.version, task.run_dir, asked, actions[task.version], sweep.command)
     _skip_finished_elsewhere(sweep, tasks, actions, sweep_dir)
+    from roformer_lit.sweep.components_changed import check_components_unchanged
+
+    check_components_unchanged(  # and with the plugins installed now
+        [(_data_name(t), t.same_as or t.run_dir, actions[t.version]) for t in tasks]
+    )
     if sweep.command == "finetune":  # and from the pretrained checkpoint there now
         from roformer_lit.sweep.pretrained_changed import check_pretrained_unchanged
 
