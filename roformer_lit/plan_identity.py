@@ -16,6 +16,9 @@ options and window: each layer as :func:`~roformer_lit.layer_plan.resolve_plan` 
   scheme instance), so an option written at its default (``num_buckets: 32`` for T5) is
   the plan without it, as the model built from either is one, bit for bit;
 - numbers as ``int`` where integral (``base: 10000`` and ``base: 10000.0`` are one value);
+- a window as the layer it builds (:func:`built_window`): a query reads the keys within
+  ``w // 2`` each side, so an odd window ``2k + 1`` (``k >= 1``) is window ``2k``
+  (``65`` and ``64`` build one layer; ``1``, which reads only the query, stays ``1``);
 - a plan whose every layer is a plain global layer of the model's scheme is no plan (None):
   the model without a plan, bit for bit.
 
@@ -61,6 +64,16 @@ def number(value: Any) -> Any:
     if isinstance(value, list):
         return [number(v) for v in value]
     return value
+
+
+def built_window(window: Any) -> Any:
+    """The window ``window`` builds, in one spelling: a query reads the keys within
+    ``window // 2`` each side, so an odd window ``2k + 1`` with ``k >= 1`` builds what
+    ``2k`` builds and is written ``2k``; window ``1`` (the query alone: no smaller valid
+    window reads the same) and anything not an integer above 1 stay as they are."""
+    if isinstance(window, int) and not isinstance(window, bool) and window > 1:
+        return window // 2 * 2
+    return window
 
 
 def shortest_period(names: Sequence[str]) -> list[str]:
@@ -128,11 +141,14 @@ def plan_form(
     position_kwargs: Any = None,
     attention: Any = None,
     attention_kwargs: Any = None,
+    built: bool = True,
 ) -> tuple[bool, Any]:
     """(whether ``plan`` is well formed, its one form): :func:`canonical_plan`, saying
     whether it could be read. Each layer is what :func:`~roformer_lit.layer_plan.resolve_plan`
     (the one reading of a plan) gives it: its scheme and kernel with their options, its
-    window; a type's entry holds what differs from the model's."""
+    window (as it builds, :func:`built_window`; as written where ``built`` is false: a
+    sweep's grid labels, which name runs as their sweep file writes them); a type's entry
+    holds what differs from the model's."""
     plan = plain(plan)
     if plan is None:
         return True, None
@@ -164,7 +180,7 @@ def plan_form(
         if options:
             entry["position_kwargs"] = dict(sorted(options.items()))
         if spec.window is not None:
-            entry["window"] = number(spec.window)
+            entry["window"] = built_window(number(spec.window)) if built else number(spec.window)
         if spec.attention != attention:
             entry["attention"] = spec.attention
         kernel_options = _own(
@@ -198,6 +214,7 @@ def same_plan(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
 
 __all__ = [
     "all_options",
+    "built_window",
     "canonical_plan",
     "model_plan",
     "number",

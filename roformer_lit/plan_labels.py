@@ -1,9 +1,13 @@
 """A layer plan's label in run names: short, one spelling per value, and never shared by two
 plans that build different layers.
 
-A plan is labelled as it is written (:func:`~roformer_lit.plan_identity.plan_form`
-with no model scheme: its shortest repeating pattern, each type's own settings, integral
-numbers as integers), one part per run of equal types, joined with ``-``::
+A plan is labelled as it builds where the model it belongs to is given (``fit``'s run
+names: :func:`~roformer_lit.plan_identity.plan_form` with the model's scheme, kernel and
+their options, the canonical form by which plans compare: a type naming the model's own
+scheme, an option at the model's value and window ``65`` for ``64`` are the same label),
+else as it is written (a sweep's grid label: ``plan_form`` with no model scheme, windows
+as written). Either way: its shortest repeating pattern, each type's own settings,
+integral numbers as integers, one part per run of equal types, joined with ``-``::
 
     <type>[<window>][.<scheme>][.<option><value>...][x<count>]
 
@@ -57,9 +61,26 @@ def spelled(value: Any) -> str:
 
 def written_plan(plan: Any) -> dict[str, Any] | None:
     """The plan as written, in one form (no model scheme to compare a type's with: every
-    setting a type writes counts); None for no plan or a plan of one plain type."""
-    well_formed, written = plan_form(plan, None, None)
+    setting a type writes counts, a window as written); None for no plan or a plan of one
+    plain type."""
+    well_formed, written = plan_form(plan, None, None, built=False)
     return written if well_formed else None
+
+
+def built_plan(plan: Any, model: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The plan as it builds in ``model`` (flat model settings: ``position``,
+    ``position_kwargs``, ``attention``, ``attention_kwargs``), the form by which plans
+    compare (:func:`~roformer_lit.plan_identity.plan_form`); None for no plan or one that
+    builds the model without a plan; a plan that does not read with the model's settings
+    (its checks refuse it where the model is built) as written."""
+    well_formed, form = plan_form(
+        plan,
+        model.get("position"),
+        model.get("position_kwargs"),
+        model.get("attention"),
+        model.get("attention_kwargs"),
+    )
+    return form if well_formed else written_plan(plan)
 
 
 def _part(name: str, settings: Mapping[str, Any]) -> str:
@@ -133,10 +154,12 @@ def _digest(plan: Mapping[str, Any]) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
-def plan_label(plan: Any) -> str:
-    """The label of ``model.layer_plan`` in run names (see the module); ``""`` for no plan
-    (or one plain type in every layer: the model without a plan)."""
-    written = written_plan(plan)
+def plan_label(plan: Any, model: Mapping[str, Any] | None = None) -> str:
+    """The label of ``model.layer_plan`` in run names (see the module): as it builds in
+    ``model`` (flat model settings, scheme and kernel names as their registries spell
+    them) where given, else as written; ``""`` for no plan (or one that builds the model
+    without a plan)."""
+    written = written_plan(plan) if model is None else built_plan(plan, model)
     if written is None:
         return ""
     text = readable(written)
@@ -147,4 +170,12 @@ def plan_label(plan: Any) -> str:
     return text
 
 
-__all__ = ["MAX_LABEL", "plan_label", "read_label", "readable", "spelled", "written_plan"]
+__all__ = [
+    "MAX_LABEL",
+    "built_plan",
+    "plan_label",
+    "read_label",
+    "readable",
+    "spelled",
+    "written_plan",
+]

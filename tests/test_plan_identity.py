@@ -60,7 +60,24 @@ EQUIVALENT = {
         {"pattern": ["a", "b"], "types": {"b": {"window": 8}}},
         {"pattern": ["a", "b"], "types": {"a": {"attention": "softmax"}, "b": {"window": 8}}},
     ),
+    "the model's own options written": (
+        {"pattern": ["l", "g"], "types": {"l": {"window": 8}}},
+        {"pattern": ["l", "g"], "types": {"l": {"window": 8, "position_kwargs": {"base": 1e4}}}},
+    ),
+    "an odd window and the even one below it": (  # both read w // 2 = 32 keys each side
+        {"pattern": ["l", "g"], "types": {"l": {"window": 64}}},
+        {"pattern": ["l", "g"], "types": {"l": {"window": 65}}},
+    ),
 }
+
+#: Cases of :data:`EQUIVALENT` whose labels differ as written (a sweep's grid labels);
+#: ``fit`` names a plan as it builds, where they are one.
+WRITTEN_APART = (
+    "the model's own scheme named",
+    "the model's own kernel named",
+    "the model's own options written",
+    "an odd window and the even one below it",
+)
 
 #: (setting of the plan, plan A, plan B that differs only in it, the label's name for it).
 DIFFERING = {
@@ -256,9 +273,24 @@ def test_labels_of_different_plans_differ(case):
 @pytest.mark.parametrize("case", sorted(EQUIVALENT))
 def test_one_plan_written_two_ways_has_one_label_where_its_types_write_the_same(case):
     first, second = EQUIVALENT[case]
-    if case in ("the model's own scheme named", "the model's own kernel named"):  # written
+    if case in WRITTEN_APART:
         return
     assert plan_label(first) == plan_label(second)
+
+
+@pytest.mark.parametrize("case", sorted(EQUIVALENT))
+def test_runs_of_one_model_get_one_name_however_its_plan_is_written(case):
+    """``{l: {window: 8, position: rope}}`` in a RoPE model was named ``...-l8.rope-g``,
+    ``{l: {window: 8}}`` (the same model) ``...-l8-g``; windows 65 and 64 (one layer) were
+    ``l65`` and ``l64``: ``fit`` named a plan as written. It names it as it builds."""
+    from roformer_lit.training.run_name import run_stem
+
+    def stem(plan: Any) -> str:
+        config = {"config": [], "seed_everything": 0, "data": {}, "model": model(plan)}
+        return run_stem(config)
+
+    first, second = EQUIVALENT[case]
+    assert stem(first) == stem(second)
 
 
 @pytest.mark.parametrize(
@@ -312,7 +344,10 @@ def test_a_recipe_run_is_named_for_its_recipe_and_what_differs():
     assert "normdefault" in replaced
     plain = {"config": [], "seed_everything": 0, "data": {}}
     plain["model"] = {"position": "rope", "attention": "softmax", "layer_plan": typed}
-    assert run_stem(plain) == "rope-softmax-seed0-global.base160000-local128.base10000x2"
+    # named as it builds: base 10000 is RoPE's default, the model's own, so no part of it
+    assert run_stem(plain) == "rope-softmax-seed0-global.base160000-local128x2"
+    plain["model"]["position_kwargs"] = {"base": 500}  # now both types' bases are their own
+    assert run_stem(plain).endswith("-base500-global.base160000-local128.base10000x2")
 
 
 #: A recipe's plan dropped -> how it was written. Each run was named ``modernbert-seed0``,

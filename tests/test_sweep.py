@@ -1553,6 +1553,12 @@ SAME_RUN_GRIDS: dict[str, dict[str, list[Any]]] = {
             {"pattern": ["l"], "types": {"l": {"window": 8, "position_kwargs": {"base": 10000}}}},
         ]
     },
+    "an odd window and the even one below it": {  # both read 32 keys each side
+        "model.layer_plan": [
+            {"pattern": ["l"], "types": {"l": {"window": 64}}},
+            {"pattern": ["l"], "types": {"l": {"window": 65}}},
+        ]
+    },
     "a plan type's scheme and its import path": {
         "model.layer_plan": [
             {"pattern": ["a"], "types": {"a": {"position": "rope"}}},

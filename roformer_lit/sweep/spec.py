@@ -467,7 +467,7 @@ def _render(value: Any) -> str:
 
 def _label(key: str, value: Any, aliases: Mapping[str, str] = KEY_ALIASES) -> str:
     if key == PLAN_KEY and isinstance(value, dict) and plan_label(value):
-        return plan_label(value)  # the label fit's own run names give the plan
+        return plan_label(value)  # as written (fit names it as built); same runs are refused
     if isinstance(value, (str, dict, list)):
         return _render(value)
     if isinstance(value, bool) or value is None:
@@ -563,7 +563,7 @@ def _settings_key(config: Any) -> str:
     ``roformer_lit.positions.rope:RotaryPosition`` builds ``rope``, as ``fit`` records it;
     a layer plan is what it builds (:func:`~roformer_lit.plan_identity.model_plan`:
     ``layers:`` for ``pattern:``, a pattern written twice over, a type naming the model's
-    own scheme are one plan)."""
+    own scheme, windows 65 and 64 are one plan)."""
     settings = config.as_dict() if hasattr(config, "as_dict") else dict(config)
     model = settings.get("model")
     if isinstance(model, dict):  # a built-in by its import path is its short name

@@ -8,8 +8,9 @@
   ``valrandom``, a training hint ``hint0.5``, document masking ``docmask``), then every
   scheme and kernel option the run sets (``position_kwargs`` and ``attention_kwargs``, key by
   key: p-RoPE's ``unrotated_fraction0.25``, ``base500``), then the layer plan's label
-  (``local128x2-global``, :func:`roformer_lit.plan_labels.plan_label`) and every block option
-  the run sets (``mlpgeglu``).
+  (``local128x2-global``, :func:`roformer_lit.plan_labels.plan_label`: the plan as it
+  builds in this model, so plans that build one model have one label) and every block
+  option the run sets (``mlpgeglu``).
 
 A run of a **recipe** (a ``--config`` file in a directory named ``recipes``, such as
 ``configs/recipes/modernbert.yaml``) is named for the recipe and what differs from it:
@@ -35,7 +36,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from roformer_lit.encoder_config import EncoderConfig, canonical_name
+from roformer_lit.encoder_config import EncoderConfig, canonical_name, canonical_names
 from roformer_lit.plan_identity import number, plain, same_plan
 from roformer_lit.plan_labels import plan_label, spelled
 
@@ -129,7 +130,9 @@ def variant_parts(model: Any, data: Any, recipe: Mapping[str, Any] | None = None
     plan_keys = ("position", "position_kwargs", "attention", "attention_kwargs", "layer_plan")
     theirs = {key: reference.get(key, ENCODER_DEFAULTS[key]) for key in plan_keys}
     if recipe is None or not same_plan(plain(model) or {}, theirs):
-        label = plan_label(plain(_get(model, "layer_plan")))  # "" without a plan
+        settings = {key: plain(_get(model, key)) for key in plan_keys}
+        settings.update(canonical_names(settings))  # the plan as it builds: "" without one
+        label = plan_label(settings["layer_plan"], settings)
         # a recipe's plan dropped (null, or every layer plain) differs as block keys do
         parts.append(label or ("" if recipe is None else "layer_plandefault"))
     parts += _differing(_get(model, "block"), reference.get("block"))
