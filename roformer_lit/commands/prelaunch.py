@@ -6,7 +6,9 @@ instantiated) and applies every rule ``fit`` applies, without reading a corpus, 
 a tokenizer or allocating a weight:
 
 * ``seed_everything`` (:data:`~roformer_lit.validation.RUN_RULES`) and the trainer
-  settings (:data:`~roformer_lit.validation.TRAINER_RULES`);
+  settings (:data:`~roformer_lit.validation.TRAINER_RULES`); for a new run, a ``note:``
+  for a warm-up of ``trainer.max_steps`` or more under a schedule that decays
+  (:func:`warmup_past_the_steps`);
 * the data settings, by the class the section builds
   (:func:`~roformer_lit.data.modules.complete_settings`, then its
   :meth:`~roformer_lit.data.datamodule.PretrainDataModule.check_settings`: the rule table,
@@ -54,6 +56,7 @@ from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
 from roformer_lit.errors import ConfigError, one_line
 from roformer_lit.layer_plan import undefined_types
 from roformer_lit.model import Encoder
+from roformer_lit.training.lifecycle import planned_warmup
 from roformer_lit.training.step_end_validation import check_new_run
 from roformer_lit.validation import (
     check_fits_in_memory,
@@ -82,6 +85,7 @@ def check_fit_config(config: Any, training: bool = True) -> None:
         check_trainer_arguments(trainer)
     if training:
         check_new_run(config)  # validation only at the end of an optimiser step
+        note_once(warmup_past_the_steps(config))
     section = config.get("data")
     data: dict[str, Any] = {}
     if section:
@@ -108,6 +112,34 @@ def check_fit_config(config: Any, training: bool = True) -> None:
                 rule(architecture, data)
         if training and trainer is not None:
             kernels_train_on_the_device(architecture, plain(trainer))
+
+
+def warmup_past_the_steps(config: Any) -> str | None:
+    """The note for a new run whose ``model.warmup_steps`` is not below its
+    ``trainer.max_steps`` under a schedule that decays (None otherwise): such a schedule
+    runs at most ``max_steps - 1`` warm-up steps
+    (:func:`~roformer_lit.training.lifecycle.planned_warmup`), so the last step trains at
+    the peak rate and nothing decays. Not refused: a short smoke run of a shipped config
+    (``--trainer.max_steps 20`` under its warm-up of 60, as the examples run it) is such a
+    run, and its schedule matters little. A resumed run (``ckpt_path`` set: it keeps the
+    schedule it started with), a run counted in epochs (no step count until its data are
+    read) and a schedule that takes any warm-up (``constant``) say nothing."""
+    if config.get("ckpt_path") is not None:
+        return None
+    model, trainer = plain(config.get("model")), plain(config.get("trainer"))
+    warmup, steps = model.get("warmup_steps"), trainer.get("max_steps")
+    schedule = str(model.get("lr_schedule", "linear"))
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (warmup, steps)):
+        return None  # their own rules report a value of another type
+    planned = planned_warmup(warmup, steps, schedule) if steps > 0 else warmup
+    if planned == warmup:
+        return None
+    return (
+        f"model.warmup_steps={warmup} is not below trainer.max_steps={steps}: "
+        f"lr_schedule {schedule!r} warms up over {planned} steps and trains the last step "
+        f"at the peak rate, with no decay; a warm-up of 0 to {steps - 1} steps runs as "
+        "given: shorten model.warmup_steps or raise trainer.max_steps for a decay"
+    )
 
 
 #: The notes :func:`note_shadowed_names` printed in this process (a sweep checks every run).
