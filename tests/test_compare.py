@@ -491,3 +491,24 @@ def test_extrapolate_counts_each_replicate_once_over_seeds(case):
     else:
         assert table.splitlines()[-1].split("|")[2].strip() == str(seeds)
     assert len(reported) == len(given) - (seeds or 1)
+
+
+def test_a_failed_attempt_given_by_path_says_a_sweep_moved_it_aside(sweep, tmp_path, capsys):
+    """A moved-aside attempt given to ``compare`` by path (a logdir's walk skips it) was
+    tabled as an unfinished run with no word of what it is: now its note says a sweep
+    moved it aside after a failed attempt at its run, and names that run."""
+    run = sweep / "mlm" / "nope-softmax-seed1"
+    aside = tmp_path / "mlm" / "nope-softmax-seed1.failed-2"
+    shutil.copytree(run, aside, ignore=shutil.ignore_patterns("checkpoints"))
+    (summary,) = collect_runs(aside, report=lambda line: None)
+    (note,) = [n for n in summary.notes if "moved aside" in n]
+    assert "failed attempt at run nope-softmax-seed1 " in note, note
+    capsys.readouterr()
+    assert main(["compare", str(aside)]) == 0
+    assert (
+        "failed attempt at run nope-softmax-seed1 that a sweep moved aside"
+        in capsys.readouterr().out
+    )
+    # the run itself, under its own name, carries no such note
+    (own,) = collect_runs(run, report=lambda line: None)
+    assert not any("moved aside" in n for n in own.notes)

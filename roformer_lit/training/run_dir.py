@@ -45,6 +45,20 @@ def is_moved_aside(name: str) -> bool:
     return _MOVED_ASIDE.search(name) is not None
 
 
+def moved_aside_note(name: str) -> str | None:
+    """What a run directory named ``<version>.failed-<k>`` is, for a reader who opened it
+    (``compare`` given it by path): a failed attempt at ``<version>`` a sweep moved aside;
+    None for any other name."""
+    match = _MOVED_ASIDE.search(name)
+    if match is None:
+        return None
+    version = name[: match.start()]
+    return (
+        f"a failed attempt at run {version} that a sweep moved aside (it stopped before "
+        f"its first checkpoint; the sweep started {version} afresh): kept for its logs"
+    )
+
+
 def move_aside(run: Path) -> Path | None:
     """``<version>`` -> ``<version>.failed-<k>`` (first free k); an empty directory is removed."""
     if not any(run.iterdir()):

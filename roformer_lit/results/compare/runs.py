@@ -56,7 +56,7 @@ from roformer_lit.run_files import (
     warn,
 )
 from roformer_lit.training.data_identity import DATA_IDENTITY_FILE, read_record
-from roformer_lit.training.run_dir import is_moved_aside
+from roformer_lit.training.run_dir import is_moved_aside, moved_aside_note
 from roformer_lit.training.trainer_settings import measured_settings
 
 Report = Callable[[str], None]
@@ -133,12 +133,15 @@ class RunSummary:
 
     @property
     def notes(self) -> list[str]:
-        """What a reader of its table row must know: file problems, a missing val/loss."""
+        """What a reader of its table row must know: a failed attempt a sweep moved aside
+        (given by path: a logdir's walk skips them), file problems, a missing val/loss,
+        an unfinished run."""
+        aside = moved_aside_note(self.path.name)
         missing = [] if self.final_val_loss is not None else ["no val/loss logged"]
         if not self.has_config and not self.evaluation_only:
             missing.append("no config.yaml: its trainer settings are unknown, tabled apart")
         unfinished = [] if self.finished else [f"{UNFINISHED}: {self.progress}"]
-        return [*self.problems, *missing, *unfinished]
+        return [*([aside] if aside else []), *self.problems, *missing, *unfinished]
 
     @property
     def last_validated_step(self) -> int | None:
