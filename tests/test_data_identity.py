@@ -128,6 +128,16 @@ def test_a_run_records_its_data_identity_in_its_directory_and_checkpoints(runs: 
     assert edited is not None and edited != identity
 
 
+def test_a_record_describes_its_data_in_one_phrase(runs: Path, tmp_path: Path):
+    """``data_identity.json`` read ``"data": "the corpus the bundled corpus"`` for a run on
+    the bundled corpus: the data module put ``the corpus`` before its source's phrase,
+    which already says what it is. The phrase is now the source's own."""
+    record = json.loads((run_dir(runs, 0) / DATA_IDENTITY_FILE).read_text(encoding="utf-8"))
+    assert record["data"].endswith("c.txt") and "the corpus the" not in record["data"]
+    bundled = CorpusDataModule(cache_dir=str(tmp_path)).describe()
+    assert bundled == "the bundled corpus"
+
+
 def resume_args(work: Path, *extra: str) -> list[str]:
     last = run_dir(work, 2) / "checkpoints" / "last.ckpt"
     argv = fit_args("rope.yaml", 6, *RUN_ARGS, "--seed_everything", "2", *extra)

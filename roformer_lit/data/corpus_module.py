@@ -229,7 +229,10 @@ class CorpusDataModule(PretrainDataModule):
         return int(settings["vocab_size"])
 
     def describe(self) -> str:
-        return f"the corpus {self.train_source.describe()}"
+        """The training data in a few words (``data_identity.json``'s ``data``): the
+        source's own phrase, which names what it is (``the bundled corpus``, a file's path,
+        ``dataset 'wikitext', split 'train'``)."""
+        return self.train_source.describe()
 
     # ----------------------------------------------------------------- cache locations
     @property
