@@ -136,7 +136,7 @@ class RunSummary:
         """What a reader of its table row must know: a failed attempt a sweep moved aside
         (given by path: a logdir's walk skips them), file problems, a missing val/loss,
         an unfinished run."""
-        aside = moved_aside_note(self.path.name)
+        aside = moved_aside_note(Path(self.path).name)
         missing = [] if self.final_val_loss is not None else ["no val/loss logged"]
         if not self.has_config and not self.evaluation_only:
             missing.append("no config.yaml: its trainer settings are unknown, tabled apart")
