@@ -21,7 +21,9 @@ from finetune_helpers import (
 from lightning.pytorch import Callback
 
 from roformer_lit.commands import EXIT_PREEMPTED, main
+from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.results.events import read_run
+from roformer_lit.training.architecture_digest import DIGEST_KEY, architecture_digest
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "finetune"
 
@@ -70,7 +72,7 @@ def test_a_toy_keyword_task_is_learned(pretrained, tmp_path, monkeypatch):
     train = write_csv(tmp_path / "train.csv", keyword_rows(320, seed=1))
     val = write_csv(tmp_path / "val.csv", keyword_rows(96, seed=2))
     assert main(finetune_args(pretrained, train, val, "--trainer.max_epochs", "4")) == 0
-    run = tmp_path / "runs" / "finetune" / "local-rope-seed0"
+    run = tmp_path / "runs" / "finetune" / "local-rope-softmax-seed0-ftseed0"
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["best.ckpt", "last.ckpt"]
     accuracy = last_value(run, "val/accuracy")
     print(f"toy keyword task: val/accuracy {accuracy:.3f}")
@@ -98,7 +100,7 @@ def test_text_pairs_are_joined_and_learned(pretrained, tmp_path, monkeypatch):
         pretrained, train, val, "--data.text_pair_field", "text_pair", "--trainer.max_epochs", "4"
     )
     assert main(args) == 0
-    run = tmp_path / "runs" / "finetune" / "local-rope-seed0"
+    run = tmp_path / "runs" / "finetune" / "local-rope-softmax-seed0-ftseed0"
     accuracy = last_value(run, "val/accuracy")
     print(f"pair task: val/accuracy {accuracy:.3f}")
     assert accuracy > 0.7, accuracy
@@ -120,7 +122,7 @@ def test_regression_with_one_label_learns_a_correlation(pretrained, tmp_path, mo
         "4",
     )
     assert main(args) == 0
-    run = tmp_path / "runs" / "finetune" / "local-rope-seed0"
+    run = tmp_path / "runs" / "finetune" / "local-rope-softmax-seed0-ftseed0"
     pearson = last_value(run, "val/pearson")
     print(
         f"regression: val/pearson {pearson:.3f}, val/spearman {last_value(run, 'val/spearman'):.3f}"
@@ -170,7 +172,7 @@ def test_a_preempted_finetune_resumes_exactly(pretrained, tmp_path, monkeypatch)
     monkeypatch.setattr(cli.RoformerCLI, "instantiate_trainer", with_signal)
     assert main(args) == EXIT_PREEMPTED
     monkeypatch.setattr(cli.RoformerCLI, "instantiate_trainer", original)
-    run = Path("runs") / "finetune" / "local-rope-seed0"
+    run = Path("runs") / "finetune" / "local-rope-softmax-seed0-ftseed0"
     last = run / "checkpoints" / "last.ckpt"
     assert torch.load(last, weights_only=True)["global_step"] == 7
     assert main([*args, "--ckpt_path", str(last)]) == 0
@@ -228,7 +230,7 @@ def test_a_glue_task_logs_its_metrics_on_both_mnli_validation_sets(
         "validation_mismatched",
     ]
     assert {path for path, _, _ in asked} == {"nyu-mll/glue"}
-    run = tmp_path / "runs" / "finetune" / "mnli-rope-seed0"
+    run = tmp_path / "runs" / "finetune" / "mnli-rope-softmax-seed0-ftseed0"
     for tag in ("val/accuracy", "val/accuracy_mismatched", "val/loss", "val/loss_mismatched"):
         assert scalars(run, tag), tag
     best = torch.load(run / "checkpoints" / "best.ckpt", weights_only=True)
@@ -269,7 +271,7 @@ def test_validate_a_fine_tuned_checkpoint_reproduces_its_best_score(
     val = write_csv(tmp_path / "val.csv", keyword_rows(48, seed=2))
     fit = finetune_args(pretrained, train, val, "--trainer.max_epochs", "2")
     assert main([*fit, "--model.pooling", "mean"]) == 0
-    run = tmp_path / "runs" / "finetune" / "local-rope-seed0"
+    run = tmp_path / "runs" / "finetune" / "local-rope-softmax-seed0-ftseed0"
     best = max(scalars(run, "val/accuracy").values())
     evaluate = [
         "finetune",
@@ -293,3 +295,30 @@ def test_validate_a_fine_tuned_checkpoint_reproduces_its_best_score(
     assert records[1]["data"]["max_length"] == 256
     assert 0.0 <= records[1]["metrics"]["val/accuracy"] <= 1.0
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["best.ckpt", "last.ckpt"]
+
+
+def test_a_finetune_is_named_for_its_pretrained_model(pretrained, tmp_path, monkeypatch):
+    """Two pretrained models of one scheme but other architectures (here RoPE base 500, as
+    a recipe's run ``modernbert-seed0``) give fine-tunes of other name stems: the pretrained
+    run's name, or outside a run directory its architecture in a ``fit`` run's words."""
+    monkeypatch.chdir(tmp_path)
+    train = write_csv(tmp_path / "train.csv", keyword_rows(32, seed=1))
+    val = write_csv(tmp_path / "val.csv", keyword_rows(16, seed=2))
+    other = torch.load(pretrained, weights_only=True)
+    other["hyper_parameters"]["position_kwargs"] = {"base": 500}  # same weights, other model
+    settings = EncoderConfig.from_settings(other["hyper_parameters"]).as_dict()
+    other[DIGEST_KEY] = architecture_digest(settings)  # as fit would record it
+    recipe_run = tmp_path / "runs" / "mlm" / "modernbert-seed0"
+    (recipe_run / "checkpoints").mkdir(parents=True)
+    (recipe_run / "config.yaml").write_text("model: {}\n", encoding="utf-8")
+    torch.save(other, recipe_run / "checkpoints" / "last.ckpt")
+    torch.save(other, tmp_path / "loose.ckpt")
+    for checkpoint in (pretrained, recipe_run / "checkpoints" / "last.ckpt", "loose.ckpt"):
+        args = finetune_args(Path(checkpoint), train, val, "--trainer.max_steps", "1")
+        assert main(args) == 0
+    runs = sorted(p.name for p in (tmp_path / "runs" / "finetune").iterdir() if p.is_dir())
+    assert runs == [
+        "local-modernbert-seed0-ftseed0",
+        "local-rope-softmax-base500-ftseed0",
+        "local-rope-softmax-seed0-ftseed0",
+    ]

@@ -9,8 +9,9 @@ errors). What differs:
 * links: ``model.pretrained -> data.pretrained`` (the tokenizer comes from the checkpoint),
   ``data.task -> model.task``, ``seed_everything -> data.seed`` and, at instantiation,
   ``data.label_count -> model.num_labels``; no vocabulary link;
-* runs are ``runs/finetune/<task>-<position>-seed<N>[-k]/`` (``position``: the pretrained
-  encoder's scheme);
+* runs are ``runs/finetune/<task>-<pretrained>-ftseed<N>[-k]/`` (``pretrained``: the
+  pretrained run's name, or its architecture's words for a checkpoint outside a run:
+  :func:`~roformer_lit.training.run_name.finetune_stem`);
 * the best checkpoint is the one with the highest ``val/<main metric>`` of the task
   (accuracy, F1 for MRPC/QQP, Matthews for CoLA, Pearson for STS-B and local
   regressions), resolved once the model is built, unless ``--checkpoint.monitor`` names
@@ -82,7 +83,7 @@ from roformer_lit.training.final_validation import ValidateAtEnd
 from roformer_lit.training.lightning_compat import launch_rank, subcommand_options
 from roformer_lit.training.resume_guard import file_identity
 from roformer_lit.training.run_logger import unique_version
-from roformer_lit.training.run_name import component_label
+from roformer_lit.training.run_name import finetune_stem
 from roformer_lit.training.step_end_validation import check_new_run
 
 #: ``checkpoint.monitor`` default: replaced by ``val/<the task's main metric>``.
@@ -224,7 +225,7 @@ class FinetuneCLI(RoformerCLI):
             check_classifier_settings(model)
 
     def before_instantiate_classes(self) -> None:
-        """Resolve the monitored metric and name a new run ``<task>-<position>-seed<N>``;
+        """Resolve the monitored metric and name a new run ``<task>-<pretrained>-ftseed<N>``;
         the rest (resuming into a checkpoint's own run, locking) is RoformerCLI's."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         self.check_before_launch(config)
@@ -236,8 +237,12 @@ class FinetuneCLI(RoformerCLI):
             ckpt = config.get("ckpt_path")
             own_run = run_dir_of(ckpt) if ckpt else None
             if args.get("version") is None and own_run is None:
-                position = (checkpoint.get("hyper_parameters") or {}).get("position", "model")
-                stem = f"{spec.name}-{component_label(position)}-seed{config.seed_everything}"
+                stem = finetune_stem(
+                    spec.name,
+                    run_dir_of(config.model.pretrained),
+                    checkpoint.get("hyper_parameters") or {},
+                    config.seed_everything,
+                )
                 root, name = args.get("save_dir") or "runs", args.get("name") or EXPERIMENT
                 claim = run_dir.claim_new if launch_rank() in (None, 0) else unique_version
                 args.version = claim(root, name, stem)

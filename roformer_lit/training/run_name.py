@@ -208,3 +208,28 @@ def run_stem(config: Any) -> str:
     corpus = corpus_label(data)
     parts = [*head, *([corpus] if corpus else []), *variant_parts(model, data, reference)]
     return "-".join(parts)[:MAX_STEM].rstrip("._-")
+
+
+def pretrained_label(run: Path | None, hyper_parameters: Mapping[str, Any]) -> str:
+    """The pretrained model in a fine-tune's name, in the words its own run is named in:
+    the pretrained run's directory name (``modernbert-seed0``, ``rope-softmax-seed0``) where
+    the checkpoint is in one (``run``); otherwise its recorded architecture as a ``fit``
+    run without a recipe names it (``<position>-<attention>[-<variant>...]``, the model
+    parts of :func:`run_stem`). Two pretrained models of different names never share one."""
+    if run is not None and _clean(run.name):
+        return _clean(run.name)
+    named = [
+        component_label(canonical_name(key, hyper_parameters.get(key, ENCODER_DEFAULTS[key])))
+        for key in ("position", "attention")
+    ]
+    return "-".join([*named, *variant_parts(hyper_parameters, None)])
+
+
+def finetune_stem(
+    task: str, run: Path | None, hyper_parameters: Mapping[str, Any], seed: Any
+) -> str:
+    """The name stem of a new fine-tune: ``<task>-<pretrained>-ftseed<N>``, as a
+    ``command: finetune`` sweep names its runs (``<pretrained>``: :func:`pretrained_label`)."""
+    label = pretrained_label(run, hyper_parameters)
+    stem = f"{_clean(task)}-{label}-ftseed{seed}"
+    return stem[:MAX_STEM].rstrip("._-")
