@@ -484,3 +484,41 @@ def test_a_plan_that_silently_swaps_the_scheme_is_refused_before_export():
             position="rope",
             layer_plan={"pattern": ["a"], "types": {"a": {"position": "alibi"}}},
         )
+
+
+def _modernbert_with_base(tmp_path, base: float):
+    from hf_models import small_model
+
+    roformer_lit.export_hf(small_model("modernbert"), tmp_path, require_tokenizer=False)
+    hf = transformers.AutoModelForMaskedLM.from_pretrained(tmp_path)
+    hf.config.rope_parameters["full_attention"]["rope_theta"] = base
+    return hf
+
+
+@pytest.mark.parametrize(
+    "build, line",
+    [
+        (
+            lambda _: _hf_model("deberta", position_buckets=32, max_relative_positions=16),
+            "its config's max_relative_positions=16 is refused: deberta max_relative_positions "
+            "must be null or an integer >= 18, got 16",
+        ),
+        (
+            lambda _: _hf_model("learned", layer_norm_eps=-1.0),
+            "its config's layer_norm_eps=-1.0 is refused: layer_norm_eps must be in",
+        ),
+        (
+            lambda tmp_path: _modernbert_with_base(tmp_path, -5.0),
+            "its config's rope_parameters.full_attention.rope_theta=-5.0 is refused: rope base "
+            "must be > 1",
+        ),
+    ],
+    ids=["deberta-max-relative", "bert-layer-norm-eps", "modernbert-rope-theta"],
+)
+def test_an_import_our_rules_refuse_names_the_hf_config_field(build, line, tmp_path):
+    """HF accepts these configs; our rules do not, and the line names the field and value
+    as the HF config has them (not our model.* setting) and what we accept."""
+    with pytest.raises(ConfigError) as info:
+        import_hf(build(tmp_path))
+    assert line in str(info.value)
+    assert "model." not in str(info.value)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,13 +73,52 @@ def encoder_config(config: Any, arch: HFArchitecture) -> EncoderConfig:
     settings["attention_dropout"] = (
         None if attention_dropout == settings["dropout"] else attention_dropout
     )
-    return EncoderConfig.from_settings(
-        settings,
-        position=arch.position,
-        pre_norm=arch.pre_norm,
-        attention="softmax",
-        **arch.import_settings(config),
-    )
+    try:
+        return EncoderConfig.from_settings(
+            settings,
+            position=arch.position,
+            pre_norm=arch.pre_norm,
+            attention="softmax",
+            **arch.import_settings(config),
+        )
+    except ConfigError as exc:  # our rules refused a value: name it as the HF config has it
+        raise ConfigError(import_refusal(str(exc), config, arch)) from None
+
+
+_OUR_SETTING = re.compile(r"model\.([A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*)")
+
+
+def _hf_value(config: Any, key: str) -> Any:
+    value = config
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else getattr(value, part, None)
+    return value
+
+
+def import_refusal(message: str, config: Any, arch: HFArchitecture) -> str:
+    """The line of an import our config rules refused (``message``, which names our
+    settings, ``model.position_kwargs.max_relative_positions: ...``): each of our settings
+    it names that comes from an HF config field (:func:`hf_keys` and the architecture's
+    :meth:`~roformer_lit.interop.architectures.base.HFArchitecture.import_sources`) named
+    by that field, and the first one's value in the HF config given."""
+    sources = {**hf_keys(arch), **arch.import_sources()}
+
+    def source(path: str) -> str | None:
+        for ours in sorted(sources, key=len, reverse=True):
+            if path == ours or path.startswith(f"{ours}."):
+                return sources[ours]
+        return None
+
+    named = [(m, source(m.group(1))) for m in _OUR_SETTING.finditer(message)]
+    named = [(m, key) for m, key in named if key is not None]
+    head = f"cannot import this {arch.model_class}"
+    if not named:
+        return f"{head}: {message}"
+    first, key = named[0]
+    if first.start() == 0 and message[first.end() :].startswith(": "):
+        message = message[first.end() + 2 :]  # the lead says where, as the HF field
+    text = _OUR_SETTING.sub(lambda m: source(m.group(1)) or m.group(0), message)
+    return f"{head}: its config's {key}={_hf_value(config, key)!r} is refused: {text}"
 
 
 def common_dtype(tensors: Iterable[torch.Tensor]) -> torch.dtype:

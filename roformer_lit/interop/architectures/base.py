@@ -107,6 +107,14 @@ class HFArchitecture:
         ``position``/``pre_norm``/``attention`` (``position_kwargs``, ``block``, ...)."""
         return {}
 
+    def import_sources(self) -> dict[str, str]:
+        """Where :meth:`import_settings` reads each setting it gives: our setting's path
+        under ``model.`` (``position_kwargs.base``) -> the HF config field it comes from
+        (dotted into a mapping: ``rope_parameters.full_attention.rope_theta``), so a value
+        our rules refuse is named as the user wrote it (:func:`~roformer_lit.interop.load.
+        encoder_config`). The mapped fields' keys are added there."""
+        return {}
+
     def check_import_weights(self, state: Mapping[str, Tensor]) -> None:
         """Refuse (:meth:`refuse`) HF weights (a CPU state dict) we cannot hold."""
 

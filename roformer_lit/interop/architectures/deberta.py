@@ -70,6 +70,14 @@ class DebertaV2Architecture(BertLayout):
             "p2c": "p2c" in pos_att_type,
         }
 
+    def import_sources(self) -> dict[str, str]:
+        return {
+            "position_kwargs.position_buckets": "position_buckets",
+            "position_kwargs.max_relative_positions": "max_relative_positions",
+            "position_kwargs.c2p": "pos_att_type",
+            "position_kwargs.p2c": "pos_att_type",
+        }
+
     def check_import_weights(self, state: Mapping[str, Tensor]) -> None:
         self.refuse_token_types(state)
 

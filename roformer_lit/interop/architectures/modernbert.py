@@ -244,6 +244,20 @@ class ModernBertArchitecture(HFArchitecture):
             "layer_plan": _layer_plan(config),
         }
 
+    def import_sources(self) -> dict[str, str]:
+        plan = {
+            f"layer_plan.types.{ours}.position_kwargs.base": f"rope_parameters.{kind}.rope_theta"
+            for kind, ours in _KINDS.items()
+        }
+        return {
+            **plan,
+            "layer_plan.types.local.window": "local_attention",
+            "layer_plan": "layer_types",
+            "block.mlp": "hidden_activation",
+            "block.norm_bias": "norm_bias",
+            "block.linear_bias": "attention_bias",
+        }
+
     def to_ours(self, link: Link, tensor: Tensor, num_heads: int) -> Tensor:
         if ".attn.Wqkv." in link.theirs:
             return _qkv_to_halves(tensor, num_heads, inverse=True)
