@@ -15,9 +15,11 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 
 from roformer_lit.results.compare.downstream import DownstreamRow
+from roformer_lit.results.compare.plot_labels import plot_labels
 
 PLOT_FILE = "downstream.png"
 _OFFSET = 0.15
+_TICK_WIDTH = 28  # characters per line of a variant's label under the axis
 
 
 def downstream_figure(rows: Sequence[DownstreamRow]) -> Figure:
@@ -62,7 +64,8 @@ def downstream_figure(rows: Sequence[DownstreamRow]) -> Figure:
                 zorder=3,
                 label="per-checkpoint mean" if x == 0 else None,
             )
-        ax.set_xticks(range(len(members)), [r.variant for r in members], rotation=20, ha="right")
+        labels = plot_labels([r.variant for r in members], width=_TICK_WIDTH)
+        ax.set_xticks(range(len(members)), labels, rotation=20, ha="right", fontsize=8)
         ax.set_ylabel(f"val/{metric} (best validation)")
         ax.set_title(f"{task}: val/{metric} per pretraining variant", fontsize=11)
         ax.grid(True, axis="y", alpha=0.3)

@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from roformer_lit.results.compare.aggregate import VariantRow
+from roformer_lit.results.compare.plot_labels import plot_labels
 
 Axis = Literal["step", "time"]
 PLOT_FILES: dict[Axis, str] = {"step": "val_loss_vs_step.png", "time": "val_loss_vs_time.png"}
@@ -62,14 +63,18 @@ def val_loss_figure(rows: Sequence[VariantRow], x: Axis = "step") -> Figure:
     curves = [variant_curve(row, x) for row in rows]
     scale, unit = _time_unit(curves) if x == "time" else (1.0, "")
     many = len(rows) > _MANY
-    fig = Figure(figsize=(10.5 if many else 8, 5), dpi=110, layout="constrained")
+    labels = plot_labels([row.variant for row in rows])  # a long one wrapped, or cut
+    # tall enough for the legend's lines (9 pt, about 0.16 in each, and a gap per entry)
+    lines = sum(label.count("\n") + 1 for label in labels)
+    height = max(5.0, 1.0 + 0.16 * lines + 0.08 * len(labels))
+    fig = Figure(figsize=(10.5 if many else 8, height), dpi=110, layout="constrained")
     ax = fig.add_subplot()
     colors = colormaps["tab10" if len(rows) <= 10 else "tab20"].colors
     for i, (row, curve) in enumerate(zip(rows, curves, strict=True)):
         xs = [v / scale for v in curve.x]
         color = colors[i % len(colors)]
         style = {"marker": "o", "markersize": 3.5} if len(xs) <= 30 else {}
-        ax.plot(xs, curve.mean, color=color, linewidth=1.8, label=row.variant, **style)
+        ax.plot(xs, curve.mean, color=color, linewidth=1.8, label=labels[i], **style)
         if row.n > 1:
             ax.fill_between(xs, curve.low, curve.high, color=color, alpha=0.18, linewidth=0)
     values = [v for c in curves for v in c.low + c.high if v > 0]
