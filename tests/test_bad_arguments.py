@@ -452,7 +452,8 @@ OUT_OF_RANGE = [
         "position",
         "deberta",
         {"position_buckets": 8, "max_relative_positions": 5},
-        "deberta max_relative_positions must be null or an integer >= 6, got 5",
+        "deberta max_relative_positions must be null or an integer >= 6 (position_buckets // 2 "
+        "+ 2: past the exact offsets), got 5",
     ),
     ("position", "deberta", {"max_relative_positions": 0}, "max_relative_positions must be"),
     ("position", "deberta", {"c2p": False, "p2c": False}, "use position=nope"),

@@ -501,7 +501,8 @@ def _modernbert_with_base(tmp_path, base: float):
         (
             lambda _: _hf_model("deberta", position_buckets=32, max_relative_positions=16),
             "its config's max_relative_positions=16 is refused: deberta max_relative_positions "
-            "must be null or an integer >= 18, got 16",
+            "must be null or an integer >= 18 (position_buckets // 2 + 2: past the exact offsets), "
+            "got 16",
         ),
         (
             lambda _: _hf_model("learned", layer_norm_eps=-1.0),

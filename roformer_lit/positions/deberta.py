@@ -219,7 +219,7 @@ class DebertaPosition(PositionScheme):
         check(
             "deberta max_relative_positions",
             max_relative_positions,
-            optional(at_least_int(position_buckets // 2 + 2)),
+            optional(_past_the_exact_offsets(position_buckets)),
             "max_relative_positions",
         )
         self.max_relative_positions = (
@@ -281,3 +281,15 @@ class DebertaPosition(PositionScheme):
 
     def layer(self, index: int) -> LayerPosition:
         return self._layer
+
+
+def _past_the_exact_offsets(position_buckets: int) -> Rule:
+    """``max_relative_positions``' range, saying where its bound comes from: the log
+    buckets start past the exact offsets ``|d| < position_buckets // 2``."""
+    low = position_buckets // 2 + 2
+    rule = at_least_int(low)
+    return Rule(
+        f"{rule.expected} (position_buckets // 2 + 2: past the exact offsets)",
+        rule.accepts,
+        rule.integers,
+    )
