@@ -322,3 +322,17 @@ def test_a_finetune_is_named_for_its_pretrained_model(pretrained, tmp_path, monk
         "local-rope-softmax-base500-ftseed0",
         "local-rope-softmax-seed0-ftseed0",
     ]
+
+
+@pytest.mark.parametrize("ratio, noted", [("1.0", True), ("0.5", False)])
+def test_a_warmup_over_every_step_is_noted(pretrained, tmp_path, monkeypatch, capsys, ratio, noted):
+    """``warmup_ratio: 1.0`` warms up over every step; the schedule cuts it to all but the
+    last, which trained at the peak rate with nothing decayed, without a word."""
+    monkeypatch.chdir(tmp_path)
+    train = write_csv(tmp_path / "train.csv", keyword_rows(32, seed=1))
+    val = write_csv(tmp_path / "val.csv", keyword_rows(16, seed=2))
+    argv = finetune_args(pretrained, train, val, "--trainer.max_steps", "2")
+    capsys.readouterr()
+    assert main([*argv, "--model.warmup_ratio", ratio]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "warmup_ratio" in line]
+    assert len(notes) == int(noted) and all(n.startswith("note: ") for n in notes), notes

@@ -268,6 +268,8 @@ class FinetuneCLI(RoformerCLI):
             self.check_checkpoint_data(*checkpoint)
             self.pin_evaluated(*checkpoint)
         notes = self.datamodule.notes() if self.subcommand == "fit" else []
+        if self.subcommand == "fit" and self.config["fit"].get("ckpt_path") is None:  # new run
+            notes += [note for note in [self.model.schedule_note()] if note]
         if launch_rank() in (None, 0):
             for note in notes:
                 print(note, file=sys.stderr, flush=True)

@@ -179,6 +179,20 @@ class SequenceClassifier(RunModule):
     def warmup_steps(self, total: int) -> int:
         return int(self.hparams.warmup_ratio * total)
 
+    def schedule_note(self) -> str | None:
+        """The ``note:`` line of a new fine-tune whose ``warmup_ratio`` is 1: its warm-up
+        would take every step, which the schedule cuts to all but the last (a schedule that
+        decays needs one step to decay on), so the last step trains at the peak rate and
+        nothing decays. None for any ratio below 1, which always leaves steps to decay."""
+        ratio = self.hparams.warmup_ratio
+        if ratio < 1:
+            return None
+        return (
+            f"note: model.warmup_ratio={ratio:g} warms the learning rate up over every step but "
+            "the last, which trains at the peak rate: nothing decays; a ratio below 1 leaves "
+            "steps to decay on"
+        )
+
     def save_run_state(self, checkpoint: dict[str, Any]) -> None:
         """Record the pretrained encoder's architecture and its digest
         (:func:`write_encoder_record`): the checkpoint says what it was fine-tuned from."""
