@@ -25,7 +25,7 @@ import torch
 from cli_helpers import CONFIGS, probe_fit_args
 
 from roformer_lit.commands import main
-from roformer_lit.encoder_config import EncoderConfig
+from roformer_lit.encoder_config import ENCODER_FIELDS, EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.finetune.pretrained import read_pretrained
 from roformer_lit.module import MaskedLM
@@ -200,3 +200,48 @@ def _fit_edit(checkpoint: dict[str, Any], case: str) -> None:
             **(settings.get("attention_kwargs") or {}),
             "backend": "sdpa",
         }
+
+
+#: case -> an edit of the record that breaks a rule of the architecture's table (not a
+#: field's type or range), in a checkpoint written before the digest
+RULE_EDITS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "a window with a kernel without windows": lambda s: s.update(
+        attention="linear", attention_kwargs=None
+    ),
+    "first_norm false with post-norm blocks": lambda s: s.update(
+        pre_norm=False, block={"mlp": "geglu", "first_norm": False}
+    ),
+    "a plan type naming an unknown scheme": lambda s: s["layer_plan"]["types"]["local"].update(
+        position="no_such_scheme"
+    ),
+    "a score bias with a kernel that cannot take it": lambda s: s.update(
+        position="t5", position_kwargs=None, attention="linear", attention_kwargs=None
+    ),
+}
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+@pytest.mark.parametrize("case", list(RULE_EDITS))
+def test_a_record_that_breaks_a_rule_is_refused_by_every_reader_with_the_rules_line(
+    saved, tmp_path, case, reader
+):
+    """Before, ``read_checkpoint`` and ``model.pretrained`` checked the record's fields
+    alone and let these through (validate, resume and finetune then failed later, in
+    another line); every reader now refuses them with the rule table's own line."""
+    checkpoint = torch.load(saved, weights_only=True)
+    del checkpoint[DIGEST_KEY]  # as every version before the digest wrote it
+    RULE_EDITS[case](checkpoint["hyper_parameters"])
+    path = tmp_path / "edited.ckpt"
+    torch.save(checkpoint, path)
+    before = path.read_bytes()
+    with pytest.raises(ConfigError) as rule:  # the table's own line for this record
+        settings = checkpoint["hyper_parameters"]
+        EncoderConfig.from_settings({k: settings[k] for k in ENCODER_FIELDS if k in settings})
+    with pytest.raises(ConfigError) as refused:
+        READERS[reader](path)
+    message = str(refused.value)
+    assert "\n" not in message, message
+    assert str(rule.value) in message, message
+    if reader != "load_from_checkpoint":  # Lightning's loader gives the hook no path
+        assert str(path) in message, message
+    assert path.read_bytes() == before

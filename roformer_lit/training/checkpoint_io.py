@@ -36,8 +36,13 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 from typing_extensions import override
 
 from roformer_lit.architecture_rules import check_fields
-from roformer_lit.component_origins import check_recorded_components
-from roformer_lit.encoder_config import model_settings, unknown_settings
+from roformer_lit.component_origins import check_recorded_components, recorded_origins
+from roformer_lit.encoder_config import (
+    ENCODER_FIELDS,
+    EncoderConfig,
+    model_settings,
+    unknown_settings,
+)
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.safe_input import check_readable_file
 from roformer_lit.training.architecture_digest import (
@@ -337,6 +342,28 @@ def check_architecture_record(checkpoint: Mapping[str, Any], path: Any) -> None:
             f"edited one): loading it without them may build another model than it trained; "
             f"known settings: {', '.join(model_settings())}"
         )
+    _check_recorded_model(checkpoint, saved, path)
+
+
+def _check_recorded_model(
+    checkpoint: Mapping[str, Any], saved: Mapping[str, Any], path: Any
+) -> None:
+    """The recorded architecture passes every rule of the one table
+    (:func:`~roformer_lit.architecture_rules.check_architecture`, run by building its
+    :class:`~roformer_lit.encoder_config.EncoderConfig`), not only the fields' types and
+    ranges: a record edited to break a rule (a window with a kernel without windows,
+    ``block.first_norm false`` with post-norm blocks, a plan type naming an unknown
+    scheme) in a checkpoint without a digest passed ``read_checkpoint`` and
+    ``model.pretrained``'s check, and was refused later, or in other words, by whichever
+    reader built the model. One line, led by the file, naming the plugins the checkpoint
+    records (a scheme whose plugin is not installed here fails the same way)."""
+    try:
+        EncoderConfig.from_settings({key: saved[key] for key in ENCODER_FIELDS if key in saved})
+    except ConfigError as exc:
+        raise ConfigError(
+            f"checkpoint {path} records a model that cannot be built here: "
+            f"{exc}{recorded_origins(checkpoint)}"
+        ) from None
 
 
 def _check_recorded_values(saved: Mapping[str, Any], path: Any) -> None:
