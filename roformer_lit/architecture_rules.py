@@ -256,10 +256,17 @@ def kernels_train_on(config: EncoderConfig, device: str, here: str) -> None:
         )
 
 
+def takes_score_bias(scheme: SchemeCapabilities, kernel: KernelCapabilities) -> bool:
+    """Whether a kernel of ``kernel``'s declared capabilities can run a layer of a scheme of
+    ``scheme``'s: a scheme that adds a score bias needs a kernel that takes one. The rule
+    of :func:`bias_needs_a_kernel_that_takes_it`, and what ``bench`` pairs by."""
+    return not scheme.needs_score_bias or kernel.score_bias
+
+
 def bias_needs_a_kernel_that_takes_it(config: EncoderConfig, layers: list[ResolvedLayer]) -> None:
     """A scheme that adds a score bias needs a kernel that materialises scores."""
     for layer in layers:
-        if layer.scheme_capabilities.needs_score_bias and not layer.kernel_capabilities.score_bias:
+        if not takes_score_bias(layer.scheme_capabilities, layer.kernel_capabilities):
             where = layer.where(config.model_layer)
             raise ConfigError(
                 f"position {layer.spec.position!r}{where} adds a score bias, which attention "

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES
+from roformer_lit.architecture_rules import takes_score_bias
 from roformer_lit.attention import softmax
 from roformer_lit.testing.models import (
     PAD,
@@ -40,9 +41,9 @@ __all__ = [
 
 
 def compatible(position: str, attention: str) -> bool:
-    return not (
-        POSITION_SCHEMES[position].needs_score_bias
-        and not ATTENTION_KERNELS[attention].supports_score_bias
+    """Whether the rule table pairs them (what each declares, read as the rule reads it)."""
+    return takes_score_bias(
+        POSITION_SCHEMES[position].capabilities(), ATTENTION_KERNELS[attention].capabilities()
     )
 
 

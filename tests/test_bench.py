@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -9,9 +10,13 @@ import torch
 from model_factory import VALID_PAIRS, random_ids, small_model
 from torch.utils.flop_counter import FlopCounterMode
 
-from roformer_lit.attention import softmax
+from roformer_lit.attention import ATTENTION_KERNELS, softmax
+from roformer_lit.benchmarks.models import valid_pairs
 from roformer_lit.benchmarks.runners import Runner, inference_flops
 from roformer_lit.commands import main
+from roformer_lit.encoder_config import EncoderConfig
+from roformer_lit.errors import ConfigError
+from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.training.flops import attention_flops, gemm_shapes, training_step_flops
 
 TINY_BENCH = [
@@ -529,3 +534,55 @@ def test_every_twin_of_a_pair_takes_its_kernel_options(monkeypatch):
         models.bench_length(ns, 16, torch.device("cpu"))
     assert len(built) == 5  # plain, compiled, masked, two plans
     assert all(kw.get("attention_kwargs") == {"bias_block_from": 8} for kw in built), built
+
+
+class _DeclaresABias(softmax.SoftmaxAttention):
+    """Its class says no score bias; what it declares (``capabilities``, the hook a
+    kernel whose support depends on an option overrides) says it takes one."""
+
+    supports_score_bias = False
+
+    @classmethod
+    def capabilities(cls, options=None):
+        return dataclasses.replace(super().capabilities(options), score_bias=True)
+
+
+class _DeclaresNoBias(softmax.SoftmaxAttention):
+    """The other way round: the class says a score bias, its declaration says none."""
+
+    supports_score_bias = True
+
+    @classmethod
+    def capabilities(cls, options=None):
+        return dataclasses.replace(super().capabilities(options), score_bias=False)
+
+
+@pytest.fixture
+def declaring_kernels():
+    kernels = {"declares_a_bias": _DeclaresABias, "declares_no_bias": _DeclaresNoBias}
+    for name, kernel in kernels.items():
+        ATTENTION_KERNELS.register(name, kernel)
+    yield list(kernels)
+    for name in kernels:
+        ATTENTION_KERNELS.unregister(name)
+
+
+def test_bench_pairs_a_scheme_and_kernel_exactly_when_the_rule_table_does(declaring_kernels):
+    """bench chose its pairs from the classes' attributes (``needs_score_bias``,
+    ``supports_score_bias``) while the rule table reads what each declares
+    (``capabilities``): a kernel whose declaration differs from its class attribute was
+    paired where every other command refuses it, and left out where they accept it. Every
+    registered scheme against every kernel: bench's pair iff an ``EncoderConfig`` of it is
+    accepted."""
+    schemes = list(POSITION_SCHEMES.loadable().components)
+    kernels = [*ATTENTION_KERNELS.loadable().components]
+    paired = set(valid_pairs(schemes, kernels))
+    for position in schemes:
+        for attention in kernels:
+            try:
+                EncoderConfig(position=position, attention=attention)
+                accepted = True
+            except ConfigError:
+                accepted = False
+            assert ((position, attention) in paired) == accepted, (position, attention)
+    assert {k for _, k in paired} >= set(declaring_kernels)  # both reached the comparison

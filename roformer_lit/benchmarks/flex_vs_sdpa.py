@@ -149,7 +149,9 @@ def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
     ns = build_parser().parse_args(args)
     if ns.schemes is None:
         every_loadable(ns, "bench-flex", schemes=POSITION_SCHEMES)
-        biased = [name for name in ns.schemes if POSITION_SCHEMES[name].needs_score_bias]
+        biased = [
+            name for name in ns.schemes if POSITION_SCHEMES[name].capabilities().needs_score_bias
+        ]
         ns.schemes = ["nope", *biased]
     return ns
 

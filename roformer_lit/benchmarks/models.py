@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from roformer_lit.architecture_rules import takes_score_bias
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.attention.softmax import BIAS_BLOCK_FROM
 from roformer_lit.benchmarks.memory import peak_step_memory_mb
@@ -34,6 +35,7 @@ from roformer_lit.benchmarks.runners import (
     sync_device,
 )
 from roformer_lit.benchmarks.sdpa_backends import backends_taken, describe
+from roformer_lit.capabilities import KernelCapabilities, SchemeCapabilities
 from roformer_lit.machine import describe_machine
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
@@ -97,14 +99,20 @@ def kernel_options(ns: argparse.Namespace, attention: str) -> dict | None:
 
 
 def valid_pairs(schemes: Sequence[str], kernels: Sequence[str]) -> list[tuple[str, str]]:
-    return [
-        (p, k)
-        for p in schemes
-        for k in kernels
-        if not (
-            POSITION_SCHEMES[p].needs_score_bias and not ATTENTION_KERNELS[k].supports_score_bias
-        )
-    ]
+    """The pairs of ``schemes`` and ``kernels`` the architecture's rule allows: what each
+    declares (:meth:`capabilities`, which a plugin may override), read as the rule table
+    reads it (:func:`~roformer_lit.architecture_rules.takes_score_bias`)."""
+    return [(p, k) for p in schemes for k in kernels if takes_score_bias(_scheme(p), _kernel(k))]
+
+
+def _scheme(name: str) -> SchemeCapabilities:
+    """What scheme ``name`` declares with its default options."""
+    return POSITION_SCHEMES[name].capabilities()
+
+
+def _kernel(name: str) -> KernelCapabilities:
+    """What kernel ``name`` declares with its default options."""
+    return ATTENTION_KERNELS[name].capabilities()
 
 
 def _cell(value: float, spec: str) -> str:
@@ -173,7 +181,7 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
     document_masked = {}
     if ns.document_mask:
         for pair in pairs:
-            if ATTENTION_KERNELS[pair[1]].supports_segments:
+            if _kernel(pair[1]).segments:
                 document_masked[pair] = ours(
                     *pair,
                     shape,
@@ -197,7 +205,7 @@ def bench_length(ns: argparse.Namespace, length: int, device: torch.device) -> L
                     attention_kwargs=options[pair],
                 )
                 for pair in pairs
-                if ATTENTION_KERNELS[pair[1]].supports_window
+                if _kernel(pair[1]).window
             }
     twins = (hf, compiled, document_masked, *planned.values())
     for runner in [*runners.values(), *(r for side in twins for r in side.values())]:
@@ -458,7 +466,7 @@ def build_parser() -> ToolParser:
 
 def _kernels_with(capability: str) -> list[str]:
     loaded = ATTENTION_KERNELS.loadable().components
-    return [name for name, kernel in loaded.items() if getattr(kernel, capability)]
+    return [name for name, kernel in loaded.items() if getattr(kernel.capabilities(), capability)]
 
 
 #: Options that add a table of the pairs able to fill it: (option's dest, flag, whether a
@@ -470,16 +478,16 @@ PAIR_TABLES: tuple[
     (
         "plans",
         "--plans",
-        lambda pair: ATTENTION_KERNELS[pair[1]].supports_window,
+        lambda pair: _kernel(pair[1]).window,
         "a kernel with windowed attention",
-        lambda: "--kernels " + " ".join(_kernels_with("supports_window")),
+        lambda: "--kernels " + " ".join(_kernels_with("window")),
     ),
     (
         "document_mask",
         "--document-mask",
-        lambda pair: ATTENTION_KERNELS[pair[1]].supports_segments,
+        lambda pair: _kernel(pair[1]).segments,
         "a kernel that keeps documents apart",
-        lambda: "--kernels " + " ".join(_kernels_with("supports_segments")),
+        lambda: "--kernels " + " ".join(_kernels_with("segments")),
     ),
 )
 
@@ -514,7 +522,7 @@ def _bias_block_applies(ns: argparse.Namespace) -> bool:
     """Whether a pair of ``ns`` reads ``--bias-block-from``: a scheme with a score bias on a
     kernel that takes the option."""
     return any(
-        POSITION_SCHEMES[p].needs_score_bias and kernel_options(ns, k) is not None
+        _scheme(p).needs_score_bias and kernel_options(ns, k) is not None
         for p, k in valid_pairs(ns.schemes, ns.kernels)
     )
 
