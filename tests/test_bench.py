@@ -17,6 +17,7 @@ from roformer_lit.commands import main
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.positions import POSITION_SCHEMES
+from roformer_lit.testing.models import compatible_kernels
 from roformer_lit.training.flops import attention_flops, gemm_shapes, training_step_flops
 
 TINY_BENCH = [
@@ -585,4 +586,6 @@ def test_bench_pairs_a_scheme_and_kernel_exactly_when_the_rule_table_does(declar
             except ConfigError:
                 accepted = False
             assert ((position, attention) in paired) == accepted, (position, attention)
+            scheme = POSITION_SCHEMES[position]  # the scheme kit's kernels, the same rule
+            assert (attention in compatible_kernels(scheme)) == accepted, (position, attention)
     assert {k for _, k in paired} >= set(declaring_kernels)  # both reached the comparison

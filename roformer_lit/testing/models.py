@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from roformer_lit.architecture_rules import takes_score_bias
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.attention.base import AttentionKernel
 from roformer_lit.encoder_config import EncoderConfig
@@ -97,12 +98,13 @@ def checked_options(cls: Component, options: Mapping[str, Any]) -> None:
 
 def compatible_kernels(cls: type[PositionScheme]) -> list[str]:
     """The registered attention kernels that can run ``cls`` (an installed kernel plugin
-    that fails to load is the registry's to report, not a failure of ``cls``)."""
+    that fails to load is the registry's to report, not a failure of ``cls``): what each
+    declares, read by the rule table's own rule."""
     loaded = ATTENTION_KERNELS.loadable().components
     return [
         name
         for name, kernel in loaded.items()
-        if kernel.supports_score_bias or not cls.needs_score_bias
+        if takes_score_bias(cls.capabilities(), kernel.capabilities())
     ]
 
 
