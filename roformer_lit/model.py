@@ -24,6 +24,7 @@ from roformer_lit.architecture_rules import (
     schemes_that,
 )
 from roformer_lit.attention.block import SelfAttention
+from roformer_lit.batch import IGNORE_INDEX
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.hook_outputs import tensor_problem
@@ -311,6 +312,44 @@ def check_forward_inputs(
         raise ValueError(
             f"input_ids holds token id {wrong}, outside the vocabulary: ids must be in "
             f"0..{vocab_size - 1} (model.vocab_size={vocab_size})"
+        )
+    if position_ids is not None and position_ids.device.type == "cpu":
+        lowest = int(position_ids.min())
+        if lowest < 0:  # a table indexed at -1 is torch's IndexError, a bias its own guess
+            raise ValueError(
+                f"position_ids holds position {lowest}: positions are 0 or more (the first "
+                "token of a row sits at 0)"
+            )
+
+
+def check_labels(vocab_size: int, input_ids: Tensor, labels: Any) -> None:
+    """The MLM targets of :meth:`~roformer_lit.module.MaskedLM.mlm_loss`: a ``torch.long`` or
+    ``torch.int`` tensor of ``input_ids``' shape, each -100 (not scored) or a token id in ``0 .. vocab_size - 1``.
+    A ``ValueError`` naming what is wrong, before anything runs (on CPU tensors the range is
+    read as ``input_ids``' is; on an accelerator a target out of range is the device's own
+    error)."""
+    shape = tuple(input_ids.shape)
+    if not (
+        isinstance(labels, Tensor)
+        and tuple(labels.shape) == shape
+        and labels.dtype in (torch.long, torch.int)
+    ):
+        raise ValueError(
+            f"labels must be a tensor of input_ids' shape {shape}, torch.long or torch.int "
+            f"(a token id to "
+            f"predict, or {IGNORE_INDEX} where nothing is scored); got {_kind(labels)}"
+        )
+    if labels.device.type != "cpu" or not labels.numel() or torch.compiler.is_compiling():
+        return
+    scored = labels[labels != IGNORE_INDEX]
+    if not scored.numel():
+        return
+    low, high = (int(bound) for bound in torch.aminmax(scored))
+    if low < 0 or high >= vocab_size:
+        wrong = low if low < 0 else high
+        raise ValueError(
+            f"labels holds {wrong}: a label is a token id in 0..{vocab_size - 1} "
+            f"(model.vocab_size={vocab_size}) or {IGNORE_INDEX} (not scored)"
         )
 
 

@@ -37,7 +37,7 @@ from roformer_lit.batch import IGNORE_INDEX, Batch, placement
 from roformer_lit.component_origins import COMPONENTS_KEY, record, recorded_origins
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError, TrainingDiverged
-from roformer_lit.model import Encoder, MLMHead, init_bert_weights
+from roformer_lit.model import Encoder, MLMHead, check_labels, init_bert_weights
 from roformer_lit.module_arguments import (
     configs_from,
     flat_help,
@@ -199,6 +199,9 @@ class MaskedLM(RunModule):
         at those N positions only; a compiled encoder keeps static shapes (no graph break
         on the data-dependent N) and the positions are selected after it.
         """
+        if isinstance(input_ids, torch.Tensor) and input_ids.dim() == 2:  # else the
+            # encoder's own check names input_ids
+            check_labels(self.config.vocab_size, input_ids, labels)
         selected = labels != IGNORE_INDEX
         where = {"segment_ids": segment_ids, "position_ids": position_ids}
         if self._encode is self.encoder:
@@ -206,7 +209,7 @@ class MaskedLM(RunModule):
         else:
             hidden = self._encode(input_ids, attention_mask, **where)[selected]
         logits = self.head(hidden, self.encoder.word_embeddings.weight)
-        return logits, labels[selected]
+        return logits, labels[selected].long()  # cross_entropy takes long targets
 
     def mlm_loss(
         self,

@@ -199,6 +199,10 @@ MALFORMED_INPUTS = {
         "segment_ids must be None or a tensor of input_ids' shape (2, 8), integer; got shape "
         "(2, 7), torch.int64",
     ),
+    "a negative position": (
+        lambda ids: {"input_ids": ids, "position_ids": torch.arange(-1, 7).expand(2, 8)},
+        "position_ids holds position -1: positions are 0 or more",
+    ),
 }
 
 
@@ -219,6 +223,64 @@ def test_a_malformed_forward_input_is_one_value_error_naming_it(case, call):
         run()
     message = str(error.value)
     assert "\n" not in message and expected in message, message
+
+
+@pytest.mark.parametrize("scheme", ["learned", "rope"])
+def test_a_negative_position_is_refused_by_every_scheme(scheme):
+    """learned's table at -1 was torch's IndexError; rope took it silently."""
+    with pytest.raises(ValueError, match="position_ids holds position -3: positions are 0"):
+        small_model(scheme)(random_ids(2, 8), position_ids=torch.arange(-3, 5).expand(2, 8))
+
+
+#: name -> (labels for ids [2, 8], what the ValueError must say)
+MALFORMED_LABELS = {
+    "another shape": (
+        lambda ids: torch.full((2, 4), -100),
+        "labels must be a tensor of input_ids' shape (2, 8), torch.long or torch.int (a token "
+        "id to predict, or -100 where nothing is scored); got shape (2, 4), torch.int64",
+    ),
+    "flattened": (lambda ids: ids.flatten(), "got shape (16,), torch.int64"),
+    "float": (lambda ids: ids.float(), "got shape (2, 8), torch.float32"),
+    "bool": (lambda ids: ids > 0, "got shape (2, 8), torch.bool"),
+    "int16": (lambda ids: ids.short(), "got shape (2, 8), torch.int16"),
+    "a list": (lambda ids: ids.tolist(), "got a list"),
+    "past the vocabulary": (
+        lambda ids: ids.clone().index_fill_(1, torch.tensor([2]), VOCAB),
+        f"labels holds {VOCAB}: a label is a token id in 0..{VOCAB - 1} "
+        f"(model.vocab_size={VOCAB}) or -100 (not scored)",
+    ),
+    "-1 for not scored": (
+        lambda ids: ids.clone().index_fill_(1, torch.tensor([2]), -1),
+        "labels holds -1: a label is a token id",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED_LABELS))
+@pytest.mark.parametrize("call", ["mlm_loss", "masked_logits"])
+def test_malformed_labels_are_one_value_error_naming_them(case, call):
+    """Each was an IndexError or RuntimeError from inside torch (a shape mismatch at the
+    rows' selection, cross_entropy's dtype or 'Target 70 is out of bounds')."""
+    model = small_model("rope")
+    ids = random_ids(2, 8)
+    labels, expected = MALFORMED_LABELS[case]
+    with pytest.raises(ValueError) as error:
+        getattr(model, call)(ids, labels(ids))
+    message = str(error.value)
+    assert "\n" not in message and expected in message, message
+
+
+def test_the_labels_check_leaves_the_loss_as_it_was():
+    """int32 labels score as long ones; -100 rows are not scored."""
+    model = small_model("rope")
+    ids = random_ids(2, 8)
+    labels = ids.clone()
+    labels[:, ::2] = -100
+    with torch.no_grad():
+        expected = model.mlm_loss(ids, labels)
+        torch.testing.assert_close(model.mlm_loss(ids, labels.int()), expected)
+        logits = model(ids)[labels != -100]
+        torch.testing.assert_close(F.cross_entropy(logits, labels[labels != -100]), expected)
 
 
 def test_the_input_check_leaves_the_logits_as_they_were():
