@@ -38,7 +38,7 @@ from typing import Any
 from roformer_lit.architecture_rules import ResolvedLayer, check_architecture
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.blocks import BlockOptions
-from roformer_lit.errors import ConfigError
+from roformer_lit.errors import ConfigError, refuse_unknown_fields
 from roformer_lit.layer_plan import LayerSpec, resolve_plan
 from roformer_lit.positions import POSITION_SCHEMES
 from roformer_lit.registry import Registry, check_options, lookup
@@ -98,13 +98,7 @@ class EncoderConfig:
     def __new__(cls, *args: Any, **fields: Any) -> EncoderConfig:
         # a field the config has not (EncoderConfig(hidden=64), replace(hiden_size=64)) is
         # the user's mistake, one ConfigError line naming it and the fields, not a TypeError
-        valid = [f.name for f in dataclasses.fields(cls)]
-        unknown = [name for name in fields if name not in valid]
-        if unknown:
-            raise ConfigError(
-                f"{cls.__name__} has no field(s) {', '.join(map(repr, unknown))}; valid "
-                f"fields (model.<field>): {', '.join(valid)}"
-            )
+        refuse_unknown_fields(cls, fields, [f.name for f in dataclasses.fields(cls)])
         return super().__new__(cls)
 
     def __post_init__(self) -> None:

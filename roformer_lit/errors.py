@@ -1,6 +1,7 @@
 """The project's exceptions: a user mistake (one line, exit 2) and a diverged run (exit 3)."""
 
 import os
+from collections.abc import Iterable
 
 #: The exit code of a user's mistake (one ``error:`` line), for every command and script.
 EXIT_USER_ERROR = 2
@@ -21,6 +22,20 @@ class ConfigError(ValueError):
     def __init__(self, message: str, *, option: str | None = None) -> None:
         super().__init__(message)
         self.option = option
+
+
+def refuse_unknown_fields(cls: type, given: Iterable[str], valid: list[str]) -> None:
+    """A config dataclass made with a field it has not (``EncoderConfig(hidden=64)``,
+    ``TrainingConfig(lr=1e-3)``, ``replace(config, hiden_size=64)``): the user's mistake,
+    one :class:`ConfigError` line naming it and the fields (``model.<field>``, as YAML and
+    the command line spell them), not Python's ``TypeError``. The configs' ``__new__`` calls
+    it with the keyword names given."""
+    unknown = [name for name in given if name not in valid]
+    if unknown:
+        raise ConfigError(
+            f"{cls.__name__} has no field(s) {', '.join(map(repr, unknown))}; valid "
+            f"fields (model.<field>): {', '.join(valid)}"
+        )
 
 
 class PluginBuildFailed(ConfigError):

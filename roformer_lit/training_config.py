@@ -19,6 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from roformer_lit.errors import refuse_unknown_fields
 from roformer_lit.training.lifecycle import OptimizerSettings
 from roformer_lit.validation import check_training_arguments
 
@@ -64,6 +65,12 @@ class TrainingConfig:
     init_std: float = 0.02
     compile: bool = False
     skip_nonfinite: bool = False
+
+    def __new__(cls, *args: Any, **fields: Any) -> TrainingConfig:
+        # TrainingConfig(lr=1e-3) is one ConfigError line naming the fields, as
+        # EncoderConfig's: not Python's TypeError naming none
+        refuse_unknown_fields(cls, fields, [f.name for f in dataclasses.fields(cls)])
+        return super().__new__(cls)
 
     def __post_init__(self) -> None:
         check_training_arguments(self.as_dict())  # checked now, once

@@ -119,6 +119,26 @@ def test_an_unknown_argument_is_named_with_the_valid_ones():
         MaskedLM(hiden_size=32)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: TrainingConfig(lr=1e-3),
+        lambda: dataclasses.replace(TrainingConfig(), lr=1e-3),
+        lambda: MaskedLM(model=EncoderConfig(**SMALL), training={"lr": 1e-3}),
+    ],
+    ids=["made", "replaced", "a mapping for MaskedLM"],
+)
+def test_a_field_training_has_not_is_one_config_error_naming_the_fields(make):
+    """As EncoderConfig's (tests/test_encoder_config.py): it was Python's ``TypeError:
+    TrainingConfig.__init__() got an unexpected keyword argument 'lr'``, naming no field."""
+    with pytest.raises(ConfigError) as error:
+        make()
+    message = str(error.value)
+    fields = ", ".join(f.name for f in dataclasses.fields(TrainingConfig))
+    assert "\n" not in message and "'lr'" in message, message
+    assert f"valid fields (model.<field>): {fields}" in message, message
+
+
 def test_a_section_of_the_wrong_type_is_named():
     with pytest.raises(TypeError, match=r"model= must be a EncoderConfig"):
         MaskedLM(model="rope")
