@@ -39,6 +39,7 @@ from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.model import Encoder, MLMHead, check_labels, init_bert_weights
 from roformer_lit.module_arguments import (
+    FLAT_KEYS,
     configs_from,
     flat_help,
     flat_hyperparameters,
@@ -122,6 +123,40 @@ class MaskedLM(RunModule):
         """A model of the architecture ``config`` with the training settings ``training``
         (the others their defaults)."""
         return cls(model=config, **training)
+
+    @classmethod
+    def load_from_checkpoint(  # type: ignore[override]
+        cls,
+        checkpoint_path: Any,
+        map_location: Any = None,
+        hparams_file: Any = None,
+        strict: bool | None = None,
+        weights_only: bool | None = None,
+        **overrides: Any,
+    ) -> MaskedLM:
+        """Lightning's loader; ``overrides`` may replace training settings only
+        (``learning_rate=1e-4``). Lightning drops a key the (flat) signature has not without
+        a word, so a misspelt one (``learning_rat=``) would load the checkpoint's own value;
+        and an architecture field (``dropout=0.0``) would load the weights into another
+        model than they trained (refused by the digest check as a damaged file). Both are
+        one ConfigError line naming the key and the valid ones."""
+        architecture = [k for k in overrides if FLAT_KEYS.get(k) == "model"]
+        unknown = [k for k in overrides if k not in FLAT_KEYS]
+        training = [k for k, section in FLAT_KEYS.items() if section == "training"]
+        if unknown or architecture:
+            what = (
+                f"has no setting(s) {', '.join(map(repr, unknown))}"
+                if unknown
+                else f"cannot change the checkpoint's architecture "
+                f"({', '.join(f'model.{k}' for k in architecture)}: its weights are of that one)"
+            )
+            raise ConfigError(
+                f"{cls.__name__}.load_from_checkpoint {what}; the settings it may replace: "
+                f"{', '.join(training)}"
+            )
+        return super().load_from_checkpoint(
+            checkpoint_path, map_location, hparams_file, strict, weights_only, **overrides
+        )
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike[str]) -> MaskedLM:

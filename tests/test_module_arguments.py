@@ -186,3 +186,50 @@ def test_hyper_parameters_are_plain_yaml_data():
     saved = yaml.safe_load(yaml.dump(dict(model.hparams)))
     assert saved["betas"] == [0.8, 0.9]
     assert MaskedLM(**saved).training_config.betas == (0.8, 0.9)
+
+
+@pytest.fixture
+def saved_checkpoint(tmp_path: Path) -> tuple[MaskedLM, Path]:
+    """A module of :data:`SMALL` saved as the trainer saves it (no training)."""
+    import lightning as L
+
+    model = _built(model=EncoderConfig(**SMALL), training=TrainingConfig(**TRAINING))
+    trainer = L.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    trainer.strategy.connect(model)
+    path = tmp_path / "saved.ckpt"
+    trainer.save_checkpoint(path)
+    return model, path
+
+
+@pytest.mark.trainer
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ({"learning_rat": 1e-4}, "has no setting(s) 'learning_rat'"),
+        ({"hidden": 32}, "has no setting(s) 'hidden'"),
+        ({"dropout": 0.0}, "cannot change the checkpoint's architecture (model.dropout"),
+        ({"position": "rope"}, "cannot change the checkpoint's architecture (model.position"),
+    ],
+)
+def test_load_from_checkpoint_refuses_a_key_it_would_drop_or_misread(
+    saved_checkpoint, override, expected
+):
+    """A misspelt key was dropped by Lightning without a word (the checkpoint's own learning
+    rate loaded); an architecture field was refused as 'checkpoint ... is damaged: ...
+    edited after it was written', blaming an intact file."""
+    _, path = saved_checkpoint
+    with pytest.raises(ConfigError) as error:
+        MaskedLM.load_from_checkpoint(path, **override)
+    message = str(error.value)
+    training = ", ".join(f.name for f in dataclasses.fields(TrainingConfig))
+    assert "\n" not in message and expected in message, message
+    assert f"the settings it may replace: {training}" in message, message
+
+
+@pytest.mark.trainer
+def test_load_from_checkpoint_replaces_a_training_setting(saved_checkpoint):
+    model, path = saved_checkpoint
+    loaded = MaskedLM.load_from_checkpoint(path, learning_rate=TRAINING["learning_rate"] / 4)
+    assert loaded.training_config.learning_rate == TRAINING["learning_rate"] / 4
+    assert loaded.config == model.config
+    _same_weights(model, loaded)
