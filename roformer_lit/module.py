@@ -125,37 +125,13 @@ class MaskedLM(RunModule):
         return cls(model=config, **training)
 
     @classmethod
-    def load_from_checkpoint(  # type: ignore[override]
-        cls,
-        checkpoint_path: Any,
-        map_location: Any = None,
-        hparams_file: Any = None,
-        strict: bool | None = None,
-        weights_only: bool | None = None,
-        **overrides: Any,
-    ) -> MaskedLM:
-        """Lightning's loader; ``overrides`` may replace training settings only
-        (``learning_rate=1e-4``). Lightning drops a key the (flat) signature has not without
-        a word, so a misspelt one (``learning_rat=``) would load the checkpoint's own value;
-        and an architecture field (``dropout=0.0``) would load the weights into another
-        model than they trained (refused by the digest check as a damaged file). Both are
-        one ConfigError line naming the key and the valid ones."""
-        architecture = [k for k in overrides if FLAT_KEYS.get(k) == "model"]
-        unknown = [k for k in overrides if k not in FLAT_KEYS]
-        training = [k for k, section in FLAT_KEYS.items() if section == "training"]
-        if unknown or architecture:
-            what = (
-                f"has no setting(s) {', '.join(map(repr, unknown))}"
-                if unknown
-                else f"cannot change the checkpoint's architecture "
-                f"({', '.join(f'model.{k}' for k in architecture)}: its weights are of that one)"
-            )
-            raise ConfigError(
-                f"{cls.__name__}.load_from_checkpoint {what}; the settings it may replace: "
-                f"{', '.join(training)}"
-            )
-        return super().load_from_checkpoint(
-            checkpoint_path, map_location, hparams_file, strict, weights_only, **overrides
+    def load_overrides(cls) -> tuple[list[str], list[str]]:
+        """``load_from_checkpoint``'s overrides (:meth:`RunModule.load_from_checkpoint`): the
+        training settings may be replaced; the architecture's fields may not (the weights
+        are of the checkpoint's)."""
+        return (
+            [k for k, section in FLAT_KEYS.items() if section == "training"],
+            [k for k, section in FLAT_KEYS.items() if section == "model"],
         )
 
     @classmethod

@@ -291,3 +291,17 @@ def test_loading_in_python_refuses_another_encoder_at_the_recorded_path(copy):
     with pytest.raises(ConfigError) as info:
         SequenceClassifier.load_from_checkpoint(CKPT)
     assert ROPE in str(info.value), info.value
+
+
+@pytest.mark.trainer
+def test_loading_in_python_refuses_a_setting_the_classifier_has_not(copy):
+    """``SequenceClassifier.load_from_checkpoint(CKPT, learning_rat=...)`` loaded without a
+    word with the checkpoint's own rate (Lightning drops a key a signature without
+    ``**kwargs`` has not); the key the classifier has is replaced as before."""
+    with pytest.raises(ConfigError) as info:
+        SequenceClassifier.load_from_checkpoint(CKPT, learning_rat=1e-5)
+    message = str(info.value)
+    assert "\n" not in message and "has no setting(s) 'learning_rat'" in message, message
+    assert "the settings it may replace: pretrained, num_labels" in message, message
+    loaded = SequenceClassifier.load_from_checkpoint(CKPT, learning_rate=1e-5)
+    assert loaded.optimizer_settings.learning_rate == 1e-5

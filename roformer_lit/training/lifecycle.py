@@ -47,6 +47,7 @@ theirs (the network, the loss, the metrics); this base gives both
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -59,7 +60,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from torch import nn
 from torchmetrics import MeanMetric
 
-from roformer_lit.errors import TrainingDiverged
+from roformer_lit.errors import ConfigError, TrainingDiverged
 from roformer_lit.machine import cpu_model
 from roformer_lit.run_files import warn
 from roformer_lit.training.checkpoint_io import (
@@ -349,6 +350,47 @@ class RunModule(L.LightningModule):
 
     def load_run_state(self, checkpoint: Mapping[str, Any]) -> None:
         """Read the subclass's own state back from a checkpoint being restored."""
+
+    @classmethod
+    def load_overrides(cls) -> tuple[list[str], list[str]]:
+        """(the hyperparameters ``load_from_checkpoint`` may replace, those it refuses to:
+        the ones that define the weights). Here every argument of ``__init__``, none refused."""
+        names = [n for n in inspect.signature(cls.__init__).parameters if n != "self"]
+        return names, []
+
+    @classmethod
+    def load_from_checkpoint(  # type: ignore[override]
+        cls,
+        checkpoint_path: Any,
+        map_location: Any = None,
+        hparams_file: Any = None,
+        strict: bool | None = None,
+        weights_only: bool | None = None,
+        **overrides: Any,
+    ) -> Any:
+        """Lightning's loader, its ``overrides`` checked against :meth:`load_overrides`
+        first. Lightning drops a key a signature without ``**kwargs`` has not, without a
+        word, so a misspelt one (``learning_rat=``) would load the checkpoint's own value;
+        and a key that defines the weights (MaskedLM's ``dropout=``) would load them into
+        another model than they trained. Either is one ConfigError line naming the key and
+        the ones that may be replaced."""
+        allowed, refused = cls.load_overrides()
+        unknown = [k for k in overrides if k not in allowed and k not in refused]
+        fixed = [k for k in overrides if k in refused]
+        if unknown or fixed:
+            what = (
+                f"has no setting(s) {', '.join(map(repr, unknown))}"
+                if unknown
+                else "cannot change the checkpoint's architecture "
+                f"({', '.join(f'model.{k}' for k in fixed)}: its weights are of that one)"
+            )
+            raise ConfigError(
+                f"{cls.__name__}.load_from_checkpoint {what}; the settings it may replace: "
+                f"{', '.join(allowed)}"
+            )
+        return super().load_from_checkpoint(
+            checkpoint_path, map_location, hparams_file, strict, weights_only, **overrides
+        )
 
     # -- exact resume -----------------------------------------------------------------------
 
