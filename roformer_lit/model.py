@@ -190,7 +190,7 @@ class Encoder(nn.Module):
         projection, FFN and norms run at ``N`` rows.
         """
         check_forward_inputs(
-            self.config.vocab_size, input_ids, attention_mask, segment_ids, position_ids
+            self.config.vocab_size, input_ids, attention_mask, segment_ids, position_ids, rows
         )
         check_positions_input(self.position_schemes(), input_ids.shape[1], position_ids)
         if not torch.compiler.is_compiling():  # a compiled run was checked at on_fit_start
@@ -267,11 +267,12 @@ def check_forward_inputs(
     attention_mask: Any = None,
     segment_ids: Any = None,
     position_ids: Any = None,
+    rows: Any = None,
 ) -> None:
     """The tensors of ``Encoder.forward`` (and ``MaskedLM``'s): ``input_ids`` ``[B, L]``
     ``torch.long`` or ``torch.int`` in ``0 .. vocab_size - 1``, and each of
     ``attention_mask`` (bool or integer), ``segment_ids`` and ``position_ids`` (integer)
-    None or of ``input_ids``' shape. A ``ValueError`` naming the argument, its shape and
+    and ``rows`` (bool) None or of ``input_ids``' shape. A ``ValueError`` naming the argument, its shape and
     dtype and what is expected (an input error of the Python API), before anything runs.
     Shapes and dtypes only, except the ids' range, read on CPU tensors alone (one pass of
     ``aminmax``; on an accelerator it would wait for the device, so an id out of range
@@ -290,16 +291,19 @@ def check_forward_inputs(
         ("attention_mask", attention_mask, "bool or integer (True or 1 at real tokens)"),
         ("segment_ids", segment_ids, "integer"),
         ("position_ids", position_ids, "integer"),
+        ("rows", rows, "bool (True at the rows wanted)"),
     )
     for name, value, dtypes in others:
         if value is None:
             continue
-        takes_bool = name == "attention_mask" and getattr(value, "dtype", None) == torch.bool
-        if not (
-            isinstance(value, Tensor)
-            and tuple(value.shape) == shape
-            and (takes_bool or _is_integer(value))
-        ):
+        is_bool = getattr(value, "dtype", None) == torch.bool
+        # rows select (bool only: integer ones would index); the mask takes either
+        kind_fits = (
+            is_bool
+            if name == "rows"
+            else _is_integer(value) or (is_bool and name == "attention_mask")
+        )
+        if not (isinstance(value, Tensor) and tuple(value.shape) == shape and kind_fits):
             raise ValueError(
                 f"{name} must be None or a tensor of input_ids' shape {shape}, {dtypes}; got "
                 f"{_kind(value)}"

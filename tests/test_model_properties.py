@@ -232,6 +232,21 @@ def test_a_negative_position_is_refused_by_every_scheme(scheme):
         small_model(scheme)(random_ids(2, 8), position_ids=torch.arange(-3, 5).expand(2, 8))
 
 
+@pytest.mark.parametrize(
+    "rows",
+    [torch.ones(2, 4, dtype=torch.bool), torch.ones(2, 8, dtype=torch.long), torch.ones(2, 8)],
+    ids=["another shape", "integer", "float"],
+)
+def test_malformed_rows_are_one_value_error_naming_them(rows):
+    """Encoder.forward's ``rows`` selects (bool): another shape was an IndexError, integer
+    ones indexed (a matmul's shape error later), float ones torch's index error."""
+    with pytest.raises(ValueError) as error:
+        small_model("rope").encoder(random_ids(2, 8), rows=rows)
+    message = str(error.value)
+    assert "\n" not in message, message
+    assert "rows must be None or a tensor of input_ids' shape (2, 8), bool" in message, message
+
+
 #: name -> (labels for ids [2, 8], what the ValueError must say)
 MALFORMED_LABELS = {
     "another shape": (
