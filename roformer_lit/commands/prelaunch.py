@@ -37,8 +37,9 @@ of a rule.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -78,7 +79,13 @@ def plain(section: Any) -> dict[str, Any]:
 def check_fit_config(config: Any, training: bool = True) -> None:
     """Every rule of a pretraining run, on the parsed ``config`` (see the module);
     ``training`` False for ``validate``, ``test`` and ``predict`` (no kernel's backward runs,
-    so :func:`kernels_train_on_the_device` does not apply)."""
+    so :func:`kernels_train_on_the_device` does not apply). Its ``note:`` lines are printed
+    once every rule has passed (:func:`notes_after_checks`)."""
+    with notes_after_checks():
+        _check_fit_config(config, training)
+
+
+def _check_fit_config(config: Any, training: bool) -> None:
     check_run_arguments(config)
     trainer = config.get("trainer")
     if trainer is not None:
@@ -163,12 +170,39 @@ def note_shadowed_names(config: EncoderConfig, data: Mapping[str, Any]) -> None:
             note_once(f"{shadowed}; this run uses the built-in")
 
 
+#: The notes of a check under way (:func:`notes_after_checks`), printed once it passes;
+#: None outside one.
+_pending: list[str] | None = None
+
+
+@contextlib.contextmanager
+def notes_after_checks() -> Iterator[None]:
+    """Hold back the ``note:`` lines of the checks run inside, and print them once every
+    check has passed: a run refused in one ``error:`` line prints that line alone, not notes
+    about a run that will not start."""
+    global _pending
+    outer, _pending = _pending, []
+    try:
+        yield
+    except BaseException:
+        _pending = outer
+        raise
+    held, _pending = _pending, outer
+    for note in held:
+        note_once(note)
+
+
 def note_once(note: str | None) -> None:
     """``note`` as one ``note:`` line on stderr, unless None or printed already in this
-    process (a sweep checks every run)."""
-    if note is not None and note not in _noted:
-        _noted.add(note)
-        print(f"note: {note}", file=sys.stderr)
+    process (a sweep checks every run); held back inside :func:`notes_after_checks`."""
+    if note is None or note in _noted:
+        return
+    if _pending is not None:
+        if note not in _pending:
+            _pending.append(note)
+        return
+    _noted.add(note)
+    print(f"note: {note}", file=sys.stderr)
 
 
 def note_windows_past_the_sequences(config: EncoderConfig, data: Mapping[str, Any]) -> None:
