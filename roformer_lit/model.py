@@ -308,11 +308,10 @@ def check_forward_inputs(
                 f"{name} must be None or a tensor of input_ids' shape {shape}, {dtypes}; got "
                 f"{_kind(value)}"
             )
-    if input_ids.device.type != "cpu" or not input_ids.numel() or torch.compiler.is_compiling():
+    if not _readable_here(input_ids):
         return
-    low, high = (int(bound) for bound in torch.aminmax(input_ids))
-    if low < 0 or high >= vocab_size:
-        wrong = low if low < 0 else high
+    wrong = _outside_vocabulary(input_ids, vocab_size)
+    if wrong is not None:
         raise ValueError(
             f"input_ids holds token id {wrong}, outside the vocabulary: ids must be in "
             f"0..{vocab_size - 1} (model.vocab_size={vocab_size})"
@@ -324,6 +323,24 @@ def check_forward_inputs(
                 f"position_ids holds position {lowest}: positions are 0 or more (the first "
                 "token of a row sits at 0)"
             )
+
+
+def _readable_here(ids: Tensor) -> bool:
+    """Whether ``ids``' values may be read for a range check: a non-empty CPU tensor, not
+    while compiling (on an accelerator the read would wait for the device, so a value out
+    of range there is the device's own error)."""
+    return ids.device.type == "cpu" and bool(ids.numel()) and not torch.compiler.is_compiling()
+
+
+def _outside_vocabulary(ids: Tensor, vocab_size: int) -> int | None:
+    """An id of ``ids`` outside ``0 .. vocab_size - 1`` (the lowest if one is below 0, else
+    the highest), or None; one pass of ``aminmax``."""
+    if not ids.numel():
+        return None
+    low, high = (int(bound) for bound in torch.aminmax(ids))
+    if low < 0:
+        return low
+    return high if high >= vocab_size else None
 
 
 def check_labels(vocab_size: int, input_ids: Tensor, labels: Any) -> None:
@@ -343,14 +360,10 @@ def check_labels(vocab_size: int, input_ids: Tensor, labels: Any) -> None:
             f"(a token id to "
             f"predict, or {IGNORE_INDEX} where nothing is scored); got {_kind(labels)}"
         )
-    if labels.device.type != "cpu" or not labels.numel() or torch.compiler.is_compiling():
+    if not _readable_here(labels):
         return
-    scored = labels[labels != IGNORE_INDEX]
-    if not scored.numel():
-        return
-    low, high = (int(bound) for bound in torch.aminmax(scored))
-    if low < 0 or high >= vocab_size:
-        wrong = low if low < 0 else high
+    wrong = _outside_vocabulary(labels[labels != IGNORE_INDEX], vocab_size)
+    if wrong is not None:
         raise ValueError(
             f"labels holds {wrong}: a label is a token id in 0..{vocab_size - 1} "
             f"(model.vocab_size={vocab_size}) or {IGNORE_INDEX} (not scored)"
