@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -170,9 +171,15 @@ def note_shadowed_names(config: EncoderConfig, data: Mapping[str, Any]) -> None:
             note_once(f"{shadowed}; this run uses the built-in")
 
 
-#: The notes of a check under way (:func:`notes_after_checks`), printed once it passes;
-#: None outside one.
-_pending: list[str] | None = None
+class _HeldNotes(threading.local):
+    """The notes of the check under way in this thread (:func:`notes_after_checks`), printed
+    once it passes; None outside one. Per thread: a sweep checks its runs in threads at once,
+    and one thread's check must neither hold nor print another's notes."""
+
+    pending: list[str] | None = None
+
+
+_held = _HeldNotes()
 
 
 @contextlib.contextmanager
@@ -180,14 +187,13 @@ def notes_after_checks() -> Iterator[None]:
     """Hold back the ``note:`` lines of the checks run inside, and print them once every
     check has passed: a run refused in one ``error:`` line prints that line alone, not notes
     about a run that will not start."""
-    global _pending
-    outer, _pending = _pending, []
+    outer, _held.pending = _held.pending, []
     try:
         yield
     except BaseException:
-        _pending = outer
+        _held.pending = outer
         raise
-    held, _pending = _pending, outer
+    held, _held.pending = _held.pending, outer
     for note in held:
         note_once(note)
 
@@ -197,9 +203,10 @@ def note_once(note: str | None) -> None:
     process (a sweep checks every run); held back inside :func:`notes_after_checks`."""
     if note is None or note in _noted:
         return
-    if _pending is not None:
-        if note not in _pending:
-            _pending.append(note)
+    pending = _held.pending
+    if pending is not None:
+        if note not in pending:
+            pending.append(note)
         return
     _noted.add(note)
     print(f"note: {note}", file=sys.stderr)
