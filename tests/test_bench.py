@@ -589,3 +589,39 @@ def test_bench_pairs_a_scheme_and_kernel_exactly_when_the_rule_table_does(declar
             scheme = POSITION_SCHEMES[position]  # the scheme kit's kernels, the same rule
             assert (attention in compatible_kernels(scheme)) == accepted, (position, attention)
     assert {k for _, k in paired} >= set(declaring_kernels)  # both reached the comparison
+
+
+@pytest.mark.parametrize(
+    ("flags", "settings"),
+    [
+        (
+            ["--hidden", "100", "--heads", "3"],
+            dict(position="nope", attention="softmax", hidden_size=100, num_heads=3),
+        ),
+        (  # a scheme's own check (rope rotates pairs of dimensions): a head size of 15
+            ["--schemes", "rope", "--hidden", "30", "--heads", "2"],
+            dict(position="rope", attention="softmax", hidden_size=30, num_heads=2),
+        ),
+    ],
+    ids=["heads_do_not_divide_hidden", "rope_odd_head_size"],
+)
+def test_a_shape_the_rule_table_refuses_is_its_one_line(flags, settings, capsys):
+    """bench checked ``--hidden`` against ``--heads`` in words of its own (a rule the table
+    already has) and none of the rest: a model the table refuses (rope with an odd head
+    size) was found only when its pair was timed, after the tables' head was printed. Every
+    pair's model at bench's shape is now an EncoderConfig, refused in the table's line."""
+    with pytest.raises(ConfigError) as table:
+        EncoderConfig(**settings)
+    tiny = list(TINY_BENCH)
+    for flag, value in zip(
+        flags[::2], flags[1::2], strict=True
+    ):  # each flag once: ours over TINY_BENCH's
+        if flag in tiny:
+            tiny[tiny.index(flag) + 1] = value
+        else:
+            tiny += [flag, value]
+    argv = ["bench", "--lengths", "16", *tiny]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [f"error: bench: {table.value}"]
+    assert captured.out == ""

@@ -140,7 +140,10 @@ def test_every_script_argument_declares_its_range(script):
 
 #: arguments valid alone, wrong together (or a value no range can express) -> the line's text
 CROSS_CASES: list[tuple[list[str], str]] = [
-    (["bench", "--hidden", "256", "--heads", "3"], "--hidden 256 is not divisible by --heads 3"),
+    (
+        ["bench", "--hidden", "256", "--heads", "3"],
+        "model.hidden_size 256 is not divisible by num_heads 3",
+    ),
     (
         ["bench", "--lengths", "16", "--document-mask", "17"],
         "--document-mask 17: must be in [1, 16]",

@@ -36,6 +36,8 @@ from roformer_lit.benchmarks.runners import (
 )
 from roformer_lit.benchmarks.sdpa_backends import backends_taken, describe
 from roformer_lit.capabilities import KernelCapabilities, SchemeCapabilities
+from roformer_lit.encoder_config import EncoderConfig
+from roformer_lit.errors import ConfigError
 from roformer_lit.machine import describe_machine
 from roformer_lit.module import MaskedLM
 from roformer_lit.positions import POSITION_SCHEMES
@@ -50,7 +52,6 @@ from roformer_lit.tool_arguments import (
     real,
 )
 from roformer_lit.training.flops import gemm_shapes, nominal_peak_flops, training_step_flops
-from roformer_lit.validation import divisors
 
 #: Our scheme -> the HF model the README compares it with (all share our block layout).
 HF_REFERENCES = {
@@ -586,7 +587,7 @@ def refuse_ignored(parser: ToolParser, ns: argparse.Namespace) -> None:
 def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
     """The parsed arguments, or one ConfigError line naming the first wrong one (ranges,
     then what needs several arguments: documents per block, the device, a typed option bench
-    would ignore (:data:`IGNORED`), heads per hidden)."""
+    would ignore (:data:`IGNORED`), each pair's model (:func:`refuse_unbuildable`))."""
     parser = build_parser()
     ns = parser.parse_args(args)
     every_loadable(ns, "bench", schemes=POSITION_SCHEMES, kernels=ATTENTION_KERNELS)
@@ -612,12 +613,22 @@ def parse_args(args: Sequence[str] | None) -> argparse.Namespace:
         if getattr(ns, preset):
             for key, value in settings.items():
                 setattr(ns, key, value)
-    if ns.hidden % ns.heads:
-        parser.error(
-            f"--hidden {ns.hidden} is not divisible by --heads {ns.heads}; valid --heads: "
-            f"{', '.join(str(d) for d in divisors(ns.hidden))}"
-        )
+    refuse_unbuildable(parser, ns)
     return ns
+
+
+def refuse_unbuildable(parser: ToolParser, ns: argparse.Namespace) -> None:
+    """Each pair's model at bench's shape (the longest of ``--lengths``) made as every
+    command makes one, an :class:`~roformer_lit.encoder_config.EncoderConfig` (the rule
+    table, :mod:`roformer_lit.architecture_rules`): its first refusal is bench's one line,
+    in the table's words (``--hidden 100 --heads 3``: ``model.hidden_size 100 is not
+    divisible by num_heads 3; valid model.num_heads for it: ...``), before anything runs."""
+    shape = Shape(0, max(ns.lengths), ns.hidden, ns.layers, ns.heads, ns.intermediate, ns.vocab)
+    for position, attention in valid_pairs(ns.schemes, ns.kernels):
+        try:
+            EncoderConfig(position=position, attention=attention, **shape.model_kwargs())
+        except ConfigError as exc:
+            parser.error(str(exc))
 
 
 def _print_table(columns: Sequence[str], rows: Iterable[str], empty: str | None = None) -> None:
