@@ -7,6 +7,8 @@ attention, ``(2W + 1) / L`` within ``W``. The properties run over every register
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from cli_helpers import fit_args
@@ -14,6 +16,7 @@ from model_factory import small_model
 
 from roformer_lit import POSITION_SCHEMES
 from roformer_lit.commands import main
+from roformer_lit.positions.base import LayerPosition, PositionScheme, ScoreBias, default_scale
 from roformer_lit.results.locality import bias_prior, local_mass
 from roformer_lit.training.architecture_digest import DIGEST_KEY, architecture_digest
 
@@ -49,7 +52,7 @@ def test_a_zero_t5_table_is_uniform_attention():
 def test_every_scheme_gives_a_distribution_or_says_why_not(position):
     model = small_model(position, hidden_size=32, num_heads=4)
     prior = bias_prior(model.encoder, LENGTH)
-    if not POSITION_SCHEMES[position].needs_score_bias:
+    if not POSITION_SCHEMES[position].capabilities().needs_score_bias:
         assert isinstance(prior, str) and "no score bias" in prior
         return
     if isinstance(prior, str):  # a content-dependent bias: random q, k must change it
@@ -66,6 +69,54 @@ def test_content_dependent_biases_are_recognised():
         if position in POSITION_SCHEMES:
             prior = bias_prior(small_model(position, hidden_size=32, num_heads=4).encoder, 16)
             assert isinstance(prior, str) and "queries and keys" in prior
+
+
+class _Sloped(LayerPosition):
+    def __init__(self, slope):
+        super().__init__()
+        self.slope = slope
+
+    def score(self, q, k, ctx, qkv):
+        if not self.slope:
+            return None
+        i = torch.arange(q.shape[-2], device=q.device)
+        bias = -self.slope * (i[:, None] - i[None, :]).abs().to(q.dtype)
+        return ScoreBias(bias, default_scale(q.shape[-1]))
+
+
+class DeclaredBias(PositionScheme):
+    """A plugin's scheme whose score bias depends on an option (``slope``: none at 0), so
+    it declares it in ``capabilities`` (what the rule table reads) and leaves the class
+    attribute ``needs_score_bias`` at its default, False."""
+
+    def __init__(self, shape, *, slope: float = 0.5):
+        super().__init__(shape)
+        self.hook = _Sloped(slope)
+
+    @classmethod
+    def capabilities(cls, options=None):
+        slope = (options or {}).get("slope", 0.5)
+        return dataclasses.replace(super().capabilities(options), needs_score_bias=slope != 0)
+
+    def layer(self, index):
+        return self.hook
+
+
+@pytest.mark.parametrize("slope", [0.5, 0.0])
+def test_a_scheme_declaring_its_bias_is_read_as_the_rule_table_reads_it(slope):
+    """locality read the built scheme's class attribute ``needs_score_bias``, not what the
+    scheme declares (:meth:`~roformer_lit.positions.base.PositionScheme.capabilities`,
+    which the rule table reads): a plugin declaring its bias there had "no score bias".
+    Oracle: ``softmax_j(-slope |i - j|)`` in every layer and head."""
+    model = small_model(DeclaredBias, hidden_size=32, num_heads=4, position_kwargs={"slope": slope})
+    prior = bias_prior(model.encoder, LENGTH)
+    if not slope:
+        assert isinstance(prior, str) and "no score bias" in prior
+        return
+    assert not isinstance(prior, str), prior
+    distance = (torch.arange(LENGTH) - LENGTH // 2).abs().double()
+    oracle = torch.softmax(-slope * distance, 0).expand(len(model.encoder.layers), 4, LENGTH)
+    torch.testing.assert_close(prior.double(), oracle, rtol=1e-5, atol=1e-6)
 
 
 @pytest.fixture(scope="module")

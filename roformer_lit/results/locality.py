@@ -49,7 +49,9 @@ def bias_prior(encoder: Encoder, length: int) -> Tensor | str:
     if len(encoder.position_schemes()) > 1:
         return "a layer plan with several position schemes or options (one prior per scheme)"
     scheme = encoder.position
-    if not scheme.needs_score_bias:
+    # what the scheme declares with its options, as the rule table reads it (a plugin
+    # may declare it in ``capabilities`` rather than its class attribute)
+    if not encoder.config.layers[0].scheme_capabilities.needs_score_bias:
         return "no score bias (positions enter through the embeddings or the queries and keys)"
     heads = encoder.layers[0].attention.num_heads
     head_size = encoder.layers[0].attention.head_size
