@@ -8,7 +8,8 @@ a tokenizer or allocating a weight:
 * ``seed_everything`` (:data:`~roformer_lit.validation.RUN_RULES`) and the trainer
   settings (:data:`~roformer_lit.validation.TRAINER_RULES`); for a new run, a ``note:``
   for a warm-up of ``trainer.max_steps`` or more under a schedule that decays
-  (:func:`warmup_past_the_steps`);
+  (:func:`warmup_past_the_steps`; a run counted in epochs is noted when its training
+  starts, :class:`WarmupPastTheEpochs`);
 * the data settings, by the class the section builds
   (:func:`~roformer_lit.data.modules.complete_settings`, then its
   :meth:`~roformer_lit.data.datamodule.PretrainDataModule.check_settings`: the rule table,
@@ -44,6 +45,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
+from lightning.pytorch.callbacks import Callback
 
 from roformer_lit.architecture_rules import (
     kernel_options_take_effect,
@@ -60,6 +62,7 @@ from roformer_lit.layer_plan import undefined_types
 from roformer_lit.model import Encoder
 from roformer_lit.training.lifecycle import planned_warmup
 from roformer_lit.training.step_end_validation import check_new_run
+from roformer_lit.training.steps import total_steps
 from roformer_lit.validation import (
     check_fits_in_memory,
     check_run_arguments,
@@ -130,8 +133,9 @@ def warmup_past_the_steps(config: Any) -> str | None:
     the peak rate and nothing decays. Not refused: a short smoke run of a shipped config
     (``--trainer.max_steps 20`` under its warm-up of 60, as the examples run it) is such a
     run, and its schedule matters little. A resumed run (``ckpt_path`` set: it keeps the
-    schedule it started with), a run counted in epochs (no step count until its data are
-    read) and a schedule that takes any warm-up (``constant``) say nothing."""
+    schedule it started with) and a schedule that takes any warm-up (``constant``) say
+    nothing; a run counted in epochs has no step count until its data are read, and is
+    noted then (:class:`WarmupPastTheEpochs`)."""
     if config.get("ckpt_path") is not None:
         return None
     model, trainer = plain(config.get("model")), plain(config.get("trainer"))
@@ -140,14 +144,58 @@ def warmup_past_the_steps(config: Any) -> str | None:
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (warmup, steps)):
         return None  # their own rules report a value of another type
     planned = planned_warmup(warmup, steps, schedule) if steps > 0 else warmup
+    return _warmup_cut(warmup, planned, schedule, steps, f"trainer.max_steps={steps}", "max_steps")
+
+
+def _warmup_cut(
+    warmup: int, planned: int, schedule: str, total: int, steps: str, length: str
+) -> str | None:
+    """The note for ``warmup`` steps the schedule cuts to ``planned`` in a run of ``total``
+    steps (``steps``: the run's step count in words; ``length``: the trainer setting that
+    lengthens it); None when nothing is cut."""
     if planned == warmup:
         return None
     return (
-        f"model.warmup_steps={warmup} is not below trainer.max_steps={steps}: "
-        f"lr_schedule {schedule!r} warms up over {planned} steps and trains the last step "
-        f"at the peak rate, with no decay; a warm-up of 0 to {steps - 1} steps runs as "
-        "given: shorten model.warmup_steps or raise trainer.max_steps for a decay"
+        f"model.warmup_steps={warmup} is not below {steps}: lr_schedule {schedule!r} warms up "
+        f"over {planned} steps and trains the last step at the peak rate, with no decay; a "
+        f"warm-up of 0 to {total - 1} steps runs as given: shorten model.warmup_steps or "
+        f"raise trainer.{length} for a decay"
     )
+
+
+def warmup_past_the_epochs(trainer: Any, module: Any) -> str | None:
+    """:func:`warmup_past_the_steps`' note for a new run whose step count its epochs set
+    (``trainer.max_epochs`` with no ``trainer.max_steps``, or epochs that end it first):
+    known once its data are read, as the schedule counts it
+    (:func:`~roformer_lit.training.steps.total_steps`). None for a resumed run, a run that
+    ``trainer.max_steps`` ends (noted before it started), a run without an end, a module
+    without a ``warmup_steps`` setting, and a warm-up the schedule keeps."""
+    hparams = getattr(module, "hparams", {})
+    warmup = hparams.get("warmup_steps")
+    if trainer.ckpt_path is not None or not isinstance(warmup, int) or isinstance(warmup, bool):
+        return None
+    total = total_steps(trainer)
+    max_steps = trainer.max_steps if trainer.max_steps is not None else -1
+    if total is None or total == max_steps:
+        return None
+    schedule = str(hparams.get("lr_schedule", "linear"))
+    steps = (
+        f"the run's {total} optimiser steps (trainer.max_epochs={trainer.max_epochs} of the "
+        "training batches, over trainer.accumulate_grad_batches="
+        f"{trainer.accumulate_grad_batches})"
+    )
+    return _warmup_cut(
+        warmup, planned_warmup(warmup, total, schedule), schedule, total, steps, "max_epochs"
+    )
+
+
+class WarmupPastTheEpochs(Callback):
+    """Prints :func:`warmup_past_the_epochs`' note (:func:`note_once`) when training
+    starts: the step count of a run counted in epochs is known then."""
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        if trainer.is_global_zero:
+            note_once(warmup_past_the_epochs(trainer, pl_module))
 
 
 #: The notes :func:`note_shadowed_names` printed in this process (a sweep checks every run).

@@ -39,6 +39,7 @@ from roformer_lit.commands.checkpoint_settings import (
 )
 from roformer_lit.commands.evaluation_tokenizer import evaluation_tokenizer
 from roformer_lit.commands.prelaunch import (
+    WarmupPastTheEpochs,
     accelerator_is_here,
     check_fit_config,
     check_printed_model,
@@ -403,7 +404,8 @@ class RoformerCLI(CompatCLI):
             print(note, file=sys.stderr, flush=True)
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
-        """The trainer, plus preemption handling, divergence reporting and atomic saves."""
+        """The trainer, plus preemption handling, divergence reporting, atomic saves and the
+        note of a warm-up a run counted in epochs cuts."""
         trainer_config = self.setting(self.config_init, "trainer", default={})
         extras = default_progress_bar(trainer_config)
         if trainer_config.get("enable_model_summary") is not False:
@@ -412,7 +414,14 @@ class RoformerCLI(CompatCLI):
             if not any(isinstance(c, ModelSummary) for c in configured):
                 extras["callbacks"] = [*configured, SummaryWithoutFlops()]
         trainer = super().instantiate_trainer(**{**extras, **kwargs})
-        for callback_class in (Preemption, LastGoodCheckpoint, RunReport, Throughput, DataRecord):
+        for callback_class in (
+            Preemption,
+            LastGoodCheckpoint,
+            RunReport,
+            Throughput,
+            DataRecord,
+            WarmupPastTheEpochs,
+        ):
             if not any(isinstance(c, callback_class) for c in trainer.callbacks):
                 trainer.callbacks.append(callback_class())
         if type(trainer.strategy.checkpoint_io) is TorchCheckpointIO:
