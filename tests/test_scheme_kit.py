@@ -9,9 +9,14 @@ kit fails broken schemes is tests/test_scheme_kit_fails.py.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from roformer_lit import POSITION_SCHEMES
+from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES
+from roformer_lit.attention.softmax import SoftmaxAttention
+from roformer_lit.errors import ConfigError
+from roformer_lit.positions.nope import NoPosition
 from roformer_lit.testing import CHECKS, check_scheme, run_check, scheme_checks
 
 CASES = [
@@ -80,3 +85,46 @@ def test_an_unregistered_class_is_checked_and_leaves_the_registry_as_it_was():
 
     check_scheme(Unregistered, attention="softmax", checks=["padding", "translation"])
     assert POSITION_SCHEMES == before
+
+
+class _Quads(NoPosition):
+    """Needs a head size that is a multiple of 4, declared where the rule table reads a
+    scheme's claims (``capabilities``); its class attribute keeps the default 1."""
+
+    def __init__(self, shape):
+        super().__init__(shape)
+        head_size = shape.hidden_size // shape.num_heads
+        if head_size % 4:
+            raise ConfigError(f"quads needs a head size that is a multiple of 4, got {head_size}")
+
+    @classmethod
+    def capabilities(cls, options=None):
+        return dataclasses.replace(super().capabilities(options), head_size_multiple=4)
+
+
+class _DeclaresNoDocuments(SoftmaxAttention):
+    """Softmax declaring, in ``capabilities``, that it does not keep packed documents
+    apart (its class attribute ``supports_segments`` is softmax's, True)."""
+
+    @classmethod
+    def capabilities(cls, options=None):
+        return dataclasses.replace(super().capabilities(options), segments=False)
+
+
+def test_the_kit_reads_the_head_size_a_scheme_declares():
+    """The kit read ``head_size_multiple`` off the class while the rule table reads what a
+    scheme declares (``capabilities``): a scheme declaring it there was built at a head
+    size it refuses (6, in the shapes check)."""
+    check_scheme(_Quads, attention="softmax", checks=["shapes"])
+
+
+def test_the_kit_reads_the_documents_a_kernel_declares():
+    """The kit read ``supports_segments`` off the kernel's class: the segments check applied
+    to a kernel declaring (``capabilities``) that it does not keep documents apart."""
+    ATTENTION_KERNELS.register("declares_no_documents", _DeclaresNoDocuments)
+    try:
+        checks = {c for c, _ in scheme_checks(NoPosition, "declares_no_documents")}
+    finally:
+        ATTENTION_KERNELS.unregister("declares_no_documents")
+    assert "segments" in {c for c, _ in scheme_checks(NoPosition, "softmax")}  # the control
+    assert "segments" not in checks

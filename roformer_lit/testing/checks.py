@@ -5,7 +5,7 @@ compares what the class computes with an oracle that does not go through the sch
 code path for the property at stake:
 
 - ``shapes``: logits ``[B, L, V]`` in float32, finite, at three encoder shapes (odd head
-  counts; head sizes the class's ``head_size_multiple`` refuses are left out); before the
+  counts; head sizes its declared ``head_size_multiple`` refuses are left out); before the
   model runs, each layer's ``score`` returns a ``ScoreBias`` (or None) whose dense bias
   broadcasts to ``[B, h, L, L]``, and its ``rotate`` keeps the shape of queries and keys;
 - ``deterministic``: one model in eval mode gives the same logits when called twice on the
@@ -17,7 +17,7 @@ code path for the property at stake:
 - ``translation``: prepending padding shifts every real token's position; the logits stay
   the same if the scheme declares ``translation_invariant``, and change if it does not;
 - ``segments``: every document of a packed block (``segment_ids``) gets the logits it gets
-  alone (on kernels with ``supports_segments``);
+  alone (on kernels that declare segments: ``capabilities().segments``);
 - ``positions``: tokens at sorted, distinct, non-contiguous positions (``position_ids``,
   past the cached tables) get, in float64, the logits of a longer row holding them at those
   indices and padding elsewhere; ``0 .. L-1`` given changes nothing; one model called with
@@ -52,7 +52,9 @@ instance (read its parameters).
 
 The claims ``translation_invariant`` and ``reads_positions`` are read from the built
 instance, so a scheme whose claims follow its options (one composed over another) may set
-them in ``__init__``; ``needs_score_bias`` and ``head_size_multiple`` are the class's. The kit builds the same logits from the hooks: ``rotate``
+them in ``__init__``; ``needs_score_bias`` and ``head_size_multiple`` are what the class
+declares with the options checked (``capabilities``, as the rule table reads them), and a
+kernel keeps packed documents apart where it declares so (``capabilities().segments``). The kit builds the same logits from the hooks: ``rotate``
 (when the layer ``rotates``) and ``score``. What a scheme adds in ``embed`` is outside it.
 """
 
@@ -102,8 +104,9 @@ FLOAT32_TOL = {"rtol": 1e-4, "atol": 1e-5}
 def check_shapes(scheme: type[PositionScheme], attention: str, options: Options) -> None:
     """Logits ``[B, L, V]``, float32 and finite, at every shape the class accepts."""
     tried = 0
+    multiple = scheme.capabilities(options).head_size_multiple  # as declared, with options
     for hidden_size, num_heads in SHAPES:
-        if (hidden_size // num_heads) % scheme.head_size_multiple:
+        if (hidden_size // num_heads) % multiple:
             continue
         model = small_model(
             scheme, attention, hidden_size, num_heads, num_layers=1, position_kwargs=options
@@ -116,7 +119,7 @@ def check_shapes(scheme: type[PositionScheme], attention: str, options: Options)
         assert out.dtype == torch.float32, f"logits are {out.dtype}, not float32, at {shape}"
         assert torch.isfinite(out).all(), f"non-finite logits at (hidden, heads) {shape}"
         tried += 1
-    assert tried, f"no test shape has a head size that is a multiple of {scheme.head_size_multiple}"
+    assert tried, f"no test shape has a head size that is a multiple of {multiple}"
 
 
 def check_hook_outputs(model: MaskedLM, shape: tuple[int, int]) -> None:
@@ -218,8 +221,9 @@ def check_translation(
 ) -> None:
     """Prepended padding shifts every position: nothing changes iff the class declares
     ``translation_invariant``."""
+    multiple = scheme.capabilities(options).head_size_multiple
     for hidden_size, num_heads in shapes:
-        if (hidden_size // num_heads) % scheme.head_size_multiple:
+        if (hidden_size // num_heads) % multiple:
             continue
         model = visible_model(scheme, attention, hidden_size, num_heads, options=options)
         ids = random_ids(2, 11)
@@ -559,7 +563,7 @@ CHECKS: dict[str, Check] = {
         Check(
             "segments",
             check_segments,
-            lambda scheme, attention: ATTENTION_KERNELS[attention].supports_segments,
+            lambda scheme, attention: ATTENTION_KERNELS[attention].capabilities().segments,
         ),
         Check("positions", check_positions),
         Check("float64", check_float64),
