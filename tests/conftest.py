@@ -63,6 +63,7 @@ FAST_MODULES = frozenset(
         "test_replaced_mappings",
         "test_checkpoint_settings",
         "test_checkpoint_records",
+        "test_nonfinite_checkpoints",
         "test_checkpoint_digest",
         "test_yaml_keys",
         "test_yaml_numbers",

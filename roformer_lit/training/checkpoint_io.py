@@ -19,6 +19,8 @@ while the gradients were finite, a poisoned resume) raises
 :class:`~roformer_lit.errors.TrainingDiverged` instead of being written, so every
 checkpoint on disk holds finite weights and the CLI names the last one (exit 3). The check
 costs one ``sum`` per floating tensor and one host sync per device (:func:`first_nonfinite`).
+A checkpoint whose weights were made non-finite after the save (edited, damaged) is refused
+by the one reader, :func:`read_checkpoint` (:func:`check_finite_weights`).
 """
 
 from __future__ import annotations
@@ -191,6 +193,30 @@ def refuse_nonfinite(checkpoint: Mapping[str, Any], path: Any) -> None:
         f"training diverged by step {step}: the weights hold NaN or inf (first: {name}); "
         f"refused to save them to {path}; lower model.learning_rate",
         step=step,
+    )
+
+
+def check_finite_weights(checkpoint: Mapping[str, Any], path: Any) -> None:
+    """Refuse, in one ConfigError line naming ``path``, a checkpoint whose ``state_dict``
+    holds a NaN or inf, naming its first such tensor and how many of its values are.
+    ``fit`` never writes one (:func:`refuse_nonfinite`; a diverged run stops before its
+    update and keeps its last finite checkpoint), so such weights were edited or damaged
+    after the save, and every reader would have evaluated, exported, fine-tuned or resumed
+    them, NaN losses and exit 0. One pass over the weights (:func:`first_nonfinite`: one
+    ``sum`` per tensor, read through the memory map, no copy), then a count over the one
+    tensor it names."""
+    state_dict = checkpoint.get("state_dict")
+    if not isinstance(state_dict, Mapping):
+        return
+    name = first_nonfinite(state_dict)
+    if name is None:
+        return
+    tensor = state_dict[name]
+    bad = int((~torch.isfinite(tensor)).sum())
+    raise ConfigError(
+        f"checkpoint {path} is damaged: its weight {name} holds {bad} NaN or inf value(s) of "
+        f"{tensor.numel()} (the first such weight); weights must be finite, as fit saves "
+        "them: use a checkpoint as fit wrote it"
     )
 
 
@@ -394,7 +420,9 @@ def read_checkpoint(
     training settings the ones it was saved with
     (:func:`~roformer_lit.training.architecture_digest.check_digest`,
     :func:`~roformer_lit.training.architecture_digest.check_encoder_digest`,
-    :func:`~roformer_lit.training.settings_digest.check_settings_digest`). Given ``kind``
+    :func:`~roformer_lit.training.settings_digest.check_settings_digest`), and, unless
+    ``require_state_dict`` is False, its weights finite (:func:`check_finite_weights`).
+    Given ``kind``
     (``"pretraining"`` or ``"fine-tuning"``, :func:`checkpoint_kind`), a checkpoint of the
     other kind is refused with one line saying which command reads it.
     """
@@ -438,6 +466,8 @@ def read_checkpoint(
         check_architecture_record(checkpoint, path)
     check_settings_digest(checkpoint, path)  # its training settings as they were saved
     drop_duplicate_weights(checkpoint)
+    if require_state_dict:  # a reader of its records alone does not read its weights
+        check_finite_weights(checkpoint, path)
     return checkpoint
 
 
