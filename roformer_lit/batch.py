@@ -9,7 +9,7 @@ Every pretraining data module (corpus blocks, position tasks) yields a :class:`B
 - ``segment_ids`` ``LongTensor[B, L]`` (optional, ``data.document_mask``): which document of
   a packed block each token belongs to; attention stays within a document;
 - ``position_ids`` ``LongTensor[B, L]`` (optional, randomized positions): where each token
-  sits, increasing along a row;
+  sits, increasing (and so distinct) along a row;
 - ``whole_answers`` ``BoolTensor[B]`` (optional, position tasks' evaluation sequences): the
   labelled tokens of each row are one answer, so exact match (every one of them right) is a
   score of the row; the module logs ``val/exact`` only for batches that carry it (on a

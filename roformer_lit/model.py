@@ -274,9 +274,10 @@ def check_forward_inputs(
     ``attention_mask`` (bool or integer), ``segment_ids`` and ``position_ids`` (integer)
     and ``rows`` (bool) None or of ``input_ids``' shape. A ``ValueError`` naming the argument, its shape and
     dtype and what is expected (an input error of the Python API), before anything runs.
-    Shapes and dtypes only, except the ids' range, read on CPU tensors alone (one pass of
-    ``aminmax``; on an accelerator it would wait for the device, so an id out of range
-    there is the device's own error) and never while compiling."""
+    Shapes and dtypes only, except the ids' range and ``position_ids``' (0 or more and
+    increasing along each row), read on CPU tensors alone (one pass of ``aminmax``; on an
+    accelerator it would wait for the device, so an id out of range there is the device's
+    own error) and never while compiling."""
     if not (
         isinstance(input_ids, Tensor)
         and input_ids.dim() == 2
@@ -323,6 +324,28 @@ def check_forward_inputs(
                 f"position_ids holds position {lowest}: positions are 0 or more (the first "
                 "token of a row sits at 0)"
             )
+        _check_increasing(position_ids)
+
+
+def _check_increasing(position_ids: Tensor) -> None:
+    """Each row of ``position_ids`` strictly increasing (distinct and in order: the tokens
+    of a longer row at those indices), what every position scheme is promised
+    (:mod:`roformer_lit.positions.base`) and what the data modules draw (sorted, without
+    replacement); one pass over the row's steps. A ``ValueError`` naming the first row and
+    index where a position is not above the one before it."""
+    if position_ids.shape[1] < 2:
+        return
+    steps = position_ids[:, 1:] <= position_ids[:, :-1]
+    if not bool(steps.any()):
+        return
+    row, index = (int(i) for i in steps.nonzero()[0])
+    before, at = (int(p) for p in position_ids[row, index : index + 2])
+    raise ValueError(
+        f"position_ids must increase along each row (distinct positions, in the tokens' "
+        f"order), but row {row} has position {at} at index {index + 1} after {before} at "
+        f"index {index}; give each row's positions sorted and without repeats (packed "
+        "documents restart their positions through segment_ids, not position_ids)"
+    )
 
 
 def _readable_here(ids: Tensor) -> bool:

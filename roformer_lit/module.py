@@ -189,7 +189,7 @@ class MaskedLM(RunModule):
         """MLM logits ``[B, L, V]``; ``attention_mask`` is 1/True at real tokens;
         ``segment_ids`` (``[B, L]`` int, runs of equal ids) keeps packed documents apart:
         attention stays inside a segment and positions restart in each; ``position_ids``
-        (``[B, L]``, increasing along each row) places the tokens at those positions
+        (``[B, L]``, increasing and distinct along each row) places the tokens at those positions
         (randomized positions; see :meth:`Encoder.forward`)."""
         hidden = self._encode(
             input_ids, attention_mask, segment_ids=segment_ids, position_ids=position_ids

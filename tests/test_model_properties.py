@@ -203,6 +203,20 @@ MALFORMED_INPUTS = {
         lambda ids: {"input_ids": ids, "position_ids": torch.arange(-1, 7).expand(2, 8)},
         "position_ids holds position -1: positions are 0 or more",
     ),
+    # the documented contract (Encoder.forward; what every scheme is promised): increasing
+    # and distinct along each row; every built-in scheme took these without a word
+    "a repeated position": (
+        lambda ids: {
+            "input_ids": ids,
+            "position_ids": torch.tensor([[0, 2, 4, 6, 8, 10, 12, 14], [0, 1, 2, 3, 3, 5, 6, 7]]),
+        },
+        "position_ids must increase along each row (distinct positions, in the tokens' order), "
+        "but row 1 has position 3 at index 4 after 3 at index 3",
+    ),
+    "positions out of order": (
+        lambda ids: {"input_ids": ids, "position_ids": torch.arange(8).flip(0).expand(2, 8)},
+        "but row 0 has position 6 at index 1 after 7 at index 0",
+    ),
 }
 
 
