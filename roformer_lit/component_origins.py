@@ -184,9 +184,14 @@ def _values(options: list[dict[str, Any]], option: str) -> str:
     return ", ".join(repr(one[option]) if option in one else "(none)" for one in options)
 
 
-def recorded_origins(checkpoint: str | os.PathLike[str] | Mapping[str, Any]) -> str:
+def recorded_origins(
+    checkpoint: str | os.PathLike[str] | Mapping[str, Any], about: BaseException
+) -> str:
     """``"; the checkpoint records position 'x' from <distribution> <version>, ..."`` for
-    the plugins a checkpoint records (``""`` for built-ins only, or an older checkpoint);
+    the plugins a checkpoint records that the error ``about`` names and that do not load
+    here: an error about a plugin gone then says where the checkpoint's came from, to find
+    it again, and any other error (a plugin that loads, a setting refused for another
+    reason) is left as it is (``""``; also for built-ins only, or an older checkpoint).
     ``checkpoint`` is one already loaded, or the path of one to read."""
     if not isinstance(checkpoint, Mapping):
         try:
@@ -196,12 +201,28 @@ def recorded_origins(checkpoint: str | os.PathLike[str] | Mapping[str, Any]) -> 
     found = checkpoint.get(COMPONENTS_KEY)
     if not isinstance(found, Mapping):
         return ""
+    registries = recorded_registries()
+    message = str(about)
     parts = []
     for key, origin in found.items():
         if not isinstance(origin, Mapping) or origin.get("source") == "builtin":
             continue
         what, _, name = str(key).partition(":")
+        if repr(name) not in message or _loads_here(registries.get(what), name):
+            continue
         where = origin.get("distribution") or origin.get("module") or origin.get("source")
         version = f" {origin['version']}" if origin.get("version") else ""
         parts.append(f"{what} {name!r} from {where}{version}")
     return f"; the checkpoint records {', '.join(parts)}" if parts else ""
+
+
+def _loads_here(registry: Any, name: str) -> bool:
+    """Whether ``name`` resolves in ``registry`` here (a registry this process has not
+    loaded, as a model read without data has no tasks', is not what failed: True)."""
+    if registry is None:
+        return True
+    try:
+        registry[name]
+    except Exception:  # a name unknown, a plugin that fails to import: it does not load
+        return False
+    return True

@@ -146,7 +146,7 @@ class MaskedLM(RunModule):
         try:
             return cls.load_from_checkpoint(path, map_location="cpu", weights_only=True)
         except ConfigError as exc:
-            raise ConfigError(f"{exc}{recorded_origins(path)}") from None
+            raise ConfigError(f"{exc}{recorded_origins(path, exc)}") from None
         except Exception as exc:  # a truncated or foreign file that passed the checks
             detail = " ".join(str(exc).split())[:200]
             raise ConfigError(

@@ -17,7 +17,7 @@ import torch
 from fake_distribution import write_distribution
 
 from roformer_lit.attention import ATTENTION_KERNELS
-from roformer_lit.component_origins import COMPONENTS_KEY, record
+from roformer_lit.component_origins import COMPONENTS_KEY, record, recorded_origins
 from roformer_lit.data.probes.tasks import PROBE_TASKS
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
@@ -362,4 +362,81 @@ def test_validate_refuses_a_run_whose_task_name_now_means_another_task(
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "probe 'mytask'" in errors[0], errors
     assert "'my_plugin:OTHER_TASK'" in errors[0] and "'my_plugin:TRAINED_TASK'" in errors[0]
+    assert last.read_bytes() == before
+
+
+#: (case, the checkpoint's record, the error, whether the line names the record's plugin).
+ORIGIN_CASES = [
+    (
+        "an error about a plugin gone",
+        {"position:gone": entry_point("gone_plugin:Trained")},
+        "unknown position 'gone'; valid choices: rope",
+        True,
+    ),
+    (
+        "another error, beside a plugin gone",
+        {"position:gone": entry_point("gone_plugin:Trained")},
+        "test needs a held-out test split",
+        False,
+    ),
+    (
+        "an error naming a plugin that loads",
+        {"position:my_plugin:Trained": {"source": "import_path", "module": "my_plugin"}},
+        "position 'my_plugin:Trained' refused its option base",
+        False,
+    ),
+    (
+        "a task that loads, another error",
+        {"probe:mytask": {**entry_point("my_plugin:TRAINED_TASK"), "group": "roformer_lit.tasks"}},
+        "test needs a held-out test split",
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("components", "error", "named"),
+    [case[1:] for case in ORIGIN_CASES],
+    ids=[case[0] for case in ORIGIN_CASES],
+)
+def test_an_error_names_where_a_plugin_came_from_only_when_it_is_about_that_plugin_gone(
+    installed, components, error, named
+):
+    installed("[roformer_lit.tasks]\nmytask = my_plugin:TRAINED_TASK\n")
+    suffix = recorded_origins({COMPONENTS_KEY: components}, ConfigError(error))
+    (key,) = components
+    what, _, name = key.partition(":")
+    expected = f"; the checkpoint records {what} {name!r} from " if named else ""
+    assert suffix.startswith(expected) and bool(suffix) == named, suffix
+
+
+@pytest.mark.trainer
+def test_test_on_a_task_plugins_run_is_refused_without_naming_the_plugin(
+    installed, tmp_path, monkeypatch, capsys
+):
+    """``test`` on a probe run of the entry-point task ``mytask`` is refused (no held-out
+    test split): its line ended '; the checkpoint records probe 'mytask' from my-plugins
+    1.0.0', a plugin that loads and has nothing to do with the refusal. A recorded plugin
+    is named only where the error is about that plugin not loading: uninstalled,
+    ``validate``'s line names where it came from, ``test``'s still does not."""
+    from cli_helpers import one_error_line, probe_fit_args
+
+    from roformer_lit.commands import main
+
+    installed("[roformer_lit.tasks]\nmytask = my_plugin:TRAINED_TASK\n")
+    monkeypatch.chdir(tmp_path)
+    argv = probe_fit_args("copy", 2, 2, 4, "--data.probe", "mytask")
+    assert main(argv) == 0
+    (last,) = tmp_path.glob("runs/*/*/checkpoints/last.ckpt")
+    before = last.read_bytes()
+    test = ["test", *argv[1:], "--ckpt_path", str(last)]
+    line = one_error_line(test, capsys)
+    assert "test needs a held-out test split" in line and "records" not in line, line
+    shutil.rmtree(tmp_path / "my_plugins-1.0.0.dist-info")  # the plugin uninstalled
+    _entry_points_of.cache_clear()
+    PROBE_TASKS._resolved.clear()
+    line = one_error_line(["validate", *argv[1:], "--ckpt_path", str(last)], capsys)
+    assert "'mytask'" in line and "the checkpoint records probe 'mytask' from my-plugins" in line
+    line = one_error_line(test, capsys)
+    assert "test needs a held-out test split" in line and "records" not in line, line
     assert last.read_bytes() == before

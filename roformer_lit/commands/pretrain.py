@@ -279,7 +279,7 @@ class RoformerCLI(CompatCLI):
             self.check_before_launch(config)  # before anything is built or created
         except ConfigError as exc:  # a plugin gone: name where the run's came from
             read = getattr(self, "_checkpoint", None)  # (path, checkpoint), read when parsed
-            raise ConfigError(f"{exc}{recorded_origins(read[1]) if read else ''}") from None
+            raise ConfigError(f"{exc}{recorded_origins(read[1], exc) if read else ''}") from None
         accelerator_is_here(config.trainer.get("accelerator", "auto"))  # here, not in sweep's
         logger = config.trainer.logger
         if self.subcommand != "fit":

@@ -90,7 +90,7 @@ def encoder_config(checkpoint: dict[str, Any], dropout: float | None = None) -> 
     except ConfigError as exc:  # its scheme's plugin gone, say: the line names where it was
         raise ConfigError(
             f"model.pretrained: the pretrained checkpoint's model cannot be built here: "
-            f"{exc}{recorded_origins(checkpoint)}"
+            f"{exc}{recorded_origins(checkpoint, exc)}"
         ) from None
     if dropout is None:
         return config

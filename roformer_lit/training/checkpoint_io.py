@@ -388,7 +388,7 @@ def _check_recorded_model(
     except ConfigError as exc:
         raise ConfigError(
             f"checkpoint {path} records a model that cannot be built here: "
-            f"{exc}{recorded_origins(checkpoint)}"
+            f"{exc}{recorded_origins(checkpoint, exc)}"
         ) from None
 
 
