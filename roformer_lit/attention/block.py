@@ -99,7 +99,8 @@ class SelfAttention(nn.Module):
         """A one-line ConfigError naming the scheme (a user's, by its setting) if its
         layer's ``score`` returned what the kernel cannot take: not a ``ScoreBias`` (or
         None), a bias for a kernel without score-bias support, which the pre-launch
-        check allowed because the class claims ``needs_score_bias = False``, or a dense
+        check allowed because the scheme declares no score bias (``needs_score_bias`` in its
+        ``capabilities`` for the options given, the class attribute unless overridden), or a dense
         bias that is not a floating tensor broadcasting to ``wanted`` (``[B, h, L, L]``;
         checked when built, for one given as ``build``); the kernel would otherwise fail
         inside, a traceback that names neither.
@@ -113,8 +114,9 @@ class SelfAttention(nn.Module):
         elif score.adds_bias and not self.takes_bias:
             got = (
                 f"a score bias, which attention {self.kernel_name!r} cannot take; the pair "
-                "was allowed because the scheme's class claims needs_score_bias = False: "
-                "set needs_score_bias = True on it"
+                "was allowed because the scheme declares needs_score_bias False for these "
+                "options: declare it True (the class attribute, or capabilities() where "
+                "it depends on an option)"
             )
         else:
             return
