@@ -99,3 +99,38 @@ def test_a_score_the_kernel_cannot_take_is_one_line_naming_the_scheme(scheme, ke
 
 def test_a_scheme_that_claims_its_bias_runs_with_a_kernel_that_takes_it():
     small_model(ClaimsNoBias, "softmax", num_layers=2)(random_ids(2, 7))
+
+
+class _Cast(LayerPosition):
+    """ALiBi's dense bias in ``dtype``, then (``back``) in float32 again."""
+
+    def __init__(self, dtype: torch.dtype, back: bool) -> None:
+        super().__init__()
+        self.dtype, self.back = dtype, back
+
+    def score(self, q, k, ctx, qkv):
+        bias = ctx.bias.to(self.dtype)
+        return ScoreBias(bias.float() if self.back else bias, scale=ctx.scale)
+
+
+def cast(dtype: torch.dtype, back: bool) -> type[AlibiPosition]:
+    """ALiBi whose layers return their dense bias in ``dtype`` (``back``: then float32)."""
+
+    class Cast(AlibiPosition):
+        def layer(self, index: int) -> LayerPosition:
+            return _Cast(dtype, back)
+
+    Cast.__qualname__ = f"cast_{str(dtype).rpartition('.')[2]}{'_back' if back else ''}"
+    return Cast
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_a_dense_bias_of_any_floating_dtype_runs_beside_float32_queries(dtype):
+    """A floating bias is what the run takes (bias_problem): one in float16 or bfloat16
+    beside float32 queries was SDPA's traceback ('Expected attn_mask dtype to be bool or
+    float or to match query dtype'), seen fitting a plugin whose bias was half. It scores
+    as the same values in float32 do."""
+    ids = random_ids(2, 7)
+    got = small_model(cast(dtype, back=False), "softmax", num_layers=2)(ids)
+    expected = small_model(cast(dtype, back=True), "softmax", num_layers=2)(ids)
+    torch.testing.assert_close(got, expected)

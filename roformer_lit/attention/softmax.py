@@ -399,8 +399,11 @@ class SoftmaxAttention(AttentionKernel):
             mask = dense if mask is None else dense.masked_fill(~mask, -torch.inf)
             if fused:
                 return fused_attention_with_bias(q, k, v, mask, scale)
-            if mask.dtype == torch.float64 and q.dtype != torch.float64:
-                mask = mask.to(q.dtype)  # SDPA takes a float mask of float32 or q's dtype
+            if mask.dtype not in (torch.float32, q.dtype):
+                # SDPA takes a float mask of float32 or q's dtype only; a scheme's bias may
+                # be any floating dtype (float64, or float16 beside float32 queries), as
+                # the other paths here take it
+                mask = mask.to(q.dtype)
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
         )
