@@ -332,3 +332,48 @@ def test_a_scheme_that_ignores_positions_it_claims_to_read_fails_the_positions_c
 
     with pytest.raises(AssertionError, match="positions check failed.*longer padded row"):
         check_scheme(IgnoresPositions, attention="softmax", checks=["positions"])
+
+
+class NanFromNineTokens(AlibiPosition):
+    """ALiBi whose bias is NaN on rows of 9 tokens or more: the shapes check's 7-token rows
+    are finite, every longer row of the other checks is not."""
+
+    def prepare(self, length, device, dtype, positions=None):
+        bias = super().prepare(length, device, dtype, positions)
+        if length < 9:
+            return bias
+        return ScoreBias(bias.bias * torch.nan, scale=bias.scale)
+
+
+class NanAtDrawnPositions(AlibiPosition):
+    """ALiBi whose bias is NaN wherever it is given positions."""
+
+    def prepare(self, length, device, dtype, positions=None):
+        bias = super().prepare(length, device, dtype, positions)
+        if positions is None:
+            return bias
+        return ScoreBias(bias.bias * torch.nan, scale=bias.scale)
+
+
+@pytest.mark.parametrize(
+    ("scheme", "check", "inputs"),
+    [
+        (NanFromNineTokens, "deterministic", "input_ids of shape (2, 13)"),
+        (NanFromNineTokens, "padding", "input_ids of shape (2, 13) with attention_mask"),
+        (NanAtDrawnPositions, "deterministic", "with position_ids"),
+        (NanAtDrawnPositions, "positions", "with position_ids"),
+    ],
+    ids=lambda value: value.__name__ if isinstance(value, type) else str(value)[:16],
+)
+def test_a_scheme_that_gives_nan_on_some_inputs_is_said_to_give_nan(scheme, check, inputs):
+    """NaN equals nothing, so a scheme finite on the shapes check's rows but NaN on others
+    failed the first comparison that met it in that comparison's words ('not
+    deterministic: ... (a random draw, or state kept between calls?)', seen with a plugin
+    whose bias was NaN from 9 tokens on). Each check now says the logits are not finite,
+    and on which inputs."""
+    with pytest.raises(AssertionError) as info:
+        check_scheme(scheme, attention="softmax", checks=[check])
+    message = str(info.value)
+    assert message.startswith(f"{check} check failed"), message
+    assert "non-finite logits" in message and inputs in message, message
+    assert "not deterministic" not in message and "leak" not in message, message

@@ -40,6 +40,9 @@ code path for the property at stake:
   positions packed documents get (restarting at each) and at drawn positions. A scheme
   giving neither passes.
 
+Inside :func:`~roformer_lit.testing.run_check` every call of a model must give finite logits
+(:func:`finite_logits`): NaN or inf fails the check that met it as such, naming the inputs.
+
 The ``reference`` hook, a staticmethod (or classmethod) of the scheme class::
 
     reference(scheme, q, k, positions, layer) -> Tensor  # [B, h, L, L], float64
@@ -61,10 +64,13 @@ kernel keeps packed documents apart where it declares so (``capabilities().segme
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import torch
 from torch import Tensor
+from torch.nn.modules.module import register_module_forward_hook
 
 from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.hook_outputs import bias_problem
@@ -99,6 +105,43 @@ FLOAT64_TOL = {"rtol": 1e-7, "atol": 1e-8}
 FLOAT32_AGAINST_FLOAT64 = {"rtol": 1e-6, "atol": 5e-6}
 #: Float32 forward passes of one model against each other.
 FLOAT32_TOL = {"rtol": 1e-4, "atol": 1e-5}
+
+
+@contextmanager
+def finite_logits() -> Iterator[None]:
+    """Inside the block, a call of a model that gives logits with NaN or inf is an
+    ``AssertionError`` saying so, with the inputs it was given: every check compares calls
+    of models, and NaN equals nothing, so a scheme whose hooks give NaN only on some inputs
+    (longer rows, padding, drawn positions) would otherwise fail whichever comparison
+    first met them, in that comparison's words (``not deterministic``, ``padded slots
+    leak``), blaming a property it may well have."""
+
+    def hook(module: Any, args: tuple, kwargs: dict, output: Any) -> None:
+        if not isinstance(module, MaskedLM) or not isinstance(output, Tensor):
+            return
+        if not output.is_floating_point() or bool(torch.isfinite(output).all()):
+            return
+        given = {**dict(zip(_FORWARD_ARGUMENTS, args, strict=False)), **kwargs}
+        ids = given.get("input_ids")
+        shape = tuple(ids.shape) if isinstance(ids, Tensor) else "?"
+        extra = [name for name in _FORWARD_ARGUMENTS[1:] if given.get(name) is not None]
+        bad = int((~torch.isfinite(output)).sum())
+        raise AssertionError(
+            f"non-finite logits: {bad} of {output.numel()} are NaN or inf ({output.dtype}) "
+            f"for input_ids of shape {shape}"
+            + (f" with {', '.join(extra)}" if extra else "")
+            + "; the scheme's hooks give NaN or inf on these inputs"
+        )
+
+    handle = register_module_forward_hook(hook, with_kwargs=True)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+#: ``MaskedLM.forward``'s arguments in order (a call may give them positionally).
+_FORWARD_ARGUMENTS = ("input_ids", "attention_mask", "segment_ids", "position_ids")
 
 
 def check_shapes(scheme: type[PositionScheme], attention: str, options: Options) -> None:
