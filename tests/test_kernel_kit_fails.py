@@ -202,3 +202,68 @@ def test_a_kernel_that_draws_at_random_is_said_to_be_not_deterministic():
     """The whole kit names the randomness first, not the batch or padding check."""
     with pytest.raises(AssertionError, match="deterministic check failed.*not deterministic"):
         check_kernel(DrawsEveryCall)
+
+
+class KeepsWhatItComputedForAShape(SoftmaxAttention):
+    """Computes once per input shape and returns that output for any values of it."""
+
+    def __init__(self, **options) -> None:
+        super().__init__(**options)
+        self.computed: dict[tuple, Tensor] = {}
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        key = (tuple(q.shape), *(kwargs.get(name) is None for name in sorted(kwargs)))
+        if key not in self.computed:
+            self.computed[key] = super().forward(q, k, v, **kwargs)
+        return self.computed[key]
+
+
+class NanOnPackedDocuments(SoftmaxAttention):
+    """NaN wherever it is given segment ids."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        out = super().forward(q, k, v, **kwargs)
+        return out * torch.nan if kwargs.get("segment_ids") is not None else out
+
+
+class NanFromThirteenTokens(SoftmaxAttention):
+    """NaN on rows of 13 tokens or more: the shapes check's rows (up to 9) are finite."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        out = super().forward(q, k, v, **kwargs)
+        return out * torch.nan if q.shape[-2] >= 13 else out
+
+
+def test_a_kernel_that_keeps_what_it_computed_for_a_shape_is_said_to_keep_state():
+    """A kernel reusing what it computed for a shape passed the deterministic check (the
+    same input twice, another shape between) and failed the batch check as 'rows of a
+    batch leak into each other' (seen with such a plugin kernel): the whole kit now names
+    the state kept between calls first."""
+    with pytest.raises(AssertionError) as failure:
+        check_kernel(KeepsWhatItComputedForAShape)
+    message = str(failure.value)
+    assert message.startswith("deterministic check failed for kernel "), message
+    assert "keeps state between calls" in message, message
+
+
+@pytest.mark.parametrize(
+    ("kernel", "check", "inputs"),
+    [
+        (NanOnPackedDocuments, "deterministic", "with key_padding_mask, segment_ids"),
+        (NanOnPackedDocuments, "segments", "with key_padding_mask, segment_ids"),
+        (NanFromThirteenTokens, "deterministic", "of shape (3, 3, 13, 8)"),
+        (NanFromThirteenTokens, "padding", "of shape (3, 3, 13, 8) with key_padding_mask"),
+    ],
+    ids=lambda value: value.__name__ if isinstance(value, type) else str(value)[:16],
+)
+def test_a_kernel_that_gives_nan_on_some_inputs_is_said_to_give_nan(kernel, check, inputs):
+    """NaN equals nothing: a kernel finite on the shapes check's rows but NaN on others
+    failed the first comparison that met it in its words ('not deterministic ... (a random
+    draw, or state kept between calls?)', seen with such a plugin kernel). Each check now
+    says the output is not finite, and on which inputs."""
+    with pytest.raises(AssertionError) as failure:
+        check_kernel(kernel, checks=[check])
+    message = str(failure.value)
+    assert message.startswith(f"{check} check failed for kernel "), message
+    assert "non-finite output" in message and inputs in message, message
+    assert "not deterministic" not in message and "leak" not in message, message

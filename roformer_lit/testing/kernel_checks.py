@@ -235,8 +235,41 @@ def attend(
     module: AttentionKernel, q: Tensor, k: Tensor, v: Tensor, case: Case = Case(), **extra: Any
 ) -> Tensor:
     """``module`` on ``q, k, v`` with ``case``'s settings (``extra`` keywords over them)."""
-    keywords = case.keywords(q.dtype, scale_for(q.shape[-1]))
-    return module(q, k, v, **{**keywords, **extra})
+    keywords = {**case.keywords(q.dtype, scale_for(q.shape[-1])), **extra}
+    out = module(q, k, v, **keywords)
+    finite_at_real_queries(out, q, keywords)
+    return out
+
+
+def finite_at_real_queries(out: Any, q: Tensor, keywords: dict[str, Any]) -> None:
+    """An ``AssertionError`` if ``out``, a ``[B, h, L, d]`` tensor, holds NaN or inf at a
+    real query (a padded one's output is free), naming the call's inputs: every check
+    compares calls, and NaN equals nothing, so a kernel that gives NaN only on some inputs
+    (longer rows, packed documents) would otherwise fail whichever comparison met it first,
+    in its words (``not deterministic``), blaming a property it may well have. What is not
+    such a tensor is the ``shapes`` check's to name."""
+    if not isinstance(out, Tensor) or out.dim() != 4 or out.shape[:3] != q.shape[:3]:
+        return
+    if not out.is_floating_point():
+        return
+    mask = keywords.get("key_padding_mask")
+    real = out if mask is None else out[mask.bool()[:, None, :, None].expand_as(out)]
+    if bool(torch.isfinite(real).all()):
+        return
+    given = [
+        name
+        for name in ("bias", "key_padding_mask", "rotate", "segment_ids", "window")
+        if keywords.get(name) is not None
+    ]
+    if keywords.get("dropout_p"):
+        given.append(f"dropout_p={keywords['dropout_p']}")
+    bad = int((~torch.isfinite(real)).sum())
+    raise AssertionError(
+        f"non-finite output: {bad} of {real.numel()} values at real queries are NaN or inf "
+        f"({out.dtype}) for q, k, v of shape {tuple(q.shape)}"
+        + (f" with {', '.join(given)}" if given else "")
+        + "; the kernel gives NaN or inf on these inputs"
+    )
 
 
 def assert_same(got: Tensor, wanted: Tensor, what: str, tol: dict | None = None) -> None:
@@ -271,7 +304,9 @@ def check_shapes(kernel: type[AttentionKernel], options: Options) -> None:
 
 def check_deterministic(kernel: type[AttentionKernel], options: Options) -> None:
     """Two eval-mode calls on one input agree (every case), also with a call at another
-    shape between them, and a call leaves ``q``, ``k`` and ``v`` as they were (a kernel
+    shape between them; after those calls, other values of the same shape give what a
+    freshly built kernel gives (nothing computed for one input is reused for another); and a
+    call leaves ``q``, ``k`` and ``v`` as they were (a kernel
     that writes into them changes them for the layer's other readers; named as such, not
     as a kernel that is not deterministic)."""
     module = built(kernel, options)
@@ -296,6 +331,14 @@ def check_deterministic(kernel: type[AttentionKernel], options: Options) -> None
                     f"input ({where}), gives different outputs (a random draw, or state kept "
                     f"between calls?)",
                 )
+            other = heads(seed=17)  # other values, the same shape
+            assert_same(
+                attend(module, *other, case),
+                attend(built(kernel, options), *other, case),
+                f"keeps state between calls: after calls on one input, another input of the "
+                f"same shape ({where}) gives other outputs than on a freshly built kernel "
+                f"(is something computed for a shape reused for other values?)",
+            )
 
 
 def check_batch(kernel: type[AttentionKernel], options: Options) -> None:
