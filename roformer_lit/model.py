@@ -29,7 +29,7 @@ from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.hook_outputs import tensor_problem
 from roformer_lit.positions import LayerPosition, PositionScheme
-from roformer_lit.positions.base import segment_positions
+from roformer_lit.positions.base import EncoderShape, segment_positions
 
 
 class EncoderLayer(nn.Module):
@@ -123,6 +123,8 @@ class Encoder(nn.Module):
         )
         if others:  # registered last: no plan leaves the parameters' order and init as before
             self.layer_positions = nn.ModuleDict(others)
+        for group in groups:
+            _check_hooks_registered(self._scheme(group.name), group.spec.position, group.shape)
         #: The device types this encoder's kernels were found to train on (checked once each).
         self._trains_on: set[str] = set()
 
@@ -231,6 +233,29 @@ class Encoder(nn.Module):
             layer_rows = rows if index == last else None
             x = layer(x, contexts[group], key_padding_mask, hooks, layer_rows, segment_ids)
         return self.final_norm(x)
+
+
+def _check_hooks_registered(scheme: PositionScheme, name: str, shape: EncoderShape) -> None:
+    """A one-line ConfigError naming the scheme if a layer's hooks (``layer(index)``) hold
+    parameters or buffers the scheme does not: kept in a plain dict or list, or made anew
+    in ``layer``, they would be left out of the optimiser, the checkpoint and ``.to(device)``
+    (trained nowhere, random again in every command that loads the run) without a word."""
+    owned = {id(t) for t in (*scheme.parameters(), *scheme.buffers())}
+    for index in range(shape.num_layers):
+        hooks = scheme.layer(index)
+        if not isinstance(hooks, nn.Module):
+            continue  # the run's own check of what the hooks return names it
+        tensors = (*hooks.named_parameters(), *hooks.named_buffers())
+        stray = [held for held, tensor in tensors if id(tensor) not in owned]
+        if stray:
+            raise ConfigError(
+                f"position {name!r}: layer({index}) returns hooks "
+                f"({type(hooks).__qualname__}) holding {', '.join(stray)}, which the scheme "
+                "does not register: they would be left out of training, the checkpoint and "
+                "the device; keep the layers' modules in the scheme (an attribute, an "
+                "nn.ModuleList or nn.ModuleDict) rather than a plain dict or list, or made "
+                "anew in layer()"
+            )
 
 
 def _prepare(
