@@ -189,3 +189,46 @@ def test_checkpoints_of_other_data_are_never_seeds_of_one_variant(
     else:
         (note,) = notes
         assert str(copy) in note and "ffffffff" in note and "other data" in note, note
+
+
+#: A plugin's position task that calls itself ``copy`` (``ProbeTask.name``, the author's
+#: string): every answer is symbol 0, so its baselines are not copy's.
+ZEROS_NAMED_COPY = """
+import numpy as np
+
+from roformer_lit.data.probes.tasks import ProbeTask
+
+
+def _zeros(rng, batch, n, symbols, hint=0.0):
+    inputs = rng.integers(0, symbols, size=(batch, n), dtype=np.int64)
+    return inputs, np.zeros_like(inputs), np.ones(n, dtype=bool)
+
+
+COPY = ProbeTask("copy", _zeros)
+"""
+
+
+def test_a_plugin_task_named_like_a_built_in_keeps_its_own_baselines(
+    runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """extrapolate keyed its baseline rows by the task's own name field: a run of a plugin
+    task named 'copy' (zeros_task:COPY), evaluated with a run of the built-in copy on
+    sequences of the same settings, printed copy's baseline rows for both and dropped its
+    own (seen: majority 0.194 / 0.000 where the plugin's run alone prints 0.125 / 0.125).
+    The rows are keyed by the name each run recorded."""
+    (tmp_path / "zeros_task.py").write_text(ZEROS_NAMED_COPY, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "run").mkdir()
+    plugin = _fit(
+        tmp_path / "run", probe_fit_args("copy", 2, 2, 4, "--data.probe", "zeros_task:COPY")
+    )
+
+    def majority(*ckpts: Path) -> list[str]:
+        capsys.readouterr()
+        assert main(["extrapolate", *map(str, ckpts), "--lengths", str(PROBE_LENGTH)]) == 0
+        out = capsys.readouterr().out.splitlines()
+        return sorted(r.split("|")[-2].strip() for r in out if "| baseline:majority" in r)
+
+    alone = [*majority(runs["probe"]), *majority(plugin)]
+    assert len(alone) == 2 and alone[0] != alone[1], alone  # two tasks, two baselines
+    assert majority(runs["probe"], plugin) == sorted(alone)

@@ -690,8 +690,8 @@ def describe(
             if c.blocks
         ]
         return (
-            f"{ckpt}: probe {task.name!r} (trained at n <= {trained}), {which} sequences "
-            f"of each input length n seeded by {settings.data.get('seed', 0)}, "
+            f"{ckpt}: probe {_task_name(settings)!r} (trained at n <= {trained}), {which} "
+            f"sequences of each input length n seeded by {settings.data.get('seed', 0)}, "
             f"{_positions_text(settings)}, data settings "
             f"{settings.source}, precision {settings.precision}; "
             + ("; ".join(done) if done else "nothing evaluated")
@@ -936,8 +936,12 @@ def main(args: Sequence[str]) -> int:
 
 
 def _task_name(settings: RunSettings) -> str | None:
-    task = run_probe(settings)
-    return None if task is None else task.name
+    """The run's position task by the name it recorded (``copy``, ``my_pkg.tasks:SHIFT``,
+    an entry point's name), which keys its baseline rows: never the task's own ``name``
+    field, which a plugin may share with a built-in or with another plugin (their
+    baselines, on other sequences, would be read as one)."""
+    name = settings.data.get("probe")
+    return None if name is None else str(name)
 
 
 def warn_once(label: str, cells: Sequence[Evaluation], unit: str) -> None:
