@@ -133,8 +133,8 @@ def check_recorded_components(checkpoint: Mapping[str, Any], path: Any) -> None:
         if identity(recorded) != identity(here):
             raise ConfigError(
                 f"checkpoint {path} was trained with {what} {name!r} from "
-                f"{described(recorded)}, but here {name!r} is {described(here)}: its weights "
-                "would be loaded into another class than the one they trained in; install the "
+                f"{described(recorded)}, but here {name!r} is {described(here)}: the run "
+                f"would be read with another {what} than the one it trained with; install the "
                 "plugin it was trained with (or uninstall the one that took its name)"
             )
     _check_recorded_options(checkpoint, recorded_all, path)
