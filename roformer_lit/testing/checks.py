@@ -133,7 +133,10 @@ def finite_logits() -> Iterator[None]:
             + "; the scheme's hooks give NaN or inf on these inputs"
         )
 
-    handle = register_module_forward_hook(hook, with_kwargs=True)
+    try:
+        handle = register_module_forward_hook(hook, with_kwargs=True)
+    except TypeError:  # a torch whose global hooks take no keywords: the inputs go unnamed
+        handle = register_module_forward_hook(lambda m, a, out: hook(m, a, {}, out))
     try:
         yield
     finally:
