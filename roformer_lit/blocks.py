@@ -22,7 +22,7 @@ initialisation order as a model built without ``model.block``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from torch import Tensor, nn
@@ -83,11 +83,21 @@ class BlockOptions:
     def is_default(self) -> bool:
         return self == BlockOptions()
 
+    def canonical(self) -> BlockOptions:
+        """These options in the one spelling of the block they build: ``norm_bias`` written
+        at the norm's own (``true`` with layernorm, ``false`` with rmsnorm) is None, as a
+        block without it builds the same norms, bit for bit."""
+        own = self.norm == "layernorm"
+        if self.norm_bias is not None and self.norm_bias == own:
+            return replace(self, norm_bias=None)
+        return self
+
     def as_setting(self) -> dict[str, Any] | None:
         """The ``model.block`` mapping of these options: those that differ from BERT's
         block (:meth:`changed`), None for BERT's own (what a config without
-        ``model.block`` holds). ``EncoderConfig(block=options)`` reads it so."""
-        return self.changed() or None
+        ``model.block`` holds), in the spelling of :meth:`canonical`.
+        ``EncoderConfig(block=options)`` reads it so."""
+        return self.canonical().changed() or None
 
     def changed(self) -> dict[str, Any]:
         """The options that differ from BERT's block, in declaration order."""

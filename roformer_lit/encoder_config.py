@@ -41,7 +41,7 @@ from roformer_lit.blocks import BlockOptions
 from roformer_lit.errors import ConfigError, refuse_unknown_fields
 from roformer_lit.layer_plan import LayerSpec, resolve_plan
 from roformer_lit.positions import POSITION_SCHEMES
-from roformer_lit.registry import Registry, check_options, lookup
+from roformer_lit.registry import Registry, check_options, lookup, with_defaults
 from roformer_lit.validation import TRAINING_RULES, as_data
 
 
@@ -71,9 +71,12 @@ class EncoderConfig:
             (``base: "100"``) is held as the value the scheme is built with
             (:func:`typed_options`), as the command line reads it.
         attention_kwargs: the attention kernel's options (held the same way).
-        block: the block's options (:mod:`roformer_lit.blocks`); None: BERT's block. A
-            :class:`~roformer_lit.blocks.BlockOptions` (:attr:`block_options` given back)
-            is held as the mapping of its options that differ from BERT's block.
+        block: the block's options (:mod:`roformer_lit.blocks`); None: BERT's block. Held
+            as the mapping of the options that differ from BERT's block (a
+            :class:`~roformer_lit.blocks.BlockOptions`, :attr:`block_options` given back,
+            too): ``{mlp: swiglu, norm: layernorm}`` is ``{mlp: swiglu}``
+            (:func:`canonical_fields`, as the other fields written in another spelling of
+            one model: two such configs are equal and have one checkpoint digest).
         layer_plan: each layer's scheme, kernel, their options and window
             (:mod:`roformer_lit.layer_plan`); None: every layer global with ``position``.
     """
@@ -113,6 +116,12 @@ class EncoderConfig:
         for field_name, value in typed_options(self.as_dict()).items():
             object.__setattr__(self, field_name, value)  # base: "100" is rope's 100.0
         self.__dict__["layers"] = check_architecture(self)  # checked now, once
+        # every field in the one spelling of what it builds (block: {norm: layernorm} is
+        # no block, position_kwargs: {} is None): two configs of one model are equal, and
+        # a checkpoint records one digest for both; the layers built are the same
+        for field_name, value in canonical_fields(self.as_dict()).items():
+            object.__setattr__(self, field_name, value)
+            self.__dict__.pop("block_options", None)  # read again from what is held
         # what was checked: a mapping field edited in place later (config.block["mlp"] =
         # ...) is refused where it would matter (as_dict, the network), never half-used
         self.__dict__["_checked"] = copy.deepcopy(self.as_dict())
@@ -258,6 +267,109 @@ def canonical_names(settings: Mapping[str, Any]) -> dict[str, Any]:
     return changed
 
 
+#: The fields that hold a float: an integer written for one (``dropout: 0``) is that float.
+FLOAT_FIELDS = ("dropout", "attention_dropout", "layer_norm_eps")
+
+
+def canonical_fields(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a model section (``settings``: flat, names canonical and options
+    typed: :func:`canonical_names`, :func:`typed_options`) written otherwise than the one
+    spelling of what they build, each in that spelling, so that two spellings of one
+    model are one config (equal, one hash, one checkpoint digest):
+
+    - ``block``: the options that differ from BERT's block, ``norm_bias`` at the norm's own
+      left out (:meth:`~roformer_lit.blocks.BlockOptions.as_setting`); None for BERT's;
+    - ``position_kwargs``, ``attention_kwargs``: an option at its class's default left out
+      (``base: 10000.0`` for rope: :func:`~roformer_lit.registry.with_defaults`, by which
+      layers share a scheme and plans compare), no options (``{}``) None;
+    - ``dropout``, ``attention_dropout``, ``layer_norm_eps``: an integer is its float;
+    - ``attention_dropout`` equal to ``dropout``: None (``dropout``, which it is). A config
+      made from another one with another ``dropout`` (``replace``, a resume typing
+      ``--model.dropout``) then changes both, as for a config that never wrote it.
+
+    ``layer_plan`` is held as written (its notes name its types and windows as written);
+    plans are compared as they build by :func:`~roformer_lit.plan_identity.same_plan`.
+    Fields not well formed (refused by the architecture's checks) are left out."""
+    changed: dict[str, Any] = {}
+    block = settings.get("block")
+    if "block" in settings and (block is None or isinstance(block, Mapping)):
+        try:
+            options = BlockOptions.from_config(block, settings.get("pre_norm", False))
+        except (ConfigError, TypeError):
+            options = None
+        if options is not None and options.as_setting() != block:
+            changed["block"] = options.as_setting()
+    defaults = encoder_defaults()
+    for field, (key, registry) in OPTION_FIELDS.items():
+        options = settings.get(field)
+        if isinstance(options, Mapping):
+            own = _own_options(options, registry, key, settings.get(key, defaults[key]))
+            if own != options or not own:
+                changed[field] = own or None
+    for field in FLOAT_FIELDS:
+        value = settings.get(field)
+        if isinstance(value, int) and not isinstance(value, bool):
+            changed[field] = float(value)
+    dropout = changed.get("dropout", settings.get("dropout", defaults["dropout"]))
+    attention = changed.get("attention_dropout", settings.get("attention_dropout"))
+    if attention is not None and attention == dropout:
+        changed["attention_dropout"] = None
+    return changed
+
+
+def _own_options(
+    options: Mapping[str, Any], registry: Registry[Any], key: str, name: Any
+) -> dict[str, Any]:
+    """``options`` of ``key`` ``name`` without those whose checked value is the class's
+    default (of its type: ``10000.0``, never ``"10000"``); all of them where ``name`` or
+    the options are refused (reported by the checks)."""
+    try:
+        cls = lookup(registry, name, key)
+        checked = check_options(cls, options, key, name)
+    except ConfigError:
+        return dict(options)
+    defaults = with_defaults(cls, {})
+    return {
+        option: value
+        for option, value in options.items()
+        if option not in defaults or not _same(as_data(defaults[option]), as_data(checked[option]))
+    }
+
+
+def canonical_model(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The architecture fields of a model section (``settings``: flat; a checkpoint's
+    ``hyper_parameters``, a run's ``config.yaml`` section, a fine-tune's record of its
+    encoder), every field in the spelling the :class:`EncoderConfig` of those settings
+    holds (:func:`canonical_names`, :func:`typed_options`, :func:`canonical_fields`),
+    without building it: what every comparison of a recorded architecture with another
+    compares, so a record written before a field was held so (a checkpoint's ``block`` as
+    it was written) is the same architecture as a new run of the same settings. Fields
+    ``settings`` leaves out stay out; other keys are kept as they are."""
+    model = as_data(dict(settings))
+    model.update(canonical_names(model))
+    model.update(typed_options(model))
+    model.update(canonical_fields(model))
+    return model
+
+
+def compared_model(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A model section as two are compared field by field (a resumed run's typed settings,
+    a sweep's finished run): :func:`canonical_model`, with ``attention_dropout`` as the
+    dropout the attention applies (``dropout`` where null), so a run of ``dropout 0.1,
+    attention_dropout 0.0`` and one of ``dropout 0.0`` differ in ``dropout`` alone."""
+    model = canonical_model(settings)
+    if "attention_dropout" in model and model["attention_dropout"] is None:
+        model["attention_dropout"] = model.get("dropout", encoder_defaults()["dropout"])
+    return model
+
+
+def same_architecture_field(name: str, ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
+    """Whether two model sections (flat: a command's, a run's record) hold field ``name``
+    in spellings of one value (:func:`compared_model`: ``block: {mlp: swiglu, norm:
+    layernorm}`` is ``{mlp: swiglu}``)."""
+    return compared_model(ours).get(name) == compared_model(theirs).get(name)
+
+
 def from_typed_views(block: Any, layer_plan: Any) -> dict[str, Any]:
     """The fields given as one of the config's typed views, each as its mapping:
     ``block`` a :class:`~roformer_lit.blocks.BlockOptions` (:attr:`EncoderConfig.
@@ -297,8 +409,8 @@ def typed_options(settings: Mapping[str, Any]) -> dict[str, Any]:
     command line's parser reads ``{base: "100"}`` as ``100``. So two configs that build
     the same model are equal, and a checkpoint, ``compare`` and run names record the
     number. ``position_kwargs``, ``attention_kwargs`` and a layer plan type's own are
-    read; an option of another spelling that is the same value (``100`` for ``100.0``)
-    stays as written. Options the check refuses, and fields not well formed, are left out
+    read; an option of another type that is the same value (``100`` for ``100.0``) is
+    held in the option's type too, so both spellings have one digest. Options the check refuses, and fields not well formed, are left out
     (the architecture's checks report them)."""
     changed = {
         field: typed
@@ -339,17 +451,18 @@ def _typed(options: Any, registry: Registry[Any], key: str, name: Any) -> dict[s
         checked = check_options(lookup(registry, name, key), options, key, name)
     except ConfigError:
         return None
-    typed = {
+    if all(_same(value, checked[option]) for option, value in options.items()):
+        return None
+    return {
         option: value if _same(value, checked[option]) else as_data(checked[option])
         for option, value in options.items()
     }
-    return typed if typed != dict(options) else None
 
 
 def _same(written: Any, checked: Any) -> bool:
-    """Whether an option written as ``written`` is the value ``checked``, in its type's
-    kind: ``100`` is ``100.0``, ``"100"`` is not."""
-    return isinstance(written, str) == isinstance(checked, str) and written == checked
+    """Whether an option written as ``written`` is the value ``checked``, of its type:
+    ``100`` is not ``100.0`` (one value, but a checkpoint's digest tells them apart)."""
+    return type(written) is type(checked) and written == checked
 
 
 def _canonical_type(spec: Any) -> Any:

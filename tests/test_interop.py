@@ -144,6 +144,37 @@ def test_export_loads_in_hf_and_round_trips(case, tmp_path):
         _assert_close_at_real(_ours(back, ids, mask), expected, mask)
 
 
+#: DeBERTa's max_relative_positions left null is derived from the other sizes (here 256);
+#: the import writes the number, which builds the same scheme but is another spelling.
+_DERIVED = "deberta-h40x5-L2"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            case,
+            marks=[pytest.mark.xfail(strict=True, reason="a derived default written out")]
+            if _id(case) == _DERIVED
+            else [],
+        )
+        for case in CASES
+    ],
+    ids=_id,
+)
+def test_export_then_import_gives_back_an_equal_config(case):
+    """The model imported from its export is the model's config: equal, one hash, one
+    checkpoint digest (the import writes every option, the defaults too)."""
+    from roformer_lit.interop import to_hf_model
+    from roformer_lit.training.architecture_digest import architecture_digest
+
+    model = _model(*case)
+    back = import_hf(to_hf_model(model))
+    assert back.config == model.config
+    assert hash(back.config) == hash(model.config)
+    assert architecture_digest(back.config.as_dict()) == architecture_digest(model.config.as_dict())
+
+
 MASK_ID, SEP_ID = 4, 3  # tiny_tokenizer's ids, as a trained tokenizer's
 
 

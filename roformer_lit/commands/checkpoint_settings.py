@@ -90,7 +90,7 @@ from typing import Any
 from lightning.pytorch.callbacks import Timer
 
 from roformer_lit.data.modules import class_path, complete_settings, data_class_for, refusal
-from roformer_lit.encoder_config import ENCODER_FIELDS, canonical_name
+from roformer_lit.encoder_config import ENCODER_FIELDS, canonical_name, same_architecture_field
 from roformer_lit.errors import ConfigError
 from roformer_lit.plan_identity import plain, same_plan
 from roformer_lit.training.checkpoint_io import SCHEDULE_STEPS_KEY, TRAINER_SETTINGS_KEY
@@ -210,6 +210,10 @@ CHECKPOINT_SETTINGS: dict[str, tuple[str, str]] = {
 }
 
 
+def _same_field(name: str) -> Callable[[Mapping[str, Any], Mapping[str, Any]], bool]:
+    return lambda ours, theirs: same_architecture_field(name, ours, theirs)
+
+
 def _same_held(key: str) -> Callable[[Mapping[str, Any], Mapping[str, Any]], bool]:
     return lambda ours, theirs: same_setting(held(key, ours), held(key, theirs))
 
@@ -217,10 +221,14 @@ def _same_held(key: str) -> Callable[[Mapping[str, Any], Mapping[str, Any]], boo
 #: Settings whose value is compared as what it builds, given the two sections holding it
 #: (the command's, the run's): a layer plan written with ``layers:`` is the run's
 #: ``pattern:`` plan (:func:`~roformer_lit.plan_identity.same_plan`), a built-in scheme or
-#: kernel named by its import path is its short name (:func:`same_component`), a trainer
+#: kernel named by its import path is its short name (:func:`same_component`), every
+#: other architecture field as the config holds it (a run's ``block`` recorded as written,
+#: ``{mlp: swiglu, norm: layernorm}``, is ``{mlp: swiglu}``:
+#: :func:`~roformer_lit.encoder_config.same_architecture_field`), a trainer
 #: setting is what the trainer holds (:data:`TRAINER_HOLDS`). Every other setting
 #: compares as plain data (:func:`same_setting`).
 SAME_BY: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], bool]] = {
+    **{f"model.{name}": _same_field(name) for name in ENCODER_FIELDS},
     "model.layer_plan": same_plan,
     "model.position": lambda ours, theirs: same_component("position", ours, theirs),
     "model.attention": lambda ours, theirs: same_component("attention", ours, theirs),

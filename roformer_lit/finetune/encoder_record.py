@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from roformer_lit.encoder_config import EncoderConfig
+from roformer_lit.encoder_config import EncoderConfig, canonical_model
 from roformer_lit.errors import ConfigError
 from roformer_lit.training.architecture_digest import (
     ENCODER_DIGEST_KEY,
@@ -42,6 +42,21 @@ def encoder_record(config: EncoderConfig) -> dict[str, Any]:
     """The architecture record of ``config`` (the pretrained checkpoint's encoder, before a
     fine-tune's ``dropout`` replaces its own): the record its digest seals."""
     return architecture_record(config.as_dict())
+
+
+def held_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A recorded encoder architecture (a fine-tune's :data:`ENCODER_RECORD_KEY`) as the
+    config built from it holds it (:func:`~roformer_lit.encoder_config.canonical_model`):
+    a record written before the config held ``block`` and the options so (``block: {mlp:
+    swiglu, norm: layernorm}``) is the record :func:`encoder_record` writes now for that
+    encoder (``{mlp: swiglu}``), so the two compare, and digest, as one architecture."""
+    return architecture_record(canonical_model(record))
+
+
+def held_record_digest(record: Any) -> str | None:
+    """:func:`record_digest` of :func:`held_record` of ``record``; None where it is no
+    mapping."""
+    return record_digest(held_record(record)) if isinstance(record, Mapping) else None
 
 
 def write_encoder_record(checkpoint: dict[str, Any], config: EncoderConfig) -> None:
@@ -86,6 +101,7 @@ def check_encoder_record(
     recorded = checkpoint.get(ENCODER_RECORD_KEY)
     if recorded is None:
         return
+    recorded = held_record(recorded)
     given = encoder_record(config)
     differing = differing_fields(recorded, given, training)
     if not differing:

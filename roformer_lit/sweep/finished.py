@@ -10,7 +10,9 @@ launch, after other runs of the sweep had already run. So a finished or interrup
 skipped or resumed only when the settings it ran with (its ``config.yaml``) are those the
 sweep gives it now: the seed, every model setting both name (a layer plan as what it
 builds, :func:`~roformer_lit.plan_identity.same_plan`: ``layers:`` for ``pattern:`` is no
-change), every data setting both name (one a run's ``config.yaml`` does not name, a run
+change; every other architecture field as the config holds it,
+:func:`~roformer_lit.encoder_config.compared_model`: ``block: {norm: layernorm}``
+is no block), every data setting both name (one a run's ``config.yaml`` does not name, a run
 from before the setting existed, at its default: :func:`model_defaults`, the data
 class's), machine settings aside, and the trainer's settings
 that change what a run trains or measures, as the trainer holds them
@@ -114,13 +116,23 @@ def first_difference(ran: Mapping[str, Any], asked: Any, command: str = "fit") -
     """``key: <value the run had> -> <value asked now>`` for the first setting of the run's
     config ``ran`` that the parsed config ``asked`` sets otherwise; None where none does."""
     from roformer_lit.commands.checkpoint_settings import same_setting
+    from roformer_lit.encoder_config import ENCODER_FIELDS, compared_model
 
     theirs, ours = _sections(ran, command), _sections(plain(asked), command)
+    # the architecture as the config holds it: a run's block {mlp: swiglu, norm: layernorm}
+    # is the sweep's {mlp: swiglu}
+    held = [
+        compared_model({k[len("model.") :]: v for k, v in found.items() if k.startswith("model.")})
+        for found in (theirs, ours)
+    ]
     for key in sorted(set(theirs) & set(ours)):
         if key in MACHINE_KEYS:
             continue
         if key == "model.layer_plan":
             same = same_plan(plain(ran.get("model")) or {}, plain(asked.get("model")) or {})
+        elif key.startswith("model.") and key[len("model.") :] in ENCODER_FIELDS:
+            name = key[len("model.") :]
+            same = same_setting(held[0].get(name), held[1].get(name))
         else:
             same = same_setting(theirs[key], ours[key])
         if not same:

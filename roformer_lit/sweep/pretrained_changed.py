@@ -28,10 +28,12 @@ Continued = tuple[str, str | Path, str, Any]
 
 
 def _recorded(last_ckpt: Path) -> tuple[str | None, str | None]:
-    """(architecture digest, weights digest) a fine-tuned checkpoint records; Nones where
-    it records none or cannot be read (the fine-tune's own checks say why when it runs)."""
+    """(architecture digest, weights digest) a fine-tuned checkpoint records, the first of
+    its encoder record as the config holds it (:func:`~roformer_lit.finetune.
+    encoder_record.held_record_digest`); Nones where it records none or cannot be read (the fine-tune's own checks say why when it runs)."""
+    from roformer_lit.finetune.encoder_record import held_record_digest
     from roformer_lit.finetune.pretrained_weights import PRETRAINED_WEIGHTS_KEY
-    from roformer_lit.training.architecture_digest import ENCODER_DIGEST_KEY
+    from roformer_lit.training.architecture_digest import ENCODER_DIGEST_KEY, ENCODER_RECORD_KEY
     from roformer_lit.training.checkpoint_io import read_checkpoint
 
     if not last_ckpt.is_file():
@@ -40,8 +42,11 @@ def _recorded(last_ckpt: Path) -> tuple[str | None, str | None]:
         checkpoint = read_checkpoint(last_ckpt, require_state_dict=False)
     except ConfigError:
         return None, None
+    # the record as the config holds it (read_checkpoint checked it against its digest): a
+    # record written before block was held canonical is the encoder written now
+    held = held_record_digest(checkpoint.get(ENCODER_RECORD_KEY))
     architecture, weights = (
-        checkpoint.get(ENCODER_DIGEST_KEY),
+        held or checkpoint.get(ENCODER_DIGEST_KEY),
         checkpoint.get(PRETRAINED_WEIGHTS_KEY),
     )
     return (

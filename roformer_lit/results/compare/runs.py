@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roformer_lit.encoder_config import canonical_model
 from roformer_lit.errors import ConfigError
 from roformer_lit.results.compare.components import plugin_identity
 from roformer_lit.results.events import RunEvents, Scalar, read_run
@@ -313,13 +314,20 @@ def _disagreements(config: dict[str, Any], hparams: dict[str, Any]) -> list[str]
             settings = settings["init_args"]  # a data module named by its class_path
         if not isinstance(settings, dict):
             continue
+        # the architecture as the config holds it (and saves it since): block {mlp: swiglu,
+        # norm: layernorm} in config.yaml is hparams.yaml's {mlp: swiglu}
+        held, held_saved = (
+            (canonical_model(settings), canonical_model(hparams))
+            if section == "model"
+            else (settings, hparams)
+        )
         for key, value in settings.items():
             if key in skipped or (
                 section == "data" and value is None and key in RESOLVED_WHEN_NULL
             ):
                 continue
             saved = saved_as.get(key, key)
-            if saved in hparams and _written(hparams[saved]) != _written(value):
+            if saved in hparams and _written(held_saved[saved]) != _written(held[key]):
                 found.append(
                     f"{section}.{key} {_written(value)} in config.yaml, "
                     f"{_written(hparams[saved])} in hparams.yaml"

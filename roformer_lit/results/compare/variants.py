@@ -42,6 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from roformer_lit.encoder_config import canonical_model
 from roformer_lit.plan_identity import all_options, model_plan
 from roformer_lit.results.compare.runs import RunSummary
 from roformer_lit.training.data_identity import short_identity
@@ -249,8 +250,11 @@ def comparable(hparams: Mapping[str, Any], every_option: bool = False) -> dict[s
     :func:`~roformer_lit.plan_identity.canonical_plan` (left out where it builds the
     model without a plan), and its scheme's and kernel's options without those written at
     their class's default (:func:`_own_options`); with ``every_option``, every option, the
-    defaults included (the value ``--select base`` reads: 10000 written or not)."""
-    out = dict(hparams)
+    defaults included (the value ``--select base`` reads: 10000 written or not). The other
+    architecture fields are read as the config holds them
+    (:func:`~roformer_lit.encoder_config.canonical_model`: a run's ``block`` recorded as
+    written, ``{mlp: swiglu, norm: layernorm}``, is a new run's ``{mlp: swiglu}``)."""
+    out = canonical_model(hparams)
     if "layer_plan" in out:
         plan = model_plan(out)  # read over the options as written: the plan's own reading
         if plan is None:
@@ -258,7 +262,8 @@ def comparable(hparams: Mapping[str, Any], every_option: bool = False) -> dict[s
         else:
             out["layer_plan"] = plan
     for what in OPTION_KEYS:
-        options = out.get(f"{what}_kwargs", {})  # unsaved: none given (defaults)
+        options = out.get(f"{what}_kwargs")
+        options = {} if options is None else options  # unsaved or null: none (defaults)
         if isinstance(options, Mapping) and what in out:
             out[f"{what}_kwargs"] = (
                 all_options(what, out[what], options)
