@@ -119,7 +119,7 @@ def test_export_writes_a_directory_automodel_loads_as_modernbert(tmp_path):
             "RoPE bases [500.0, 10000.0] among full_attention layers",
         ),
         ({"position_kwargs": {"rotary_fraction": 0.5}, "layer_plan": None}, "rotary_fraction"),
-        ({"layer_plan": {"pattern": ["l"], "types": {"l": {"window": 7}}}}, "window 7"),
+        ({"layer_plan": {"pattern": ["l"], "types": {"l": {"window": 1}}}}, "window 1"),
     ],
 )
 def test_what_modernbert_cannot_express_is_refused_in_one_line(changes, expected):
@@ -129,6 +129,26 @@ def test_what_modernbert_cannot_express_is_refused_in_one_line(changes, expected
     message = str(error.value)
     assert "\n" not in message and expected in message, message
     assert "ModernBertForMaskedLM cannot express it" in message
+
+
+@pytest.mark.parametrize("windows", [(7,), (9,), (8, 9)], ids=["7", "9", "8 and 9"])
+def test_an_odd_window_exports_as_the_even_window_it_builds(windows):
+    """A window ``2k + 1`` reads the keys within ``k`` each side, as ``2k`` does
+    (:func:`~roformer_lit.plan_identity.built_window`): exported as local_attention ``2k``,
+    with the same logits past the window and with padding."""
+    types = {f"local{n}": {"window": window} for n, window in enumerate(windows)}
+    plan = {"pattern": ["global", *types], "types": types}
+    model = recipe_model(torch.float64, layer_plan=plan)
+    hf = to_hf_model(model, torch.float64)
+    assert hf.config.local_attention == windows[-1] // 2 * 2
+    length = 3 * max(windows) + 2
+    ids = random_ids(2, length)
+    mask = torch.ones(2, length, dtype=torch.long)
+    mask[1, length - 5 :] = 0
+    with torch.no_grad():
+        ours, theirs = model(ids, mask), hf(input_ids=ids, attention_mask=mask).logits
+    real = mask.bool()
+    torch.testing.assert_close(ours[real], theirs[real], atol=1e-8, rtol=1e-8)
 
 
 def hf_modernbert(dtype: torch.dtype = torch.float64, **changes):

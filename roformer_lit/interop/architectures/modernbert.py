@@ -14,7 +14,9 @@ head are permuted (``q . k`` is unchanged by a permutation applied to both).
 
 What ModernBERT cannot express is refused in one line naming the setting: another scheme
 in any layer, RoPE options other than ``base``, post-norm, BERT's MLP, RMSNorm, a norm
-before layer 0, more than one window or one base per layer kind, an odd window.
+before layer 0, more than one window or one base per layer kind, window 1. An odd window
+``2k + 1`` builds the layer ``2k`` builds (:func:`~roformer_lit.plan_identity.built_window`)
+and is exported as ``local_attention`` ``2k``.
 
 ``layer_types`` and a RoPE base per layer kind (``rope_parameters``) are what
 transformers 5.0.0 added to ``ModernBertConfig``; 4.x reads neither (it would rebuild a
@@ -31,6 +33,7 @@ import torch
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop.architectures.base import HFArchitecture, Link
+from roformer_lit.plan_identity import built_window
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -91,13 +94,16 @@ class ModernBertArchitecture(HFArchitecture):
 
     def _plan(self, model: MaskedLM) -> _Plan:
         specs = model.config.layer_specs
-        windows = {spec.window for spec in specs if spec.window is not None}
+        # each window as the layer it builds: 2k + 1 reads the keys 2k reads (window // 2
+        # each side, ModernBERT's convention too), so it exports as local_attention 2k
+        windows = {built_window(spec.window) for spec in specs if spec.window is not None}
         if len(windows) > 1:
             self._refuse_export(f"windows {sorted(windows)} (ModernBERT has one local_attention)")
         window = windows.pop() if windows else None
         if window is not None and window % 2:
             self._refuse_export(
-                f"window {window} (ModernBERT's local_attention is even: 2 x its half-width)"
+                f"window {window} (ModernBERT's local_attention is even: 2 x its half-width, "
+                "and window 1 reads the query alone)"
             )
         bases: dict[str, set[float]] = {kind: set() for kind in _KINDS}
         layer_types = []
