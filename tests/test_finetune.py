@@ -307,6 +307,7 @@ def test_a_finetune_is_named_for_its_pretrained_model(pretrained, tmp_path, monk
     other = torch.load(pretrained, weights_only=True)
     other["hyper_parameters"]["position_kwargs"] = {"base": 500}  # same weights, other model
     settings = EncoderConfig.from_settings(other["hyper_parameters"]).as_dict()
+    other["hyper_parameters"].update(settings)  # recorded as the config holds it (500.0)
     other[DIGEST_KEY] = architecture_digest(settings)  # as fit would record it
     recipe_run = tmp_path / "runs" / "mlm" / "modernbert-seed0"
     (recipe_run / "checkpoints").mkdir(parents=True)
