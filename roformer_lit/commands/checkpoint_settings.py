@@ -739,6 +739,43 @@ def _typed_value(
     return None
 
 
+#: The run's seed, a top-level setting: a resumed ``fit`` takes it from its run directory's
+#: ``config.yaml`` (:func:`resumed_seed`).
+SEED = "seed_everything"
+
+
+def seed_typed(args: Sequence[str], options: Mapping[str, Any]) -> bool:
+    """Whether ``--seed_everything`` was typed on the command line ``args``."""
+    return any(
+        arg.startswith("--") and _option_dest(arg.partition("=")[0], options) == SEED
+        for arg in args
+    )
+
+
+def _same_seed(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b  # ``false`` is not the seed 0, nor ``true`` 1
+
+
+def resumed_seed(run_seed: Any, ours: Any, typed: bool, path: str) -> str | None:
+    """A resumed ``fit`` is its run's seed (``run_seed``: the ``seed_everything`` its run
+    directory's ``config.yaml`` records; ``ours``: the command's, as it seeds). The resume
+    restores the random states the run saved, so another seed would draw nothing other and
+    be recorded only, in the run's ``config-resumed-<k>.yaml``, as a seed the run never
+    trained with. A typed seed that differs is refused in one line; any other (the
+    default, a ``--config`` file's) is replaced by the run's: returns the ``note:`` line, or
+    None where they agree."""
+    if _same_seed(ours, run_seed):
+        return None
+    if typed:
+        raise ConfigError(
+            f"checkpoint {path} was trained with {SEED}={run_seed!r}, this run has "
+            f"{SEED}={ours!r}; a resumed run continues as it trained (its random states "
+            "are restored): leave the flag out, or train a new run (the command without "
+            "--ckpt_path)"
+        )
+    return f"note: resuming with the run's {SEED}={run_seed!r} (its config.yaml), not {ours!r}"
+
+
 def checkpoint_settings(
     checkpoint: Mapping[str, Any],
     config: Any,
@@ -809,6 +846,7 @@ __all__ = [
     "NOTICE",
     "QUIET",
     "REFUSE",
+    "SEED",
     "SET_THROUGH",
     "TRAINER_HOLDS",
     "TRAINING_SECTIONS",
@@ -818,7 +856,9 @@ __all__ = [
     "checkpoint_settings",
     "config_file_keys",
     "held",
+    "resumed_seed",
     "same_setting",
     "saved_settings",
+    "seed_typed",
     "typed_keys",
 ]

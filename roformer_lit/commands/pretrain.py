@@ -30,11 +30,14 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 from roformer_lit.commands.argument_words import plain_argument_error
 from roformer_lit.commands.checkpoint_data import check_checkpoint_data, current_data_identity
 from roformer_lit.commands.checkpoint_settings import (
+    SEED,
     check_step_boundary,
     check_steps_left,
     check_time_left,
     checkpoint_settings,
     config_file_keys,
+    resumed_seed,
+    seed_typed,
     typed_keys,
 )
 from roformer_lit.commands.evaluation_tokenizer import evaluation_tokenizer
@@ -47,7 +50,7 @@ from roformer_lit.commands.prelaunch import (
 from roformer_lit.commands.printed_config import CheckedPrintParser
 from roformer_lit.commands.repeated_options import refuse_repeated_options
 from roformer_lit.commands.replaced_mappings import replaced_notes
-from roformer_lit.commands.seed_environment import seed_environment_kept
+from roformer_lit.commands.seed_environment import seed_environment_kept, seed_taken
 from roformer_lit.commands.seed_line import say_seed, seed_line_held
 from roformer_lit.component_origins import recorded_origins
 from roformer_lit.data.datamodule import PretrainDataModule
@@ -65,7 +68,7 @@ from roformer_lit.data.modules import (
 from roformer_lit.data.stored_tokenizer import run_tokenizer_given, stored_tokenizer_json
 from roformer_lit.errors import ConfigError, refused_settings
 from roformer_lit.module import MaskedLM
-from roformer_lit.safe_input import check_readable_file, yaml_value
+from roformer_lit.safe_input import check_readable_file, safe_yaml_load, yaml_value
 from roformer_lit.training import run_dir
 from roformer_lit.training.callbacks import (
     LastCheckpointAtEnd,
@@ -253,6 +256,8 @@ class RoformerCLI(CompatCLI):
             from_files=config_file_keys(argv, options),
             pretraining_data=self.subclass_mode_data,
         )
+        if subcommand == "fit":
+            notes += self.take_run_seed(path, seed_typed(argv, options))
         if launch_rank() in (None, 0):
             for note in notes:
                 print(note, file=sys.stderr, flush=True)
@@ -266,6 +271,27 @@ class RoformerCLI(CompatCLI):
             check_steps_left(checkpoint, self.config[subcommand], path)
             check_step_boundary(checkpoint, path)
             check_time_left(checkpoint, self.config[subcommand], path)
+
+    def take_run_seed(self, path: str, typed: bool) -> list[str]:
+        """A resumed ``fit`` takes its run's ``seed_everything``, as its run directory's
+        ``config.yaml`` records it (:func:`resumed_seed`: a typed other seed is refused);
+        a checkpoint outside a run directory, or a record without a seed, keeps the
+        command's. Returns the ``note:`` lines."""
+        run = run_dir_of(path)
+        if run is None:
+            return []
+        try:
+            recorded = safe_yaml_load((run / "config.yaml").read_text(encoding="utf-8"))
+        except (OSError, ValueError, yaml.YAMLError, ConfigError):
+            return []
+        if not isinstance(recorded, dict) or SEED not in recorded:
+            return []
+        section = self.config[self.config["subcommand"]]
+        note = resumed_seed(recorded[SEED], seed_taken(section.get(SEED)), typed, path)
+        if note is None:
+            return []
+        section[SEED] = recorded[SEED]
+        return [note]
 
     def before_instantiate_classes(self) -> None:
         """Pick and claim the run directory (:mod:`roformer_lit.training.run_dir`): resume into a
