@@ -8,6 +8,10 @@
   Lightning, which a user cannot act on;
 * on ``validate``/``test``, Lightning's "The dirpath has changed from ..." about the
   checkpoint directory of the evaluated run (an evaluation writes no checkpoint);
+* Lightning's "Checkpoint directory <run>/checkpoints exists and is not empty", printed
+  with its source line on every resume: a resume writes into its own run's checkpoints,
+  and a new run claims a directory of its own (:mod:`roformer_lit.training.run_dir`), so it
+  never meets another run's;
 * the traceback a background thread prints when it fails (TensorBoard's event writer after
   the disk filled or the run directory was deleted): the failure is kept
   (:func:`background_failures`) and the CLI reports it in its one line; the writer raises
@@ -69,6 +73,8 @@ def install() -> None:
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
     # validate/test restore a checkpoint callback's state into a run that saves nothing
     warnings.filterwarnings("ignore", message=r"The dirpath has changed from")
+    # a resume writes into its own run's checkpoints (a new run's directory is new)
+    warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
     for name in (
         "lightning_utilities.core.rank_zero",
         "lightning.pytorch",
