@@ -1559,6 +1559,16 @@ SAME_RUN_GRIDS: dict[str, dict[str, list[Any]]] = {
             {"pattern": ["l"], "types": {"l": {"window": 65}}},
         ]
     },
+    "a scheme's option at its default and none": {  # rope's base is 10000 either way
+        "model.position_kwargs": [{"base": 10000}, {}],
+    },
+    "a kernel's option at its default and none": {
+        "model.attention_kwargs": [{}, {"backend": "auto"}],
+    },
+    "a scheme's option at its default and null": {
+        "model.position": ["t5"],
+        "model.position_kwargs": [None, {"num_buckets": 32}],
+    },
     "a plan type's scheme and its import path": {
         "model.layer_plan": [
             {"pattern": ["a"], "types": {"a": {"position": "rope"}}},

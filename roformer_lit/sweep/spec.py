@@ -19,7 +19,7 @@ import yaml
 
 from roformer_lit.encoder_config import canonical_names
 from roformer_lit.errors import AbbreviatedOption, ConfigError
-from roformer_lit.plan_identity import model_plan
+from roformer_lit.plan_identity import all_options, model_plan
 from roformer_lit.plan_labels import plan_label
 from roformer_lit.safe_input import YAMLBombError, safe_yaml_load, yaml_value
 from roformer_lit.sweep.bad_values import grid_problems
@@ -563,12 +563,18 @@ def _settings_key(config: Any) -> str:
     ``roformer_lit.positions.rope:RotaryPosition`` builds ``rope``, as ``fit`` records it;
     a layer plan is what it builds (:func:`~roformer_lit.plan_identity.model_plan`:
     ``layers:`` for ``pattern:``, a pattern written twice over, a type naming the model's
-    own scheme, windows 65 and 64 are one plan)."""
+    own scheme, windows 65 and 64 are one plan), and a scheme's or kernel's options as every
+    option over its class's defaults (:func:`~roformer_lit.plan_identity.all_options`, as
+    ``compare`` reads them: rope's ``{base: 10000}`` is ``{}``)."""
     settings = config.as_dict() if hasattr(config, "as_dict") else dict(config)
     model = settings.get("model")
     if isinstance(model, dict):  # a built-in by its import path is its short name
         model.update(canonical_names(model))
         model["layer_plan"] = model_plan(model)
+        for what in ("position", "attention"):
+            options = model.get(f"{what}_kwargs")
+            if what in model and isinstance(options or {}, Mapping):
+                model[f"{what}_kwargs"] = all_options(what, model[what], options or {})
     logger = (settings.get("trainer") or {}).get("logger")
     if isinstance(logger, dict) and isinstance(logger.get("init_args"), dict):
         logger["init_args"].pop("version", None)
