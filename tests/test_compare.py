@@ -512,3 +512,52 @@ def test_a_failed_attempt_given_by_path_says_a_sweep_moved_it_aside(sweep, tmp_p
     # the run itself, under its own name, carries no such note
     (own,) = collect_runs(run, report=lambda line: None)
     assert not any("moved aside" in n for n in own.notes)
+
+
+def _resumed_copy(sweep, root, seed: int, edit) -> None:
+    """The sweep's ``nope`` run of ``seed`` under ``root``, with the
+    ``config-resumed-1.yaml`` a resume writes: its ``config.yaml`` edited by ``edit``."""
+    import yaml
+
+    run = root / "mlm" / f"nope-softmax-seed{seed}"
+    shutil.copytree(sweep / "mlm" / f"nope-softmax-seed{seed}", run)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    edit(config)
+    (run / "config-resumed-1.yaml").write_text(yaml.safe_dump(config))
+
+
+def _set(section: str, key: str, value):
+    def edit(config):
+        settings = config[section].get("init_args", config[section])
+        settings[key] = value
+        config["ckpt_path"] = "runs/mlm/x/checkpoints/last.ckpt"
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "variants"),
+    [
+        (_set("model", "dropout", 0.3), 2),  # resumed with --model.dropout 0.3
+        (_set("data", "num_workers", 3), 1),  # the machine's: the same run
+        (_set("model", "compile", False), 1),  # at the value it had: nothing changed
+    ],
+    ids=["dropout", "num_workers", "unchanged"],
+)
+def test_a_run_resumed_at_other_settings_is_not_averaged_with_runs_of_one(
+    sweep, tmp_path, edit, variants
+):
+    """``fit --ckpt_path --model.dropout 0.3`` trains on at 0.3 (a ``note:`` line) and
+    writes ``config-resumed-1.yaml``, while ``hparams.yaml`` keeps 0.1: compare tabled the
+    run as a dropout-0.1 seed beside runs at 0.1 throughout. It is its own variant now,
+    ``dropout=0.1 then 0.3``, with a note; a resume that changed nothing it compares is not."""
+    root = tmp_path / "runs"
+    _resumed_copy(sweep, root, 1, lambda config: None)
+    _resumed_copy(sweep, root, 2, edit)
+    runs = collect_runs(root, report=lambda line: None)
+    rows = aggregate(runs)
+    assert len(rows) == variants, [r.variant for r in rows]
+    if variants == 2:
+        (mixed,) = [r for r in runs if r.seed == 2]
+        assert "dropout=0.1 then 0.3" in mixed.variant, mixed.variant
+        assert any("model.dropout 0.1 then 0.3" in note for note in mixed.notes), mixed.notes

@@ -127,6 +127,9 @@ class RunSummary:
     #: plugin_identity`; empty: built-ins only, or not recorded).
     plugin_identity: dict[str, str] = field(default_factory=dict)
     plugin_options: dict[str, str] = field(default_factory=dict)
+    #: The note of a run resumed at other model or data settings (:func:`_resumed_changes`),
+    #: or "".
+    resumed: str = ""
 
     def __post_init__(self) -> None:
         if not self.variant:
@@ -142,7 +145,8 @@ class RunSummary:
         if not self.has_config and not self.evaluation_only:
             missing.append("no config.yaml: its trainer settings are unknown, tabled apart")
         unfinished = [] if self.finished else [f"{UNFINISHED}: {self.progress}"]
-        return [*([aside] if aside else []), *self.problems, *missing, *unfinished]
+        resumed = [self.resumed] if self.resumed else []
+        return [*([aside] if aside else []), *self.problems, *resumed, *missing, *unfinished]
 
     @property
     def last_validated_step(self) -> int | None:
@@ -236,6 +240,7 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
             data = data["init_args"]  # a data module named by its class_path
         hparams = {**(data if isinstance(data, dict) else {}), **config["model"]}
     problems += _disagreements(config, hparams)
+    resumed = _resumed_changes(run_dir, config, hparams, problems)
     trainer = config.get("trainer")
     trainer = trainer if isinstance(trainer, dict) else {}
     if trainer:  # a run without its config.yaml has unknown trainer settings
@@ -279,6 +284,7 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         data_identity=_data_identity(run_dir, problems),
         plugin_identity=plugins[0],
         plugin_options=plugins[1],
+        resumed=resumed,
     )
 
 
@@ -339,6 +345,58 @@ def _disagreements(config: dict[str, Any], hparams: dict[str, Any]) -> list[str]
         + "; ".join(found)
         + "; tabled by hparams.yaml"
     ]
+
+
+#: Settings a resume takes from the command, as they belong to the machine (the table's
+#: ``MACHINE_SETTINGS``: a moved pretrained checkpoint, workers, a cache): never a change.
+_RESUME_MACHINE = frozenset({"pretrained", "num_workers", "num_proc", "cache_dir"})
+_RESUMED_CONFIG = re.compile(r"^config-resumed-(\d+)\.yaml$")
+
+
+def _settings(config: dict[str, Any], section: str) -> dict[str, Any]:
+    settings = config.get(section)
+    if isinstance(settings, dict) and isinstance(settings.get("init_args"), dict):
+        settings = settings["init_args"]  # a data module named by its class_path
+    return settings if isinstance(settings, dict) else {}
+
+
+def _resumed_changes(
+    run_dir: Path, config: dict[str, Any], hparams: dict[str, Any], problems: list[str]
+) -> str:
+    """A run resumed at other model or data settings (``fit --ckpt_path`` takes a typed
+    ``--model.dropout`` with a ``note:`` line, and writes the resumed configuration as
+    ``config-resumed-<k>.yaml``) trained its steps at more than one value, while
+    ``hparams.yaml`` keeps the first: each such setting's value in ``hparams`` becomes
+    ``first then second`` (its own variant, never averaged with runs that trained at either
+    throughout), and the returned note names them ("" where no resume changed one)."""
+    resumes = []
+    for path in run_dir.glob("config-resumed-*.yaml"):
+        match = _RESUMED_CONFIG.match(path.name)
+        if match:
+            resumes.append((int(match.group(1)), path.name))
+    changed: dict[tuple[str, str], list[str]] = {}
+    for _, name in sorted(resumes):
+        resumed = _read_yaml(run_dir, name, problems)
+        for section in ("model", "data"):
+            first = _settings(config, section)
+            for key, value in _settings(resumed, section).items():
+                if key in _RESUME_MACHINE or (section == "model" and key in RESPELLED):
+                    continue
+                if key not in first or (first[key] is None and key in RESOLVED_WHEN_NULL):
+                    continue
+                values = changed.setdefault((section, key), [_written(first[key])])
+                if _written(value) != values[-1]:
+                    values.append(_written(value))
+    words = []
+    for (section, key), values in sorted(changed.items()):
+        if len(values) < 2:
+            continue
+        saved = (DATA_SAVED_AS if section == "data" else {}).get(key, key)
+        hparams[saved] = " then ".join(values)
+        words.append(f"{section}.{key} {' then '.join(values)}")
+    if not words:
+        return ""
+    return "resumed at other settings (config-resumed-<k>.yaml): " + "; ".join(words)
 
 
 def _written(value: Any) -> str:
