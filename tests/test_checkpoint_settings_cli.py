@@ -142,3 +142,16 @@ def test_resuming_at_other_typed_settings_is_refused_in_one_line(work, monkeypat
     assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
     assert flags[0][2:] in errors[0] and "a resumed run continues as it trained" in errors[0]
     assert ckpt.read_bytes() == before
+
+
+def test_an_evaluation_records_how_much_of_the_split_it_measured(work, monkeypatch):
+    """``validate --trainer.limit_val_batches 1`` measures one batch (taken quietly: the run
+    is not changed), yet its line in the run's ``evaluations.jsonl`` read as the whole
+    split's: the record named the data and model settings only. It keeps the trainer's
+    batch limit and precision as the trainer held them."""
+    monkeypatch.chdir(work)
+    ckpt = last(work, "mlm/rope-*")
+    assert main(validate(ckpt, "--trainer.limit_val_batches", "1")) == 0
+    assert evaluated(ckpt)["trainer"] == {"limit_val_batches": "1 batches", "precision": "32-true"}
+    assert main(validate(ckpt)) == 0  # the whole split
+    assert evaluated(ckpt)["trainer"]["limit_val_batches"] == 1.0

@@ -94,6 +94,7 @@ from roformer_lit.training.run_logger import RunLogger, unique_version
 from roformer_lit.training.run_name import run_stem
 from roformer_lit.training.run_report import RunReport
 from roformer_lit.training.throughput import Throughput
+from roformer_lit.training.trainer_settings import held
 from roformer_lit.validation import check_run_arguments
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
@@ -527,6 +528,11 @@ def check_resume_keeps_later_steps(ckpt: Any, run: Path) -> None:
 
 
 EVALUATIONS_FILE = "evaluations.jsonl"
+#: The trainer's settings an evaluation's record keeps, as the trainer holds them
+#: (:func:`~roformer_lit.training.trainer_settings.held`): ``validate --trainer.
+#: limit_val_batches 1`` measures one batch of the split, ``--trainer.precision bf16-mixed``
+#: rounds otherwise, and either is taken quietly (the run is not changed by it).
+EVALUATED_WITH = ("limit_val_batches", "precision")
 
 
 def check_measured(subcommand: str, trainer: Trainer, pretraining_data: bool) -> None:
@@ -560,7 +566,8 @@ def _record_evaluation(
     one JSON line with the time, command, checkpoint (and its step), the data and model
     settings it was evaluated with, the content identity of the data it evaluated
     (``data_identity``: :mod:`roformer_lit.training.data_identity`, null for data without
-    one; records from before it have no such key), and the metrics; ``step``: the step of
+    one; records from before it have no such key), the trainer's :data:`EVALUATED_WITH`
+    (records from before them lack the key), and the metrics; ``step``: the step of
     the checkpoint evaluated (read from the file when not given). A checkpoint outside a
     run directory, or in one this process cannot write, gets no record (Lightning's printed
     table is the result; a ``note:`` line says so for the second)."""
@@ -584,6 +591,8 @@ def _record_evaluation(
         # a pretraining section as one flat dict of its class's settings; fine-tuning's as it is
         "data": settings_of(config.get("data")) if pretraining_data else _plain(config.get("data")),
         "model": _plain(config.get("model")),
+        # what else decides the metrics: how much of the split, at which precision
+        "trainer": {key: held(key, _plain(config.get("trainer"))) for key in EVALUATED_WITH},
         "data_identity": data_identity,
         "metrics": metrics,
     }
