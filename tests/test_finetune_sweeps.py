@@ -385,6 +385,42 @@ def test_a_fine_tune_made_twice_or_unfinished_does_not_move_the_row(
     ), row.notes
 
 
+def test_a_fine_tune_of_an_unfinished_pretraining_run_does_not_move_the_row(
+    tree, tmp_path, monkeypatch
+):
+    """A pretraining run of the tree's rope settings stopped at step 20 of 30 (preempted, or
+    still training), fine-tuned from its ``last.ckpt``: compare averaged the fine-tune as a
+    third pretraining seed of ``rope-softmax``, its weights another length's. It is named
+    in the row's notes and left out: the row is still numpy's over the tree's own runs."""
+    work = tmp_path / "tree"
+    shutil.copytree(tree, work)
+    monkeypatch.chdir(work)
+    stopped = "rope-softmax-seed2"
+    write_run(
+        work / "runs" / "positions" / stopped,
+        {"position": "rope", "attention": "softmax", "hidden_size": 32, "seed": 2},
+        {"seed_everything": 2, "trainer": {"max_steps": 30}},
+        {"val/loss": [3.0, 2.6], "train/loss": [4.0, 3.0]},
+    )
+    finetune = work / "runs" / "finetune"
+    original = finetune / "movie_polarity-rope-softmax-seed0-ftseed0"
+    hparams = yaml.safe_load((original / "hparams.yaml").read_text(encoding="utf-8"))
+    hparams["pretrained"] = f"runs/positions/{stopped}/checkpoints/last.ckpt"
+    config = yaml.safe_load((original / "config.yaml").read_text(encoding="utf-8"))
+    scalars = {"val/accuracy": [0.01, 0.02, 0.01], "val/f1": [0.0] * 3, "val/loss": [0.99] * 3}
+    write_run(finetune / f"movie_polarity-{stopped}-ftseed0", hparams, config, scalars)
+    rows = {row.variant: row for row in aggregate_downstream(collect_runs(finetune))}
+    row = rows["rope-softmax"]
+    expected = oracle("rope")
+    finetune_stat, pretrain_stat = row.stats["accuracy"]
+    assert pretrain_stat.n == 2 and pretrain_stat.mean == pytest.approx(expected["mean"])
+    assert pretrain_stat.std == pytest.approx(expected["std_pretrain"])
+    assert any(
+        f"its pretrained run {stopped} is unfinished: last validated at step 20 of 30" in note
+        for note in row.notes
+    ), row.notes
+
+
 def oracle(position: str, metric: str = "accuracy") -> dict[str, float]:
     """numpy on the raw values: best accuracy per run (f1 at that epoch), per-checkpoint
     means, their mean and ddof=1 std, the pooled within-checkpoint std, MLM val/loss."""

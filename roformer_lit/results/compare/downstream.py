@@ -36,7 +36,9 @@ unknown identity and is labelled by its settings alone.
 
 Each fine-tuning seed counts once per checkpoint (the same fine-tune run twice is one
 experiment: the first by path, the others reported), and an unfinished fine-tune (not yet
-validated at its last step, :attr:`RunSummary.finished`) is named in the row's notes, never averaged.
+validated at its last step, :attr:`RunSummary.finished`) is named in the row's notes, never averaged;
+so is a fine-tune whose pretrained run is unfinished (still training, or stopped before its
+end): its checkpoint holds another length's weights than its variant's finished seeds.
 
 A std is None where its denominator is 0 (one checkpoint; one fine-tuning seed each). The
 MLM columns are the row's pretrained runs' final and best ``val/loss``: mean and sample std
@@ -159,9 +161,7 @@ def aggregate_downstream(
     for (task, label), members in groups.items():
         counted, unfinished = _counted(members, report)
         row = _row(task, label, counted, metrics_of=members)
-        row.notes += [
-            f"{Path(r.run.path).name}: unfinished: {r.run.progress}; {LEFT_OUT}" for r in unfinished
-        ]
+        row.notes += [_unfinished_note(r) for r in unfinished]
         rows.append(row)
     return sorted(rows, key=_sort_key)
 
@@ -174,16 +174,37 @@ def _counted(
     (:func:`~roformer_lit.results.compare.aggregate.once_per_seed`: the same fine-tune run
     twice is one experiment, reported) -- and the unfinished ones (another length's
     numbers), which only its notes name."""
-    unfinished = [r for r in members if not r.run.finished]
+    unfinished = [r for r in members if not _finished(r)]
     by_checkpoint: dict[str, list[FinetuneResult]] = {}
     for result in members:
-        if result.run.finished:
+        if _finished(result):
             by_checkpoint.setdefault(result.checkpoint_key, []).append(result)
     counted = []
     for group in by_checkpoint.values():
         kept = {id(run) for run in once_per_seed([r.run for r in group], report)}
         counted += [r for r in group if id(r.run) in kept]
     return counted, unfinished
+
+
+def _finished(result: FinetuneResult) -> bool:
+    """Whether ``result`` counts: the fine-tune validated at its last step, and its pretrained
+    run at its own (a checkpoint of a pretraining run still training, or stopped before its
+    end, holds another length's weights than the finished seeds of its variant)."""
+    pretrained = result.pretrained_run
+    return result.run.finished and (pretrained is None or pretrained.finished)
+
+
+def _unfinished_note(result: FinetuneResult) -> str:
+    """The row's note naming a fine-tune :func:`_finished` leaves out, and why."""
+    where = Path(result.run.path).name
+    if not result.run.finished:
+        return f"{where}: unfinished: {result.run.progress}; {LEFT_OUT}"
+    pretrained = result.pretrained_run
+    assert pretrained is not None
+    return (
+        f"{where}: its pretrained run {Path(pretrained.path).name} is unfinished: "
+        f"{pretrained.progress}; {LEFT_OUT}"
+    )
 
 
 def _sort_key(row: DownstreamRow) -> tuple[str, bool, float, str]:
