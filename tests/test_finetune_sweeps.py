@@ -421,6 +421,32 @@ def test_a_fine_tune_of_an_unfinished_pretraining_run_does_not_move_the_row(
     ), row.notes
 
 
+def test_fine_tunes_of_two_checkpoints_of_one_run_are_two_rows(tree, tmp_path, monkeypatch):
+    """A budget study fine-tunes ``step=20.ckpt`` beside ``last.ckpt``: compare keyed a
+    pretraining seed by its run alone, so the early checkpoint's fine-tune was pooled as
+    another fine-tuning seed of the last one's (or, at the same seed, left out as a repeat).
+    Each checkpoint file is its own row now (``ckpt=<file>``), the last's still numpy's."""
+    work = tmp_path / "tree"
+    shutil.copytree(tree, work)
+    monkeypatch.chdir(work)
+    finetune = work / "runs" / "finetune"
+    original = finetune / "movie_polarity-rope-softmax-seed0-ftseed0"
+    hparams = yaml.safe_load((original / "hparams.yaml").read_text(encoding="utf-8"))
+    hparams["pretrained"] = "runs/positions/rope-softmax-seed0/checkpoints/step=20.ckpt"
+    config = yaml.safe_load((original / "config.yaml").read_text(encoding="utf-8"))
+    config["seed_everything"] = 5
+    scalars = {"val/accuracy": [0.01, 0.02, 0.01], "val/f1": [0.0] * 3, "val/loss": [0.99] * 3}
+    write_run(finetune / "movie_polarity-rope-step20-ftseed5", hparams, config, scalars)
+    rows = {row.variant: row for row in aggregate_downstream(collect_runs(finetune))}
+    last, early = rows["rope-softmax ckpt=last.ckpt"], rows["rope-softmax ckpt=step=20.ckpt"]
+    expected = oracle("rope")
+    finetune_stat, pretrain_stat = last.stats["accuracy"]
+    assert finetune_stat.n == 5 and finetune_stat.mean == pytest.approx(expected["mean"])
+    assert finetune_stat.std == pytest.approx(expected["std_finetune"])
+    early_stat = early.stats["accuracy"][0]
+    assert early_stat.n == 1 and early_stat.mean == pytest.approx(0.02)
+
+
 def oracle(position: str, metric: str = "accuracy") -> dict[str, float]:
     """numpy on the raw values: best accuracy per run (f1 at that epoch), per-checkpoint
     means, their mean and ddof=1 std, the pooled within-checkpoint std, MLM val/loss."""

@@ -91,9 +91,17 @@ class FinetuneResult:
     finetune_setting: str = ""  # fine-tuning hyperparameters differing between runs
 
     @property
+    def checkpoint_file(self) -> str:
+        """The pretrained checkpoint's file name (``last.ckpt``, ``step=1500.ckpt``)."""
+        return Path(self.pretrained).name
+
+    @property
     def checkpoint_key(self) -> str:
-        """One pretraining seed: the pretrained run's directory, else the checkpoint path."""
-        return str(self.pretrained_run.path) if self.pretrained_run else self.pretrained
+        """One pretraining seed: the pretrained run's directory and checkpoint file (two
+        checkpoints of one run hold other weights), else the checkpoint path."""
+        if self.pretrained_run is None:
+            return self.pretrained
+        return str(Path(self.pretrained_run.path) / "checkpoints" / self.checkpoint_file)
 
 
 @dataclass
@@ -331,12 +339,17 @@ def best_validation(events: RunEvents, main: str, mode: str = "max") -> dict[str
 
 def _label_pretraining(results: list[FinetuneResult]) -> None:
     """``pretrain_variant``: the pretrained runs' variant labels among themselves, or the
-    checkpoint path where the run was not found."""
+    checkpoint path where the run was not found; where the fine-tunes read more than one
+    checkpoint file of their runs (``last.ckpt`` and a budget's ``step=1500.ckpt``), the
+    file too (``ckpt=step=1500.ckpt``): other weights, never seeds of one row."""
     found = {str(r.pretrained_run.path): r.pretrained_run for r in results if r.pretrained_run}
     labelled = {str(r.path): r.variant for r in assign_variants(list(found.values()))}
+    files = {r.checkpoint_file for r in results if r.pretrained_run}
     for result in results:
         run = result.pretrained_run
         result.pretrain_variant = labelled[str(run.path)] if run else result.pretrained
+        if run is not None and len(files) > 1:
+            result.pretrain_variant += f" ckpt={result.checkpoint_file}"
 
 
 def _label_settings(results: list[FinetuneResult]) -> None:
