@@ -83,7 +83,7 @@ from roformer_lit.positions.base import (
     segment_positions,
 )
 from roformer_lit.score_bias import bias_rows, bias_squares, dense_from_lookup
-from roformer_lit.testing.kit import Check, Options, default_dtype, differs
+from roformer_lit.testing.kit import Check, Options, default_dtype, differs, nonfinite
 from roformer_lit.testing.models import (
     PAD,
     SHAPES,
@@ -125,12 +125,12 @@ def finite_logits() -> Iterator[None]:
         ids = given.get("input_ids")
         shape = tuple(ids.shape) if isinstance(ids, Tensor) else "?"
         extra = [name for name in _FORWARD_ARGUMENTS[1:] if given.get(name) is not None]
-        bad = int((~torch.isfinite(output)).sum())
-        raise AssertionError(
-            f"non-finite logits: {bad} of {output.numel()} are NaN or inf ({output.dtype}) "
-            f"for input_ids of shape {shape}"
-            + (f" with {', '.join(extra)}" if extra else "")
-            + "; the scheme's hooks give NaN or inf on these inputs"
+        raise nonfinite(
+            output,
+            "logits",
+            f"input_ids of shape {shape}",
+            extra,
+            "the scheme's hooks give NaN or inf on these inputs",
         )
 
     try:

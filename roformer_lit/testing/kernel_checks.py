@@ -73,7 +73,7 @@ from roformer_lit.errors import ConfigError
 from roformer_lit.registry import check_options, construct
 from roformer_lit.score_bias import ScoreBias, lookup_of_dense, offset_lookup
 from roformer_lit.testing.checks import FLOAT32_AGAINST_FLOAT64, FLOAT32_TOL, FLOAT64_TOL
-from roformer_lit.testing.kit import Check, Options, differs
+from roformer_lit.testing.kit import Check, Options, differs, nonfinite
 from roformer_lit.testing.models import component_label, random_ids, small_model
 
 #: ``(batch, heads, length, head size)`` of the ``shapes`` check: odd heads and lengths.
@@ -263,12 +263,12 @@ def finite_at_real_queries(out: Any, q: Tensor, keywords: dict[str, Any]) -> Non
     ]
     if keywords.get("dropout_p"):
         given.append(f"dropout_p={keywords['dropout_p']}")
-    bad = int((~torch.isfinite(real)).sum())
-    raise AssertionError(
-        f"non-finite output: {bad} of {real.numel()} values at real queries are NaN or inf "
-        f"({out.dtype}) for q, k, v of shape {tuple(q.shape)}"
-        + (f" with {', '.join(given)}" if given else "")
-        + "; the kernel gives NaN or inf on these inputs"
+    raise nonfinite(
+        real,
+        "output",
+        f"q, k, v of shape {tuple(q.shape)}",
+        given,
+        "the kernel gives NaN or inf at real queries on these inputs",
     )
 
 

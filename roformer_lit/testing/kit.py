@@ -42,6 +42,19 @@ def differs(a: Tensor, b: Tensor, at_least: float) -> bool:
     return bool((a - b).abs().max() > at_least)
 
 
+def nonfinite(
+    values: Tensor, what: str, inputs: str, given: list[str], blame: str
+) -> AssertionError:
+    """The failure of a call whose ``values`` (the ones that count: logits, or a kernel's
+    output at real queries) hold NaN or inf: how many, their dtype, the call's ``inputs``
+    (a shape) and the optional arguments ``given``, then ``blame`` (what gives them)."""
+    bad = int((~torch.isfinite(values)).sum())
+    return AssertionError(
+        f"non-finite {what}: {bad} of {values.numel()} are NaN or inf ({values.dtype}) "
+        f"for {inputs}" + (f" with {', '.join(given)}" if given else "") + f"; {blame}"
+    )
+
+
 def reported(name: str, what: str, label: str, context: str, call: Callable[[], None]) -> None:
     """``call()``; any failure, an exception included, becomes an ``AssertionError``
     ``<name> check failed for <what> <label> (<context>): <type>: <message>``."""

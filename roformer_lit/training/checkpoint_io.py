@@ -180,12 +180,18 @@ def first_nonfinite(state_dict: Mapping[str, Any]) -> str | None:
     return None
 
 
-def refuse_nonfinite(checkpoint: Mapping[str, Any], path: Any) -> None:
-    """Raise ``TrainingDiverged`` if ``checkpoint["state_dict"]`` is not all finite."""
+def nonfinite_weight(checkpoint: Mapping[str, Any]) -> str | None:
+    """The name of the first tensor of ``checkpoint["state_dict"]`` holding a NaN or inf
+    (:func:`first_nonfinite`), None if all are finite or there is no state dict."""
     state_dict = checkpoint.get("state_dict")
     if not isinstance(state_dict, Mapping):
-        return
-    name = first_nonfinite(state_dict)
+        return None
+    return first_nonfinite(state_dict)
+
+
+def refuse_nonfinite(checkpoint: Mapping[str, Any], path: Any) -> None:
+    """Raise ``TrainingDiverged`` if ``checkpoint["state_dict"]`` is not all finite."""
+    name = nonfinite_weight(checkpoint)
     if name is None:
         return
     step = int(checkpoint.get("global_step", 0))
@@ -205,13 +211,10 @@ def check_finite_weights(checkpoint: Mapping[str, Any], path: Any) -> None:
     them, NaN losses and exit 0. One pass over the weights (:func:`first_nonfinite`: one
     ``sum`` per tensor, read through the memory map, no copy), then a count over the one
     tensor it names."""
-    state_dict = checkpoint.get("state_dict")
-    if not isinstance(state_dict, Mapping):
-        return
-    name = first_nonfinite(state_dict)
+    name = nonfinite_weight(checkpoint)
     if name is None:
         return
-    tensor = state_dict[name]
+    tensor = checkpoint["state_dict"][name]
     bad = int((~torch.isfinite(tensor)).sum())
     raise ConfigError(
         f"checkpoint {path} is damaged: its weight {name} holds {bad} NaN or inf value(s) of "
