@@ -235,10 +235,7 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         if not str(k).startswith("_")
     }
     if not hparams and isinstance(config.get("model"), dict):  # no hparams.yaml: the config's
-        data = config.get("data")
-        if isinstance(data, dict) and isinstance(data.get("init_args"), dict):
-            data = data["init_args"]  # a data module named by its class_path
-        hparams = {**(data if isinstance(data, dict) else {}), **config["model"]}
+        hparams = {**_settings(config, "data"), **config["model"]}
     problems += _disagreements(config, hparams)
     resumed = _resumed_changes(run_dir, config, hparams, problems)
     trainer = config.get("trainer")
@@ -315,10 +312,8 @@ def _disagreements(config: dict[str, Any], hparams: dict[str, Any]) -> list[str]
     found = []
     for section, saved_as in (("model", {}), ("data", DATA_SAVED_AS)):
         skipped = RESPELLED if section == "model" else frozenset()
-        settings = config.get(section)
-        if isinstance(settings, dict) and isinstance(settings.get("init_args"), dict):
-            settings = settings["init_args"]  # a data module named by its class_path
-        if not isinstance(settings, dict):
+        settings = _settings(config, section)
+        if not settings:
             continue
         # the architecture as the config holds it (and saves it since): block {mlp: swiglu,
         # norm: layernorm} in config.yaml is hparams.yaml's {mlp: swiglu}
@@ -354,6 +349,8 @@ _RESUMED_CONFIG = re.compile(r"^config-resumed-(\d+)\.yaml$")
 
 
 def _settings(config: dict[str, Any], section: str) -> dict[str, Any]:
+    """``config``'s ``section`` as a mapping of its settings (a data module named by its
+    ``class_path``: its ``init_args``); ``{}`` where it holds none."""
     settings = config.get(section)
     if isinstance(settings, dict) and isinstance(settings.get("init_args"), dict):
         settings = settings["init_args"]  # a data module named by its class_path
