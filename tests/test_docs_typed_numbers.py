@@ -7,7 +7,13 @@ of a validation, and the position-tasks guide's recall curve (0.36 at step 2,500
 "about a minute" a run, its unrecorded recall pilots ("sixteen configurations", "up to
 14,000 steps") and its "about 0.19" for the majority rule (the study's tables state it), and
 the position-task study's "36 run-minutes" of the recall sweep (no compare table of it is
-committed)."""
+committed). Later gone the same way: the performance page's findings quoted from runs with no
+committed raw output ("73–80 %" of the matmul rate, which the committed rerun puts at
+54–63 %; a "dedicated 14-round run"; DeBERTa's "4.9×" before the squares; the H100's test
+counts; a `bench-data` ratio under "never the bottleneck"), the sweeps guide's stale "480
+runs" of the selected-rate sweep (`sweep --dry-run` lists 840), the fine-tuning guide's
+ordering from an uncommitted table, the position-task study's unrecorded fresh-clone cells
+and the guide's unrecorded recall pilots stated as a result."""
 
 from __future__ import annotations
 
@@ -33,6 +39,16 @@ TYPED = [
     ("guide/position-tasks.md", "14,000 steps"),
     ("guide/position-tasks.md", "about 0.19"),
     ("studies/position-tasks.md", "36 run-minutes"),
+    ("performance.md", "73–80 % of the matmul ceiling"),
+    ("performance.md", "in a dedicated 14-round run"),
+    ("performance.md", "4.9× the masked"),
+    ("performance.md", "after 512 passes"),
+    ("performance.md", "18 of 18"),
+    ("performance.md", "The data pipeline is never the bottleneck"),
+    ("guide/sweeps.md", "480 runs"),
+    ("guide/finetuning.md", "deberta was below alibi"),
+    ("studies/position-tasks.md", "(0.695, 0.466)"),
+    ("guide/position-tasks.md", "no pilot run learnt the lookup"),
 ]
 
 
