@@ -31,6 +31,7 @@ FAST_MODULES = frozenset(
         "test_seam",
         "test_scheme_kit",
         "test_scheme_kit_fails",
+        "test_scheme_kit_defaults",
         "test_layer_hooks_registered",
         "test_example_schemes",
         "test_segments",

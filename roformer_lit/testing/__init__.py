@@ -19,7 +19,9 @@ One call in the author's test::
 
 ``check_scheme`` runs every check of :data:`CHECKS` (:mod:`roformer_lit.testing.checks`
 states each one) on every registered attention kernel that can run the class;
-``check_kernel`` runs every check of :data:`KERNEL_CHECKS`
+a scheme with ``test_kwargs`` is checked with them and again at its default options (what a
+run builds), a failure there naming them. ``check_kernel`` runs every check of
+:data:`KERNEL_CHECKS`
 (:mod:`roformer_lit.testing.kernel_checks`) that the kernel's capabilities call for. Both
 check the options first as a run would (one ``ConfigError`` line for a wrong type or
 range) and raise ``AssertionError`` naming the check, the class (and the kernel) at the
@@ -51,7 +53,13 @@ from roformer_lit.positions.base import PositionScheme
 from roformer_lit.testing.checks import CHECKS, finite_logits
 from roformer_lit.testing.kernel_checks import KERNEL_CHECKS
 from roformer_lit.testing.kit import Check, check_named, kernel_named, reported, wanted_checks
-from roformer_lit.testing.models import checked_options, compatible_kernels, component_label
+from roformer_lit.testing.models import (
+    at_defaults,
+    checked_options,
+    compatible_kernels,
+    component_label,
+    differs_at_defaults,
+)
 from roformer_lit.testing.task_checks import TASK_CHECKS
 from roformer_lit.testing.task_options import task_of, task_options
 
@@ -80,15 +88,18 @@ def run_check(
     kernel name that does not exist is a ``ValueError`` listing the valid ones."""
     check = check_named(CHECKS, name)
     kernel_named(attention)
+    label = component_label(scheme)
     context = f"attention {attention!r}, options {options}"
     with finite_logits():  # NaN fails as NaN, not as the first comparison it meets
-        reported(
-            name,
-            "scheme",
-            component_label(scheme),
-            context,
-            lambda: check.run(scheme, attention, options),
+        reported(name, "scheme", label, context, lambda: check.run(scheme, attention, options))
+        if not differs_at_defaults(scheme, options):
+            return
+        context = (
+            f"attention {attention!r}, at its default options: options {options} without its "
+            f"test_kwargs {dict(scheme.test_kwargs)}"
         )
+        with at_defaults():  # what a run builds: a scheme broken there alone fails here
+            reported(name, "scheme", label, context, lambda: check.run(scheme, attention, options))
 
 
 def scheme_checks(

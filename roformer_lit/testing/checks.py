@@ -40,6 +40,14 @@ code path for the property at stake:
   positions packed documents get (restarting at each) and at drawn positions. A scheme
   giving neither passes.
 
+Every check builds the scheme with its ``test_kwargs`` (options under which its position
+dependence shows on short rows) updated by the options it is given; where those differ from
+the options given alone, :func:`~roformer_lit.testing.run_check` runs the check again at them
+(:func:`~roformer_lit.testing.models.at_defaults`: what a run builds), its failure naming the
+default options, so a scheme broken at its defaults alone fails the kit. At the defaults,
+``translation`` asserts only a claim of invariance: a dependence too small to see on short
+rows is what ``test_kwargs`` are for.
+
 Inside :func:`~roformer_lit.testing.run_check` every call of a model must give finite logits
 (:func:`finite_logits`): NaN or inf fails the check that met it as such, naming the inputs.
 
@@ -88,6 +96,8 @@ from roformer_lit.testing.models import (
     PAD,
     SHAPES,
     VOCAB,
+    building_at_defaults,
+    kit_options,
     random_ids,
     random_positions,
     small_model,
@@ -150,6 +160,7 @@ _FORWARD_ARGUMENTS = ("input_ids", "attention_mask", "segment_ids", "position_id
 def check_shapes(scheme: type[PositionScheme], attention: str, options: Options) -> None:
     """Logits ``[B, L, V]``, float32 and finite, at every shape the class accepts."""
     tried = 0
+    options = kit_options(scheme, options)
     multiple = scheme.capabilities(options).head_size_multiple  # as declared, with options
     for hidden_size, num_heads in SHAPES:
         if (hidden_size // num_heads) % multiple:
@@ -267,7 +278,7 @@ def check_translation(
 ) -> None:
     """Prepended padding shifts every position: nothing changes iff the class declares
     ``translation_invariant``."""
-    multiple = scheme.capabilities(options).head_size_multiple
+    multiple = scheme.capabilities(kit_options(scheme, options)).head_size_multiple
     for hidden_size, num_heads in shapes:
         if (hidden_size // num_heads) % multiple:
             continue
@@ -288,7 +299,7 @@ def check_translation(
                 rtol=1e-4,
                 msg=lambda m: f"declares translation_invariant, but a shift changes logits: {m}",
             )
-        else:
+        elif not building_at_defaults():  # a dependence test_kwargs make visible
             assert differs(shifted, plain, at_least=1e-3), (
                 "declares translation_invariant = False, but shifting every position by "
                 f"{n_pad} changes no logit by 1e-3 (declare it True, or show the dependence "
@@ -306,6 +317,7 @@ def packed_documents() -> tuple[list[Tensor], Tensor, Tensor]:
 
 def check_segments(scheme: type[PositionScheme], attention: str, options: Options) -> None:
     """Every document of a packed block gets the logits it gets alone."""
+    options = kit_options(scheme, options)
     model = small_model(scheme, attention, max_positions=32, position_kwargs=options)
     documents, block, segments = packed_documents()
     with torch.no_grad():

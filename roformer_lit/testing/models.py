@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -145,6 +146,41 @@ def small_model(
     return model.eval()
 
 
+#: True inside :func:`at_defaults`: the kit builds a scheme with the options it was given
+#: alone, not over its ``test_kwargs``.
+_AT_DEFAULTS: ContextVar[bool] = ContextVar("kit_at_defaults", default=False)
+
+
+@contextmanager
+def at_defaults() -> Iterator[None]:
+    """Inside the block, :func:`kit_options` leaves a scheme's ``test_kwargs`` out: the
+    checks build it at its default options (those it is given aside), which a run gets."""
+    token = _AT_DEFAULTS.set(True)
+    try:
+        yield
+    finally:
+        _AT_DEFAULTS.reset(token)
+
+
+def building_at_defaults() -> bool:
+    """Whether the checks now build schemes at their defaults (inside :func:`at_defaults`),
+    where a check leaves out what only ``test_kwargs`` make visible on short rows."""
+    return _AT_DEFAULTS.get()
+
+
+def kit_options(cls: type[PositionScheme], options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The options the kit builds ``cls`` with: its ``test_kwargs`` updated by ``options``,
+    or ``options`` alone inside :func:`at_defaults`."""
+    given = dict(options or {})
+    return given if building_at_defaults() else {**cls.test_kwargs, **given}
+
+
+def differs_at_defaults(cls: type[PositionScheme], options: Mapping[str, Any]) -> bool:
+    """Whether ``cls`` built at ``options`` alone is another scheme than over its
+    ``test_kwargs`` (a test_kwarg the options leave unset), so the kit checks both."""
+    return any(name not in options for name in cls.test_kwargs)
+
+
 def visible_model(
     position: str | type[PositionScheme],
     attention: str = "softmax",
@@ -153,10 +189,11 @@ def visible_model(
     **kwargs: Any,
 ) -> MaskedLM:
     """:func:`small_model` with the scheme's ``test_kwargs`` (options under which its
-    position dependence shows on short rows) updated by ``options``, its parameters
-    amplified where their effect would be too small to see (``amplify_for_tests``)."""
+    position dependence shows on short rows) updated by ``options`` (:func:`kit_options`:
+    ``options`` alone inside :func:`at_defaults`), its parameters amplified where their
+    effect would be too small to see (``amplify_for_tests``)."""
     cls = POSITION_SCHEMES[position] if isinstance(position, str) else position
-    merged = {**cls.test_kwargs, **(kwargs.pop("position_kwargs", None) or {}), **(options or {})}
+    merged = kit_options(cls, {**(kwargs.pop("position_kwargs", None) or {}), **(options or {})})
     if merged:
         kwargs["position_kwargs"] = merged
     model = small_model(position, attention, *args, **kwargs)
