@@ -212,6 +212,45 @@ def same_plan(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
     return model_plan(plain(ours)) == model_plan(plain(theirs))
 
 
+def built_layers(model: Mapping[str, Any]) -> list[tuple[Any, ...]] | None:
+    """Every layer of a model's settings (flat: ``num_layers``, ``position``,
+    ``position_kwargs``, ``attention``, ``attention_kwargs``, ``layer_plan``) as it builds,
+    whatever its plan calls the layer's type: its scheme, options (:func:`all_options`), its
+    window (:func:`built_window`), its kernel and options; None where the plan is not well
+    formed."""
+    model = plain(model)
+    try:
+        specs = resolve_plan(
+            model.get("layer_plan"),
+            model.get("num_layers", 0),
+            model.get("position"),
+            model.get("position_kwargs"),
+            model.get("attention"),
+            model.get("attention_kwargs"),
+        )
+    except (ConfigError, TypeError, AttributeError):
+        return None
+    return [
+        (
+            spec.position,
+            all_options("position", spec.position, spec.position_kwargs),
+            built_window(number(spec.window)),
+            spec.attention,
+            all_options("attention", spec.attention, spec.attention_kwargs),
+        )
+        for spec in specs
+    ]
+
+
+def same_layers(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
+    """Whether two models' settings build every layer alike (:func:`built_layers`), whatever
+    their plans call the types and whichever options the model or a type holds:
+    ``pattern: [g, l]`` and ``pattern: [global, local]`` of the same types are one network,
+    which :func:`same_plan`, grouping runs by what their plans say, tells apart."""
+    built = built_layers(ours)
+    return built is not None and built == built_layers(theirs)
+
+
 __all__ = [
     "all_options",
     "built_window",
@@ -220,6 +259,8 @@ __all__ = [
     "number",
     "plain",
     "plan_form",
+    "built_layers",
+    "same_layers",
     "same_plan",
     "shortest_period",
 ]

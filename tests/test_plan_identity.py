@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from roformer_lit import ATTENTION_KERNELS, POSITION_SCHEMES
-from roformer_lit.plan_identity import canonical_plan, number, plain, same_plan, shortest_period
+from roformer_lit.plan_identity import (
+    canonical_plan,
+    number,
+    plain,
+    same_layers,
+    same_plan,
+    shortest_period,
+)
 from roformer_lit.plan_labels import plan_label, read_label, written_plan
 from roformer_lit.registry import option_hints
 from roformer_lit.results.compare.runs import RunSummary
@@ -484,3 +491,34 @@ def test_a_type_writing_its_kernels_defaults_is_the_plain_model(attention):
         changed = {"pattern": ["a", "b"], "types": {"b": {"attention_kwargs": {key: None}}}}
         changed["types"]["b"]["attention_kwargs"][key] = _another(hints[key], default)
         assert not same_plan({**base, "layer_plan": changed}, base), key
+
+
+def test_same_layers_reads_what_each_layer_builds_whatever_its_type_is_called():
+    """``pattern: [g, l]`` with the base on the model and ``layers: [global, local, ...]``
+    with it on each type build one network: :func:`same_layers` says so where
+    :func:`same_plan` (which keeps the names runs are grouped by) does not; a window or a
+    base changed is another network for both."""
+    short = {
+        "position": "rope",
+        "num_layers": 4,
+        "position_kwargs": {"base": 500.0},
+        "layer_plan": {"pattern": ["g", "l"], "types": {"l": {"window": 8}}},
+    }
+    base = {"base": 500}
+    long = {
+        "position": "rope",
+        "num_layers": 4,
+        "position_kwargs": None,
+        "layer_plan": {
+            "layers": ["global", "local"] * 2,
+            "types": {
+                "global": {"position_kwargs": base},
+                "local": {"window": 9, "position_kwargs": base},  # 9 builds window 8
+            },
+        },
+    }
+    assert same_layers(short, long) and not same_plan(short, long)
+    wider = {**short, "layer_plan": {"pattern": ["g", "l"], "types": {"l": {"window": 16}}}}
+    assert not same_layers(wider, long)
+    assert not same_layers({**short, "position_kwargs": None}, long)
+    assert not same_layers({**short, "num_layers": 6}, long)

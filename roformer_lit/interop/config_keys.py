@@ -12,13 +12,14 @@ the dropout in effect and read back as None where it equals ``dropout``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from roformer_lit.encoder_config import EncoderConfig, encoder_defaults
 from roformer_lit.errors import ConfigError
 
 if TYPE_CHECKING:
     from roformer_lit.interop.architectures.base import HFArchitecture
+    from roformer_lit.module import MaskedLM
 
 #: field -> its key in BERT's config; an architecture renames some (``renamed_keys``)
 CONFIG_KEYS: dict[str, str] = {
@@ -60,3 +61,20 @@ def check_every_field_exports(config: EncoderConfig, arch: HFArchitecture) -> No
             f"cannot export model.{name}={value!r}: no Hugging Face {arch.model_class} setting "
             f"holds it; export needs model.{name}={defaults[name]!r}"
         )
+
+
+def hf_config_kwargs(model: MaskedLM, arch: HFArchitecture) -> dict[str, Any]:
+    """The HF config of ``model``: the mapped fields (:func:`hf_keys`, the attention
+    dropout in effect), then what ``arch.config_kwargs`` adds."""
+    config = model.config
+    values = config.as_dict() | {"attention_dropout": config.attention_dropout_value}
+    kwargs: dict[str, Any] = {key: values[name] for name, key in hf_keys(arch).items()}
+    kwargs.update(
+        {
+            "initializer_range": model.hparams.init_std,
+            "pad_token_id": None,  # the model does not know it; export_hf sets the tokenizer's
+            "tie_word_embeddings": True,
+        }
+    )
+    kwargs.update(arch.config_kwargs(model))
+    return kwargs

@@ -24,8 +24,9 @@ import torch
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop._hf import quiet_transformers, require_transformers
-from roformer_lit.interop.config_keys import check_every_field_exports, hf_keys
+from roformer_lit.interop.config_keys import check_every_field_exports, hf_config_kwargs
 from roformer_lit.interop.mapping import HFArchitecture, architecture_for
+from roformer_lit.interop.spelling import SPELLING_KEY, spelling
 from roformer_lit.interop.tokenizer import as_tokenizer, check_vocabulary, hf_tokenizer_files
 from roformer_lit.interop.verify import check_written
 from roformer_lit.interop.versions import FLOOR_KEY, check_floor
@@ -71,23 +72,6 @@ def check_out_dir(out_dir: str | os.PathLike[str]) -> None:
         )
 
 
-def hf_config_kwargs(model: MaskedLM, arch: HFArchitecture) -> dict[str, Any]:
-    """The HF config of ``model``: the mapped fields (:func:`~.config_keys.hf_keys`, the
-    attention dropout in effect), then what ``arch.config_kwargs`` adds."""
-    config = model.config
-    values = config.as_dict() | {"attention_dropout": config.attention_dropout_value}
-    kwargs: dict[str, Any] = {key: values[name] for name, key in hf_keys(arch).items()}
-    kwargs.update(
-        {
-            "initializer_range": model.hparams.init_std,
-            "pad_token_id": None,  # the model does not know it; export_hf sets the tokenizer's
-            "tie_word_embeddings": True,
-        }
-    )
-    kwargs.update(arch.config_kwargs(model))
-    return kwargs
-
-
 def to_hf_model(model: MaskedLM, dtype: torch.dtype = torch.float32) -> Any:
     """An in-memory HF ``*ForMaskedLM`` (``dtype``, CPU, eval mode) equal to ``model``, of
     the architecture of its scheme and block layout (:mod:`roformer_lit.interop`); its
@@ -97,6 +81,7 @@ def to_hf_model(model: MaskedLM, dtype: torch.dtype = torch.float32) -> Any:
     check_floor(arch.transformers_floor, transformers, f"exporting {arch.model_class}")
     config = getattr(transformers, arch.config_class)(**hf_config_kwargs(model, arch))
     setattr(config, FLOOR_KEY, arch.transformers_floor)
+    setattr(config, SPELLING_KEY, spelling(model.config))  # how its settings were written
     hf = getattr(transformers, arch.model_class)(config).to(dtype)
     ours = dict(model.named_parameters())
     table = arch.links(config)

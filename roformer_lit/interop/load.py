@@ -27,6 +27,7 @@ from roformer_lit.interop._hf import require_transformers
 from roformer_lit.interop.architectures.base import HFArchitecture
 from roformer_lit.interop.config_keys import hf_keys
 from roformer_lit.interop.mapping import ARCHITECTURES, supported
+from roformer_lit.interop.spelling import SPELLING_KEY, as_written
 from roformer_lit.interop.versions import FLOOR_KEY, check_floor
 from roformer_lit.interop.weights import build_config, check_state, read_config, read_weights
 from roformer_lit.module import MaskedLM
@@ -66,7 +67,9 @@ def _from_model(hf: Any, transformers: Any) -> tuple[Any, dict[str, torch.Tensor
 def encoder_config(config: Any, arch: HFArchitecture) -> EncoderConfig:
     """Our architecture of the HF ``config``: the mapped fields read back
     (:func:`~roformer_lit.interop.config_keys.hf_keys`), softmax attention, the
-    architecture's scheme and layout, and the fields its hooks give."""
+    architecture's scheme and layout, and the fields its hooks give; for an export of ours,
+    the fields as its model's config wrote them where they build the same model
+    (:func:`~roformer_lit.interop.spelling.as_written`)."""
     settings = {name: getattr(config, key) for name, key in hf_keys(arch).items()}
     settings["dropout"] = float(settings["dropout"])
     attention_dropout = float(settings["attention_dropout"])
@@ -74,7 +77,7 @@ def encoder_config(config: Any, arch: HFArchitecture) -> EncoderConfig:
         None if attention_dropout == settings["dropout"] else attention_dropout
     )
     try:
-        return EncoderConfig.from_settings(
+        imported = EncoderConfig.from_settings(
             settings,
             position=arch.position,
             pre_norm=arch.pre_norm,
@@ -83,6 +86,8 @@ def encoder_config(config: Any, arch: HFArchitecture) -> EncoderConfig:
         )
     except ConfigError as exc:  # our rules refused a value: name it as the HF config has it
         raise ConfigError(import_refusal(str(exc), config, arch)) from None
+    # an export of ours: its settings as they were written, where they build this model
+    return as_written(imported, getattr(config, SPELLING_KEY, None), arch)
 
 
 _OUR_SETTING = re.compile(r"model\.([A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*)")
