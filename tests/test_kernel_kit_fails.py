@@ -118,6 +118,23 @@ class ComputesInBfloat16(SoftmaxAttention):
         return out.to(q.dtype)
 
 
+class DropsThePaddingInBfloat16(SoftmaxAttention):
+    """A fast path for bfloat16 inputs (a ``bf16-mixed`` run's) that forgets the padding."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        if q.dtype == torch.bfloat16:
+            kwargs["key_padding_mask"] = None
+        return super().forward(q, k, v, **kwargs)
+
+
+class NanInBfloat16(SoftmaxAttention):
+    """Fine in float32 and float64, NaN whenever it is given bfloat16."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        out = super().forward(q, k, v, **kwargs)
+        return out * float("nan") if q.dtype == torch.bfloat16 else out
+
+
 class IgnoresTheScale(SoftmaxAttention):
     """Scores with its own ``1 / sqrt(d)``, whatever scale the scheme gave (xl's, deberta's)."""
 
@@ -161,6 +178,13 @@ class ReferenceWithoutTheScale(SoftmaxAttention):
         (SharesAcrossTheBatch, "batch", "batch row 0 differs from that row alone (plain)"),
         (RotatesQueriesOnly, "rotation", "a rotation the same at every position changes"),
         (ComputesInBfloat16, "float64", "float32 disagrees with float64 (plain)"),
+        (
+            DropsThePaddingInBfloat16,
+            "bfloat16",
+            "under bfloat16 autocast, bfloat16 inputs give other outputs than float32 on the "
+            "same values (padded)",
+        ),
+        (NanInBfloat16, "bfloat16", "non-finite output: 936 of 936 are NaN or inf (torch.bfloa"),
         (ReferenceWithoutTheScale, "reference", "differs from the reference (plain)"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else None,
@@ -190,6 +214,10 @@ def test_the_kit_fails_a_broken_kernel_naming_check_kernel_and_mistake(kernel, c
         (SharesAcrossTheBatch, "deterministic"),
         (RotatesQueriesOnly, "padding"),
         (ReferenceWithoutTheScale, "float64"),
+        (ComputesInBfloat16, "bfloat16"),  # bfloat16's precision is what the check allows
+        (DropsThePaddingInBfloat16, "padding"),
+        (DropsThePaddingInBfloat16, "float64"),
+        (NanInBfloat16, "float64"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else value,
 )

@@ -11,7 +11,7 @@ from roformer_lit.positions.alibi import AlibiPosition, alibi_slopes
 from roformer_lit.positions.base import EncoderShape, LayerPosition, PositionScheme, ScoreBias
 from roformer_lit.positions.nope import NoPosition
 from roformer_lit.positions.rope import RotaryPosition
-from roformer_lit.positions.sinusoidal import SinusoidalPosition
+from roformer_lit.positions.sinusoidal import SinusoidalPosition, sinusoidal_rows
 from roformer_lit.testing import check_scheme
 
 
@@ -255,6 +255,26 @@ class _Truncated(LayerPosition):
         return self.inner.rotate(x, ctx)[..., :-1]
 
 
+class PositionsInTheComputeDtype(SinusoidalPosition):
+    """Reads its table at positions cast to the dtype it computes in: under bfloat16
+    autocast (a ``bf16-mixed`` run) positions past 256 round to their neighbours'."""
+
+    def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
+        if positions is None:
+            positions = torch.arange(x.shape[1], device=x.device).expand(x.shape[0], -1)
+        autocast = torch.is_autocast_enabled("cpu")
+        dtype = torch.get_autocast_dtype("cpu") if autocast else x.dtype
+        rounded = positions.to(dtype).round().long()
+        return x * self.embedding_scale + sinusoidal_rows(rounded, x.shape[-1]).to(x.dtype)
+
+
+class NanUnderBfloat16(RotaryPosition):
+    """Fine in float32 and float64, NaN under bfloat16 autocast."""
+
+    def embed(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
+        return x * float("nan") if torch.is_autocast_enabled("cpu") else x
+
+
 @pytest.mark.parametrize(
     "scheme,check,words",
     [
@@ -274,6 +294,12 @@ class _Truncated(LayerPosition):
         (IntegerBias, "shapes", "score bias has dtype torch.int64, which does not fit"),
         (ScoreReturnsATensor, "shapes", "layer 0's score hook returned Tensor, not a ScoreB"),
         (RotationDropsAFeature, "shapes", "rotate turns queries of shape (3, 3, 7, 16) into"),
+        (
+            PositionsInTheComputeDtype,
+            "bfloat16",
+            "under bfloat16 autocast the logits (at drawn positions) disagree with float32's",
+        ),
+        (NanUnderBfloat16, "bfloat16", "non-finite logits: 2522 of 2522 are NaN or inf (torch.b"),
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else None,
 )
@@ -299,6 +325,10 @@ def test_the_kit_fails_a_broken_scheme_naming_check_and_scheme(scheme, check, wo
         (KeepsTheFirstPositionsOfALength, "deterministic"),
         (DrawsEveryCall, "shapes"),
         (WritesIntoItsPositions, "positions"),
+        (PositionsInTheComputeDtype, "positions"),
+        (PositionsInTheComputeDtype, "float64"),
+        (NanUnderBfloat16, "padding"),
+        (HalfPrecisionInFloat32, "bfloat16"),  # bfloat16's precision is what it allows
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else value,
 )

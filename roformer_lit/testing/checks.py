@@ -25,6 +25,8 @@ code path for the property at stake:
   give (nothing built for a length is reused for other positions); a scheme that declares
   ``reads_positions = False`` must ignore any positions;
 - ``float64``: the float32 model agrees with the same weights in float64;
+- ``bfloat16``: under bfloat16 autocast (a ``bf16-mixed`` run), the logits (padded, and at
+  drawn positions) are finite and agree with float32's to bfloat16's precision;
 - ``gradients``: the MLM loss's gradient is finite and reaches every parameter;
 - ``reference``: where the class provides the optional ``reference`` hook (below), every
   layer's attention logits built from its hooks equal it in float64;
@@ -113,6 +115,12 @@ FLOAT64_TOL = {"rtol": 1e-7, "atol": 1e-8}
 #: float32 logits against float64 ones: float32 rounding alone leaves ~4e-7 at these sizes
 #: for every built-in; a float32 path through bfloat16 leaves ~4e-5.
 FLOAT32_AGAINST_FLOAT64 = {"rtol": 1e-6, "atol": 5e-6}
+#: Logits under bfloat16 autocast against float32 ones: the built-ins stay within 1e-2
+#: (logits of magnitude about 1) at these sizes.
+BFLOAT16_AGAINST_FLOAT32 = {"rtol": 5e-2, "atol": 5e-2}
+#: Positions the ``bfloat16`` check draws from (an unbounded scheme): bfloat16 holds the
+#: integers exactly only up to 256, so a scheme that casts positions to it shows here.
+BFLOAT16_SPAN = 1024
 #: Float32 forward passes of one model against each other.
 FLOAT32_TOL = {"rtol": 1e-4, "atol": 1e-5}
 
@@ -449,6 +457,35 @@ def check_float64(scheme: type[PositionScheme], attention: str, options: Options
     )
 
 
+def check_bfloat16(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """Under bfloat16 autocast (what a ``bf16-mixed`` run does), the logits (padding
+    included, and at drawn positions where the scheme reads them) are finite and agree
+    with float32's to bfloat16's precision."""
+    model = visible_model(scheme, attention, options=options)
+    ids = random_ids(2, 13)
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, 10:] = False
+    calls = {"padded": {"attention_mask": mask}}
+    if model.encoder.position.reads_positions:
+        bounded = scheme.max_length is not PositionScheme.max_length
+        span = SPAN if bounded else BFLOAT16_SPAN  # past 256: bfloat16 rounds positions there
+        model = visible_model(scheme, attention, max_positions=span, options=options)
+        calls["at drawn positions"] = {"position_ids": random_positions(2, 13, span)}
+    with torch.no_grad():
+        for where, inputs in calls.items():
+            wanted = model(ids, **inputs)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                got = model(ids, **inputs)  # NaN is named as such (finite_logits)
+            torch.testing.assert_close(
+                got.float()[mask],
+                wanted[mask],
+                **BFLOAT16_AGAINST_FLOAT32,
+                msg=lambda m, w=where: (
+                    f"under bfloat16 autocast the logits ({w}) disagree with float32's: {m}"
+                ),
+            )
+
+
 def check_gradients(scheme: type[PositionScheme], attention: str, options: Options) -> None:
     """The MLM loss's gradient is finite and reaches every parameter (the scheme's too)."""
     model = visible_model(scheme, attention, options=options).train()
@@ -625,6 +662,7 @@ CHECKS: dict[str, Check] = {
         ),
         Check("positions", check_positions),
         Check("float64", check_float64),
+        Check("bfloat16", check_bfloat16),
         Check("gradients", check_gradients),
         Check("reference", check_reference, lambda scheme, attention: hasattr(scheme, "reference")),
         Check("rows_read", check_rows_read),

@@ -42,6 +42,9 @@ check proves:
   claimed one builds and runs in a model;
 - ``float64``: the float32 output agrees with the same kernel's in float64 (and float64
   inputs give float64 outputs), over every case above;
+- ``bfloat16``: under bfloat16 autocast with bfloat16 inputs (a ``bf16-mixed`` run), the
+  output is finite at real queries and agrees with float32's on the same values to
+  bfloat16's precision, over every case above;
 - ``gradients`` (a kernel that trains on the CPU): the gradients of the real queries'
   outputs with respect to ``q``, ``k``, ``v`` (and a dense bias, where claimed) are finite,
   agree with float64's, and are zero at padded keys and values;
@@ -90,6 +93,9 @@ DOCUMENTS = ((4, 6, 3), (5, 4), (6,))
 WINDOW = 5
 #: float32 gradients against float64 ones.
 GRADIENT_TOL = {"rtol": 1e-5, "atol": 1e-5}
+#: bfloat16 outputs against float32 ones of the same values: bfloat16 keeps 8 bits of
+#: mantissa; the built-ins stay within 1e-2 at these sizes.
+BFLOAT16_TOL = {"rtol": 3e-2, "atol": 3e-2}
 #: The least difference that shows a change the kernel must make (:func:`differs`).
 CHANGE = 1e-4
 
@@ -738,6 +744,28 @@ def check_float64(kernel: type[AttentionKernel], options: Options) -> None:
             )
 
 
+def check_bfloat16(kernel: type[AttentionKernel], options: Options) -> None:
+    """Under bfloat16 autocast with bfloat16 inputs (what a ``bf16-mixed`` run hands a
+    kernel), the output is floating, finite at real queries, and agrees with the float32
+    output of the same values (every case) to bfloat16's precision."""
+    module = built(kernel, options)
+    q, k, v = (t.to(torch.bfloat16) for t in heads())
+    with torch.no_grad():
+        for where, case in cases(kernel, options).items():
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                got = attend(module, q, k, v, case)
+            wanted = attend(module, q.float(), k.float(), v.float(), case)
+            assert got.is_floating_point(), f"bfloat16 inputs give {got.dtype} ({where})"
+            real = case.real(BATCH, LENGTH)[:, None].expand(-1, HEADS, -1)
+            assert_same(
+                got[real].float(),
+                wanted[real],
+                f"under bfloat16 autocast, bfloat16 inputs give other outputs than float32 "
+                f"on the same values ({where})",
+                BFLOAT16_TOL,
+            )
+
+
 def _gradients(
     module: AttentionKernel, case: Case, dtype: torch.dtype, bias: bool
 ) -> dict[str, Tensor]:
@@ -843,6 +871,7 @@ KERNEL_CHECKS: dict[str, Check] = {
         Check("dropout", check_dropout, _claims("dropout")),
         Check("refusals", check_refusals),
         Check("float64", check_float64),
+        Check("bfloat16", check_bfloat16),
         Check("gradients", check_gradients, _trains_on_cpu),
         Check(
             "reference",
