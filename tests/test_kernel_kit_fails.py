@@ -118,6 +118,38 @@ class ComputesInBfloat16(SoftmaxAttention):
         return out.to(q.dtype)
 
 
+class ClearsTheMaskInPlace(SoftmaxAttention):
+    """Marks every key real in the mask it was given, once done with it (the next layers
+    share that mask)."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        out = super().forward(q, k, v, **kwargs)
+        if kwargs.get("key_padding_mask") is not None:
+            kwargs["key_padding_mask"].fill_(True)
+        return out
+
+
+class ScalesTheBiasInPlace(SoftmaxAttention):
+    """Scales the dense bias it was given in place (the next layers share ALiBi's)."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        bias = kwargs.get("bias")
+        if bias is not None and bias.bias is not None:
+            bias.bias.mul_(2.0)
+        return super().forward(q, k, v, **kwargs)
+
+
+class RenumbersTheSegmentsInPlace(SoftmaxAttention):
+    """Numbers the documents it was given from 1 in place (the same documents: its
+    outputs do not change, the model's segment ids do)."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        out = super().forward(q, k, v, **kwargs)
+        if kwargs.get("segment_ids") is not None:
+            kwargs["segment_ids"].add_(1)
+        return out
+
+
 class DropsThePaddingInBfloat16(SoftmaxAttention):
     """A fast path for bfloat16 inputs (a ``bf16-mixed`` run's) that forgets the padding."""
 
@@ -170,6 +202,9 @@ class ReferenceWithoutTheScale(SoftmaxAttention):
         (WindowOneKeyShort, "window", "the key at distance w // 2 = 1 changes nothing"),
         (DrawsEveryCall, "deterministic", "not deterministic: one kernel in eval mode"),
         (ScalesItsValuesInPlace, "deterministic", "changes its input in place: v differs"),
+        (ClearsTheMaskInPlace, "deterministic", "in place: key_padding_mask differs after"),
+        (ScalesTheBiasInPlace, "deterministic", "in place: bias differs after a call (with"),
+        (RenumbersTheSegmentsInPlace, "deterministic", "in place: segment_ids differs after"),
         (HeadsAndTokensSwapped, "shapes", "wrong output shape: (2, 7, 3, 8) for q, k, v of"),
         (DropsTheBias, "bias", "claims supports_score_bias, but a score bias changes nothing"),
         (MisreadsTheLookup, "bias", "the bias given as lookup differs from the same bias dense"),

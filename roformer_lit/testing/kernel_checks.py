@@ -11,6 +11,8 @@ check proves:
 - ``deterministic``: in eval mode with no dropout, two calls on the same input agree, also
   after a call at another shape (nothing kept between calls changes the output): every
   other check compares calls, so a kernel that draws at random is named as such here;
+  and a call leaves every tensor it is given (``q``, ``k``, ``v``, mask, bias, segment
+  ids) as it was;
 - ``batch``: each row of a batch (its own padding, bias and segments) gets the output it
   gets alone: nothing is shared across rows;
 - ``padding``: the real queries' outputs ignore what sits in padded slots (queries, keys,
@@ -312,16 +314,26 @@ def check_deterministic(kernel: type[AttentionKernel], options: Options) -> None
     """Two eval-mode calls on one input agree (every case), also with a call at another
     shape between them; after those calls, other values of the same shape give what a
     freshly built kernel gives (nothing computed for one input is reused for another); and a
-    call leaves ``q``, ``k`` and ``v`` as they were (a kernel
-    that writes into them changes them for the layer's other readers; named as such, not
-    as a kernel that is not deterministic)."""
+    call leaves ``q``, ``k``, ``v``, the key-padding mask, the bias and the segment ids as
+    they were (a kernel that writes into them changes them for the layer's other readers,
+    the next layers sharing a mask or a bias; named as such, not as a kernel that is not
+    deterministic)."""
     module = built(kernel, options)
     q, k, v = heads()
     with torch.no_grad():
         for where, case in cases(kernel, options).items():
-            before = {"q": q.clone(), "k": k.clone(), "v": v.clone()}
+            given = {
+                "q": q,
+                "k": k,
+                "v": v,
+                "key_padding_mask": case.mask,
+                "bias": case.bias,  # the dense bias the kernel is given (float32: this one)
+                "segment_ids": case.segments,
+            }
+            given = {name: tensor for name, tensor in given.items() if tensor is not None}
+            before = {name: tensor.clone() for name, tensor in given.items()}
             first = attend(module, q, k, v, case)
-            for name, tensor in (("q", q), ("k", k), ("v", v)):
+            for name, tensor in given.items():
                 assert torch.equal(tensor, before[name]), (
                     f"changes its input in place: {name} differs after a call ({where}); a "
                     "kernel must not write into the tensors it is given (clone them first)"
