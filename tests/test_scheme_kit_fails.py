@@ -255,6 +255,29 @@ class _Truncated(LayerPosition):
         return self.inner.rotate(x, ctx)[..., :-1]
 
 
+class RowsTwiceTheDense(AlibiPosition):
+    """ALiBi whose blocks of rows (what a kernel reads on long rows) are twice its dense
+    bias: short rows, all the other checks run, never read them."""
+
+    def layer(self, index: int) -> LayerPosition:
+        return _TwiceInRows(super().layer(index))
+
+
+class _TwiceInRows(LayerPosition):
+    def __init__(self, inner: LayerPosition) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def score(self, q, k, ctx, qkv) -> ScoreBias:
+        dense = self.inner.score(q, k, ctx, qkv).bias
+        return ScoreBias(
+            dense,
+            scale=self.inner.score(q, k, ctx, qkv).scale,
+            rows=lambda start, stop: 2 * dense[..., start:stop, :],
+            rows_read=(),
+        )
+
+
 class PositionsInTheComputeDtype(SinusoidalPosition):
     """Reads its table at positions cast to the dtype it computes in: under bfloat16
     autocast (a ``bf16-mixed`` run) positions past 256 round to their neighbours'."""
@@ -287,6 +310,7 @@ class NanUnderBfloat16(RotaryPosition):
         (WrongReference, "reference", "differs from the reference"),
         (ForgetsWhatItsRowsRead, "rows_read", "that rows_read does not name"),
         (SquaresFromTheRowStart, "squares", "is not that slice of its dense bias"),
+        (RowsTwiceTheDense, "rows", "are not those rows of its dense bias (a kernel reads"),
         (KeepsTheFirstPositionsOfALength, "positions", "after a call at 0 .. L-1"),
         (DrawsEveryCall, "deterministic", "not deterministic: one model in eval mode"),
         (WritesIntoItsPositions, "deterministic", "changes its input in place: the model's po"),
@@ -325,6 +349,8 @@ def test_the_kit_fails_a_broken_scheme_naming_check_and_scheme(scheme, check, wo
         (KeepsTheFirstPositionsOfALength, "deterministic"),
         (DrawsEveryCall, "shapes"),
         (WritesIntoItsPositions, "positions"),
+        (RowsTwiceTheDense, "padding"),
+        (RowsTwiceTheDense, "rows_read"),
         (PositionsInTheComputeDtype, "positions"),
         (PositionsInTheComputeDtype, "float64"),
         (NanUnderBfloat16, "padding"),

@@ -35,6 +35,10 @@ code path for the property at stake:
   those tensors alone) names every tensor they read that needs a gradient: the autograd
   graph of each block of rows, walked back, reaches no other (a tensor left out would
   silently lose its gradient through the bias). A scheme naming nothing passes;
+- ``rows``: a score bias that gives blocks of query rows otherwise than by slicing its
+  dense form (``ScoreBias.rows``, or a lookup: what a kernel reads on long rows) gives
+  ``bias[:, :, start:stop]`` of its dense form, in float64, at ``0 .. L-1``, at segment
+  positions and at drawn positions. A bias given only dense passes;
 - ``squares``: a score bias that gives packed documents' squares (``ScoreBias.squares``,
   or its lookup: ``ScoreBias.has_squares``, which lets packed documents on long rows be
   attended one at a time) gives ``bias[b, :, s:e, s:e]`` of its dense form, in float64, for
@@ -601,6 +605,54 @@ def check_rows_read(scheme: type[PositionScheme], attention: str, options: Optio
                 )
 
 
+#: The blocks of query rows ``[start, stop)`` the ``rows`` check reads: the first rows, the
+#: rest, rows inside.
+ROW_BLOCKS = [(0, 3), (3, LENGTH), (2, 5)]
+
+
+def check_rows(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """Every layer's blocks of query rows (``bias_rows``: what a kernel reads on long rows,
+    from ``rows`` or a lookup) are slices of its dense bias (float64), at ``0 .. L-1``, at
+    segment positions and at drawn positions. A bias given only dense passes."""
+    with default_dtype(torch.float64):
+        model = visible_model(scheme, attention, options=options).double()
+        built = model.encoder.position
+        q, k, drawn = layer_inputs(model, seed=8)
+        batch, heads = q.shape[:2]
+        cases = {"0 .. L-1": None}
+        if built.reads_positions:
+            cases["segment positions"] = segment_positions(SEGMENTS)
+        if drawn is not None:
+            cases["random positions"] = drawn
+        with torch.no_grad():
+            for where, positions in cases.items():
+                ctx = built.prepare(LENGTH, q.device, q.dtype, positions)
+                for index, block in enumerate(model.encoder.layers):
+                    qkv = QKVWeights(block.attention.qkv.weight, block.attention.qkv.bias, heads)
+                    score = built.layer(index).score(q, k, ctx, qkv)
+                    if score is None or not score.adds_bias:
+                        continue
+                    if score.rows is None and score.lookup is None:
+                        continue  # dense alone: its rows are its slices
+                    dense = score.bias
+                    if dense is None:
+                        dense = dense_from_lookup(score.lookup, batch, heads, LENGTH)
+                    dense = dense.expand(-1, heads, LENGTH, LENGTH)
+                    for start, stop in ROW_BLOCKS:
+                        got = bias_rows(score, batch, heads, start, stop, LENGTH, q.device, q.dtype)
+                        wanted = dense[:, :, start:stop]
+                        shape = torch.broadcast_shapes(got.shape, wanted.shape)
+                        torch.testing.assert_close(
+                            got.expand(shape),
+                            wanted.expand(shape),
+                            **FLOAT64_TOL,
+                            msg=lambda m, i=index, w=where, r=(start, stop): (
+                                f"layer {i}'s rows (start, stop) = {r} at {w} are not those "
+                                f"rows of its dense bias (a kernel reads them on long rows): {m}"
+                            ),
+                        )
+
+
 #: The documents ``[start, stop)`` of each row the ``squares`` check reads: a row's first
 #: tokens and its end, its inside, a whole row.
 SQUARES = [[(0, 3), (3, LENGTH)], [(2, 5)], [(0, LENGTH)]]
@@ -665,6 +717,7 @@ CHECKS: dict[str, Check] = {
         Check("bfloat16", check_bfloat16),
         Check("gradients", check_gradients),
         Check("reference", check_reference, lambda scheme, attention: hasattr(scheme, "reference")),
+        Check("rows", check_rows),
         Check("rows_read", check_rows_read),
         Check("squares", check_squares),
     )
