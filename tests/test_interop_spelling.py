@@ -49,6 +49,7 @@ SPELLINGS = {
             },
         },
     ),
+    "roformer": dict(position="rope"),
     "deberta-derived-max-relative-positions": dict(position="deberta"),
     "deberta-pinned-at-the-derived-value": dict(
         position="deberta", position_kwargs={"max_relative_positions": 256}
@@ -113,6 +114,9 @@ def _edited(out: str, edit) -> None:
         ),
         # not a record of ours
         ("deberta-derived-max-relative-positions", "max_relative_positions=null"),
+        # a block RoFormer cannot hold: its HF config says nothing of it
+        ("roformer", {"block": {"mlp": "swiglu"}}),
+        ("roformer", {"block": {"norm": "rmsnorm", "norm_bias": None}}),
         ("deberta-derived-max-relative-positions", {"attention": "linear"}),
     ],
 )
@@ -136,5 +140,27 @@ def test_a_record_that_builds_another_model_is_not_taken(name, record, tmp_path)
     )
     _edited(bare, lambda config: config.pop(SPELLING_KEY))
     from_fields = import_hf(bare)
-    assert from_fields.config != model.config  # the record is what makes the spelling
+    if name != "roformer":  # the record is what makes the spelling
+        assert from_fields.config != model.config
     assert import_hf(edited).config == from_fields.config
+
+
+@pytest.mark.parametrize(
+    "position_kwargs",
+    [None, {"position_buckets": 8, "max_relative_positions": 32}, {"c2p": True}],
+    ids=["defaults", "options", "a-default-written"],
+)
+def test_an_imported_deberta_model_exports_again_with_the_same_weights(position_kwargs):
+    """An HF DeBERTa from elsewhere (no record) imports with every option written out, so
+    its layers hold them while its config holds none at the default: export refused it
+    ('cannot export model.layer_plan ...', with no plan). Its layers are read over the
+    scheme's defaults now, as layers share a scheme."""
+    model = _model(position="deberta", position_kwargs=position_kwargs)
+    hf = to_hf_model(model)
+    from roformer_lit.interop.spelling import SPELLING_KEY
+
+    delattr(hf.config, SPELLING_KEY)  # an HF model from elsewhere
+    back = import_hf(hf)
+    again = to_hf_model(back)
+    for name, tensor in hf.state_dict().items():
+        torch.testing.assert_close(again.state_dict()[name], tensor, rtol=0, atol=0)

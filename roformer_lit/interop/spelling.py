@@ -16,7 +16,8 @@ them over the ones it reads from the HF fields only where they build the same mo
 :func:`~roformer_lit.layer_plan.resolve_plan`, the one reading of a plan), and a model of
 either must export the same HF config
 (:func:`~roformer_lit.interop.config_keys.hf_config_kwargs`: an option derived from the
-others, such as DeBERTa's, is compared as the scheme resolves it). A record that does not
+others, such as DeBERTa's, is compared as the scheme resolves it), one export would not
+refuse (a block or plan the HF class cannot hold, which its config would not show). A record that does not
 (an edited ``config.json``, one copied from another model), one not well formed, or none
 (an HF model from elsewhere) leaves the import as the HF fields give it.
 """
@@ -30,7 +31,7 @@ import torch
 
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
-from roformer_lit.interop.config_keys import hf_config_kwargs
+from roformer_lit.interop.config_keys import check_every_field_exports, hf_config_kwargs
 from roformer_lit.module import MaskedLM
 from roformer_lit.plan_identity import same_layers
 
@@ -68,13 +69,19 @@ def as_written(imported: EncoderConfig, record: Any, arch: HFArchitecture) -> En
     plan_differs = candidate.layer_plan != imported.layer_plan
     if plan_differs and not same_layers(candidate.as_dict(), settings):
         return imported
-    if _exported(candidate, arch) != _exported(imported, arch):
-        return imported
-    return candidate
+    try:
+        same = _exported(candidate, arch) == _exported(imported, arch)
+    except (ConfigError, RuntimeError, TypeError, ValueError, NotImplementedError):
+        return imported  # the record's model does not build or export: not ours to say
+    return candidate if same else imported
 
 
 def _exported(config: EncoderConfig, arch: HFArchitecture) -> dict[str, Any]:
-    """The HF config export writes for a model of ``config`` (built without weights)."""
+    """The HF config export writes for a model of ``config`` (built without weights), or
+    a ConfigError where export would refuse it (a field, block or plan ``arch`` cannot
+    hold: the HF config would not say so, and two such models would look the same)."""
     with torch.device("meta"):
         model = MaskedLM.from_config(config)
+    check_every_field_exports(config, arch)
+    arch.check_export(model)
     return hf_config_kwargs(model, arch)

@@ -21,6 +21,7 @@ import torch
 
 from roformer_lit.errors import ConfigError
 from roformer_lit.interop.architectures.base import HFArchitecture, Link
+from roformer_lit.plan_identity import all_options
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -118,9 +119,17 @@ class BertLayout(HFArchitecture):
     # -- export -------------------------------------------------------------------------
     def check_export(self, model: MaskedLM) -> None:
         config = model.config
-        plain = (config.position, dict(config.position_kwargs or {}))
+        # each layer's options read over the class's defaults (all_options), as layers share
+        # a scheme: a config holds position_kwargs without them (c2p: true is no option),
+        # its layers as written (an import writes every option)
+        plain = (
+            config.position,
+            all_options("position", config.position, config.position_kwargs or {}),
+        )
         if any(
-            spec.window is not None or (spec.position, dict(spec.position_kwargs)) != plain
+            spec.window is not None
+            or (spec.position, all_options("position", spec.position, spec.position_kwargs))
+            != plain
             for spec in config.layer_specs
         ):
             raise ConfigError(
