@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch import Tensor
 
+from roformer_lit.attention import ATTENTION_KERNELS
 from roformer_lit.attention.softmax import SoftmaxAttention
 from roformer_lit.score_bias import ScoreBias, dense_from_lookup
 from roformer_lit.testing import check_kernel
@@ -150,6 +151,16 @@ class RenumbersTheSegmentsInPlace(SoftmaxAttention):
         return out
 
 
+class LinearIgnoresTheMaskInTraining(ATTENTION_KERNELS["linear"]):
+    """Linear attention (no dropout claimed, so no check but ``gradients`` trains it) that
+    reads padded keys whenever it is in train mode."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, **kwargs) -> Tensor:
+        if self.training:
+            kwargs["key_padding_mask"] = None
+        return super().forward(q, k, v, **kwargs)
+
+
 class DropsThePaddingInBfloat16(SoftmaxAttention):
     """A fast path for bfloat16 inputs (a ``bf16-mixed`` run's) that forgets the padding."""
 
@@ -202,6 +213,7 @@ class ReferenceWithoutTheScale(SoftmaxAttention):
         (WindowOneKeyShort, "window", "the key at distance w // 2 = 1 changes nothing"),
         (DrawsEveryCall, "deterministic", "not deterministic: one kernel in eval mode"),
         (ScalesItsValuesInPlace, "deterministic", "changes its input in place: v differs"),
+        (LinearIgnoresTheMaskInTraining, "gradients", "padded k gets a gradient"),
         (ClearsTheMaskInPlace, "deterministic", "in place: key_padding_mask differs after"),
         (ScalesTheBiasInPlace, "deterministic", "in place: bias differs after a call (with"),
         (RenumbersTheSegmentsInPlace, "deterministic", "in place: segment_ids differs after"),
@@ -249,6 +261,7 @@ def test_the_kit_fails_a_broken_kernel_naming_check_kernel_and_mistake(kernel, c
         (SharesAcrossTheBatch, "deterministic"),
         (RotatesQueriesOnly, "padding"),
         (ReferenceWithoutTheScale, "float64"),
+        (LinearIgnoresTheMaskInTraining, "padding"),
         (ComputesInBfloat16, "bfloat16"),  # bfloat16's precision is what the check allows
         (DropsThePaddingInBfloat16, "padding"),
         (DropsThePaddingInBfloat16, "float64"),

@@ -47,9 +47,10 @@ check proves:
 - ``bfloat16``: under bfloat16 autocast with bfloat16 inputs (a ``bf16-mixed`` run), the
   output is finite at real queries and agrees with float32's on the same values to
   bfloat16's precision, over every case above;
-- ``gradients`` (a kernel that trains on the CPU): the gradients of the real queries'
-  outputs with respect to ``q``, ``k``, ``v`` (and a dense bias, where claimed) are finite,
-  agree with float64's, and are zero at padded keys and values;
+- ``gradients`` (a kernel that trains on the CPU): in train mode (as training calls it),
+  the gradients of the real queries' outputs with respect to ``q``, ``k``, ``v`` (and a
+  dense bias, where claimed) are finite, agree with float64's, and are zero at padded keys
+  and values;
 - ``reference`` (a kernel class with the optional ``reference`` hook, below): the kernel's
   real queries' outputs equal it in float64, over every case above.
 
@@ -802,8 +803,10 @@ def _gradients(
 
 def check_gradients(kernel: type[AttentionKernel], options: Options) -> None:
     """The real queries' outputs have finite gradients in ``q, k, v`` (and a dense bias
-    where claimed) that agree with float64's and vanish at padded keys and values."""
-    module = built(kernel, options)
+    where claimed) that agree with float64's and vanish at padded keys and values, the
+    kernel in train mode (as training calls it; ``dropout_p`` 0): every other check but
+    ``dropout`` calls it in eval mode, where a path taken only in training goes unseen."""
+    module = built(kernel, options).train()
     double = copy.deepcopy(module).double()
     for where, case in cases(kernel, options).items():
         bias = case.bias is not None
