@@ -45,16 +45,8 @@ from roformer_lit.module_arguments import (
     flat_hyperparameters,
     flat_signature,
 )
-from roformer_lit.training.architecture_digest import (
-    DIGEST_KEY,
-    architecture_digest,
-    check_digest,
-)
-from roformer_lit.training.checkpoint_io import (
-    PRETRAINING,
-    drop_duplicate_weights,
-    read_checkpoint,
-)
+from roformer_lit.training.architecture_digest import DIGEST_KEY, architecture_digest
+from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
 from roformer_lit.training.lifecycle import RunModule, evaluation_mean
 from roformer_lit.training_config import TrainingConfig
 from roformer_lit.validation import TRAINING_RULES, Rule, check_weights_fit_in_memory
@@ -78,6 +70,8 @@ class MaskedLM(RunModule):
     the ``Args`` below are generated from the two dataclasses, where each field is written
     once.
     """
+
+    CHECKPOINT_KIND = PRETRAINING  # fit's checkpoints
 
     def __init__(
         self,
@@ -144,7 +138,7 @@ class MaskedLM(RunModule):
         run code; a checkpoint that does not fit its own hyperparameters is one line too."""
         read_checkpoint(path, kind=PRETRAINING)
         try:
-            return cls.load_from_checkpoint(path, map_location="cpu", weights_only=True)
+            return cls.load_read_checkpoint(path, map_location="cpu")
         except ConfigError as exc:
             raise ConfigError(f"{exc}{recorded_origins(path, exc)}") from None
         except Exception as exc:  # a truncated or foreign file that passed the checks
@@ -331,10 +325,7 @@ class MaskedLM(RunModule):
         checkpoint["skipped_batches"] = self.skipped_batches
 
     def load_run_state(self, checkpoint: Mapping[str, Any]) -> None:
-        # MaskedLM.load_from_checkpoint(path) called directly reads no file through
-        # read_checkpoint: its architecture record is checked here, before the weights load
-        check_digest(checkpoint, "(the one being loaded)")
-        drop_duplicate_weights(checkpoint)  # before Lightning loads the state_dict
+        # the checkpoint has passed the one reader's checks (RunModule.on_load_checkpoint)
         self.best_val_loss = checkpoint.get("best_val_loss", math.inf)
         self.skipped_batches = int(checkpoint.get("skipped_batches", 0))
 

@@ -135,8 +135,7 @@ def test_an_edited_architecture_is_refused_by_every_reader(saved, tmp_path, case
     message = str(refused.value)
     assert "\n" not in message, message
     assert "recorded architecture (hyper_parameters) does not match what was saved" in message
-    if reader != "load_from_checkpoint":  # Lightning's loader gives the hook no path
-        assert str(path) in message, message
+    assert str(path) in message, message
     assert path.read_bytes() == before
 
 
@@ -242,6 +241,5 @@ def test_a_record_that_breaks_a_rule_is_refused_by_every_reader_with_the_rules_l
     message = str(refused.value)
     assert "\n" not in message, message
     assert str(rule.value) in message, message
-    if reader != "load_from_checkpoint":  # Lightning's loader gives the hook no path
-        assert str(path) in message, message
+    assert str(path) in message, message
     assert path.read_bytes() == before

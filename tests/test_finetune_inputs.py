@@ -473,7 +473,7 @@ def test_the_module_refuses_another_pretrained_encoder_when_resumed(pretrained, 
     model = SequenceClassifier(pretrained=str(pretrained), num_labels=2)
     other = tmp_path / "other.ckpt"
     other.write_bytes(b"x")
-    checkpoint = {"hyper_parameters": {"pretrained": str(other)}}
+    checkpoint = {"state_dict": {}, "hyper_parameters": {"pretrained": str(other)}}
     for fn, refused in ((TrainerFn.FITTING, True), (TrainerFn.VALIDATING, False)):
         model._trainer = SimpleNamespace(state=SimpleNamespace(fn=fn), ckpt_path="run.ckpt")
         if refused:

@@ -36,6 +36,7 @@ from roformer_lit.finetune.metrics import make_metrics
 from roformer_lit.finetune.pretrained import check_resumed_pretrained, load_pretrained_encoder
 from roformer_lit.finetune.pretrained_weights import PRETRAINED_WEIGHTS_KEY, weights_digest
 from roformer_lit.finetune.tasks import get_task, metrics_for, val_suffixes
+from roformer_lit.training.checkpoint_io import FINE_TUNING
 from roformer_lit.training.lifecycle import OptimizerSettings, RunModule, evaluation_mean
 from roformer_lit.validation import (
     Rule,
@@ -93,6 +94,8 @@ class SequenceClassifier(RunModule):
         dropout: the encoder's hidden dropout (None: the pretraining run's).
         init_std: standard deviation of the head's normal initialisation.
     """
+
+    CHECKPOINT_KIND = FINE_TUNING  # finetune's checkpoints
 
     def __init__(
         self,
@@ -208,7 +211,7 @@ class SequenceClassifier(RunModule):
         anything is built; this covers ``Trainer`` and the Python API."""
         trainer = self._trainer
         fitting = trainer is not None and trainer.state.fn == TrainerFn.FITTING
-        ckpt = getattr(trainer, "ckpt_path", None) or "(the one being loaded)"
+        ckpt = self.loaded_from()
         if fitting:
             recorded = (checkpoint.get("hyper_parameters") or {}).get("pretrained")
             check_resumed_pretrained(ckpt, recorded, self.hparams.pretrained)

@@ -232,8 +232,8 @@ DUPLICATE_WEIGHT_PREFIXES = ("_encode.",)
 def drop_duplicate_weights(checkpoint: Any) -> None:
     """Remove, in place, the state_dict entries under :data:`DUPLICATE_WEIGHT_PREFIXES`
     (the same tensors as the ``encoder.*`` ones), so an old checkpoint loads strictly into
-    today's model. Called by :func:`read_checkpoint` and by ``MaskedLM.on_load_checkpoint``
-    (Lightning's resume and ``load_from_checkpoint``)."""
+    today's model. Called by :func:`check_checkpoint` (:func:`read_checkpoint`, and
+    ``RunModule.on_load_checkpoint``: Lightning's resume and ``load_from_checkpoint``)."""
     state_dict = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
     if not isinstance(state_dict, dict):
         return
@@ -455,6 +455,18 @@ def read_checkpoint(
         ) from exc
     except OSError as exc:
         raise ConfigError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from exc
+    return check_checkpoint(checkpoint, path, require_state_dict, kind)
+
+
+def check_checkpoint(
+    checkpoint: Any, path: Any, require_state_dict: bool = True, kind: str | None = None
+) -> dict[str, Any]:
+    """``checkpoint`` (as unpickled from ``path``), checked as :func:`read_checkpoint` checks
+    what it reads, or a ConfigError naming ``path`` and what is wrong: every check of a
+    checkpoint's content, in one place. :func:`read_checkpoint` calls it on what it read;
+    ``RunModule.on_load_checkpoint`` on what Lightning read (``load_from_checkpoint``, a
+    ``Trainer`` given ``ckpt_path``), so no way of loading a checkpoint skips them. Drops
+    the duplicate weights (:func:`drop_duplicate_weights`) in place."""
     if not isinstance(checkpoint, dict):
         raise ConfigError(f"{path} is not a roformer_lit checkpoint")
     if require_state_dict and not isinstance(checkpoint.get("state_dict"), dict):

@@ -49,8 +49,10 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import random
 from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +68,8 @@ from roformer_lit.run_files import warn
 from roformer_lit.training.checkpoint_io import (
     SCHEDULE_STEPS_KEY,
     TRAINER_SETTINGS_KEY,
+    check_checkpoint,
+    read_checkpoint,
     refuse_nonfinite,
 )
 from roformer_lit.training.numerics_history import HISTORY_KEY, extended, read_history, read_record
@@ -90,6 +94,21 @@ ENDLESS_STEPS = 100_000
 #: With ``skip_nonfinite``, this many non-finite batches in a row still stop the run.
 MAX_CONSECUTIVE_SKIPS = 20
 
+
+@dataclass(frozen=True)
+class _Loading:
+    """A checkpoint :meth:`RunModule.load_from_checkpoint` is loading: its ``name`` (the
+    path as given; "" for an open file without one), for :meth:`RunModule.on_load_checkpoint`
+    to name in an error, and whether the caller replaced training settings (overrides, an
+    ``hparams_file``), which Lightning writes into the loaded ``hyper_parameters`` before
+    the hook sees them: their seal (``training_settings_digest``) is then not theirs."""
+
+    name: str
+    settings_replaced: bool
+
+
+#: The load :meth:`RunModule.load_from_checkpoint` is in; None outside one.
+_LOADING: ContextVar[_Loading | None] = ContextVar("roformer_lit_loading", default=None)
 
 #: The checkpoint key of :func:`numerics_record`.
 NUMERICS_KEY = "numerics"
@@ -317,6 +336,10 @@ class RunModule(L.LightningModule):
     position parameters (:meth:`position_parameters`), and may add its own state to
     checkpoints through :meth:`save_run_state` / :meth:`load_run_state`."""
 
+    #: The kind of checkpoint the module loads (:func:`~roformer_lit.training.checkpoint_io.
+    #: checkpoint_kind`: ``"pretraining"``, ``"fine-tuning"``); None: either.
+    CHECKPOINT_KIND: str | None = None
+
     def __init__(self, optimizer: OptimizerSettings, skip_nonfinite: bool | None = None) -> None:
         super().__init__()
         self.optimizer_settings = optimizer
@@ -369,11 +392,55 @@ class RunModule(L.LightningModule):
         **overrides: Any,
     ) -> Any:
         """Lightning's loader, its ``overrides`` checked against :meth:`load_overrides`
-        first. Lightning drops a key a signature without ``**kwargs`` has not, without a
+        first, and a local file read by the one reader
+        (:func:`~roformer_lit.training.checkpoint_io.read_checkpoint`, of this module's
+        :attr:`CHECKPOINT_KIND`) before anything is built: a directory, a truncated or
+        foreign file, a crafted pickle, a checkpoint of the other kind, damaged records or
+        NaN weights are each one ConfigError line naming the file, as on the command line.
+        Lightning then loads it ``weights_only`` (whatever ``weights_only`` says: a
+        checkpoint is data, never code), and :meth:`on_load_checkpoint` checks what it
+        loaded again (a remote path or an open file is checked there only).
+
+        Lightning drops a key a signature without ``**kwargs`` has not, without a
         word, so a misspelt one (``learning_rat=``) would load the checkpoint's own value;
         and a key that defines the weights (MaskedLM's ``dropout=``) would load them into
         another model than they trained. Either is one ConfigError line naming the key and
         the ones that may be replaced."""
+        cls._check_overrides(overrides)
+        if isinstance(checkpoint_path, (str, os.PathLike)) and "://" not in str(checkpoint_path):
+            read_checkpoint(checkpoint_path, kind=cls.CHECKPOINT_KIND)
+        return cls.load_read_checkpoint(
+            checkpoint_path, map_location, hparams_file, strict, **overrides
+        )
+
+    @classmethod
+    def load_read_checkpoint(
+        cls,
+        checkpoint_path: Any,
+        map_location: Any = None,
+        hparams_file: Any = None,
+        strict: bool | None = None,
+        **overrides: Any,
+    ) -> Any:
+        """:meth:`load_from_checkpoint` for a file its caller has just read with
+        :func:`~roformer_lit.training.checkpoint_io.read_checkpoint` (so it is not read
+        and checked a second time before Lightning loads it); :meth:`on_load_checkpoint`
+        checks what Lightning loads, naming ``checkpoint_path``."""
+        cls._check_overrides(overrides)
+        named = isinstance(checkpoint_path, (str, os.PathLike))
+        name = str(checkpoint_path if named else getattr(checkpoint_path, "name", ""))
+        replaced = bool(overrides) or hparams_file is not None
+        token = _LOADING.set(_Loading(name, replaced))
+        try:
+            return super().load_from_checkpoint(
+                checkpoint_path, map_location, hparams_file, strict, True, **overrides
+            )
+        finally:
+            _LOADING.reset(token)
+
+    @classmethod
+    def _check_overrides(cls, overrides: Mapping[str, Any]) -> None:
+        """Refuse, in one line, an override :meth:`load_overrides` does not allow."""
         allowed, refused = cls.load_overrides()
         unknown = [k for k in overrides if k not in allowed and k not in refused]
         fixed = [k for k in overrides if k in refused]
@@ -388,9 +455,6 @@ class RunModule(L.LightningModule):
                 f"{cls.__name__}.load_from_checkpoint {what}; the settings it may replace: "
                 f"{', '.join(allowed)}"
             )
-        return super().load_from_checkpoint(
-            checkpoint_path, map_location, hparams_file, strict, weights_only, **overrides
-        )
 
     # -- exact resume -----------------------------------------------------------------------
 
@@ -421,7 +485,30 @@ class RunModule(L.LightningModule):
             torch.distributed.all_gather_object(per_rank, checkpoint["rng_states"])
             checkpoint["rng_states_per_rank"] = per_rank
 
+    def loaded_from(self) -> str:
+        """The checkpoint being loaded, as an error names it: the file
+        :meth:`load_from_checkpoint` loads, the trainer's ``ckpt_path``, or neither known."""
+        loading = _LOADING.get()
+        if loading is not None and loading.name:  # an open file without a name: ""
+            return loading.name
+        ckpt = getattr(self._trainer, "ckpt_path", None) if self._trainer is not None else None
+        return str(ckpt) if ckpt else "(the checkpoint being loaded)"
+
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Every load of a checkpoint into the module (``load_from_checkpoint``, a
+        ``Trainer``'s ``ckpt_path``: resume, ``validate``, ``test``, ``predict``) passes the
+        checks of the one reader first
+        (:func:`~roformer_lit.training.checkpoint_io.check_checkpoint`, of
+        :attr:`CHECKPOINT_KIND`): damaged records, an edited architecture or settings, NaN
+        or inf weights, a checkpoint of the other kind are one ConfigError line naming the
+        file, before a weight is loaded; then the run's state is read back. Training
+        settings a ``load_from_checkpoint`` caller replaced are not held to the seal of the
+        ones saved (the file, read before, was: :meth:`load_from_checkpoint`)."""
+        checked = checkpoint
+        loading = _LOADING.get()
+        if loading is not None and loading.settings_replaced:
+            checked = {k: v for k, v in checkpoint.items() if k != SETTINGS_DIGEST_KEY}
+        check_checkpoint(checked, self.loaded_from(), kind=self.CHECKPOINT_KIND)
         self.load_run_state(checkpoint)
         self._resumed_at_step = int(checkpoint.get("global_step") or 0)
         where = "the resumed checkpoint"
