@@ -13,9 +13,11 @@ typed value win."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
+import torch
 from cli_helpers import CONFIGS, fit_preempted, overridden, refused_unchanged
 from finetune_helpers import QUIET, local_task_files, pretrained_checkpoint
 
@@ -152,3 +154,48 @@ def test_another_tasks_config_without_the_runs_files_names_both_tasks(
     assert f"checkpoint {CKPT} was fine-tuned on task 'local'" in line, line
     assert "not on the --config file's task 'movie_polarity'" in line, line
     assert "needs data.val_files" in line and "fine-tuned on 'movie_polarity'" in line, line
+
+
+def _resumed(work: Path, copy: Path, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Resume the stopped run in ``copy`` (a copy of ``work``) with ``argv``; returns its
+    stderr. The copy's run records the pretrained checkpoint of ``work``."""
+    shutil.copytree(work, copy, symlinks=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(copy)
+        capsys.readouterr()
+        assert main(argv) == 0, capsys.readouterr().err[-2000:]
+    return capsys.readouterr().err
+
+
+def test_a_resume_without_model_pretrained_takes_the_recorded_one(work, tmp_path, capsys):
+    """``finetune --ckpt_path <the stopped run>`` without ``--model.pretrained`` stopped at
+    'model.pretrained is required', though the checkpoint records it: it resumes from the
+    recorded one now, with one ``note:`` line, to the weights a resume naming it trains
+    (the oracle: the same resume with ``--model.pretrained`` typed)."""
+    named = tmp_path / "named"
+    _resumed(work, named, command(named, "fit"), capsys)
+    recorded = tmp_path / "recorded"
+    err = _resumed(work, recorded, without(command(recorded, "fit"), "--model.pretrained"), capsys)
+    notes = [line for line in err.splitlines() if line.startswith("note: model.pretrained=")]
+    assert len(notes) == 1 and str(work / "pretrained.ckpt") in notes[0], err[-2000:]
+    assert str(CKPT) in notes[0], notes[0]
+    ours, theirs = (torch.load(d / CKPT, weights_only=True) for d in (recorded, named))
+    assert ours["global_step"] == theirs["global_step"] > 2
+    assert ours["state_dict"].keys() == theirs["state_dict"].keys()
+    for key, value in theirs["state_dict"].items():
+        assert torch.equal(ours["state_dict"][key], value), key
+
+
+def test_a_resume_whose_recorded_pretrained_is_gone_says_so(work, monkeypatch, capsys):
+    """Without ``--model.pretrained``, a recorded pretrained checkpoint not found from here
+    (moved) is one line naming it and asking for its new place; nothing changes."""
+    monkeypatch.chdir(work)
+    link = work / "pretrained.ckpt"
+    moved = work / "moved.ckpt"
+    link.rename(moved)
+    try:
+        line = refused_unchanged(work, capsys, without(command(work, "fit"), "--model.pretrained"))
+    finally:
+        moved.rename(link)
+    assert f"--ckpt_path {CKPT} was fine-tuned from {link}" in line, line
+    assert "not found from here" in line and "--model.pretrained" in line, line

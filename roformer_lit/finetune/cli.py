@@ -17,7 +17,8 @@ errors). What differs:
   regressions), resolved once the model is built, unless ``--checkpoint.monitor`` names
   another metric (then set ``--checkpoint.mode`` to match);
 * ``--ckpt_path`` must be a fine-tuning checkpoint; a pretraining one belongs in
-  ``--model.pretrained``, which must be the one the resumed run was fine-tuned from; the
+  ``--model.pretrained``, which must be the one the resumed run was fine-tuned from (none
+  given: that one, as the checkpoint records it, with one ``note:`` line); the
   resumed run takes its own settings and refuses other typed ones as a pretraining resume
   does (``RoformerCLI.take_checkpoint_settings``: the table of
   :mod:`~roformer_lit.commands.checkpoint_settings`), a finished run is refused, and so is
@@ -46,6 +47,7 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
@@ -165,6 +167,8 @@ class FinetuneCLI(RoformerCLI):
             given = check_validated_pretrained(ckpt, checkpoint, named)  # the run's, as it was
         else:  # the run's own pretrained checkpoint, then the table and the finished-run check
             named = config.model.pretrained
+            if named is None:  # none given anywhere: the one the run was fine-tuned from
+                named = self._resume_from_recorded(str(ckpt), hparams.get("pretrained"))
             check_resumed_pretrained(ckpt, hparams.get("pretrained"), named)
         if named is not None:  # the encoder it builds is the one the checkpoint records
             built = encoder_config(given if given is not None else read_pretrained(named))
@@ -194,6 +198,31 @@ class FinetuneCLI(RoformerCLI):
                 f"{asked!r}, and {doing} on its own task: {problem}; "
                 f"give those, or a checkpoint fine-tuned on {asked!r}"
             )
+
+    def _resume_from_recorded(self, ckpt: str, recorded: Any) -> Any:
+        """A resumed fine-tune given no ``model.pretrained`` (typed or in a ``--config``
+        file) takes the pretrained checkpoint its run was fine-tuned from (the checkpoint's
+        ``hyper_parameters['pretrained']``), with one ``note:`` line saying so; one
+        ``error:`` line where that file is not found from here (moved: give its new place).
+        Returns it (None for a checkpoint that records none: the rule of a new fine-tune
+        then asks for one)."""
+        if recorded is None:
+            return None
+        if not Path(str(recorded)).expanduser().is_file():
+            raise ConfigError(
+                f"--ckpt_path {ckpt} was fine-tuned from {recorded}, which is not found from "
+                f"here; give where it is now as --model.pretrained"
+            )
+        update = {"fit": {"model": {"pretrained": recorded}}}
+        self.config = self.parser.parse_object(update, self.config)
+        if launch_rank() in (None, 0):
+            print(
+                f"note: model.pretrained={recorded}: the pretrained checkpoint {ckpt} was "
+                "fine-tuned from (recorded in it), as none was given",
+                file=sys.stderr,
+                flush=True,
+            )
+        return recorded
 
     def _take_pretrained_from(self, recorded: str | None) -> None:
         """``validate``: ``model.pretrained`` (the tokenizer and encoder settings the
