@@ -52,6 +52,7 @@ from roformer_lit.commands.repeated_options import refuse_repeated_options
 from roformer_lit.commands.replaced_mappings import replaced_notes
 from roformer_lit.commands.seed_environment import seed_environment_kept, seed_taken
 from roformer_lit.commands.seed_line import say_seed, seed_line_held
+from roformer_lit.commands.special_ckpt_paths import SPECIAL_CKPT_PATHS, left_to_lightning
 from roformer_lit.component_origins import recorded_origins
 from roformer_lit.data.datamodule import PretrainDataModule
 from roformer_lit.data.modules import (
@@ -99,9 +100,6 @@ from roformer_lit.validation import check_run_arguments
 
 LIGHTNING_SUBCOMMANDS = ("fit", "validate", "test", "predict")
 RUN_LOGGER = f"{RunLogger.__module__}.{RunLogger.__qualname__}"
-
-#: ``--ckpt_path`` values Lightning resolves itself (not file paths).
-SPECIAL_CKPT_PATHS = ("last", "best", "hpc")
 
 
 #: ``--seed_everything``'s help: what Lightning's ``seed_everything`` does with each value.
@@ -232,7 +230,8 @@ class RoformerCLI(CompatCLI):
             return
         config = self.config[subcommand]
         self._checkpoint_read = file_identity(config.get("ckpt_path"))  # before it is read
-        self._checkpoint = _inspect_checkpoint(config.get("ckpt_path"))
+        root = (config.get("trainer") or {}).get("default_root_dir")
+        self._checkpoint = _inspect_checkpoint(config.get("ckpt_path"), root)
         if self._checkpoint is None:
             return
         path, checkpoint = self._checkpoint
@@ -618,15 +617,15 @@ def _plain(namespace: Any) -> Any:
     return as_dict() if callable(as_dict) else namespace
 
 
-def _inspect_checkpoint(ckpt_path: Any) -> tuple[str, dict[str, Any]] | None:
+def _inspect_checkpoint(ckpt_path: Any, root: Any = None) -> tuple[str, dict[str, Any]] | None:
     """Read ``--ckpt_path`` (memory-mapped) and refuse, with one line, a missing or unreadable
-    file, or a file that is not a roformer_lit pretraining checkpoint. Returns (path,
-    checkpoint) for the settings it decides and the checks after instantiation."""
-    if ckpt_path is None or str(ckpt_path) in SPECIAL_CKPT_PATHS:
+    file, or a file that is not a roformer_lit pretraining checkpoint, and a word Lightning
+    resolves to no checkpoint here (:func:`left_to_lightning`; ``root``: the trainer's
+    ``default_root_dir``). Returns (path, checkpoint) for the settings it decides and the
+    checks after instantiation."""
+    if left_to_lightning(ckpt_path, root, "runs/mlm/<run>/checkpoints/last.ckpt"):
         return None
     path = str(ckpt_path)
-    if "://" in path:  # remote: left to Lightning
-        return None
     check_readable_file(path, "checkpoint")  # a directory is not "not found"
     return path, read_checkpoint(path, kind=PRETRAINING)
 

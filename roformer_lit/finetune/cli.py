@@ -56,7 +56,6 @@ from roformer_lit.commands.checkpoint_settings import config_file_keys, typed_ke
 from roformer_lit.commands.pretrain import (
     LIGHTNING_SUBCOMMANDS,
     RUN_LOGGER,
-    SPECIAL_CKPT_PATHS,
     RoformerCLI,
     RunConfigSaver,
     is_run_logger,
@@ -64,6 +63,7 @@ from roformer_lit.commands.pretrain import (
 )
 from roformer_lit.commands.seed_environment import seed_taken
 from roformer_lit.commands.seed_line import say_seed
+from roformer_lit.commands.special_ckpt_paths import left_to_lightning
 from roformer_lit.errors import ConfigError, refused_settings
 from roformer_lit.finetune.datamodule import TaskDataModule, task_files_problem
 from roformer_lit.finetune.encoder_record import check_encoder_record
@@ -146,7 +146,8 @@ class FinetuneCLI(RoformerCLI):
                 "finetune validate needs --ckpt_path: a fine-tuning checkpoint such as "
                 "runs/finetune/<run>/checkpoints/best.ckpt"
             )
-        if ckpt is None or str(ckpt) in SPECIAL_CKPT_PATHS or "://" in str(ckpt):
+        root = (config.get("trainer") or {}).get("default_root_dir")
+        if left_to_lightning(ckpt, root, "runs/finetune/<run>/checkpoints/last.ckpt"):
             return
         check_readable_file(ckpt, "checkpoint")  # a directory is not "not found"
         self._checkpoint_read = file_identity(ckpt)  # checked again under the run's lock
