@@ -67,6 +67,7 @@ FAST_MODULES = frozenset(
         "test_checkpoint_records",
         "test_nonfinite_checkpoints",
         "test_load_from_checkpoint",
+        "test_damaged_checkpoint_bytes",
         "test_checkpoint_digest",
         "test_yaml_keys",
         "test_yaml_numbers",

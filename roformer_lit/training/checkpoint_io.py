@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -410,6 +411,18 @@ def _check_recorded_values(saved: Mapping[str, Any], path: Any) -> None:
         ) from None
 
 
+#: The prefix of torch's C++ errors (``[enforce fail at inline_container.cc:180] . ``),
+#: which says where torch failed, not what is wrong with the file.
+_ENFORCE_FAIL = re.compile(r"^\[enforce fail at [^\]]*\]\s*\.?\s*")
+
+
+def _torch_detail(exc: BaseException) -> str:
+    """The first sentence of what torch says about a file it cannot load, on one line and
+    without the C++ prefix (:data:`_ENFORCE_FAIL`)."""
+    detail = _ENFORCE_FAIL.sub("", " ".join(str(exc).split()))
+    return detail.split(". ")[0][:160]
+
+
 def read_checkpoint(
     path: str | os.PathLike[str], require_state_dict: bool = True, kind: str | None = None
 ) -> dict[str, Any]:
@@ -449,12 +462,18 @@ def read_checkpoint(
             f"does not run ({what}); only checkpoints written by roformer_lit are loaded"
         ) from exc
     except (RuntimeError, zipfile.BadZipFile, EOFError, ValueError) as exc:
-        detail = " ".join(str(exc).split()).split(". ")[0][:160]
         raise ConfigError(
-            f"cannot read checkpoint {path}: truncated or not a PyTorch checkpoint ({detail})"
+            f"cannot read checkpoint {path}: truncated or not a PyTorch checkpoint "
+            f"({_torch_detail(exc)})"
         ) from exc
     except OSError as exc:
         raise ConfigError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from exc
+    except Exception as exc:  # the unpickler on damaged bytes: a memo key, an empty stack
+        raise ConfigError(
+            f"cannot read checkpoint {path}: it is damaged (its pickled records do not "
+            f"unpickle: {type(exc).__name__}: {_torch_detail(exc)}); use a checkpoint as fit "
+            "wrote it"
+        ) from exc
     return check_checkpoint(checkpoint, path, require_state_dict, kind)
 
 
