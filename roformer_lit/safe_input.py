@@ -40,10 +40,15 @@ MAX_YAML_NODES = 100_000
 
 
 def check_readable_file(path: str | os.PathLike[str], what: str) -> Path:
-    """``path`` if it is a regular, readable file; else a ConfigError naming it."""
+    """``path`` if it is a regular, readable file; else a ConfigError naming it. The path
+    is checked as given: an empty one is not the working directory, and one ending in
+    ``/`` names a directory (``last.ckpt/`` is refused as the system refuses it, where
+    :class:`~pathlib.Path` would drop the ``/`` and one reader open the file, another not)."""
+    if not str(path).strip():
+        raise ConfigError(f"{what} path is empty; give a file")
     p = Path(path).expanduser()
     try:
-        mode = p.stat().st_mode
+        mode = os.stat(os.path.expanduser(os.fspath(path))).st_mode
     except FileNotFoundError:
         raise ConfigError(f"{what} not found: {path}") from None
     except OSError as exc:

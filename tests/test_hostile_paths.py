@@ -51,6 +51,38 @@ def test_a_directory_given_as_checkpoint_is_called_a_directory(
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+#: case -> (the path given for a checkpoint, made from the name of a file that is there;
+#: what the one line says).
+PATHS_AS_TYPED = {
+    # before: 'checkpoint  is a directory' (Path('') is the working directory)
+    "an empty path": (lambda file: "", "checkpoint path is empty; give a file"),
+    # before: export read the file (Path drops the '/'), the others called it truncated
+    "a file with a trailing /": (lambda file: f"{file}/", "Not a directory"),
+}
+
+
+@pytest.mark.parametrize(
+    ("command", "case"),
+    [  # an empty model.pretrained is one not given: 'model.pretrained is required', as before
+        (command, case)
+        for command in CHECKPOINT_COMMANDS
+        for case in PATHS_AS_TYPED
+        if (command, case) != ("finetune --model.pretrained", "an empty path")
+    ],
+)
+def test_a_checkpoint_path_is_read_as_typed(command, case, tmp_path, monkeypatch, capsys):
+    """The path is checked as typed (:func:`~roformer_lit.safe_input.check_readable_file`),
+    by every command alike, and nothing is created."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.ckpt").write_bytes(b"")
+    (tmp_path / "val.csv").write_text("text,label\nhello,0\nbad,1\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    typed, says = PATHS_AS_TYPED[case]
+    line = one_error_line(CHECKPOINT_COMMANDS[command](typed("run.ckpt")), capsys)
+    assert says in line and "truncated" not in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 @pytest.mark.parametrize(
     ("argv", "meant"),
     [

@@ -53,8 +53,8 @@ def export_main(args: Sequence[str]) -> None:
     ns = build_parser().parse_args(list(args))
     if ns.tokenizer is not None and ns.no_tokenizer:
         raise ConfigError("--tokenizer and --no_tokenizer exclude each other; give one of them")
+    check_readable_file(ns.ckpt_path, "checkpoint")  # as typed: a directory is not "not found"
     ckpt = Path(ns.ckpt_path)
-    check_readable_file(ckpt, "checkpoint")  # a directory is not "not found"
     output_target(ns.out, "--out", reads=[ckpt], directory=True)  # never inside a run
     check_out_dir(ns.out)
     checkpoint = read_checkpoint(ckpt, kind=PRETRAINING)  # weights_only, before anything else
