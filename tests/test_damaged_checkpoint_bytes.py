@@ -6,7 +6,9 @@ Flipping bytes of a ``fit`` checkpoint's pickled records, about 1 in 100 flips m
 weights-only unpickler raise a ``KeyError`` (a memo key that is not there) or an
 ``IndexError`` (an opcode on an empty stack), which every command showed as a traceback;
 a zip archive that is not torch's was reported as ``([enforce fail at
-inline_container.cc:180] )``, torch's C++ location, not what is wrong. The damage here is
+inline_container.cc:180] )``, torch's C++ location, not what is wrong; a weight whose
+recorded device was damaged passed the reader (which maps every storage to the CPU) and
+stopped ``load_from_checkpoint`` with torch's exception. The damage here is
 made the same way, deterministically: the first opcodes of ``data.pkl`` replaced in place
 (the archive's offsets unchanged).
 
@@ -63,6 +65,15 @@ def _pickle_replaced(source: Path, target: Path, opcodes: bytes) -> None:
     target.write_bytes(bytes(data))
 
 
+def _device_replaced(source: Path, target: Path) -> None:
+    """``target``: ``source`` with the device its first weight's storage records, ``'cpu'``,
+    replaced in place by ``'xyz'`` (same length)."""
+    data = source.read_bytes()
+    cpu = b"X\x03\x00\x00\x00cpu"  # BINUNICODE 'cpu'
+    assert cpu in data
+    target.write_bytes(data.replace(cpu, b"X\x03\x00\x00\x00xyz", 1))
+
+
 def _not_torchs(source: Path, target: Path) -> None:
     with zipfile.ZipFile(target, "w") as archive:
         archive.writestr("notes.txt", "not a checkpoint")
@@ -79,6 +90,11 @@ DAMAGE: dict[str, tuple[Callable[[Path, Path], None], type, str]] = {
         lambda s, t: _pickle_replaced(s, t, b"a"),  # APPEND on an empty stack
         IndexError,
         "it is damaged (its pickled records do not unpickle: IndexError",
+    ),
+    "a device that is not one": (  # the reader maps to the CPU; every other loader read it
+        _device_replaced,
+        RuntimeError,
+        "it is damaged (a weight's storage records the device 'xyz', not a device name)",
     ),
     "a zip archive that is not torch's": (
         _not_torchs,
@@ -102,7 +118,7 @@ def test_damaged_bytes_are_one_line_naming_the_file(saved, tmp_path, case, loade
     path = tmp_path / "damaged.ckpt"
     make(saved, path)
     with pytest.raises(raised):  # the damage is what torch cannot load
-        torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        torch.load(path, weights_only=True, mmap=True)
     before = path.read_bytes()
     with pytest.raises(ConfigError) as refused:
         LOADERS[loader](path)

@@ -416,6 +416,25 @@ def _check_recorded_values(saved: Mapping[str, Any], path: Any) -> None:
 _ENFORCE_FAIL = re.compile(r"^\[enforce fail at [^\]]*\]\s*\.?\s*")
 
 
+class _DamagedLocation(Exception):
+    """A storage of a checkpoint recorded at a location that is not a device name."""
+
+
+def _on_cpu(storage: Any, location: Any) -> Any:
+    """``map_location`` of the one reader: every storage stays on the CPU (memory-mapped),
+    and the device each one records is a device name. Mapping to the CPU ignores it, but
+    every other loader reads it (Lightning's ``load_from_checkpoint`` and a resume map each
+    storage by its own), so a damaged one (``(96, 32)``, ``'xyz'``) that read here stopped
+    them with torch's ``AttributeError`` or ``RuntimeError``."""
+    try:
+        torch.device(location)
+    except (RuntimeError, TypeError, ValueError):
+        raise _DamagedLocation(
+            f"a weight's storage records the device {location!r}, not a device name"
+        ) from None
+    return storage
+
+
 def _torch_detail(exc: BaseException) -> str:
     """The first sentence of what torch says about a file it cannot load, on one line and
     without the C++ prefix (:data:`_ENFORCE_FAIL`)."""
@@ -452,7 +471,7 @@ def read_checkpoint(
             "kind of file)"
         )
     try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        checkpoint = torch.load(path, map_location=_on_cpu, weights_only=True, mmap=True)
     except pickle.UnpicklingError as exc:
         detail = " ".join(str(exc).split())
         start = detail.find("Unsupported global")
@@ -468,6 +487,11 @@ def read_checkpoint(
         ) from exc
     except OSError as exc:
         raise ConfigError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from exc
+    except _DamagedLocation as exc:
+        raise ConfigError(
+            f"cannot read checkpoint {path}: it is damaged ({exc}); use a checkpoint as fit "
+            "wrote it"
+        ) from exc
     except Exception as exc:  # the unpickler on damaged bytes: a memo key, an empty stack
         raise ConfigError(
             f"cannot read checkpoint {path}: it is damaged (its pickled records do not "
