@@ -289,5 +289,8 @@ def test_a_fine_tuning_checkpoint_given_to_a_pretraining_command(
     assert "Traceback" not in err
     assert lines[-1].startswith(f"error: {finetuned} is a fine-tuning checkpoint"), lines[-1]
     assert "finetune validate" in lines[-1]
+    # a resume of the fine-tune too (before: fit --ckpt_path <it> was told to evaluate it)
+    resume = "resume its run with: python -m roformer_lit finetune --config <its task config> "
+    assert f"{resume}--ckpt_path {finetuned}" in lines[-1], lines[-1]
     assert finetuned.read_bytes() == before
     assert not list(tmp_path.iterdir()), "a refused command left files behind"

@@ -263,6 +263,8 @@ def _refuse_other_kind(checkpoint: Mapping[str, Any], path: Any, kind: str) -> N
             f"{path} is a fine-tuning checkpoint (written by finetune); this command reads "
             "pretraining checkpoints (written by fit). Evaluate a fine-tuned model with: "
             f"python -m roformer_lit finetune validate --config <its task config> --ckpt_path {path}"
+            "; resume its run with: python -m roformer_lit finetune --config <its task config> "
+            f"--ckpt_path {path}"
         )
     raise ConfigError(
         f"{path} is a pretraining checkpoint (written by fit), not a fine-tuning one; "
