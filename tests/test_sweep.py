@@ -1569,6 +1569,30 @@ SAME_RUN_GRIDS: dict[str, dict[str, list[Any]]] = {
         "model.position": ["t5"],
         "model.position_kwargs": [None, {"num_buckets": 32}],
     },
+    "a block's option at BERT's and none": {  # layernorm is BERT's norm either way
+        "model.block": [{"mlp": "swiglu"}, {"mlp": "swiglu", "norm": "layernorm"}],
+    },
+    "BERT's block written out and null": {"model.block": [None, {"mlp": "gelu"}]},
+    "no block options and null": {"model.block": [None, {}]},
+    "attention dropout at the dropout and null": {"model.attention_dropout": [None, 0.1]},
+    "a plan's type named otherwise": {
+        "model.layer_plan": [
+            {"pattern": ["l"], "types": {"l": {"window": 8}}},
+            {"pattern": ["local"], "types": {"local": {"window": 8}}},
+        ]
+    },
+    "a plan's two names for one layer": {
+        "model.layer_plan": [
+            {"pattern": ["a", "b"], "types": {"a": {"window": 8}, "b": {"window": 8}}},
+            {"pattern": ["a"], "types": {"a": {"window": 8}}},
+        ]
+    },
+    "a plan as layers and as a pattern of other names": {
+        "model.layer_plan": [
+            {"layers": ["x", "y"], "types": {"x": {"window": 8}}},
+            {"pattern": ["l", "g"], "types": {"l": {"window": 8}}},
+        ]
+    },
     "a plan type's scheme and its import path": {
         "model.layer_plan": [
             {"pattern": ["a"], "types": {"a": {"position": "rope"}}},
@@ -1581,15 +1605,23 @@ SAME_RUN_GRIDS: dict[str, dict[str, list[Any]]] = {
 }
 
 
+#: The cases of :data:`SAME_RUN_GRIDS` that need other overrides (a plan of two layers).
+SAME_RUN_OVERRIDES: dict[str, dict[str, Any]] = {
+    "a plan's two names for one layer": {"model.num_layers": 2},
+    "a plan as layers and as a pattern of other names": {"model.num_layers": 2},
+}
+
+
 @pytest.mark.parametrize("case", sorted(SAME_RUN_GRIDS))
 def test_two_runs_with_the_same_settings_are_refused(case, tmp_path, monkeypatch, capsys):
     """Grid values written two ways (``[0.001, 1e-3]``) passed the duplicate check, which
     compares them as YAML wrote them, and ran one experiment twice under two names (exit 0),
     which ``compare`` tabled as two learning rates: now one line naming both runs, before
-    anything is created."""
+    anything is created. The model section is compared in the architecture's one spelling
+    (a block option at BERT's, a plan's type names, are none of the model's)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "launch", no_launch)
-    write_sweep(tmp_path / "s.yaml", SAME_RUN_GRIDS[case])
+    write_sweep(tmp_path / "s.yaml", SAME_RUN_GRIDS[case], **SAME_RUN_OVERRIDES.get(case, {}))
     for dry in ([], ["--dry-run"]):
         code = main(["sweep", "--config", "s.yaml", *dry])
         err = capsys.readouterr().err

@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from roformer_lit.encoder_config import canonical_names
+from roformer_lit.encoder_config import compared_model
 from roformer_lit.errors import AbbreviatedOption, ConfigError
-from roformer_lit.plan_identity import all_options, model_plan
+from roformer_lit.plan_identity import built_layers
 from roformer_lit.plan_labels import plan_label
 from roformer_lit.safe_input import YAMLBombError, safe_yaml_load, yaml_value
 from roformer_lit.sweep.bad_values import grid_problems
@@ -558,23 +558,21 @@ def _refuse_failed_runs(
 
 def _settings_key(config: Any) -> str:
     """A parsed run config as canonical text, less the run's own name: two runs with the
-    same key are the same experiment. Schemes and kernels are named as their registry
-    knows them (:func:`~roformer_lit.encoder_config.canonical_names`):
-    ``roformer_lit.positions.rope:RotaryPosition`` builds ``rope``, as ``fit`` records it;
-    a layer plan is what it builds (:func:`~roformer_lit.plan_identity.model_plan`:
-    ``layers:`` for ``pattern:``, a pattern written twice over, a type naming the model's
-    own scheme, windows 65 and 64 are one plan), and a scheme's or kernel's options as every
-    option over its class's defaults (:func:`~roformer_lit.plan_identity.all_options`, as
-    ``compare`` reads them: rope's ``{base: 10000}`` is ``{}``)."""
+    same key are the same experiment. The model section is the architecture's one
+    spelling (:func:`~roformer_lit.encoder_config.compared_model`, as a resumed run and
+    a sweep's finished run are compared): a scheme or kernel by its registry's name
+    (``roformer_lit.positions.rope:RotaryPosition`` is ``rope``), its options less those
+    at their class's default (rope's ``{base: 10000}`` is ``{}``), ``block`` less BERT's
+    (``{mlp: swiglu, norm: layernorm}`` is ``{mlp: swiglu}``), float fields as floats,
+    ``attention_dropout`` as the dropout it applies; and a layer plan as the layers it
+    builds (:func:`~roformer_lit.plan_identity.built_layers`: ``layers:`` for
+    ``pattern:``, a pattern written twice over, types named otherwise, windows 65 and 64
+    are one plan)."""
     settings = config.as_dict() if hasattr(config, "as_dict") else dict(config)
     model = settings.get("model")
-    if isinstance(model, dict):  # a built-in by its import path is its short name
-        model.update(canonical_names(model))
-        model["layer_plan"] = model_plan(model)
-        for what in ("position", "attention"):
-            options = model.get(f"{what}_kwargs")
-            if what in model and isinstance(options or {}, Mapping):
-                model[f"{what}_kwargs"] = all_options(what, model[what], options or {})
+    if isinstance(model, dict):
+        canonical = compared_model(model)
+        settings["model"] = {**canonical, "layer_plan": built_layers(canonical)}
     logger = (settings.get("trainer") or {}).get("logger")
     if isinstance(logger, dict) and isinstance(logger.get("init_args"), dict):
         logger["init_args"].pop("version", None)
