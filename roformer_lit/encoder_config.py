@@ -300,10 +300,10 @@ def canonical_fields(settings: Mapping[str, Any]) -> dict[str, Any]:
         if options is not None and options.as_setting() != block:
             changed["block"] = options.as_setting()
     defaults = encoder_defaults()
-    for field, (key, registry) in OPTION_FIELDS.items():
+    for field, (key, _) in OPTION_FIELDS.items():
         options = settings.get(field)
         if isinstance(options, Mapping):
-            own = _own_options(options, registry, key, settings.get(key, defaults[key]))
+            own = own_options(key, settings.get(key, defaults[key]), options)
             if own != options or not own:
                 changed[field] = own or None
     for field in FLOAT_FIELDS:
@@ -317,14 +317,18 @@ def canonical_fields(settings: Mapping[str, Any]) -> dict[str, Any]:
     return changed
 
 
-def _own_options(
-    options: Mapping[str, Any], registry: Registry[Any], key: str, name: Any
-) -> dict[str, Any]:
-    """``options`` of ``key`` ``name`` without those whose checked value is the class's
-    default (of its type: ``10000.0``, never ``"10000"``); all of them where ``name`` or
-    the options are refused (reported by the checks)."""
+def own_options(key: str, name: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` of the ``key`` (``position``, ``attention``: :data:`NAMED_COMPONENTS`)
+    named ``name`` without those whose checked value equals the class's default, in any
+    spelling the check reads as it (``"10000"``, ``10000`` and ``10000.0`` for rope's
+    base; a default written ``0`` for a float option is ``0.0``), as the layer built from
+    either is one (the reading by which plans compare,
+    :func:`~roformer_lit.plan_identity.all_options`). The options kept are as written;
+    all of them where ``name`` or the options are refused (reported by the checks). The
+    one reading of an option at its default: :func:`canonical_fields` holds a config's
+    options so, ``compare`` labels a run's (its numbers as it writes them)."""
     try:
-        cls = lookup(registry, name, key)
+        cls = lookup(NAMED_COMPONENTS[key], name, key)
         checked = check_options(cls, options, key, name)
     except ConfigError:
         return dict(options)
@@ -332,7 +336,7 @@ def _own_options(
     return {
         option: value
         for option, value in options.items()
-        if option not in defaults or not _same(as_data(defaults[option]), as_data(checked[option]))
+        if option not in defaults or as_data(defaults[option]) != as_data(checked[option])
     }
 
 

@@ -42,8 +42,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from roformer_lit.encoder_config import canonical_model
-from roformer_lit.plan_identity import all_options, model_plan
+from roformer_lit.encoder_config import canonical_model, own_options
+from roformer_lit.plan_identity import all_options, model_plan, number, plain
 from roformer_lit.results.compare.runs import RunSummary
 from roformer_lit.training.data_identity import short_identity
 
@@ -249,7 +249,8 @@ def comparable(hparams: Mapping[str, Any], every_option: bool = False) -> dict[s
     """A run's hyperparameters with its layer plan in the one form of
     :func:`~roformer_lit.plan_identity.canonical_plan` (left out where it builds the
     model without a plan), and its scheme's and kernel's options without those written at
-    their class's default (:func:`_own_options`); with ``every_option``, every option, the
+    their class's default (:func:`~roformer_lit.encoder_config.own_options`, numbers as
+    :func:`~roformer_lit.plan_identity.number` writes them); with ``every_option``, every option, the
     defaults included (the value ``--select base`` reads: 10000 written or not). The other
     architecture fields are read as the config holds them
     (:func:`~roformer_lit.encoder_config.canonical_model`: a run's ``block`` recorded as
@@ -268,23 +269,13 @@ def comparable(hparams: Mapping[str, Any], every_option: bool = False) -> dict[s
             out[f"{what}_kwargs"] = (
                 all_options(what, out[what], options)
                 if every_option
-                else _own_options(what, out[what], options)
+                else number(plain(own_options(what, out[what], options)))
             )
     return out
 
 
 #: The registries whose options runs save as ``<name>_kwargs`` (scheme, kernel).
 OPTION_KEYS = ("position", "attention")
-
-
-def _own_options(what: str, name: Any, options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` without those at their class's default (:func:`~roformer_lit.plan_identity.all_options`,
-    the reading the model is built by): ``position_kwargs: {base: 10000}`` is rope's
-    default, the run without it, one variant. Options of a name that does not resolve are
-    kept as written."""
-    given = all_options(what, name, options)
-    defaults = all_options(what, name, {})
-    return {k: v for k, v in given.items() if k not in defaults or defaults[k] != v}
 
 
 def identity(run: RunSummary) -> dict[str, Any]:
