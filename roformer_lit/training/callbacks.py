@@ -18,6 +18,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from roformer_lit.errors import TrainingDiverged
 from roformer_lit.training import startup_signals
 from roformer_lit.training.checkpoint_io import share_checkpoint
+from roformer_lit.training.divergence_record import write_divergence
 from roformer_lit.training.lightning_compat import (
     accumulating,
     refresh_last_checkpoint,
@@ -270,14 +271,19 @@ def checkpoint_step(path: Path) -> int | None:
 
 
 class LastGoodCheckpoint(Callback):
-    """On ``TrainingDiverged``, tell the CLI which checkpoint holds the last good weights
-    (nothing is saved: the NaN step never reached the optimiser or a checkpoint)."""
+    """On ``TrainingDiverged``, record in the run directory that the run diverged and
+    where (:mod:`~roformer_lit.training.divergence_record`), and tell the CLI which
+    checkpoint holds the last good weights (nothing is saved: the NaN step never reached
+    the optimiser or a checkpoint)."""
 
     def on_exception(
         self, trainer: Trainer, pl_module: LightningModule, exception: BaseException
     ) -> None:
         if not isinstance(exception, TrainingDiverged):
             return
+        log_dir = trainer.log_dir
+        if trainer.is_global_zero and log_dir is not None and Path(log_dir).is_dir():
+            write_divergence(log_dir, exception.step, str(exception))  # read by compare
         path = last_checkpoint_path(trainer)
         step = checkpoint_step(path) if path.is_file() else None
         if step is not None:  # unreadable: say nothing rather than something wrong

@@ -76,6 +76,9 @@ class VariantRow:
     stats: dict[str, Stat]
     #: Its runs that have not validated at their last step: listed, never averaged.
     unfinished: list[RunSummary] = field(default_factory=list)
+    #: Its runs that stopped on a non-finite loss (:attr:`RunSummary.diverged`): listed,
+    #: never averaged, never a seed of the variant.
+    diverged: list[RunSummary] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -93,7 +96,7 @@ class VariantRow:
         means."""
         notes = [f"{_run_label(r)}: {note}" for r in self.runs for note in r.notes]
         notes += [f"{_run_label(r)}: {note}" for r in self.runs for note in _non_finite(r)]
-        for run in self.unfinished:
+        for run in [*self.unfinished, *self.diverged]:
             notes += [f"{_run_label(run)}: {note}" for note in run.notes]
             notes[-1] += f"; {LEFT_OUT}"
         return notes
@@ -102,7 +105,7 @@ class VariantRow:
     def first(self) -> RunSummary:
         """A run of the variant (all share its hyperparameters): the first averaged one,
         else the first unfinished one."""
-        return (self.runs or self.unfinished)[0]
+        return (self.runs or self.unfinished or self.diverged)[0]
 
     @property
     def position(self) -> str:
@@ -164,12 +167,13 @@ def aggregate(runs: Sequence[RunSummary], report: Report = warn) -> list[Variant
         groups.setdefault(run.variant, []).append(run)
     rows = []
     for variant, members in groups.items():
-        members = once_per_seed(members, report)
+        diverged = sorted((r for r in members if r.diverged), key=lambda r: str(r.path))
+        members = once_per_seed([r for r in members if not r.diverged], report)
         members = sorted(members, key=lambda r: (r.seed is None, r.seed or 0, str(r.path)))
         finished = [r for r in members if r.finished]
         stats = {m: Stat.of([getattr(r, m) for r in finished]) for m in METRICS}
         unfinished = [r for r in members if not r.finished]
-        rows.append(VariantRow(variant, finished, stats, unfinished))
+        rows.append(VariantRow(variant, finished, stats, unfinished, diverged))
     return sorted(rows, key=_sort_key)
 
 

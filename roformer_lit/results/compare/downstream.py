@@ -206,12 +206,12 @@ def _unfinished_note(result: FinetuneResult) -> str:
     """The row's note naming a fine-tune :func:`_finished` leaves out, and why."""
     where = Path(result.run.path).name
     if not result.run.finished:
-        return f"{where}: unfinished: {result.run.progress}; {LEFT_OUT}"
+        return f"{where}: {result.run.stopped}; {LEFT_OUT}"
     pretrained = result.pretrained_run
     assert pretrained is not None
     return (
-        f"{where}: its pretrained run {Path(pretrained.path).name} is unfinished: "
-        f"{pretrained.progress}; {LEFT_OUT}"
+        f"{where}: its pretrained run {Path(pretrained.path).name} is {pretrained.stopped}; "
+        f"{LEFT_OUT}"
     )
 
 

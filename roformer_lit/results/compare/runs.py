@@ -57,6 +57,7 @@ from roformer_lit.run_files import (
     warn,
 )
 from roformer_lit.training.data_identity import DATA_IDENTITY_FILE, read_record
+from roformer_lit.training.divergence_record import Divergence, read_divergence
 from roformer_lit.training.run_dir import is_moved_aside, moved_aside_note
 from roformer_lit.training.trainer_settings import measured_settings
 
@@ -77,6 +78,10 @@ RESOLVED_WHEN_NULL = frozenset({"num_labels"})
 #: How a run's note (and ``runs.csv``'s ``note`` column) starts when the run has not
 #: validated at its last step: ``unfinished: last validated at step N of M``.
 UNFINISHED = "unfinished"
+#: How a run's note starts when it stopped on a non-finite loss or gradient (its
+#: :data:`~roformer_lit.training.divergence_record.DIVERGED_FILE`): ``diverged at step N
+#: of M``.
+DIVERGED = "diverged"
 
 _EVAL_VERSION = re.compile(r"-(validate|test|predict)(-\d+)?$")
 _SEED_IN_NAME = re.compile(r"seed(-?\d+)")
@@ -130,6 +135,9 @@ class RunSummary:
     #: The note of a run resumed at other model or data settings (:func:`_resumed_changes`),
     #: or "".
     resumed: str = ""
+    #: Its record of a divergence (:func:`~roformer_lit.training.divergence_record.
+    #: read_divergence`), or None.
+    divergence: Divergence | None = None
 
     def __post_init__(self) -> None:
         if not self.variant:
@@ -144,7 +152,7 @@ class RunSummary:
         missing = [] if self.final_val_loss is not None else ["no val/loss logged"]
         if not self.has_config and not self.evaluation_only:
             missing.append("no config.yaml: its trainer settings are unknown, tabled apart")
-        unfinished = [] if self.finished else [f"{UNFINISHED}: {self.progress}"]
+        unfinished = [] if self.finished else [self.stopped]
         resumed = [self.resumed] if self.resumed else []
         return [*([aside] if aside else []), *self.problems, *resumed, *missing, *unfinished]
 
@@ -166,6 +174,27 @@ class RunSummary:
         if self.end is None or self.evaluation_only:
             return True
         return (self.last_validated_step or 0) >= self.end
+
+    @property
+    def diverged(self) -> bool:
+        """Whether the run stopped on a non-finite loss or gradient (its record says so)
+        and has not reached its end since (a resume that finished)."""
+        return self.divergence is not None and not self.finished
+
+    @property
+    def diverged_at(self) -> str:
+        """``diverged at step N of M`` (the note of a diverged run; the step where its
+        record gives it)."""
+        step = self.divergence.step if self.divergence is not None else None
+        at = "" if step is None else f" at step {step}"
+        of = "" if step is None or self.end is None else f" of {self.end}"
+        return f"{DIVERGED}{at}{of}"
+
+    @property
+    def stopped(self) -> str:
+        """How an unfinished run stopped, as its note says it: ``diverged at step N of M``
+        (:attr:`diverged_at`), else ``unfinished: <progress>``."""
+        return self.diverged_at if self.diverged else f"{UNFINISHED}: {self.progress}"
 
     @property
     def progress(self) -> str:
@@ -255,7 +284,8 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
     memory = [s.value for s in series.get("perf/peak_mem_mb", []) if math.isfinite(s.value)]
     has_checkpoints = os.path.isdir(run_dir / "checkpoints")
     plugins = plugin_identity(run_dir)
-    trained = _fit_started(events, has_checkpoints)
+    divergence = read_divergence(run_dir)
+    trained = _fit_started(events, has_checkpoints) or divergence is not None
     return RunSummary(
         path=run_dir,
         position=str(hparams.get("position", "?")),
@@ -282,6 +312,7 @@ def summarize_run(run_dir: str | Path, events: RunEvents | None = None) -> RunSu
         plugin_identity=plugins[0],
         plugin_options=plugins[1],
         resumed=resumed,
+        divergence=divergence,
     )
 
 

@@ -207,7 +207,8 @@ def select(
             unfinished = [r for r in by_value[value] if not r.finished]
             if unfinished:  # another length's numbers: never a candidate's mean
                 notes += [
-                    f"{key}={shown(written[value])}: seed {r.seed} {r.progress}, not a candidate"
+                    f"{key}={shown(written[value])}: seed {r.seed} "
+                    f"{r.diverged_at if r.diverged else r.progress}, not a candidate"
                     for r in unfinished
                 ]
                 continue

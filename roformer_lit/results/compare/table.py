@@ -66,10 +66,12 @@ def format_stat(
 
 
 def format_seeds(row: VariantRow) -> str:
-    """``n (seeds)`` of the runs averaged, then ``+ k unfinished`` where some are not."""
+    """``n (seeds)`` of the runs averaged, then ``+ k unfinished`` where some are not and
+    ``+ k diverged`` where some stopped on a non-finite loss."""
     seeds = ", ".join("?" if s is None else str(s) for s in row.seeds)
     text = f"{row.n} ({seeds})" if row.runs else "0"
-    return text + (f" + {len(row.unfinished)} unfinished" if row.unfinished else "")
+    text += f" + {len(row.unfinished)} unfinished" if row.unfinished else ""
+    return text + (f" + {len(row.diverged)} diverged" if row.diverged else "")
 
 
 def to_markdown(rows: Sequence[VariantRow]) -> str:

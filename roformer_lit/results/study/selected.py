@@ -33,7 +33,7 @@ import re
 import statistics
 
 from roformer_lit.errors import ConfigError
-from roformer_lit.results.compare.runs import UNFINISHED
+from roformer_lit.results.compare.runs import DIVERGED, UNFINISHED
 from roformer_lit.results.compare.select import best_value
 from roformer_lit.results.statistics import (
     mean_interval,
@@ -116,7 +116,7 @@ def selection_scores() -> dict[tuple[str, str], dict[float, dict[int, float]]]:
                 continue
             at = f"{path}: line {line}: {row['path']}"
             notes = (row.get("note") or "").split("; ")
-            unfinished = [n for n in notes if n.startswith(f"{UNFINISHED}:")]
+            unfinished = [n for n in notes if n.startswith((f"{UNFINISHED}:", DIVERGED))]
             if unfinished:
                 raise ConfigError(
                     f"{at} is {unfinished[0]}: the selection reads finished runs only "
