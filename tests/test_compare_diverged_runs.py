@@ -62,6 +62,22 @@ def test_a_diverged_run_is_named_so_and_is_no_seed(tmp_path, capsys, case):
     assert "no validation yet" not in out and "unfinished" not in out, out
 
 
+def test_a_diverged_run_that_logged_nothing_is_listed_as_diverged(tmp_path, capsys):
+    """A diverged run without an event file (its logger wrote none) was skipped with 'no
+    event file'; its record says what happened to it, so it is listed as diverged."""
+    logdir = tmp_path / "runs"
+    finished_run(logdir / "rope-softmax-seed0", 0)
+    run = logdir / "rope-softmax-seed1"
+    run.mkdir()
+    settings(run, 1)
+    (run / DIVERGED_FILE).write_text(json.dumps({"step": 1}), encoding="utf-8")
+    assert main(["compare", str(logdir)]) == 0
+    captured = capsys.readouterr()
+    assert "1 (0) + 1 diverged" in captured.out, captured.out
+    assert "seed 1: diverged at step 1 of 30; left out of the means" in captured.out
+    assert "skipped" not in captured.err, captured.err
+
+
 def test_a_seed_that_diverged_then_finished_on_a_rerun_is_that_seed(tmp_path, capsys):
     """``-seed0`` diverged, ``-seed0-2`` (the same settings run again) finished: the
     finished run is seed 0, not left out as the same experiment twice."""
