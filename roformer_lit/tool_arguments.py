@@ -120,6 +120,15 @@ class ToolParser(argparse.ArgumentParser):
             f"valid options: {', '.join(options)}"
         )
 
+    def options_help(self, heading: str) -> str:
+        """This parser's options (``-h`` left out) as ``--help`` lists them, under
+        ``heading``: for another tool's help to show the options it hands on to this one."""
+        formatter = self._get_formatter()
+        formatter.start_section(heading)
+        formatter.add_arguments(a for a in self._actions if a.option_strings and a.dest != "help")
+        formatter.end_section()
+        return formatter.format_help()
+
     #: Actions an option may be given several times for (each adds to a list, or counts).
     REPEATABLE = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction)
 

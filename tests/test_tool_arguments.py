@@ -332,3 +332,15 @@ def test_every_output_of_every_tool_is_declared_and_has_cases(tool):
         named = {o.lstrip("-").replace("-", "_") for o in action.option_strings}
         if named & {"out", "output", "csv", "budget", "plot", "root", "workdir"}:
             assert action.option_strings[0] in declared, action.option_strings
+
+
+@pytest.mark.parametrize(
+    "option", sorted(corpus_scale.build_parser().option_names() - {"-h", "--help"})
+)
+def test_bench_data_help_lists_the_options_it_hands_to_corpus_scale(option, capsys):
+    """``bench-data --help`` names every option ``bench-data --corpus`` takes (they are
+    handed on to ``corpus_scale``): a user reading the help finds ``--sizes-mb`` there."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench-data", "--help"])
+    assert exit_info.value.code == 0
+    assert re.search(rf"^\s+{re.escape(option)}\b", capsys.readouterr().out, re.MULTILINE)

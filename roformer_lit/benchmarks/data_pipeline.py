@@ -9,6 +9,7 @@ median of those paired ratios, so machine noise cancels.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Iterator, Sequence
@@ -37,10 +38,15 @@ def _train_steps(model: MaskedLM, optimizer: torch.optim.Optimizer, batches: Ite
 
 def build_parser() -> ToolParser:
     """``bench-data``'s parser: every numeric flag declares its range (one ``error:`` line)."""
+    from roformer_lit.benchmarks import corpus_scale  # its options, listed in the epilog
+
     parser = ToolParser(
         "bench-data",
         description=__doc__,
-        epilog="With --corpus PATH: the data path at 25/100/400 MB (see benchmarks/corpus_scale.py).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=corpus_scale.build_parser().options_help(
+            "with --corpus PATH: the data path at corpus scale (benchmarks/corpus_scale.py)"
+        ),
     )
     parser.add_argument("--position", default="rope", choices=list(POSITION_SCHEMES))
     parser.add_argument("--batch-size", type=integer(1, MAX_BATCH), default=16)
