@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from roformer_lit.commands import EXTRA_COMMANDS
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -38,3 +40,16 @@ def test_readme_links_point_at_files_that_exist():
     assert local, "the README links to the docs"
     missing = [t for t in local if not (REPO / t).exists()]
     assert not missing, missing
+
+
+def _readme_command_list() -> str:
+    """The README's "One command line" bullet, from its bold title to the next bullet."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index("**One command line**")
+    return text[start : text.index("\n- ", start)]
+
+
+@pytest.mark.parametrize("command", ["fit", "validate", *EXTRA_COMMANDS])
+def test_the_readme_lists_every_command(command):
+    """Every subcommand ``python -m roformer_lit --help`` lists is in the README's list."""
+    assert f"`{command}`" in _readme_command_list()
