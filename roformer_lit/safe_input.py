@@ -2,7 +2,8 @@
 
 * :func:`check_readable_file`: a path must name a *regular* file we can read. A FIFO, a
   device or a directory would block (or fail obscurely) when opened; they are refused
-  with one line before anything opens them. :func:`read_text_file` also requires UTF-8
+  with one line before anything opens them (:func:`check_checkpoint_file` names the
+  checkpoints inside a directory given for one). :func:`read_text_file` also requires UTF-8
   text (a binary or Latin-1 file is one line, not a ``UnicodeDecodeError``).
 * :func:`safe_yaml_load`: YAML through ``yaml.SafeLoader``, refusing documents whose
   aliases expand to more than :data:`MAX_YAML_NODES` nodes (a "billion laughs" alias bomb
@@ -60,6 +61,24 @@ def check_readable_file(path: str | os.PathLike[str], what: str) -> Path:
     if not os.access(p, os.R_OK):
         raise ConfigError(f"cannot read {what} {path}: permission denied")
     return p
+
+
+#: Where a checkpoint lies below a directory given in its place: the directory itself, a
+#: run (``<run>/checkpoints/last.ckpt``) or a folder of runs (``runs/mlm``).
+CHECKPOINT_PATTERNS = ("*.ckpt", "checkpoints/*.ckpt", "*/checkpoints/*.ckpt")
+
+
+def check_checkpoint_file(path: str | os.PathLike[str], what: str = "checkpoint") -> Path:
+    """``path`` if it is a readable checkpoint file (:func:`check_readable_file`); a
+    directory given in its place (a run, a folder of runs) is one ConfigError line naming
+    the checkpoints found in it (:data:`CHECKPOINT_PATTERNS`), or saying there are none."""
+    p = Path(path).expanduser()
+    if str(path).strip() and os.path.isdir(os.path.expanduser(os.fspath(path))):  # as typed
+        found = sorted({str(c) for pattern in CHECKPOINT_PATTERNS for c in p.glob(pattern)})
+        shown = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+        hint = f"give one of its checkpoints: {shown}" if found else "it holds no .ckpt file"
+        raise ConfigError(f"{what} {path} is a directory, not a checkpoint file; {hint}")
+    return check_readable_file(path, what)
 
 
 def read_text_file(path: str | os.PathLike[str], what: str) -> str:

@@ -83,6 +83,36 @@ def test_a_checkpoint_path_is_read_as_typed(command, case, tmp_path, monkeypatch
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+#: Every command that reads a pretraining checkpoint, with the path it is given.
+EVERY_CHECKPOINT_COMMAND = {
+    **CHECKPOINT_COMMANDS,
+    "extrapolate": lambda d: ["extrapolate", d, "--lengths", "64"],
+    "locality": lambda d: ["locality", d],
+    "fit --ckpt_path": lambda d: ["fit", "--config", str(CONFIGS / "rope.yaml"), "--ckpt_path", d],
+}
+
+
+@pytest.mark.parametrize("given", ["myrun", "runs"])
+@pytest.mark.parametrize("command", list(EVERY_CHECKPOINT_COMMAND))
+def test_a_directory_given_as_checkpoint_names_the_checkpoints_in_it(
+    command, given, tmp_path, monkeypatch, capsys
+):
+    """A run directory, or a folder of runs, given where a checkpoint belongs: the line
+    names the checkpoints that are in it, the same for every command (before: 'is a
+    directory, expected a file' from some, and from extrapolate a made-up
+    'runs/checkpoints/last.ckpt' that did not exist). Nothing is created or changed."""
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "runs" / "rope-seed0" if given == "runs" else tmp_path / "myrun"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"weights")
+    (tmp_path / "val.csv").write_text("text,label\nhello,0\nbad,1\n")
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
+    line = one_error_line(EVERY_CHECKPOINT_COMMAND[command](given), capsys)
+    expected = str((run / "checkpoints" / "last.ckpt").relative_to(tmp_path))
+    assert f"{given} is a directory" in line and expected in line, line
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
+
+
 @pytest.mark.parametrize(
     ("argv", "meant"),
     [

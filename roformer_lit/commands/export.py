@@ -12,7 +12,7 @@ from roformer_lit.interop.export import check_out_dir, export_hf
 from roformer_lit.interop.tokenizer import export_tokenizer
 from roformer_lit.module import MaskedLM
 from roformer_lit.run_files import output_target
-from roformer_lit.safe_input import check_readable_file
+from roformer_lit.safe_input import check_checkpoint_file
 from roformer_lit.tool_arguments import OUTPUT_DIRECTORY, ToolParser
 from roformer_lit.training.checkpoint_io import PRETRAINING, read_checkpoint
 
@@ -53,7 +53,7 @@ def export_main(args: Sequence[str]) -> None:
     ns = build_parser().parse_args(list(args))
     if ns.tokenizer is not None and ns.no_tokenizer:
         raise ConfigError("--tokenizer and --no_tokenizer exclude each other; give one of them")
-    check_readable_file(ns.ckpt_path, "checkpoint")  # as typed: a directory is not "not found"
+    check_checkpoint_file(ns.ckpt_path)  # as typed: a directory is not "not found"
     ckpt = Path(ns.ckpt_path)
     output_target(ns.out, "--out", reads=[ckpt], directory=True)  # never inside a run
     check_out_dir(ns.out)

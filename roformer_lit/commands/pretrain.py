@@ -69,7 +69,7 @@ from roformer_lit.data.modules import (
 from roformer_lit.data.stored_tokenizer import run_tokenizer_given, stored_tokenizer_json
 from roformer_lit.errors import ConfigError, refused_settings
 from roformer_lit.module import MaskedLM
-from roformer_lit.safe_input import check_readable_file, safe_yaml_load, yaml_value
+from roformer_lit.safe_input import check_checkpoint_file, safe_yaml_load, yaml_value
 from roformer_lit.training import run_dir
 from roformer_lit.training.callbacks import (
     LastCheckpointAtEnd,
@@ -626,7 +626,7 @@ def _inspect_checkpoint(ckpt_path: Any, root: Any = None) -> tuple[str, dict[str
     if left_to_lightning(ckpt_path, root, "runs/mlm/<run>/checkpoints/last.ckpt"):
         return None
     path = str(ckpt_path)
-    check_readable_file(path, "checkpoint")  # a directory is not "not found"
+    check_checkpoint_file(path)  # as typed; a directory is not "not found"
     return path, read_checkpoint(path, kind=PRETRAINING)
 
 

@@ -77,7 +77,7 @@ from roformer_lit.finetune.pretrained import (
     read_pretrained,
 )
 from roformer_lit.finetune.tasks import TASKS, get_task
-from roformer_lit.safe_input import check_readable_file
+from roformer_lit.safe_input import check_checkpoint_file
 from roformer_lit.training import run_dir
 from roformer_lit.training.callbacks import LastCheckpointAtEnd, RunCheckpoint
 from roformer_lit.training.checkpoint_io import FINE_TUNING, checkpoint_kind, read_checkpoint
@@ -149,7 +149,7 @@ class FinetuneCLI(RoformerCLI):
         root = (config.get("trainer") or {}).get("default_root_dir")
         if left_to_lightning(ckpt, root, "runs/finetune/<run>/checkpoints/last.ckpt"):
             return
-        check_readable_file(ckpt, "checkpoint")  # a directory is not "not found"
+        check_checkpoint_file(ckpt)  # a directory is not "not found"
         self._checkpoint_read = file_identity(ckpt)  # checked again under the run's lock
         checkpoint = read_checkpoint(ckpt)
         hparams = checkpoint.get("hyper_parameters") or {}

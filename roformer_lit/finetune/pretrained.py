@@ -29,7 +29,7 @@ from roformer_lit.data.stored_tokenizer import checkpoint_tokenizer, stored_toke
 from roformer_lit.encoder_config import EncoderConfig
 from roformer_lit.errors import ConfigError
 from roformer_lit.model import Encoder
-from roformer_lit.safe_input import check_readable_file
+from roformer_lit.safe_input import check_checkpoint_file
 from roformer_lit.training.architecture_digest import ENCODER_RECORD_KEY
 from roformer_lit.training.checkpoint_io import (
     PRETRAINING,
@@ -71,7 +71,7 @@ def read_pretrained(path: str | Path) -> dict[str, Any]:
     a ``fit`` checkpoint with an encoder (e.g. a fine-tuned one)."""
     if path is None or not str(path).strip():
         raise ConfigError("model.pretrained is required: a checkpoint written by fit")
-    check_readable_file(path, "model.pretrained: checkpoint")
+    check_checkpoint_file(path, "model.pretrained: checkpoint")
     checkpoint = read_checkpoint(path)
     refusal = pretrained_refusal(checkpoint, path)
     if refusal is not None:

@@ -315,12 +315,8 @@ def batch_size_at(settings: RunSettings, length: int, batch_size: int | None) ->
 
 
 def open_checkpoint(path: Path) -> dict[str, Any]:
-    """The checkpoint at ``path`` (:func:`roformer_lit.training.checkpoint_io.read_checkpoint`), with a
-    hint for a run directory given instead of its checkpoint."""
-    if os.path.isdir(path):
-        raise ConfigError(
-            f"{path} is a directory, not a checkpoint (e.g. {path}/checkpoints/last.ckpt)"
-        )
+    """The checkpoint at ``path`` (:func:`roformer_lit.training.checkpoint_io.read_checkpoint`,
+    which names the checkpoints inside a run directory given instead)."""
     return read_checkpoint(path, kind=PRETRAINING)
 
 

@@ -47,7 +47,7 @@ from roformer_lit.encoder_config import (
     unknown_settings,
 )
 from roformer_lit.errors import ConfigError, TrainingDiverged
-from roformer_lit.safe_input import check_readable_file
+from roformer_lit.safe_input import check_checkpoint_file
 from roformer_lit.training.architecture_digest import (
     DIGEST_KEY,
     ENCODER_DIGEST_KEY,
@@ -466,7 +466,7 @@ def read_checkpoint(
     import pickle
     import zipfile
 
-    check_readable_file(path, "checkpoint")
+    check_checkpoint_file(path)
     if not zipfile.is_zipfile(path):
         raise ConfigError(
             f"cannot read checkpoint {path}: not a PyTorch checkpoint (truncated, or another "
