@@ -157,3 +157,49 @@ def test_an_unknown_word_is_recognised_in_either_form_argparse_returns(wrap) -> 
     assert names_no_option(parser._parse_optional("--len"))  # this Python's own form
     assert not names_no_option(parser._parse_optional("--lengths"))
     assert not names_no_option(None)  # a positional word
+
+
+#: case -> (command line, the option a mistyped one is closest to, the group it names)
+MISTYPED = {
+    "fit, a model option": (
+        ["fit", "--config", ROPE, "--model.postion", "rope"],
+        "--model.position",
+        "model",
+    ),
+    "fit, a trainer option": (
+        ["fit", "--config", ROPE, "--trainer.max_stesp", "3"],
+        "--trainer.max_steps",
+        "trainer",
+    ),
+    "validate": (
+        ["validate", "--config", ROPE, "--trainer.limit_val_bathces", "2"],
+        "--trainer.limit_val_batches",
+        "trainer",
+    ),
+    "finetune, a model option": (
+        ["finetune", "--config", FINETUNE, "--model.num_lables", "3"],
+        "--model.num_labels",
+        "model",
+    ),
+    "finetune validate, --opt=value": (
+        ["finetune", "validate", "--config", FINETUNE, "--model.pooling_typ=mean"],
+        "--model.pooling",
+        "model",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MISTYPED))
+def test_a_mistyped_option_is_answered_with_the_closest_and_the_valid_ones(
+    case, tmp_path, monkeypatch, capsys
+):
+    """An option no parser takes (``--model.postion``) is one line naming it, the closest
+    option and every option of its group, said once (before: ``unrecognized arguments:
+    --model.postion rope`` and nothing to correct it with); nothing is created."""
+    argv, closest, group = MISTYPED[case]
+    monkeypatch.chdir(tmp_path)
+    line = one_error_line(argv, capsys)
+    assert line.count("did you mean") == 1 and f"did you mean {closest}?" in line, line
+    valid = line.split(f"valid {group} options: ")[1].split(", ")
+    assert closest in valid and all(v.startswith(f"--{group}.") for v in valid), line
+    assert list(tmp_path.iterdir()) == []

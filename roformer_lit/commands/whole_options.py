@@ -11,13 +11,16 @@ other tools' :class:`~roformer_lit.tool_arguments.ToolParser` refuses one::
     fit: --trainer.max_step is not an option; it abbreviates --trainer.max_steps: write
     the option in full
 
-``--opt=value`` is checked as ``--opt``. Keys inside an option (``--model.position_kwargs.base``)
+An option no parser takes (``--model.postion``) is answered with the closest option and the
+options of its group (:func:`unknown_option_hint`), not jsonargparse's bare
+``unrecognized arguments``. ``--opt=value`` is checked as ``--opt``. Keys inside an option (``--model.position_kwargs.base``)
 and a data module's settings (``--data.max_length``) are jsonargparse's to resolve, which
 takes no prefix of them either.
 """
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI
@@ -62,3 +65,44 @@ class WholeOptionParser(LightningArgumentParser):
                 line = f"{self.command_name}: {abbreviation_refusal(arg_string, full)}"
                 raise AbbreviatedOption(line, written=arg_string.partition("=")[0], full=full)
         return found
+
+    def error(self, message: str, ex: Exception | None = None) -> Any:
+        """jsonargparse's error, with an unknown option (``--model.postion rope``) answered
+        by the closest option and the valid ones (:func:`unknown_option_hint`): before,
+        ``unrecognized arguments: --model.postion rope`` and nothing to correct it with."""
+        if message.startswith(UNRECOGNIZED) and "; " not in message:  # not yet answered
+            words = message[len(UNRECOGNIZED) :].split()
+            hint = unknown_option_hint(words, self._every_option())
+            message = f"{message}; {hint}" if hint else message
+        return super().error(message, ex)
+
+    def _every_option(self) -> set[str]:
+        """This parser's options and, for the main parser, its subcommands' options."""
+        options = set(self._option_string_actions)
+        for action in self._actions:
+            for parser in (getattr(action, "choices", None) or {}).values():
+                if isinstance(parser, WholeOptionParser):
+                    options |= parser._every_option()
+        return options
+
+
+#: How jsonargparse (and argparse) begins the message of a word no option takes.
+UNRECOGNIZED = "unrecognized arguments: "
+
+
+def unknown_option_hint(words: list[str], options: set[str]) -> str:
+    """``did you mean --model.position? valid --model. options: --model.attention, ...``
+    for the first unknown option in ``words``: the closest of ``options``, and the options
+    of its group (the words before its last dot); '' when no word is an option."""
+    flags = [w.partition("=")[0] for w in words if w.startswith("--")]
+    if not flags:
+        return ""
+    flag = flags[0]
+    longs = sorted(o for o in options if o.startswith("--") and o != "--help")
+    close = difflib.get_close_matches(flag, longs, n=1, cutoff=0.6)
+    group = flag.rpartition(".")[0] + "." if "." in flag else ""
+    valid = [o for o in longs if group and o.startswith(group) and "." not in o[len(group) :]]
+    said = f"did you mean {close[0]}? " if close else ""
+    if valid:
+        return f"{said}valid {group[2:-1]} options: {', '.join(valid)}"
+    return f"{said}see --help for the valid options"
