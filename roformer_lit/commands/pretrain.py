@@ -88,6 +88,7 @@ from roformer_lit.training.lightning_compat import (
     refused_data_key,
     subcommand_options,
 )
+from roformer_lit.training.namesakes import namesakes_note
 from roformer_lit.training.progress import default_progress_bar
 from roformer_lit.training.quiet import SummaryWithoutFlops
 from roformer_lit.training.resume_guard import check_unchanged, file_identity
@@ -338,7 +339,11 @@ class RoformerCLI(CompatCLI):
                 )
                 return
             claim = run_dir.claim_new if leader else unique_version
-            args.version = claim(root, name, run_stem(config))
+            stem = run_stem(config)
+            args.version = claim(root, name, stem)
+            note = namesakes_note(Path(root) / name, stem, args.version) if leader else None
+            if note:
+                print(f"note: {note}", file=sys.stderr)
             return
         version = str(args.version)
         resuming = ckpt is not None and _is_inside(Path(ckpt), Path(root) / name / version)
