@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import stat
@@ -40,18 +41,42 @@ from roformer_lit.errors import ConfigError
 MAX_YAML_NODES = 100_000
 
 
+def missing_path_hint(path: str | os.PathLike[str]) -> str:
+    """What to say of a path that does not exist: ``; did you mean configs/rope.yaml?``
+    (the closest name in its directory), or, for a relative path whose directory is not
+    there, the directory it was looked for from (a command run from another directory)."""
+    p = Path(path).expanduser()
+    parent = p.parent
+    if parent.is_dir():
+        try:
+            names = [c.name for c in parent.iterdir()]
+        except OSError:
+            return ""
+        close = difflib.get_close_matches(p.name, names, n=1, cutoff=0.7)
+        return (
+            f"; did you mean {parent / close[0] if str(parent) != '.' else close[0]}?"
+            if close
+            else ""
+        )
+    missing = next((a for a in reversed(p.parents) if not a.is_dir()), parent)
+    if not p.is_absolute():
+        return f" (there is no {missing}/ in {Path.cwd()}, the directory it is read from)"
+    return f" (there is no directory {missing})"
+
+
 def check_readable_file(path: str | os.PathLike[str], what: str) -> Path:
-    """``path`` if it is a regular, readable file; else a ConfigError naming it. The path
-    is checked as given: an empty one is not the working directory, and one ending in
-    ``/`` names a directory (``last.ckpt/`` is refused as the system refuses it, where
-    :class:`~pathlib.Path` would drop the ``/`` and one reader open the file, another not)."""
+    """``path`` if it is a regular, readable file; else a ConfigError naming it (a missing
+    one with :func:`missing_path_hint`). The path is checked as given: an empty one is not
+    the working directory, and one ending in ``/`` names a directory (``last.ckpt/`` is
+    refused as the system refuses it, where :class:`~pathlib.Path` would drop the ``/`` and
+    one reader open the file, another not)."""
     if not str(path).strip():
         raise ConfigError(f"{what} path is empty; give a file")
     p = Path(path).expanduser()
     try:
         mode = os.stat(os.path.expanduser(os.fspath(path))).st_mode
     except FileNotFoundError:
-        raise ConfigError(f"{what} not found: {path}") from None
+        raise ConfigError(f"{what} not found: {path}{missing_path_hint(path)}") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from None
     if stat.S_ISDIR(mode):

@@ -206,3 +206,54 @@ def test_another_projects_lightning_checkpoint_is_not_called_damaged(
     line = one_error_line(argv, capsys)
     assert "other.ckpt is not a roformer_lit checkpoint" in line and "damaged" not in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.ckpt"]
+
+
+#: case -> (command line with a mistyped path, the path meant): each next to what exists
+MISSPELT_PATHS = {
+    "fit --config": (["fit", "--config", "cfg/rope.yml"], "cfg/rope.yaml"),
+    "fit --data.train_files": (
+        ["fit", "--config", str(CONFIGS / "rope.yaml"), "--data.train_files", "cfg/corpsu.txt"],
+        "cfg/corpus.txt",
+    ),
+    "sweep --config": (["sweep", "--config", "cfg/rope.yml", "--dry-run"], "cfg/rope.yaml"),
+    "extrapolate": (["extrapolate", "run/checkpoints/lats.ckpt"], "run/checkpoints/last.ckpt"),
+    "locality": (["locality", "run/checkpoints/lats.ckpt"], "run/checkpoints/last.ckpt"),
+    "export": (
+        ["export", "--ckpt_path", "run/checkpoints/lats.ckpt", "--out", "exported"],
+        "run/checkpoints/last.ckpt",
+    ),
+    "compare": (["compare", "rnus"], "runs"),
+}
+
+
+@pytest.mark.parametrize("case", list(MISSPELT_PATHS))
+def test_a_misspelt_path_is_answered_with_the_one_beside_it(case, tmp_path, monkeypatch, capsys):
+    """A path that is not there, next to one that is (``rope.yml`` for ``rope.yaml``): the
+    line names the one that exists (before: '... not found: cfg/rope.yml' alone). Nothing
+    is created."""
+    monkeypatch.chdir(tmp_path)
+    for made in ("cfg/rope.yaml", "cfg/corpus.txt", "run/checkpoints/last.ckpt", "runs/x"):
+        (tmp_path / made).parent.mkdir(parents=True, exist_ok=True)
+        if "." in made:  # a file
+            (tmp_path / made).write_text("x")
+        else:
+            (tmp_path / made).mkdir()
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    argv, meant = MISSPELT_PATHS[case]
+    line = one_error_line(argv, capsys)
+    assert "not found" in line and f"did you mean {meant}?" in line, line
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "argv", [["fit", "--config", "configs/rope.yaml"], ["compare", "runs/mlm"]]
+)
+def test_a_relative_path_from_another_directory_names_the_directory(
+    argv, tmp_path, monkeypatch, capsys
+):
+    """The README's commands run from outside the checkout: the line says which directory
+    the relative path was read from, and that it has no ``configs/`` (or ``runs/``)."""
+    monkeypatch.chdir(tmp_path)
+    line = one_error_line(argv, capsys)
+    assert "not found" in line and f"in {tmp_path}, the directory it is read from" in line, line
+    assert list(tmp_path.iterdir()) == []

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
 
 from roformer_lit.errors import ConfigError
+from roformer_lit.safe_input import missing_path_hint
 
 TEXT_EXTENSIONS: tuple[str, ...] = (".txt", ".jsonl")
 COMPRESSIONS: tuple[str, ...] = ("", ".gz", ".xz", ".zst")
@@ -79,7 +80,7 @@ def _stat(path: Path, kind: str = "corpus") -> os.stat_result:
     try:
         return os.stat(path)
     except FileNotFoundError:
-        raise ConfigError(f"{kind} file not found: {path}") from None
+        raise ConfigError(f"{kind} file not found: {path}{missing_path_hint(path)}") from None
     except OSError as e:
         raise ConfigError(f"cannot read {kind} path {path}: {e.strerror or e}") from None
 

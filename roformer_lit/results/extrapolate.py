@@ -111,7 +111,7 @@ from roformer_lit.run_files import (
     read_yaml_mapping,
     warn,
 )
-from roformer_lit.safe_input import YAMLBombError, safe_yaml_load
+from roformer_lit.safe_input import YAMLBombError, missing_path_hint, safe_yaml_load
 from roformer_lit.tool_arguments import (
     LENGTH,
     MAX_LENGTH,
@@ -733,7 +733,10 @@ def readable_checkpoints(arguments: Sequence[str]) -> list[tuple[Path, RunSettin
     remain; if none remains, one ConfigError naming every problem."""
     paths, unmatched = expand_arguments(arguments)
     problems = [
-        f"no file matches {a}" if has_glob(a) else f"checkpoint not found: {a}" for a in unmatched
+        f"no file matches {a}"
+        if has_glob(a)
+        else f"checkpoint not found: {a}{missing_path_hint(a)}"
+        for a in unmatched
     ]
     ready: list[tuple[Path, RunSettings]] = []
     for path in paths:

@@ -34,6 +34,7 @@ from roformer_lit.results.compare.table import (
 )
 from roformer_lit.results.compare.variants import assign_variants, data_note
 from roformer_lit.run_files import expand_arguments, output_target, warn
+from roformer_lit.safe_input import missing_path_hint
 from roformer_lit.tool_arguments import OUTPUT_DIRECTORY, ToolParser
 
 USAGE = """Compare the training runs under LOGDIR (any depth; several LOGDIRs and quoted globs
@@ -116,7 +117,7 @@ def log_directories(arguments: Sequence[str]) -> list[Path]:
     nothing or no directory is a warning while another is usable, else a ConfigError."""
     paths, unmatched = expand_arguments(arguments)
     directories = [p for p in paths if os.path.isdir(p)]
-    problems = [f"log directory not found: {a}" for a in unmatched]
+    problems = [f"log directory not found: {a}{missing_path_hint(a)}" for a in unmatched]
     problems += [not_a_log_directory(p) for p in paths if not os.path.isdir(p)]
     if not directories:
         raise ConfigError("; ".join(problems))

@@ -56,6 +56,7 @@ from roformer_lit.run_files import (
     read_yaml_mapping,
     warn,
 )
+from roformer_lit.safe_input import missing_path_hint
 from roformer_lit.training.data_identity import DATA_IDENTITY_FILE, read_record
 from roformer_lit.training.divergence_record import Divergence, read_divergence
 from roformer_lit.training.run_dir import is_moved_aside, moved_aside_note
@@ -214,7 +215,7 @@ def find_run_dirs(logdir: str | Path, report: Report = warn) -> list[Path]:
     ConfigError."""
     root = Path(logdir)
     if not os.path.lexists(root):
-        raise ConfigError(f"log directory not found: {root}")
+        raise ConfigError(f"log directory not found: {root}{missing_path_hint(root)}")
     if not os.path.isdir(root):
         raise ConfigError(f"not a directory: {root}")
     try:
