@@ -203,3 +203,28 @@ def test_a_mistyped_option_is_answered_with_the_closest_and_the_valid_ones(
     valid = line.split(f"valid {group} options: ")[1].split(", ")
     assert closest in valid and all(v.startswith(f"--{group}.") for v in valid), line
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["fitt", "--config", "missing.yaml"], "fit"),
+        (["bench-dta"], "bench-data"),
+        (["finetun", "--help"], "finetune"),
+        (["extrapolat", "x.ckpt"], "extrapolate"),
+    ],
+)
+def test_a_mistyped_command_names_the_closest_and_every_command(
+    argv, meant, tmp_path, monkeypatch, capsys
+):
+    """A first word that is no command is one line naming it, the closest command and every
+    command, the extra ones included (before: LightningCLI's choice of its four, or for
+    ``fitt --config missing.yaml`` an error about the config file); nothing is created."""
+    from roformer_lit.commands import EXTRA_COMMANDS
+
+    monkeypatch.chdir(tmp_path)
+    line = one_error_line(argv, capsys)
+    assert f"unknown command {argv[0]!r}; did you mean {meant}?" in line, line
+    valid = line.split("valid commands: ")[1].split(", ")
+    assert set(valid) == {"fit", "validate", "test", "predict", *EXTRA_COMMANDS}, line
+    assert list(tmp_path.iterdir()) == []

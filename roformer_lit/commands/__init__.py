@@ -25,6 +25,7 @@ removed again when the command fails before it wrote any checkpoint
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import shlex
@@ -38,6 +39,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from roformer_lit.commands.argument_words import plain_argument_error
 from roformer_lit.commands.pretrain import is_argument_error, lightning_main
 from roformer_lit.commands.repeated_options import CONFIG_OPTIONS
+from roformer_lit.commands.whole_options import SUBCOMMANDS
 from roformer_lit.errors import (
     EXIT_USER_ERROR,
     ConfigError,
@@ -83,6 +85,21 @@ def _extra_command(name: str) -> Callable[[Sequence[str]], Any]:
     return getattr(importlib.import_module(module_name), function)
 
 
+def check_command(argv: Sequence[str]) -> None:
+    """A first word that names no command (``fitt``, ``bench-dta``) is one line naming
+    the closest command and every one (before: LightningCLI's 'invalid choice', naming
+    its four alone, or, for ``fitt --config x``, an error about ``x`` instead)."""
+    if not argv or argv[0].startswith("-"):
+        return  # options before the subcommand are LightningCLI's to read
+    commands = [*SUBCOMMANDS, *EXTRA_COMMANDS]
+    if argv[0] not in commands:
+        close = difflib.get_close_matches(argv[0], commands, n=1)
+        said = f"did you mean {close[0]}? " if close else ""
+        raise ConfigError(
+            f"unknown command {argv[0]!r}; {said}valid commands: {', '.join(commands)}"
+        )
+
+
 def main(args: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 2 user error, 3 diverged, 75 preempted,
     130 interrupted by Ctrl-C; see the module docstring)."""
@@ -92,6 +109,7 @@ def main(args: Sequence[str] | None = None) -> int:
     try:
         quiet.install()
         install_yaml_guard()
+        check_command(argv)
         check_config_files(argv)
         if argv and argv[0] in EXTRA_COMMANDS:
             result = _extra_command(argv[0])(argv[1:])
