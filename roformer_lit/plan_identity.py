@@ -206,29 +206,6 @@ def model_plan(model: Mapping[str, Any]) -> Any:
     )
 
 
-def built_layers(model: Mapping[str, Any]) -> Any:
-    """The layers a model's plan builds, its types' names left out: :func:`model_plan`'s
-    form as the shortest repeating list of each layer's own settings (a type's entry, ``{}``
-    for a plain global layer of the model's scheme). ``pattern: [l, g]`` with ``l`` local
-    and ``pattern: [local, global]`` with ``local`` the same are one list, as are two
-    names for one layer's settings (``pattern: [a, b]``, both window 8, is ``pattern:
-    [a]``): the network holds no type's name. None for no plan; a plan that is not well
-    formed as :func:`model_plan` gives it (its checks report it)."""
-    model = plain(model)
-    well_formed, form = plan_form(
-        model.get("layer_plan"),
-        model.get("position"),
-        model.get("position_kwargs"),
-        model.get("attention"),
-        model.get("attention_kwargs"),
-    )
-    if not well_formed:
-        return number(plain(form))
-    if form is None:
-        return None
-    return shortest_period([form["types"].get(name, {}) for name in form["pattern"]])
-
-
 def same_plan(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
     """Whether two models' settings give every layer the same scheme, kernel, their
     options and window."""
@@ -283,7 +260,6 @@ __all__ = [
     "number",
     "plain",
     "plan_form",
-    "built_layers",
     "same_layers",
     "same_plan",
     "shortest_period",

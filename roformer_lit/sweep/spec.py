@@ -565,14 +565,18 @@ def _settings_key(config: Any) -> str:
     at their class's default (rope's ``{base: 10000}`` is ``{}``), ``block`` less BERT's
     (``{mlp: swiglu, norm: layernorm}`` is ``{mlp: swiglu}``), float fields as floats,
     ``attention_dropout`` as the dropout it applies; and a layer plan as the layers it
-    builds (:func:`~roformer_lit.plan_identity.built_layers`: ``layers:`` for
-    ``pattern:``, a pattern written twice over, types named otherwise, windows 65 and 64
-    are one plan)."""
+    builds, layer by layer (:func:`~roformer_lit.plan_identity.built_layers`: ``layers:``
+    for ``pattern:``, a pattern written twice over, types named otherwise, windows 65 and
+    64 are one plan)."""
     settings = config.as_dict() if hasattr(config, "as_dict") else dict(config)
     model = settings.get("model")
     if isinstance(model, dict):
         canonical = compared_model(model)
-        settings["model"] = {**canonical, "layer_plan": built_layers(canonical)}
+        layers = built_layers(canonical)  # None: a plan not well formed, kept as written
+        settings["model"] = {
+            **canonical,
+            "layer_plan": canonical.get("layer_plan") if layers is None else layers,
+        }
     logger = (settings.get("trainer") or {}).get("logger")
     if isinstance(logger, dict) and isinstance(logger.get("init_args"), dict):
         logger["init_args"].pop("version", None)
