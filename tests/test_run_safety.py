@@ -452,3 +452,44 @@ def test_a_default_root_dir_that_does_not_place_the_run_is_named(
         assert len(notes) == 1 and notes[0].startswith("note: trainer.default_root_dir=")
         assert str(RUN) in notes[0] and "--trainer.logger.init_args.save_dir" in notes[0]
     assert (tmp_path / LAST).is_file() and not (tmp_path / "elsewhere").exists()
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited (a previous holder of a lock)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    return int(done.stdout)
+
+
+@pytest.mark.parametrize("left_in_file", ["nothing", "a gone holder's pid"])
+def test_a_refused_lock_names_a_holder_that_has_not_written_its_pid_yet(tmp_path, left_in_file):
+    """A holder writes its pid right after taking the lock; a second process refused in
+    between read an empty file ('pid another process') or the last holder's pid. It now
+    waits for the holder's pid (a sweep started twice at once met this)."""
+    target = tmp_path / "run"
+    target.mkdir()
+    lock_file = run_dir.lock_path(target.resolve())
+    lock_file.write_text("" if left_in_file == "nothing" else f"{_dead_pid()}\n")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(0.5); "
+            "os.pwrite(fd, f'{os.getpid():<23}\\n'.encode(), 0); time.sleep(120)",
+            str(lock_file),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(ConfigError, match=rf"\(pid {holder.pid}\)"):
+            run_dir.lock(target)
+    finally:
+        holder.kill()
+        holder.wait()

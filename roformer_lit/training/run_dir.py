@@ -31,6 +31,7 @@ import contextlib
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 from roformer_lit.errors import ConfigError
@@ -197,15 +198,50 @@ def lock(run: str | Path, what: str = "run") -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "another process"
+        pid = _holder_pid(fd)
         os.close(fd)
         raise ConfigError(
-            f"{what} {run} is being written by another process (pid {holder}); wait for it "
+            f"{what} {run} is being written by another process "
+            f"(pid {pid if pid is not None else 'not yet written'}); wait for it "
             "to finish or stop it first"
         ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    # one write of a fixed width: never an empty file, nor a part of the pid, to a reader
+    os.pwrite(fd, f"{os.getpid():<{PID_WIDTH - 1}}\n".encode(), 0)
+    os.ftruncate(fd, PID_WIDTH)
     _held_locks[run] = fd
+
+
+#: Bytes of the pid record in a lock file (the pid left-aligned, spaces, a newline).
+PID_WIDTH = 24
+#: How long a process refused a lock waits for its holder to write its pid: the holder
+#: writes it right after taking the lock, so only a race of the two sees it missing.
+PID_WAIT_SECONDS = 2.0
+
+
+def _holder_pid(fd: int) -> int | None:
+    """The pid the lock's holder wrote in the open lock file ``fd``, waiting up to
+    :data:`PID_WAIT_SECONDS` while the file is empty or names a process that is gone (a
+    holder between taking the lock and writing its pid; the last holder's pid is in the
+    file until then); None if none comes."""
+    deadline = time.monotonic() + PID_WAIT_SECONDS
+    while True:
+        text = os.pread(fd, PID_WIDTH, 0).decode("ascii", "replace").strip()
+        if text.isdigit() and _alive(int(text)):
+            return int(text)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.01)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (``kill(pid, 0)``)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by another user
+        return True
+    return True
 
 
 def writable(directory: Path) -> bool:
@@ -243,8 +279,8 @@ def holder(run: str | Path) -> int | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        return int(text) if text.isdigit() else -1
+        pid = _holder_pid(fd)
+        return -1 if pid is None else pid
     finally:
         os.close(fd)
     return None
