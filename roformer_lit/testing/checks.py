@@ -610,10 +610,16 @@ def check_rows_read(scheme: type[PositionScheme], attention: str, options: Optio
 ROW_BLOCKS = [(0, 3), (3, LENGTH), (2, 5)]
 
 
-def check_rows(scheme: type[PositionScheme], attention: str, options: Options) -> None:
-    """Every layer's blocks of query rows (``bias_rows``: what a kernel reads on long rows,
-    from ``rows`` or a lookup) are slices of its dense bias (float64), at ``0 .. L-1``, at
-    segment positions and at drawn positions. A bias given only dense passes."""
+def layer_biases(
+    scheme: type[PositionScheme],
+    attention: str,
+    options: Options,
+    wanted: Callable[[Any], bool],
+) -> Iterator[tuple[int, str, Any, Tensor, int, int]]:
+    """Every layer's score bias (float64) that ``wanted(score)`` keeps, at ``0 .. L-1``, at
+    segment positions and at drawn positions: ``(layer index, where, score, its dense bias
+    [B or 1, h, L, L], batch, heads)``, for the checks that compare a bias's other forms
+    with its dense one."""
     with default_dtype(torch.float64):
         model = visible_model(scheme, attention, options=options).double()
         built = model.encoder.position
@@ -630,27 +636,36 @@ def check_rows(scheme: type[PositionScheme], attention: str, options: Options) -
                 for index, block in enumerate(model.encoder.layers):
                     qkv = QKVWeights(block.attention.qkv.weight, block.attention.qkv.bias, heads)
                     score = built.layer(index).score(q, k, ctx, qkv)
-                    if score is None or not score.adds_bias:
+                    if score is None or not score.adds_bias or not wanted(score):
                         continue
-                    if score.rows is None and score.lookup is None:
-                        continue  # dense alone: its rows are its slices
                     dense = score.bias
                     if dense is None:
                         dense = dense_from_lookup(score.lookup, batch, heads, LENGTH)
-                    dense = dense.expand(-1, heads, LENGTH, LENGTH)
-                    for start, stop in ROW_BLOCKS:
-                        got = bias_rows(score, batch, heads, start, stop, LENGTH, q.device, q.dtype)
-                        wanted = dense[:, :, start:stop]
-                        shape = torch.broadcast_shapes(got.shape, wanted.shape)
-                        torch.testing.assert_close(
-                            got.expand(shape),
-                            wanted.expand(shape),
-                            **FLOAT64_TOL,
-                            msg=lambda m, i=index, w=where, r=(start, stop): (
-                                f"layer {i}'s rows (start, stop) = {r} at {w} are not those "
-                                f"rows of its dense bias (a kernel reads them on long rows): {m}"
-                            ),
-                        )
+                    yield index, where, score, dense.expand(-1, heads, LENGTH, LENGTH), batch, heads
+
+
+def check_rows(scheme: type[PositionScheme], attention: str, options: Options) -> None:
+    """Every layer's blocks of query rows (``bias_rows``: what a kernel reads on long rows,
+    from ``rows`` or a lookup) are slices of its dense bias (float64), at ``0 .. L-1``, at
+    segment positions and at drawn positions. A bias given only dense passes (its rows
+    are its slices)."""
+    with default_dtype(torch.float64):
+        for index, where, score, dense, batch, heads in layer_biases(
+            scheme, attention, options, lambda s: s.rows is not None or s.lookup is not None
+        ):
+            for start, stop in ROW_BLOCKS:
+                got = bias_rows(score, batch, heads, start, stop, LENGTH, dense.device, dense.dtype)
+                wanted = dense[:, :, start:stop]
+                shape = torch.broadcast_shapes(got.shape, wanted.shape)
+                torch.testing.assert_close(
+                    got.expand(shape),
+                    wanted.expand(shape),
+                    **FLOAT64_TOL,
+                    msg=lambda m, i=index, w=where, r=(start, stop): (
+                        f"layer {i}'s rows (start, stop) = {r} at {w} are not those "
+                        f"rows of its dense bias (a kernel reads them on long rows): {m}"
+                    ),
+                )
 
 
 #: The documents ``[start, stop)`` of each row the ``squares`` check reads: a row's first
@@ -664,40 +679,22 @@ def check_squares(scheme: type[PositionScheme], attention: str, options: Options
     """Every layer's squares (``bias_squares``) are slices of its dense bias (float64), at
     ``0 .. L-1``, at segment positions and at drawn positions."""
     with default_dtype(torch.float64):
-        model = visible_model(scheme, attention, options=options).double()
-        built = model.encoder.position
-        q, k, drawn = layer_inputs(model, seed=8)
-        batch, heads = q.shape[:2]
-        cases = {"0 .. L-1": None}
-        if built.reads_positions:
-            cases["segment positions"] = segment_positions(SEGMENTS)
-        if drawn is not None:
-            cases["random positions"] = drawn
-        with torch.no_grad():
-            for where, positions in cases.items():
-                ctx = built.prepare(LENGTH, q.device, q.dtype, positions)
-                for index, block in enumerate(model.encoder.layers):
-                    qkv = QKVWeights(block.attention.qkv.weight, block.attention.qkv.bias, heads)
-                    score = built.layer(index).score(q, k, ctx, qkv)
-                    if score is None or not score.adds_bias or not score.has_squares:
-                        continue
-                    dense = score.bias
-                    if dense is None:
-                        dense = dense_from_lookup(score.lookup, batch, heads, LENGTH)
-                    dense = dense.expand(-1, heads, LENGTH, LENGTH)
-                    squares = bias_squares(score, SQUARES, heads, q.device, q.dtype)
-                    for row, (runs, got_row) in enumerate(zip(SQUARES, squares, strict=True)):
-                        for (start, stop), got in zip(runs, got_row, strict=True):
-                            wanted = dense[min(row, dense.shape[0] - 1), :, start:stop, start:stop]
-                            torch.testing.assert_close(
-                                got,
-                                wanted.expand_as(got),
-                                **FLOAT64_TOL,
-                                msg=lambda m, i=index, w=where, r=(row, start, stop): (
-                                    f"layer {i}'s square (row, start, stop) = {r} at {w} is "
-                                    f"not that slice of its dense bias: {m}"
-                                ),
-                            )
+        for index, where, score, dense, _, heads in layer_biases(
+            scheme, attention, options, lambda s: s.has_squares
+        ):
+            squares = bias_squares(score, SQUARES, heads, dense.device, dense.dtype)
+            for row, (runs, got_row) in enumerate(zip(SQUARES, squares, strict=True)):
+                for (start, stop), got in zip(runs, got_row, strict=True):
+                    wanted = dense[min(row, dense.shape[0] - 1), :, start:stop, start:stop]
+                    torch.testing.assert_close(
+                        got,
+                        wanted.expand_as(got),
+                        **FLOAT64_TOL,
+                        msg=lambda m, i=index, w=where, r=(row, start, stop): (
+                            f"layer {i}'s square (row, start, stop) = {r} at {w} is "
+                            f"not that slice of its dense bias: {m}"
+                        ),
+                    )
 
 
 CHECKS: dict[str, Check] = {
