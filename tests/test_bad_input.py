@@ -111,7 +111,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         "cannot split 1 document(s)",
     ),
     # command line
-    "unknown_subcommand": (["fitt"], "invalid choice: 'fitt'"),
+    "unknown_subcommand": (["fitt"], "unknown command 'fitt'; did you mean fit?"),
     "unknown_flag": (["fit", "--frobnicate", "1"], "--frobnicate"),
     # checkpoints
     "ckpt_missing": (fit("--ckpt_path", "nowhere.ckpt"), "checkpoint not found: nowhere.ckpt"),
