@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
+from roformer_lit.benchmarks import corpus_scale
 from roformer_lit.benchmarks.models import MAX_BATCH, ROUNDS
 from roformer_lit.data.corpus_module import CorpusDataModule
 from roformer_lit.errors import ConfigError
@@ -38,8 +39,6 @@ def _train_steps(model: MaskedLM, optimizer: torch.optim.Optimizer, batches: Ite
 
 def build_parser() -> ToolParser:
     """``bench-data``'s parser: every numeric flag declares its range (one ``error:`` line)."""
-    from roformer_lit.benchmarks import corpus_scale  # its options, listed in the epilog
-
     parser = ToolParser(
         "bench-data",
         description=__doc__,
